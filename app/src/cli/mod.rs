@@ -1,0 +1,53 @@
+//! The command-line interface: a stable, scriptable contract.
+//!
+//! Exit codes: 0 = success / no errors, 1 = the document has errors,
+//! 2 = usage or I/O failure.
+
+mod check;
+mod fmt;
+mod report;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Exit status: the document has errors.
+pub const EXIT_ERRORS: u8 = 1;
+/// Exit status: usage or I/O failure.
+pub const EXIT_USAGE_OR_IO: u8 = 2;
+
+/// Workflow Studio: build and debug ONNX GenAI model packages.
+#[derive(Debug, Parser)]
+#[command(name = "wfstudio", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Check documents or package folders and report diagnostics.
+    Check(check::CheckArgs),
+    /// Re-serialize a document canonically.
+    Fmt(fmt::FmtArgs),
+}
+
+/// Output style of diagnostics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// `FILE:LINE:COL: error[CODE]: message` lines with `help:` lines.
+    Text,
+    /// One JSON array of diagnostics.
+    Json,
+}
+
+/// A file to read: a document or a package folder.
+pub type InputPath = PathBuf;
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Check(args) => check::run(&args),
+        Command::Fmt(args) => fmt::run(&args),
+    }
+}

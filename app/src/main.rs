@@ -1,0 +1,17 @@
+//! `wfstudio`: Workflow Studio's command-line entry point.
+
+mod cli;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    match cli::run(args) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("wfstudio: {error:#}");
+            ExitCode::from(cli::EXIT_USAGE_OR_IO)
+        }
+    }
+}

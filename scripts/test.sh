@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Runs every check and test: formatting, clippy (warnings are errors) and the
+# whole test suite. The shared corpus is read from $WFSTUDIO_SHARED
+# (default ../shared); under CI=true a missing corpus fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo test --workspace --locked

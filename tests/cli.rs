@@ -1,0 +1,119 @@
+//! The `wfstudio check` and `fmt` command-line contract: output lines,
+//! JSON fields and exit codes.
+
+mod support;
+
+use std::process::Command;
+
+fn wfstudio(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(support::wfstudio())
+        .args(args)
+        .current_dir(support::workspace())
+        .output()
+        .expect("runs");
+    (
+        out.status.code().expect("exit code"),
+        String::from_utf8(out.stdout).expect("utf8"),
+        String::from_utf8(out.stderr).expect("utf8"),
+    )
+}
+
+#[test]
+fn check_reports_text_lines_with_help_and_exit_one() {
+    let (code, stdout, _) = wfstudio(&["check", "fixtures/malformed/removed_emit_row_ids.yaml"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        stdout,
+        "fixtures/malformed/removed_emit_row_ids.yaml:24:7: error[S003]: \
+         pipeline.workflow.steps[0].row_ids: removed field `row_ids`\n    help: `row_ids` was \
+         removed from emit steps: rows are positional; use `when` or `valid_length` for per-row \
+         publication\n"
+    );
+}
+
+#[test]
+fn check_json_is_one_array_with_the_contract_fields() {
+    let (code, stdout, _) = wfstudio(&[
+        "check",
+        "--format",
+        "json",
+        "fixtures/malformed/unknown_invoke_field.yaml",
+        "fixtures/examples/tiny-denoise",
+    ]);
+    assert_eq!(code, 1);
+    let value: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(
+        value,
+        serde_json::json!([{
+            "file": "fixtures/malformed/unknown_invoke_field.yaml",
+            "line": 22,
+            "column": 7,
+            "severity": "error",
+            "code": "S002",
+            "path": "pipeline.workflow.steps[0].input",
+            "message": "unknown field `input`, expected one of `component`, `inputs`, `outputs`",
+            "help": "did you mean `inputs`?"
+        }])
+    );
+}
+
+#[test]
+fn check_of_a_clean_package_folder_exits_zero() {
+    let (code, stdout, stderr) =
+        wfstudio(&["check", "--no-artifacts", "fixtures/examples/tiny-denoise"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "");
+    assert_eq!(stderr, "checked 1 path(s): 0 error(s), 0 warning(s)\n");
+}
+
+#[test]
+fn warnings_alone_exit_zero() {
+    let (code, stdout, _) = wfstudio(&["check", "fixtures/malformed/duplicate_key_warning.yaml"]);
+    assert_eq!(code, 0);
+    assert!(stdout.contains("warning[S008]"), "{stdout}");
+}
+
+#[test]
+fn io_and_usage_failures_exit_two() {
+    let (code, _, stderr) = wfstudio(&["check", "no/such/file.yaml"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("cannot read no/such/file.yaml"), "{stderr}");
+    let (code, _, stderr) = wfstudio(&["check", "fixtures"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("holds no inference_metadata"), "{stderr}");
+    let (code, _, _) = wfstudio(&["check"]);
+    assert_eq!(code, 2);
+    let (code, _, _) = wfstudio(&["fmt", "x", "--to", "toml"]);
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn fmt_keeps_the_leading_comment_and_writes_atomically() {
+    let dir = std::env::temp_dir().join(format!("wfstudio-fmt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let out = dir.join("out.yaml");
+    let out_arg = out.to_string_lossy().into_owned();
+    let (code, stdout, stderr) =
+        wfstudio(&["fmt", "fixtures/examples/tiny-denoise", "-o", &out_arg]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "");
+    let text = std::fs::read_to_string(&out).expect("written");
+    assert!(text.starts_with("# Tiny denoise: the smallest package"));
+    assert!(text.contains("\n      capabilities:\n      - workflow_ssa\n"));
+    let leftovers: Vec<_> = std::fs::read_dir(&dir).expect("dir").collect();
+    assert_eq!(leftovers.len(), 1, "no temporary file is left behind");
+
+    let (code, json, _) = wfstudio(&["fmt", &out_arg, "--to", "json"]);
+    assert_eq!(code, 0);
+    let value: serde_json::Value = serde_json::from_str(&json).expect("json");
+    assert_eq!(value["pipeline"]["workflow"]["steps"][0]["kind"], "loop");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn fmt_of_an_invalid_document_prints_diagnostics_and_exits_one() {
+    let (code, stdout, stderr) = wfstudio(&["fmt", "fixtures/malformed/transfer_step.yaml"]);
+    assert_eq!(code, 1);
+    assert_eq!(stdout, "");
+    assert!(stderr.contains("error[S006]"), "{stderr}");
+}
