@@ -35,6 +35,7 @@ fn check_reports_text_lines_with_help_and_exit_one() {
 fn check_json_is_one_array_with_the_contract_fields() {
     let (code, stdout, _) = wfstudio(&[
         "check",
+        "--no-artifacts",
         "--format",
         "json",
         "fixtures/malformed/unknown_invoke_field.yaml",

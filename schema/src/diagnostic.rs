@@ -67,6 +67,29 @@ pub struct Diagnostic {
     pub help: Option<String>,
     /// Where it is in the source text.
     pub span: Option<Span>,
+    /// A machine-applicable fix, when one is known.
+    pub fix: Option<Fix>,
+}
+
+/// A machine-applicable fix offered with a diagnostic.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Fix {
+    /// What applying it does, for a button or a log line.
+    pub title: String,
+    /// The edit.
+    pub edit: FixEdit,
+}
+
+/// An edit to the document.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum FixEdit {
+    /// Append string items to the list at `path` (creating it if absent).
+    AppendToList {
+        /// The list.
+        path: DocPath,
+        /// Items to append, in order.
+        items: Vec<String>,
+    },
 }
 
 impl Diagnostic {
@@ -79,6 +102,7 @@ impl Diagnostic {
             message: message.into(),
             help: None,
             span: None,
+            fix: None,
         }
     }
 
@@ -93,6 +117,12 @@ impl Diagnostic {
     /// Adds a fix hint.
     pub fn with_help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
+        self
+    }
+
+    /// Attaches a machine-applicable fix.
+    pub fn with_fix(mut self, fix: Fix) -> Self {
+        self.fix = Some(fix);
         self
     }
 

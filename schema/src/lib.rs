@@ -19,7 +19,7 @@ pub mod source;
 pub mod tree;
 pub mod types;
 
-pub use diagnostic::{Diagnostic, Severity};
+pub use diagnostic::{Diagnostic, Fix, FixEdit, Severity};
 pub use limits::Limits;
 pub use load::{Format, LoadError, Loaded, load_file, locate_document, parse_text};
 pub use path::DocPath;

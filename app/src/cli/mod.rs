@@ -5,6 +5,7 @@
 
 mod check;
 mod fmt;
+mod identity;
 mod report;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -30,6 +31,8 @@ enum Command {
     Check(check::CheckArgs),
     /// Re-serialize a document canonically.
     Fmt(fmt::FmtArgs),
+    /// Print the semantic identity of documents.
+    Identity(identity::IdentityArgs),
 }
 
 /// Output style of diagnostics.
@@ -49,5 +52,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Fmt(args) => fmt::run(&args),
+        Command::Identity(args) => identity::run(&args),
     }
 }

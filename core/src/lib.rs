@@ -1,0 +1,12 @@
+//! Workflow Studio's core: the semantic validator with its rule table,
+//! capability derivation, semantic identity, package file checks and the
+//! safe quick fixes. No GUI dependency.
+
+pub mod artifacts;
+pub mod capabilities;
+pub mod contracts;
+pub mod fix;
+pub mod identity;
+pub mod validate;
+
+pub use validate::{Options, Report, validate};
