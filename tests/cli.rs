@@ -118,3 +118,97 @@ fn fmt_of_an_invalid_document_prints_diagnostics_and_exits_one() {
     assert_eq!(stdout, "");
     assert!(stderr.contains("error[S006]"), "{stderr}");
 }
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("wfstudio-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+#[test]
+fn identity_prints_the_reference_identity() {
+    let Some(shared) = support::shared() else {
+        return;
+    };
+    let doc = shared.join("corpus/catalogue/07-stable-diffusion-text-to-image.yaml");
+    let (code, stdout, _) = wfstudio(&["identity", &doc.to_string_lossy()]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        stdout,
+        "onnx-genai-metadata-identity-v1:sha256:5e82865bbb14af217cf9f8b0bcd1e3608db94c13ecf8ac835fbd3b1c3eeddecc\n"
+    );
+}
+
+#[test]
+fn check_reports_semantic_errors_with_line_and_fix_hint() {
+    let Some(shared) = support::shared() else {
+        return;
+    };
+    let original = std::fs::read_to_string(
+        shared.join("corpus/catalogue/07-stable-diffusion-text-to-image.yaml"),
+    )
+    .expect("readable");
+    let dir = temp_dir("semantic");
+    let doc = dir.join("inference_metadata.yaml");
+    std::fs::write(
+        &doc,
+        original.replace(
+            "max_iterations: request.max_iterations",
+            "max_iterations: steps",
+        ),
+    )
+    .expect("write");
+    let (code, stdout, _) = wfstudio(&["check", "--no-artifacts", &doc.to_string_lossy()]);
+    assert_eq!(code, 1);
+    let line = original
+        .lines()
+        .position(|l| l.contains("max_iterations: request.max_iterations"))
+        .expect("line")
+        + 1;
+    assert_eq!(
+        stdout,
+        format!(
+            "{}:{line}:7: error[V-N11]: pipeline.workflow.steps[0].max_iterations: references value 'steps' before definition\n    help: define the value before this step, in a scope visible here\n",
+            doc.display()
+        )
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn check_fix_adds_missing_capabilities_in_place() {
+    let Some(shared) = support::shared() else {
+        return;
+    };
+    let original = std::fs::read_to_string(
+        shared.join("corpus/catalogue/07-stable-diffusion-text-to-image.yaml"),
+    )
+    .expect("readable");
+    let item = "      - nested_control_flow\n";
+    assert!(original.contains(item));
+    let broken = original.replace(item, "");
+    let dir = temp_dir("fix");
+    let doc = dir.join("inference_metadata.yaml");
+    std::fs::write(&doc, &broken).expect("write");
+    let doc_arg = doc.to_string_lossy().into_owned();
+    let (code, _, _) = wfstudio(&["check", "--no-artifacts", &doc_arg]);
+    assert_eq!(code, 1, "the broken copy fails V-C1");
+    let (code, stdout, stderr) = wfstudio(&["check", "--no-artifacts", "--fix", &doc_arg]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stderr.contains(
+            "fixed: added to pipeline.workflow.manifest.capabilities: nested_control_flow"
+        ),
+        "{stderr}"
+    );
+    let fixed = std::fs::read_to_string(&doc).expect("fixed file");
+    let expected = broken.replace(
+        "      - loop_induction_values\n",
+        "      - loop_induction_values\n      - nested_control_flow\n",
+    );
+    assert_eq!(
+        fixed, expected,
+        "only the missing item is added; comments and layout stay"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -25,7 +25,11 @@ fn diagnostics(shared: &std::path::Path, m: &Mutation, options: &Options) -> Vec
 }
 
 fn codes(found: &[Diagnostic]) -> BTreeSet<String> {
-    found.iter().filter(|d| d.is_error()).map(|d| d.code.to_string()).collect()
+    found
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| d.code.to_string())
+        .collect()
 }
 
 fn holds(m: &Mutation, found: &[Diagnostic]) -> Result<(), String> {
@@ -36,11 +40,17 @@ fn holds(m: &Mutation, found: &[Diagnostic]) -> Result<(), String> {
             .iter()
             .map(|d| format!("{} {}: {}", d.code, d.path, d.message))
             .collect();
-        return Err(format!("expected {want:?}, got {got:?}:\n  {}", detail.join("\n  ")));
+        return Err(format!(
+            "expected {want:?}, got {got:?}:\n  {}",
+            detail.join("\n  ")
+        ));
     }
     if let Some(at) = &m.at {
         let first = &m.expect[0];
-        if !found.iter().any(|d| d.code == first && d.path.to_string() == *at) {
+        if !found
+            .iter()
+            .any(|d| d.code == first && d.path.to_string() == *at)
+        {
             let paths: Vec<String> = found.iter().map(|d| d.path.to_string()).collect();
             return Err(format!("no {first} at {at}; paths: {paths:?}"));
         }
@@ -60,7 +70,13 @@ fn every_mutation_fails_with_exactly_its_codes() {
             failures.push(format!("{} / {}: {e}", file.display(), m.name));
         }
     }
-    assert!(failures.is_empty(), "{} of {} fixtures failed:\n{}", failures.len(), fixtures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} fixtures failed:\n{}",
+        failures.len(),
+        fixtures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -79,10 +95,27 @@ fn every_rule_has_a_fixture_and_disabling_it_fails_that_fixture() {
             .filter(|(_, m)| holds(m, &diagnostics(&shared, m, &options)).is_err())
             .map(|(_, m)| m.name.as_str())
             .collect();
-        assert!(!caught.is_empty(), "disabling {} fails no fixture: the rule is untested", rule.code);
+        assert!(
+            !caught.is_empty(),
+            "disabling {} fails no fixture: the rule is untested",
+            rule.code
+        );
         map.insert(rule.code, caught);
     }
     for (code, tests) in &map {
         eprintln!("{code}: {}", tests.join(", "));
+    }
+}
+
+#[test]
+fn validation_docs_list_every_rule() {
+    let docs = std::fs::read_to_string(support::workspace().join("docs/VALIDATION.md"))
+        .expect("docs/VALIDATION.md");
+    for rule in RULES {
+        assert!(
+            docs.contains(&format!("| {} | {} |", rule.code, rule.summary)),
+            "docs/VALIDATION.md lacks {}",
+            rule.code
+        );
     }
 }

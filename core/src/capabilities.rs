@@ -143,29 +143,29 @@ impl Capability {
 pub fn derive(wf: &WorkflowSpec) -> BTreeMap<Capability, DocPath> {
     let mut found = BTreeMap::new();
     let root = workflow_path();
-    let mut need = |c: Capability, path: DocPath| {
-        found.entry(c).or_insert(path);
+    let mut need = |c: Capability, path: &dyn Fn() -> DocPath| {
+        found.entry(c).or_insert_with(path);
     };
-    need(Capability::WorkflowSsa, root.clone());
+    need(Capability::WorkflowSsa, &|| root.clone());
     if wf.serving.is_some() {
-        need(Capability::ServingServiceContract, root.key("serving"));
+        need(Capability::ServingServiceContract, &|| root.key("serving"));
     }
     for (name, cell) in wf.state.iter().flatten() {
         let at = root.key("state").key(name.as_str());
         if cell.scope == StateScope::Session {
-            need(Capability::SessionStateLease, at.key("scope"));
+            need(Capability::SessionStateLease, &|| at.key("scope"));
         }
         if matches!(cell.recurrence, Recurrence::Bounded(_)) {
-            need(Capability::BoundedStateRecurrence, at.key("recurrence"));
+            need(Capability::BoundedStateRecurrence, &|| at.key("recurrence"));
         }
         if cell.state_class() == StateClass::Advisory {
-            need(Capability::AdvisoryState, at.key("class"));
+            need(Capability::AdvisoryState, &|| at.key("class"));
         }
     }
     for (name, input) in wf.inputs.iter().flatten() {
         let at = root.key("inputs").key(name.as_str());
         if input.present_as.is_some() {
-            need(Capability::InputPresence, at.key("present_as"));
+            need(Capability::InputPresence, &|| at.key("present_as"));
         }
         if let InputRole::Runtime(r) = &input.role
             && matches!(
@@ -176,16 +176,16 @@ pub fn derive(wf: &WorkflowSpec) -> BTreeMap<Capability, DocPath> {
                     | RuntimeInputRole::AdapterActive
             )
         {
-            need(Capability::HeterogeneousAdapterBatching, at.key("role"));
+            need(Capability::HeterogeneousAdapterBatching, &|| at.key("role"));
         }
     }
     if wf.effects.as_ref().is_some_and(|e| !e.is_empty()) {
-        need(Capability::LinearEffects, root.key("effects"));
+        need(Capability::LinearEffects, &|| root.key("effects"));
     }
     for (name, component) in &wf.components {
         let at = root.key("components").key(name.as_str());
         if component.effects.as_ref().is_some_and(|e| !e.is_empty()) {
-            need(Capability::LinearEffects, at.key("effects"));
+            need(Capability::LinearEffects, &|| at.key("effects"));
         }
         let ids = [
             component.contract.as_ref().map(|c| c.id.as_str()),
@@ -202,7 +202,7 @@ pub fn derive(wf: &WorkflowSpec) -> BTreeMap<Capability, DocPath> {
                 "onnx-genai.telemetry" => Capability::TelemetryAdapter,
                 _ => continue,
             };
-            need(capability, at.clone());
+            need(capability, &|| at.clone());
         }
     }
     crate::validate::for_each_step(
@@ -210,38 +210,57 @@ pub fn derive(wf: &WorkflowSpec) -> BTreeMap<Capability, DocPath> {
         &root.key("steps"),
         &mut |step, path| match step {
             Step::Loop(l) => {
-                need(Capability::NestedControlFlow, path.clone());
+                need(Capability::NestedControlFlow, &|| path.clone());
                 if l.iteration.is_some() {
-                    need(Capability::LoopInductionValues, path.key("iteration"));
+                    need(Capability::LoopInductionValues, &|| path.key("iteration"));
                 }
                 let carries = l.carried.as_ref().is_some_and(|c| !c.is_empty());
                 if carries || l.steps.iter().any(|s| changes_effects(s, wf)) {
-                    need(Capability::LinearEffects, path.clone());
+                    need(Capability::LinearEffects, &|| path.clone());
                 }
             }
             Step::Branch(b) => {
-                need(Capability::NestedControlFlow, path.clone());
+                need(Capability::NestedControlFlow, &|| path.clone());
                 if b.cases
                     .values()
                     .chain(b.default.as_deref())
                     .any(|s| changes_effects(s, wf))
                 {
-                    need(Capability::LinearEffects, path.clone());
+                    need(Capability::LinearEffects, &|| path.clone());
                 }
             }
             Step::Emit(e) => {
-                need(Capability::TypedEmit, path.clone());
+                need(Capability::TypedEmit, &|| path.clone());
                 if e.mode == wfstudio_schema::types::steps::EmitMode::Event {
-                    need(Capability::StreamingEmit, path.key("mode"));
+                    need(Capability::StreamingEmit, &|| path.key("mode"));
                 }
                 if e.valid_length.is_some() {
-                    need(Capability::EmitValidLength, path.key("valid_length"));
+                    need(Capability::EmitValidLength, &|| path.key("valid_length"));
                 }
             }
             Step::Sequence(_) | Step::Invoke(_) => {}
         },
     );
     found
+}
+
+/// Every capability id the document requires in its manifest: the
+/// structure-derived ones and, with top-level `adapters`, the adapter ones.
+pub fn required_ids(document: &Document) -> std::collections::BTreeSet<&'static str> {
+    let mut ids: std::collections::BTreeSet<&'static str> = document
+        .pipeline
+        .as_ref()
+        .map(|p| {
+            derive(&p.workflow)
+                .into_keys()
+                .map(Capability::id)
+                .collect()
+        })
+        .unwrap_or_default();
+    if document.adapters.is_some() {
+        ids.extend(ADAPTER_CAPABILITIES);
+    }
+    ids
 }
 
 /// Whether lowering `step` advances any effect token: an effectful invoke,
@@ -275,10 +294,9 @@ fn missing_diagnostics(
     ctx: &mut Ctx<'_>,
     code: &'static str,
     declared: &[String],
-    required: Vec<(&'static str, String)>,
+    required: impl Iterator<Item = (&'static str, String)>,
 ) {
     let missing: Vec<(&str, String)> = required
-        .into_iter()
         .filter(|(id, _)| !declared.iter().any(|d| d == id))
         .collect();
     if missing.is_empty() {
@@ -312,16 +330,16 @@ fn missing_diagnostics(
 /// V-C1 (structure-derived capabilities) and V-C2 (adapter capabilities).
 pub(crate) fn check_manifest(ctx: &mut Ctx<'_>, document: &Document, wf: &WorkflowSpec) {
     let declared = wf.manifest.capabilities.as_deref().unwrap_or_default();
-    let required = derive(wf)
-        .into_iter()
-        .map(|(c, path)| (c.id(), format!("{} at {path}", c.reason())))
-        .collect();
+    let derived = derive(wf);
+    let required = derived
+        .iter()
+        .filter(|(c, _)| !declared.iter().any(|d| d == c.id()))
+        .map(|(c, path)| (c.id(), format!("{} at {path}", c.reason())));
     missing_diagnostics(ctx, "V-C1", declared, required);
     if document.adapters.is_some() {
         let required = ADAPTER_CAPABILITIES
             .iter()
-            .map(|id| (*id, "top-level adapters are declared".to_string()))
-            .collect();
+            .map(|id| (*id, "top-level adapters are declared".to_string()));
         missing_diagnostics(ctx, "V-C2", declared, required);
     }
 }

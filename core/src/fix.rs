@@ -90,17 +90,7 @@ pub fn apply(text: &str, loaded: &Loaded, fixes: &[&Fix]) -> Result<Fixed, FixEr
 }
 
 fn list_items(map: &SourceMap, path: &DocPath) -> Vec<String> {
-    let mut node = map.root();
-    for segment in path.segments() {
-        node = node.and_then(|n| match (segment, &n.value) {
-            (wfstudio_schema::path::Segment::Key(k), NodeValue::Map(entries)) => entries
-                .iter()
-                .find(|(key, _)| matches!(&key.value, NodeValue::Scalar(s) if &s.text == k))
-                .map(|(_, v)| v),
-            _ => None,
-        });
-    }
-    match node.map(|n| &n.value) {
+    match map.node(path).map(|n| &n.value) {
         Some(NodeValue::Seq(items)) => items
             .iter()
             .filter_map(|i| match &i.value {
@@ -156,17 +146,7 @@ fn text_edit(
 }
 
 fn last_item<'m>(map: &'m SourceMap, path: &DocPath) -> Option<&'m wfstudio_schema::tree::Node> {
-    let mut node = map.root()?;
-    for segment in path.segments() {
-        node = match (segment, &node.value) {
-            (wfstudio_schema::path::Segment::Key(k), NodeValue::Map(entries)) => entries
-                .iter()
-                .find(|(key, _)| matches!(&key.value, NodeValue::Scalar(s) if &s.text == k))
-                .map(|(_, v)| v)?,
-            _ => return None,
-        };
-    }
-    match &node.value {
+    match &map.node(path)?.value {
         NodeValue::Seq(items) => items.last(),
         _ => None,
     }
@@ -187,4 +167,57 @@ fn append_typed(document: &mut Document, path: &DocPath, items: &[&str]) -> Resu
     let caps = wf.manifest.capabilities.get_or_insert_with(Vec::new);
     caps.extend(items.iter().map(|s| s.to_string()));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Options, validate};
+    use wfstudio_schema::{Format, Limits, parse_text};
+
+    const DOC: &str = "# keep me\npipeline:\n  workflow:\n    manifest:\n      capabilities: [workflow_ssa]  # and me\n    components: {}\n    outputs:\n      y: {contract: {dtype: int64, rank: 0}, role: tensor, stage: pre_adapter}\n    inputs:\n      x: {contract: {dtype: int64, rank: 0}, role: {kind: opaque}, source: {kind: application, name: x}}\n    steps:\n    - {kind: emit, value: x, output: y, mode: replace}\n";
+
+    fn fixes_of(text: &str) -> (wfstudio_schema::Loaded, Vec<Fix>) {
+        let loaded = parse_text(text, Format::Yaml, &Limits::default()).unwrap();
+        let report = validate(&loaded.document, &Options::default());
+        let fixes = report
+            .diagnostics
+            .iter()
+            .filter_map(|d| d.fix.clone())
+            .collect();
+        (loaded, fixes)
+    }
+
+    #[test]
+    fn flow_lists_get_the_items_before_the_bracket() {
+        let (loaded, fixes) = fixes_of(DOC);
+        assert_eq!(fixes.len(), 1);
+        let fixed = apply(DOC, &loaded, &fixes.iter().collect::<Vec<_>>()).unwrap();
+        assert!(!fixed.rewritten);
+        assert_eq!(
+            fixed.text,
+            DOC.replace("[workflow_ssa]", "[workflow_ssa, typed_emit]")
+        );
+        let (_, remaining) = fixes_of(&fixed.text);
+        assert!(remaining.is_empty());
+    }
+
+    #[test]
+    fn a_missing_list_is_written_canonically() {
+        let doc = DOC.replace(
+            "      capabilities: [workflow_ssa]  # and me\n",
+            "      adapter_abis: {}\n",
+        );
+        let (loaded, fixes) = fixes_of(&doc);
+        let fixed = apply(&doc, &loaded, &fixes.iter().collect::<Vec<_>>()).unwrap();
+        assert!(fixed.rewritten);
+        assert!(fixed.text.starts_with("# keep me\n"));
+        assert!(
+            fixed
+                .text
+                .contains("      capabilities:\n      - workflow_ssa\n      - typed_emit\n")
+        );
+        let (_, remaining) = fixes_of(&fixed.text);
+        assert!(remaining.is_empty());
+    }
 }

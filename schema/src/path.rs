@@ -5,6 +5,7 @@
 //! unambiguous. They print as `pipeline.workflow.inputs["request.max_iterations"]`.
 
 use std::fmt;
+use std::sync::Arc;
 
 /// One step of a [`DocPath`]: a mapping key or a sequence index.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -16,28 +17,38 @@ pub enum Segment {
 }
 
 /// The location of a node in a document, from the root down.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct DocPath(Vec<Segment>);
+///
+/// A persistent list: extending a path allocates one small link and
+/// cloning is a reference-count increment, so the validator can carry the
+/// path of every node it visits without copying.
+#[derive(Clone, Default)]
+pub struct DocPath(Option<Arc<Link>>);
+
+struct Link {
+    parent: DocPath,
+    segment: Segment,
+    len: usize,
+}
 
 impl DocPath {
     /// The document root.
     pub fn root() -> Self {
-        Self(Vec::new())
+        Self(None)
     }
 
     /// Parses the dotted notation produced by `Display` (`a.b[0]["c.d"]`).
     /// Returns `None` for malformed text.
     pub fn parse(text: &str) -> Option<Self> {
-        let mut segments = Vec::new();
+        let mut path = Self::root();
         let mut rest = text;
         while !rest.is_empty() {
             if let Some(after) = rest.strip_prefix("[\"") {
                 let (key, tail) = split_quoted(after)?;
-                segments.push(Segment::Key(key));
+                path.push(Segment::Key(key));
                 rest = tail.strip_prefix(']')?;
             } else if let Some(after) = rest.strip_prefix('[') {
                 let end = after.find(']')?;
-                segments.push(Segment::Index(after[..end].parse().ok()?));
+                path.push(Segment::Index(after[..end].parse().ok()?));
                 rest = &after[end + 1..];
             } else {
                 let body = rest.strip_prefix('.').unwrap_or(rest);
@@ -45,52 +56,67 @@ impl DocPath {
                 if end == 0 {
                     return None;
                 }
-                segments.push(Segment::Key(body[..end].to_string()));
+                path.push(Segment::Key(body[..end].to_string()));
                 rest = &body[end..];
             }
         }
-        Some(Self(segments))
+        Some(path)
+    }
+
+    fn with(&self, segment: Segment) -> Self {
+        Self(Some(Arc::new(Link {
+            parent: self.clone(),
+            segment,
+            len: self.depth() + 1,
+        })))
     }
 
     /// A new path with `key` appended.
     pub fn key(&self, key: impl Into<String>) -> Self {
-        let mut next = self.clone();
-        next.0.push(Segment::Key(key.into()));
-        next
+        self.with(Segment::Key(key.into()))
     }
 
     /// A new path with `index` appended.
     pub fn index(&self, index: usize) -> Self {
-        let mut next = self.clone();
-        next.0.push(Segment::Index(index));
-        next
+        self.with(Segment::Index(index))
     }
 
     /// Appends a segment in place (used while walking a tree).
-    pub(crate) fn push(&mut self, segment: Segment) {
-        self.0.push(segment);
+    pub fn push(&mut self, segment: Segment) {
+        *self = self.with(segment);
     }
 
     /// Removes the last segment in place.
-    pub(crate) fn pop(&mut self) {
-        self.0.pop();
+    pub fn pop(&mut self) {
+        *self = self.parent();
+    }
+
+    /// Number of segments (0 at the root).
+    pub fn depth(&self) -> usize {
+        self.0.as_ref().map_or(0, |link| link.len)
     }
 
     /// The segments from the root down.
-    pub fn segments(&self) -> &[Segment] {
-        &self.0
+    pub fn segments(&self) -> Vec<Segment> {
+        let mut out: Vec<Segment> = self.links().map(|l| l.segment.clone()).collect();
+        out.reverse();
+        out
+    }
+
+    fn links(&self) -> impl Iterator<Item = &Link> {
+        std::iter::successors(self.0.as_deref(), |link| link.parent.0.as_deref())
     }
 
     /// The path one level up (the root stays the root).
     pub fn parent(&self) -> Self {
-        let mut up = self.clone();
-        up.0.pop();
-        up
+        self.0
+            .as_ref()
+            .map_or_else(Self::root, |link| link.parent.clone())
     }
 
     /// The last mapping key of the path, if the path ends in one.
     pub fn last_key(&self) -> Option<&str> {
-        match self.0.last() {
+        match self.0.as_deref().map(|l| &l.segment) {
             Some(Segment::Key(key)) => Some(key),
             _ => None,
         }
@@ -98,7 +124,62 @@ impl DocPath {
 
     /// Whether the path has no segments.
     pub fn is_root(&self) -> bool {
-        self.0.is_empty()
+        self.0.is_none()
+    }
+
+    /// Whether `prefix` is this path or one of its ancestors.
+    pub fn starts_with(&self, prefix: &DocPath) -> bool {
+        let mut probe = self.clone();
+        while probe.depth() > prefix.depth() {
+            probe = probe.parent();
+        }
+        probe == *prefix
+    }
+}
+
+impl PartialEq for DocPath {
+    fn eq(&self, other: &Self) -> bool {
+        if self.depth() != other.depth() {
+            return false;
+        }
+        let mut a = self.links();
+        let mut b = other.links();
+        loop {
+            match (a.next(), b.next()) {
+                (None, None) => return true,
+                (Some(x), Some(y)) if std::ptr::eq(x, y) => return true,
+                (Some(x), Some(y)) if x.segment == y.segment => {}
+                _ => return false,
+            }
+        }
+    }
+}
+
+impl Eq for DocPath {}
+
+impl std::hash::Hash for DocPath {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        for link in self.links() {
+            link.segment.hash(state);
+        }
+    }
+}
+
+impl PartialOrd for DocPath {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for DocPath {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.segments().cmp(&other.segments())
+    }
+}
+
+impl fmt::Debug for DocPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DocPath({self})")
     }
 }
 
@@ -124,7 +205,7 @@ fn is_plain_key(key: &str) -> bool {
 
 impl fmt::Display for DocPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, segment) in self.0.iter().enumerate() {
+        for (i, segment) in self.segments().iter().enumerate() {
             match segment {
                 Segment::Key(key) if is_plain_key(key) => {
                     if i > 0 {

@@ -44,7 +44,7 @@ impl SourceMap {
     fn entry(&self, path: &DocPath) -> Option<(Option<&Node>, &Node)> {
         let mut key = None;
         let mut node = self.root.as_ref()?;
-        for segment in path.segments() {
+        for segment in &path.segments() {
             match (segment, &node.value) {
                 (Segment::Key(name), NodeValue::Map(entries)) => {
                     let (k, v) = entries.iter().find(|(k, _)| match &k.value {
@@ -62,6 +62,11 @@ impl SourceMap {
             }
         }
         Some((key, node))
+    }
+
+    /// The node at `path`, if the document has one there.
+    pub fn node(&self, path: &DocPath) -> Option<&Node> {
+        self.entry(path).map(|(_, node)| node)
     }
 
     /// The span of the node at `path`, if the document has one there.

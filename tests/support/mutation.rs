@@ -57,8 +57,8 @@ pub fn all(dir: &Path) -> Vec<(PathBuf, Mutation)> {
     let mut out = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(&file).expect("readable");
-        let list: Vec<Mutation> = serde_yaml_ng::from_str(&text)
-            .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let list: Vec<Mutation> =
+            serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         out.extend(list.into_iter().map(|m| (file.clone(), m)));
     }
     out
@@ -100,7 +100,10 @@ pub fn apply(root: &mut Value, edits: &[Edit]) {
         if let Some(p) = &edit.set {
             let segments = path(p);
             let to = edit.to.clone().expect("set needs `to`");
-            match (segments.last().expect("non-root"), parent(root, &segments, true)) {
+            match (
+                segments.last().expect("non-root"),
+                parent(root, &segments, true),
+            ) {
                 (Segment::Key(k), Value::Object(map)) => {
                     map.insert(k.clone(), to);
                 }
@@ -109,7 +112,10 @@ pub fn apply(root: &mut Value, edits: &[Edit]) {
             }
         } else if let Some(p) = &edit.remove {
             let segments = path(p);
-            match (segments.last().expect("non-root"), parent(root, &segments, false)) {
+            match (
+                segments.last().expect("non-root"),
+                parent(root, &segments, false),
+            ) {
                 (Segment::Key(k), Value::Object(map)) => {
                     map.shift_remove(k).unwrap_or_else(|| panic!("no key {p}"));
                 }
@@ -121,8 +127,14 @@ pub fn apply(root: &mut Value, edits: &[Edit]) {
         } else if let Some(p) = &edit.push {
             let segments = path(p);
             let to = edit.to.clone().expect("push needs `to`");
-            let list = child(parent(root, &segments, true), segments.last().expect("non-root"), false);
-            list.as_array_mut().unwrap_or_else(|| panic!("{p} is not a list")).push(to);
+            let list = child(
+                parent(root, &segments, true),
+                segments.last().expect("non-root"),
+                false,
+            );
+            list.as_array_mut()
+                .unwrap_or_else(|| panic!("{p} is not a list"))
+                .push(to);
         } else if let Some(p) = &edit.rename {
             let segments = path(p);
             let Some(Value::String(new)) = edit.to.clone() else {

@@ -61,15 +61,13 @@ pub(super) fn check(ctx: &mut Ctx<'_>, wf: &WorkflowSpec) {
                 format!("workflow component name is invalid: '{name}'"),
             );
         }
-        let owner = format!("component '{name}'");
         if let Some(ports) = &component.ports {
             for (direction, map) in [("inputs", &ports.inputs), ("outputs", &ports.outputs)] {
                 for (port, contract) in map.iter().flatten() {
-                    let port_owner = format!("{owner} port '{port}'");
                     check_contract(
                         ctx,
-                        &at.key("ports").key(direction).key(port.as_str()),
-                        &port_owner,
+                        || at.key("ports").key(direction).key(port.as_str()),
+                        || format!("component '{name}' port '{port}'"),
                         contract,
                     );
                 }
@@ -83,7 +81,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>, wf: &WorkflowSpec) {
                 ctx.report(
                     "V-E1",
                     at.key("effects").index(i),
-                    format!("{owner} declares effect domain '{domain}' that pipeline.workflow.effects does not describe"),
+                    format!("component '{name}' declares effect domain '{domain}' that pipeline.workflow.effects does not describe"),
                 );
             }
         }

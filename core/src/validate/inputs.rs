@@ -10,11 +10,18 @@ use wfstudio_schema::types::workflow::{
     InputRole, InputSource, MediaContainer, OutputRole, OutputStage, RuntimeInputRole, WorkflowSpec,
 };
 
-/// V-W01..V-W03 for one contract; `owner` names it in messages.
-pub(super) fn check_contract(ctx: &mut Ctx<'_>, path: &DocPath, owner: &str, c: &TensorContract) {
+/// V-W01..V-W03 for one contract. The path and the owner's name are built
+/// only when a rule fails (this runs for every port of every component).
+pub(super) fn check_contract(
+    ctx: &mut Ctx<'_>,
+    path: impl Fn() -> DocPath,
+    owner: impl Fn() -> String,
+    c: &TensorContract,
+) {
     if let Some(BatchLayout::RequestExpanded(layout)) = &c.batch_layout
         && layout.factor < 1
     {
+        let (path, owner) = (path(), owner());
         ctx.report(
             "V-W01",
             path.key("batch_layout").key("factor"),
@@ -25,6 +32,7 @@ pub(super) fn check_contract(ctx: &mut Ctx<'_>, path: &DocPath, owner: &str, c: 
         );
     }
     if !TENSOR_DTYPES.contains(&c.dtype.as_str()) {
+        let (path, owner) = (path(), owner());
         ctx.report(
             "V-W02",
             path.key("dtype"),
@@ -37,6 +45,7 @@ pub(super) fn check_contract(ctx: &mut Ctx<'_>, path: &DocPath, owner: &str, c: 
     if let Some(shape) = &c.shape
         && shape.len() as u64 != c.rank
     {
+        let (path, owner) = (path(), owner());
         ctx.report(
             "V-W03",
             path.key("shape"),
@@ -61,7 +70,12 @@ pub(super) fn check(ctx: &mut Ctx<'_>, wf: &WorkflowSpec) {
     for (name, input) in wf.inputs.iter().flatten() {
         let at = inputs_path.key(name.as_str());
         let owner = format!("workflow input '{name}'");
-        check_contract(ctx, &at.key("contract"), &owner, &input.contract);
+        check_contract(
+            ctx,
+            || at.key("contract"),
+            || owner.clone(),
+            &input.contract,
+        );
         let runtime_role = match &input.role {
             InputRole::Runtime(r) => Some(r.role),
             InputRole::Opaque => None,
@@ -142,7 +156,12 @@ pub(super) fn check(ctx: &mut Ctx<'_>, wf: &WorkflowSpec) {
     for (name, output) in wf.outputs.iter().flatten() {
         let at = outputs_path.key(name.as_str());
         let owner = format!("workflow output '{name}'");
-        check_contract(ctx, &at.key("contract"), &owner, &output.contract);
+        check_contract(
+            ctx,
+            || at.key("contract"),
+            || owner.clone(),
+            &output.contract,
+        );
         match (output.role, &output.value_range) {
             (OutputRole::Image, None) => ctx.report(
                 "V-W19",

@@ -49,7 +49,7 @@ impl Report {
     pub fn under<'r>(&'r self, path: &'r DocPath) -> impl Iterator<Item = &'r Diagnostic> + 'r {
         self.diagnostics
             .iter()
-            .filter(move |d| d.path.segments().starts_with(path.segments()))
+            .filter(move |d| d.path.starts_with(path))
     }
 
     /// Whether any diagnostic is an error.

@@ -81,7 +81,7 @@ fn cell_rules(
 ) {
     let at = workflow_path().key("state").key(name);
     let owner = format!("state '{name}'");
-    check_contract(ctx, &at.key("contract"), &owner, &cell.contract);
+    check_contract(ctx, || at.key("contract"), || owner.clone(), &cell.contract);
     if let Some(lease) = &cell.session {
         let s = at.key("session");
         if cell.scope == StateScope::Invocation {

@@ -7,8 +7,9 @@ use crate::contracts::{
     PRESENCE_CONTRACT, bool_control, compatible, has_request_axis, integer_control, integer_scalar,
     is_singleton, predicate, state_compatible,
 };
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use wfstudio_schema::DocPath;
+use wfstudio_schema::path::Segment;
 use wfstudio_schema::types::contract::{Dim, TensorContract};
 use wfstudio_schema::types::state::{Recurrence, StateScope};
 use wfstudio_schema::types::steps::{BranchStep, EmitStep, InvokeStep, LoopStep, Step};
@@ -20,32 +21,49 @@ pub fn for_each_step<'d>(
     path: &DocPath,
     visit: &mut dyn FnMut(&'d Step, &DocPath),
 ) {
+    let mut here = path.clone();
+    visit_steps(steps, &mut here, visit);
+}
+
+fn visit_steps<'d>(
+    steps: &'d [Step],
+    path: &mut DocPath,
+    visit: &mut dyn FnMut(&'d Step, &DocPath),
+) {
     for (i, step) in steps.iter().enumerate() {
-        for_each_single(step, &path.index(i), visit);
+        path.push(Segment::Index(i));
+        visit_one(step, path, visit);
+        path.pop();
     }
 }
 
-/// Calls `visit` for `step` and every step nested in it.
-pub fn for_each_single<'d>(
-    step: &'d Step,
-    path: &DocPath,
-    visit: &mut dyn FnMut(&'d Step, &DocPath),
-) {
+fn visit_one<'d>(step: &'d Step, path: &mut DocPath, visit: &mut dyn FnMut(&'d Step, &DocPath)) {
     visit(step, path);
+    let mut nested = |path: &mut DocPath, key: &str, steps: &'d [Step]| {
+        path.push(Segment::Key(key.to_string()));
+        visit_steps(steps, path, visit);
+        path.pop();
+    };
     match step {
-        Step::Sequence(s) => for_each_step(&s.steps, &path.key("steps"), visit),
+        Step::Sequence(s) => nested(path, "steps", &s.steps),
         Step::Loop(l) => {
             if let Some(setup) = &l.setup {
-                for_each_step(setup, &path.key("setup"), visit);
+                nested(path, "setup", setup);
             }
-            for_each_step(&l.steps, &path.key("steps"), visit);
+            nested(path, "steps", &l.steps);
         }
         Step::Branch(b) => {
+            path.push(Segment::Key("cases".into()));
             for (key, case) in &b.cases {
-                for_each_single(case, &path.key("cases").key(key.as_str()), visit);
+                path.push(Segment::Key(key.clone()));
+                visit_one(case, path, visit);
+                path.pop();
             }
+            path.pop();
             if let Some(default) = &b.default {
-                for_each_single(default, &path.key("default"), visit);
+                path.push(Segment::Key("default".into()));
+                visit_one(default, path, visit);
+                path.pop();
             }
         }
         Step::Invoke(_) | Step::Emit(_) => {}
@@ -117,10 +135,45 @@ pub(crate) struct Walked<'d> {
     pub top_level: HashMap<&'d str, Option<&'d TensorContract>>,
 }
 
+/// Visible values: one map plus, per open scope, the names it defined (so
+/// leaving a scope removes exactly those). Names are never shadowed (a
+/// redefinition is an error), so one map suffices.
+#[derive(Default)]
+struct Scopes<'d> {
+    visible: FastMap<&'d str, Value<'d>>,
+    opened: Vec<Vec<&'d str>>,
+}
+
+impl<'d> Scopes<'d> {
+    fn get(&self, name: &str) -> Option<Value<'d>> {
+        self.visible.get(name).copied()
+    }
+
+    fn insert(&mut self, name: &'d str, value: Value<'d>) {
+        if self.visible.insert(name, value).is_none()
+            && let Some(scope) = self.opened.last_mut()
+        {
+            scope.push(name);
+        }
+    }
+
+    fn open(&mut self) {
+        self.opened.push(Vec::new());
+    }
+
+    fn close(&mut self) {
+        for name in self.opened.pop().unwrap_or_default() {
+            self.visible.remove(name);
+        }
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 struct Walker<'d, 'c, 'o> {
     ctx: &'c mut Ctx<'o>,
     wf: &'d WorkflowSpec,
-    frames: Vec<HashMap<&'d str, Value<'d>>>,
+    scopes: Scopes<'d>,
     /// input name -> its presence value name.
     presence_of: HashMap<&'d str, &'d str>,
     /// Presence values whose 'true' case we are inside.
@@ -135,14 +188,14 @@ pub(crate) fn walk<'d>(ctx: &mut Ctx<'_>, wf: &'d WorkflowSpec) -> Walked<'d> {
     let mut walker = Walker {
         ctx,
         wf,
-        frames: vec![HashMap::new()],
+        scopes: Scopes::default(),
         presence_of: HashMap::new(),
         guards: Vec::new(),
         session_carries: Vec::new(),
         emits: Vec::new(),
     };
     for (name, input) in wf.inputs.iter().flatten() {
-        walker.frames[0].insert(
+        walker.scopes.insert(
             name,
             Value {
                 contract: Some(&input.contract),
@@ -152,16 +205,25 @@ pub(crate) fn walk<'d>(ctx: &mut Ctx<'_>, wf: &'d WorkflowSpec) -> Walked<'d> {
     for (name, input) in wf.inputs.iter().flatten() {
         if let Some(presence) = input.present_as.as_deref().filter(|p| !p.is_empty()) {
             walker.presence_of.insert(name, presence);
-            walker.frames[0].entry(presence).or_insert(Value {
-                contract: Some(&PRESENCE_CONTRACT),
-            });
+            if walker.scopes.get(presence).is_none() {
+                walker.scopes.insert(
+                    presence,
+                    Value {
+                        contract: Some(&PRESENCE_CONTRACT),
+                    },
+                );
+            }
         }
     }
     walker.steps(&wf.steps, &workflow_path().key("steps"), false);
-    let top = walker.frames.swap_remove(0);
     Walked {
         emits: walker.emits,
-        top_level: top.into_iter().map(|(k, v)| (k, v.contract)).collect(),
+        top_level: walker
+            .scopes
+            .visible
+            .into_iter()
+            .map(|(k, v)| (k, v.contract))
+            .collect(),
     }
 }
 
@@ -187,16 +249,21 @@ pub(crate) fn inferred_ports(component: &Component) -> bool {
 
 impl<'d> Walker<'d, '_, '_> {
     fn lookup(&self, name: &str) -> Option<Value<'d>> {
-        self.frames.iter().rev().find_map(|f| f.get(name).copied())
+        self.scopes.get(name)
     }
 
     /// Reads `name` at `path`: it must be visible, and an optional input must
     /// be read under its presence guard. Returns its contract when visible.
-    fn read(&mut self, name: &'d str, path: DocPath) -> Option<Option<&'d TensorContract>> {
+    /// The path is built only when a rule fails.
+    fn read(
+        &mut self,
+        name: &'d str,
+        path: impl Fn() -> DocPath,
+    ) -> Option<Option<&'d TensorContract>> {
         let Some(value) = self.lookup(name) else {
             self.ctx.report(
                 "V-N11",
-                path,
+                path(),
                 format!("references value '{name}' before definition"),
             );
             return None;
@@ -206,7 +273,7 @@ impl<'d> Walker<'d, '_, '_> {
         {
             self.ctx.report(
                 "V-W17",
-                path,
+                path(),
                 format!(
                     "reads optional input '{name}' outside the true case of its present_as predicate '{presence}'"
                 ),
@@ -228,9 +295,7 @@ impl<'d> Walker<'d, '_, '_> {
                 .report(code, path, format!("redefines SSA value '{name}'"));
             return;
         }
-        if let Some(frame) = self.frames.last_mut() {
-            frame.insert(name, Value { contract });
-        }
+        self.scopes.insert(name, Value { contract });
     }
 
     fn steps(&mut self, steps: &'d [Step], path: &DocPath, allow_empty: bool) {
@@ -261,41 +326,38 @@ impl<'d> Walker<'d, '_, '_> {
         let ports = component.ports.as_ref();
         let declared_inputs = ports.and_then(|p| p.inputs.as_ref());
         let declared_outputs = ports.and_then(|p| p.outputs.as_ref());
-        let mut symbols: HashMap<&'d str, (u64, String)> = HashMap::new();
+        let mut symbols: HashMap<&'d str, (u64, &'d str, usize)> = HashMap::new();
         for (port, value) in invoke.inputs.iter().flatten() {
-            let here = path.key("inputs").key(port.as_str());
+            let here = || path.key("inputs").key(port.as_str());
             let port_contract = declared_inputs.and_then(|m| m.get(port));
             if !inferred && port_contract.is_none() {
                 self.ctx.report(
                     "V-N20",
-                    here.clone(),
+                    here(),
                     format!(
                         "has unknown port '{port}' (component '{}' declares no such input)",
                         invoke.component
                     ),
                 );
             }
-            let Some(Some(value_contract)) = self.read(value, here.clone()) else {
+            let Some(Some(value_contract)) = self.read(value, here) else {
                 continue;
             };
             if let Some(port_contract) = port_contract {
                 if let Err(reason) = compatible(value_contract, port_contract) {
                     self.ctx
-                        .report("V-N21", here.clone(), format!("value '{value}' {reason}"));
+                        .report("V-N21", here(), format!("value '{value}' {reason}"));
                 } else {
                     self.unify(port_contract, value_contract, port, &here, &mut symbols);
                 }
             }
         }
         if !inferred {
-            let bound: HashSet<&str> = invoke
-                .inputs
-                .iter()
-                .flatten()
-                .map(|(p, _)| p.as_str())
-                .collect();
+            let bound = |map: &Option<indexmap::IndexMap<String, String>>, name: &str| {
+                map.as_ref().is_some_and(|m| m.contains_key(name))
+            };
             for (name, contract) in declared_inputs.into_iter().flatten() {
-                if !contract.is_optional() && !bound.contains(name.as_str()) {
+                if !contract.is_optional() && !bound(&invoke.inputs, name) {
                     self.ctx.report(
                         "V-N20",
                         path.key("inputs"),
@@ -303,14 +365,8 @@ impl<'d> Walker<'d, '_, '_> {
                     );
                 }
             }
-            let bound: HashSet<&str> = invoke
-                .outputs
-                .iter()
-                .flatten()
-                .map(|(p, _)| p.as_str())
-                .collect();
             for (name, contract) in declared_outputs.into_iter().flatten() {
-                if !contract.is_optional() && !bound.contains(name.as_str()) {
+                if !contract.is_optional() && !bound(&invoke.outputs, name) {
                     self.ctx.report(
                         "V-N20",
                         path.key("outputs"),
@@ -342,9 +398,9 @@ impl<'d> Walker<'d, '_, '_> {
         &mut self,
         port: &'d TensorContract,
         value: &'d TensorContract,
-        port_name: &str,
-        path: &DocPath,
-        symbols: &mut HashMap<&'d str, (u64, String)>,
+        port_name: &'d str,
+        path: &dyn Fn() -> DocPath,
+        symbols: &mut HashMap<&'d str, (u64, &'d str, usize)>,
     ) {
         let (Some(port_shape), Some(value_shape)) = (&port.shape, &value.shape) else {
             return;
@@ -352,15 +408,15 @@ impl<'d> Walker<'d, '_, '_> {
         for (axis, (p, v)) in port_shape.iter().zip(value_shape).enumerate() {
             if let (Dim::Symbol(symbol), Dim::Fixed(extent)) = (p, v) {
                 match symbols.get(symbol.as_str()) {
-                    Some((bound, by)) if bound != extent => {
+                    Some((bound, by, by_axis)) if bound != extent => {
                         let message = format!(
-                            "binds port symbol '{symbol}' to {extent} (axis {axis} of '{port_name}'), but {by} bound it to {bound}"
+                            "binds port symbol '{symbol}' to {extent} (axis {axis} of '{port_name}'), but axis {by_axis} of '{by}' bound it to {bound}"
                         );
-                        self.ctx.report("V-N22", path.clone(), message);
+                        self.ctx.report("V-N22", path(), message);
                     }
                     Some(_) => {}
                     None => {
-                        symbols.insert(symbol, (*extent, format!("axis {axis} of '{port_name}'")));
+                        symbols.insert(symbol, (*extent, port_name, axis));
                     }
                 }
             }
@@ -371,7 +427,7 @@ impl<'d> Walker<'d, '_, '_> {
         if let Some(setup) = &l.setup {
             self.steps(setup, &path.key("setup"), true);
         }
-        if let Some(Some(c)) = self.read(&l.max_iterations, path.key("max_iterations"))
+        if let Some(Some(c)) = self.read(&l.max_iterations, || path.key("max_iterations"))
             && let Err(reason) = integer_scalar(c)
         {
             self.ctx.report("V-N30", path.key("max_iterations"), reason);
@@ -397,7 +453,7 @@ impl<'d> Walker<'d, '_, '_> {
                 Recurrence::Invariant => {}
             }
             for (name, at) in bound_values {
-                if let Some(Some(c)) = self.read(name, at.clone())
+                if let Some(Some(c)) = self.read(name, || at.clone())
                     && let Err(reason) = integer_scalar(c)
                 {
                     self.ctx.report(
@@ -409,7 +465,7 @@ impl<'d> Walker<'d, '_, '_> {
             }
             let exempt = bounded_axis(&cell.recurrence);
             let init_path = cell_path.key("initializer");
-            if let Some(Some(c)) = self.read(&cell.initializer, init_path.clone())
+            if let Some(Some(c)) = self.read(&cell.initializer, || init_path.clone())
                 && let Err(reason) = state_compatible(c, &cell.contract, exempt)
             {
                 self.ctx.report(
@@ -420,7 +476,7 @@ impl<'d> Walker<'d, '_, '_> {
             }
             if let Some(initial) = &carry.initial {
                 let at = carry_path.key("initial");
-                if let Some(Some(c)) = self.read(initial, at.clone())
+                if let Some(Some(c)) = self.read(initial, || at.clone())
                     && let Err(reason) = state_compatible(c, &cell.contract, exempt)
                 {
                     self.ctx
@@ -428,7 +484,7 @@ impl<'d> Walker<'d, '_, '_> {
                 }
             }
         }
-        self.frames.push(HashMap::new());
+        self.scopes.open();
         if let Some(iteration) = &l.iteration {
             let at = path.key("iteration");
             if let Err(reason) = iteration_contract(&iteration.contract) {
@@ -442,10 +498,8 @@ impl<'d> Walker<'d, '_, '_> {
             );
         }
         for carry in &carried {
-            if let Some(cell) = state.and_then(|s| s.get(&carry.cell))
-                && let Some(frame) = self.frames.last_mut()
-            {
-                frame.insert(
+            if let Some(cell) = state.and_then(|s| s.get(&carry.cell)) {
+                self.scopes.insert(
                     &carry.cell,
                     Value {
                         contract: Some(&cell.contract),
@@ -453,7 +507,7 @@ impl<'d> Walker<'d, '_, '_> {
                 );
             }
         }
-        if let Some(Some(c)) = self.read(&l.continue_when, path.key("continue_when"))
+        if let Some(Some(c)) = self.read(&l.continue_when, || path.key("continue_when"))
             && let Err(reason) = bool_control(c)
         {
             self.ctx.report("V-N33", path.key("continue_when"), reason);
@@ -462,7 +516,7 @@ impl<'d> Walker<'d, '_, '_> {
         let mut exports = Vec::new();
         for (k, carry) in carried.iter().enumerate() {
             let at = path.key("carried").index(k).key("next");
-            let next = self.read(&carry.next, at.clone());
+            let next = self.read(&carry.next, || at.clone());
             let Some(cell) = state.and_then(|s| s.get(&carry.cell)) else {
                 continue;
             };
@@ -475,7 +529,7 @@ impl<'d> Walker<'d, '_, '_> {
             }
             exports.push((carry, next.flatten(), cell.scope));
         }
-        self.frames.pop();
+        self.scopes.close();
         for (k, (carry, contract, scope)) in exports.into_iter().enumerate() {
             self.define(
                 "V-N10",
@@ -492,7 +546,7 @@ impl<'d> Walker<'d, '_, '_> {
     }
 
     fn branch(&mut self, b: &'d BranchStep, path: &DocPath) {
-        if let Some(Some(c)) = self.read(&b.predicate, path.key("predicate"))
+        if let Some(Some(c)) = self.read(&b.predicate, || path.key("predicate"))
             && let Err(reason) = predicate(c)
         {
             self.ctx.report("V-N40", path.key("predicate"), reason);
@@ -517,7 +571,7 @@ impl<'d> Walker<'d, '_, '_> {
             if guarded {
                 self.guards.push(&b.predicate);
             }
-            self.frames.push(HashMap::new());
+            self.scopes.open();
             self.session_carries.push(Vec::new());
             self.step(case, &case_path);
             for (phi, output) in &phis {
@@ -532,7 +586,7 @@ impl<'d> Walker<'d, '_, '_> {
                     ),
                 };
                 if let Some(source) = source
-                    && let Some(contract) = self.read(source, at.clone())
+                    && let Some(contract) = self.read(source, || at.clone())
                 {
                     sources
                         .entry(phi.as_str())
@@ -556,7 +610,7 @@ impl<'d> Walker<'d, '_, '_> {
                     );
                 }
             }
-            self.frames.pop();
+            self.scopes.close();
             if guarded {
                 self.guards.pop();
             }
@@ -608,15 +662,19 @@ impl<'d> Walker<'d, '_, '_> {
     }
 
     fn emit(&mut self, e: &'d EmitStep, path: &DocPath) {
-        let value = self.read(&e.value, path.key("value")).flatten();
+        let value = self.read(&e.value, || path.key("value")).flatten();
         let mut controls = Vec::new();
         let guards = [
-            ("when", e.when.as_deref(), bool_control as fn(&TensorContract) -> Result<(), &'static str>),
+            (
+                "when",
+                e.when.as_deref(),
+                bool_control as fn(&TensorContract) -> Result<(), &'static str>,
+            ),
             ("valid_length", e.valid_length.as_deref(), integer_control),
         ];
         for (name, control, check) in guards {
             if let Some(control) = control
-                && let Some(Some(c)) = self.read(control, path.key(name))
+                && let Some(Some(c)) = self.read(control, || path.key(name))
             {
                 if let Err(reason) = check(c) {
                     self.ctx.report("V-N50", path.key(name), reason);
