@@ -4,10 +4,8 @@
 # scripts; safe to run by hand.
 set -euo pipefail
 
-# Debian packages the build and the tests need (none are needed by the
-# current crates beyond the Rust toolchain and a C compiler; the GUI and the
-# runner add theirs here).
-APT_PACKAGES=(pkg-config)
+# Debian packages the build and the tests need.
+APT_PACKAGES=(pkg-config python3-venv)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
@@ -24,3 +22,16 @@ command -v cargo >/dev/null || {
   echo "setup: cargo not found; install the Rust toolchain (rustup) first" >&2
   exit 2
 }
+
+# Python environment (.venv) with ONNX Runtime (the runner loads its
+# libonnxruntime.so at run time) and the `onnx` wheel (whose onnx.proto the
+# runner's build generates its protobuf types from). Pinned versions.
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/.venv"
+PY_PACKAGES=(onnxruntime==1.31.1 onnx==1.23.2)
+if [ ! -x "$VENV/bin/python" ]; then
+  python3 -m venv "$VENV"
+fi
+if ! "$VENV/bin/python" -c "import onnxruntime, onnx; assert onnxruntime.__version__ == '1.31.1' and onnx.__version__ == '1.23.2'" 2>/dev/null; then
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check "${PY_PACKAGES[@]}"
+fi

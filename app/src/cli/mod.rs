@@ -7,6 +7,7 @@ mod check;
 mod fmt;
 mod identity;
 mod report;
+mod run;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -33,6 +34,8 @@ enum Command {
     Fmt(fmt::FmtArgs),
     /// Print the semantic identity of documents.
     Identity(identity::IdentityArgs),
+    /// Run a package on ONNX Runtime.
+    Run(run::RunArgs),
 }
 
 /// Output style of diagnostics.
@@ -53,5 +56,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Check(args) => check::run(&args),
         Command::Fmt(args) => fmt::run(&args),
         Command::Identity(args) => identity::run(&args),
+        Command::Run(args) => run::run(&args),
     }
 }

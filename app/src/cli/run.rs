@@ -1,0 +1,248 @@
+//! `wfstudio run`: execute a package on ONNX Runtime.
+
+use super::{EXIT_ERRORS, InputPath, OutputFormat};
+use anyhow::{Context, bail};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use wfstudio_runner::recipe::{self, Recipe};
+use wfstudio_runner::{
+    Device, Event, LoadOptions, RunControl, RunError, RunOutput, Runner, Tensor,
+};
+
+/// Arguments of `wfstudio run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Package folder or metadata file.
+    path: InputPath,
+    /// A recipe JSON file (the format of shared/corpus/expected/*/*.json).
+    #[arg(long)]
+    recipe: Option<PathBuf>,
+    /// An input tensor: NAME={"dtype":..,"shape":..,"data":..} (overrides the recipe).
+    #[arg(long = "input", value_name = "NAME=JSON")]
+    inputs: Vec<String>,
+    /// Write each output as .npy into this folder.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Execution device.
+    #[arg(long, default_value = "cpu")]
+    device: Device,
+    /// Output style.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    format: OutputFormat,
+    /// Write a Chrome trace (chrome://tracing, Perfetto) of every invoke.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+}
+
+/// The inputs of a recipe file plus `--input` overrides.
+pub fn gather_inputs(
+    recipe: Option<&Path>,
+    overrides: &[String],
+) -> anyhow::Result<(HashMap<String, Tensor>, Option<Recipe>)> {
+    let recipe = match recipe {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            Some(
+                recipe::parse(&text)
+                    .with_context(|| format!("reading recipe {}", path.display()))?,
+            )
+        }
+        None => None,
+    };
+    let mut inputs = recipe
+        .as_ref()
+        .map(|r| r.inputs.clone())
+        .unwrap_or_default();
+    for item in overrides {
+        let Some((name, json)) = item.split_once('=') else {
+            bail!("--input needs NAME=JSON, got {item:?}");
+        };
+        let value: serde_json::Value =
+            serde_json::from_str(json).with_context(|| format!("--input {name}: not JSON"))?;
+        let tensor = Tensor::from_json(&value).with_context(|| format!("--input {name}"))?;
+        inputs.insert(name.to_string(), tensor);
+    }
+    Ok((inputs, recipe))
+}
+
+fn write_npy(path: &Path, tensor: &Tensor) -> std::io::Result<()> {
+    use wfstudio_runner::Data;
+    let (descr, bytes): (&str, Vec<u8>) = match &tensor.data {
+        Data::F32(v) => ("<f4", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        Data::F64(v) => ("<f8", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        Data::F16(v) => ("<f2", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        Data::I64(v) => ("<i8", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        Data::I32(v) => ("<i4", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        Data::I16(v) => ("<i2", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        Data::I8(v) => ("|i1", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        Data::U64(v) => ("<u8", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        Data::U32(v) => ("<u4", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        Data::U16(v) => ("<u2", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        Data::U8(v) => ("|u1", v.clone()),
+        Data::Bool(v) => ("|b1", v.iter().map(|b| u8::from(*b)).collect()),
+        Data::Bf16(v) => (
+            "<f4",
+            v.iter().flat_map(|x| x.to_f32().to_le_bytes()).collect(),
+        ),
+    };
+    let shape = match tensor.shape.len() {
+        1 => format!("({},)", tensor.shape[0]),
+        _ => format!(
+            "({})",
+            tensor
+                .shape
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut file = Vec::with_capacity(10 + header.len() + bytes.len());
+    file.extend_from_slice(b"\x93NUMPY\x01\x00");
+    file.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    file.extend_from_slice(header.as_bytes());
+    file.extend_from_slice(&bytes);
+    wfstudio_schema::save::write_atomic(path, &file)
+}
+
+fn chrome_trace(output: &RunOutput) -> serde_json::Value {
+    let events: Vec<serde_json::Value> = output
+        .invokes
+        .iter()
+        .map(|i| {
+            serde_json::json!({
+                "name": i.component, "cat": "invoke", "ph": "X", "pid": 1, "tid": 1,
+                "ts": i.start.as_secs_f64() * 1e6, "dur": i.wall.as_secs_f64() * 1e6,
+                "args": {"path": i.path, "ort_ms": i.ort.as_secs_f64() * 1e3},
+            })
+        })
+        .collect();
+    serde_json::json!({"traceEvents": events, "displayTimeUnit": "ms"})
+}
+
+/// Timing summary in the `--format json` output.
+pub fn timing_json(output: &RunOutput, load_ms: f64) -> serde_json::Value {
+    let mut per_component: std::collections::BTreeMap<&str, (usize, f64, f64)> = Default::default();
+    for i in &output.invokes {
+        let entry = per_component.entry(&i.component).or_default();
+        entry.0 += 1;
+        entry.1 += i.wall.as_secs_f64() * 1e3;
+        entry.2 += i.ort.as_secs_f64() * 1e3;
+    }
+    serde_json::json!({
+        "load_ms": load_ms,
+        "wall_ms": output.wall.as_secs_f64() * 1e3,
+        "ort_ms": output.ort_time().as_secs_f64() * 1e3,
+        "invokes": output.invokes.len(),
+        "loop_iterations": output.loop_iterations,
+        "components": per_component.iter().map(|(name, (calls, wall, ort))| {
+            (name.to_string(), serde_json::json!({"calls": calls, "wall_ms": wall, "ort_ms": ort}))
+        }).collect::<serde_json::Map<_, _>>(),
+    })
+}
+
+/// Runs one package.
+pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
+    let (inputs, recipe) = gather_inputs(args.recipe.as_deref(), &args.inputs)?;
+    let mut runner = match Runner::load(
+        &args.path,
+        &LoadOptions {
+            device: args.device,
+            threads: 1,
+        },
+    ) {
+        Ok(runner) => runner,
+        Err(RunError::Load(e)) => return Err(e).context("loading the package"),
+        Err(e) => {
+            eprintln!("wfstudio: {e}");
+            return Ok(ExitCode::from(EXIT_ERRORS));
+        }
+    };
+    if let Some(note) = &runner.device_note {
+        eprintln!("note: {note}");
+    }
+    let cancel = AtomicBool::new(false);
+    let text = args.format == OutputFormat::Text;
+    let mut observer = |event: Event| {
+        if text && let Event::LoopIteration { path, index, limit } = &event {
+            eprintln!("{path}: iteration {} of {limit}", index + 1);
+        }
+    };
+    let result = runner.run(
+        inputs,
+        RunControl {
+            observer: &mut observer,
+            cancel: &cancel,
+            keep_bytes: 0,
+        },
+    );
+    let output = match result {
+        Ok(output) => output,
+        Err(e) => {
+            eprintln!("wfstudio: run failed: {e}");
+            return Ok(ExitCode::from(EXIT_ERRORS));
+        }
+    };
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        for (name, tensor) in &output.outputs {
+            let file = dir.join(format!("{name}.npy"));
+            write_npy(&file, tensor).with_context(|| format!("writing {}", file.display()))?;
+        }
+    }
+    if let Some(trace) = &args.trace {
+        let text = serde_json::to_string_pretty(&chrome_trace(&output))?;
+        wfstudio_schema::save::write_atomic(trace, text.as_bytes())
+            .with_context(|| format!("writing {}", trace.display()))?;
+    }
+    let load_ms = runner.load_time.as_secs_f64() * 1e3;
+    match args.format {
+        OutputFormat::Json => {
+            let outputs: serde_json::Map<String, serde_json::Value> = output
+                .outputs
+                .iter()
+                .map(|(k, t)| (k.clone(), t.to_json()))
+                .collect();
+            println!(
+                "{}",
+                serde_json::to_string(
+                    &serde_json::json!({"outputs": outputs, "timing": timing_json(&output, load_ms)})
+                )?
+            );
+        }
+        OutputFormat::Text => {
+            for (name, tensor) in &output.outputs {
+                println!("{name}: {} {:?}", tensor.dtype(), tensor.shape);
+            }
+            println!(
+                "ran in {:.2} ms ({} invokes, {:.2} ms in ONNX Runtime; load {load_ms:.1} ms)",
+                output.wall.as_secs_f64() * 1e3,
+                output.invokes.len(),
+                output.ort_time().as_secs_f64() * 1e3
+            );
+        }
+    }
+    if let Some(recipe) = recipe.filter(|r| !r.outputs.is_empty()) {
+        let problems = recipe::compare(&output.outputs, &recipe.outputs, recipe.abs, recipe.rel);
+        if problems.is_empty() {
+            eprintln!(
+                "matches the recipe's outputs (abs {}, rel {})",
+                recipe.abs, recipe.rel
+            );
+        } else {
+            for p in &problems {
+                eprintln!("mismatch: {p}");
+            }
+            return Ok(ExitCode::from(EXIT_ERRORS));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

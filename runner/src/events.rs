@@ -1,0 +1,59 @@
+//! What a run reports while it goes: for the GUI's progress, timing badges
+//! and previews, and for the CLI's trace.
+
+use std::time::Duration;
+
+/// One event of a run, in order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event {
+    /// The run began.
+    Started,
+    /// An invoke is about to run.
+    InvokeStarted {
+        /// Document path of the invoke step.
+        path: String,
+        /// Component name.
+        component: String,
+    },
+    /// An invoke finished.
+    InvokeFinished {
+        /// Document path of the invoke step.
+        path: String,
+        /// Component name.
+        component: String,
+        /// Wall time of the step (conversion, checks and ONNX Runtime).
+        wall: Duration,
+        /// Time inside ONNX Runtime.
+        ort: Duration,
+        /// Produced values and their shapes.
+        outputs: Vec<(String, Vec<usize>)>,
+    },
+    /// A loop starts iteration `index` (zero-based) of at most `limit`.
+    LoopIteration {
+        /// Document path of the loop step.
+        path: String,
+        /// Zero-based iteration.
+        index: usize,
+        /// `max_iterations`.
+        limit: usize,
+    },
+    /// A value was published to an output.
+    Emitted {
+        /// Output key (`image`, `tokens.row.0`, `audio.3`).
+        key: String,
+        /// Shape of the published value.
+        shape: Vec<usize>,
+    },
+    /// The run finished.
+    Finished {
+        /// Wall time of the whole run.
+        wall: Duration,
+    },
+    /// The run failed.
+    Failed {
+        /// The error, naming the step and component.
+        message: String,
+    },
+    /// The run was cancelled between invokes.
+    Cancelled,
+}

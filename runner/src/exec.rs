@@ -1,0 +1,950 @@
+//! The workflow interpreter: binds inputs, walks the steps in document
+//! order (invoke, loop, branch, emit, sequence) with one environment of
+//! values, and collects outputs, timing and events.
+
+use crate::RunError;
+use crate::check::{Symbols, check};
+use crate::events::Event;
+use crate::literal::encode_default;
+use crate::session::ComponentSession;
+use crate::tensor::{DType, Data, Tensor};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use wfstudio_schema::DocPath;
+use wfstudio_schema::types::contract::{BatchLayout, Dim, TensorContract};
+use wfstudio_schema::types::state::{Recurrence, StateCell, StateUpdate};
+use wfstudio_schema::types::steps::{BranchStep, EmitMode, EmitStep, InvokeStep, LoopStep, Step};
+use wfstudio_schema::types::workflow::{Implementation, InputSource, WorkflowSpec};
+
+/// Timing of one invoke call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InvokeTiming {
+    /// Document path of the invoke step.
+    pub path: String,
+    /// Component name.
+    pub component: String,
+    /// Wall time.
+    pub wall: Duration,
+    /// Time inside ONNX Runtime.
+    pub ort: Duration,
+    /// Start offset from the beginning of the run.
+    pub start: Duration,
+}
+
+/// A value kept for inspection.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeptValue {
+    /// SSA value name.
+    pub name: String,
+    /// Document path of the step that produced it.
+    pub path: String,
+    /// Loop iterations enclosing the step (outermost first).
+    pub iterations: Vec<usize>,
+    /// The value.
+    pub tensor: Arc<Tensor>,
+}
+
+/// Everything a finished run produced.
+#[derive(Clone, Debug, Default)]
+pub struct RunOutput {
+    /// Output values by key (`image`, `tokens.row.0`, `audio.2`).
+    pub outputs: BTreeMap<String, Tensor>,
+    /// Every invoke call, in order.
+    pub invokes: Vec<InvokeTiming>,
+    /// Loop path -> iterations run.
+    pub loop_iterations: BTreeMap<String, usize>,
+    /// Wall time of the run.
+    pub wall: Duration,
+    /// Values kept for inspection (when asked for), within the budget.
+    pub kept: Vec<KeptValue>,
+    /// Whether the budget cut the kept values short.
+    pub kept_truncated: bool,
+}
+
+impl RunOutput {
+    /// Sum of the time spent inside ONNX Runtime.
+    pub fn ort_time(&self) -> Duration {
+        self.invokes.iter().map(|i| i.ort).sum()
+    }
+}
+
+/// Per-run settings.
+pub struct RunControl<'a> {
+    /// Receives events as they happen.
+    pub observer: &'a mut dyn FnMut(Event),
+    /// Set to cancel; checked between invokes and loop iterations.
+    pub cancel: &'a AtomicBool,
+    /// Byte budget for kept intermediate values (0 keeps none).
+    pub keep_bytes: usize,
+}
+
+pub(crate) struct Exec<'r, 'c> {
+    wf: &'r WorkflowSpec,
+    sessions: &'r mut HashMap<String, ComponentSession>,
+    control: RunControl<'c>,
+    env: HashMap<String, Arc<Tensor>>,
+    symbols: Symbols,
+    out: RunOutput,
+    events: HashMap<String, usize>,
+    rowwise: HashMap<String, bool>,
+    iterations: Vec<usize>,
+    kept_bytes: usize,
+    started: Instant,
+}
+
+fn fail(path: &DocPath, message: impl Into<String>) -> RunError {
+    RunError::Step {
+        path: path.to_string(),
+        message: message.into(),
+    }
+}
+
+fn workflow_path() -> DocPath {
+    DocPath::root().key("pipeline").key("workflow")
+}
+
+/// Symbols on growing or bounded state axes; they are never bound.
+fn dynamic_symbols(wf: &WorkflowSpec) -> Symbols {
+    let mut symbols = Symbols::default();
+    for cell in wf.state.iter().flatten().map(|(_, c)| c) {
+        if let (Some(axis), Some(shape)) = (cell.recurrence.varying_axis(), &cell.contract.shape)
+            && let Some(Dim::Symbol(s)) = shape.get(axis as usize)
+        {
+            symbols.dynamic.insert(s.clone());
+        }
+    }
+    symbols
+}
+
+fn row_wise_outputs(wf: &WorkflowSpec) -> HashMap<String, bool> {
+    let mut rowwise: HashMap<String, bool> = HashMap::new();
+    wfstudio_core::validate::for_each_step(&wf.steps, &DocPath::root(), &mut |step, _| {
+        if let Step::Emit(e) = step
+            && (e.when.is_some() || e.valid_length.is_some())
+        {
+            rowwise.insert(e.output.clone(), true);
+        }
+    });
+    rowwise.retain(|name, _| {
+        wf.outputs
+            .as_ref()
+            .and_then(|o| o.get(name))
+            .is_some_and(|o| o.contract.layout().request_axis().is_some())
+    });
+    rowwise
+}
+
+fn element_count(contract: &TensorContract, symbols: &Symbols) -> Result<Vec<usize>, String> {
+    match &contract.shape {
+        None if contract.rank == 0 => Ok(Vec::new()),
+        None => Err("a literal default of rank > 0 needs a declared shape".into()),
+        Some(shape) => Ok(shape
+            .iter()
+            .map(|d| symbols.resolve(d).unwrap_or(1))
+            .collect()),
+    }
+}
+
+impl<'r, 'c> Exec<'r, 'c> {
+    pub(crate) fn new(
+        wf: &'r WorkflowSpec,
+        sessions: &'r mut HashMap<String, ComponentSession>,
+        control: RunControl<'c>,
+    ) -> Self {
+        Self {
+            wf,
+            sessions,
+            control,
+            env: HashMap::new(),
+            symbols: dynamic_symbols(wf),
+            out: RunOutput::default(),
+            events: HashMap::new(),
+            rowwise: row_wise_outputs(wf),
+            iterations: Vec::new(),
+            kept_bytes: 0,
+            started: Instant::now(),
+        }
+    }
+
+    /// Binds `supplied` to the declared inputs (two passes: supplied values
+    /// bind symbols first, then literal defaults are materialised).
+    pub(crate) fn bind_inputs(
+        &mut self,
+        mut supplied: HashMap<String, Tensor>,
+    ) -> Result<(), RunError> {
+        let inputs_path = workflow_path().key("inputs");
+        let mut declared: Vec<_> = self.wf.inputs.iter().flatten().collect();
+        declared.sort_by(|a, b| a.0.cmp(b.0));
+        let mut defaults = Vec::new();
+        for (name, input) in &declared {
+            let at = inputs_path.key(name.as_str());
+            let alias = match &input.source {
+                InputSource::Application(a) => Some(a.name.as_str()),
+                _ => None,
+            };
+            let value = supplied
+                .remove(name.as_str())
+                .or_else(|| alias.and_then(|a| supplied.remove(a)));
+            let present = value.is_some() || input.default.is_some();
+            match value {
+                Some(tensor) => {
+                    check(&tensor, &input.contract, &mut self.symbols, None)
+                        .map_err(|why| fail(&at, format!("input '{name}' {why}")))?;
+                    self.env.insert(name.to_string(), Arc::new(tensor));
+                }
+                None => match (&input.source, &input.default) {
+                    (InputSource::Artifact(a), _) => {
+                        return Err(fail(
+                            &at,
+                            format!(
+                                "input '{name}' comes from artifact '{}', which this runner does not load; supply it as a tensor",
+                                a.path
+                            ),
+                        ));
+                    }
+                    (_, Some(_)) => defaults.push((name, input, at)),
+                    (_, None) if input.is_required() => {
+                        return Err(fail(
+                            &at,
+                            format!("required workflow package input '{name}' was not supplied"),
+                        ));
+                    }
+                    (_, None) => {}
+                },
+            }
+            if let Some(presence) = &input.present_as {
+                self.env
+                    .insert(presence.clone(), Arc::new(Tensor::scalar_bool(present)));
+            }
+        }
+        if !supplied.is_empty() {
+            let mut names: Vec<_> = supplied.into_keys().collect();
+            names.sort();
+            return Err(RunError::Input(format!(
+                "supplied undeclared application inputs: {}",
+                names.join(", ")
+            )));
+        }
+        for (name, input, at) in defaults {
+            let Some(default) = &input.default else {
+                continue;
+            };
+            let dtype = DType::from_contract(&input.contract.dtype).ok_or_else(|| {
+                fail(
+                    &at,
+                    format!("dtype {} cannot be held on the host", input.contract.dtype),
+                )
+            })?;
+            let shape = element_count(&input.contract, &self.symbols).map_err(|e| fail(&at, e))?;
+            let numel = shape.iter().product();
+            let data = encode_default(dtype, numel, default)
+                .map_err(|e| fail(&at, format!("default of '{name}': {e}")))?;
+            let tensor = Tensor::new(shape, data).map_err(|e| fail(&at, e.0))?;
+            check(&tensor, &input.contract, &mut self.symbols, None)
+                .map_err(|why| fail(&at, format!("default of '{name}' {why}")))?;
+            self.env.insert(name.to_string(), Arc::new(tensor));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn run(mut self, inputs: HashMap<String, Tensor>) -> Result<RunOutput, RunError> {
+        (self.control.observer)(Event::Started);
+        let result = self
+            .bind_inputs(inputs)
+            .and_then(|()| self.steps(&self.wf.steps, &workflow_path().key("steps")));
+        match result {
+            Ok(()) => {
+                self.out.wall = self.started.elapsed();
+                (self.control.observer)(Event::Finished {
+                    wall: self.out.wall,
+                });
+                Ok(self.out)
+            }
+            Err(RunError::Cancelled) => {
+                (self.control.observer)(Event::Cancelled);
+                Err(RunError::Cancelled)
+            }
+            Err(e) => {
+                (self.control.observer)(Event::Failed {
+                    message: e.to_string(),
+                });
+                Err(e)
+            }
+        }
+    }
+
+    fn value(&self, name: &str, at: &DocPath) -> Result<Arc<Tensor>, RunError> {
+        self.env.get(name).cloned().ok_or_else(|| {
+            fail(
+                at,
+                format!("value '{name}' is not defined when this step runs"),
+            )
+        })
+    }
+
+    fn steps(&mut self, steps: &'r [Step], path: &DocPath) -> Result<(), RunError> {
+        for (i, step) in steps.iter().enumerate() {
+            self.step(step, &path.index(i))?;
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, step: &'r Step, path: &DocPath) -> Result<(), RunError> {
+        if self.control.cancel.load(Ordering::Relaxed) {
+            return Err(RunError::Cancelled);
+        }
+        match step {
+            Step::Sequence(s) => self.steps(&s.steps, &path.key("steps")),
+            Step::Invoke(i) => self.invoke(i, path),
+            Step::Loop(l) => self.looping(l, path),
+            Step::Branch(b) => self.branch(b, path),
+            Step::Emit(e) => self.emit(e, path),
+        }
+    }
+
+    fn keep(&mut self, name: &str, path: &DocPath, tensor: &Arc<Tensor>) {
+        if self.control.keep_bytes == 0 {
+            return;
+        }
+        let bytes = tensor.numel() * tensor.dtype().size();
+        if self.kept_bytes + bytes > self.control.keep_bytes {
+            self.out.kept_truncated = true;
+            return;
+        }
+        self.kept_bytes += bytes;
+        self.out.kept.push(KeptValue {
+            name: name.to_string(),
+            path: path.to_string(),
+            iterations: self.iterations.clone(),
+            tensor: tensor.clone(),
+        });
+    }
+
+    fn invoke(&mut self, invoke: &'r InvokeStep, path: &DocPath) -> Result<(), RunError> {
+        let component = self
+            .wf
+            .components
+            .get(&invoke.component)
+            .ok_or_else(|| fail(path, format!("unknown component '{}'", invoke.component)))?;
+        let at = |why: String| fail(path, format!("component '{}': {why}", invoke.component));
+        let path_text = path.to_string();
+        (self.control.observer)(Event::InvokeStarted {
+            path: path_text.clone(),
+            component: invoke.component.clone(),
+        });
+        let start = Instant::now();
+        let ports = component.ports.as_ref();
+        // Component-local symbols: fresh per invocation; growing state axes stay free.
+        let mut local = Symbols {
+            bound: HashMap::new(),
+            dynamic: self.symbols.dynamic.clone(),
+        };
+        let mut bound: Vec<(&str, Arc<Tensor>)> = Vec::new();
+        for (port, value) in invoke.inputs.iter().flatten() {
+            let tensor = self.value(value, &path.key("inputs").key(port.as_str()))?;
+            if let Some(contract) = ports
+                .and_then(|p| p.inputs.as_ref())
+                .and_then(|m| m.get(port))
+            {
+                check(&tensor, contract, &mut local, None)
+                    .map_err(|why| at(format!("input port '{port}' (value '{value}') {why}")))?;
+            }
+            bound.push((port, tensor));
+        }
+        self.check_capacity(&invoke.component, invoke, path)?;
+        let wanted: Vec<&str> = invoke
+            .outputs
+            .iter()
+            .flatten()
+            .map(|(p, _)| p.as_str())
+            .collect();
+        let (produced, ort) = match &component.implementation {
+            Implementation::Onnx(_) => {
+                let session = self
+                    .sessions
+                    .get_mut(&invoke.component)
+                    .ok_or_else(|| at("has no session".into()))?;
+                let inputs: Vec<(&str, &Tensor)> =
+                    bound.iter().map(|(p, t)| (*p, t.as_ref())).collect();
+                let ran = session.run(&inputs, &wanted).map_err(at)?;
+                (
+                    ran.outputs
+                        .into_iter()
+                        .map(|(n, t)| (n, Arc::new(t)))
+                        .collect::<Vec<_>>(),
+                    ran.ort_time,
+                )
+            }
+            Implementation::Binding => {
+                let mut copies = Vec::new();
+                for port in &wanted {
+                    let source = bound.iter().find(|(p, _)| p == port).ok_or_else(|| {
+                        at(format!(
+                            "binding output '{port}' needs an input port of the same name"
+                        ))
+                    })?;
+                    copies.push((port.to_string(), source.1.clone()));
+                }
+                (copies, Duration::ZERO)
+            }
+            Implementation::Adapter(a) => {
+                return Err(at(format!(
+                    "adapter {}@{} is not implemented by this runner",
+                    a.abi, a.version
+                )));
+            }
+        };
+        // Outputs are checked with their own fresh table: an append graph's
+        // output legitimately differs from its input under one symbol.
+        let mut local = Symbols {
+            bound: HashMap::new(),
+            dynamic: self.symbols.dynamic.clone(),
+        };
+        let mut shapes = Vec::new();
+        for (port, tensor) in produced {
+            let value = &invoke
+                .outputs
+                .as_ref()
+                .and_then(|o| o.get(&port))
+                .cloned()
+                .unwrap_or_default();
+            if let Some(contract) = ports
+                .and_then(|p| p.outputs.as_ref())
+                .and_then(|m| m.get(&port))
+            {
+                check(&tensor, contract, &mut local, None)
+                    .map_err(|why| at(format!("output port '{port}' {why}")))?;
+            }
+            shapes.push((value.clone(), tensor.shape.clone()));
+            self.keep(value, path, &tensor);
+            self.env.insert(value.clone(), tensor);
+        }
+        let wall = start.elapsed();
+        self.out.invokes.push(InvokeTiming {
+            path: path_text.clone(),
+            component: invoke.component.clone(),
+            wall,
+            ort,
+            start: start - self.started,
+        });
+        (self.control.observer)(Event::InvokeFinished {
+            path: path_text,
+            component: invoke.component.clone(),
+            wall,
+            ort,
+            outputs: shapes,
+        });
+        Ok(())
+    }
+
+    /// Fixed-capacity enforcement before an invoke of a component that
+    /// receives the write indices of an indexed-scatter group.
+    fn check_capacity(
+        &self,
+        component: &str,
+        invoke: &InvokeStep,
+        path: &DocPath,
+    ) -> Result<(), RunError> {
+        let groups = self
+            .wf
+            .serving
+            .as_ref()
+            .and_then(|s| s.state_service.groups.as_ref());
+        for (name, group) in groups.into_iter().flatten() {
+            let Some(StateUpdate::IndexedScatter(scatter)) = &group.update else {
+                continue;
+            };
+            let Some(port) = scatter
+                .write_indices_ports
+                .as_ref()
+                .and_then(|m| m.get(component))
+            else {
+                continue;
+            };
+            let fault = |why: String| fail(path, format!("indexed_scatter group '{name}': {why}"));
+            let capacity = self.value(&scatter.capacity, path)?;
+            if capacity.numel() != 1 {
+                return Err(fault("capacity must hold exactly one integer".into()));
+            }
+            let capacity = capacity
+                .data
+                .get_i64(0)
+                .filter(|c| *c > 0)
+                .ok_or_else(|| fault("capacity must be a positive integer".into()))?;
+            if let (Some(axis), Some(aliases)) = (
+                group.sequence_axis,
+                group.ports.as_ref().and_then(|p| p.get(component)),
+            ) {
+                for alias in aliases.values() {
+                    let Some(value) = invoke.inputs.as_ref().and_then(|i| i.get(&alias.input))
+                    else {
+                        continue;
+                    };
+                    let buffer = self.value(value, path)?;
+                    if buffer.shape.get(axis as usize).copied() != Some(capacity as usize) {
+                        return Err(fault(format!(
+                            "buffer '{value}' has shape {:?}, but its sequence axis {axis} must equal capacity {capacity}",
+                            buffer.shape
+                        )));
+                    }
+                }
+            }
+            let Some(destinations) = invoke.inputs.as_ref().and_then(|i| i.get(port)) else {
+                continue;
+            };
+            let destinations = self.value(destinations, path)?;
+            for i in 0..destinations.numel() {
+                let d = destinations
+                    .data
+                    .get_i64(i)
+                    .ok_or_else(|| fault("write indices must be integers".into()))?;
+                if !(0..capacity).contains(&d) {
+                    return Err(fault(format!("write index {d} is outside [0, {capacity})")));
+                }
+            }
+            if let Some(lengths) = group.logical_lengths.as_ref().and_then(|l| self.env.get(l)) {
+                if lengths.numel() != destinations.numel() {
+                    return Err(fault(format!(
+                        "{} logical lengths for {} write destinations",
+                        lengths.numel(),
+                        destinations.numel()
+                    )));
+                }
+                for i in 0..lengths.numel() {
+                    let l = lengths.data.get_i64(i).unwrap_or(-1);
+                    if !(0..=capacity).contains(&l) {
+                        return Err(fault(format!(
+                            "logical length {l} is outside [0, {capacity}]"
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn control_bools(tensor: &Tensor) -> Option<Vec<bool>> {
+        if tensor.shape.len() > 1 || tensor.numel() == 0 {
+            return None;
+        }
+        tensor.bools().map(<[bool]>::to_vec)
+    }
+
+    fn looping(&mut self, l: &'r LoopStep, path: &DocPath) -> Result<(), RunError> {
+        if let Some(setup) = &l.setup {
+            self.steps(setup, &path.key("setup"))?;
+        }
+        let limit = self.value(&l.max_iterations, &path.key("max_iterations"))?;
+        let limit = (limit.numel() == 1)
+            .then(|| limit.data.get_i64(0))
+            .flatten()
+            .filter(|n| *n >= 0)
+            .ok_or_else(|| {
+                fail(
+                    path,
+                    "max_iterations must hold exactly one non-negative integer",
+                )
+            })? as usize;
+        let state = self.wf.state.as_ref();
+        let carried: Vec<(&'r wfstudio_schema::types::steps::Carry, &'r StateCell)> = l
+            .carried
+            .iter()
+            .flatten()
+            .map(|c| {
+                state
+                    .and_then(|s| s.get(&c.cell))
+                    .map(|cell| (c, cell))
+                    .ok_or_else(|| fail(path, format!("carries unknown state cell '{}'", c.cell)))
+            })
+            .collect::<Result<_, _>>()?;
+        for (carry, cell) in &carried {
+            let entry = carry.initial.as_ref().unwrap_or(&cell.initializer);
+            let value = self.value(entry, path)?;
+            check(
+                &value,
+                &cell.contract,
+                &mut self.symbols,
+                cell.recurrence.varying_axis().map(|a| a as usize),
+            )
+            .map_err(|why| {
+                fail(
+                    path,
+                    format!("entry value '{entry}' of cell '{}' {why}", carry.cell),
+                )
+            })?;
+            self.env.insert(carry.cell.clone(), value);
+        }
+        if let Some(it) = &l.iteration
+            && self.env.contains_key(&it.value)
+        {
+            return Err(fail(
+                path,
+                format!("iteration value '{}' shadows a visible value", it.value),
+            ));
+        }
+        let path_text = path.to_string();
+        let mut ran = 0;
+        for index in 0..limit {
+            if self.control.cancel.load(Ordering::Relaxed) {
+                return Err(RunError::Cancelled);
+            }
+            let predicate = self.value(&l.continue_when, &path.key("continue_when"))?;
+            let active = Self::control_bools(&predicate).ok_or_else(|| {
+                fail(
+                    path,
+                    "continue_when must be a non-empty bool scalar or row vector",
+                )
+            })?;
+            if !active.iter().any(|a| *a) {
+                break;
+            }
+            if let Some(it) = &l.iteration {
+                let tensor = if it.contract.rank == 0 {
+                    Tensor::scalar_i64(index as i64)
+                } else {
+                    let shape: Vec<usize> = it
+                        .contract
+                        .shape
+                        .iter()
+                        .flatten()
+                        .map(|d| self.symbols.resolve(d))
+                        .collect::<Option<_>>()
+                        .ok_or_else(|| {
+                            fail(path, "the iteration shape uses a symbol no input bound")
+                        })?;
+                    Tensor::full_i64(shape, index as i64)
+                };
+                self.env.insert(it.value.clone(), Arc::new(tensor));
+            }
+            (self.control.observer)(Event::LoopIteration {
+                path: path_text.clone(),
+                index,
+                limit,
+            });
+            self.iterations.push(index);
+            let body = self.steps(&l.steps, &path.key("steps"));
+            self.iterations.pop();
+            body?;
+            for (carry, cell) in &carried {
+                let current = self.value(&carry.cell, path)?;
+                let next = self.value(&carry.next, &path.key("carried"))?;
+                self.check_recurrence(cell, &current, &next, path, &carry.cell)?;
+                let group_bound = cell.service_group.is_some();
+                let merged = if group_bound || active.len() <= 1 || active.iter().all(|a| *a) {
+                    next
+                } else {
+                    Arc::new(
+                        merge_rows(&current, &next, &cell.contract, &cell.recurrence, &active)
+                            .map_err(|e| fail(path, e))?,
+                    )
+                };
+                self.env.insert(carry.cell.clone(), merged);
+            }
+            ran += 1;
+        }
+        if let Some(it) = &l.iteration {
+            self.env.remove(&it.value);
+        }
+        *self.out.loop_iterations.entry(path_text).or_default() += ran;
+        Ok(())
+    }
+
+    fn scalar(&self, name: &str, path: &DocPath) -> Result<Option<i64>, RunError> {
+        let t = self.value(name, path)?;
+        Ok((t.numel() == 1).then(|| t.data.get_i64(0)).flatten())
+    }
+
+    fn check_recurrence(
+        &self,
+        cell: &StateCell,
+        current: &Tensor,
+        next: &Tensor,
+        path: &DocPath,
+        name: &str,
+    ) -> Result<(), RunError> {
+        let bad = |why: String| fail(path, format!("carried cell '{name}': {why}"));
+        if current.dtype() != next.dtype() || current.shape.len() != next.shape.len() {
+            return Err(bad(format!(
+                "next value {} {:?} changes dtype or rank of {} {:?}",
+                next.dtype(),
+                next.shape,
+                current.dtype(),
+                current.shape
+            )));
+        }
+        let others_equal = |axis: usize| {
+            (0..current.shape.len()).all(|a| a == axis || current.shape[a] == next.shape[a])
+        };
+        match &cell.recurrence {
+            Recurrence::Invariant if current.shape != next.shape => Err(bad(format!(
+                "invariant state changed shape from {:?} to {:?}",
+                current.shape, next.shape
+            ))),
+            Recurrence::Invariant => Ok(()),
+            Recurrence::Growing(g) => {
+                let axis = g.axis as usize;
+                if !others_equal(axis) {
+                    return Err(bad(
+                        "a growing cell changed an axis other than its growing axis".into(),
+                    ));
+                }
+                let (inc, max) = (self.scalar(&g.increment, path)?, self.scalar(&g.max, path)?);
+                if let Some(inc) = inc
+                    && next.shape[axis] as i64 != current.shape[axis] as i64 + inc
+                {
+                    return Err(bad(format!(
+                        "axis {axis} grew from {} to {}, not by the increment {inc}",
+                        current.shape[axis], next.shape[axis]
+                    )));
+                }
+                if let Some(max) = max
+                    && next.shape[axis] as i64 > max
+                {
+                    return Err(bad(format!(
+                        "axis {axis} reached {}, beyond max {max}",
+                        next.shape[axis]
+                    )));
+                }
+                Ok(())
+            }
+            Recurrence::Bounded(b) => {
+                let axis = b.axis as usize;
+                if !others_equal(axis) {
+                    return Err(bad(
+                        "a bounded cell changed an axis other than its bounded axis".into(),
+                    ));
+                }
+                if let Some(max) = self.scalar(&b.max, path)?
+                    && (next.shape[axis] as i64 > max || current.shape[axis] as i64 > max)
+                {
+                    return Err(bad(format!("axis {axis} exceeds max {max}")));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn branch(&mut self, b: &'r BranchStep, path: &DocPath) -> Result<(), RunError> {
+        let predicate = self.value(&b.predicate, &path.key("predicate"))?;
+        if predicate.numel() != 1 {
+            return Err(fail(
+                path,
+                "the branch predicate must hold exactly one element",
+            ));
+        }
+        let key = match &predicate.data {
+            Data::Bool(v) => v[0].to_string(),
+            d => d
+                .get_i64(0)
+                .map(|i| i.to_string())
+                .ok_or_else(|| fail(path, "the branch predicate must be bool or integer"))?,
+        };
+        // `Some(key)`: the matching case; `None`: the default.
+        let (step, case_path, selected) = match b.cases.get(&key) {
+            Some(step) => (step, path.key("cases").key(key.as_str()), Some(&key)),
+            None => match &b.default {
+                Some(step) => (step.as_ref(), path.key("default"), None),
+                None => return Err(fail(path, format!("no case '{key}' and no default"))),
+            },
+        };
+        let saved = self.env.clone();
+        let result = self.step(step, &case_path);
+        let case_env = std::mem::replace(&mut self.env, saved);
+        result?;
+        for (phi, output) in b.outputs.iter().flatten() {
+            let source = match selected {
+                Some(k) => output.cases.get(k),
+                None => output.default.as_ref(),
+            }
+            .ok_or_else(|| fail(path, format!("phi '{phi}' has no source for case '{key}'")))?;
+            let value = case_env.get(source).cloned().ok_or_else(|| {
+                fail(
+                    path,
+                    format!("phi '{phi}' source '{source}' was not produced by the case"),
+                )
+            })?;
+            self.env.insert(phi.clone(), value);
+        }
+        Ok(())
+    }
+
+    fn emit(&mut self, e: &'r EmitStep, path: &DocPath) -> Result<(), RunError> {
+        let output = self
+            .wf
+            .outputs
+            .as_ref()
+            .and_then(|o| o.get(&e.output))
+            .ok_or_else(|| fail(path, format!("emits undeclared output '{}'", e.output)))?;
+        let value = self.value(&e.value, &path.key("value"))?;
+        let rank = value.shape.len();
+        let axis = e.axis.map_or(rank.saturating_sub(1), |a| a as usize);
+        let guard = match &e.when {
+            Some(w) => Some(
+                Self::control_bools(&*self.value(w, &path.key("when"))?)
+                    .ok_or_else(|| fail(path, "`when` must be a bool scalar or row vector"))?,
+            ),
+            None => None,
+        };
+        let lengths: Option<Vec<i64>> = match &e.valid_length {
+            Some(v) => {
+                let t = self.value(v, &path.key("valid_length"))?;
+                Some(
+                    (0..t.numel())
+                        .map(|i| t.data.get_i64(i))
+                        .collect::<Option<_>>()
+                        .ok_or_else(|| fail(path, "valid_length must be integer"))?,
+                )
+            }
+            None => None,
+        };
+        let pick = |list: &[i64], r: usize| if list.len() == 1 { list[0] } else { list[r] };
+        if self.rowwise.get(&e.output).copied().unwrap_or(false) {
+            let rows = *value
+                .shape
+                .first()
+                .ok_or_else(|| fail(path, "a row-wise emit needs rank >= 1"))?;
+            for r in 0..rows {
+                let on = guard.as_ref().is_none_or(|g| {
+                    if g.len() == 1 {
+                        g[0]
+                    } else {
+                        g.get(r).copied().unwrap_or(false)
+                    }
+                });
+                if !on {
+                    continue;
+                }
+                let mut chunk = value.slice_axis(0, r, 1).map_err(|er| fail(path, er.0))?;
+                if let Some(lengths) = &lengths {
+                    let n = pick(lengths, r).max(0) as usize;
+                    chunk = chunk
+                        .slice_axis(axis, 0, n)
+                        .map_err(|er| fail(path, er.0))?;
+                }
+                self.publish(
+                    &format!("{}.row.{r}", e.output),
+                    chunk,
+                    e.mode,
+                    axis,
+                    &output.contract,
+                    path,
+                )?;
+            }
+            return Ok(());
+        }
+        if guard.as_ref().is_some_and(|g| !g[0]) {
+            return Ok(());
+        }
+        let mut chunk = (*value).clone();
+        if let Some(lengths) = &lengths {
+            let n = lengths.first().copied().unwrap_or(0).max(0) as usize;
+            chunk = chunk
+                .slice_axis(axis, 0, n)
+                .map_err(|er| fail(path, er.0))?;
+        }
+        self.publish(&e.output, chunk, e.mode, axis, &output.contract, path)
+    }
+
+    fn publish(
+        &mut self,
+        key: &str,
+        chunk: Tensor,
+        mode: EmitMode,
+        axis: usize,
+        contract: &TensorContract,
+        path: &DocPath,
+    ) -> Result<(), RunError> {
+        let growth = matches!(mode, EmitMode::Append).then_some(axis);
+        let mut local = Symbols::default();
+        check(
+            &chunk,
+            &row_contract(contract, key.contains(".row.")),
+            &mut local,
+            growth,
+        )
+        .map_err(|why| fail(path, format!("the value emitted to '{key}' {why}")))?;
+        let stored = match mode {
+            EmitMode::Replace => chunk,
+            EmitMode::Append => match self.out.outputs.get(key) {
+                Some(previous) => {
+                    Tensor::concat(axis, &[previous, &chunk]).map_err(|e| fail(path, e.0))?
+                }
+                None => chunk,
+            },
+            EmitMode::Event => {
+                let counter = self.events.entry(key.to_string()).or_default();
+                let event_key = format!("{key}.{counter}");
+                *counter += 1;
+                (self.control.observer)(Event::Emitted {
+                    key: event_key.clone(),
+                    shape: chunk.shape.clone(),
+                });
+                self.out.outputs.insert(event_key, chunk.clone());
+                chunk
+            }
+        };
+        (self.control.observer)(Event::Emitted {
+            key: key.to_string(),
+            shape: stored.shape.clone(),
+        });
+        self.out.outputs.insert(key.to_string(), stored);
+        Ok(())
+    }
+}
+
+/// The contract of one published row: the leading (request) extent is 1.
+fn row_contract(contract: &TensorContract, row: bool) -> TensorContract {
+    let mut c = contract.clone();
+    if row
+        && let Some(shape) = c.shape.as_mut()
+        && !shape.is_empty()
+    {
+        shape[0] = Dim::Fixed(1);
+    }
+    c
+}
+
+/// Keeps inactive requests' previous rows of a carried cell (along its
+/// request axis); for a grown axis the new suffix comes from `next` and the
+/// old coordinates are restored.
+fn merge_rows(
+    current: &Tensor,
+    next: &Tensor,
+    contract: &TensorContract,
+    recurrence: &Recurrence,
+    active: &[bool],
+) -> Result<Tensor, String> {
+    let (axis, factor) = match contract.layout() {
+        BatchLayout::RequestAligned(l) => (l.axis as usize, 1),
+        BatchLayout::RequestExpanded(l) => (l.axis as usize, l.factor.max(1) as usize),
+        _ => return Ok(next.clone()),
+    };
+    let mut rows = Vec::with_capacity(active.len());
+    for (r, on) in active.iter().enumerate() {
+        let new_row = next.slice_axis(axis, r * factor, factor).map_err(|e| e.0)?;
+        if *on {
+            rows.push(new_row);
+            continue;
+        }
+        let old_row = current
+            .slice_axis(axis, r * factor, factor)
+            .map_err(|e| e.0)?;
+        if old_row.shape == new_row.shape {
+            rows.push(old_row);
+            continue;
+        }
+        let grown = recurrence
+            .varying_axis()
+            .map(|a| a as usize)
+            .ok_or("state changed shape")?;
+        let old_len = old_row.shape[grown];
+        let suffix = new_row
+            .slice_axis(grown, old_len, new_row.shape[grown] - old_len)
+            .map_err(|e| e.0)?;
+        rows.push(Tensor::concat(grown, &[&old_row, &suffix]).map_err(|e| e.0)?);
+    }
+    let refs: Vec<&Tensor> = rows.iter().collect();
+    Tensor::concat(axis, &refs).map_err(|e| e.0)
+}

@@ -1,0 +1,230 @@
+//! Workflow Studio's runner: executes `pipeline.workflow` packages on ONNX
+//! Runtime, with per-invoke timing and a stream of events. No GUI dependency.
+//!
+//! [`Runner::load`] reads and validates a package, refuses what it cannot
+//! run (adapter components, invalid documents), and creates one ONNX Runtime
+//! session per component; [`Runner::run`] executes it as often as needed.
+
+pub mod check;
+pub mod device;
+pub mod events;
+mod exec;
+pub mod literal;
+pub mod model;
+pub mod ortlib;
+pub mod recipe;
+pub mod session;
+pub mod tensor;
+
+pub mod onnx {
+    //! Generated ONNX protobuf types (from the `onnx` wheel's `onnx.proto`).
+    #![allow(missing_docs, clippy::all, unused)]
+    include!(concat!(env!("OUT_DIR"), "/onnx_proto/mod.rs"));
+}
+
+pub use device::Device;
+pub use events::Event;
+pub use exec::{InvokeTiming, KeptValue, RunControl, RunOutput};
+pub use tensor::{DType, Data, Tensor};
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use wfstudio_core::artifacts::{check_files, resolve_inside};
+use wfstudio_core::{Options, validate};
+use wfstudio_schema::types::workflow::{Implementation, WorkflowSpec};
+use wfstudio_schema::{Diagnostic, Document, Limits, load_file};
+
+/// Why a package could not be loaded or run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The package could not be read.
+    #[error("{0}")]
+    Load(#[from] wfstudio_schema::LoadError),
+    /// The document has errors (parse or validation).
+    #[error("{} has {} error(s); first: {}", path.display(), diagnostics.len(), diagnostics.first().map_or(String::new(), |d| format!("{}: {}", d.path, d.message)))]
+    Invalid {
+        /// The document.
+        path: PathBuf,
+        /// Its errors.
+        diagnostics: Vec<Diagnostic>,
+    },
+    /// The package needs something this runner does not implement.
+    #[error("{0}")]
+    Unsupported(String),
+    /// A component file is missing or broken.
+    #[error("artifact {}: {message}", path.display())]
+    Artifact {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// ONNX Runtime could not be found or started.
+    #[error("{0}")]
+    Runtime(String),
+    /// The inputs do not fit the workflow.
+    #[error("{0}")]
+    Input(String),
+    /// A step failed.
+    #[error("{path}: {message}")]
+    Step {
+        /// Document path of the step.
+        path: String,
+        /// What failed (names the component for invokes).
+        message: String,
+    },
+    /// The run was cancelled.
+    #[error("the run was cancelled")]
+    Cancelled,
+}
+
+/// Load settings.
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    /// Requested device.
+    pub device: Device,
+    /// ONNX Runtime intra-op threads per session.
+    pub threads: usize,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        Self {
+            device: Device::Cpu,
+            threads: 1,
+        }
+    }
+}
+
+/// A loaded package, ready to run repeatedly.
+pub struct Runner {
+    document: Document,
+    root: PathBuf,
+    sessions: HashMap<String, session::ComponentSession>,
+    /// The device in use.
+    pub device: Device,
+    /// Why the requested device was not used, if so.
+    pub device_note: Option<String>,
+    /// Time to load and create the sessions.
+    pub load_time: Duration,
+}
+
+impl Runner {
+    /// Reads, validates and prepares the package at `path` (a folder or its
+    /// metadata file).
+    pub fn load(path: &Path, options: &LoadOptions) -> Result<Runner, RunError> {
+        let start = Instant::now();
+        let (file, parsed) = load_file(path, &Limits::default())?;
+        let loaded = parsed.map_err(|diagnostics| RunError::Invalid {
+            path: file.clone(),
+            diagnostics,
+        })?;
+        let root = file
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        let root = if root.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            root
+        };
+        let mut diagnostics = validate(&loaded.document, &Options::default()).diagnostics;
+        diagnostics.extend(check_files(&loaded.document, &root, &Options::default()).diagnostics);
+        diagnostics.retain(Diagnostic::is_error);
+        if !diagnostics.is_empty() {
+            let mut report = wfstudio_core::Report { diagnostics };
+            report.locate(&loaded.source_map);
+            return Err(RunError::Invalid {
+                path: file,
+                diagnostics: report.diagnostics,
+            });
+        }
+        let document = loaded.document;
+        let wf = workflow(&document)?;
+        refuse_unsupported(wf)?;
+        let (device, device_note) = device::resolve(options.device);
+        let mut sessions = HashMap::new();
+        for (name, component) in &wf.components {
+            if let Implementation::Onnx(onnx) = &component.implementation {
+                let artifact =
+                    resolve_inside(&root, &onnx.artifact).map_err(|_| RunError::Artifact {
+                        path: root.join(&onnx.artifact),
+                        message: "missing or outside the package".into(),
+                    })?;
+                sessions.insert(
+                    name.clone(),
+                    session::create(&artifact, device, options.threads)?,
+                );
+            }
+        }
+        Ok(Runner {
+            document,
+            root,
+            sessions,
+            device,
+            device_note,
+            load_time: start.elapsed(),
+        })
+    }
+
+    /// The package document.
+    pub fn document(&self) -> &Document {
+        &self.document
+    }
+
+    /// The package folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Runs the workflow on `inputs` (workflow input name -> tensor).
+    pub fn run(
+        &mut self,
+        inputs: HashMap<String, Tensor>,
+        control: RunControl<'_>,
+    ) -> Result<RunOutput, RunError> {
+        let wf = workflow(&self.document)?;
+        exec::Exec::new(wf, &mut self.sessions, control).run(inputs)
+    }
+}
+
+fn workflow(document: &Document) -> Result<&WorkflowSpec, RunError> {
+    document
+        .pipeline
+        .as_ref()
+        .map(|p| &p.workflow)
+        .ok_or_else(|| RunError::Unsupported("metadata has no pipeline section".into()))
+}
+
+/// Adapter components are host ABIs this runner does not implement: refuse
+/// any the steps invoke before anything runs, naming each contract. (A
+/// declared but never invoked adapter, such as an API-boundary
+/// text-assembly contract, does not stop a run.)
+fn refuse_unsupported(wf: &WorkflowSpec) -> Result<(), RunError> {
+    let mut invoked = std::collections::BTreeSet::new();
+    wfstudio_core::validate::for_each_step(
+        &wf.steps,
+        &wfstudio_schema::DocPath::root(),
+        &mut |step, _| {
+            if let wfstudio_schema::types::steps::Step::Invoke(i) = step {
+                invoked.insert(i.component.as_str());
+            }
+        },
+    );
+    let adapters: Vec<String> = wf
+        .components
+        .iter()
+        .filter(|(name, _)| invoked.contains(name.as_str()))
+        .filter_map(|(name, c)| match &c.implementation {
+            Implementation::Adapter(a) => Some(format!("'{name}' ({}@{})", a.abi, a.version)),
+            _ => None,
+        })
+        .collect();
+    if adapters.is_empty() {
+        return Ok(());
+    }
+    Err(RunError::Unsupported(format!(
+        "this runner does not implement adapter components: {}",
+        adapters.join(", ")
+    )))
+}
