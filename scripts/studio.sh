@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Builds Workflow Studio and opens it on the bundled example package.
-# Until the studio window lands (issue: the studio window) this runs the
-# headless check of the example and prints its canonical form.
+# Builds Workflow Studio and runs it on the bundled example package (a tiny
+# denoising loop that draws a smiley). Until the studio window lands this is
+# the headless path: check the package, run it on ONNX Runtime and write the
+# picture to target/example-output/image.png.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 cargo build --release --locked -p wfstudio
 example=fixtures/examples/tiny-denoise
-./target/release/wfstudio check --no-artifacts "$example"
-./target/release/wfstudio fmt "$example"
+./target/release/wfstudio check "$example"
+./target/release/wfstudio run "$example" --recipe "$example/recipes/smiley.json" --out target/example-output
+echo "wrote target/example-output/image.png"

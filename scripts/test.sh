@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Runs every check and test: formatting, clippy (warnings are errors) and the
-# whole test suite. The shared corpus is read from $WFSTUDIO_SHARED
+# Runs every check and test: formatting, clippy (warnings are errors, also
+# with the `cuda` feature), the generated example fixtures are current, and
+# the whole test suite. The shared corpus is read from $WFSTUDIO_SHARED
 # (default ../shared); under CI=true a missing corpus fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 cargo fmt --all -- --check
+.venv/bin/python scripts/gen_fixtures.py --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo clippy -p wfstudio-runner --features cuda --locked -- -D warnings
 cargo test --workspace --locked

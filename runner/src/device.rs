@@ -53,7 +53,8 @@ impl fmt::Display for Gpu {
 /// The first GPU, or why there is none.
 #[cfg(feature = "cuda")]
 pub fn discover_gpu() -> Result<Gpu, String> {
-    if !cudarc::driver::sys::is_culib_present() {
+    // SAFETY: only probes whether the driver library can be opened.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
         return Err("no CUDA driver library (libcuda) was found".into());
     }
     let ctx = std::panic::catch_unwind(|| cudarc::driver::CudaContext::new(0))

@@ -1,6 +1,7 @@
 //! What a run reports while it goes: for the GUI's progress, timing badges
 //! and previews, and for the CLI's trace.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 /// One event of a run, in order.
@@ -11,14 +12,14 @@ pub enum Event {
     /// An invoke is about to run.
     InvokeStarted {
         /// Document path of the invoke step.
-        path: String,
+        path: Arc<str>,
         /// Component name.
         component: String,
     },
     /// An invoke finished.
     InvokeFinished {
         /// Document path of the invoke step.
-        path: String,
+        path: Arc<str>,
         /// Component name.
         component: String,
         /// Wall time of the step (conversion, checks and ONNX Runtime).
@@ -31,7 +32,7 @@ pub enum Event {
     /// A loop starts iteration `index` (zero-based) of at most `limit`.
     LoopIteration {
         /// Document path of the loop step.
-        path: String,
+        path: Arc<str>,
         /// Zero-based iteration.
         index: usize,
         /// `max_iterations`.

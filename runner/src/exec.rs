@@ -9,6 +9,8 @@ use crate::literal::encode_default;
 use crate::session::ComponentSession;
 use crate::tensor::{DType, Data, Tensor};
 use std::collections::{BTreeMap, HashMap};
+
+pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -22,7 +24,7 @@ use wfstudio_schema::types::workflow::{Implementation, InputSource, WorkflowSpec
 #[derive(Clone, Debug, PartialEq)]
 pub struct InvokeTiming {
     /// Document path of the invoke step.
-    pub path: String,
+    pub path: Arc<str>,
     /// Component name.
     pub component: String,
     /// Wall time.
@@ -80,11 +82,35 @@ pub struct RunControl<'a> {
     pub keep_bytes: usize,
 }
 
+/// Facts about a workflow computed once per loaded package.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Plan {
+    /// Symbols on growing or bounded state axes.
+    dynamic: Symbols,
+    /// Outputs published per row.
+    rowwise: HashMap<String, bool>,
+    /// Display form of step paths (keyed by step address; the document is
+    /// not mutated while the plan lives).
+    path_texts: FastMap<usize, Arc<str>>,
+}
+
+impl Plan {
+    pub(crate) fn new(wf: &WorkflowSpec) -> Self {
+        Self {
+            dynamic: dynamic_symbols(wf),
+            rowwise: row_wise_outputs(wf),
+            path_texts: FastMap::default(),
+        }
+    }
+}
+
 pub(crate) struct Exec<'r, 'c> {
     wf: &'r WorkflowSpec,
     sessions: &'r mut HashMap<String, ComponentSession>,
     control: RunControl<'c>,
-    env: HashMap<String, Arc<Tensor>>,
+    env: FastMap<String, Arc<Tensor>>,
+    /// Display form of each step's path, computed once per loaded package.
+    path_texts: &'r mut FastMap<usize, Arc<str>>,
     symbols: Symbols,
     out: RunOutput,
     events: HashMap<String, usize>,
@@ -150,6 +176,7 @@ fn element_count(contract: &TensorContract, symbols: &Symbols) -> Result<Vec<usi
 impl<'r, 'c> Exec<'r, 'c> {
     pub(crate) fn new(
         wf: &'r WorkflowSpec,
+        plan: &'r mut Plan,
         sessions: &'r mut HashMap<String, ComponentSession>,
         control: RunControl<'c>,
     ) -> Self {
@@ -157,11 +184,12 @@ impl<'r, 'c> Exec<'r, 'c> {
             wf,
             sessions,
             control,
-            env: HashMap::new(),
-            symbols: dynamic_symbols(wf),
+            env: FastMap::default(),
+            path_texts: &mut plan.path_texts,
+            symbols: plan.dynamic.clone(),
             out: RunOutput::default(),
             events: HashMap::new(),
-            rowwise: row_wise_outputs(wf),
+            rowwise: plan.rowwise.clone(),
             iterations: Vec::new(),
             kept_bytes: 0,
             started: Instant::now(),
@@ -304,7 +332,14 @@ impl<'r, 'c> Exec<'r, 'c> {
         }
     }
 
-    fn keep(&mut self, name: &str, path: &DocPath, tensor: &Arc<Tensor>) {
+    fn path_text(&mut self, step: usize, path: &DocPath) -> Arc<str> {
+        self.path_texts
+            .entry(step)
+            .or_insert_with(|| path.to_string().into())
+            .clone()
+    }
+
+    fn keep(&mut self, name: &str, path: &str, tensor: &Arc<Tensor>) {
         if self.control.keep_bytes == 0 {
             return;
         }
@@ -329,7 +364,7 @@ impl<'r, 'c> Exec<'r, 'c> {
             .get(&invoke.component)
             .ok_or_else(|| fail(path, format!("unknown component '{}'", invoke.component)))?;
         let at = |why: String| fail(path, format!("component '{}': {why}", invoke.component));
-        let path_text = path.to_string();
+        let path_text = self.path_text(invoke as *const InvokeStep as usize, path);
         (self.control.observer)(Event::InvokeStarted {
             path: path_text.clone(),
             component: invoke.component.clone(),
@@ -418,7 +453,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                     .map_err(|why| at(format!("output port '{port}' {why}")))?;
             }
             shapes.push((value.clone(), tensor.shape.clone()));
-            self.keep(value, path, &tensor);
+            self.keep(value, &path_text, &tensor);
             self.env.insert(value.clone(), tensor);
         }
         let wall = start.elapsed();
@@ -584,7 +619,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                 format!("iteration value '{}' shadows a visible value", it.value),
             ));
         }
-        let path_text = path.to_string();
+        let path_text = self.path_text(l as *const LoopStep as usize, path);
         let mut ran = 0;
         for index in 0..limit {
             if self.control.cancel.load(Ordering::Relaxed) {
@@ -647,7 +682,11 @@ impl<'r, 'c> Exec<'r, 'c> {
         if let Some(it) = &l.iteration {
             self.env.remove(&it.value);
         }
-        *self.out.loop_iterations.entry(path_text).or_default() += ran;
+        *self
+            .out
+            .loop_iterations
+            .entry(path_text.to_string())
+            .or_default() += ran;
         Ok(())
     }
 

@@ -10,6 +10,7 @@ pub mod device;
 pub mod events;
 mod exec;
 pub mod literal;
+pub mod media;
 pub mod model;
 pub mod ortlib;
 pub mod recipe;
@@ -102,6 +103,7 @@ pub struct Runner {
     document: Document,
     root: PathBuf,
     sessions: HashMap<String, session::ComponentSession>,
+    plan: exec::Plan,
     /// The device in use.
     pub device: Device,
     /// Why the requested device was not used, if so.
@@ -157,7 +159,9 @@ impl Runner {
                 );
             }
         }
+        let plan = exec::Plan::new(wf);
         Ok(Runner {
+            plan,
             document,
             root,
             sessions,
@@ -184,7 +188,7 @@ impl Runner {
         control: RunControl<'_>,
     ) -> Result<RunOutput, RunError> {
         let wf = workflow(&self.document)?;
-        exec::Exec::new(wf, &mut self.sessions, control).run(inputs)
+        exec::Exec::new(wf, &mut self.plan, &mut self.sessions, control).run(inputs)
     }
 }
 

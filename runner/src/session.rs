@@ -5,7 +5,7 @@ use crate::device::Device;
 use crate::model::model_bytes;
 use crate::tensor::{Data, Tensor};
 use crate::{RunError, ortlib};
-use ort::session::Session;
+use ort::session::{Session, SessionInputValue};
 use ort::value::{DynValue, TensorElementType, ValueType};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -78,12 +78,13 @@ fn with_cuda(
     Ok(builder)
 }
 
-fn to_value(tensor: &Tensor) -> Result<DynValue, ort::Error> {
+/// A view of `tensor` for ONNX Runtime (no copy: the run borrows the data).
+fn to_value(tensor: &Tensor) -> Result<SessionInputValue<'_>, ort::Error> {
     let shape: Vec<i64> = tensor.shape.iter().map(|&d| d as i64).collect();
     macro_rules! value {
         ($v:expr) => {
-            ort::value::Tensor::from_array((shape, $v.clone().into_boxed_slice()))
-                .map(|t| t.into_dyn())
+            ort::value::TensorRef::from_array_view((shape, $v.as_slice()))
+                .map(|t| SessionInputValue::from(t.into_dyn()))
         };
     }
     match &tensor.data {
@@ -147,7 +148,7 @@ pub struct Ran {
 impl ComponentSession {
     /// Runs the graph on named inputs and returns the outputs in `wanted`.
     pub fn run(&mut self, inputs: &[(&str, &Tensor)], wanted: &[&str]) -> Result<Ran, String> {
-        let values: Vec<(String, DynValue)> = inputs
+        let values: Vec<(String, SessionInputValue<'_>)> = inputs
             .iter()
             .map(|(name, t)| to_value(t).map(|v| (name.to_string(), v)))
             .collect::<Result<_, _>>()

@@ -3,6 +3,7 @@
 //! Exit codes: 0 = success / no errors, 1 = the document has errors,
 //! 2 = usage or I/O failure.
 
+mod bench;
 mod check;
 mod fmt;
 mod identity;
@@ -36,6 +37,8 @@ enum Command {
     Identity(identity::IdentityArgs),
     /// Run a package on ONNX Runtime.
     Run(run::RunArgs),
+    /// Time warm runs of a package against its ONNX Runtime time.
+    Bench(bench::BenchArgs),
 }
 
 /// Output style of diagnostics.
@@ -57,5 +60,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Fmt(args) => fmt::run(&args),
         Command::Identity(args) => identity::run(&args),
         Command::Run(args) => run::run(&args),
+        Command::Bench(args) => bench::run(&args),
     }
 }

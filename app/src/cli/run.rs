@@ -113,6 +113,67 @@ fn write_npy(path: &Path, tensor: &Tensor) -> std::io::Result<()> {
     wfstudio_schema::save::write_atomic(path, &file)
 }
 
+/// Also writes `.png` (image outputs, one file per batch row) or `.wav`
+/// (audio outputs, at the declared sample rate) next to the `.npy`.
+fn write_media(runner: &Runner, dir: &Path, key: &str, tensor: &Tensor) -> anyhow::Result<()> {
+    use wfstudio_schema::types::workflow::OutputRole;
+    let name = key.split(".row.").next().unwrap_or(key);
+    let Some(output) = runner
+        .document()
+        .pipeline
+        .as_ref()
+        .and_then(|p| p.workflow.outputs.as_ref())
+        .and_then(|o| o.get(name))
+    else {
+        return Ok(());
+    };
+    match output.role {
+        OutputRole::Image => {
+            let rows = wfstudio_runner::media::image_rows(tensor, output.value_range)
+                .map_err(anyhow::Error::msg)?;
+            for (b, rgb) in rows.iter().enumerate() {
+                let file = dir.join(if rows.len() == 1 {
+                    format!("{key}.png")
+                } else {
+                    format!("{key}.{b}.png")
+                });
+                let mut png = Vec::new();
+                image::RgbImage::from_raw(rgb.width as u32, rgb.height as u32, rgb.pixels.clone())
+                    .context("image buffer")?
+                    .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)?;
+                wfstudio_schema::save::write_atomic(&file, &png)
+                    .with_context(|| format!("writing {}", file.display()))?;
+            }
+        }
+        OutputRole::Audio => {
+            let (channels, samples) =
+                wfstudio_runner::media::audio_samples(tensor).map_err(anyhow::Error::msg)?;
+            let rate = output
+                .media
+                .as_ref()
+                .and_then(|m| m.sample_rate_hz)
+                .unwrap_or(16_000);
+            let spec = hound::WavSpec {
+                channels: channels as u16,
+                sample_rate: rate,
+                bits_per_sample: 16,
+                sample_format: hound::SampleFormat::Int,
+            };
+            let mut wav = std::io::Cursor::new(Vec::new());
+            let mut writer = hound::WavWriter::new(&mut wav, spec)?;
+            for s in samples {
+                writer.write_sample((s.clamp(-1.0, 1.0) * f32::from(i16::MAX)) as i16)?;
+            }
+            writer.finalize()?;
+            let file = dir.join(format!("{key}.wav"));
+            wfstudio_schema::save::write_atomic(&file, wav.get_ref())
+                .with_context(|| format!("writing {}", file.display()))?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 fn chrome_trace(output: &RunOutput) -> serde_json::Value {
     let events: Vec<serde_json::Value> = output
         .invokes
@@ -121,7 +182,7 @@ fn chrome_trace(output: &RunOutput) -> serde_json::Value {
             serde_json::json!({
                 "name": i.component, "cat": "invoke", "ph": "X", "pid": 1, "tid": 1,
                 "ts": i.start.as_secs_f64() * 1e6, "dur": i.wall.as_secs_f64() * 1e6,
-                "args": {"path": i.path, "ort_ms": i.ort.as_secs_f64() * 1e3},
+                "args": {"path": &*i.path, "ort_ms": i.ort.as_secs_f64() * 1e3},
             })
         })
         .collect();
@@ -196,6 +257,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         for (name, tensor) in &output.outputs {
             let file = dir.join(format!("{name}.npy"));
             write_npy(&file, tensor).with_context(|| format!("writing {}", file.display()))?;
+            write_media(&runner, dir, name, tensor)?;
         }
     }
     if let Some(trace) = &args.trace {

@@ -1,0 +1,139 @@
+//! Turning output tensors into pictures and sound: image tensors
+//! (`[B,3,H,W]` or `[B,H,W,3]`, mapped by the output's value range) into
+//! 8-bit RGB rows, and audio tensors (`[B,C,S]`, `[C,S]` or `[S]`) into
+//! interleaved samples. Shared by `wfstudio run --out` and the studio's
+//! previews.
+
+use crate::tensor::{Data, Tensor};
+use wfstudio_schema::types::workflow::ValueRange;
+
+/// One RGB picture, row-major, 3 bytes per pixel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rgb8 {
+    /// Width in pixels.
+    pub width: usize,
+    /// Height in pixels.
+    pub height: usize,
+    /// `width * height * 3` bytes.
+    pub pixels: Vec<u8>,
+}
+
+fn to_byte(value: f64, range: Option<ValueRange>) -> u8 {
+    let unit = match range {
+        Some(ValueRange::NegativeOneToOne) => (value + 1.0) / 2.0,
+        Some(ValueRange::ZeroTo255) => value / 255.0,
+        Some(ValueRange::ZeroToOne) | None => value,
+    };
+    (unit.clamp(0.0, 1.0) * 255.0).round() as u8
+}
+
+/// The pictures of an image tensor, one per batch row. Channels-first
+/// `[B,3,H,W]` and channels-last `[B,H,W,3]` (and unbatched `[3,H,W]`,
+/// `[H,W,3]`) are understood; uint8 tensors are taken as bytes.
+pub fn image_rows(tensor: &Tensor, range: Option<ValueRange>) -> Result<Vec<Rgb8>, String> {
+    let shape = match tensor.shape.len() {
+        3 => [1, tensor.shape[0], tensor.shape[1], tensor.shape[2]],
+        4 => [
+            tensor.shape[0],
+            tensor.shape[1],
+            tensor.shape[2],
+            tensor.shape[3],
+        ],
+        _ => {
+            return Err(format!(
+                "an image tensor has rank 3 or 4, not shape {:?}",
+                tensor.shape
+            ));
+        }
+    };
+    let (batch, channels_first) = match shape {
+        [b, 3, _, _] => (b, true),
+        [b, _, _, 3] => (b, false),
+        _ => {
+            return Err(format!(
+                "no 3-channel axis in image shape {:?}",
+                tensor.shape
+            ));
+        }
+    };
+    let (height, width) = if channels_first {
+        (shape[2], shape[3])
+    } else {
+        (shape[1], shape[2])
+    };
+    let byte = |i: usize| match &tensor.data {
+        Data::U8(v) => v[i],
+        d => to_byte(d.get_f64(i), range),
+    };
+    let mut rows = Vec::with_capacity(batch);
+    for b in 0..batch {
+        let mut pixels = Vec::with_capacity(width * height * 3);
+        for y in 0..height {
+            for x in 0..width {
+                for c in 0..3 {
+                    let i = if channels_first {
+                        ((b * 3 + c) * height + y) * width + x
+                    } else {
+                        ((b * height + y) * width + x) * 3 + c
+                    };
+                    pixels.push(byte(i));
+                }
+            }
+        }
+        rows.push(Rgb8 {
+            width,
+            height,
+            pixels,
+        });
+    }
+    Ok(rows)
+}
+
+/// Interleaved float samples and the channel count of an audio tensor's
+/// first batch row.
+pub fn audio_samples(tensor: &Tensor) -> Result<(usize, Vec<f32>), String> {
+    let (channels, frames) = match tensor.shape.as_slice() {
+        [s] => (1, *s),
+        [c, s] => (*c, *s),
+        [_, c, s] => (*c, *s),
+        other => {
+            return Err(format!(
+                "an audio tensor has rank 1 to 3, not shape {other:?}"
+            ));
+        }
+    };
+    if channels == 0 {
+        return Err("the audio tensor has no channels".into());
+    }
+    let mut out = Vec::with_capacity(channels * frames);
+    for f in 0..frames {
+        for c in 0..channels {
+            out.push(tensor.data.get_f64(c * frames + f) as f32);
+        }
+    }
+    Ok((channels, out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn channels_first_negative_one_to_one() {
+        let t = Tensor::new(
+            vec![1, 3, 1, 2],
+            Data::F32(vec![-1.0, 1.0, 0.0, 0.5, 1.0, -1.0]),
+        )
+        .unwrap();
+        let rows = image_rows(&t, Some(ValueRange::NegativeOneToOne)).unwrap();
+        assert_eq!(rows[0].pixels, [0, 128, 255, 255, 191, 0]);
+    }
+
+    #[test]
+    fn channels_last_bytes_and_audio_interleaving() {
+        let t = Tensor::new(vec![1, 1, 1, 3], Data::U8(vec![1, 2, 3])).unwrap();
+        assert_eq!(image_rows(&t, None).unwrap()[0].pixels, [1, 2, 3]);
+        let a = Tensor::new(vec![1, 2, 2], Data::F32(vec![0.1, 0.2, -0.1, -0.2])).unwrap();
+        assert_eq!(audio_samples(&a).unwrap(), (2, vec![0.1, -0.1, 0.2, -0.2]));
+    }
+}

@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""Generates the ONNX components of our example packages and their recipes.
+
+    .venv/bin/python scripts/gen_fixtures.py          # write the files
+    .venv/bin/python scripts/gen_fixtures.py --check  # fail if they differ
+
+tiny-denoise: a 4-step denoising loop. The denoiser pulls a noisy 4x8x8
+latent halfway towards a fixed latent picture (a ring with two eyes: a
+smiley) each step; the decoder upsamples it to 3x32x32 and maps it to RGB in
+[-1, 1]. Written as binary .onnx files.
+
+tiny-tone: an 8-step audio loop. Each iteration synthesises 0.1 s of a sine
+tone at 16 kHz whose pitch walks up a C-major scale, carrying the phase so
+the notes join without clicks; the emits append into one waveform. Written
+as ONNX TextFormat (.onnx.textproto).
+
+Each package gets a recipe whose expected outputs are computed here with
+numpy, independently of the runner.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+from google.protobuf import text_format
+from onnx import TensorProto, helper, numpy_helper
+
+ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "examples"
+OPSET = [helper.make_opsetid("", 21)]
+
+
+def model(graph):
+    m = helper.make_model(graph, opset_imports=OPSET, producer_name="wfstudio-gen-fixtures")
+    m.ir_version = 10
+    onnx.checker.check_model(m)
+    return m
+
+
+def smiley_latent():
+    """A yellow face with dark eyes and mouth on a blue background."""
+    y, x = np.mgrid[0:8, 0:8].astype(np.float32)
+    face = np.hypot(x - 3.5, y - 3.5) < 3.7
+    features = np.zeros((8, 8), bool)
+    features[2, 2] = features[2, 5] = True
+    features[5, 2:6] = True
+    features[4, 1] = features[4, 6] = True
+    skin = face & ~features
+    background = ~face
+    latent = np.full((4, 8, 8), -1.0, np.float32)
+    latent[0][skin] = 1.0
+    latent[1][skin] = 0.8
+    latent[2][background] = 0.9
+    latent[1][background] = -0.3
+    return latent
+
+
+MIX = np.array(
+    [[1.6, 0.0, 0.0, 0.0], [0.0, 1.6, 0.0, 0.0], [0.0, 0.0, 1.6, 0.2]], np.float32
+)
+
+
+def denoise_models():
+    target = numpy_helper.from_array(smiley_latent()[None], "target")
+    half = numpy_helper.from_array(np.array(0.5, np.float32), "half")
+    denoiser = helper.make_graph(
+        [
+            helper.make_node("Sub", ["target", "latent"], ["gap"]),
+            helper.make_node("Mul", ["gap", "half"], ["move"]),
+            helper.make_node("Add", ["latent", "move"], ["next_latent"]),
+        ],
+        "denoiser",
+        [
+            helper.make_tensor_value_info("latent", TensorProto.FLOAT, ["batch", 4, 8, 8]),
+            helper.make_tensor_value_info("step", TensorProto.INT64, []),
+        ],
+        [helper.make_tensor_value_info("next_latent", TensorProto.FLOAT, ["batch", 4, 8, 8])],
+        [target, half],
+    )
+    weights = numpy_helper.from_array(MIX.reshape(3, 4, 1, 1), "mix")
+    scales = numpy_helper.from_array(np.array([1, 1, 4, 4], np.float32), "scales")
+    decoder = helper.make_graph(
+        [
+            helper.make_node("Resize", ["latent", "", "scales"], ["up"], mode="nearest"),
+            helper.make_node("Conv", ["up", "mix"], ["rgb"]),
+            helper.make_node("Tanh", ["rgb"], ["image"]),
+        ],
+        "decoder",
+        [helper.make_tensor_value_info("latent", TensorProto.FLOAT, ["batch", 4, 8, 8])],
+        [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["batch", 3, 32, 32])],
+        [weights, scales],
+    )
+    return model(denoiser), model(decoder)
+
+
+def denoise_reference(noise, steps):
+    latent = noise.copy()
+    target = smiley_latent()[None]
+    for _ in range(steps):
+        latent = latent + (target - latent) * np.float32(0.5)
+    up = latent.repeat(4, axis=2).repeat(4, axis=3)
+    rgb = np.einsum("oc,bchw->bohw", MIX, up)
+    return np.tanh(rgb).astype(np.float32)
+
+
+RATE = 16000
+CHUNK = 1600
+SCALE = np.array([261.63, 293.66, 329.63, 349.23, 392.0, 440.0, 493.88, 523.25], np.float32)
+TWO_PI = np.float32(2 * np.pi)
+
+
+def tone_model():
+    table = numpy_helper.from_array(SCALE, "scale_hz")
+    t = numpy_helper.from_array((np.arange(CHUNK, dtype=np.float32) / RATE), "t")
+    two_pi = numpy_helper.from_array(np.array(TWO_PI, np.float32), "two_pi")
+    amplitude = numpy_helper.from_array(np.array(0.3, np.float32), "amplitude")
+    advance = numpy_helper.from_array(np.array(CHUNK / RATE, np.float32), "advance")
+    shape = numpy_helper.from_array(np.array([1, 1, CHUNK], np.int64), "chunk_shape")
+    graph = helper.make_graph(
+        [
+            helper.make_node("Gather", ["scale_hz", "step"], ["hz"]),
+            helper.make_node("Mul", ["hz", "two_pi"], ["omega"]),
+            helper.make_node("Mul", ["omega", "t"], ["angle0"]),
+            helper.make_node("Add", ["angle0", "phase"], ["angle"]),
+            helper.make_node("Sin", ["angle"], ["wave"]),
+            helper.make_node("Mul", ["wave", "amplitude"], ["quiet"]),
+            helper.make_node("Reshape", ["quiet", "chunk_shape"], ["chunk"]),
+            helper.make_node("Mul", ["omega", "advance"], ["turn"]),
+            helper.make_node("Add", ["phase", "turn"], ["unwrapped"]),
+            helper.make_node("Mod", ["unwrapped", "two_pi"], ["next_phase"], fmod=1),
+        ],
+        "synth",
+        [
+            helper.make_tensor_value_info("step", TensorProto.INT64, [1]),
+            helper.make_tensor_value_info("phase", TensorProto.FLOAT, [1]),
+        ],
+        [
+            helper.make_tensor_value_info("chunk", TensorProto.FLOAT, [1, 1, CHUNK]),
+            helper.make_tensor_value_info("next_phase", TensorProto.FLOAT, [1]),
+        ],
+        [table, t, two_pi, amplitude, advance, shape],
+    )
+    return model(graph)
+
+
+def tone_reference(steps):
+    phase = np.zeros(1, np.float32)
+    t = np.arange(CHUNK, dtype=np.float32) / np.float32(RATE)
+    chunks = []
+    for step in range(steps):
+        omega = SCALE[step] * TWO_PI
+        chunks.append((np.sin(omega * t + phase) * np.float32(0.3)).astype(np.float32))
+        phase = np.fmod(phase + omega * np.float32(CHUNK / RATE), TWO_PI).astype(np.float32)
+    return np.concatenate(chunks).reshape(1, 1, -1)
+
+
+def tensor(array):
+    data = array.reshape(-1).tolist()
+    dtype = {np.dtype(np.float32): "float32", np.dtype(np.int64): "int64", np.dtype(bool): "bool"}[array.dtype]
+    if dtype == "float32":
+        data = [float(np.float32(v)) for v in data]
+    return {"dtype": dtype, "shape": list(array.shape), "data": data}
+
+
+def recipe(description, inputs, outputs, tolerance):
+    return json.dumps(
+        {
+            "description": description,
+            "inputs": {k: tensor(v) for k, v in inputs.items()},
+            "outputs": {k: tensor(v) for k, v in outputs.items()},
+            "tolerance": tolerance,
+        },
+        indent=1,
+    ) + "\n"
+
+
+def files():
+    denoiser, decoder = denoise_models()
+    noise = (np.sin(np.arange(4 * 8 * 8, dtype=np.float32) * np.float32(1.7)) * np.float32(1.5)).reshape(1, 4, 8, 8).astype(np.float32)
+    steps = 4
+    yield "tiny-denoise/denoiser/model.onnx", denoiser.SerializeToString()
+    yield "tiny-denoise/decoder/model.onnx", decoder.SerializeToString()
+    yield "tiny-denoise/recipes/smiley.json", recipe(
+        "4 denoising steps from a fixed noise latent; expected image computed with numpy by scripts/gen_fixtures.py",
+        {
+            "request.latent": noise,
+            "request.steps": np.array([steps], np.int64),
+            "package.continue": np.array([True]),
+        },
+        {"image": denoise_reference(noise, steps)},
+        {"abs": 1e-5, "rel": 1e-5},
+    ).encode()
+    yield "tiny-tone/synth/model.onnx.textproto", text_format.MessageToString(tone_model()).encode()
+    yield "tiny-tone/recipes/scale.json", recipe(
+        "8 notes of a C-major scale, 0.1 s each at 16 kHz; expected waveform computed with numpy by scripts/gen_fixtures.py",
+        {
+            "request.notes": np.array([8], np.int64),
+            "package.continue": np.array([True]),
+            "package.phase0": np.zeros(1, np.float32),
+        },
+        {"audio": tone_reference(8)},
+        {"abs": 1e-4, "rel": 1e-5},
+    ).encode()
+
+
+def main():
+    check = "--check" in sys.argv[1:]
+    stale = []
+    for relative, content in files():
+        path = ROOT / relative
+        if check:
+            if not path.is_file() or path.read_bytes() != content:
+                stale.append(relative)
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+        print(f"wrote {path.relative_to(ROOT.parent.parent)}")
+    if stale:
+        print("stale generated fixtures (run scripts/gen_fixtures.py):", ", ".join(stale), file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
