@@ -335,3 +335,63 @@ fn events_cancel_and_kept_values() {
     assert!(matches!(e, RunError::Cancelled));
     assert_eq!(seen.last(), Some(&Event::Cancelled));
 }
+
+#[test]
+fn request_role_inputs_can_come_from_a_generate_request() {
+    let Some(shared) = support::shared() else {
+        return;
+    };
+    if !runtime_available() {
+        return;
+    }
+    let r = recipe_of(&shared, "decoder", "plain_prompt45_3tokens.json");
+    let mut inputs = r.inputs.clone();
+    for name in [
+        "request.input_ids",
+        "request.max_iterations",
+        "request.temperature",
+        "request.top_k",
+        "request.top_p",
+        "request.min_p",
+        "request.seed",
+    ] {
+        assert!(
+            inputs.remove(name).is_some(),
+            "{name} is a request-role input of the recipe"
+        );
+    }
+    let request = wfstudio_runner::Request {
+        prompt_tokens: vec![vec![4, 5]],
+        max_new_tokens: Some(3),
+        seed: Some(7),
+        sampling: Some(wfstudio_runner::Sampling::Greedy),
+    };
+    let mut runner = Runner::load(
+        &shared.join("corpus/packages/decoder"),
+        &LoadOptions::default(),
+    )
+    .expect("loads");
+    let cancel = AtomicBool::new(false);
+    let output = runner
+        .run_request(
+            inputs.clone(),
+            &request,
+            RunControl {
+                observer: &mut |_| {},
+                cancel: &cancel,
+                keep_bytes: 0,
+            },
+        )
+        .expect("runs from the request");
+    assert_eq!(
+        recipe::compare(&output.outputs, &r.outputs, r.abs, r.rel),
+        Vec::<String>::new()
+    );
+
+    let e = run(&mut runner, inputs).expect_err("no request, no prompt");
+    assert!(
+        e.to_string()
+            .contains("required workflow package input 'request.input_ids' was not supplied"),
+        "{e}"
+    );
+}

@@ -6,6 +6,7 @@ use crate::RunError;
 use crate::check::{Symbols, check};
 use crate::events::Event;
 use crate::literal::encode_default;
+use crate::request::Request;
 use crate::session::ComponentSession;
 use crate::tensor::{DType, Data, Tensor};
 use std::collections::{BTreeMap, HashMap};
@@ -18,7 +19,11 @@ use wfstudio_schema::DocPath;
 use wfstudio_schema::types::contract::{BatchLayout, Dim, TensorContract};
 use wfstudio_schema::types::state::{Recurrence, StateCell, StateUpdate};
 use wfstudio_schema::types::steps::{BranchStep, EmitMode, EmitStep, InvokeStep, LoopStep, Step};
-use wfstudio_schema::types::workflow::{Implementation, InputSource, WorkflowSpec};
+use wfstudio_schema::types::workflow::{Implementation, InputRole, InputSource, WorkflowSpec};
+
+/// The largest tensor a literal default may materialise (checked before
+/// allocating, so a hostile shape cannot exhaust memory).
+pub const MAX_LITERAL_BYTES: usize = 1 << 30;
 
 /// Timing of one invoke call.
 #[derive(Clone, Debug, PartialEq)]
@@ -201,6 +206,7 @@ impl<'r, 'c> Exec<'r, 'c> {
     pub(crate) fn bind_inputs(
         &mut self,
         mut supplied: HashMap<String, Tensor>,
+        request: &Request,
     ) -> Result<(), RunError> {
         let inputs_path = workflow_path().key("inputs");
         let mut declared: Vec<_> = self.wf.inputs.iter().flatten().collect();
@@ -212,9 +218,17 @@ impl<'r, 'c> Exec<'r, 'c> {
                 InputSource::Application(a) => Some(a.name.as_str()),
                 _ => None,
             };
-            let value = supplied
+            let mut value = supplied
                 .remove(name.as_str())
                 .or_else(|| alias.and_then(|a| supplied.remove(a)));
+            if value.is_none()
+                && let (InputSource::Request, InputRole::Runtime(role)) =
+                    (&input.source, &input.role)
+            {
+                value = request
+                    .bind(role.role, &input.contract)
+                    .map_err(|why| fail(&at, format!("input '{name}' from the request: {why}")))?;
+            }
             let present = value.is_some() || input.default.is_some();
             match value {
                 Some(tensor) => {
@@ -266,7 +280,8 @@ impl<'r, 'c> Exec<'r, 'c> {
                 )
             })?;
             let shape = element_count(&input.contract, &self.symbols).map_err(|e| fail(&at, e))?;
-            let numel = shape.iter().product();
+            let numel = crate::tensor::checked_numel(&shape, dtype, MAX_LITERAL_BYTES)
+                .map_err(|e| fail(&at, format!("default of '{name}': {}", e.0)))?;
             let data = encode_default(dtype, numel, default)
                 .map_err(|e| fail(&at, format!("default of '{name}': {e}")))?;
             let tensor = Tensor::new(shape, data).map_err(|e| fail(&at, e.0))?;
@@ -277,10 +292,14 @@ impl<'r, 'c> Exec<'r, 'c> {
         Ok(())
     }
 
-    pub(crate) fn run(mut self, inputs: HashMap<String, Tensor>) -> Result<RunOutput, RunError> {
+    pub(crate) fn run(
+        mut self,
+        inputs: HashMap<String, Tensor>,
+        request: &Request,
+    ) -> Result<RunOutput, RunError> {
         (self.control.observer)(Event::Started);
         let result = self
-            .bind_inputs(inputs)
+            .bind_inputs(inputs, request)
             .and_then(|()| self.steps(&self.wf.steps, &workflow_path().key("steps")));
         match result {
             Ok(()) => {

@@ -14,6 +14,7 @@ pub mod media;
 pub mod model;
 pub mod ortlib;
 pub mod recipe;
+pub mod request;
 pub mod session;
 pub mod tensor;
 
@@ -26,6 +27,7 @@ pub mod onnx {
 pub use device::Device;
 pub use events::Event;
 pub use exec::{InvokeTiming, KeptValue, RunControl, RunOutput};
+pub use request::{Request, Sampling};
 pub use tensor::{DType, Data, Tensor};
 
 use std::collections::HashMap;
@@ -187,8 +189,19 @@ impl Runner {
         inputs: HashMap<String, Tensor>,
         control: RunControl<'_>,
     ) -> Result<RunOutput, RunError> {
+        self.run_request(inputs, &Request::default(), control)
+    }
+
+    /// Runs the workflow on `inputs`; `source: request` inputs that are not
+    /// supplied take their value from `request` by runtime role.
+    pub fn run_request(
+        &mut self,
+        inputs: HashMap<String, Tensor>,
+        request: &Request,
+        control: RunControl<'_>,
+    ) -> Result<RunOutput, RunError> {
         let wf = workflow(&self.document)?;
-        exec::Exec::new(wf, &mut self.plan, &mut self.sessions, control).run(inputs)
+        exec::Exec::new(wf, &mut self.plan, &mut self.sessions, control).run(inputs, request)
     }
 }
 

@@ -263,13 +263,38 @@ fn numel(shape: &[usize]) -> usize {
     shape.iter().product()
 }
 
+/// The element count of `shape`, refusing shapes whose count or byte size
+/// overflows or exceeds `max_bytes` for elements of `dtype` — checked before
+/// anything is allocated.
+pub fn checked_numel(
+    shape: &[usize],
+    dtype: DType,
+    max_bytes: usize,
+) -> Result<usize, TensorError> {
+    let count = shape
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| {
+            TensorError(format!(
+                "shape {shape:?} has more elements than can be counted"
+            ))
+        })?;
+    let bytes = count.saturating_mul(dtype.size());
+    if bytes > max_bytes {
+        return Err(TensorError(format!(
+            "shape {shape:?} of {dtype} needs {bytes} bytes, over the {max_bytes}-byte tensor budget"
+        )));
+    }
+    Ok(count)
+}
+
 impl Tensor {
     /// A tensor from parts; the element count must match the shape.
     pub fn new(shape: Vec<usize>, data: Data) -> Result<Self, TensorError> {
-        if numel(&shape) != data.len() {
+        let count = shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
+        if count != Some(data.len()) {
             return Err(TensorError(format!(
-                "shape {shape:?} holds {} elements but {} were given",
-                numel(&shape),
+                "shape {shape:?} does not hold the {} elements given",
                 data.len()
             )));
         }
@@ -459,5 +484,33 @@ mod tests {
         let tensor = Tensor::from_json(&value).unwrap();
         assert_eq!(tensor.data, Data::I64(vec![4, 5]));
         assert_eq!(tensor.to_json(), value);
+    }
+}
+
+#[cfg(test)]
+mod budget_tests {
+    use super::*;
+
+    #[test]
+    fn hostile_shapes_are_refused_before_allocation() {
+        let huge = [1usize << 40, 1 << 40];
+        assert!(
+            checked_numel(&huge, DType::F32, 1 << 30)
+                .unwrap_err()
+                .0
+                .contains("more elements than can be counted")
+        );
+        let big = [1usize << 20, 1 << 10];
+        assert!(
+            checked_numel(&big, DType::F32, 1 << 30)
+                .unwrap_err()
+                .0
+                .contains("over the 1073741824-byte tensor budget")
+        );
+        assert_eq!(checked_numel(&[2, 3], DType::F32, 1 << 30), Ok(6));
+        let e = Tensor::new(huge.to_vec(), Data::F32(vec![0.0; 2])).unwrap_err();
+        assert!(e.0.contains("does not hold the 2 elements given"));
+        let json = serde_json::json!({"dtype": "float32", "shape": [4294967296u64, 4294967296u64, 4294967296u64], "data": [1.0]});
+        assert!(Tensor::from_json(&json).is_err());
     }
 }

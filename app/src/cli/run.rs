@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use wfstudio_runner::recipe::{self, Recipe};
 use wfstudio_runner::{
-    Device, Event, LoadOptions, RunControl, RunError, RunOutput, Runner, Tensor,
+    Device, Event, LoadOptions, Request, RunControl, RunError, RunOutput, Runner, Sampling, Tensor,
 };
 
 /// Arguments of `wfstudio run`.
@@ -34,6 +34,42 @@ pub struct RunArgs {
     /// Write a Chrome trace (chrome://tracing, Perfetto) of every invoke.
     #[arg(long)]
     trace: Option<PathBuf>,
+    /// Request prompt tokens for `prompt_tokens` inputs, comma-separated;
+    /// repeat for several rows.
+    #[arg(long = "prompt-tokens", value_name = "IDS")]
+    prompt_tokens: Vec<String>,
+    /// Request `max_new_tokens` (for `max_iterations` / `max_output_tokens` inputs).
+    #[arg(long)]
+    max_new_tokens: Option<i64>,
+    /// Request seed (for `seed` inputs).
+    #[arg(long)]
+    seed: Option<i64>,
+    /// Greedy sampling controls for `sampling_*` inputs.
+    #[arg(long)]
+    greedy: bool,
+}
+
+/// The generate request the flags describe.
+fn request_of(args: &RunArgs) -> anyhow::Result<Request> {
+    let prompt_tokens = args
+        .prompt_tokens
+        .iter()
+        .map(|row| {
+            row.split(',')
+                .map(|t| {
+                    t.trim()
+                        .parse::<i64>()
+                        .with_context(|| format!("--prompt-tokens: {t:?} is not an integer"))
+                })
+                .collect::<anyhow::Result<Vec<i64>>>()
+        })
+        .collect::<anyhow::Result<_>>()?;
+    Ok(Request {
+        prompt_tokens,
+        max_new_tokens: args.max_new_tokens,
+        seed: args.seed,
+        sampling: args.greedy.then_some(Sampling::Greedy),
+    })
 }
 
 /// The inputs of a recipe file plus `--input` overrides.
@@ -213,6 +249,7 @@ pub fn timing_json(output: &RunOutput, load_ms: f64) -> serde_json::Value {
 /// Runs one package.
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let (inputs, recipe) = gather_inputs(args.recipe.as_deref(), &args.inputs)?;
+    let request = request_of(args)?;
     let mut runner = match Runner::load(
         &args.path,
         &LoadOptions {
@@ -237,8 +274,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             eprintln!("{path}: iteration {} of {limit}", index + 1);
         }
     };
-    let result = runner.run(
+    let result = runner.run_request(
         inputs,
+        &request,
         RunControl {
             observer: &mut observer,
             cancel: &cancel,
