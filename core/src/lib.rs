@@ -4,6 +4,7 @@
 
 pub mod artifacts;
 pub mod capabilities;
+pub mod comfyui;
 pub mod contracts;
 pub mod fix;
 pub mod identity;

@@ -7,6 +7,7 @@ mod bench;
 mod check;
 mod fmt;
 mod identity;
+mod import;
 mod report;
 mod run;
 
@@ -39,6 +40,8 @@ enum Command {
     Run(run::RunArgs),
     /// Time warm runs of a package against its ONNX Runtime time.
     Bench(bench::BenchArgs),
+    /// Read a ComfyUI graph (API/UI JSON or PNG); `--emit-api` prints its API prompt.
+    ImportComfyui(import::ImportArgs),
 }
 
 /// Output style of diagnostics.
@@ -61,5 +64,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Identity(args) => identity::run(&args),
         Command::Run(args) => run::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::ImportComfyui(args) => import::run(&args),
     }
 }

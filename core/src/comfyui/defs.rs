@@ -1,0 +1,140 @@
+//! Per-class node facts (inputs in order, widget layout, outputs), read
+//! from a `node_defs.json` such as the shared corpus's.
+
+use serde_json::Value;
+use std::collections::HashMap;
+
+/// One input of a node class.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputDef {
+    /// Input name.
+    pub name: String,
+    /// Socket or widget type (`MODEL`, `INT`, `COMBO`, ...).
+    pub kind: String,
+    /// Whether it is a widget (a value in `widgets_values`).
+    pub widget: bool,
+    /// Default value, if declared.
+    pub default: Option<Value>,
+}
+
+/// One node class.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClassDef {
+    /// Inputs, required then optional, in declaration order.
+    pub inputs: Vec<InputDef>,
+    /// Slot layout of `widgets_values`: input names and frontend-only
+    /// placeholders such as `<control_after_generate>` and `<upload>`.
+    pub widget_layout: Vec<String>,
+    /// Output types by slot.
+    pub outputs: Vec<String>,
+}
+
+/// The node classes known to the importer.
+#[derive(Clone, Debug, Default)]
+pub struct NodeDefs {
+    classes: HashMap<String, ClassDef>,
+}
+
+fn text(v: &Value) -> Option<String> {
+    v.as_str().map(str::to_string)
+}
+
+impl NodeDefs {
+    /// Reads `node_defs.json` text (`{"nodes": {class: {inputs, outputs,
+    /// widgets_values_layout?}}}`).
+    pub fn parse(json: &str) -> Result<NodeDefs, String> {
+        let root: Value = serde_json::from_str(json)
+            .map_err(|e| format!("node definitions are not JSON: {e}"))?;
+        let nodes = root
+            .get("nodes")
+            .and_then(Value::as_object)
+            .ok_or("node definitions need a `nodes` object")?;
+        let mut classes = HashMap::new();
+        for (name, class) in nodes {
+            let inputs: Vec<InputDef> = class
+                .get("inputs")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|i| {
+                    Some(InputDef {
+                        name: text(i.get("name")?)?,
+                        kind: i
+                            .get("type")
+                            .and_then(text)
+                            .unwrap_or_else(|| "COMBO".into()),
+                        widget: i.get("widget").and_then(Value::as_bool).unwrap_or(false),
+                        default: i.get("default").cloned(),
+                    })
+                })
+                .collect();
+            let widget_layout = match class.get("widgets_values_layout").and_then(Value::as_array) {
+                Some(layout) => layout.iter().filter_map(text).collect(),
+                None => derived_layout(class),
+            };
+            let outputs = class
+                .get("outputs")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|o| o.get("type").and_then(text).unwrap_or_else(|| "*".into()))
+                .collect();
+            classes.insert(
+                name.clone(),
+                ClassDef {
+                    inputs,
+                    widget_layout,
+                    outputs,
+                },
+            );
+        }
+        Ok(NodeDefs { classes })
+    }
+
+    /// The class named `name`.
+    pub fn class(&self, name: &str) -> Option<&ClassDef> {
+        self.classes.get(name)
+    }
+
+    /// Number of classes.
+    pub fn len(&self) -> usize {
+        self.classes.len()
+    }
+
+    /// Whether no class is known.
+    pub fn is_empty(&self) -> bool {
+        self.classes.is_empty()
+    }
+}
+
+/// The widget layout from the inputs: widgets in order, a control slot after
+/// inputs with `control_after_generate`, an upload slot after upload combos.
+fn derived_layout(class: &Value) -> Vec<String> {
+    let mut layout = Vec::new();
+    for input in class
+        .get("inputs")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if !input
+            .get("widget")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+        {
+            continue;
+        }
+        let Some(name) = input.get("name").and_then(text) else {
+            continue;
+        };
+        layout.push(name);
+        let flag = |k: &str| input.get(k).and_then(Value::as_bool).unwrap_or(false);
+        if flag("control_after_generate") {
+            layout.push("<control_after_generate>".into());
+        }
+        if flag("image_upload") || flag("video_upload") || flag("audio_upload") {
+            layout.push("<upload>".into());
+        }
+    }
+    layout
+}

@@ -1,0 +1,11 @@
+//! ComfyUI graphs: reading the three forms (API prompt, UI/LiteGraph
+//! workflow, PNG with embedded chunks) and converting a UI workflow to the
+//! API prompt ComfyUI would submit for it.
+
+pub mod defs;
+pub mod read;
+pub mod to_api;
+
+pub use defs::NodeDefs;
+pub use read::{ComfyInput, ReadError, read};
+pub use to_api::{ApiGraph, ApiNode, ConvertIssue, ui_to_api};

@@ -1,0 +1,327 @@
+//! UI (LiteGraph) workflow -> API prompt, as ComfyUI's frontend builds it:
+//! virtual nodes dropped, muted and bypassed nodes removed (bypassed ones
+//! passed through), widget values mapped to input names per class, links
+//! resolved through reroutes, primitives and bypassed nodes.
+
+use super::defs::{ClassDef, NodeDefs};
+use indexmap::IndexMap;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+
+/// Frontend-only node classes that never reach the API.
+const VIRTUAL: &[&str] = &["Reroute", "PrimitiveNode", "Note", "MarkdownNote"];
+/// Node modes that are not emitted: 2 = never (muted), 4 = bypass.
+const MUTED: i64 = 2;
+const BYPASSED: i64 = 4;
+
+/// One API node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ApiNode {
+    /// Node class.
+    pub class_type: String,
+    /// Inputs in the class's order: literals or `["id", slot]` links.
+    pub inputs: IndexMap<String, Value>,
+    /// The node's title, when the UI gives one.
+    pub title: Option<String>,
+}
+
+/// An API prompt: node id -> node.
+pub type ApiGraph = IndexMap<String, ApiNode>;
+
+/// Something the conversion could not represent exactly.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConvertIssue {
+    /// UI node id.
+    pub node: String,
+    /// Node class.
+    pub class: String,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+/// The JSON form ComfyUI writes ("Save (API Format)").
+pub fn api_json(graph: &ApiGraph) -> Value {
+    let nodes: serde_json::Map<String, Value> = graph
+        .iter()
+        .map(|(id, n)| {
+            let mut node = json!({"inputs": n.inputs, "class_type": n.class_type});
+            if let Some(title) = &n.title {
+                node["_meta"] = json!({"title": title});
+            }
+            (id.clone(), node)
+        })
+        .collect();
+    Value::Object(nodes)
+}
+
+struct Link {
+    origin: String,
+    slot: i64,
+    kind: String,
+}
+
+struct Ui<'a> {
+    nodes: HashMap<String, &'a Value>,
+    links: HashMap<i64, Link>,
+}
+
+fn id_of(v: &Value) -> Option<String> {
+    match v {
+        Value::Number(n) => Some(n.to_string()),
+        Value::String(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+fn node_type(node: &Value) -> &str {
+    node.get("type").and_then(Value::as_str).unwrap_or_default()
+}
+
+fn mode(node: &Value) -> i64 {
+    node.get("mode").and_then(Value::as_i64).unwrap_or(0)
+}
+
+fn parse_links(ui: &Value) -> HashMap<i64, Link> {
+    let mut links = HashMap::new();
+    for link in ui
+        .get("links")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let parsed = match link {
+            Value::Array(a) if a.len() >= 5 => {
+                a[0].as_i64().zip(id_of(&a[1])).map(|(id, origin)| {
+                    (
+                        id,
+                        Link {
+                            origin,
+                            slot: a[2].as_i64().unwrap_or(0),
+                            kind: a.get(5).and_then(Value::as_str).unwrap_or("*").to_string(),
+                        },
+                    )
+                })
+            }
+            Value::Object(o) => o
+                .get("id")
+                .and_then(Value::as_i64)
+                .zip(o.get("origin_id").and_then(id_of))
+                .map(|(id, origin)| {
+                    (
+                        id,
+                        Link {
+                            origin,
+                            slot: o.get("origin_slot").and_then(Value::as_i64).unwrap_or(0),
+                            kind: o
+                                .get("type")
+                                .and_then(Value::as_str)
+                                .unwrap_or("*")
+                                .to_string(),
+                        },
+                    )
+                }),
+            _ => None,
+        };
+        if let Some((id, link)) = parsed {
+            links.insert(id, link);
+        }
+    }
+    links
+}
+
+fn types_fit(a: &str, b: &str) -> bool {
+    a == b || a == "*" || b == "*"
+}
+
+impl Ui<'_> {
+    /// What a consumer wired to `link` receives: a link to an emitted node,
+    /// a primitive's literal, or nothing (muted source, dangling reroute).
+    fn resolve(&self, link: i64, consumer: &str, depth: usize) -> Option<Value> {
+        if depth > 64 {
+            return None;
+        }
+        let link = self.links.get(&link)?;
+        let origin = self.nodes.get(&link.origin)?;
+        match (node_type(origin), mode(origin)) {
+            ("Reroute", _) => {
+                let upstream = origin.pointer("/inputs/0/link").and_then(Value::as_i64)?;
+                self.resolve(upstream, consumer, depth + 1)
+            }
+            ("PrimitiveNode", _) => origin.pointer("/widgets_values/0").cloned().map(wrap_array),
+            (_, MUTED) => None,
+            (_, BYPASSED) => {
+                let inputs = origin.get("inputs").and_then(Value::as_array)?;
+                let kind_of = |i: &Value| {
+                    i.get("type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("*")
+                        .to_string()
+                };
+                let slot = link.slot as usize;
+                let pick = inputs
+                    .get(slot)
+                    .filter(|i| {
+                        types_fit(&kind_of(i), &link.kind) && types_fit(&kind_of(i), consumer)
+                    })
+                    .or_else(|| inputs.iter().find(|i| kind_of(i) == consumer))
+                    .or_else(|| inputs.iter().find(|i| types_fit(&kind_of(i), consumer)))?;
+                let upstream = pick.get("link").and_then(Value::as_i64)?;
+                self.resolve(upstream, consumer, depth + 1)
+            }
+            (kind, _) if VIRTUAL.contains(&kind) => None,
+            _ => Some(json!([link.origin, link.slot])),
+        }
+    }
+}
+
+/// FLOAT widgets are floats in the API (`8.0`), even when the UI wrote `8`.
+fn typed(value: Value, kind: Option<&str>) -> Value {
+    match (&value, kind) {
+        (Value::Number(n), Some("FLOAT")) if !n.is_f64() => n
+            .as_f64()
+            .and_then(serde_json::Number::from_f64)
+            .map_or(value, Value::Number),
+        _ => value,
+    }
+}
+
+/// Array literals are wrapped so they are not read as links.
+fn wrap_array(v: Value) -> Value {
+    match v {
+        Value::Array(_) => json!({"__value__": v}),
+        other => other,
+    }
+}
+
+fn widget_values(node: &Value, class: &ClassDef) -> IndexMap<String, Value> {
+    let mut values = IndexMap::new();
+    match node.get("widgets_values") {
+        Some(Value::Array(list)) => {
+            for (slot, name) in class.widget_layout.iter().enumerate() {
+                if name.starts_with('<') {
+                    continue;
+                }
+                let value = list.get(slot).cloned().or_else(|| {
+                    class
+                        .inputs
+                        .iter()
+                        .find(|i| &i.name == name)
+                        .and_then(|i| i.default.clone())
+                });
+                if let Some(value) = value {
+                    let kind = class
+                        .inputs
+                        .iter()
+                        .find(|i| &i.name == name)
+                        .map(|i| i.kind.as_str());
+                    values.insert(name.clone(), wrap_array(typed(value, kind)));
+                }
+            }
+        }
+        Some(Value::Object(map)) => {
+            for input in class.inputs.iter().filter(|i| i.widget) {
+                if let Some(v) = map.get(&input.name) {
+                    values.insert(input.name.clone(), wrap_array(v.clone()));
+                }
+            }
+        }
+        _ => {}
+    }
+    values
+}
+
+/// Converts a UI workflow to the API prompt. Node classes missing from
+/// `defs`, legacy group nodes and subgraph instances are reported as issues
+/// (their nodes are emitted with links only, or skipped for groups).
+pub fn ui_to_api(ui: &Value, defs: &NodeDefs) -> (ApiGraph, Vec<ConvertIssue>) {
+    let mut graph = ApiGraph::new();
+    let mut issues = Vec::new();
+    let nodes: Vec<&Value> = ui
+        .get("nodes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .collect();
+    let view = Ui {
+        nodes: nodes
+            .iter()
+            .filter_map(|n| Some((id_of(n.get("id")?)?, *n)))
+            .collect(),
+        links: parse_links(ui),
+    };
+    let subgraphs: Vec<&str> = ui
+        .pointer("/definitions/subgraphs")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.get("id").and_then(Value::as_str))
+        .collect();
+    for node in nodes {
+        let Some(id) = node.get("id").and_then(id_of) else {
+            continue;
+        };
+        let class_type = node_type(node).to_string();
+        if VIRTUAL.contains(&class_type.as_str()) || matches!(mode(node), MUTED | BYPASSED) {
+            continue;
+        }
+        let issue = |message: String| ConvertIssue {
+            node: id.clone(),
+            class: class_type.clone(),
+            message,
+        };
+        if class_type.starts_with("workflow/")
+            || class_type.starts_with("workflow>")
+            || subgraphs.contains(&class_type.as_str())
+        {
+            issues.push(issue("group nodes and subgraphs are not expanded yet; ungroup the node in ComfyUI and save again".into()));
+            continue;
+        }
+        let class = defs.class(&class_type);
+        let mut collected = match class {
+            Some(class) => widget_values(node, class),
+            None => {
+                issues.push(issue(format!(
+                    "unknown node class '{class_type}': its widget values cannot be named; add its definition to the node definitions"
+                )));
+                IndexMap::new()
+            }
+        };
+        for input in node
+            .get("inputs")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let Some(name) = input.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            let Some(link) = input.get("link").and_then(Value::as_i64) else {
+                continue;
+            };
+            let consumer = input.get("type").and_then(Value::as_str).unwrap_or("*");
+            match view.resolve(link, consumer, 0) {
+                Some(value) => {
+                    collected.insert(name.to_string(), value);
+                }
+                None => {
+                    collected.shift_remove(name);
+                }
+            }
+        }
+        // ComfyUI's order: widget values in layout order, then linked inputs.
+        let inputs = collected;
+        let title = node
+            .get("title")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        graph.insert(
+            id,
+            ApiNode {
+                class_type,
+                inputs,
+                title,
+            },
+        );
+    }
+    (graph, issues)
+}
