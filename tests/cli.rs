@@ -3,24 +3,10 @@
 
 mod support;
 
-use std::process::Command;
-
-fn wfstudio(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(support::wfstudio())
-        .args(args)
-        .current_dir(support::workspace())
-        .output()
-        .expect("runs");
-    (
-        out.status.code().expect("exit code"),
-        String::from_utf8(out.stdout).expect("utf8"),
-        String::from_utf8(out.stderr).expect("utf8"),
-    )
-}
-
 #[test]
 fn check_reports_text_lines_with_help_and_exit_one() {
-    let (code, stdout, _) = wfstudio(&["check", "fixtures/malformed/removed_emit_row_ids.yaml"]);
+    let (code, stdout, _) =
+        support::run_wfstudio(&["check", "fixtures/malformed/removed_emit_row_ids.yaml"]);
     assert_eq!(code, 1);
     assert_eq!(
         stdout,
@@ -33,7 +19,7 @@ fn check_reports_text_lines_with_help_and_exit_one() {
 
 #[test]
 fn check_json_is_one_array_with_the_contract_fields() {
-    let (code, stdout, _) = wfstudio(&[
+    let (code, stdout, _) = support::run_wfstudio(&[
         "check",
         "--no-artifacts",
         "--format",
@@ -61,7 +47,7 @@ fn check_json_is_one_array_with_the_contract_fields() {
 #[test]
 fn check_of_a_clean_package_folder_exits_zero() {
     let (code, stdout, stderr) =
-        wfstudio(&["check", "--no-artifacts", "fixtures/examples/tiny-denoise"]);
+        support::run_wfstudio(&["check", "--no-artifacts", "fixtures/examples/tiny-denoise"]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(stdout, "");
     assert_eq!(stderr, "checked 1 path(s): 0 error(s), 0 warning(s)\n");
@@ -69,22 +55,23 @@ fn check_of_a_clean_package_folder_exits_zero() {
 
 #[test]
 fn warnings_alone_exit_zero() {
-    let (code, stdout, _) = wfstudio(&["check", "fixtures/malformed/duplicate_key_warning.yaml"]);
+    let (code, stdout, _) =
+        support::run_wfstudio(&["check", "fixtures/malformed/duplicate_key_warning.yaml"]);
     assert_eq!(code, 0);
     assert!(stdout.contains("warning[S008]"), "{stdout}");
 }
 
 #[test]
 fn io_and_usage_failures_exit_two() {
-    let (code, _, stderr) = wfstudio(&["check", "no/such/file.yaml"]);
+    let (code, _, stderr) = support::run_wfstudio(&["check", "no/such/file.yaml"]);
     assert_eq!(code, 2);
     assert!(stderr.contains("cannot read no/such/file.yaml"), "{stderr}");
-    let (code, _, stderr) = wfstudio(&["check", "fixtures"]);
+    let (code, _, stderr) = support::run_wfstudio(&["check", "fixtures"]);
     assert_eq!(code, 2);
     assert!(stderr.contains("holds no inference_metadata"), "{stderr}");
-    let (code, _, _) = wfstudio(&["check"]);
+    let (code, _, _) = support::run_wfstudio(&["check"]);
     assert_eq!(code, 2);
-    let (code, _, _) = wfstudio(&["fmt", "x", "--to", "toml"]);
+    let (code, _, _) = support::run_wfstudio(&["fmt", "x", "--to", "toml"]);
     assert_eq!(code, 2);
 }
 
@@ -95,7 +82,7 @@ fn fmt_keeps_the_leading_comment_and_writes_atomically() {
     let out = dir.join("out.yaml");
     let out_arg = out.to_string_lossy().into_owned();
     let (code, stdout, stderr) =
-        wfstudio(&["fmt", "fixtures/examples/tiny-denoise", "-o", &out_arg]);
+        support::run_wfstudio(&["fmt", "fixtures/examples/tiny-denoise", "-o", &out_arg]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(stdout, "");
     let text = std::fs::read_to_string(&out).expect("written");
@@ -104,7 +91,7 @@ fn fmt_keeps_the_leading_comment_and_writes_atomically() {
     let leftovers: Vec<_> = std::fs::read_dir(&dir).expect("dir").collect();
     assert_eq!(leftovers.len(), 1, "no temporary file is left behind");
 
-    let (code, json, _) = wfstudio(&["fmt", &out_arg, "--to", "json"]);
+    let (code, json, _) = support::run_wfstudio(&["fmt", &out_arg, "--to", "json"]);
     assert_eq!(code, 0);
     let value: serde_json::Value = serde_json::from_str(&json).expect("json");
     assert_eq!(value["pipeline"]["workflow"]["steps"][0]["kind"], "loop");
@@ -113,7 +100,8 @@ fn fmt_keeps_the_leading_comment_and_writes_atomically() {
 
 #[test]
 fn fmt_of_an_invalid_document_prints_diagnostics_and_exits_one() {
-    let (code, stdout, stderr) = wfstudio(&["fmt", "fixtures/malformed/transfer_step.yaml"]);
+    let (code, stdout, stderr) =
+        support::run_wfstudio(&["fmt", "fixtures/malformed/transfer_step.yaml"]);
     assert_eq!(code, 1);
     assert_eq!(stdout, "");
     assert!(stderr.contains("error[S006]"), "{stderr}");
@@ -131,7 +119,7 @@ fn identity_prints_the_reference_identity() {
         return;
     };
     let doc = shared.join("corpus/catalogue/07-stable-diffusion-text-to-image.yaml");
-    let (code, stdout, _) = wfstudio(&["identity", &doc.to_string_lossy()]);
+    let (code, stdout, _) = support::run_wfstudio(&["identity", &doc.to_string_lossy()]);
     assert_eq!(code, 0);
     assert_eq!(
         stdout,
@@ -158,7 +146,8 @@ fn check_reports_semantic_errors_with_line_and_fix_hint() {
         ),
     )
     .expect("write");
-    let (code, stdout, _) = wfstudio(&["check", "--no-artifacts", &doc.to_string_lossy()]);
+    let (code, stdout, _) =
+        support::run_wfstudio(&["check", "--no-artifacts", &doc.to_string_lossy()]);
     assert_eq!(code, 1);
     let line = original
         .lines()
@@ -191,9 +180,10 @@ fn check_fix_adds_missing_capabilities_in_place() {
     let doc = dir.join("inference_metadata.yaml");
     std::fs::write(&doc, &broken).expect("write");
     let doc_arg = doc.to_string_lossy().into_owned();
-    let (code, _, _) = wfstudio(&["check", "--no-artifacts", &doc_arg]);
+    let (code, _, _) = support::run_wfstudio(&["check", "--no-artifacts", &doc_arg]);
     assert_eq!(code, 1, "the broken copy fails V-C1");
-    let (code, stdout, stderr) = wfstudio(&["check", "--no-artifacts", "--fix", &doc_arg]);
+    let (code, stdout, stderr) =
+        support::run_wfstudio(&["check", "--no-artifacts", "--fix", &doc_arg]);
     assert_eq!(code, 0, "{stdout}{stderr}");
     assert!(
         stderr.contains(

@@ -10,20 +10,6 @@ use std::sync::atomic::AtomicBool;
 use wfstudio_runner::recipe::{self, max_abs_diff};
 use wfstudio_runner::{Data, Event, LoadOptions, RunControl, RunError, RunOutput, Runner, Tensor};
 
-/// Whether ONNX Runtime can be loaded; under CI=true it must be.
-fn runtime_available() -> bool {
-    match wfstudio_runner::ortlib::environment() {
-        Ok(_) => true,
-        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("ONNX Runtime is required under CI: {e}")
-        }
-        Err(e) => {
-            eprintln!("skipping: {e}");
-            false
-        }
-    }
-}
-
 fn run(runner: &mut Runner, inputs: HashMap<String, Tensor>) -> Result<RunOutput, RunError> {
     let cancel = AtomicBool::new(false);
     runner.run(
@@ -46,7 +32,7 @@ fn every_reference_recipe_reproduces_its_outputs() {
     let Some(shared) = support::shared() else {
         return;
     };
-    if !runtime_available() {
+    if !support::runtime_available() {
         return;
     }
     let mut checked = 0;
@@ -90,7 +76,7 @@ fn txt2img_matches_the_package_reference_within_1e_4() {
     let Some(shared) = support::shared() else {
         return;
     };
-    if !runtime_available() {
+    if !support::runtime_available() {
         return;
     }
     let package = shared.join("corpus/packages/comfyui_txt2img_sd15");
@@ -129,6 +115,14 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+fn diffusion(shared: &Path) -> Runner {
+    Runner::load(
+        &shared.join("corpus/packages/diffusion"),
+        &LoadOptions::default(),
+    )
+    .expect("loads")
+}
+
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("wfstudio-runner-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -140,14 +134,10 @@ fn bad_inputs_give_clear_errors() {
     let Some(shared) = support::shared() else {
         return;
     };
-    if !runtime_available() {
+    if !support::runtime_available() {
         return;
     }
-    let mut runner = Runner::load(
-        &shared.join("corpus/packages/diffusion"),
-        &LoadOptions::default(),
-    )
-    .expect("loads");
+    let mut runner = diffusion(&shared);
     let base = recipe_of(&shared, "diffusion", "single_prompt12_steps2.json").inputs;
 
     let mut wrong_dtype = base.clone();
@@ -199,7 +189,7 @@ fn broken_packages_are_refused_before_running() {
     let Some(shared) = support::shared() else {
         return;
     };
-    if !runtime_available() {
+    if !support::runtime_available() {
         return;
     }
     let dir = scratch("missing");
@@ -255,14 +245,10 @@ fn events_cancel_and_kept_values() {
     let Some(shared) = support::shared() else {
         return;
     };
-    if !runtime_available() {
+    if !support::runtime_available() {
         return;
     }
-    let mut runner = Runner::load(
-        &shared.join("corpus/packages/diffusion"),
-        &LoadOptions::default(),
-    )
-    .expect("loads");
+    let mut runner = diffusion(&shared);
     let inputs = recipe_of(&shared, "diffusion", "single_prompt12_steps2.json").inputs;
     let mut events = Vec::new();
     let cancel = AtomicBool::new(false);
@@ -341,7 +327,7 @@ fn request_role_inputs_can_come_from_a_generate_request() {
     let Some(shared) = support::shared() else {
         return;
     };
-    if !runtime_available() {
+    if !support::runtime_available() {
         return;
     }
     let r = recipe_of(&shared, "decoder", "plain_prompt45_3tokens.json");

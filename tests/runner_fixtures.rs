@@ -4,40 +4,13 @@
 
 mod support;
 
-use std::process::Command;
 use std::sync::atomic::AtomicBool;
 use wfstudio_runner::recipe;
 use wfstudio_runner::{LoadOptions, RunControl, Runner};
 
-fn runtime_available() -> bool {
-    match wfstudio_runner::ortlib::environment() {
-        Ok(_) => true,
-        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("ONNX Runtime is required under CI: {e}")
-        }
-        Err(e) => {
-            eprintln!("skipping: {e}");
-            false
-        }
-    }
-}
-
-fn wfstudio(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(support::wfstudio())
-        .args(args)
-        .current_dir(support::workspace())
-        .output()
-        .expect("runs");
-    (
-        out.status.code().expect("exit code"),
-        String::from_utf8(out.stdout).expect("utf8"),
-        String::from_utf8(out.stderr).expect("utf8"),
-    )
-}
-
 #[test]
 fn example_recipes_match_their_numpy_references() {
-    if !runtime_available() {
+    if !support::runtime_available() {
         return;
     }
     for (package, recipe_file) in [("tiny-denoise", "smiley.json"), ("tiny-tone", "scale.json")] {
@@ -72,13 +45,13 @@ fn example_recipes_match_their_numpy_references() {
 
 #[test]
 fn run_out_writes_a_smiley_png_and_a_scale_wav() {
-    if !runtime_available() {
+    if !support::runtime_available() {
         return;
     }
     let dir = std::env::temp_dir().join(format!("wfstudio-out-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let out = dir.to_string_lossy().into_owned();
-    let (code, stdout, stderr) = wfstudio(&[
+    let (code, stdout, stderr) = support::run_wfstudio(&[
         "run",
         "fixtures/examples/tiny-denoise",
         "--recipe",
@@ -107,7 +80,7 @@ fn run_out_writes_a_smiley_png_and_a_scale_wav() {
         "background is blue: {background:?}"
     );
 
-    let (code, _, stderr) = wfstudio(&[
+    let (code, _, stderr) = support::run_wfstudio(&[
         "run",
         "fixtures/examples/tiny-tone",
         "--recipe",
@@ -140,10 +113,10 @@ fn run_out_writes_a_smiley_png_and_a_scale_wav() {
 
 #[test]
 fn run_json_bench_json_and_cuda_fallback() {
-    if !runtime_available() {
+    if !support::runtime_available() {
         return;
     }
-    let (code, stdout, _) = wfstudio(&[
+    let (code, stdout, _) = support::run_wfstudio(&[
         "run",
         "fixtures/examples/tiny-tone",
         "--recipe",
@@ -164,7 +137,7 @@ fn run_json_bench_json_and_cuda_fallback() {
         8
     );
 
-    let (code, stdout, _) = wfstudio(&[
+    let (code, stdout, _) = support::run_wfstudio(&[
         "bench",
         "fixtures/examples/tiny-denoise",
         "--recipe",
@@ -190,14 +163,15 @@ fn run_json_bench_json_and_cuda_fallback() {
     }
     assert!(bench["overhead_ratio"].as_f64().unwrap_or(0.0) >= 1.0);
 
-    let (code, _, stderr) = wfstudio(&["run", "fixtures/examples/tiny-tone", "--device", "cuda"]);
+    let (code, _, stderr) =
+        support::run_wfstudio(&["run", "fixtures/examples/tiny-tone", "--device", "cuda"]);
     assert_eq!(code, 0, "{stderr}");
     assert!(
         stderr.contains("note: CUDA unavailable: ") && stderr.contains("running on CPU"),
         "{stderr}"
     );
 
-    let (code, _, stderr) = wfstudio(&[
+    let (code, _, stderr) = support::run_wfstudio(&[
         "run",
         "fixtures/examples/tiny-tone",
         "--input",

@@ -6,56 +6,22 @@
 //! Run: `cargo bench -p wfstudio-core --bench validate` (set
 //! `WFSTUDIO_SHARED` if the corpus is not at `../shared`).
 
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+#[path = "../../schema/benches/support/timing.rs"]
+mod timing;
+use std::time::Duration;
 use wfstudio_core::{Options, validate};
 use wfstudio_schema::types::workflow::WorkflowSpec;
 use wfstudio_schema::{Document, Format, Limits, parse_text};
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
-fn time<F: FnMut()>(runs: usize, mut f: F) -> Duration {
-    f();
-    median(
-        (0..runs)
-            .map(|_| {
-                let start = Instant::now();
-                f();
-                start.elapsed()
-            })
-            .collect(),
-    )
-}
-
-fn documents(shared: &Path) -> Vec<PathBuf> {
-    let mut docs: Vec<PathBuf> = std::fs::read_dir(shared.join("corpus/catalogue"))
-        .map(|dir| dir.filter_map(|e| e.ok().map(|e| e.path())).collect())
-        .unwrap_or_default();
-    if let Ok(dir) = std::fs::read_dir(shared.join("corpus/packages")) {
-        docs.extend(
-            dir.filter_map(|e| e.ok())
-                .map(|e| e.path().join("inference_metadata.yaml"))
-                .filter(|p| p.is_file()),
-        );
-    }
-    docs.sort();
-    docs
-}
 
 fn workflow(doc: &mut Document) -> &mut WorkflowSpec {
     &mut doc.pipeline.as_mut().expect("pipeline").workflow
 }
 
 fn main() {
-    let shared = std::env::var_os("WFSTUDIO_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
+    let shared = timing::shared(env!("CARGO_MANIFEST_DIR"));
     let limits = Limits::default();
     let options = Options::default();
-    let loaded: Vec<Document> = documents(&shared)
+    let loaded: Vec<Document> = timing::documents(&shared)
         .iter()
         .map(|p| {
             let text = std::fs::read_to_string(p).expect("readable");
@@ -68,7 +34,7 @@ fn main() {
         eprintln!("no corpus documents under {}", shared.display());
         std::process::exit(2);
     }
-    let corpus = time(21, || {
+    let corpus = timing::time(21, || {
         for doc in &loaded {
             std::hint::black_box(validate(doc, &options));
         }
@@ -90,7 +56,7 @@ fn main() {
         .and_then(|i| i.keys().next().cloned())
         .expect("an input");
     let mut flip = false;
-    let revalidate = time(201, || {
+    let revalidate = timing::time(201, || {
         flip = !flip;
         let input = workflow(&mut doc)
             .inputs
@@ -100,7 +66,7 @@ fn main() {
         input.externally_suppliable = Some(flip);
         std::hint::black_box(validate(&doc, &options));
     });
-    let reparse = time(201, || {
+    let reparse = timing::time(201, || {
         std::hint::black_box(parse_text(&text, Format::Yaml, &limits).expect("parses"));
     });
     println!(

@@ -6,48 +6,14 @@
 //! if the corpus is not at `../shared`). Prints per-document medians, the
 //! median per document and per KB, and the ratio to the baseline.
 
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+#[path = "support/timing.rs"]
+mod timing;
+use std::time::Duration;
 use wfstudio_schema::{Format, Limits, parse_text};
 
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
-fn time<F: FnMut()>(runs: usize, mut f: F) -> Duration {
-    f();
-    median(
-        (0..runs)
-            .map(|_| {
-                let start = Instant::now();
-                f();
-                start.elapsed()
-            })
-            .collect(),
-    )
-}
-
-fn documents(shared: &Path) -> Vec<PathBuf> {
-    let mut docs: Vec<PathBuf> = std::fs::read_dir(shared.join("corpus/catalogue"))
-        .map(|dir| dir.filter_map(|e| e.ok().map(|e| e.path())).collect())
-        .unwrap_or_default();
-    if let Ok(dir) = std::fs::read_dir(shared.join("corpus/packages")) {
-        docs.extend(
-            dir.filter_map(|e| e.ok())
-                .map(|e| e.path().join("inference_metadata.yaml"))
-                .filter(|p| p.is_file()),
-        );
-    }
-    docs.sort();
-    docs
-}
-
 fn main() {
-    let shared = std::env::var_os("WFSTUDIO_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
-    let docs = documents(&shared);
+    let shared = timing::shared(env!("CARGO_MANIFEST_DIR"));
+    let docs = timing::documents(&shared);
     if docs.is_empty() {
         eprintln!("no corpus documents under {}", shared.display());
         std::process::exit(2);
@@ -63,10 +29,10 @@ fn main() {
     for doc in &docs {
         let text = std::fs::read_to_string(doc).expect("readable corpus document");
         let kb = text.len() as f64 / 1024.0;
-        let strict = time(runs, || {
+        let strict = timing::time(runs, || {
             std::hint::black_box(parse_text(&text, Format::Yaml, &limits).expect("parses"));
         });
-        let baseline = time(runs, || {
+        let baseline = timing::time(runs, || {
             std::hint::black_box(
                 serde_yaml_ng::from_str::<serde_json::Value>(&text).expect("parses"),
             );
@@ -97,12 +63,12 @@ fn main() {
     println!("documents: {}", docs.len());
     println!(
         "median per document: {:.1} us (baseline {:.1} us)",
-        median(ours).as_secs_f64() * 1e6,
-        median(base).as_secs_f64() * 1e6
+        timing::median(ours).as_secs_f64() * 1e6,
+        timing::median(base).as_secs_f64() * 1e6
     );
     println!(
         "median per KB: {:.1} us; corpus total {:.1} KB in {:.2} ms",
-        median(per_kb).as_secs_f64() * 1e6,
+        timing::median(per_kb).as_secs_f64() * 1e6,
         total_kb,
         total_ours.as_secs_f64() * 1e3
     );

@@ -64,3 +64,31 @@ pub fn corpus_documents(shared: &Path) -> Vec<PathBuf> {
 pub fn wfstudio() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_wfstudio"))
 }
+
+/// Runs the built `wfstudio` in the workspace; returns (exit code, stdout, stderr).
+pub fn run_wfstudio(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(wfstudio())
+        .args(args)
+        .current_dir(workspace())
+        .output()
+        .expect("wfstudio runs");
+    (
+        out.status.code().expect("exit code"),
+        String::from_utf8(out.stdout).expect("utf8 stdout"),
+        String::from_utf8(out.stderr).expect("utf8 stderr"),
+    )
+}
+
+/// Whether ONNX Runtime can be loaded; under `CI=true` it must be.
+pub fn runtime_available() -> bool {
+    match wfstudio_runner::ortlib::environment() {
+        Ok(_) => true,
+        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("ONNX Runtime is required under CI: {e}")
+        }
+        Err(e) => {
+            eprintln!("skipping: {e}");
+            false
+        }
+    }
+}

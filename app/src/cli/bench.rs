@@ -2,13 +2,13 @@
 //! prints the median wall time per run against the time spent inside ONNX
 //! Runtime in the same runs (the overhead ratio).
 
-use super::run::gather_inputs;
+use super::run::{gather_inputs, load_runner};
 use super::{EXIT_ERRORS, InputPath, OutputFormat};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
-use wfstudio_runner::{Device, LoadOptions, RunControl, Runner};
+use wfstudio_runner::{Device, RunControl};
 
 /// Arguments of `wfstudio bench`.
 #[derive(Debug, clap::Args)]
@@ -37,18 +37,9 @@ fn median(mut values: Vec<Duration>) -> Duration {
 /// Benchmarks one package.
 pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     let (inputs, _) = gather_inputs(args.recipe.as_deref(), &[])?;
-    let mut runner = match Runner::load(
-        &args.path,
-        &LoadOptions {
-            device: args.device,
-            threads: 1,
-        },
-    ) {
+    let mut runner = match load_runner(&args.path, args.device)? {
         Ok(runner) => runner,
-        Err(e) => {
-            eprintln!("wfstudio: {e}");
-            return Ok(ExitCode::from(EXIT_ERRORS));
-        }
+        Err(code) => return Ok(code),
     };
     let cancel = AtomicBool::new(false);
     let (mut walls, mut orts, mut iterations) = (Vec::new(), Vec::new(), 0usize);

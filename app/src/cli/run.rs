@@ -246,23 +246,26 @@ pub fn timing_json(output: &RunOutput, load_ms: f64) -> serde_json::Value {
     })
 }
 
+/// Loads a package for running. An unreadable package is an I/O error
+/// (exit 2); an invalid or unsupported one is reported and gives exit 1.
+pub fn load_runner(path: &Path, device: Device) -> anyhow::Result<Result<Runner, ExitCode>> {
+    match Runner::load(path, &LoadOptions { device, threads: 1 }) {
+        Ok(runner) => Ok(Ok(runner)),
+        Err(RunError::Load(e)) => Err(e).context("loading the package"),
+        Err(e) => {
+            eprintln!("wfstudio: {e}");
+            Ok(Err(ExitCode::from(EXIT_ERRORS)))
+        }
+    }
+}
+
 /// Runs one package.
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let (inputs, recipe) = gather_inputs(args.recipe.as_deref(), &args.inputs)?;
     let request = request_of(args)?;
-    let mut runner = match Runner::load(
-        &args.path,
-        &LoadOptions {
-            device: args.device,
-            threads: 1,
-        },
-    ) {
+    let mut runner = match load_runner(&args.path, args.device)? {
         Ok(runner) => runner,
-        Err(RunError::Load(e)) => return Err(e).context("loading the package"),
-        Err(e) => {
-            eprintln!("wfstudio: {e}");
-            return Ok(ExitCode::from(EXIT_ERRORS));
-        }
+        Err(code) => return Ok(code),
     };
     if let Some(note) = &runner.device_note {
         eprintln!("note: {note}");
