@@ -241,3 +241,324 @@ fn import_comfyui_emit_api_prints_the_api_prompt() {
         "lowering is not there yet: a usage error, not a crash"
     );
 }
+
+fn copy_components(from: &Path, to: &Path) {
+    for folder in ["denoiser", "policies", "text_encoder", "vae_decoder"] {
+        let target = to.join(folder);
+        std::fs::create_dir_all(&target).expect("mkdir");
+        for entry in std::fs::read_dir(from.join(folder)).expect("folder") {
+            let entry = entry.expect("entry");
+            std::fs::write(
+                target.join(entry.file_name()),
+                std::fs::read(entry.path()).expect("read"),
+            )
+            .expect("write");
+        }
+    }
+}
+
+fn lower_file(
+    path: &Path,
+) -> Result<wfstudio_core::comfyui::lower::Lowered, Vec<wfstudio_core::comfyui::lower::Refusal>> {
+    let api = read(&std::fs::read(path).expect("file"))
+        .expect("graph")
+        .api
+        .expect("api graph");
+    wfstudio_core::comfyui::lower::lower(&api)
+}
+
+#[test]
+fn txt2img_lowers_validates_and_reproduces_the_reference() {
+    let Some(shared) = support::shared() else {
+        return;
+    };
+    let package = shared.join("corpus/packages/comfyui_txt2img_sd15");
+    let lowered = lower_file(&package.join("workflow.json")).expect("lowers");
+    assert_eq!(
+        lowered.prompts,
+        (
+            "a photograph of a red fox in snow".to_string(),
+            "blurry, low quality".to_string()
+        )
+    );
+    assert!(lowered.ignored.is_empty());
+    let yaml = wfstudio_schema::emit::to_yaml(&lowered.document);
+    let loaded = wfstudio_schema::parse_text(
+        &yaml,
+        wfstudio_schema::Format::Yaml,
+        &wfstudio_schema::Limits::default(),
+    )
+    .expect("parses");
+    let report = wfstudio_core::validate(&loaded.document, &wfstudio_core::Options::default());
+    assert!(report.diagnostics.is_empty(), "{:#?}", report.diagnostics);
+    let inputs = &loaded
+        .document
+        .pipeline
+        .as_ref()
+        .expect("pipeline")
+        .workflow
+        .inputs
+        .as_ref()
+        .expect("inputs");
+    let default = |name: &str| serde_json::to_value(&inputs[name].default).expect("json");
+    assert_eq!(
+        default("request.seed"),
+        serde_json::json!(20260821),
+        "run parameters are inputs with the graph's values"
+    );
+    assert_eq!(default("request.max_iterations"), serde_json::json!(4));
+    assert_eq!(default("request.guidance_scale"), serde_json::json!(7.5));
+
+    if !support::runtime_available() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("wfstudio-lowered-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    copy_components(&package, &dir);
+    std::fs::write(dir.join("inference_metadata.yaml"), &yaml).expect("write");
+    let mut runner = wfstudio_runner::Runner::load(&dir, &wfstudio_runner::LoadOptions::default())
+        .expect("loads");
+    let reference: Value = serde_json::from_str(
+        &std::fs::read_to_string(package.join("reference.json")).expect("reference"),
+    )
+    .expect("json");
+    let tokens = |key: &str| {
+        let ids: Vec<Value> = reference[key].as_array().expect("tokens").clone();
+        wfstudio_runner::Tensor::from_json(
+            &serde_json::json!({"dtype": "int64", "shape": [1, ids.len()], "data": ids}),
+        )
+        .expect("tensor")
+    };
+    let inputs = std::collections::HashMap::from([
+        ("request.input_ids".to_string(), tokens("prompt_tokens")),
+        (
+            "request.negative_input_ids".to_string(),
+            tokens("negative_tokens"),
+        ),
+    ]);
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let output = runner
+        .run(
+            inputs,
+            wfstudio_runner::RunControl {
+                observer: &mut |_| {},
+                cancel: &cancel,
+                keep_bytes: 0,
+            },
+        )
+        .expect("runs");
+    for (name, shape_key) in [("latent", "latent_shape"), ("image", "image_shape")] {
+        let want = wfstudio_runner::Tensor::from_json(&serde_json::json!({"dtype": "float32", "shape": reference[shape_key], "data": reference[name]})).expect("tensor");
+        let diff = wfstudio_runner::recipe::max_abs_diff(&output.outputs[name], &want)
+            .expect("same shape");
+        assert!(diff <= 1e-4, "{name}: max |diff| {diff}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+fn renumbered(api: &Value, offset: u64) -> Value {
+    let shift = |id: &str| (id.parse::<u64>().expect("numeric id") + offset).to_string();
+    let mut nodes: Vec<(String, Value)> = api
+        .as_object()
+        .expect("object")
+        .iter()
+        .map(|(id, node)| {
+            let mut node = node.clone();
+            for value in node["inputs"].as_object_mut().expect("inputs").values_mut() {
+                if let Value::Array(link) = value
+                    && link.len() == 2
+                    && let Some(origin) = link[0].as_str()
+                {
+                    link[0] = Value::String(shift(origin));
+                }
+            }
+            (shift(id), node)
+        })
+        .collect();
+    nodes.reverse();
+    Value::Object(nodes.into_iter().collect())
+}
+
+fn identity_of(lowered: &wfstudio_core::comfyui::lower::Lowered) -> String {
+    wfstudio_core::identity::identity(&wfstudio_schema::emit::to_yaml(&lowered.document))
+        .expect("identity")
+}
+
+#[test]
+fn identity_ignores_node_numbering_and_order_but_not_parameters() {
+    let Some(shared) = support::shared() else {
+        return;
+    };
+    let path = shared.join("corpus/packages/comfyui_txt2img_sd15/workflow.json");
+    let api = read(&std::fs::read(&path).expect("file"))
+        .expect("graph")
+        .api
+        .expect("api");
+    let base = identity_of(&wfstudio_core::comfyui::lower::lower(&api).expect("lowers"));
+    let shuffled = renumbered(&api, 100);
+    assert_eq!(
+        identity_of(&wfstudio_core::comfyui::lower::lower(&shuffled).expect("lowers")),
+        base
+    );
+    let mut reseeded = api.clone();
+    reseeded["3"]["inputs"]["seed"] = serde_json::json!(7);
+    assert_ne!(
+        identity_of(&wfstudio_core::comfyui::lower::lower(&reseeded).expect("lowers")),
+        base
+    );
+    let mut more_steps = api.clone();
+    more_steps["3"]["inputs"]["steps"] = serde_json::json!(6);
+    assert_ne!(
+        identity_of(&wfstudio_core::comfyui::lower::lower(&more_steps).expect("lowers")),
+        base
+    );
+}
+
+#[test]
+fn unsupported_graphs_are_refused_with_node_class_input_and_remedy() {
+    let Some(shared) = support::shared() else {
+        return;
+    };
+    let path = shared.join("corpus/packages/comfyui_txt2img_sd15/workflow.json");
+    let api = read(&std::fs::read(&path).expect("file"))
+        .expect("graph")
+        .api
+        .expect("api");
+    let refused = |edit: &dyn Fn(&mut Value)| {
+        let mut graph = api.clone();
+        edit(&mut graph);
+        let refusals = wfstudio_core::comfyui::lower::lower(&graph).expect_err("refused");
+        let r = &refusals[0];
+        (
+            r.node.clone(),
+            r.class.clone(),
+            r.input.clone(),
+            r.message.clone(),
+            r.remedy.clone(),
+        )
+    };
+    let (node, class, input, message, remedy) =
+        refused(&|g| g["3"]["inputs"]["sampler_name"] = serde_json::json!("lms"));
+    assert_eq!(
+        (node.as_str(), class.as_str(), input.as_deref()),
+        ("3", "KSampler", Some("sampler_name"))
+    );
+    assert_eq!(message, "uses sampler 'lms', which has no solver policy");
+    assert_eq!(
+        remedy,
+        "choose one of: euler, euler_ancestral, ddim, dpmpp_2m"
+    );
+    let (_, _, input, message, _) =
+        refused(&|g| g["3"]["inputs"]["denoise"] = serde_json::json!(0.5));
+    assert_eq!(input.as_deref(), Some("denoise"));
+    assert!(message.contains("img2img"), "{message}");
+    let (node, class, _, message, _) =
+        refused(&|g| g["6"]["class_type"] = serde_json::json!("MyCustomTextEncoder"));
+    assert_eq!(
+        (node.as_str(), class.as_str()),
+        ("6", "MyCustomTextEncoder")
+    );
+    assert!(message.contains("feeds `positive` of node 3"), "{message}");
+    let (_, _, _, message, _) = refused(&|g| {
+        g["10"] = serde_json::json!({"class_type": "PreviewImage", "inputs": {"images": ["8", 0]}})
+    });
+    assert!(message.contains("2 image sinks"), "{message}");
+
+    let out = std::process::Command::new(support::wfstudio())
+        .arg("import-comfyui")
+        .arg(shared.join("corpus/comfyui/sd15-lora.api.json"))
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(": error[C001]: ") && stdout.contains("\n    help: "),
+        "{stdout}"
+    );
+}
+
+/// The outcome of importing one corpus file: `lowered` (and the document
+/// validates) or `refused: <node> <class>` of the first refusal.
+fn outcome(path: &Path, defs: &NodeDefs) -> String {
+    let found = read(&std::fs::read(path).expect("file")).expect("a ComfyUI graph");
+    let api = match (found.ui, found.api) {
+        (Some(ui), _) => wfstudio_core::comfyui::to_api::api_json(&ui_to_api(&ui, defs).0),
+        (None, Some(api)) => api,
+        (None, None) => unreachable!("read returns a graph"),
+    };
+    match wfstudio_core::comfyui::lower::lower(&api) {
+        Ok(lowered) => {
+            let yaml = wfstudio_schema::emit::to_yaml(&lowered.document);
+            let loaded = wfstudio_schema::parse_text(
+                &yaml,
+                wfstudio_schema::Format::Yaml,
+                &wfstudio_schema::Limits::default(),
+            )
+            .expect("the lowered document parses");
+            let report =
+                wfstudio_core::validate(&loaded.document, &wfstudio_core::Options::default());
+            assert!(
+                report.diagnostics.is_empty(),
+                "{}: {:#?}",
+                path.display(),
+                report.diagnostics
+            );
+            "lowered".into()
+        }
+        Err(refusals) => {
+            let r = &refusals[0];
+            assert!(
+                !r.message.is_empty() && !r.remedy.is_empty(),
+                "{}: every refusal says why and what to do",
+                path.display()
+            );
+            if r.node.is_empty() {
+                format!(
+                    "refused: <graph> {}",
+                    r.message.split(';').next().unwrap_or_default()
+                )
+            } else {
+                format!("refused: {} {}", r.node, r.class)
+            }
+        }
+    }
+}
+
+#[test]
+fn every_corpus_graph_lowers_and_validates_or_is_refused_by_name() {
+    let Some(shared) = support::shared() else {
+        return;
+    };
+    let defs = defs(&shared);
+    let table = std::fs::read_to_string(support::fixtures().join("comfyui/corpus_outcomes.tsv"))
+        .expect("table");
+    let expected: Vec<(String, String)> = table
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| {
+            let (file, outcome) = l.split_once('\t').expect("two columns");
+            (file.to_string(), outcome.to_string())
+        })
+        .collect();
+    let dir = shared.join("corpus/comfyui");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .expect("folder")
+        .filter_map(|e| e.ok()?.file_name().to_str().map(str::to_string))
+        .filter(|n| (n.ends_with(".json") || n.ends_with(".png")) && n != "node_defs.json")
+        .collect();
+    files.sort();
+    let listed: Vec<String> = {
+        let mut l: Vec<String> = expected.iter().map(|(f, _)| f.clone()).collect();
+        l.sort();
+        l
+    };
+    assert_eq!(files, listed, "every corpus graph is listed once");
+    let mut mismatches = Vec::new();
+    for (file, want) in &expected {
+        let got = outcome(&dir.join(file), &defs);
+        if &got != want {
+            mismatches.push(format!("{file}\t{got}\t(expected {want})"));
+        }
+    }
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}

@@ -32,7 +32,7 @@ pub struct Request {
     pub prompt_tokens: Vec<Vec<i64>>,
     /// `max_new_tokens`.
     pub max_new_tokens: Option<i64>,
-    /// The seed (0 when absent).
+    /// The seed (absent: the input's declared default applies).
     pub seed: Option<i64>,
     /// Sampling controls (`None`: the request says nothing about them).
     pub sampling: Option<Sampling>,
@@ -68,7 +68,8 @@ impl Request {
             R::MaxIterations | R::MaxOutputTokens => {
                 self.max_new_tokens.map(|n| Data::I64(vec![n]))
             }
-            R::Seed => Some(Data::I64(vec![self.seed.unwrap_or(0)])),
+            // A request without a seed leaves the input to its declared default.
+            R::Seed => self.seed.map(|seed| Data::I64(vec![seed])),
             R::SamplingTemperature => sampling(|s| match s {
                 Sampling::Greedy => Data::F32(vec![0.0]),
                 Sampling::Sample { temperature, .. } => Data::F32(vec![temperature]),

@@ -1,12 +1,16 @@
 //! `wfstudio import-comfyui`: read a ComfyUI graph (API JSON, UI JSON, the
 //! `{"prompt": ...}` request body, or a PNG with embedded chunks).
-//! `--emit-api` prints the API prompt ComfyUI would submit for it.
+//! `--emit-api` prints the API prompt ComfyUI would submit for it; otherwise
+//! the graph is lowered to a `pipeline.workflow` document (exit 0), or
+//! refused with diagnostics in the `check` format (exit 1).
 
-use super::InputPath;
+use super::report::{JsonDiagnostic, text};
+use super::{EXIT_ERRORS, InputPath, OutputFormat};
 use anyhow::{Context, bail};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use wfstudio_core::comfyui::{NodeDefs, read, to_api, ui_to_api};
+use wfstudio_core::comfyui::{NodeDefs, lower, read, to_api, ui_to_api};
+use wfstudio_schema::{Diagnostic, DocPath};
 
 /// Arguments of `wfstudio import-comfyui`.
 #[derive(Debug, clap::Args)]
@@ -19,15 +23,19 @@ pub struct ImportArgs {
     /// Node class definitions (`node_defs.json`); default `$WFSTUDIO_NODE_DEFS`.
     #[arg(long)]
     node_defs: Option<PathBuf>,
+    /// Write the lowered document here (atomically) instead of standard output.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Write the lowered document as DIR/inference_metadata.yaml.
+    #[arg(long)]
+    package: Option<PathBuf>,
+    /// Output style of refusals.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    format: OutputFormat,
 }
 
 /// Imports one graph.
 pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
-    if !args.emit_api {
-        bail!(
-            "lowering ComfyUI graphs to pipeline.workflow is not implemented yet; use --emit-api"
-        );
-    }
     let bytes =
         std::fs::read(&args.input).with_context(|| format!("reading {}", args.input.display()))?;
     let found = read(&bytes).with_context(|| format!("reading {}", args.input.display()))?;
@@ -55,6 +63,69 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
         (None, Some(api)) => api,
         (None, None) => bail!("{} holds no ComfyUI graph", args.input.display()),
     };
-    println!("{}", serde_json::to_string_pretty(&api)?);
-    Ok(ExitCode::SUCCESS)
+    if args.emit_api {
+        println!("{}", serde_json::to_string_pretty(&api)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    match lower::lower(&api) {
+        Ok(lowered) => {
+            let yaml = wfstudio_schema::emit::to_yaml(&lowered.document);
+            let target = args.output.clone().or_else(|| {
+                args.package
+                    .as_ref()
+                    .map(|d| d.join("inference_metadata.yaml"))
+            });
+            match target {
+                Some(path) => wfstudio_schema::save::write_atomic(&path, yaml.as_bytes())
+                    .with_context(|| format!("writing {}", path.display()))?,
+                None => print!("{yaml}"),
+            }
+            let (positive, negative) = &lowered.prompts;
+            eprintln!(
+                "lowered: positive prompt {positive:?}, negative prompt {negative:?} (tokenize them into request.input_ids / request.negative_input_ids)"
+            );
+            for id in &lowered.ignored {
+                eprintln!("ignored: node {id} does not reach the image sink");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(refusals) => {
+            let diagnostics: Vec<Diagnostic> = refusals
+                .iter()
+                .map(|r| {
+                    let mut path = DocPath::root();
+                    if !r.node.is_empty() {
+                        path = path.key(r.node.as_str());
+                    }
+                    if let Some(input) = &r.input {
+                        path = path.key("inputs").key(input.as_str());
+                    }
+                    let subject = match (&r.input, r.node.is_empty()) {
+                        (_, true) => "the graph".to_string(),
+                        (Some(input), false) => {
+                            format!("node {} ({}) input `{input}`", r.node, r.class)
+                        }
+                        (None, false) => format!("node {} ({})", r.node, r.class),
+                    };
+                    Diagnostic::error("C001", path, format!("{subject} {}", r.message))
+                        .with_help(r.remedy.clone())
+                })
+                .collect();
+            match args.format {
+                OutputFormat::Json => {
+                    let json: Vec<_> = diagnostics
+                        .iter()
+                        .map(|d| JsonDiagnostic::new(&args.input, d))
+                        .collect();
+                    println!("{}", serde_json::to_string_pretty(&json)?);
+                }
+                OutputFormat::Text => {
+                    for d in &diagnostics {
+                        println!("{}", text(&args.input, d));
+                    }
+                }
+            }
+            Ok(ExitCode::from(EXIT_ERRORS))
+        }
+    }
 }

@@ -3,6 +3,7 @@
 //! API prompt ComfyUI would submit for it.
 
 pub mod defs;
+pub mod lower;
 pub mod read;
 pub mod to_api;
 
