@@ -7,6 +7,7 @@ pub mod capabilities;
 pub mod comfyui;
 pub mod contracts;
 pub mod fix;
+pub mod graph;
 pub mod identity;
 pub mod validate;
 
