@@ -6,6 +6,7 @@
 //! Run: `cargo bench -p wfstudio-core --bench graph`.
 
 #[path = "../../schema/benches/support/timing.rs"]
+#[allow(dead_code)] // this bench uses part of the shared helpers
 mod timing;
 
 use wfstudio_core::graph::{build, layout};
