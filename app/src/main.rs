@@ -1,6 +1,8 @@
-//! `wfstudio`: Workflow Studio's command-line entry point.
+//! `wfstudio`: Workflow Studio's window (no arguments, or `open`) and its
+//! command-line interface.
 
 mod cli;
+mod gui;
 
 use clap::Parser;
 use std::process::ExitCode;

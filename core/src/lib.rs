@@ -6,6 +6,7 @@ pub mod artifacts;
 pub mod capabilities;
 pub mod comfyui;
 pub mod contracts;
+pub mod edit;
 pub mod fix;
 pub mod graph;
 pub mod identity;

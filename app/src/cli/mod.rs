@@ -25,11 +25,13 @@ pub const EXIT_USAGE_OR_IO: u8 = 2;
 #[command(name = "wfstudio", version, about)]
 pub struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Open the studio window on a document or package folder.
+    Open(crate::gui::OpenArgs),
     /// Check documents or package folders and report diagnostics.
     Check(check::CheckArgs),
     /// Re-serialize a document canonically.
@@ -58,7 +60,11 @@ pub type InputPath = PathBuf;
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    match cli.command {
+    let Some(command) = cli.command else {
+        return crate::gui::run(&crate::gui::OpenArgs::default());
+    };
+    match command {
+        Command::Open(args) => crate::gui::run(&args),
         Command::Check(args) => check::run(&args),
         Command::Fmt(args) => fmt::run(&args),
         Command::Identity(args) => identity::run(&args),

@@ -2,11 +2,39 @@
 
 use super::{Edge, Frame, FrameId, FrameKind, Node, NodeId, NodeKind, Port, ViewGraph};
 use crate::validate::workflow_path;
+use indexmap::IndexMap;
 use std::collections::HashMap;
 use wfstudio_schema::DocPath;
 use wfstudio_schema::types::contract::TensorContract;
 use wfstudio_schema::types::steps::Step;
 use wfstudio_schema::types::workflow::WorkflowSpec;
+
+/// Ports of an invoke: every declared component port in declared order
+/// (bound or not), then bound names the component does not declare.
+fn invoke_ports(
+    declared: Option<&IndexMap<String, TensorContract>>,
+    bound: Option<&IndexMap<String, String>>,
+) -> Vec<Port> {
+    let mut ports: Vec<Port> = declared
+        .into_iter()
+        .flatten()
+        .map(|(name, contract)| Port {
+            name: name.clone(),
+            contract: Some(describe(contract)),
+            value: bound.and_then(|b| b.get(name)).cloned(),
+        })
+        .collect();
+    for (name, value) in bound.into_iter().flatten() {
+        if !declared.is_some_and(|d| d.contains_key(name)) {
+            ports.push(Port {
+                name: name.clone(),
+                contract: None,
+                value: Some(value.clone()),
+            });
+        }
+    }
+    ports
+}
 
 fn describe(c: &TensorContract) -> String {
     match &c.shape {
@@ -110,23 +138,23 @@ impl<'w> Builder<'w> {
                         })
                         .and_then(|m| m.get(port))
                 };
-                let inputs: Vec<Port> = invoke
-                    .inputs
+                let inputs = invoke_ports(
+                    ports.and_then(|p| p.inputs.as_ref()),
+                    invoke.inputs.as_ref(),
+                );
+                let outputs = invoke_ports(
+                    ports.and_then(|p| p.outputs.as_ref()),
+                    invoke.outputs.as_ref(),
+                );
+                let bound_inputs: Vec<(usize, String)> = inputs
                     .iter()
-                    .flatten()
-                    .map(|(p, _)| Port {
-                        name: p.clone(),
-                        contract: contract(false, p).map(describe),
-                    })
+                    .enumerate()
+                    .filter_map(|(i, p)| Some((i, p.value.clone()?)))
                     .collect();
-                let outputs: Vec<Port> = invoke
-                    .outputs
+                let produced: Vec<(usize, String, String)> = outputs
                     .iter()
-                    .flatten()
-                    .map(|(p, _)| Port {
-                        name: p.clone(),
-                        contract: contract(true, p).map(describe),
-                    })
+                    .enumerate()
+                    .filter_map(|(i, p)| Some((i, p.name.clone(), p.value.clone()?)))
                     .collect();
                 let id = self.node(Node {
                     kind: NodeKind::Invoke {
@@ -139,11 +167,11 @@ impl<'w> Builder<'w> {
                     frame,
                     step: Some(self.step),
                 });
-                for (i, (_, value)) in invoke.inputs.iter().flatten().enumerate() {
-                    self.consume(value, id, i, false);
+                for (i, value) in bound_inputs {
+                    self.consume(&value, id, i, false);
                 }
-                for (i, (port, value)) in invoke.outputs.iter().flatten().enumerate() {
-                    self.produce(value, id, i, contract(true, port));
+                for (i, port, value) in produced {
+                    self.produce(&value, id, i, contract(true, &port));
                 }
             }
             Step::Emit(emit) => {
@@ -155,10 +183,12 @@ impl<'w> Builder<'w> {
                     inputs: vec![Port {
                         name: emit.value.clone(),
                         contract: None,
+                        value: Some(emit.value.clone()),
                     }],
                     outputs: vec![Port {
                         name: emit.output.clone(),
                         contract: None,
+                        value: None,
                     }],
                     frame,
                     step: Some(self.step),
@@ -263,6 +293,7 @@ pub fn build(wf: &WorkflowSpec) -> ViewGraph {
             outputs: vec![Port {
                 name: name.clone(),
                 contract: Some(describe(&input.contract)),
+                value: Some(name.clone()),
             }],
             frame: None,
             step: None,
@@ -280,10 +311,12 @@ pub fn build(wf: &WorkflowSpec) -> ViewGraph {
             inputs: vec![Port {
                 name: "next".into(),
                 contract: None,
+                value: None,
             }],
             outputs: vec![Port {
                 name: name.clone(),
                 contract: Some(describe(&cell.contract)),
+                value: Some(name.clone()),
             }],
             frame: None,
             step: None,
@@ -301,6 +334,7 @@ pub fn build(wf: &WorkflowSpec) -> ViewGraph {
             inputs: vec![Port {
                 name: name.clone(),
                 contract: Some(describe(&output.contract)),
+                value: None,
             }],
             outputs: Vec::new(),
             frame: None,

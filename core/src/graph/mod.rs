@@ -42,6 +42,9 @@ pub struct Port {
     pub name: String,
     /// `float32 [batch, 4]`, when the contract is known.
     pub contract: Option<String>,
+    /// The SSA value bound here (read by an input port, defined by an
+    /// output port); `None` for an unbound component port.
+    pub value: Option<String>,
 }
 
 /// One node.

@@ -1,0 +1,105 @@
+//! The studio window (eframe, glow renderer) around [`wfstudio_editor::Studio`],
+//! and the scripted mode `wfstudio open PATH --screenshot FILE --quit`.
+
+mod screenshot;
+
+use clap::Args;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use wfstudio_editor::Studio;
+
+/// `wfstudio open`.
+#[derive(Debug, Args)]
+pub struct OpenArgs {
+    /// A document file or package folder.
+    pub path: Option<PathBuf>,
+    /// Write a PNG of the window once the document is laid out and validated.
+    #[arg(long, value_name = "FILE.png")]
+    pub screenshot: Option<PathBuf>,
+    /// Exit after the screenshot.
+    #[arg(long)]
+    pub quit: bool,
+    /// Window size in logical pixels.
+    #[arg(long, value_name = "WxH", value_parser = parse_size, default_value = "1400x900")]
+    pub size: (f32, f32),
+    /// Start in the light theme.
+    #[arg(long)]
+    pub light: bool,
+}
+
+impl Default for OpenArgs {
+    fn default() -> Self {
+        OpenArgs {
+            path: None,
+            screenshot: None,
+            quit: false,
+            size: (1400.0, 900.0),
+            light: false,
+        }
+    }
+}
+
+fn parse_size(text: &str) -> Result<(f32, f32), String> {
+    let (w, h) = text
+        .split_once(['x', 'X'])
+        .ok_or_else(|| format!("expected WxH, got '{text}'"))?;
+    let parse = |v: &str| {
+        v.trim()
+            .parse::<f32>()
+            .ok()
+            .filter(|n| (200.0..=8192.0).contains(n))
+            .ok_or_else(|| format!("window size '{v}' must be a number from 200 to 8192"))
+    };
+    Ok((parse(w)?, parse(h)?))
+}
+
+/// The eframe application.
+struct StudioApp {
+    studio: Studio,
+    script: Option<screenshot::Script>,
+}
+
+impl eframe::App for StudioApp {
+    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        self.studio.show(ui);
+        if let Some(script) = &mut self.script {
+            script.step(ui.ctx(), &self.studio);
+        }
+    }
+}
+
+/// Opens the window; returns when it closes.
+pub fn run(args: &OpenArgs) -> anyhow::Result<ExitCode> {
+    if args.quit && args.screenshot.is_none() {
+        anyhow::bail!("--quit needs --screenshot FILE.png");
+    }
+    let exit = Arc::new(AtomicU8::new(0));
+    let options = eframe::NativeOptions {
+        viewport: egui::ViewportBuilder::default()
+            .with_title("Workflow Studio")
+            .with_inner_size(egui::vec2(args.size.0, args.size.1))
+            .with_drag_and_drop(true),
+        renderer: eframe::Renderer::Glow,
+        ..Default::default()
+    };
+    let path = args.path.clone();
+    let script = args.screenshot.clone().map(|file| screenshot::Script::new(file, args.quit, exit.clone()));
+    let light = args.light;
+    eframe::run_native(
+        "wfstudio",
+        options,
+        Box::new(move |cc| {
+            let ctx = cc.egui_ctx.clone();
+            let mut studio = Studio::new(move || ctx.request_repaint());
+            studio.dark = !light;
+            if let Some(path) = &path {
+                studio.open(path);
+            }
+            Ok(Box::new(StudioApp { studio, script }))
+        }),
+    )
+    .map_err(|e| anyhow::anyhow!("could not open the window: {e}"))?;
+    Ok(ExitCode::from(exit.load(Ordering::SeqCst)))
+}

@@ -1,0 +1,154 @@
+//! The inspector: edits the selected item. Invokes get binding controls
+//! (a value picker per input port, a rename box per output value); every
+//! item gets its full YAML text to edit, so every field is reachable, and
+//! a delete button. All changes leave as [`Command`]s.
+
+use egui::{RichText, Ui};
+use std::collections::BTreeSet;
+use wfstudio_core::edit::{Command, tree, values};
+use wfstudio_schema::types::document::Document;
+use wfstudio_schema::types::steps::Step;
+use wfstudio_schema::{DocPath, Limits};
+
+/// The inspector's editing buffers.
+#[derive(Clone, Debug, Default)]
+pub struct InspectorState {
+    /// The item and revision the buffers were filled from.
+    loaded_for: Option<(DocPath, u64)>,
+    /// The item's YAML text being edited.
+    pub text: String,
+    /// Rename boxes, one per output value of an invoke.
+    renames: Vec<String>,
+    /// Why the last Apply of the text was refused.
+    pub error: Option<String>,
+}
+
+/// The step at `path`, if it names one.
+fn step_at<'d>(document: &'d Document, path: &DocPath) -> Option<&'d Step> {
+    let wf = &document.pipeline.as_ref()?.workflow;
+    let mut segments = path.segments().into_iter().skip(2);
+    let mut list: &[Step] = match segments.next()? {
+        wfstudio_schema::path::Segment::Key(k) if k == "steps" => &wf.steps,
+        _ => return None,
+    };
+    let mut current: Option<&Step> = None;
+    while let Some(segment) = segments.next() {
+        use wfstudio_schema::path::Segment::{Index, Key};
+        match (segment, current) {
+            (Index(i), _) => current = Some(list.get(i)?),
+            (Key(k), Some(Step::Sequence(s))) if k == "steps" => list = &s.steps,
+            (Key(k), Some(Step::Loop(l))) if k == "steps" => list = &l.steps,
+            (Key(k), Some(Step::Loop(l))) if k == "setup" => list = l.setup.as_deref()?,
+            (Key(k), Some(Step::Branch(b))) if k == "cases" => {
+                let Some(Key(case)) = segments.next() else { return None };
+                current = Some(b.cases.get(&case)?);
+            }
+            (Key(k), Some(Step::Branch(b))) if k == "default" => current = Some(b.default.as_deref()?),
+            _ => return None,
+        }
+    }
+    current
+}
+
+/// Shows the inspector for `selected` in `document` at `revision`.
+pub fn show(
+    ui: &mut Ui,
+    document: &Document,
+    revision: u64,
+    selected: Option<&DocPath>,
+    state: &mut InspectorState,
+) -> Option<Command> {
+    let Some(path) = selected else {
+        ui.weak("Select a node to inspect it.");
+        return None;
+    };
+    let root = tree::to_value(document);
+    let Some(node) = tree::get(&root, path) else {
+        ui.weak("The selected item no longer exists.");
+        return None;
+    };
+    let step = step_at(document, path);
+    if state.loaded_for.as_ref() != Some(&(path.clone(), revision)) {
+        state.loaded_for = Some((path.clone(), revision));
+        state.text = wfstudio_schema::emit::to_yaml(node);
+        state.error = None;
+        state.renames = match step {
+            Some(Step::Invoke(invoke)) => invoke.outputs.iter().flatten().map(|(_, v)| v.clone()).collect(),
+            _ => Vec::new(),
+        };
+    }
+    let mut command = None;
+    ui.label(RichText::new(path.to_string()).monospace().weak());
+    if let (Some(Step::Invoke(invoke)), Some(wf)) = (step, document.pipeline.as_ref().map(|p| &p.workflow)) {
+        ui.separator();
+        ui.strong(format!("invoke {}", invoke.component));
+        let mut names: BTreeSet<String> = values::value_names(wf).into_iter().collect();
+        names.extend(values::value_contracts(wf).into_keys());
+        let ports = wf.components.get(&invoke.component).and_then(|c| c.ports.as_ref());
+        egui::Grid::new("bindings").num_columns(2).striped(true).show(ui, |ui| {
+            for (port, contract) in ports.and_then(|p| p.inputs.as_ref()).into_iter().flatten() {
+                let bound = invoke.inputs.as_ref().and_then(|i| i.get(port));
+                ui.label(port).on_hover_text(wfstudio_core::contracts::describe(contract));
+                let shown = bound.cloned().unwrap_or_else(|| "(unbound)".into());
+                egui::ComboBox::from_id_salt(("bind", port))
+                    .selected_text(shown)
+                    .width(180.0)
+                    .show_ui(ui, |ui| {
+                        if bound.is_some() && ui.selectable_label(false, "(unbound)").clicked() {
+                            command = Some(Command::Disconnect { step: path.clone(), port: port.clone() });
+                        }
+                        for name in &names {
+                            if ui.selectable_label(bound == Some(name), name).clicked() && bound != Some(name) {
+                                command = Some(Command::Connect {
+                                    step: path.clone(),
+                                    port: port.clone(),
+                                    value: name.clone(),
+                                });
+                            }
+                        }
+                    });
+                ui.end_row();
+            }
+            for (i, (port, value)) in invoke.outputs.iter().flatten().enumerate() {
+                ui.label(format!("{port} →"));
+                if let Some(buffer) = state.renames.get_mut(i) {
+                    let edit = ui.add(egui::TextEdit::singleline(buffer).id_salt(("rename", port)).desired_width(180.0));
+                    if edit.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter)) && buffer != value {
+                        command = Some(Command::RenameValue { from: value.clone(), to: buffer.clone() });
+                    }
+                }
+                ui.end_row();
+            }
+        });
+    }
+    ui.separator();
+    ui.label("YAML");
+    ui.add(
+        egui::TextEdit::multiline(&mut state.text)
+            .id_salt("inspector_yaml")
+            .code_editor()
+            .desired_rows(10)
+            .desired_width(f32::INFINITY),
+    );
+    ui.horizontal(|ui| {
+        if ui.button("Apply").clicked() {
+            match wfstudio_schema::tree::parse_value(&state.text, &Limits::default()) {
+                Ok(value) => {
+                    state.error = None;
+                    command = Some(Command::Set { path: path.clone(), value });
+                }
+                Err(error) => state.error = Some(error.to_string()),
+            }
+        }
+        if ui.button("Revert").clicked() {
+            state.loaded_for = None;
+        }
+        if ui.button("Delete").clicked() {
+            command = Some(Command::Remove { path: path.clone() });
+        }
+    });
+    if let Some(error) = &state.error {
+        ui.colored_label(crate::style::severity_color(wfstudio_schema::Severity::Error), error);
+    }
+    command
+}

@@ -1,0 +1,19 @@
+//! Workflow Studio's egui widgets: the graph canvas, inspector, diagnostics
+//! panel, YAML tab and node palette, composed by [`studio::Studio`]. All
+//! parsing and validation runs on the background [`worker`]; edits are
+//! `wfstudio_core::edit` commands. No dependency on a windowing backend, so
+//! the same code runs in the real window and in headless tests.
+
+pub mod canvas;
+pub mod diagnostics;
+pub mod document;
+pub mod inspector;
+pub mod palette;
+pub mod recent;
+pub mod sidecar;
+pub mod studio;
+pub mod style;
+pub mod worker;
+pub mod yaml_view;
+
+pub use studio::Studio;

@@ -1,0 +1,42 @@
+//! The recent-files list, kept in the user's config folder
+//! (`$XDG_CONFIG_HOME/wfstudio/recent.json`, else `~/.config/...`).
+
+use std::path::{Path, PathBuf};
+
+/// How many entries the list keeps.
+pub const MAX_RECENT: usize = 12;
+
+/// The file that stores the list, when a config folder is known.
+pub fn recent_file() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("WFSTUDIO_CONFIG_DIR") {
+        return Some(PathBuf::from(dir).join("recent.json"));
+    }
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(base.join("wfstudio").join("recent.json"))
+}
+
+/// The stored list, newest first (missing or unreadable: empty).
+pub fn load() -> Vec<PathBuf> {
+    recent_file()
+        .and_then(|f| std::fs::read_to_string(f).ok())
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default()
+}
+
+/// Puts `path` first in `list` (once) and stores the list.
+pub fn remember(list: &mut Vec<PathBuf>, path: &Path) -> std::io::Result<()> {
+    let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    list.retain(|p| p != &path);
+    list.insert(0, path);
+    list.truncate(MAX_RECENT);
+    let Some(file) = recent_file() else {
+        return Ok(());
+    };
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let text = serde_json::to_string_pretty(list).map_err(std::io::Error::other)?;
+    wfstudio_schema::save::write_atomic(&file, text.as_bytes())
+}

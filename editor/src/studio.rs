@@ -1,0 +1,739 @@
+//! The studio window's contents: menu bar, graph and YAML tabs, inspector,
+//! diagnostics panel, palette, search and status line, over one open
+//! document. Parsing, validation and layout happen on the [`Worker`]; this
+//! type only draws, turns input into [`Command`]s and applies them.
+
+use crate::canvas::{self, CanvasAction, CanvasState, CanvasView};
+use crate::diagnostics::{self, DiagnosticAction};
+use crate::document::OpenDocument;
+use crate::inspector::{self, InspectorState};
+use crate::palette::{self, PaletteState};
+use crate::worker::{Job, Outcome, Worker};
+use crate::yaml_view::{self, YamlState};
+use egui::{Key, KeyboardShortcut, Modifiers};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use wfstudio_core::edit::{Command, top_level_steps, tree, values};
+use wfstudio_schema::DocPath;
+use wfstudio_schema::path::Segment;
+
+/// Which view fills the centre.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tab {
+    /// The node graph.
+    Graph,
+    /// The document text.
+    Yaml,
+}
+
+/// A line in the status bar.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Status {
+    /// The text.
+    pub text: String,
+    /// Whether it reports a failure.
+    pub error: bool,
+}
+
+/// The whole studio state.
+pub struct Studio {
+    worker: Worker,
+    /// The open document, if any.
+    pub doc: Option<OpenDocument>,
+    /// Files or folders being opened.
+    opening: Vec<PathBuf>,
+    /// The newest status line.
+    pub status: Option<Status>,
+    /// Recently opened documents, newest first.
+    pub recent: Vec<PathBuf>,
+    /// Selected items (document paths).
+    pub selection: Vec<DocPath>,
+    /// The centre tab.
+    pub tab: Tab,
+    canvas: CanvasState,
+    inspector: InspectorState,
+    yaml: YamlState,
+    palette: PaletteState,
+    search: Option<String>,
+    clipboard: Vec<Value>,
+    confirm_close: bool,
+    /// Set once the user agreed to close (the app then closes the window).
+    pub close_confirmed: bool,
+    /// Dark theme on.
+    pub dark: bool,
+}
+
+impl Studio {
+    /// A studio with no document; `notify` wakes the UI when background
+    /// work finishes (`egui::Context::request_repaint`).
+    pub fn new(notify: impl Fn() + Send + 'static) -> Self {
+        Studio {
+            worker: Worker::start(notify),
+            doc: None,
+            opening: Vec::new(),
+            status: None,
+            recent: crate::recent::load(),
+            selection: Vec::new(),
+            tab: Tab::Graph,
+            canvas: CanvasState::default(),
+            inspector: InspectorState::default(),
+            yaml: YamlState::default(),
+            palette: PaletteState::default(),
+            search: None,
+            clipboard: Vec::new(),
+            confirm_close: false,
+            close_confirmed: false,
+            dark: true,
+        }
+    }
+
+    /// Starts opening a document file or package folder.
+    pub fn open(&mut self, path: &Path) {
+        self.opening.push(path.to_path_buf());
+        self.worker.submit(Job::Open(path.to_path_buf()));
+    }
+
+    /// Whether nothing is pending: no open in flight and the current
+    /// revision validated and laid out (the screenshot mode waits for it).
+    pub fn settled(&self) -> bool {
+        self.opening.is_empty() && self.doc.as_ref().is_none_or(OpenDocument::settled)
+    }
+
+    /// Applies an edit, reporting a refusal in the status bar.
+    pub fn apply(&mut self, command: &Command) -> bool {
+        let Some(doc) = &mut self.doc else { return false };
+        match doc.history.apply(command) {
+            Ok(()) => {
+                self.status = Some(Status {
+                    text: command.label(),
+                    error: false,
+                });
+                true
+            }
+            Err(error) => {
+                self.status = Some(Status {
+                    text: error.to_string(),
+                    error: true,
+                });
+                false
+            }
+        }
+    }
+
+    /// Undoes the last edit.
+    pub fn undo(&mut self) {
+        if let Some(label) = self.doc.as_mut().and_then(|d| d.history.undo()) {
+            self.say(format!("Undid: {label}"), false);
+        }
+    }
+
+    /// Redoes the last undone edit.
+    pub fn redo(&mut self) {
+        if let Some(label) = self.doc.as_mut().and_then(|d| d.history.redo()) {
+            self.say(format!("Redid: {label}"), false);
+        }
+    }
+
+    fn say(&mut self, text: impl Into<String>, error: bool) {
+        self.status = Some(Status {
+            text: text.into(),
+            error,
+        });
+    }
+
+    /// Saves to the document's own path, or to `target` (Save As).
+    pub fn save(&mut self, target: Option<&Path>) {
+        let Some(doc) = &mut self.doc else { return };
+        let target = target.map(Path::to_path_buf).unwrap_or_else(|| doc.path.clone());
+        let dropped = doc.dropped_comments;
+        match doc.save_to(&target) {
+            Ok(()) => {
+                let note = if dropped > 0 {
+                    format!(" ({dropped} comments after the top block were not kept)")
+                } else {
+                    String::new()
+                };
+                let _ = crate::recent::remember(&mut self.recent, &target);
+                self.say(format!("Saved {}{note}", target.display()), false);
+            }
+            Err(error) => self.say(format!("Could not save {}: {error}", target.display()), true),
+        }
+    }
+
+    fn receive(&mut self) {
+        for outcome in self.worker.poll() {
+            match outcome {
+                Outcome::Opened { requested, result } => {
+                    self.opening.retain(|p| p != &requested);
+                    match result {
+                        Ok(opened) => {
+                            let _ = crate::recent::remember(&mut self.recent, &opened.file);
+                            self.say(format!("Opened {}", opened.file.display()), false);
+                            self.doc = Some(OpenDocument::from_opened(opened));
+                            self.selection.clear();
+                            self.canvas = CanvasState::default();
+                            self.yaml = YamlState::default();
+                            self.inspector = InspectorState::default();
+                        }
+                        Err(error) => self.say(format!("Could not open {}: {error}", requested.display()), true),
+                    }
+                }
+                Outcome::Analyzed(analysis) => {
+                    if let Some(doc) = &mut self.doc {
+                        if analysis.revision == doc.history.revision() && self.yaml.revision != Some(analysis.revision)
+                        {
+                            self.yaml.text = analysis.text.clone();
+                            self.yaml.revision = Some(analysis.revision);
+                            self.yaml.edited = false;
+                        }
+                        doc.analysis = Some(*analysis);
+                    }
+                }
+                Outcome::Parsed { base_revision, result } => {
+                    let Some(doc) = &mut self.doc else { continue };
+                    if base_revision != doc.history.revision() {
+                        continue;
+                    }
+                    match result {
+                        Ok(document) => {
+                            doc.history.replace(*document, "Edit YAML".into());
+                            self.yaml.revision = Some(doc.history.revision());
+                            self.yaml.error = None;
+                        }
+                        Err(diagnostics) => {
+                            self.yaml.error = diagnostics.first().map(|d| match d.span {
+                                Some(s) => format!("{}:{}: {}", s.start.line, s.start.column, d.message),
+                                None => d.message.clone(),
+                            });
+                        }
+                    }
+                }
+                Outcome::Failed(message) => self.say(message, true),
+            }
+        }
+        if let Some(job) = self.doc.as_mut().and_then(OpenDocument::analyze_job) {
+            self.worker.submit(Job::Analyze(job));
+        }
+    }
+
+    /// Draws one frame of the studio into the window's root `ui`.
+    pub fn show(&mut self, ui: &mut egui::Ui) {
+        let ctx = &ui.ctx().clone();
+        self.receive();
+        ctx.set_theme(if self.dark { egui::Theme::Dark } else { egui::Theme::Light });
+        self.shortcuts(ctx);
+        self.dropped_files(ctx);
+        self.menu_bar(ui);
+        self.status_bar(ui);
+        if self.doc.is_none() {
+            self.welcome(ui);
+            return;
+        }
+        self.side_panels(ui);
+        self.centre(ui);
+        self.palette(ctx);
+        self.close_prompt(ctx);
+        if let Some(doc) = &self.doc {
+            ctx.send_viewport_cmd(egui::ViewportCommand::Title(doc.title()));
+        }
+        if !self.settled() {
+            ctx.request_repaint_after(std::time::Duration::from_millis(50));
+        }
+    }
+
+    fn shortcuts(&mut self, ctx: &egui::Context) {
+        let pressed = |ctx: &egui::Context, modifiers, key| {
+            ctx.input_mut(|i| i.consume_shortcut(&KeyboardShortcut::new(modifiers, key)))
+        };
+        let typing = ctx.egui_wants_keyboard_input();
+        if pressed(ctx, Modifiers::COMMAND | Modifiers::SHIFT, Key::Z) || pressed(ctx, Modifiers::COMMAND, Key::Y) {
+            self.redo();
+        }
+        if pressed(ctx, Modifiers::COMMAND, Key::Z) {
+            self.undo();
+        }
+        if pressed(ctx, Modifiers::COMMAND, Key::S) {
+            self.save(None);
+        }
+        if pressed(ctx, Modifiers::COMMAND, Key::O) {
+            self.pick_and_open(false);
+        }
+        if pressed(ctx, Modifiers::COMMAND, Key::F) {
+            self.search = Some(String::new());
+        }
+        if !typing {
+            if ctx.input_mut(|i| i.consume_key(Modifiers::NONE, Key::Delete)) {
+                self.delete_selection();
+            }
+            if ctx.input_mut(|i| i.consume_key(Modifiers::NONE, Key::F)) {
+                self.canvas.fit_pending = true;
+            }
+            let copied = ctx.input(|i| i.events.iter().any(|e| matches!(e, egui::Event::Copy)));
+            if copied || pressed(ctx, Modifiers::COMMAND, Key::C) {
+                self.copy(ctx);
+            }
+            let pasted = ctx.input(|i| i.events.iter().any(|e| matches!(e, egui::Event::Paste(_))));
+            if pasted || pressed(ctx, Modifiers::COMMAND, Key::V) {
+                self.paste();
+            }
+        }
+        if pressed(ctx, Modifiers::NONE, Key::Escape) {
+            self.search = None;
+            self.palette.open = false;
+        }
+    }
+
+    fn dropped_files(&mut self, ctx: &egui::Context) {
+        let dropped: Vec<PathBuf> = ctx.input(|i| i.raw.dropped_files.iter().map(|f| f.path().to_path_buf()).collect());
+        if let Some(path) = dropped.first() {
+            self.open(path);
+        }
+    }
+
+    fn pick_and_open(&mut self, folder: bool) {
+        let dialog = rfd_dialog();
+        let picked = if folder { dialog.pick_folder() } else { dialog.pick_file() };
+        if let Some(path) = picked {
+            self.open(&path);
+        }
+    }
+
+    fn menu_bar(&mut self, ui: &mut egui::Ui) {
+        egui::Panel::top("menu").show(ui, |ui| {
+            egui::MenuBar::new().ui(ui, |ui| {
+                ui.menu_button("File", |ui| {
+                    if ui.button("Open file…").clicked() {
+                        self.pick_and_open(false);
+                    }
+                    if ui.button("Open package folder…").clicked() {
+                        self.pick_and_open(true);
+                    }
+                    ui.menu_button("Open recent", |ui| {
+                        for path in self.recent.clone() {
+                            if ui.button(path.display().to_string()).clicked() {
+                                self.open(&path);
+                            }
+                        }
+                    });
+                    ui.separator();
+                    let has_doc = self.doc.is_some();
+                    if ui.add_enabled(has_doc, egui::Button::new("Save")).clicked() {
+                        self.save(None);
+                    }
+                    if ui.add_enabled(has_doc, egui::Button::new("Save as…")).clicked()
+                        && let Some(target) = rfd_dialog().save_file()
+                    {
+                        self.save(Some(&target));
+                    }
+                });
+                ui.menu_button("Edit", |ui| {
+                    let undo = self.doc.as_ref().and_then(|d| d.history.undo_label()).map(str::to_string);
+                    let redo = self.doc.as_ref().and_then(|d| d.history.redo_label()).map(str::to_string);
+                    if ui
+                        .add_enabled(undo.is_some(), egui::Button::new(format!("Undo {}", undo.unwrap_or_default())))
+                        .clicked()
+                    {
+                        self.undo();
+                    }
+                    if ui
+                        .add_enabled(redo.is_some(), egui::Button::new(format!("Redo {}", redo.unwrap_or_default())))
+                        .clicked()
+                    {
+                        self.redo();
+                    }
+                    if ui.button("Add node…").clicked() {
+                        self.palette.open = true;
+                    }
+                    if ui.button("Delete selection").clicked() {
+                        self.delete_selection();
+                    }
+                });
+                ui.menu_button("View", |ui| {
+                    if ui.button("Fit to view (F)").clicked() {
+                        self.canvas.fit_pending = true;
+                    }
+                    if ui.button("Find… (Ctrl+F)").clicked() {
+                        self.search = Some(String::new());
+                    }
+                    let theme = if self.dark { "Light theme" } else { "Dark theme" };
+                    if ui.button(theme).clicked() {
+                        self.dark = !self.dark;
+                    }
+                });
+                ui.separator();
+                ui.selectable_value(&mut self.tab, Tab::Graph, "Graph");
+                ui.selectable_value(&mut self.tab, Tab::Yaml, "YAML");
+            });
+        });
+    }
+
+    fn status_bar(&mut self, ui: &mut egui::Ui) {
+        egui::Panel::bottom("status").show(ui, |ui| {
+            ui.horizontal(|ui| {
+                if !self.opening.is_empty() {
+                    ui.spinner();
+                    ui.label("opening…");
+                }
+                if let Some(status) = &self.status {
+                    if status.error {
+                        ui.colored_label(crate::style::severity_color(wfstudio_schema::Severity::Error), &status.text);
+                    } else {
+                        ui.label(&status.text);
+                    }
+                }
+            });
+        });
+    }
+
+    fn welcome(&mut self, ui: &mut egui::Ui) {
+        egui::CentralPanel::default().show(ui, |ui| {
+            ui.vertical_centered(|ui| {
+                ui.add_space(60.0);
+                ui.heading("Workflow Studio");
+                ui.label("Open an inference_metadata.yaml or a package folder, or drop one here.");
+                if ui.button("Open file…").clicked() {
+                    self.pick_and_open(false);
+                }
+                if ui.button("Open package folder…").clicked() {
+                    self.pick_and_open(true);
+                }
+                if !self.recent.is_empty() {
+                    ui.add_space(20.0);
+                    ui.strong("Recent");
+                    for path in self.recent.clone() {
+                        if ui.link(path.display().to_string()).clicked() {
+                            self.open(&path);
+                        }
+                    }
+                }
+            });
+        });
+    }
+
+    fn side_panels(&mut self, ui: &mut egui::Ui) {
+        let Some(doc) = &self.doc else { return };
+        let stale = !doc.settled();
+        let mut picked = None;
+        egui::Panel::bottom("diagnostics")
+            .resizable(true)
+            .default_size(150.0)
+            .show(ui, |ui| {
+                if let Some(analysis) = &doc.analysis {
+                    picked = diagnostics::show(ui, &analysis.report, stale);
+                } else {
+                    ui.spinner();
+                }
+            });
+        let mut edit = None;
+        egui::Panel::right("inspector")
+            .resizable(true)
+            .default_size(320.0)
+            .show(ui, |ui| {
+                ui.heading("Inspector");
+                egui::ScrollArea::vertical().show(ui, |ui| {
+                    edit = inspector::show(
+                        ui,
+                        doc.history.document(),
+                        doc.history.revision(),
+                        self.selection.last(),
+                        &mut self.inspector,
+                    );
+                });
+            });
+        match picked {
+            Some(DiagnosticAction::Reveal(path)) => self.reveal(&path),
+            Some(DiagnosticAction::Fix(command)) => {
+                self.apply(&command);
+            }
+            None => {}
+        }
+        if let Some(command) = edit {
+            self.apply(&command);
+        }
+    }
+
+    /// Selects and frames the node that holds `path`.
+    pub fn reveal(&mut self, path: &DocPath) {
+        let Some(analysis) = self.doc.as_ref().and_then(|d| d.analysis.as_ref()) else { return };
+        let best = analysis
+            .graph
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| path.starts_with(&n.path))
+            .max_by_key(|(_, n)| n.path.depth());
+        if let Some((n, node)) = best {
+            self.selection = vec![node.path.clone()];
+            let r = analysis.layout.nodes[n];
+            self.canvas.frame(egui::Rect::from_min_size(egui::pos2(r.x, r.y), egui::vec2(r.w, r.h)));
+            self.tab = Tab::Graph;
+        } else {
+            self.tab = Tab::Yaml;
+        }
+    }
+
+    fn centre(&mut self, ui: &mut egui::Ui) {
+        egui::CentralPanel::default().show(ui, |ui| match self.tab {
+            Tab::Graph => self.graph_tab(ui),
+            Tab::Yaml => {
+                let Some(doc) = &self.doc else { return };
+                let empty = wfstudio_core::Report::default();
+                let report = doc.analysis.as_ref().map_or(&empty, |a| &a.report);
+                if yaml_view::show(ui, &mut self.yaml, report) {
+                    self.worker.submit(Job::ParseText {
+                        base_revision: doc.history.revision(),
+                        text: self.yaml.text.clone(),
+                    });
+                }
+            }
+        });
+    }
+
+    fn graph_tab(&mut self, ui: &mut egui::Ui) {
+        let Some(doc) = &mut self.doc else { return };
+        let Some(analysis) = &doc.analysis else {
+            ui.centered_and_justified(|ui| ui.spinner());
+            return;
+        };
+        if let Some(query) = &mut self.search {
+            let mut reveal = None;
+            ui.horizontal(|ui| {
+                ui.label("Find:");
+                let field = ui.text_edit_singleline(query);
+                field.request_focus();
+                let q = query.to_lowercase();
+                let hits: Vec<&wfstudio_core::graph::Node> = analysis
+                    .graph
+                    .nodes
+                    .iter()
+                    .filter(|n| {
+                        !q.is_empty()
+                            && (n.label.to_lowercase().contains(&q)
+                                || n.inputs.iter().chain(&n.outputs).any(|p| {
+                                    p.value.as_deref().is_some_and(|v| v.to_lowercase().contains(&q))
+                                }))
+                    })
+                    .take(12)
+                    .collect();
+                if ui.input(|i| i.key_pressed(Key::Enter))
+                    && let Some(first) = hits.first()
+                {
+                    reveal = Some(first.path.clone());
+                }
+                for hit in hits {
+                    if ui.small_button(&hit.label).clicked() {
+                        reveal = Some(hit.path.clone());
+                    }
+                }
+            });
+            if let Some(path) = reveal {
+                self.search = None;
+                self.reveal(&path);
+                return;
+            }
+        }
+        let view = CanvasView {
+            graph: &analysis.graph,
+            layout: &analysis.layout,
+            report: &analysis.report,
+            sidecar: &doc.sidecar,
+            selected: &self.selection,
+        };
+        let actions = canvas::show(ui, &view, &mut self.canvas);
+        for action in actions {
+            match action {
+                CanvasAction::Select { path, add } => {
+                    if !add {
+                        self.selection.clear();
+                    }
+                    if let Some(i) = self.selection.iter().position(|p| p == &path) {
+                        self.selection.remove(i);
+                    } else {
+                        self.selection.push(path);
+                    }
+                }
+                CanvasAction::ClearSelection => self.selection.clear(),
+                CanvasAction::Connect { step, port, value } => {
+                    self.apply(&Command::Connect { step, port, value });
+                }
+                CanvasAction::Disconnect { step, port } => {
+                    self.apply(&Command::Disconnect { step, port });
+                }
+                CanvasAction::Move { key, to } => {
+                    if let Some(doc) = &mut self.doc {
+                        doc.sidecar.positions.insert(key, to);
+                    }
+                }
+                CanvasAction::ToggleCollapse(key) => {
+                    if let Some(doc) = &mut self.doc
+                        && !doc.sidecar.collapsed.remove(&key)
+                    {
+                        doc.sidecar.collapsed.insert(key);
+                    }
+                }
+                CanvasAction::OpenPalette => self.palette.open = true,
+            }
+        }
+    }
+
+    fn palette(&mut self, ctx: &egui::Context) {
+        let Some(wf) = self.doc.as_ref().and_then(|d| d.history.document().pipeline.as_ref()).map(|p| p.workflow.clone())
+        else {
+            return;
+        };
+        if let Some(component) = palette::show(ctx, &wf, &mut self.palette) {
+            let (list, index) = self.insertion_point();
+            if self.apply(&Command::AddInvoke {
+                list: list.clone(),
+                index,
+                component,
+            }) {
+                self.select_inserted(&list, index);
+            }
+        }
+    }
+
+    /// Selects the step just inserted into `list` at `index` (clamped).
+    fn select_inserted(&mut self, list: &DocPath, index: usize) {
+        let Some(doc) = &self.doc else { return };
+        let root = tree::to_value(doc.history.document());
+        let len = tree::get(&root, list).and_then(Value::as_array).map_or(0, Vec::len);
+        if len > 0 {
+            self.selection = vec![list.index(index.min(len - 1))];
+        }
+    }
+
+    /// Where new steps go: after the last selected step, else at the end of
+    /// the top-level steps.
+    fn insertion_point(&self) -> (DocPath, usize) {
+        for path in self.selection.iter().rev() {
+            if let Some(Segment::Index(i)) = path.segments().last()
+                && path.parent().last_key().is_some_and(|k| k == "steps" || k == "setup")
+            {
+                return (path.parent(), i + 1);
+            }
+        }
+        (top_level_steps(), usize::MAX)
+    }
+
+    /// Deletes every selected item as one undo step (later items first, so
+    /// earlier indices stay valid).
+    pub fn delete_selection(&mut self) {
+        let mut paths = self.selection.clone();
+        paths.sort_by_key(|p| std::cmp::Reverse(sort_key(p)));
+        if paths.is_empty() {
+            return;
+        }
+        let commands = paths.into_iter().map(|path| Command::Remove { path }).collect();
+        if self.apply(&Command::Batch {
+            label: "Delete selection".into(),
+            commands,
+        }) {
+            self.selection.clear();
+        }
+    }
+
+    /// Copies the selected steps (as YAML to the system clipboard too).
+    pub fn copy(&mut self, ctx: &egui::Context) {
+        let Some(doc) = &self.doc else { return };
+        let root = tree::to_value(doc.history.document());
+        self.clipboard = self
+            .selection
+            .iter()
+            .filter(|p| p.to_string().contains(".steps["))
+            .filter_map(|p| tree::get(&root, p).cloned())
+            .collect();
+        if !self.clipboard.is_empty() {
+            ctx.copy_text(wfstudio_schema::emit::to_yaml(&Value::Array(self.clipboard.clone())));
+            self.say(format!("Copied {} steps", self.clipboard.len()), false);
+        }
+    }
+
+    /// Pastes copied steps after the selection; invoke outputs get fresh
+    /// value names so single assignment holds.
+    pub fn paste(&mut self) {
+        let Some(doc) = &self.doc else { return };
+        let Some(wf) = doc.history.document().pipeline.as_ref().map(|p| &p.workflow) else { return };
+        if self.clipboard.is_empty() {
+            return;
+        }
+        let mut taken = values::value_names(wf);
+        let (list, mut index) = self.insertion_point();
+        let mut commands = Vec::new();
+        for step in &self.clipboard {
+            let mut step = step.clone();
+            if let Some(outputs) = step.get_mut("outputs").and_then(Value::as_object_mut) {
+                for value in outputs.values_mut() {
+                    if let Some(name) = value.as_str() {
+                        let fresh = values::fresh_name(name, &taken);
+                        taken.insert(fresh.clone());
+                        *value = Value::String(fresh);
+                    }
+                }
+            }
+            commands.push(Command::Insert {
+                list: list.clone(),
+                index,
+                value: step,
+            });
+            index = index.saturating_add(1);
+        }
+        self.apply(&Command::Batch {
+            label: format!("Paste {} steps", commands.len()),
+            commands,
+        });
+    }
+
+    fn close_prompt(&mut self, ctx: &egui::Context) {
+        let dirty = self.doc.as_ref().is_some_and(|d| d.history.is_dirty());
+        if ctx.input(|i| i.viewport().close_requested()) && dirty && !self.close_confirmed {
+            ctx.send_viewport_cmd(egui::ViewportCommand::CancelClose);
+            self.confirm_close = true;
+        }
+        if !self.confirm_close {
+            return;
+        }
+        egui::Modal::new(egui::Id::new("close_prompt")).show(ctx, |ui| {
+            ui.heading("Unsaved changes");
+            ui.label("Save the document before closing?");
+            ui.horizontal(|ui| {
+                if ui.button("Save").clicked() {
+                    self.save(None);
+                    self.finish_close(ctx);
+                }
+                if ui.button("Discard").clicked() {
+                    self.finish_close(ctx);
+                }
+                if ui.button("Cancel").clicked() {
+                    self.confirm_close = false;
+                }
+            });
+        });
+    }
+
+    fn finish_close(&mut self, ctx: &egui::Context) {
+        self.confirm_close = false;
+        self.close_confirmed = true;
+        ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+    }
+}
+
+/// A comparable key for a document path (indices numerically).
+fn sort_key(path: &DocPath) -> Vec<(usize, String)> {
+    path.segments()
+        .into_iter()
+        .map(|s| match s {
+            Segment::Index(i) => (i, String::new()),
+            Segment::Key(k) => (0, k),
+        })
+        .collect()
+}
+
+/// The file dialog, starting in the current folder.
+fn rfd_dialog() -> rfd::FileDialog {
+    let dialog = rfd::FileDialog::new().add_filter("inference metadata", &["yaml", "yml", "json"]);
+    match std::env::current_dir() {
+        Ok(dir) => dialog.set_directory(dir),
+        Err(_) => dialog,
+    }
+}

@@ -1,0 +1,239 @@
+//! The background worker: opening, parsing, validating and laying out run
+//! here, never on the UI thread. Jobs go in on one channel, results come
+//! back on another, and the UI is asked to repaint when one arrives. A panic
+//! inside a job is caught and reported as that job's failure; the worker
+//! and the open documents carry on.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use wfstudio_core::graph::{Layout, ViewGraph};
+use wfstudio_core::{Options, Report};
+use wfstudio_schema::types::document::Document;
+use wfstudio_schema::{Diagnostic, Format, Limits, Loaded, SourceMap, parse_text};
+
+/// Work for the background thread.
+#[derive(Debug)]
+pub enum Job {
+    /// Load a file or package folder.
+    Open(PathBuf),
+    /// Validate and lay out one revision of a document.
+    Analyze(AnalyzeJob),
+    /// Parse YAML text typed in the YAML tab.
+    ParseText {
+        /// The revision the text was edited from.
+        base_revision: u64,
+        /// The text.
+        text: String,
+    },
+}
+
+/// One revision to analyze.
+#[derive(Debug)]
+pub struct AnalyzeJob {
+    /// The revision it belongs to.
+    pub revision: u64,
+    /// The document.
+    pub document: Document,
+    /// Its text and source map when it is exactly what was read from disk
+    /// (so line numbers match the file); otherwise the canonical text is made.
+    pub original: Option<(String, SourceMap)>,
+    /// Comment block kept at the top of the canonical text.
+    pub leading_comments: Option<String>,
+    /// Package folder for the artifact checks.
+    pub package_root: Option<PathBuf>,
+}
+
+/// Validation and view of one revision.
+#[derive(Clone, Debug)]
+pub struct Analysis {
+    /// The revision it belongs to.
+    pub revision: u64,
+    /// Diagnostics with line/column in `text`.
+    pub report: Report,
+    /// The document text the YAML tab shows.
+    pub text: String,
+    /// The graph view.
+    pub graph: ViewGraph,
+    /// Its automatic layout.
+    pub layout: Layout,
+}
+
+/// What a job produced.
+#[derive(Debug)]
+pub enum Outcome {
+    /// A file was opened (or could not be).
+    Opened {
+        /// The path asked for.
+        requested: PathBuf,
+        /// The document, or why it could not be opened.
+        result: Result<Opened, String>,
+    },
+    /// A revision was analyzed.
+    Analyzed(Box<Analysis>),
+    /// YAML text was parsed.
+    Parsed {
+        /// The revision it was edited from.
+        base_revision: u64,
+        /// The document, or the syntax/structure diagnostics.
+        result: Result<Box<Document>, Vec<Diagnostic>>,
+    },
+    /// A job panicked; the message names the job.
+    Failed(String),
+}
+
+/// Handle to the worker thread.
+pub struct Worker {
+    jobs: Sender<Job>,
+    outcomes: Receiver<Outcome>,
+}
+
+impl Worker {
+    /// Starts the thread; `notify` is called after each outcome (repaint).
+    pub fn start(notify: impl Fn() + Send + 'static) -> Self {
+        let (jobs, inbox) = channel::<Job>();
+        let (outbox, outcomes) = channel();
+        std::thread::Builder::new()
+            .name("wfstudio-worker".into())
+            .spawn(move || {
+                while let Ok(first) = inbox.recv() {
+                    // Only the newest analysis matters: skip superseded ones.
+                    let mut batch = vec![first];
+                    batch.extend(inbox.try_iter());
+                    let newest = batch.iter().rposition(|j| matches!(j, Job::Analyze(_)));
+                    for (i, job) in batch.into_iter().enumerate() {
+                        if matches!(job, Job::Analyze(_)) && Some(i) != newest {
+                            continue;
+                        }
+                        if outbox.send(run_caught(job)).is_err() {
+                            return;
+                        }
+                        notify();
+                    }
+                }
+            })
+            .expect("the worker thread starts");
+        Worker { jobs, outcomes }
+    }
+
+    /// Queues a job.
+    pub fn submit(&self, job: Job) {
+        let _ = self.jobs.send(job);
+    }
+
+    /// Results that have arrived, without waiting.
+    pub fn poll(&self) -> Vec<Outcome> {
+        self.outcomes.try_iter().collect()
+    }
+}
+
+fn run_caught(job: Job) -> Outcome {
+    let name = match &job {
+        Job::Open(path) => format!("opening {}", path.display()),
+        Job::Analyze(a) => format!("validating revision {}", a.revision),
+        Job::ParseText { .. } => "parsing the YAML text".to_string(),
+    };
+    catch_unwind(AssertUnwindSafe(|| run(job))).unwrap_or_else(|panic| {
+        let detail = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "unknown panic".into());
+        Outcome::Failed(format!("internal error while {name}: {detail}"))
+    })
+}
+
+/// Runs one job on the calling thread (the worker, or a test).
+pub fn run(job: Job) -> Outcome {
+    match job {
+        Job::Open(requested) => {
+            let result = open(&requested);
+            Outcome::Opened { requested, result }
+        }
+        Job::Analyze(job) => Outcome::Analyzed(Box::new(analyze(job))),
+        Job::ParseText {
+            base_revision,
+            text,
+        } => Outcome::Parsed {
+            base_revision,
+            result: parse_text(&text, Format::Yaml, &Limits::default())
+                .map(|loaded| Box::new(loaded.document)),
+        },
+    }
+}
+
+fn open(requested: &Path) -> Result<Opened, String> {
+    let file = wfstudio_schema::locate_document(requested).map_err(|e| e.to_string())?;
+    let limits = Limits::default();
+    let text = wfstudio_schema::load::read_text(&file, &limits).map_err(|e| e.to_string())?;
+    match parse_text(&text, Format::from_path(&file), &limits) {
+        Ok(loaded) => Ok(Opened {
+            file,
+            text,
+            loaded: Box::new(loaded),
+        }),
+        Err(diagnostics) => Err(diagnostics
+            .iter()
+            .map(|d| match d.span {
+                Some(span) => format!(
+                    "{}:{}:{}: error[{}]: {}",
+                    file.display(),
+                    span.start.line,
+                    span.start.column,
+                    d.code,
+                    d.message
+                ),
+                None => format!("{}: error[{}]: {}", file.display(), d.code, d.message),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")),
+    }
+}
+
+/// A document read from disk.
+#[derive(Debug)]
+pub struct Opened {
+    /// The document file (inside a package folder when a folder was given).
+    pub file: PathBuf,
+    /// Its text as read.
+    pub text: String,
+    /// Its parse.
+    pub loaded: Box<Loaded>,
+}
+
+/// Validation (semantic rules and, with a package folder, artifact files),
+/// located in the text the user sees, plus the graph and its layout.
+pub fn analyze(job: AnalyzeJob) -> Analysis {
+    let (text, map) = match job.original {
+        Some(original) => original,
+        None => {
+            let text = wfstudio_schema::save::to_yaml(&job.document, job.leading_comments.as_deref());
+            let map = parse_text(&text, Format::Yaml, &Limits::default())
+                .map(|loaded| loaded.source_map)
+                .unwrap_or_default();
+            (text, map)
+        }
+    };
+    let options = Options::default();
+    let mut report = wfstudio_core::validate(&job.document, &options);
+    if let Some(root) = &job.package_root {
+        let files = wfstudio_core::artifacts::check_files(&job.document, root, &options);
+        report.diagnostics.extend(files.diagnostics);
+    }
+    report.locate(&map);
+    let (graph, layout) = match job.document.pipeline.as_ref() {
+        Some(pipeline) => {
+            let graph = wfstudio_core::graph::build(&pipeline.workflow);
+            let layout = wfstudio_core::graph::layout(&graph);
+            (graph, layout)
+        }
+        None => Default::default(),
+    };
+    Analysis {
+        revision: job.revision,
+        report,
+        text,
+        graph,
+        layout,
+    }
+}
