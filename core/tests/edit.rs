@@ -190,7 +190,11 @@ fn add_invoke_binds_fresh_outputs() {
     )
     .expect("adds");
     assert!(yaml(&added).ends_with("- kind: invoke\n      component: decoder\n      outputs:\n        image: decoder_image\n"), "{}", yaml(&added));
-    assert_eq!(codes(&added), vec!["V-N20"], "its required input is unbound");
+    assert_eq!(
+        codes(&added),
+        vec!["V-N20"],
+        "its required input is unbound"
+    );
     let twice = apply(
         &added,
         &Command::AddInvoke {

@@ -84,70 +84,112 @@ impl CanvasState {
     /// Centres the view on `rect` at the current zoom (zooming out if it
     /// would not fit).
     pub fn frame(&mut self, rect: Rect) {
-        let size = self.scene_rect.size().max(rect.size() * 1.4).max(vec2(400.0, 300.0));
+        let size = self
+            .scene_rect
+            .size()
+            .max(rect.size() * 1.4)
+            .max(vec2(400.0, 300.0));
         self.scene_rect = Rect::from_center_size(rect.center(), size);
         self.fit_pending = false;
     }
 }
 
-/// Everything the canvas draws from.
+/// Everything the canvas draws from, with the geometry of this frame
+/// computed once (positions after user moves, frame boxes, what collapsed
+/// frames hide), so drawing stays linear in what is visible.
 pub struct CanvasView<'a> {
     /// The graph.
     pub graph: &'a ViewGraph,
-    /// Its automatic layout.
-    pub layout: &'a Layout,
     /// Diagnostics of the same revision.
     pub report: &'a Report,
     /// Moved positions and collapsed frames.
     pub sidecar: &'a Sidecar,
     /// Selected document paths.
     pub selected: &'a [DocPath],
+    node_rects: Vec<Rect>,
+    frame_rects: Vec<Rect>,
+    collapsed: Vec<bool>,
+    /// Per node: the outermost collapsed frame hiding it.
+    node_hidden: Vec<Option<FrameId>>,
+    /// Per frame: the outermost collapsed frame above it.
+    frame_hidden: Vec<Option<FrameId>>,
+    layout: &'a Layout,
 }
 
-impl CanvasView<'_> {
+impl<'a> CanvasView<'a> {
+    /// The view of `graph` placed by `layout` and the user's `sidecar`.
+    pub fn new(
+        graph: &'a ViewGraph,
+        layout: &'a Layout,
+        report: &'a Report,
+        sidecar: &'a Sidecar,
+        selected: &'a [DocPath],
+    ) -> Self {
+        let node_rects: Vec<Rect> = (0..graph.nodes.len())
+            .map(|n| {
+                let r = layout.nodes[n];
+                let moved = (!sidecar.positions.is_empty())
+                    .then(|| sidecar.positions.get(&graph.nodes[n].path.to_string()))
+                    .flatten();
+                let min = moved.map_or(pos2(r.x, r.y), |[x, y]| pos2(*x, *y));
+                Rect::from_min_size(min, vec2(r.w, r.h))
+            })
+            .collect();
+        let mut frame_rects: Vec<Rect> = layout
+            .frames
+            .iter()
+            .map(|r| Rect::from_min_size(pos2(r.x, r.y), vec2(r.w, r.h)))
+            .collect();
+        if !sidecar.positions.is_empty() {
+            for (n, node) in graph.nodes.iter().enumerate() {
+                let mut frame = node.frame;
+                while let Some(f) = frame {
+                    frame_rects[f] = frame_rects[f].union(node_rects[n].expand(12.0));
+                    frame = graph.frames[f].parent;
+                }
+            }
+        }
+        let collapsed: Vec<bool> = graph
+            .frames
+            .iter()
+            .map(|f| {
+                !sidecar.collapsed.is_empty() && sidecar.collapsed.contains(&f.path.to_string())
+            })
+            .collect();
+        let hidden_by = |mut frame: Option<FrameId>| {
+            let mut hiding = None;
+            while let Some(f) = frame {
+                if collapsed[f] {
+                    hiding = Some(f);
+                }
+                frame = graph.frames[f].parent;
+            }
+            hiding
+        };
+        let node_hidden = graph.nodes.iter().map(|n| hidden_by(n.frame)).collect();
+        let frame_hidden = graph.frames.iter().map(|f| hidden_by(f.parent)).collect();
+        CanvasView {
+            graph,
+            report,
+            sidecar,
+            selected,
+            node_rects,
+            frame_rects,
+            collapsed,
+            node_hidden,
+            frame_hidden,
+            layout,
+        }
+    }
+
     /// Where node `n` is drawn (its moved position, if any).
     pub fn node_rect(&self, n: NodeId) -> Rect {
-        let r = self.layout.nodes[n];
-        let min = match self.sidecar.positions.get(&self.graph.nodes[n].path.to_string()) {
-            Some([x, y]) => pos2(*x, *y),
-            None => pos2(r.x, r.y),
-        };
-        Rect::from_min_size(min, vec2(r.w, r.h))
+        self.node_rects[n]
     }
 
     /// Where frame `f` is drawn: its laid-out box grown to hold moved members.
     fn frame_rect(&self, f: FrameId) -> Rect {
-        let r = self.layout.frames[f];
-        let mut rect = Rect::from_min_size(pos2(r.x, r.y), vec2(r.w, r.h));
-        for n in 0..self.graph.nodes.len() {
-            if self.inside(self.graph.nodes[n].frame, f) {
-                rect = rect.union(self.node_rect(n).expand(12.0));
-            }
-        }
-        rect
-    }
-
-    /// Whether `frame` (a node's or frame's parent chain) lies inside `outer`.
-    fn inside(&self, mut frame: Option<FrameId>, outer: FrameId) -> bool {
-        while let Some(f) = frame {
-            if f == outer {
-                return true;
-            }
-            frame = self.graph.frames[f].parent;
-        }
-        false
-    }
-
-    /// The outermost collapsed frame hiding something in `frame`, if any.
-    fn hidden_by(&self, mut frame: Option<FrameId>) -> Option<FrameId> {
-        let mut hiding = None;
-        while let Some(f) = frame {
-            if self.sidecar.collapsed.contains(&self.graph.frames[f].path.to_string()) {
-                hiding = Some(f);
-            }
-            frame = self.graph.frames[f].parent;
-        }
-        hiding
+        self.frame_rects[f]
     }
 
     /// The box of a collapsed frame.
@@ -166,9 +208,13 @@ impl CanvasView<'_> {
     }
 
     fn port_pos(&self, n: NodeId, port: usize, output: bool) -> Pos2 {
-        if let Some(f) = self.hidden_by(self.graph.nodes[n].frame) {
+        if let Some(f) = self.node_hidden[n] {
             let r = self.collapsed_rect(f);
-            return if output { r.right_center() } else { r.left_center() };
+            return if output {
+                r.right_center()
+            } else {
+                r.left_center()
+            };
         }
         let r = self.node_rect(n);
         let y = r.top() + HEADER + PORT_ROW * port as f32 + PORT_ROW / 2.0;
@@ -199,7 +245,9 @@ pub fn show(ui: &mut Ui, view: &CanvasView, state: &mut CanvasState) -> Vec<Canv
     let scene = egui::Scene::new().zoom_range(0.02..=4.0);
     let mut scene_rect = state.scene_rect;
     let response = scene
-        .show(ui, &mut scene_rect, |ui| draw(ui, view, state, &mut actions))
+        .show(ui, &mut scene_rect, |ui| {
+            draw(ui, view, state, &mut actions)
+        })
         .response;
     state.scene_rect = scene_rect;
     if response.double_clicked() {
@@ -232,10 +280,10 @@ fn draw(ui: &mut Ui, view: &CanvasView, state: &mut CanvasState, actions: &mut V
     for f in order {
         let frame = &view.graph.frames[f];
         let key = frame.path.to_string();
-        if view.hidden_by(frame.parent).is_some() {
+        if view.frame_hidden[f].is_some() {
             continue;
         }
-        let collapsed = view.sidecar.collapsed.contains(&key);
+        let collapsed = view.collapsed[f];
         let rect = if collapsed {
             view.collapsed_rect(f)
         } else {
@@ -275,9 +323,8 @@ fn draw(ui: &mut Ui, view: &CanvasView, state: &mut CanvasState, actions: &mut V
     let mut hovered_wire: Option<(Pos2, String)> = None;
     for edge in &view.graph.edges {
         let (from_node, to_node) = (edge.from.0, edge.to.0);
-        let same_hidden = view.hidden_by(view.graph.nodes[from_node].frame).is_some()
-            && view.hidden_by(view.graph.nodes[from_node].frame)
-                == view.hidden_by(view.graph.nodes[to_node].frame);
+        let same_hidden = view.node_hidden[from_node].is_some()
+            && view.node_hidden[from_node] == view.node_hidden[to_node];
         if same_hidden {
             continue;
         }
@@ -293,6 +340,11 @@ fn draw(ui: &mut Ui, view: &CanvasView, state: &mut CanvasState, actions: &mut V
         } else {
             dtype_color(edge.dtype.as_deref())
         };
+        if !detailed {
+            // Far out: straight segments are indistinguishable and cheap.
+            painter.line_segment([a, b], Stroke::new(1.0 / scale.max(0.05), color));
+            continue;
+        }
         let bend = ((b.x - a.x).abs() * 0.5).max(40.0);
         let points = if edge.back_edge {
             // Carried state: loop back below both ends.
@@ -320,7 +372,7 @@ fn draw(ui: &mut Ui, view: &CanvasView, state: &mut CanvasState, actions: &mut V
     // Nodes.
     let global_pointer_delta = ui.input(|i| i.pointer.delta());
     for (n, node) in view.graph.nodes.iter().enumerate() {
-        if view.hidden_by(node.frame).is_some() {
+        if view.node_hidden[n].is_some() {
             continue;
         }
         let rect = view.node_rect(n);
@@ -347,7 +399,11 @@ fn draw(ui: &mut Ui, view: &CanvasView, state: &mut CanvasState, actions: &mut V
         );
         let body = ui.interact(rect, ui.id().with(("node", &key)), Sense::click_and_drag());
         body.widget_info(|| {
-            egui::WidgetInfo::labeled(egui::WidgetType::Button, true, format!("{} node", node.label))
+            egui::WidgetInfo::labeled(
+                egui::WidgetType::Button,
+                true,
+                format!("{} node", node.label),
+            )
         });
         if body.clicked() {
             actions.push(CanvasAction::Select {
@@ -387,7 +443,13 @@ fn draw(ui: &mut Ui, view: &CanvasView, state: &mut CanvasState, actions: &mut V
             } else {
                 painter.circle_stroke(at, PORT_RADIUS, Stroke::new(1.5, color));
             }
-            painter.text(at + vec2(10.0, 0.0), Align2::LEFT_CENTER, &port.name, FontId::proportional(12.0), text);
+            painter.text(
+                at + vec2(10.0, 0.0),
+                Align2::LEFT_CENTER,
+                &port.name,
+                FontId::proportional(12.0),
+                text,
+            );
             let hit = ui.interact(
                 Rect::from_center_size(at, Vec2::splat(14.0)),
                 ui.id().with(("in", &key, i)),
@@ -414,7 +476,13 @@ fn draw(ui: &mut Ui, view: &CanvasView, state: &mut CanvasState, actions: &mut V
             let color = dtype_color(port.contract.as_deref().and_then(|c| c.split(' ').next()));
             painter.circle_filled(at, PORT_RADIUS, color);
             let label = port.value.clone().unwrap_or_else(|| port.name.clone());
-            painter.text(at - vec2(10.0, 0.0), Align2::RIGHT_CENTER, label, FontId::proportional(12.0), text);
+            painter.text(
+                at - vec2(10.0, 0.0),
+                Align2::RIGHT_CENTER,
+                label,
+                FontId::proportional(12.0),
+                text,
+            );
             let hit = ui.interact(
                 Rect::from_center_size(at, Vec2::splat(14.0)),
                 ui.id().with(("out", &key, i)),
@@ -470,7 +538,11 @@ fn depth(view: &CanvasView, mut f: FrameId) -> usize {
 fn binding_path(view: &CanvasView, n: NodeId, port: usize) -> Option<DocPath> {
     let node = &view.graph.nodes[n];
     match node.kind {
-        NodeKind::Invoke { .. } => Some(node.path.key("inputs").key(node.inputs.get(port)?.name.as_str())),
+        NodeKind::Invoke { .. } => Some(
+            node.path
+                .key("inputs")
+                .key(node.inputs.get(port)?.name.as_str()),
+        ),
         NodeKind::Emit => Some(node.path.key("value")),
         _ => None,
     }
@@ -481,10 +553,11 @@ fn binding_path(view: &CanvasView, n: NodeId, port: usize) -> Option<DocPath> {
 fn drop_target(view: &CanvasView, at: Pos2, from: (NodeId, usize)) -> Option<CanvasAction> {
     let value = view.graph.nodes[from.0].outputs[from.1].value.clone()?;
     view.graph.nodes.iter().enumerate().find_map(|(n, node)| {
-        if !matches!(node.kind, NodeKind::Invoke { .. }) || view.hidden_by(node.frame).is_some() {
+        if !matches!(node.kind, NodeKind::Invoke { .. }) || view.node_hidden[n].is_some() {
             return None;
         }
-        let port = (0..node.inputs.len()).find(|&i| view.port_pos(n, i, false).distance(at) < 12.0)?;
+        let port =
+            (0..node.inputs.len()).find(|&i| view.port_pos(n, i, false).distance(at) < 12.0)?;
         Some(CanvasAction::Connect {
             step: node.path.clone(),
             port: node.inputs[port].name.clone(),
@@ -496,7 +569,13 @@ fn drop_target(view: &CanvasView, at: Pos2, from: (NodeId, usize)) -> Option<Can
 fn badge(painter: &egui::Painter, corner: Pos2, severity: Severity, count: usize) {
     let center = corner + vec2(-2.0, 2.0);
     painter.circle_filled(center, 9.0, severity_color(severity));
-    painter.text(center, Align2::CENTER_CENTER, count.to_string(), FontId::proportional(11.0), Color32::WHITE);
+    painter.text(
+        center,
+        Align2::CENTER_CENTER,
+        count.to_string(),
+        FontId::proportional(11.0),
+        Color32::WHITE,
+    );
 }
 
 /// A small overview in the bottom-right corner; clicking it moves the view.
@@ -519,10 +598,20 @@ fn minimap(ui: &mut Ui, outer: Rect, view: &CanvasView, state: &mut CanvasState)
             painter.rect_filled(area, 4.0, ui.visuals().extreme_bg_color.gamma_multiply(0.9));
             for n in 0..view.graph.nodes.len() {
                 let r = view.node_rect(n);
-                painter.rect_filled(Rect::from_min_max(to_map(r.min), to_map(r.max)), 0.0, Color32::from_gray(120));
+                painter.rect_filled(
+                    Rect::from_min_max(to_map(r.min), to_map(r.max)),
+                    0.0,
+                    Color32::from_gray(120),
+                );
             }
-            let seen = Rect::from_min_max(to_map(state.scene_rect.min), to_map(state.scene_rect.max));
-            painter.rect_stroke(seen, 0.0, Stroke::new(1.0, ui.visuals().selection.stroke.color), StrokeKind::Inside);
+            let seen =
+                Rect::from_min_max(to_map(state.scene_rect.min), to_map(state.scene_rect.max));
+            painter.rect_stroke(
+                seen,
+                0.0,
+                Stroke::new(1.0, ui.visuals().selection.stroke.color),
+                StrokeKind::Inside,
+            );
             if let Some(p) = response.interact_pointer_pos()
                 && (response.clicked() || response.dragged())
             {

@@ -19,7 +19,11 @@ pub enum DiagnosticAction {
 
 /// Draws the list; `stale` greys it while a newer revision is validated.
 pub fn show(ui: &mut Ui, report: &Report, stale: bool) -> Option<DiagnosticAction> {
-    let errors = report.diagnostics.iter().filter(|d| d.severity == wfstudio_schema::Severity::Error).count();
+    let errors = report
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == wfstudio_schema::Severity::Error)
+        .count();
     let warnings = report.diagnostics.len() - errors;
     ui.horizontal(|ui| {
         ui.strong(format!("{errors} errors, {warnings} warnings"));
@@ -29,31 +33,37 @@ pub fn show(ui: &mut Ui, report: &Report, stale: bool) -> Option<DiagnosticActio
         }
     });
     let mut action = None;
-    egui::ScrollArea::vertical().auto_shrink([false, false]).show(ui, |ui| {
-        for (i, d) in report.diagnostics.iter().enumerate() {
-            ui.push_id(i, |ui| {
-                ui.horizontal_wrapped(|ui| {
-                    let place = d
-                        .span
-                        .map(|s| format!("{}:{}", s.start.line, s.start.column))
-                        .unwrap_or_default();
-                    ui.label(RichText::new(format!("{}[{}]", d.severity, d.code)).color(severity_color(d.severity)).monospace());
-                    let row = ui.add(egui::Label::new(&d.message).sense(egui::Sense::click()));
-                    ui.weak(place);
-                    if row.on_hover_text(d.path.to_string()).clicked() {
-                        action = Some(DiagnosticAction::Reveal(d.path.clone()));
-                    }
-                    if let Some(fix) = &d.fix
-                        && ui.small_button(format!("Fix: {}", fix.title)).clicked()
-                    {
-                        action = Some(DiagnosticAction::Fix(fix_command(fix)));
+    egui::ScrollArea::vertical()
+        .auto_shrink([false, false])
+        .show(ui, |ui| {
+            for (i, d) in report.diagnostics.iter().enumerate() {
+                ui.push_id(i, |ui| {
+                    ui.horizontal_wrapped(|ui| {
+                        let place = d
+                            .span
+                            .map(|s| format!("{}:{}", s.start.line, s.start.column))
+                            .unwrap_or_default();
+                        ui.label(
+                            RichText::new(format!("{}[{}]", d.severity, d.code))
+                                .color(severity_color(d.severity))
+                                .monospace(),
+                        );
+                        let row = ui.add(egui::Label::new(&d.message).sense(egui::Sense::click()));
+                        ui.weak(place);
+                        if row.on_hover_text(d.path.to_string()).clicked() {
+                            action = Some(DiagnosticAction::Reveal(d.path.clone()));
+                        }
+                        if let Some(fix) = &d.fix
+                            && ui.small_button(format!("Fix: {}", fix.title)).clicked()
+                        {
+                            action = Some(DiagnosticAction::Fix(fix_command(fix)));
+                        }
+                    });
+                    if let Some(help) = &d.help {
+                        ui.weak(format!("    help: {help}"));
                     }
                 });
-                if let Some(help) = &d.help {
-                    ui.weak(format!("    help: {help}"));
-                }
-            });
-        }
-    });
+            }
+        });
     action
 }

@@ -3,7 +3,7 @@
 //! a `.json` file) atomically, keeping the previous file as a backup.
 
 use crate::sidecar::Sidecar;
-use crate::worker::{AnalyzeJob, Analysis, Opened};
+use crate::worker::{Analysis, AnalyzeJob, Opened};
 use std::path::{Path, PathBuf};
 use wfstudio_core::edit::History;
 use wfstudio_schema::{Format, SourceMap};

@@ -40,10 +40,14 @@ fn step_at<'d>(document: &'d Document, path: &DocPath) -> Option<&'d Step> {
             (Key(k), Some(Step::Loop(l))) if k == "steps" => list = &l.steps,
             (Key(k), Some(Step::Loop(l))) if k == "setup" => list = l.setup.as_deref()?,
             (Key(k), Some(Step::Branch(b))) if k == "cases" => {
-                let Some(Key(case)) = segments.next() else { return None };
+                let Some(Key(case)) = segments.next() else {
+                    return None;
+                };
                 current = Some(b.cases.get(&case)?);
             }
-            (Key(k), Some(Step::Branch(b))) if k == "default" => current = Some(b.default.as_deref()?),
+            (Key(k), Some(Step::Branch(b))) if k == "default" => {
+                current = Some(b.default.as_deref()?)
+            }
             _ => return None,
         }
     }
@@ -73,53 +77,84 @@ pub fn show(
         state.text = wfstudio_schema::emit::to_yaml(node);
         state.error = None;
         state.renames = match step {
-            Some(Step::Invoke(invoke)) => invoke.outputs.iter().flatten().map(|(_, v)| v.clone()).collect(),
+            Some(Step::Invoke(invoke)) => invoke
+                .outputs
+                .iter()
+                .flatten()
+                .map(|(_, v)| v.clone())
+                .collect(),
             _ => Vec::new(),
         };
     }
     let mut command = None;
     ui.label(RichText::new(path.to_string()).monospace().weak());
-    if let (Some(Step::Invoke(invoke)), Some(wf)) = (step, document.pipeline.as_ref().map(|p| &p.workflow)) {
+    if let (Some(Step::Invoke(invoke)), Some(wf)) =
+        (step, document.pipeline.as_ref().map(|p| &p.workflow))
+    {
         ui.separator();
         ui.strong(format!("invoke {}", invoke.component));
         let mut names: BTreeSet<String> = values::value_names(wf).into_iter().collect();
         names.extend(values::value_contracts(wf).into_keys());
-        let ports = wf.components.get(&invoke.component).and_then(|c| c.ports.as_ref());
-        egui::Grid::new("bindings").num_columns(2).striped(true).show(ui, |ui| {
-            for (port, contract) in ports.and_then(|p| p.inputs.as_ref()).into_iter().flatten() {
-                let bound = invoke.inputs.as_ref().and_then(|i| i.get(port));
-                ui.label(port).on_hover_text(wfstudio_core::contracts::describe(contract));
-                let shown = bound.cloned().unwrap_or_else(|| "(unbound)".into());
-                egui::ComboBox::from_id_salt(("bind", port))
-                    .selected_text(shown)
-                    .width(180.0)
-                    .show_ui(ui, |ui| {
-                        if bound.is_some() && ui.selectable_label(false, "(unbound)").clicked() {
-                            command = Some(Command::Disconnect { step: path.clone(), port: port.clone() });
-                        }
-                        for name in &names {
-                            if ui.selectable_label(bound == Some(name), name).clicked() && bound != Some(name) {
-                                command = Some(Command::Connect {
+        let ports = wf
+            .components
+            .get(&invoke.component)
+            .and_then(|c| c.ports.as_ref());
+        egui::Grid::new("bindings")
+            .num_columns(2)
+            .striped(true)
+            .show(ui, |ui| {
+                for (port, contract) in ports.and_then(|p| p.inputs.as_ref()).into_iter().flatten()
+                {
+                    let bound = invoke.inputs.as_ref().and_then(|i| i.get(port));
+                    ui.label(port)
+                        .on_hover_text(wfstudio_core::contracts::describe(contract));
+                    let shown = bound.cloned().unwrap_or_else(|| "(unbound)".into());
+                    egui::ComboBox::from_id_salt(("bind", port))
+                        .selected_text(shown)
+                        .width(180.0)
+                        .show_ui(ui, |ui| {
+                            if bound.is_some() && ui.selectable_label(false, "(unbound)").clicked()
+                            {
+                                command = Some(Command::Disconnect {
                                     step: path.clone(),
                                     port: port.clone(),
-                                    value: name.clone(),
                                 });
                             }
-                        }
-                    });
-                ui.end_row();
-            }
-            for (i, (port, value)) in invoke.outputs.iter().flatten().enumerate() {
-                ui.label(format!("{port} →"));
-                if let Some(buffer) = state.renames.get_mut(i) {
-                    let edit = ui.add(egui::TextEdit::singleline(buffer).id_salt(("rename", port)).desired_width(180.0));
-                    if edit.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter)) && buffer != value {
-                        command = Some(Command::RenameValue { from: value.clone(), to: buffer.clone() });
-                    }
+                            for name in &names {
+                                if ui.selectable_label(bound == Some(name), name).clicked()
+                                    && bound != Some(name)
+                                {
+                                    command = Some(Command::Connect {
+                                        step: path.clone(),
+                                        port: port.clone(),
+                                        value: name.clone(),
+                                    });
+                                }
+                            }
+                        });
+                    ui.end_row();
                 }
-                ui.end_row();
-            }
-        });
+                for (i, (port, value)) in invoke.outputs.iter().flatten().enumerate() {
+                    ui.label(format!("{port} →"));
+                    if let Some(buffer) = state.renames.get_mut(i) {
+                        let edit = ui.add(
+                            egui::TextEdit::singleline(buffer)
+                                .id_salt(("rename", port))
+                                .desired_width(180.0),
+                        );
+                        if edit.lost_focus()
+                            && ui.input(|i| i.key_pressed(egui::Key::Enter))
+                            && buffer != value
+                        {
+                            command = Some(Command::RenameValue {
+                                from: value.clone(),
+                                to: buffer.clone(),
+                            });
+                        }
+                    }
+                    ui.end_row();
+                }
+            });
     }
     ui.separator();
     ui.label("YAML");
@@ -135,7 +170,10 @@ pub fn show(
             match wfstudio_schema::tree::parse_value(&state.text, &Limits::default()) {
                 Ok(value) => {
                     state.error = None;
-                    command = Some(Command::Set { path: path.clone(), value });
+                    command = Some(Command::Set {
+                        path: path.clone(),
+                        value,
+                    });
                 }
                 Err(error) => state.error = Some(error.to_string()),
             }
@@ -148,7 +186,10 @@ pub fn show(
         }
     });
     if let Some(error) = &state.error {
-        ui.colored_label(crate::style::severity_color(wfstudio_schema::Severity::Error), error);
+        ui.colored_label(
+            crate::style::severity_color(wfstudio_schema::Severity::Error),
+            error,
+        );
     }
     command
 }

@@ -101,7 +101,9 @@ impl Studio {
 
     /// Applies an edit, reporting a refusal in the status bar.
     pub fn apply(&mut self, command: &Command) -> bool {
-        let Some(doc) = &mut self.doc else { return false };
+        let Some(doc) = &mut self.doc else {
+            return false;
+        };
         match doc.history.apply(command) {
             Ok(()) => {
                 self.status = Some(Status {
@@ -144,7 +146,9 @@ impl Studio {
     /// Saves to the document's own path, or to `target` (Save As).
     pub fn save(&mut self, target: Option<&Path>) {
         let Some(doc) = &mut self.doc else { return };
-        let target = target.map(Path::to_path_buf).unwrap_or_else(|| doc.path.clone());
+        let target = target
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| doc.path.clone());
         let dropped = doc.dropped_comments;
         match doc.save_to(&target) {
             Ok(()) => {
@@ -156,7 +160,10 @@ impl Studio {
                 let _ = crate::recent::remember(&mut self.recent, &target);
                 self.say(format!("Saved {}{note}", target.display()), false);
             }
-            Err(error) => self.say(format!("Could not save {}: {error}", target.display()), true),
+            Err(error) => self.say(
+                format!("Could not save {}: {error}", target.display()),
+                true,
+            ),
         }
     }
 
@@ -175,12 +182,16 @@ impl Studio {
                             self.yaml = YamlState::default();
                             self.inspector = InspectorState::default();
                         }
-                        Err(error) => self.say(format!("Could not open {}: {error}", requested.display()), true),
+                        Err(error) => self.say(
+                            format!("Could not open {}: {error}", requested.display()),
+                            true,
+                        ),
                     }
                 }
                 Outcome::Analyzed(analysis) => {
                     if let Some(doc) = &mut self.doc {
-                        if analysis.revision == doc.history.revision() && self.yaml.revision != Some(analysis.revision)
+                        if analysis.revision == doc.history.revision()
+                            && self.yaml.revision != Some(analysis.revision)
                         {
                             self.yaml.text = analysis.text.clone();
                             self.yaml.revision = Some(analysis.revision);
@@ -189,7 +200,10 @@ impl Studio {
                         doc.analysis = Some(*analysis);
                     }
                 }
-                Outcome::Parsed { base_revision, result } => {
+                Outcome::Parsed {
+                    base_revision,
+                    result,
+                } => {
                     let Some(doc) = &mut self.doc else { continue };
                     if base_revision != doc.history.revision() {
                         continue;
@@ -202,7 +216,9 @@ impl Studio {
                         }
                         Err(diagnostics) => {
                             self.yaml.error = diagnostics.first().map(|d| match d.span {
-                                Some(s) => format!("{}:{}: {}", s.start.line, s.start.column, d.message),
+                                Some(s) => {
+                                    format!("{}:{}: {}", s.start.line, s.start.column, d.message)
+                                }
                                 None => d.message.clone(),
                             });
                         }
@@ -212,7 +228,7 @@ impl Studio {
             }
         }
         if let Some(job) = self.doc.as_mut().and_then(OpenDocument::analyze_job) {
-            self.worker.submit(Job::Analyze(job));
+            self.worker.submit(Job::Analyze(Box::new(job)));
         }
     }
 
@@ -220,7 +236,11 @@ impl Studio {
     pub fn show(&mut self, ui: &mut egui::Ui) {
         let ctx = &ui.ctx().clone();
         self.receive();
-        ctx.set_theme(if self.dark { egui::Theme::Dark } else { egui::Theme::Light });
+        ctx.set_theme(if self.dark {
+            egui::Theme::Dark
+        } else {
+            egui::Theme::Light
+        });
         self.shortcuts(ctx);
         self.dropped_files(ctx);
         self.menu_bar(ui);
@@ -246,7 +266,9 @@ impl Studio {
             ctx.input_mut(|i| i.consume_shortcut(&KeyboardShortcut::new(modifiers, key)))
         };
         let typing = ctx.egui_wants_keyboard_input();
-        if pressed(ctx, Modifiers::COMMAND | Modifiers::SHIFT, Key::Z) || pressed(ctx, Modifiers::COMMAND, Key::Y) {
+        if pressed(ctx, Modifiers::COMMAND | Modifiers::SHIFT, Key::Z)
+            || pressed(ctx, Modifiers::COMMAND, Key::Y)
+        {
             self.redo();
         }
         if pressed(ctx, Modifiers::COMMAND, Key::Z) {
@@ -284,7 +306,13 @@ impl Studio {
     }
 
     fn dropped_files(&mut self, ctx: &egui::Context) {
-        let dropped: Vec<PathBuf> = ctx.input(|i| i.raw.dropped_files.iter().map(|f| f.path().to_path_buf()).collect());
+        let dropped: Vec<PathBuf> = ctx.input(|i| {
+            i.raw
+                .dropped_files
+                .iter()
+                .map(|f| f.path().to_path_buf())
+                .collect()
+        });
         if let Some(path) = dropped.first() {
             self.open(path);
         }
@@ -292,7 +320,11 @@ impl Studio {
 
     fn pick_and_open(&mut self, folder: bool) {
         let dialog = rfd_dialog();
-        let picked = if folder { dialog.pick_folder() } else { dialog.pick_file() };
+        let picked = if folder {
+            dialog.pick_folder()
+        } else {
+            dialog.pick_file()
+        };
         if let Some(path) = picked {
             self.open(&path);
         }
@@ -320,23 +352,39 @@ impl Studio {
                     if ui.add_enabled(has_doc, egui::Button::new("Save")).clicked() {
                         self.save(None);
                     }
-                    if ui.add_enabled(has_doc, egui::Button::new("Save as…")).clicked()
+                    if ui
+                        .add_enabled(has_doc, egui::Button::new("Save as…"))
+                        .clicked()
                         && let Some(target) = rfd_dialog().save_file()
                     {
                         self.save(Some(&target));
                     }
                 });
                 ui.menu_button("Edit", |ui| {
-                    let undo = self.doc.as_ref().and_then(|d| d.history.undo_label()).map(str::to_string);
-                    let redo = self.doc.as_ref().and_then(|d| d.history.redo_label()).map(str::to_string);
+                    let undo = self
+                        .doc
+                        .as_ref()
+                        .and_then(|d| d.history.undo_label())
+                        .map(str::to_string);
+                    let redo = self
+                        .doc
+                        .as_ref()
+                        .and_then(|d| d.history.redo_label())
+                        .map(str::to_string);
                     if ui
-                        .add_enabled(undo.is_some(), egui::Button::new(format!("Undo {}", undo.unwrap_or_default())))
+                        .add_enabled(
+                            undo.is_some(),
+                            egui::Button::new(format!("Undo {}", undo.unwrap_or_default())),
+                        )
                         .clicked()
                     {
                         self.undo();
                     }
                     if ui
-                        .add_enabled(redo.is_some(), egui::Button::new(format!("Redo {}", redo.unwrap_or_default())))
+                        .add_enabled(
+                            redo.is_some(),
+                            egui::Button::new(format!("Redo {}", redo.unwrap_or_default())),
+                        )
                         .clicked()
                     {
                         self.redo();
@@ -355,7 +403,11 @@ impl Studio {
                     if ui.button("Find… (Ctrl+F)").clicked() {
                         self.search = Some(String::new());
                     }
-                    let theme = if self.dark { "Light theme" } else { "Dark theme" };
+                    let theme = if self.dark {
+                        "Light theme"
+                    } else {
+                        "Dark theme"
+                    };
                     if ui.button(theme).clicked() {
                         self.dark = !self.dark;
                     }
@@ -376,7 +428,10 @@ impl Studio {
                 }
                 if let Some(status) = &self.status {
                     if status.error {
-                        ui.colored_label(crate::style::severity_color(wfstudio_schema::Severity::Error), &status.text);
+                        ui.colored_label(
+                            crate::style::severity_color(wfstudio_schema::Severity::Error),
+                            &status.text,
+                        );
                     } else {
                         ui.label(&status.text);
                     }
@@ -454,7 +509,9 @@ impl Studio {
 
     /// Selects and frames the node that holds `path`.
     pub fn reveal(&mut self, path: &DocPath) {
-        let Some(analysis) = self.doc.as_ref().and_then(|d| d.analysis.as_ref()) else { return };
+        let Some(analysis) = self.doc.as_ref().and_then(|d| d.analysis.as_ref()) else {
+            return;
+        };
         let best = analysis
             .graph
             .nodes
@@ -465,7 +522,10 @@ impl Studio {
         if let Some((n, node)) = best {
             self.selection = vec![node.path.clone()];
             let r = analysis.layout.nodes[n];
-            self.canvas.frame(egui::Rect::from_min_size(egui::pos2(r.x, r.y), egui::vec2(r.w, r.h)));
+            self.canvas.frame(egui::Rect::from_min_size(
+                egui::pos2(r.x, r.y),
+                egui::vec2(r.w, r.h),
+            ));
             self.tab = Tab::Graph;
         } else {
             self.tab = Tab::Yaml;
@@ -510,7 +570,9 @@ impl Studio {
                         !q.is_empty()
                             && (n.label.to_lowercase().contains(&q)
                                 || n.inputs.iter().chain(&n.outputs).any(|p| {
-                                    p.value.as_deref().is_some_and(|v| v.to_lowercase().contains(&q))
+                                    p.value
+                                        .as_deref()
+                                        .is_some_and(|v| v.to_lowercase().contains(&q))
                                 }))
                     })
                     .take(12)
@@ -532,13 +594,13 @@ impl Studio {
                 return;
             }
         }
-        let view = CanvasView {
-            graph: &analysis.graph,
-            layout: &analysis.layout,
-            report: &analysis.report,
-            sidecar: &doc.sidecar,
-            selected: &self.selection,
-        };
+        let view = CanvasView::new(
+            &analysis.graph,
+            &analysis.layout,
+            &analysis.report,
+            &doc.sidecar,
+            &self.selection,
+        );
         let actions = canvas::show(ui, &view, &mut self.canvas);
         for action in actions {
             match action {
@@ -577,7 +639,11 @@ impl Studio {
     }
 
     fn palette(&mut self, ctx: &egui::Context) {
-        let Some(wf) = self.doc.as_ref().and_then(|d| d.history.document().pipeline.as_ref()).map(|p| p.workflow.clone())
+        let Some(wf) = self
+            .doc
+            .as_ref()
+            .and_then(|d| d.history.document().pipeline.as_ref())
+            .map(|p| p.workflow.clone())
         else {
             return;
         };
@@ -597,7 +663,9 @@ impl Studio {
     fn select_inserted(&mut self, list: &DocPath, index: usize) {
         let Some(doc) = &self.doc else { return };
         let root = tree::to_value(doc.history.document());
-        let len = tree::get(&root, list).and_then(Value::as_array).map_or(0, Vec::len);
+        let len = tree::get(&root, list)
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
         if len > 0 {
             self.selection = vec![list.index(index.min(len - 1))];
         }
@@ -608,7 +676,10 @@ impl Studio {
     fn insertion_point(&self) -> (DocPath, usize) {
         for path in self.selection.iter().rev() {
             if let Some(Segment::Index(i)) = path.segments().last()
-                && path.parent().last_key().is_some_and(|k| k == "steps" || k == "setup")
+                && path
+                    .parent()
+                    .last_key()
+                    .is_some_and(|k| k == "steps" || k == "setup")
             {
                 return (path.parent(), i + 1);
             }
@@ -624,7 +695,10 @@ impl Studio {
         if paths.is_empty() {
             return;
         }
-        let commands = paths.into_iter().map(|path| Command::Remove { path }).collect();
+        let commands = paths
+            .into_iter()
+            .map(|path| Command::Remove { path })
+            .collect();
         if self.apply(&Command::Batch {
             label: "Delete selection".into(),
             commands,
@@ -644,7 +718,9 @@ impl Studio {
             .filter_map(|p| tree::get(&root, p).cloned())
             .collect();
         if !self.clipboard.is_empty() {
-            ctx.copy_text(wfstudio_schema::emit::to_yaml(&Value::Array(self.clipboard.clone())));
+            ctx.copy_text(wfstudio_schema::emit::to_yaml(&Value::Array(
+                self.clipboard.clone(),
+            )));
             self.say(format!("Copied {} steps", self.clipboard.len()), false);
         }
     }
@@ -653,7 +729,15 @@ impl Studio {
     /// value names so single assignment holds.
     pub fn paste(&mut self) {
         let Some(doc) = &self.doc else { return };
-        let Some(wf) = doc.history.document().pipeline.as_ref().map(|p| &p.workflow) else { return };
+        let Some(wf) = doc
+            .history
+            .document()
+            .pipeline
+            .as_ref()
+            .map(|p| &p.workflow)
+        else {
+            return;
+        };
         if self.clipboard.is_empty() {
             return;
         }

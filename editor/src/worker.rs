@@ -18,7 +18,7 @@ pub enum Job {
     /// Load a file or package folder.
     Open(PathBuf),
     /// Validate and lay out one revision of a document.
-    Analyze(AnalyzeJob),
+    Analyze(Box<AnalyzeJob>),
     /// Parse YAML text typed in the YAML tab.
     ParseText {
         /// The revision the text was edited from.
@@ -150,7 +150,7 @@ pub fn run(job: Job) -> Outcome {
             let result = open(&requested);
             Outcome::Opened { requested, result }
         }
-        Job::Analyze(job) => Outcome::Analyzed(Box::new(analyze(job))),
+        Job::Analyze(job) => Outcome::Analyzed(Box::new(analyze(*job))),
         Job::ParseText {
             base_revision,
             text,
@@ -207,7 +207,8 @@ pub fn analyze(job: AnalyzeJob) -> Analysis {
     let (text, map) = match job.original {
         Some(original) => original,
         None => {
-            let text = wfstudio_schema::save::to_yaml(&job.document, job.leading_comments.as_deref());
+            let text =
+                wfstudio_schema::save::to_yaml(&job.document, job.leading_comments.as_deref());
             let map = parse_text(&text, Format::Yaml, &Limits::default())
                 .map(|loaded| loaded.source_map)
                 .unwrap_or_default();

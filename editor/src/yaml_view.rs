@@ -57,16 +57,18 @@ pub fn show(ui: &mut Ui, state: &mut YamlState, report: &Report) -> bool {
         ui.fonts_mut(|f| f.layout_job(job))
     };
     let mut changed = false;
-    egui::ScrollArea::both().auto_shrink([false, false]).show(ui, |ui| {
-        let response = ui.add(
-            egui::TextEdit::multiline(&mut state.text)
-                .id_salt("yaml_tab")
-                .code_editor()
-                .desired_width(f32::INFINITY)
-                .layouter(&mut layouter),
-        );
-        changed = response.changed();
-    });
+    egui::ScrollArea::both()
+        .auto_shrink([false, false])
+        .show(ui, |ui| {
+            let response = ui.add(
+                egui::TextEdit::multiline(&mut state.text)
+                    .id_salt("yaml_tab")
+                    .code_editor()
+                    .desired_width(f32::INFINITY)
+                    .layouter(&mut layouter),
+            );
+            changed = response.changed();
+        });
     if changed {
         state.edited = true;
     }

@@ -33,14 +33,16 @@ fn temp_package(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("wfstudio-kittest-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/examples/tiny-denoise/inference_metadata.yaml");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/examples/tiny-denoise/inference_metadata.yaml");
     std::fs::copy(source, dir.join("inference_metadata.yaml")).expect("copy fixture");
     dir
 }
 
 fn studio() -> Studio {
     // Keep the user's recent-files list out of the tests.
-    let config = std::env::temp_dir().join(format!("wfstudio-kittest-config-{}", std::process::id()));
+    let config =
+        std::env::temp_dir().join(format!("wfstudio-kittest-config-{}", std::process::id()));
     // SAFETY: set before any thread of this test reads the environment.
     unsafe { std::env::set_var("WFSTUDIO_CONFIG_DIR", &config) };
     Studio::new(|| {})
@@ -58,7 +60,10 @@ fn add_connect_undo_rename_and_save() {
     harness.get_by_label("decoder node").click_accesskit();
     harness.run_steps(2);
     assert_eq!(harness.state().selection.len(), 1);
-    assert_eq!(harness.state().selection[0].to_string(), "pipeline.workflow.steps[1]");
+    assert_eq!(
+        harness.state().selection[0].to_string(),
+        "pipeline.workflow.steps[1]"
+    );
     harness.get_by_label("invoke decoder");
 
     // Add an invoke of `decoder` from the palette: it lands after the
@@ -67,18 +72,34 @@ fn add_connect_undo_rename_and_save() {
     harness.run_steps(2);
     harness.get_by_label("Add node…").click();
     harness.run_steps(2);
-    harness.get_by_role_and_label(Role::Button, "invoke decoder").click();
+    harness
+        .get_by_role_and_label(Role::Button, "invoke decoder")
+        .click();
     settle(&mut harness);
-    assert_eq!(harness.state().selection[0].to_string(), "pipeline.workflow.steps[2]");
-    assert!(harness.state().status.as_ref().is_some_and(|s| s.text == "Add invoke decoder"));
+    assert_eq!(
+        harness.state().selection[0].to_string(),
+        "pipeline.workflow.steps[2]"
+    );
+    assert!(
+        harness
+            .state()
+            .status
+            .as_ref()
+            .is_some_and(|s| s.text == "Add invoke decoder")
+    );
 
     // Connect its `latent` port to the `latent` value with the binding picker.
     harness.get_by_value("(unbound)").click();
     harness.run_steps(2);
-    harness.get_by_role_and_label(Role::Button, "latent").click();
+    harness
+        .get_by_role_and_label(Role::Button, "latent")
+        .click();
     settle(&mut harness);
     let saved_yaml = |h: &Harness<'static, Studio>| {
-        wfstudio_schema::save::to_yaml(h.state().doc.as_ref().expect("doc").history.document(), None)
+        wfstudio_schema::save::to_yaml(
+            h.state().doc.as_ref().expect("doc").history.document(),
+            None,
+        )
     };
     assert!(
         saved_yaml(&harness).contains("- kind: invoke\n      component: decoder\n      inputs:\n        latent: latent\n      outputs:\n        image: decoder_image\n"),
@@ -89,8 +110,17 @@ fn add_connect_undo_rename_and_save() {
     // Undo the connection.
     harness.key_press_modifiers(Modifiers::COMMAND, Key::Z);
     settle(&mut harness);
-    assert!(saved_yaml(&harness).contains("      component: decoder\n      outputs:\n        image: decoder_image\n"));
-    assert!(harness.state().status.as_ref().is_some_and(|s| s.text == "Undid: Connect latent -> latent"));
+    assert!(
+        saved_yaml(&harness)
+            .contains("      component: decoder\n      outputs:\n        image: decoder_image\n")
+    );
+    assert!(
+        harness
+            .state()
+            .status
+            .as_ref()
+            .is_some_and(|s| s.text == "Undid: Connect latent -> latent")
+    );
 
     // Rename the new invoke's output value in the inspector.
     let rename_box = || By::new().role(Role::TextInput).value("decoder_image");
@@ -99,36 +129,68 @@ fn add_connect_undo_rename_and_save() {
     harness.get(rename_box()).type_text("preview");
     harness.key_press(Key::Enter);
     settle(&mut harness);
-    assert!(saved_yaml(&harness).contains("image: preview\n"), "{}", saved_yaml(&harness));
+    assert!(
+        saved_yaml(&harness).contains("image: preview\n"),
+        "{}",
+        saved_yaml(&harness)
+    );
 
     // Save, and read the file back.
     harness.key_press_modifiers(Modifiers::COMMAND, Key::S);
     harness.run_steps(2);
     let file = dir.join("inference_metadata.yaml");
     let text = std::fs::read_to_string(&file).expect("saved");
-    let loaded = wfstudio_schema::parse_text(&text, wfstudio_schema::Format::Yaml, &Default::default()).expect("saved file parses");
+    let loaded =
+        wfstudio_schema::parse_text(&text, wfstudio_schema::Format::Yaml, &Default::default())
+            .expect("saved file parses");
     let steps = &loaded.document.pipeline.expect("pipeline").workflow.steps;
     assert_eq!(steps.len(), 4);
     match &steps[2] {
         wfstudio_schema::types::steps::Step::Invoke(invoke) => {
             assert_eq!(invoke.component, "decoder");
             assert_eq!(invoke.inputs, None, "the connection was undone");
-            assert_eq!(invoke.outputs.as_ref().and_then(|o| o.get("image")).map(String::as_str), Some("preview"));
+            assert_eq!(
+                invoke
+                    .outputs
+                    .as_ref()
+                    .and_then(|o| o.get("image"))
+                    .map(String::as_str),
+                Some("preview")
+            );
         }
         other => panic!("expected the added invoke, got {other:?}"),
     }
-    assert!(text.starts_with("# Tiny denoise"), "the leading comment block is kept");
-    assert!(dir.join("inference_metadata.yaml.bak").exists(), "the previous version is kept");
-    assert!(!harness.state().doc.as_ref().expect("doc").history.is_dirty());
+    assert!(
+        text.starts_with("# Tiny denoise"),
+        "the leading comment block is kept"
+    );
+    assert!(
+        dir.join("inference_metadata.yaml.bak").exists(),
+        "the previous version is kept"
+    );
+    assert!(
+        !harness
+            .state()
+            .doc
+            .as_ref()
+            .expect("doc")
+            .history
+            .is_dirty()
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn opens_a_corpus_document_and_shows_its_nodes() {
-    let shared = std::env::var_os("WFSTUDIO_SHARED").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
+    let shared = std::env::var_os("WFSTUDIO_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
     let package = shared.join("corpus/packages/comfyui_txt2img_sd15");
     if !package.exists() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "the shared corpus is missing under CI");
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "the shared corpus is missing under CI"
+        );
         eprintln!("skipped: no shared corpus at {}", shared.display());
         return;
     }
@@ -136,8 +198,18 @@ fn opens_a_corpus_document_and_shows_its_nodes() {
     studio.open(&package);
     let mut harness = harness(studio);
     settle(&mut harness);
-    let analysis = harness.state().doc.as_ref().and_then(|d| d.analysis.as_ref()).expect("analysed");
-    assert_eq!(analysis.report.diagnostics.len(), 0, "{:?}", analysis.report.diagnostics);
+    let analysis = harness
+        .state()
+        .doc
+        .as_ref()
+        .and_then(|d| d.analysis.as_ref())
+        .expect("analysed");
+    assert_eq!(
+        analysis.report.diagnostics.len(),
+        0,
+        "{:?}",
+        analysis.report.diagnostics
+    );
     let invokes: Vec<String> = analysis
         .graph
         .nodes
@@ -148,7 +220,10 @@ fn opens_a_corpus_document_and_shows_its_nodes() {
     assert!(!invokes.is_empty());
     for label in &invokes {
         assert!(
-            !harness.query_all_by_label(&format!("{label} node")).collect::<Vec<_>>().is_empty(),
+            !harness
+                .query_all_by_label(&format!("{label} node"))
+                .collect::<Vec<_>>()
+                .is_empty(),
             "node {label} is on the fitted canvas"
         );
     }

@@ -534,6 +534,47 @@ fn find_comments(text: &str, scalar_ranges: &mut [(usize, usize)]) -> Vec<Commen
     comments
 }
 
+/// The JSON value of a node (scalars by their core-schema resolution).
+pub fn to_json(node: &Node) -> serde_json::Value {
+    use serde_json::Value;
+    match &node.value {
+        NodeValue::Scalar(s) => match s.resolved {
+            Resolved::Null => Value::Null,
+            Resolved::Bool(b) => Value::Bool(b),
+            Resolved::Int(i) => Value::from(i),
+            Resolved::UInt(u) => Value::from(u),
+            Resolved::Float(f) => serde_json::Number::from_f64(f)
+                .map(Value::Number)
+                .unwrap_or_else(|| Value::String(s.text.clone())),
+            Resolved::Str => Value::String(s.text.clone()),
+        },
+        NodeValue::Seq(items) => Value::Array(items.iter().map(to_json).collect()),
+        NodeValue::Map(entries) => Value::Object(
+            entries
+                .iter()
+                .map(|(k, v)| {
+                    let key = match &k.value {
+                        NodeValue::Scalar(s) => s.text.clone(),
+                        _ => String::new(),
+                    };
+                    (key, to_json(v))
+                })
+                .collect(),
+        ),
+    }
+}
+
+/// Parses a YAML (or JSON) fragment, such as the inspector's text of one
+/// field, into a JSON value within `limits` (an empty text is `null`).
+pub fn parse_value(text: &str, limits: &Limits) -> Result<serde_json::Value, TreeError> {
+    let parsed = parse_tree(text, limits)?;
+    Ok(parsed
+        .source_map
+        .root()
+        .map(to_json)
+        .unwrap_or(serde_json::Value::Null))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -590,45 +631,4 @@ mod tests {
         let err = parse_tree(&bomb, &Limits::default()).unwrap_err();
         assert!(matches!(err, TreeError::Limit { .. }), "{err:?}");
     }
-}
-
-/// The JSON value of a node (scalars by their core-schema resolution).
-pub fn to_json(node: &Node) -> serde_json::Value {
-    use serde_json::Value;
-    match &node.value {
-        NodeValue::Scalar(s) => match s.resolved {
-            Resolved::Null => Value::Null,
-            Resolved::Bool(b) => Value::Bool(b),
-            Resolved::Int(i) => Value::from(i),
-            Resolved::UInt(u) => Value::from(u),
-            Resolved::Float(f) => serde_json::Number::from_f64(f)
-                .map(Value::Number)
-                .unwrap_or_else(|| Value::String(s.text.clone())),
-            Resolved::Str => Value::String(s.text.clone()),
-        },
-        NodeValue::Seq(items) => Value::Array(items.iter().map(to_json).collect()),
-        NodeValue::Map(entries) => Value::Object(
-            entries
-                .iter()
-                .map(|(k, v)| {
-                    let key = match &k.value {
-                        NodeValue::Scalar(s) => s.text.clone(),
-                        _ => String::new(),
-                    };
-                    (key, to_json(v))
-                })
-                .collect(),
-        ),
-    }
-}
-
-/// Parses a YAML (or JSON) fragment, such as the inspector's text of one
-/// field, into a JSON value within `limits` (an empty text is `null`).
-pub fn parse_value(text: &str, limits: &Limits) -> Result<serde_json::Value, TreeError> {
-    let parsed = parse_tree(text, limits)?;
-    Ok(parsed
-        .source_map
-        .root()
-        .map(to_json)
-        .unwrap_or(serde_json::Value::Null))
 }

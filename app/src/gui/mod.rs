@@ -85,7 +85,10 @@ pub fn run(args: &OpenArgs) -> anyhow::Result<ExitCode> {
         ..Default::default()
     };
     let path = args.path.clone();
-    let script = args.screenshot.clone().map(|file| screenshot::Script::new(file, args.quit, exit.clone()));
+    let script = args
+        .screenshot
+        .clone()
+        .map(|file| screenshot::Script::new(file, args.quit, exit.clone()));
     let light = args.light;
     eframe::run_native(
         "wfstudio",

@@ -68,17 +68,28 @@ impl Script {
                     println!("{}", self.file.display());
                     self.finish(ctx, 0, None);
                 }
-                Err(e) => self.finish(ctx, 2, Some(format!("cannot write {}: {e}", self.file.display()))),
+                Err(e) => self.finish(
+                    ctx,
+                    2,
+                    Some(format!("cannot write {}: {e}", self.file.display())),
+                ),
             }
             return;
         }
         if studio.settled() && studio.doc.is_none() {
-            let why = studio.status.as_ref().map_or("no document was opened".to_string(), |s| s.text.clone());
+            let why = studio
+                .status
+                .as_ref()
+                .map_or("no document was opened".to_string(), |s| s.text.clone());
             self.finish(ctx, 1, Some(why));
             return;
         }
         if self.started.elapsed() > DEADLINE {
-            self.finish(ctx, 1, Some("the document did not finish opening in time".into()));
+            self.finish(
+                ctx,
+                1,
+                Some("the document did not finish opening in time".into()),
+            );
             return;
         }
         if studio.settled() {
@@ -94,9 +105,10 @@ impl Script {
 fn write_png(file: &std::path::Path, image: &egui::ColorImage) -> Result<(), image::ImageError> {
     let [w, h] = image.size;
     let pixels: Vec<u8> = image.pixels.iter().flat_map(|p| p.to_array()).collect();
-    let buffer = image::RgbaImage::from_raw(w as u32, h as u32, pixels)
-        .ok_or_else(|| image::ImageError::Parameter(image::error::ParameterError::from_kind(
+    let buffer = image::RgbaImage::from_raw(w as u32, h as u32, pixels).ok_or_else(|| {
+        image::ImageError::Parameter(image::error::ParameterError::from_kind(
             image::error::ParameterErrorKind::DimensionMismatch,
-        )))?;
+        ))
+    })?;
     buffer.save(file)
 }

@@ -1,0 +1,71 @@
+//! The real window under a virtual X server: `wfstudio open PATH
+//! --screenshot FILE --quit` writes a PNG of the window at the asked size
+//! with the graph drawn, and fails with a message for a missing document.
+
+mod support;
+
+use std::process::Command;
+
+/// `xvfb-run` when it is installed (set-up installs it; under CI it must be).
+fn xvfb_run() -> Option<&'static str> {
+    let found = Command::new("xvfb-run").arg("--help").output().is_ok();
+    if !found {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "xvfb-run is missing under CI"
+        );
+        eprintln!("skipped: xvfb-run not installed");
+    }
+    found.then_some("xvfb-run")
+}
+
+fn open_with_screenshot(target: &str, png: &std::path::Path) -> std::process::Output {
+    Command::new(xvfb_run().expect("checked"))
+        .args(["-a", "-s", "-screen 0 1280x1024x24"])
+        .arg(support::wfstudio())
+        .args(["open", target, "--screenshot"])
+        .arg(png)
+        .args(["--quit", "--size", "900x600"])
+        .output()
+        .expect("xvfb-run starts")
+}
+
+#[test]
+fn screenshot_of_the_example_package() {
+    if xvfb_run().is_none() {
+        return;
+    }
+    let png = std::env::temp_dir().join(format!("wfstudio-shot-{}.png", std::process::id()));
+    let example = support::fixtures().join("examples/tiny-denoise");
+    let output = open_with_screenshot(example.to_str().expect("utf-8 path"), &png);
+    assert!(
+        output.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let image = image::open(&png).expect("a PNG was written").to_rgba8();
+    assert_eq!(image.dimensions(), (900, 600));
+    // The loop's denoiser node header (invoke colour) is on screen.
+    let invoke_header = image.pixels().filter(|p| p.0[..3] == [60, 90, 150]).count();
+    assert!(
+        invoke_header > 500,
+        "invoke headers drawn: {invoke_header} pixels"
+    );
+    let _ = std::fs::remove_file(&png);
+}
+
+#[test]
+fn screenshot_mode_fails_for_a_missing_document() {
+    if xvfb_run().is_none() {
+        return;
+    }
+    let png = std::env::temp_dir().join(format!("wfstudio-noshot-{}.png", std::process::id()));
+    let output = open_with_screenshot("/nonexistent/package", &png);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("Could not open /nonexistent/package"),
+        "stderr: {stderr}"
+    );
+    assert!(!png.exists());
+}
