@@ -297,3 +297,32 @@ fn history_undoes_to_the_exact_original_and_tracks_saves() {
     history.redo();
     assert!(!history.is_dirty());
 }
+
+#[test]
+fn every_new_item_template_loads_and_lands_where_it_says() {
+    use wfstudio_core::edit::templates::{NewItem, add};
+    let doc = fixture();
+    let wf = &doc.pipeline.as_ref().expect("pipeline").workflow;
+    let mut expected = vec![
+        "pipeline.workflow.inputs.input",
+        "pipeline.workflow.outputs.output",
+        "pipeline.workflow.state.cell",
+        "pipeline.workflow.components.component",
+    ];
+    expected.extend(["pipeline.workflow.steps[3]"; 3]);
+    for (item, want) in NewItem::ALL.into_iter().zip(expected) {
+        let (command, path) = add(wf, item, None);
+        assert_eq!(path.to_string(), want, "{}", item.label());
+        let added = apply(&doc, &command)
+            .unwrap_or_else(|e| panic!("{} template refused: {e}", item.label()));
+        let value = wfstudio_core::edit::tree::to_value(&added);
+        assert!(
+            wfstudio_core::edit::tree::get(&value, &path).is_some(),
+            "{} is at {path}",
+            item.label()
+        );
+    }
+    let (command, path) = add(wf, NewItem::Emit, Some((step(0).key("steps"), 0)));
+    assert_eq!(path.to_string(), "pipeline.workflow.steps[0].steps[0]");
+    assert!(apply(&doc, &command).is_ok());
+}

@@ -10,6 +10,7 @@ use crate::style::{dtype_color, severity_color};
 use egui::epaint::CubicBezierShape;
 use egui::{Align2, Color32, FontId, Pos2, Rect, Sense, Stroke, StrokeKind, Ui, Vec2, pos2, vec2};
 use wfstudio_core::Report;
+use wfstudio_core::edit::Command;
 use wfstudio_core::graph::{FrameId, Layout, NodeId, NodeKind, ViewGraph};
 use wfstudio_schema::{DocPath, Severity};
 
@@ -30,22 +31,9 @@ pub enum CanvasAction {
     },
     /// Click on empty canvas.
     ClearSelection,
-    /// A wire dropped from an output port onto an invoke's input port.
-    Connect {
-        /// The consuming invoke.
-        step: DocPath,
-        /// Its input port.
-        port: String,
-        /// The value of the output port the drag started at.
-        value: String,
-    },
-    /// "Disconnect" chosen on a bound input port.
-    Disconnect {
-        /// The invoke.
-        step: DocPath,
-        /// Its input port.
-        port: String,
-    },
+    /// An edit: a wire dropped from an output port onto an invoke's input
+    /// port (`Connect`), or "Disconnect" chosen on a bound input port.
+    Edit(Command),
     /// A node dragged to a new top-left corner.
     Move {
         /// The node's path text (sidecar key).
@@ -462,10 +450,10 @@ fn draw(ui: &mut Ui, view: &CanvasView, state: &mut CanvasState, actions: &mut V
             if port.value.is_some() && matches!(node.kind, NodeKind::Invoke { .. }) {
                 hit.context_menu(|ui| {
                     if ui.button("Disconnect").clicked() {
-                        actions.push(CanvasAction::Disconnect {
+                        actions.push(CanvasAction::Edit(Command::Disconnect {
                             step: node.path.clone(),
                             port: port.name.clone(),
-                        });
+                        }));
                         ui.close();
                     }
                 });
@@ -558,11 +546,11 @@ fn drop_target(view: &CanvasView, at: Pos2, from: (NodeId, usize)) -> Option<Can
         }
         let port =
             (0..node.inputs.len()).find(|&i| view.port_pos(n, i, false).distance(at) < 12.0)?;
-        Some(CanvasAction::Connect {
+        Some(CanvasAction::Edit(Command::Connect {
             step: node.path.clone(),
             port: node.inputs[port].name.clone(),
             value: value.clone(),
-        })
+        }))
     })
 }
 

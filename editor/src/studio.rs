@@ -13,6 +13,7 @@ use crate::yaml_view::{self, YamlState};
 use egui::{Key, KeyboardShortcut, Modifiers};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use wfstudio_core::edit::templates::{self, NewItem};
 use wfstudio_core::edit::{Command, top_level_steps, tree, values};
 use wfstudio_schema::DocPath;
 use wfstudio_schema::path::Segment;
@@ -389,9 +390,16 @@ impl Studio {
                     {
                         self.redo();
                     }
-                    if ui.button("Add node…").clicked() {
+                    if ui.button("Add invoke…").clicked() {
                         self.palette.open = true;
                     }
+                    ui.menu_button("Add", |ui| {
+                        for item in NewItem::ALL {
+                            if ui.button(item.label()).clicked() {
+                                self.add_item(item);
+                            }
+                        }
+                    });
                     if ui.button("Delete selection").clicked() {
                         self.delete_selection();
                     }
@@ -615,11 +623,8 @@ impl Studio {
                     }
                 }
                 CanvasAction::ClearSelection => self.selection.clear(),
-                CanvasAction::Connect { step, port, value } => {
-                    self.apply(&Command::Connect { step, port, value });
-                }
-                CanvasAction::Disconnect { step, port } => {
-                    self.apply(&Command::Disconnect { step, port });
+                CanvasAction::Edit(command) => {
+                    self.apply(&command);
                 }
                 CanvasAction::Move { key, to } => {
                     if let Some(doc) = &mut self.doc {
@@ -656,6 +661,23 @@ impl Studio {
             }) {
                 self.select_inserted(&list, index);
             }
+        }
+    }
+
+    /// Adds a new input, output, cell, component or step from its template
+    /// and selects it.
+    pub fn add_item(&mut self, item: NewItem) {
+        let Some(wf) = self
+            .doc
+            .as_ref()
+            .and_then(|d| d.history.document().pipeline.as_ref())
+        else {
+            return;
+        };
+        let at = self.insertion_point();
+        let (command, path) = templates::add(&wf.workflow, item, Some(at));
+        if self.apply(&command) {
+            self.selection = vec![path];
         }
     }
 

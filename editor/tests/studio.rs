@@ -70,7 +70,7 @@ fn add_connect_undo_rename_and_save() {
     // selected step and is selected, its input unbound.
     harness.get_by_label("Edit").click();
     harness.run_steps(2);
-    harness.get_by_label("Add node…").click();
+    harness.get_by_label("Add invoke…").click();
     harness.run_steps(2);
     harness
         .get_by_role_and_label(Role::Button, "invoke decoder")
@@ -135,6 +135,18 @@ fn add_connect_undo_rename_and_save() {
         saved_yaml(&harness)
     );
 
+    // Add a state cell from the Add menu: it is selected for editing.
+    harness.get_by_label("Edit").click();
+    harness.run_steps(2);
+    harness.get_by_label("Add ⏵").hover();
+    harness.run_steps(2);
+    harness.get_by_label("state cell").click();
+    settle(&mut harness);
+    assert_eq!(
+        harness.state().selection[0].to_string(),
+        "pipeline.workflow.state.cell"
+    );
+
     // Save, and read the file back.
     harness.key_press_modifiers(Modifiers::COMMAND, Key::S);
     harness.run_steps(2);
@@ -143,7 +155,10 @@ fn add_connect_undo_rename_and_save() {
     let loaded =
         wfstudio_schema::parse_text(&text, wfstudio_schema::Format::Yaml, &Default::default())
             .expect("saved file parses");
-    let steps = &loaded.document.pipeline.expect("pipeline").workflow.steps;
+    let wf = loaded.document.pipeline.expect("pipeline").workflow;
+    let cells: Vec<&String> = wf.state.as_ref().expect("state").keys().collect();
+    assert_eq!(cells, ["latent", "cell"]);
+    let steps = &wf.steps;
     assert_eq!(steps.len(), 4);
     match &steps[2] {
         wfstudio_schema::types::steps::Step::Invoke(invoke) => {

@@ -73,29 +73,30 @@ impl History {
     /// Steps back; returns the label of the undone edit.
     pub fn undo(&mut self) -> Option<String> {
         let entry = self.undo.pop()?;
-        let label = entry.label.clone();
-        let document = std::mem::replace(&mut self.current, entry.document);
-        self.redo.push(Entry {
-            document,
-            label: entry.label,
-            id: self.current_id,
-        });
-        self.current_id = entry.id;
+        let (label, entry) = self.switch_to(entry);
+        self.redo.push(entry);
         Some(label)
     }
 
     /// Steps forward again; returns the label of the redone edit.
     pub fn redo(&mut self) -> Option<String> {
         let entry = self.redo.pop()?;
-        let label = entry.label.clone();
-        let document = std::mem::replace(&mut self.current, entry.document);
-        self.undo.push(Entry {
-            document,
-            label: entry.label,
-            id: self.current_id,
-        });
-        self.current_id = entry.id;
+        let (label, entry) = self.switch_to(entry);
+        self.undo.push(entry);
         Some(label)
+    }
+
+    /// Makes `entry`'s state current; returns its label and the entry that
+    /// now holds the state left behind (for the opposite stack).
+    fn switch_to(&mut self, entry: Entry) -> (String, Entry) {
+        let document = std::mem::replace(&mut self.current, entry.document);
+        let left = Entry {
+            document,
+            label: entry.label.clone(),
+            id: self.current_id,
+        };
+        self.current_id = entry.id;
+        (entry.label, left)
     }
 
     /// The label of what [`undo`](Self::undo) would undo.

@@ -3,6 +3,7 @@
 //! the reason, and [`History`] keeps unlimited undo/redo per file.
 
 mod history;
+pub mod templates;
 pub mod tree;
 pub mod values;
 
