@@ -33,7 +33,9 @@ pub struct OpenDocument {
 impl OpenDocument {
     /// Wraps a document read from disk.
     pub fn from_opened(opened: Opened) -> Self {
-        let Opened { file, text, loaded } = opened;
+        let Opened {
+            file, text, loaded, ..
+        } = opened;
         OpenDocument {
             sidecar: Sidecar::load(&file),
             format: loaded.format,

@@ -4,6 +4,7 @@
 //! `wfstudio_core::edit` commands. No dependency on a windowing backend, so
 //! the same code runs in the real window and in headless tests.
 
+pub mod autosave;
 pub mod canvas;
 pub mod diagnostics;
 pub mod document;

@@ -13,6 +13,7 @@ use crate::yaml_view::{self, YamlState};
 use egui::{Key, KeyboardShortcut, Modifiers};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 use wfstudio_core::edit::templates::{self, NewItem};
 use wfstudio_core::edit::{Command, top_level_steps, tree, values};
 use wfstudio_schema::DocPath;
@@ -62,18 +63,35 @@ pub struct Studio {
     pub close_confirmed: bool,
     /// Dark theme on.
     pub dark: bool,
+    /// The revision whose recovery copy was last written.
+    autosaved: Option<u64>,
+    /// When the pending recovery copy is due (edits are batched).
+    autosave_due: Option<Instant>,
+    /// A recovery-copy job was sent and has not reported back.
+    autosave_pending: bool,
+    /// The config folder (recent files, recovery copies).
+    config: Option<PathBuf>,
 }
+
+/// How long edits wait before their recovery copy is written.
+pub const AUTOSAVE_DELAY: Duration = Duration::from_millis(500);
 
 impl Studio {
     /// A studio with no document; `notify` wakes the UI when background
     /// work finishes (`egui::Context::request_repaint`).
     pub fn new(notify: impl Fn() + Send + 'static) -> Self {
+        Self::with_config_dir(notify, crate::recent::config_dir())
+    }
+
+    /// A studio keeping its recent files and recovery copies in `config`
+    /// (`None`: keep none).
+    pub fn with_config_dir(notify: impl Fn() + Send + 'static, config: Option<PathBuf>) -> Self {
         Studio {
             worker: Worker::start(notify),
             doc: None,
             opening: Vec::new(),
             status: None,
-            recent: crate::recent::load(),
+            recent: crate::recent::load(config.as_deref()),
             selection: Vec::new(),
             tab: Tab::Graph,
             canvas: CanvasState::default(),
@@ -85,13 +103,20 @@ impl Studio {
             confirm_close: false,
             close_confirmed: false,
             dark: true,
+            autosaved: None,
+            autosave_due: None,
+            autosave_pending: false,
+            config,
         }
     }
 
     /// Starts opening a document file or package folder.
     pub fn open(&mut self, path: &Path) {
         self.opening.push(path.to_path_buf());
-        self.worker.submit(Job::Open(path.to_path_buf()));
+        self.worker.submit(Job::Open {
+            path: path.to_path_buf(),
+            config: self.config.clone(),
+        });
     }
 
     /// Whether nothing is pending: no open in flight and the current
@@ -151,14 +176,18 @@ impl Studio {
             .map(Path::to_path_buf)
             .unwrap_or_else(|| doc.path.clone());
         let dropped = doc.dropped_comments;
+        let previous = doc.path.clone();
         match doc.save_to(&target) {
             Ok(()) => {
+                if previous != target {
+                    let _ = crate::autosave::discard(self.config.as_deref(), &previous);
+                }
                 let note = if dropped > 0 {
                     format!(" ({dropped} comments after the top block were not kept)")
                 } else {
                     String::new()
                 };
-                let _ = crate::recent::remember(&mut self.recent, &target);
+                let _ = crate::recent::remember(self.config.as_deref(), &mut self.recent, &target);
                 self.say(format!("Saved {}{note}", target.display()), false);
             }
             Err(error) => self.say(
@@ -174,10 +203,31 @@ impl Studio {
                 Outcome::Opened { requested, result } => {
                     self.opening.retain(|p| p != &requested);
                     match result {
-                        Ok(opened) => {
-                            let _ = crate::recent::remember(&mut self.recent, &opened.file);
+                        Ok(mut opened) => {
+                            let _ = crate::recent::remember(
+                                self.config.as_deref(),
+                                &mut self.recent,
+                                &opened.file,
+                            );
                             self.say(format!("Opened {}", opened.file.display()), false);
-                            self.doc = Some(OpenDocument::from_opened(opened));
+                            let recovered = opened.recovered.take();
+                            let mut doc = OpenDocument::from_opened(opened);
+                            if let Some((recovery, document)) = recovered {
+                                doc.history
+                                    .replace(*document, "Recover unsaved edits".into());
+                                self.say(
+                                    format!(
+                                        "Recovered unsaved edits of {} (kept {}); undo shows the saved file",
+                                        doc.path.display(),
+                                        age(recovery.written_unix)
+                                    ),
+                                    false,
+                                );
+                            }
+                            // A recovered state's copy is already on disk; a clean one has none.
+                            self.autosaved = doc.history.is_dirty().then(|| doc.history.revision());
+                            self.autosave_due = None;
+                            self.doc = Some(doc);
                             self.selection.clear();
                             self.canvas = CanvasState::default();
                             self.yaml = YamlState::default();
@@ -225,6 +275,11 @@ impl Studio {
                         }
                     }
                 }
+                Outcome::Autosaved => self.autosave_pending = false,
+                Outcome::AutosaveFailed(message) => {
+                    self.autosave_pending = false;
+                    self.say(message, true);
+                }
                 Outcome::Failed(message) => self.say(message, true),
             }
         }
@@ -233,10 +288,63 @@ impl Studio {
         }
     }
 
+    /// Keeps the crash-recovery copy in step with the unsaved state: written
+    /// [`AUTOSAVE_DELAY`] after the last edit, removed once saved (or undone
+    /// back to the saved state). Returns when it next needs a frame.
+    fn autosave(&mut self) -> Option<Duration> {
+        let doc = self.doc.as_ref()?;
+        let revision = doc.history.revision();
+        if !doc.history.is_dirty() {
+            if self.autosaved.take().is_some() {
+                self.autosave_pending = true;
+                self.worker.submit(Job::Autosave {
+                    config: self.config.clone(),
+                    document: doc.path.clone(),
+                    text: None,
+                });
+            }
+            self.autosave_due = None;
+            return None;
+        }
+        if self.autosaved == Some(revision) {
+            return None;
+        }
+        let now = Instant::now();
+        let due = *self.autosave_due.get_or_insert(now + AUTOSAVE_DELAY);
+        if now < due {
+            return Some(due - now);
+        }
+        self.autosave_pending = true;
+        self.worker.submit(Job::Autosave {
+            config: self.config.clone(),
+            document: doc.path.clone(),
+            text: Some(doc.saved_text(wfstudio_schema::Format::Yaml)),
+        });
+        self.autosaved = Some(revision);
+        self.autosave_due = None;
+        None
+    }
+
+    /// Whether the recovery copy on disk matches the current state (tests
+    /// wait for it).
+    pub fn autosave_current(&self) -> bool {
+        !self.autosave_pending
+            && self.doc.as_ref().is_none_or(|d| {
+                if d.history.is_dirty() {
+                    self.autosaved == Some(d.history.revision())
+                } else {
+                    self.autosaved.is_none()
+                }
+            })
+    }
+
     /// Draws one frame of the studio into the window's root `ui`.
     pub fn show(&mut self, ui: &mut egui::Ui) {
         let ctx = &ui.ctx().clone();
         self.receive();
+        if let Some(wait) = self.autosave() {
+            ctx.request_repaint_after(wait);
+        }
         ctx.set_theme(if self.dark {
             egui::Theme::Dark
         } else {
@@ -821,6 +929,18 @@ impl Studio {
         self.confirm_close = false;
         self.close_confirmed = true;
         ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+    }
+}
+
+/// "3 min ago"-style age of a Unix timestamp.
+fn age(unix: u64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(unix, |d| d.as_secs());
+    match now.saturating_sub(unix) {
+        s if s < 120 => format!("{s} s ago"),
+        s if s < 7200 => format!("{} min ago", s / 60),
+        s => format!("{} h ago", s / 3600),
     }
 }
 

@@ -15,10 +15,24 @@ use wfstudio_schema::{Diagnostic, Format, Limits, Loaded, SourceMap, parse_text}
 /// Work for the background thread.
 #[derive(Debug)]
 pub enum Job {
-    /// Load a file or package folder.
-    Open(PathBuf),
+    /// Load a file or package folder (and any recovery copy in `config`).
+    Open {
+        /// The file or folder.
+        path: PathBuf,
+        /// The config folder holding recovery copies.
+        config: Option<PathBuf>,
+    },
     /// Validate and lay out one revision of a document.
     Analyze(Box<AnalyzeJob>),
+    /// Write (`Some` text) or remove (`None`) the crash-recovery copy.
+    Autosave {
+        /// The config folder.
+        config: Option<PathBuf>,
+        /// The document file.
+        document: PathBuf,
+        /// Its unsaved text.
+        text: Option<String>,
+    },
     /// Parse YAML text typed in the YAML tab.
     ParseText {
         /// The revision the text was edited from.
@@ -78,6 +92,10 @@ pub enum Outcome {
         /// The document, or the syntax/structure diagnostics.
         result: Result<Box<Document>, Vec<Diagnostic>>,
     },
+    /// The recovery copy was written or removed.
+    Autosaved,
+    /// The recovery copy could not be written or removed.
+    AutosaveFailed(String),
     /// A job panicked; the message names the job.
     Failed(String),
 }
@@ -129,9 +147,10 @@ impl Worker {
 
 fn run_caught(job: Job) -> Outcome {
     let name = match &job {
-        Job::Open(path) => format!("opening {}", path.display()),
+        Job::Open { path, .. } => format!("opening {}", path.display()),
         Job::Analyze(a) => format!("validating revision {}", a.revision),
         Job::ParseText { .. } => "parsing the YAML text".to_string(),
+        Job::Autosave { .. } => "writing the recovery copy".to_string(),
     };
     catch_unwind(AssertUnwindSafe(|| run(job))).unwrap_or_else(|panic| {
         let detail = panic
@@ -146,11 +165,32 @@ fn run_caught(job: Job) -> Outcome {
 /// Runs one job on the calling thread (the worker, or a test).
 pub fn run(job: Job) -> Outcome {
     match job {
-        Job::Open(requested) => {
-            let result = open(&requested);
+        Job::Open {
+            path: requested,
+            config,
+        } => {
+            let result = open(&requested, config.as_deref());
             Outcome::Opened { requested, result }
         }
         Job::Analyze(job) => Outcome::Analyzed(Box::new(analyze(*job))),
+        Job::Autosave {
+            config,
+            document,
+            text,
+        } => {
+            let config = config.as_deref();
+            let result = match text {
+                Some(text) => crate::autosave::write(config, &document, text),
+                None => crate::autosave::discard(config, &document),
+            };
+            match result {
+                Ok(()) => Outcome::Autosaved,
+                Err(e) => Outcome::AutosaveFailed(format!(
+                    "could not keep a recovery copy of {}: {e}",
+                    document.display()
+                )),
+            }
+        }
         Job::ParseText {
             base_revision,
             text,
@@ -162,12 +202,13 @@ pub fn run(job: Job) -> Outcome {
     }
 }
 
-fn open(requested: &Path) -> Result<Opened, String> {
+fn open(requested: &Path, config: Option<&Path>) -> Result<Opened, String> {
     let file = wfstudio_schema::locate_document(requested).map_err(|e| e.to_string())?;
     let limits = Limits::default();
     let text = wfstudio_schema::load::read_text(&file, &limits).map_err(|e| e.to_string())?;
     match parse_text(&text, Format::from_path(&file), &limits) {
         Ok(loaded) => Ok(Opened {
+            recovered: recovered(config, &file, &loaded.document),
             file,
             text,
             loaded: Box::new(loaded),
@@ -190,6 +231,23 @@ fn open(requested: &Path) -> Result<Opened, String> {
     }
 }
 
+/// The unsaved edits kept for `file` after a crash, when they differ from
+/// what is on disk (an identical or unreadable copy is removed).
+fn recovered(
+    config: Option<&Path>,
+    file: &Path,
+    on_disk: &Document,
+) -> Option<(crate::autosave::Recovery, Box<Document>)> {
+    let recovery = crate::autosave::read(config, file)?;
+    match parse_text(&recovery.text, Format::Yaml, &Limits::default()) {
+        Ok(loaded) if &loaded.document != on_disk => Some((recovery, Box::new(loaded.document))),
+        _ => {
+            let _ = crate::autosave::discard(config, file);
+            None
+        }
+    }
+}
+
 /// A document read from disk.
 #[derive(Debug)]
 pub struct Opened {
@@ -199,6 +257,8 @@ pub struct Opened {
     pub text: String,
     /// Its parse.
     pub loaded: Box<Loaded>,
+    /// Unsaved edits recovered after a crash.
+    pub recovered: Option<(crate::autosave::Recovery, Box<Document>)>,
 }
 
 /// Validation (semantic rules and, with a package folder, artifact files),
