@@ -25,7 +25,7 @@ fn open_with_screenshot(target: &str, png: &std::path::Path) -> std::process::Ou
         .arg(support::wfstudio())
         .args(["open", target, "--screenshot"])
         .arg(png)
-        .args(["--quit", "--size", "900x600"])
+        .args(["--quit", "--size", "1100x700"])
         .output()
         .expect("xvfb-run starts")
 }
@@ -44,7 +44,7 @@ fn screenshot_of_the_example_package() {
         String::from_utf8_lossy(&output.stderr)
     );
     let image = image::open(&png).expect("a PNG was written").to_rgba8();
-    assert_eq!(image.dimensions(), (900, 600));
+    assert_eq!(image.dimensions(), (1100, 700));
     // The loop's denoiser node header (invoke colour) is on screen.
     let invoke_header = image.pixels().filter(|p| p.0[..3] == [60, 90, 150]).count();
     assert!(
@@ -68,4 +68,36 @@ fn screenshot_mode_fails_for_a_missing_document() {
         "stderr: {stderr}"
     );
     assert!(!png.exists());
+}
+
+#[test]
+fn run_in_the_window_shows_the_preview() {
+    if xvfb_run().is_none() || !support::runtime_available() {
+        return;
+    }
+    let png = std::env::temp_dir().join(format!("wfstudio-runshot-{}.png", std::process::id()));
+    let example = support::fixtures().join("examples/tiny-denoise");
+    let output = Command::new("xvfb-run")
+        .args(["-a", "-s", "-screen 0 1280x1024x24"])
+        .arg(support::wfstudio())
+        .arg("open")
+        .arg(&example)
+        .args(["--run", "--screenshot"])
+        .arg(&png)
+        .args(["--quit", "--size", "1100x700"])
+        .output()
+        .expect("xvfb-run starts");
+    assert!(
+        output.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let image = image::open(&png).expect("a PNG was written").to_rgba8();
+    // The smiley preview: bright yellow face pixels drawn by the run panel.
+    let yellow = image
+        .pixels()
+        .filter(|p| p.0[0] > 200 && p.0[1] > 200 && p.0[2] < 80)
+        .count();
+    assert!(yellow > 2000, "preview pixels: {yellow}");
+    let _ = std::fs::remove_file(&png);
 }

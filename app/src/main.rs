@@ -3,6 +3,7 @@
 
 mod cli;
 mod gui;
+mod output_media;
 
 use clap::Parser;
 use std::process::ExitCode;

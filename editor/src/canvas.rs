@@ -82,6 +82,18 @@ impl CanvasState {
     }
 }
 
+/// What a run adds to the canvas: a badge per step (`12.3 ms × 4`), the
+/// step running now, and the step that failed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunOverlay {
+    /// Step path text -> badge text.
+    pub badges: std::collections::HashMap<String, String>,
+    /// The step running now.
+    pub running: Option<String>,
+    /// The step that failed.
+    pub failed: Option<String>,
+}
+
 /// Everything the canvas draws from, with the geometry of this frame
 /// computed once (positions after user moves, frame boxes, what collapsed
 /// frames hide), so drawing stays linear in what is visible.
@@ -94,6 +106,8 @@ pub struct CanvasView<'a> {
     pub sidecar: &'a Sidecar,
     /// Selected document paths.
     pub selected: &'a [DocPath],
+    /// Run progress and timing drawn over the nodes.
+    pub overlay: Option<&'a RunOverlay>,
     node_rects: Vec<Rect>,
     frame_rects: Vec<Rect>,
     collapsed: Vec<bool>,
@@ -161,6 +175,7 @@ impl<'a> CanvasView<'a> {
             report,
             sidecar,
             selected,
+            overlay: None,
             node_rects,
             frame_rects,
             collapsed,
@@ -379,12 +394,30 @@ fn draw(ui: &mut Ui, view: &CanvasView, state: &mut CanvasState, actions: &mut V
         let header = Rect::from_min_size(rect.min, vec2(rect.width(), HEADER - 4.0));
         painter.rect_filled(header, 5.0, accent);
         let selected = view.selected.contains(&node.path);
-        painter.rect_stroke(
-            rect,
-            5.0,
-            if selected { selected_stroke } else { outline },
-            StrokeKind::Outside,
-        );
+        let run_state = view.overlay.map(|o| {
+            let key = key.as_str();
+            (
+                o.running.as_deref() == Some(key),
+                o.failed.as_deref() == Some(key),
+                o.badges.get(key),
+            )
+        });
+        let stroke = match run_state {
+            Some((_, true, _)) => Stroke::new(3.0, severity_color(Severity::Error)),
+            Some((true, _, _)) => Stroke::new(3.0, Color32::from_rgb(90, 220, 120)),
+            _ if selected => selected_stroke,
+            _ => outline,
+        };
+        painter.rect_stroke(rect, 5.0, stroke, StrokeKind::Outside);
+        if let Some((_, _, Some(badge))) = run_state {
+            painter.text(
+                rect.left_bottom() + vec2(4.0, 3.0),
+                Align2::LEFT_TOP,
+                badge,
+                FontId::monospace(11.0),
+                Color32::from_rgb(90, 220, 120),
+            );
+        }
         let body = ui.interact(rect, ui.id().with(("node", &key)), Sense::click_and_drag());
         body.widget_info(|| {
             egui::WidgetInfo::labeled(

@@ -3,7 +3,7 @@
 //! document. Parsing, validation and layout happen on the [`Worker`]; this
 //! type only draws, turns input into [`Command`]s and applies them.
 
-use crate::canvas::{self, CanvasAction, CanvasState, CanvasView};
+use crate::canvas::{self, CanvasAction, CanvasState, CanvasView, RunOverlay};
 use crate::diagnostics::{self, DiagnosticAction};
 use crate::document::OpenDocument;
 use crate::inspector::{self, InspectorState};
@@ -71,6 +71,8 @@ pub struct Studio {
     autosave_pending: bool,
     /// The config folder (recent files, recovery copies).
     config: Option<PathBuf>,
+    /// Run progress and timing shown on the canvas (set by the run panel).
+    pub run_overlay: RunOverlay,
 }
 
 /// How long edits wait before their recovery copy is written.
@@ -107,6 +109,7 @@ impl Studio {
             autosave_due: None,
             autosave_pending: false,
             config,
+            run_overlay: RunOverlay::default(),
         }
     }
 
@@ -710,13 +713,14 @@ impl Studio {
                 return;
             }
         }
-        let view = CanvasView::new(
+        let mut view = CanvasView::new(
             &analysis.graph,
             &analysis.layout,
             &analysis.report,
             &doc.sidecar,
             &self.selection,
         );
+        view.overlay = Some(&self.run_overlay);
         let actions = canvas::show(ui, &view, &mut self.canvas);
         for action in actions {
             match action {

@@ -9,7 +9,7 @@ mod fmt;
 mod identity;
 mod import;
 mod report;
-mod run;
+pub mod run;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;

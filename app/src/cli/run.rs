@@ -152,60 +152,31 @@ fn write_npy(path: &Path, tensor: &Tensor) -> std::io::Result<()> {
 /// Also writes `.png` (image outputs, one file per batch row) or `.wav`
 /// (audio outputs, at the declared sample rate) next to the `.npy`.
 fn write_media(runner: &Runner, dir: &Path, key: &str, tensor: &Tensor) -> anyhow::Result<()> {
-    use wfstudio_schema::types::workflow::OutputRole;
-    let name = key.split(".row.").next().unwrap_or(key);
-    let Some(output) = runner
-        .document()
-        .pipeline
-        .as_ref()
-        .and_then(|p| p.workflow.outputs.as_ref())
-        .and_then(|o| o.get(name))
-    else {
-        return Ok(());
+    use crate::output_media::{Media, decode, png_bytes, wav_bytes};
+    let write = |file: std::path::PathBuf, bytes: Vec<u8>| {
+        wfstudio_schema::save::write_atomic(&file, &bytes)
+            .with_context(|| format!("writing {}", file.display()))
     };
-    match output.role {
-        OutputRole::Image => {
-            let rows = wfstudio_runner::media::image_rows(tensor, output.value_range)
-                .map_err(anyhow::Error::msg)?;
+    match decode(runner.document(), key, tensor)? {
+        Media::Image(rows) => {
             for (b, rgb) in rows.iter().enumerate() {
-                let file = dir.join(if rows.len() == 1 {
+                let name = if rows.len() == 1 {
                     format!("{key}.png")
                 } else {
                     format!("{key}.{b}.png")
-                });
-                let mut png = Vec::new();
-                image::RgbImage::from_raw(rgb.width as u32, rgb.height as u32, rgb.pixels.clone())
-                    .context("image buffer")?
-                    .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)?;
-                wfstudio_schema::save::write_atomic(&file, &png)
-                    .with_context(|| format!("writing {}", file.display()))?;
+                };
+                write(dir.join(name), png_bytes(rgb)?)?;
             }
         }
-        OutputRole::Audio => {
-            let (channels, samples) =
-                wfstudio_runner::media::audio_samples(tensor).map_err(anyhow::Error::msg)?;
-            let rate = output
-                .media
-                .as_ref()
-                .and_then(|m| m.sample_rate_hz)
-                .unwrap_or(16_000);
-            let spec = hound::WavSpec {
-                channels: channels as u16,
-                sample_rate: rate,
-                bits_per_sample: 16,
-                sample_format: hound::SampleFormat::Int,
-            };
-            let mut wav = std::io::Cursor::new(Vec::new());
-            let mut writer = hound::WavWriter::new(&mut wav, spec)?;
-            for s in samples {
-                writer.write_sample((s.clamp(-1.0, 1.0) * f32::from(i16::MAX)) as i16)?;
-            }
-            writer.finalize()?;
-            let file = dir.join(format!("{key}.wav"));
-            wfstudio_schema::save::write_atomic(&file, wav.get_ref())
-                .with_context(|| format!("writing {}", file.display()))?;
-        }
-        _ => {}
+        Media::Audio {
+            channels,
+            rate,
+            samples,
+        } => write(
+            dir.join(format!("{key}.wav")),
+            wav_bytes(channels, rate, &samples)?,
+        )?,
+        Media::Tensor => {}
     }
     Ok(())
 }

@@ -1,6 +1,8 @@
 //! The studio window (eframe, glow renderer) around [`wfstudio_editor::Studio`],
 //! and the scripted mode `wfstudio open PATH --screenshot FILE --quit`.
 
+mod run_job;
+mod run_panel;
 mod screenshot;
 
 use clap::Args;
@@ -27,6 +29,15 @@ pub struct OpenArgs {
     /// Start in the light theme.
     #[arg(long)]
     pub light: bool,
+    /// Run the package once it is open (with `--screenshot`: wait for the run).
+    #[arg(long)]
+    pub run: bool,
+    /// Recipe JSON whose inputs the run uses (default: the first in `recipes/`).
+    #[arg(long, value_name = "FILE.json")]
+    pub recipe: Option<PathBuf>,
+    /// Output whose preview is shown first.
+    #[arg(long, value_name = "NAME")]
+    pub select_output: Option<String>,
 }
 
 impl Default for OpenArgs {
@@ -37,6 +48,9 @@ impl Default for OpenArgs {
             quit: false,
             size: (1400.0, 900.0),
             light: false,
+            run: false,
+            recipe: None,
+            select_output: None,
         }
     }
 }
@@ -58,14 +72,16 @@ fn parse_size(text: &str) -> Result<(f32, f32), String> {
 /// The eframe application.
 struct StudioApp {
     studio: Studio,
+    run: run_panel::RunPanel,
     script: Option<screenshot::Script>,
 }
 
 impl eframe::App for StudioApp {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        self.run.show(ui, &mut self.studio);
         self.studio.show(ui);
         if let Some(script) = &mut self.script {
-            script.step(ui.ctx(), &self.studio);
+            script.step(ui.ctx(), &self.studio, &mut self.run);
         }
     }
 }
@@ -88,7 +104,11 @@ pub fn run(args: &OpenArgs) -> anyhow::Result<ExitCode> {
     let script = args
         .screenshot
         .clone()
-        .map(|file| screenshot::Script::new(file, args.quit, exit.clone()));
+        .map(|file| screenshot::Script::new(file, args.quit, args.run, exit.clone()));
+    let mut run = run_panel::RunPanel::default();
+    run.selected_output = args.select_output.clone();
+    let recipe = args.recipe.clone();
+    let run_now = args.run && args.screenshot.is_none();
     let light = args.light;
     eframe::run_native(
         "wfstudio",
@@ -100,7 +120,15 @@ pub fn run(args: &OpenArgs) -> anyhow::Result<ExitCode> {
             if let Some(path) = &path {
                 studio.open(path);
             }
-            Ok(Box::new(StudioApp { studio, script }))
+            run.pin_recipe(recipe);
+            if run_now {
+                run.start_when_open();
+            }
+            Ok(Box::new(StudioApp {
+                studio,
+                run,
+                script,
+            }))
         }),
     )
     .map_err(|e| anyhow::anyhow!("could not open the window: {e}"))?;

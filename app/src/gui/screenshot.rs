@@ -2,6 +2,7 @@
 //! laid out and the view has been fitted for a few frames, ask the
 //! viewport for a screenshot, write it as PNG and (with `--quit`) close.
 
+use super::run_panel::RunPanel;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -17,6 +18,9 @@ const DEADLINE: Duration = Duration::from_secs(60);
 pub struct Script {
     file: PathBuf,
     quit: bool,
+    /// Run the package first and wait for the run to end.
+    run: bool,
+    run_started: bool,
     exit: Arc<AtomicU8>,
     started: Instant,
     settled_frames: u32,
@@ -26,10 +30,12 @@ pub struct Script {
 
 impl Script {
     /// A script writing to `file`; `exit` receives the process status.
-    pub fn new(file: PathBuf, quit: bool, exit: Arc<AtomicU8>) -> Self {
+    pub fn new(file: PathBuf, quit: bool, run: bool, exit: Arc<AtomicU8>) -> Self {
         Script {
             file,
             quit,
+            run,
+            run_started: false,
             exit,
             started: Instant::now(),
             settled_frames: 0,
@@ -50,7 +56,7 @@ impl Script {
     }
 
     /// Advances the script by one frame.
-    pub fn step(&mut self, ctx: &egui::Context, studio: &Studio) {
+    pub fn step(&mut self, ctx: &egui::Context, studio: &Studio, panel: &mut RunPanel) {
         if self.done {
             return;
         }
@@ -66,7 +72,12 @@ impl Script {
             match result {
                 Ok(()) => {
                     println!("{}", self.file.display());
-                    self.finish(ctx, 0, None);
+                    match panel.failure() {
+                        Some(why) if self.run => {
+                            self.finish(ctx, 1, Some(format!("the run failed: {why}")))
+                        }
+                        _ => self.finish(ctx, 0, None),
+                    }
                 }
                 Err(e) => self.finish(
                     ctx,
@@ -92,7 +103,12 @@ impl Script {
             );
             return;
         }
-        if studio.settled() {
+        if studio.settled() && self.run && !self.run_started {
+            self.run_started = true;
+            panel.start(studio, ctx);
+        }
+        let run_over = !self.run || panel.outcome().is_some();
+        if studio.settled() && run_over {
             self.settled_frames += 1;
         }
         if self.settled_frames >= SETTLE_FRAMES && !self.requested {

@@ -1,0 +1,126 @@
+//! A run of the open package on a background thread: loads the runner
+//! (sessions per component), reads the recipe's inputs, runs with events
+//! forwarded over a channel, and decodes the outputs into media there, so the
+//! UI thread only draws. Cancel is an atomic flag the runner checks between
+//! invokes; a panic in the run is caught and reported as its failure.
+
+use crate::output_media::{self, Media};
+use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, channel};
+use wfstudio_runner::{Device, Event, LoadOptions, Request, RunControl, RunOutput, Runner, Tensor};
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct RunSpec {
+    /// The package (its saved document).
+    pub package: PathBuf,
+    /// A recipe JSON with the inputs, if any.
+    pub recipe: Option<PathBuf>,
+    /// Requested device.
+    pub device: Device,
+}
+
+/// A finished run.
+pub struct Finished {
+    /// Outputs, timing, loop counts.
+    pub output: RunOutput,
+    /// Each output decoded by its role.
+    pub media: BTreeMap<String, Media>,
+    /// Why the device differs from the requested one, if it does.
+    pub device_note: Option<String>,
+}
+
+/// Messages from the run thread.
+pub enum RunMessage {
+    /// A runner event.
+    Event(Event),
+    /// The run ended: its results, or the error.
+    Done(Result<Box<Finished>, String>),
+}
+
+/// A run in flight.
+pub struct RunJob {
+    /// Messages in arrival order.
+    pub messages: Receiver<RunMessage>,
+    cancel: Arc<AtomicBool>,
+}
+
+impl RunJob {
+    /// Starts `spec` on a new thread; `notify` wakes the UI per message.
+    pub fn start(spec: RunSpec, notify: impl Fn() + Send + 'static) -> Self {
+        let (sender, messages) = channel();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let flag = cancel.clone();
+        std::thread::Builder::new()
+            .name("wfstudio-run".into())
+            .spawn(move || {
+                let events = sender.clone();
+                let notify = Arc::new(notify);
+                let wake = notify.clone();
+                let mut observer = move |event: Event| {
+                    let _ = events.send(RunMessage::Event(event));
+                    wake();
+                };
+                let result =
+                    catch_unwind(AssertUnwindSafe(|| execute(&spec, &flag, &mut observer)))
+                        .unwrap_or_else(|_| Err("internal error: the run panicked".into()));
+                let _ = sender.send(RunMessage::Done(result));
+                notify();
+            })
+            .expect("the run thread starts");
+        RunJob { messages, cancel }
+    }
+
+    /// Asks the run to stop at the next invoke boundary.
+    pub fn cancel(&self) {
+        self.cancel.store(true, Ordering::SeqCst);
+    }
+}
+
+fn execute(
+    spec: &RunSpec,
+    cancel: &AtomicBool,
+    observer: &mut dyn FnMut(Event),
+) -> Result<Box<Finished>, String> {
+    let inputs: std::collections::HashMap<String, Tensor> =
+        crate::cli::run::gather_inputs(spec.recipe.as_deref(), &[])
+            .map_err(|e| format!("{e:#}"))?
+            .0;
+    let mut runner = Runner::load(
+        &spec.package,
+        &LoadOptions {
+            device: spec.device,
+            threads: 1,
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    let output = runner
+        .run_request(
+            inputs,
+            &Request::default(),
+            RunControl {
+                observer,
+                cancel,
+                keep_bytes: 0,
+            },
+        )
+        .map_err(|e| e.to_string())?;
+    let media = output
+        .outputs
+        .iter()
+        .map(|(key, tensor)| {
+            let media =
+                output_media::decode(runner.document(), key, tensor).unwrap_or(Media::Tensor);
+            (key.clone(), media)
+        })
+        .collect();
+    Ok(Box::new(Finished {
+        output,
+        media,
+        device_note: runner.device_note.clone(),
+    }))
+}

@@ -1,0 +1,411 @@
+//! The Run panel: recipe and device choice, Run (Ctrl+Enter) and Cancel,
+//! progress (invokes done, per-loop iteration k of n, the running node
+//! highlighted on the canvas), then timing badges on every invoke, the
+//! slowest steps, and output previews (images per batch row, zoomable
+//! without blur; audio waveforms; saving PNG/WAV). Runs use the saved file.
+
+use super::run_job::{Finished, RunJob, RunMessage, RunSpec};
+use crate::output_media::{Media, png_bytes, wav_bytes};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use wfstudio_editor::Studio;
+use wfstudio_editor::canvas::RunOverlay;
+use wfstudio_runner::{Device, Event};
+
+/// Where a run stands.
+#[derive(Default)]
+enum Phase {
+    #[default]
+    Idle,
+    Running(RunJob),
+    Done(Box<Finished>),
+    Failed(String),
+}
+
+/// The panel's state.
+#[derive(Default)]
+pub struct RunPanel {
+    /// The recipe whose inputs are used.
+    pub recipe: Option<PathBuf>,
+    /// Requested device.
+    pub device: Device,
+    /// Output shown first (the scripted mode's `--select-output`).
+    pub selected_output: Option<String>,
+    phase: Phase,
+    invokes_done: usize,
+    loops: BTreeMap<String, (usize, usize)>,
+    running: Option<String>,
+    textures: BTreeMap<String, Vec<egui::TextureHandle>>,
+    zoom: f32,
+    package: Option<PathBuf>,
+    note: Option<String>,
+    /// A recipe given on the command line (kept when the package opens).
+    pinned_recipe: Option<PathBuf>,
+    /// Start a run as soon as a document is open.
+    autostart: bool,
+}
+
+impl RunPanel {
+    /// Uses `recipe` instead of the package's first recipe.
+    pub fn pin_recipe(&mut self, recipe: Option<PathBuf>) {
+        self.pinned_recipe = recipe;
+    }
+
+    /// Runs as soon as a document is open (`wfstudio open PKG --run`).
+    pub fn start_when_open(&mut self) {
+        self.autostart = true;
+    }
+
+    /// Whether a run is in flight.
+    pub fn running(&self) -> bool {
+        matches!(self.phase, Phase::Running(_))
+    }
+
+    /// `Some(true)` after a successful run, `Some(false)` after a failed one.
+    pub fn outcome(&self) -> Option<bool> {
+        match self.phase {
+            Phase::Done(_) => Some(true),
+            Phase::Failed(_) => Some(false),
+            _ => None,
+        }
+    }
+
+    /// The failure message of the last run.
+    pub fn failure(&self) -> Option<&str> {
+        match &self.phase {
+            Phase::Failed(message) => Some(message),
+            _ => None,
+        }
+    }
+
+    /// Starts a run of the studio's document file.
+    pub fn start(&mut self, studio: &Studio, ctx: &egui::Context) {
+        let Some(doc) = &studio.doc else { return };
+        if self.running() {
+            return;
+        }
+        self.note = doc
+            .history
+            .is_dirty()
+            .then(|| "unsaved edits are not part of this run (it uses the saved file)".to_string());
+        let waker = ctx.clone();
+        let spec = RunSpec {
+            package: doc.path.clone(),
+            recipe: self.recipe.clone(),
+            device: self.device,
+        };
+        self.invokes_done = 0;
+        self.loops.clear();
+        self.running = None;
+        self.textures.clear();
+        self.phase = Phase::Running(RunJob::start(spec, move || waker.request_repaint()));
+    }
+
+    /// Takes the run thread's messages and mirrors progress on the canvas.
+    fn receive(&mut self, studio: &mut Studio, ctx: &egui::Context) {
+        let Phase::Running(job) = &self.phase else {
+            return;
+        };
+        let messages: Vec<RunMessage> = job.messages.try_iter().collect();
+        for message in messages {
+            match message {
+                RunMessage::Event(Event::InvokeStarted { path, .. }) => {
+                    self.running = Some(path.to_string())
+                }
+                RunMessage::Event(Event::InvokeFinished { .. }) => self.invokes_done += 1,
+                RunMessage::Event(Event::LoopIteration { path, index, limit }) => {
+                    self.loops.insert(path.to_string(), (index + 1, limit));
+                }
+                RunMessage::Event(_) => {}
+                RunMessage::Done(Ok(finished)) => {
+                    self.load_textures(&finished, ctx);
+                    studio.run_overlay = overlay(&finished);
+                    self.phase = Phase::Done(finished);
+                }
+                RunMessage::Done(Err(message)) => {
+                    studio.run_overlay = RunOverlay {
+                        failed: self.running.take(),
+                        ..RunOverlay::default()
+                    };
+                    self.phase = Phase::Failed(message);
+                }
+            }
+        }
+        if self.running() {
+            studio.run_overlay.running = self.running.clone();
+        }
+    }
+
+    fn load_textures(&mut self, finished: &Finished, ctx: &egui::Context) {
+        for (key, media) in &finished.media {
+            if let Media::Image(rows) = media {
+                let handles = rows
+                    .iter()
+                    .enumerate()
+                    .map(|(b, rgb)| {
+                        let image =
+                            egui::ColorImage::from_rgb([rgb.width, rgb.height], &rgb.pixels);
+                        ctx.load_texture(format!("{key}.{b}"), image, egui::TextureOptions::NEAREST)
+                    })
+                    .collect();
+                self.textures.insert(key.clone(), handles);
+            }
+        }
+    }
+
+    /// Draws the panel (left side of the window).
+    pub fn show(&mut self, ui: &mut egui::Ui, studio: &mut Studio) {
+        let ctx = ui.ctx().clone();
+        let package = studio.doc.as_ref().map(|d| d.path.clone());
+        if package != self.package {
+            self.recipe = self.pinned_recipe.clone().or_else(|| {
+                package
+                    .as_deref()
+                    .and_then(|p| recipes(p).into_iter().next())
+            });
+            self.package = package;
+            self.phase = Phase::Idle;
+            studio.run_overlay = RunOverlay::default();
+        }
+        self.receive(studio, &ctx);
+        if studio.doc.is_none() {
+            return;
+        }
+        let shortcut = ctx.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::Enter));
+        if shortcut || std::mem::take(&mut self.autostart) {
+            self.start(studio, &ctx);
+        }
+        egui::Panel::left("run")
+            .resizable(true)
+            .default_size(300.0)
+            .show(ui, |ui| {
+                egui::ScrollArea::vertical().show(ui, |ui| self.contents(ui, studio, &ctx));
+            });
+    }
+
+    fn contents(&mut self, ui: &mut egui::Ui, studio: &mut Studio, ctx: &egui::Context) {
+        ui.heading("Run");
+        let options = self.package.as_deref().map(recipes).unwrap_or_default();
+        let shown = self
+            .recipe
+            .as_deref()
+            .and_then(Path::file_name)
+            .map_or("(no recipe: defaults)".to_string(), |n| {
+                n.to_string_lossy().into_owned()
+            });
+        egui::ComboBox::from_label("recipe")
+            .selected_text(shown)
+            .show_ui(ui, |ui| {
+                ui.selectable_value(&mut self.recipe, None, "(no recipe: defaults)");
+                for path in options {
+                    let name = path
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    ui.selectable_value(&mut self.recipe, Some(path), name);
+                }
+            });
+        egui::ComboBox::from_label("device")
+            .selected_text(format!("{:?}", self.device))
+            .show_ui(ui, |ui| {
+                ui.selectable_value(&mut self.device, Device::Cpu, "Cpu");
+                let gpu = wfstudio_runner::device::discover_gpu();
+                let cuda = match &gpu {
+                    Ok(g) => format!(
+                        "Cuda ({}, {:.1} GiB)",
+                        g.name,
+                        g.memory_bytes as f64 / f64::from(1 << 30)
+                    ),
+                    Err(why) => format!("Cuda (not found: {why})"),
+                };
+                ui.selectable_value(&mut self.device, Device::Cuda, cuda);
+                ui.selectable_value(&mut self.device, Device::Auto, "Auto");
+            });
+        ui.horizontal(|ui| {
+            if ui
+                .add_enabled(!self.running(), egui::Button::new("▶ Run (Ctrl+Enter)"))
+                .clicked()
+            {
+                self.start(studio, ctx);
+            }
+            if let Phase::Running(job) = &self.phase
+                && ui.button("Cancel").clicked()
+            {
+                job.cancel();
+            }
+        });
+        if let Some(note) = &self.note {
+            ui.weak(note);
+        }
+        ui.separator();
+        match &self.phase {
+            Phase::Idle => {
+                ui.weak("Not run yet.");
+            }
+            Phase::Running(_) => {
+                let fraction = self
+                    .loops
+                    .values()
+                    .next()
+                    .map_or(0.0, |(k, n)| *k as f32 / (*n).max(1) as f32);
+                ui.add(
+                    egui::ProgressBar::new(fraction)
+                        .show_percentage()
+                        .animate(true),
+                );
+                ui.label(format!("{} invokes done", self.invokes_done));
+                self.loop_lines(ui);
+            }
+            Phase::Failed(message) => {
+                ui.colored_label(
+                    egui::Color32::from_rgb(230, 70, 60),
+                    format!("Run failed: {message}"),
+                );
+            }
+            Phase::Done(finished) => {
+                ui.add(egui::ProgressBar::new(1.0).text(format!(
+                    "finished in {:.1} ms ({:.1} ms in ONNX Runtime)",
+                    finished.output.wall.as_secs_f64() * 1e3,
+                    finished.output.ort_time().as_secs_f64() * 1e3
+                )));
+                if let Some(note) = &finished.device_note {
+                    ui.weak(note);
+                }
+                self.loop_lines(ui);
+                ui.strong("Slowest steps");
+                for (path, (total, calls)) in slowest(finished).into_iter().take(5) {
+                    ui.label(format!("{:>8.2} ms × {calls}  {path}", total * 1e3));
+                }
+                ui.separator();
+                self.previews(ui, finished);
+            }
+        }
+    }
+
+    fn loop_lines(&self, ui: &mut egui::Ui) {
+        for (path, (k, n)) in &self.loops {
+            ui.label(format!("loop {path}: iteration {k} of {n}"));
+        }
+    }
+
+    fn previews(&self, ui: &mut egui::Ui, finished: &Finished) {
+        let mut keys: Vec<&String> = finished.media.keys().collect();
+        if let Some(first) = &self.selected_output {
+            keys.sort_by_key(|k| k.as_str() != first.as_str());
+        }
+        let zoom = if self.zoom > 0.0 { self.zoom } else { 4.0 };
+        for key in keys {
+            let tensor = &finished.output.outputs[key];
+            ui.strong(format!("{key}: {:?} {:?}", tensor.dtype(), tensor.shape));
+            match &finished.media[key] {
+                Media::Image(rows) => {
+                    for (b, handle) in self.textures.get(key).into_iter().flatten().enumerate() {
+                        let size = handle.size_vec2() * zoom;
+                        ui.add(egui::Image::new((handle.id(), size)));
+                        if ui
+                            .small_button(format!("Save {key} row {b} as PNG…"))
+                            .clicked()
+                            && let Some(file) = rfd::FileDialog::new()
+                                .set_file_name(format!("{key}.png"))
+                                .save_file()
+                            && let Ok(bytes) = png_bytes(&rows[b])
+                        {
+                            let _ = wfstudio_schema::save::write_atomic(&file, &bytes);
+                        }
+                    }
+                }
+                Media::Audio {
+                    channels,
+                    rate,
+                    samples,
+                } => {
+                    waveform(ui, *channels, samples);
+                    ui.label(format!(
+                        "{channels} ch, {rate} Hz, {:.2} s",
+                        samples.len() as f64 / (*channels).max(1) as f64 / f64::from(*rate)
+                    ));
+                    if ui.small_button("Save WAV…").clicked()
+                        && let Some(file) = rfd::FileDialog::new()
+                            .set_file_name(format!("{key}.wav"))
+                            .save_file()
+                        && let Ok(bytes) = wav_bytes(*channels, *rate, samples)
+                    {
+                        let _ = wfstudio_schema::save::write_atomic(&file, &bytes);
+                    }
+                }
+                Media::Tensor => {}
+            }
+        }
+    }
+}
+
+/// Recipe files in the package's `recipes/` folder, sorted.
+fn recipes(document: &Path) -> Vec<PathBuf> {
+    let Some(folder) = document.parent().map(|p| p.join("recipes")) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = std::fs::read_dir(folder)
+        .map(|d| {
+            d.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "json"))
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+/// Total wall seconds and calls per step path, slowest first.
+fn slowest(finished: &Finished) -> Vec<(String, (f64, usize))> {
+    let mut per_step: BTreeMap<String, (f64, usize)> = BTreeMap::new();
+    for invoke in &finished.output.invokes {
+        let entry = per_step.entry(invoke.path.to_string()).or_default();
+        entry.0 += invoke.wall.as_secs_f64();
+        entry.1 += 1;
+    }
+    let mut list: Vec<_> = per_step.into_iter().collect();
+    list.sort_by(|a, b| b.1.0.total_cmp(&a.1.0));
+    list
+}
+
+/// The canvas badges of a finished run: total time and calls per invoke.
+fn overlay(finished: &Finished) -> RunOverlay {
+    RunOverlay {
+        badges: slowest(finished)
+            .into_iter()
+            .map(|(path, (total, calls))| (path, format!("{:.2} ms × {calls}", total * 1e3)))
+            .collect(),
+        ..RunOverlay::default()
+    }
+}
+
+/// A min/max waveform of the first channel, one column per pixel.
+fn waveform(ui: &mut egui::Ui, channels: usize, samples: &[f32]) {
+    let (rect, _) = ui.allocate_exact_size(
+        egui::vec2(ui.available_width().min(280.0), 80.0),
+        egui::Sense::hover(),
+    );
+    let painter = ui.painter_at(rect);
+    painter.rect_filled(rect, 2.0, ui.visuals().extreme_bg_color);
+    let mono: Vec<f32> = samples.iter().step_by(channels.max(1)).copied().collect();
+    let columns = rect.width() as usize;
+    if mono.is_empty() || columns == 0 {
+        return;
+    }
+    let color = ui.visuals().selection.stroke.color;
+    for x in 0..columns {
+        let chunk = &mono[x * mono.len() / columns
+            ..((x + 1) * mono.len() / columns)
+                .max(x * mono.len() / columns + 1)
+                .min(mono.len())];
+        let (lo, hi) = chunk
+            .iter()
+            .fold((0f32, 0f32), |(lo, hi), s| (lo.min(*s), hi.max(*s)));
+        let px = rect.left() + x as f32;
+        let y = |v: f32| rect.center().y - v.clamp(-1.0, 1.0) * rect.height() / 2.0;
+        painter.line_segment(
+            [egui::pos2(px, y(hi)), egui::pos2(px, y(lo))],
+            egui::Stroke::new(1.0, color),
+        );
+    }
+}

@@ -1,0 +1,91 @@
+//! Outputs as media, by the output's declared role: image tensors become
+//! RGB pictures (mapped by `value_range`), audio tensors interleaved samples
+//! at the declared sample rate. Shared by `wfstudio run --out` and the
+//! studio's previews, with the PNG and WAV encoders both use.
+
+use anyhow::Context;
+use wfstudio_runner::Tensor;
+use wfstudio_runner::media::Rgb8;
+use wfstudio_schema::Document;
+use wfstudio_schema::types::workflow::OutputRole;
+
+/// What an output is, as media.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Media {
+    /// One picture per batch row.
+    Image(Vec<Rgb8>),
+    /// Interleaved samples of the first batch row.
+    Audio {
+        /// Channel count.
+        channels: usize,
+        /// Samples per second.
+        rate: u32,
+        /// Interleaved samples in [-1, 1].
+        samples: Vec<f32>,
+    },
+    /// Neither image nor audio.
+    Tensor,
+}
+
+/// Sample rate used when an audio output declares none.
+const DEFAULT_SAMPLE_RATE: u32 = 16_000;
+
+/// The media form of output `key` (`image`, `audio.row.1`, ...) of `document`.
+pub fn decode(document: &Document, key: &str, tensor: &Tensor) -> anyhow::Result<Media> {
+    let name = key.split(".row.").next().unwrap_or(key);
+    let Some(output) = document
+        .pipeline
+        .as_ref()
+        .and_then(|p| p.workflow.outputs.as_ref())
+        .and_then(|o| o.get(name))
+    else {
+        return Ok(Media::Tensor);
+    };
+    Ok(match output.role {
+        OutputRole::Image => Media::Image(
+            wfstudio_runner::media::image_rows(tensor, output.value_range)
+                .map_err(anyhow::Error::msg)?,
+        ),
+        OutputRole::Audio => {
+            let (channels, samples) =
+                wfstudio_runner::media::audio_samples(tensor).map_err(anyhow::Error::msg)?;
+            let rate = output
+                .media
+                .as_ref()
+                .and_then(|m| m.sample_rate_hz)
+                .unwrap_or(DEFAULT_SAMPLE_RATE);
+            Media::Audio {
+                channels,
+                rate,
+                samples,
+            }
+        }
+        _ => Media::Tensor,
+    })
+}
+
+/// PNG file bytes of a picture.
+pub fn png_bytes(rgb: &Rgb8) -> anyhow::Result<Vec<u8>> {
+    let mut png = Vec::new();
+    image::RgbImage::from_raw(rgb.width as u32, rgb.height as u32, rgb.pixels.clone())
+        .context("image buffer")?
+        .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)?;
+    Ok(png)
+}
+
+/// 16-bit PCM WAV file bytes of interleaved samples.
+pub fn wav_bytes(channels: usize, rate: u32, samples: &[f32]) -> anyhow::Result<Vec<u8>> {
+    let spec = hound::WavSpec {
+        channels: u16::try_from(channels).context("too many audio channels")?,
+        sample_rate: rate,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
+    };
+    let mut wav = std::io::Cursor::new(Vec::new());
+    let mut writer = hound::WavWriter::new(&mut wav, spec)?;
+    for s in samples {
+        writer.write_sample((s.clamp(-1.0, 1.0) * f32::from(i16::MAX)) as i16)?;
+    }
+    writer.finalize()?;
+    Ok(wav.into_inner())
+}
