@@ -21,6 +21,10 @@ pub struct InspectorState {
     renames: Vec<String>,
     /// Why the last Apply of the text was refused.
     pub error: Option<String>,
+    /// Whether the item exists in the loaded revision.
+    exists: bool,
+    /// Every value name of the loaded revision, sorted (the binding pickers).
+    names: Vec<String>,
 }
 
 /// The step at `path`, if it names one.
@@ -66,15 +70,14 @@ pub fn show(
         ui.weak("Select a node to inspect it.");
         return None;
     };
-    let root = tree::to_value(document);
-    let Some(node) = tree::get(&root, path) else {
-        ui.weak("The selected item no longer exists.");
-        return None;
-    };
     let step = step_at(document, path);
+    // Derived once per item and revision, not every frame.
     if state.loaded_for.as_ref() != Some(&(path.clone(), revision)) {
         state.loaded_for = Some((path.clone(), revision));
-        state.text = wfstudio_schema::emit::to_yaml(node);
+        let root = tree::to_value(document);
+        let node = tree::get(&root, path);
+        state.exists = node.is_some();
+        state.text = node.map(wfstudio_schema::emit::to_yaml).unwrap_or_default();
         state.error = None;
         state.renames = match step {
             Some(Step::Invoke(invoke)) => invoke
@@ -85,6 +88,19 @@ pub fn show(
                 .collect(),
             _ => Vec::new(),
         };
+        state.names = match document.pipeline.as_ref() {
+            Some(p) => {
+                let mut names: BTreeSet<String> =
+                    values::value_names(&p.workflow).into_iter().collect();
+                names.extend(values::value_contracts(&p.workflow).into_keys());
+                names.into_iter().collect()
+            }
+            None => Vec::new(),
+        };
+    }
+    if !state.exists {
+        ui.weak("The selected item no longer exists.");
+        return None;
     }
     let mut command = None;
     ui.label(RichText::new(path.to_string()).monospace().weak());
@@ -93,8 +109,6 @@ pub fn show(
     {
         ui.separator();
         ui.strong(format!("invoke {}", invoke.component));
-        let mut names: BTreeSet<String> = values::value_names(wf).into_iter().collect();
-        names.extend(values::value_contracts(wf).into_keys());
         let ports = wf
             .components
             .get(&invoke.component)
@@ -120,7 +134,7 @@ pub fn show(
                                     port: port.clone(),
                                 });
                             }
-                            for name in &names {
+                            for name in &state.names {
                                 if ui.selectable_label(bound == Some(name), name).clicked()
                                     && bound != Some(name)
                                 {

@@ -756,6 +756,9 @@ impl Studio {
     }
 
     fn palette(&mut self, ctx: &egui::Context) {
+        if !self.palette.open {
+            return;
+        }
         let Some(wf) = self
             .doc
             .as_ref()

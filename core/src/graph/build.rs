@@ -127,15 +127,9 @@ impl<'w> Builder<'w> {
                     .components
                     .get(&invoke.component)
                     .and_then(|c| c.ports.as_ref());
-                let contract = |outputs: bool, port: &str| {
+                let output_contract = |port: &str| {
                     ports
-                        .and_then(|p| {
-                            if outputs {
-                                p.outputs.as_ref()
-                            } else {
-                                p.inputs.as_ref()
-                            }
-                        })
+                        .and_then(|p| p.outputs.as_ref())
                         .and_then(|m| m.get(port))
                 };
                 let inputs = invoke_ports(
@@ -171,7 +165,7 @@ impl<'w> Builder<'w> {
                     self.consume(&value, id, i, false);
                 }
                 for (i, port, value) in produced {
-                    self.produce(&value, id, i, contract(true, &port));
+                    self.produce(&value, id, i, output_contract(&port));
                 }
             }
             Step::Emit(emit) => {
