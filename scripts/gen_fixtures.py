@@ -16,8 +16,14 @@ as ONNX TextFormat (.onnx.textproto).
 
 Each package gets a recipe whose expected outputs are computed here with
 numpy, independently of the runner.
+
+comfyui/txt2img-sd15.{png,webp}: our own txt2img API graph
+(comfyui/txt2img-sd15.api.json) embedded the way ComfyUI's image savers
+embed it, written with Pillow as ComfyUI does: a PNG `tEXt` chunk `prompt`,
+and a WebP EXIF IFD0 ASCII tag 0x0110 "prompt:<json>".
 """
 
+import io
 import json
 import sys
 from pathlib import Path
@@ -26,8 +32,9 @@ import numpy as np
 import onnx
 from google.protobuf import text_format
 from onnx import TensorProto, helper, numpy_helper
+from PIL import Image, PngImagePlugin
 
-ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "examples"
+ROOT = Path(__file__).resolve().parent.parent / "fixtures"
 OPSET = [helper.make_opsetid("", 21)]
 
 
@@ -179,9 +186,9 @@ def files():
     denoiser, decoder = denoise_models()
     noise = (np.sin(np.arange(4 * 8 * 8, dtype=np.float32) * np.float32(1.7)) * np.float32(1.5)).reshape(1, 4, 8, 8).astype(np.float32)
     steps = 4
-    yield "tiny-denoise/denoiser/model.onnx", denoiser.SerializeToString()
-    yield "tiny-denoise/decoder/model.onnx", decoder.SerializeToString()
-    yield "tiny-denoise/recipes/smiley.json", recipe(
+    yield "examples/tiny-denoise/denoiser/model.onnx", denoiser.SerializeToString()
+    yield "examples/tiny-denoise/decoder/model.onnx", decoder.SerializeToString()
+    yield "examples/tiny-denoise/recipes/smiley.json", recipe(
         "4 denoising steps from a fixed noise latent; expected image computed with numpy by scripts/gen_fixtures.py",
         {
             "request.latent": noise,
@@ -191,8 +198,8 @@ def files():
         {"image": denoise_reference(noise, steps)},
         {"abs": 1e-5, "rel": 1e-5},
     ).encode()
-    yield "tiny-tone/synth/model.onnx.textproto", text_format.MessageToString(tone_model()).encode()
-    yield "tiny-tone/recipes/scale.json", recipe(
+    yield "examples/tiny-tone/synth/model.onnx.textproto", text_format.MessageToString(tone_model()).encode()
+    yield "examples/tiny-tone/recipes/scale.json", recipe(
         "8 notes of a C-major scale, 0.1 s each at 16 kHz; expected waveform computed with numpy by scripts/gen_fixtures.py",
         {
             "request.notes": np.array([8], np.int64),
@@ -204,10 +211,26 @@ def files():
     ).encode()
 
 
+def comfyui_images():
+    """The txt2img API graph embedded in a PNG and in a WebP, as ComfyUI saves them."""
+    prompt = json.dumps(json.loads((ROOT / "comfyui" / "txt2img-sd15.api.json").read_text()))
+    picture = Image.new("RGB", (8, 8), (40, 90, 160))
+    info = PngImagePlugin.PngInfo()
+    info.add_text("prompt", prompt)
+    png = io.BytesIO()
+    picture.save(png, format="PNG", pnginfo=info)
+    yield "comfyui/txt2img-sd15.png", png.getvalue()
+    exif = picture.getexif()
+    exif[0x0110] = "prompt:" + prompt
+    webp = io.BytesIO()
+    picture.save(webp, format="WEBP", lossless=True, exif=exif)
+    yield "comfyui/txt2img-sd15.webp", webp.getvalue()
+
+
 def main():
     check = "--check" in sys.argv[1:]
     stale = []
-    for relative, content in files():
+    for relative, content in [*files(), *comfyui_images()]:
         path = ROOT / relative
         if check:
             if not path.is_file() or path.read_bytes() != content:
@@ -215,7 +238,7 @@ def main():
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content)
-        print(f"wrote {path.relative_to(ROOT.parent.parent)}")
+        print(f"wrote {path.relative_to(ROOT.parent)}")
     if stale:
         print("stale generated fixtures (run scripts/gen_fixtures.py):", ", ".join(stale), file=sys.stderr)
         sys.exit(1)

@@ -28,13 +28,15 @@ command -v cargo >/dev/null || {
 
 # Python environment (.venv) with ONNX Runtime (the runner loads its
 # libonnxruntime.so at run time) and the `onnx` wheel (whose onnx.proto the
-# runner's build generates its protobuf types from). Pinned versions.
+# runner's build generates its protobuf types from), plus Pillow, which
+# scripts/gen_fixtures.py uses to embed our ComfyUI fixture graph in PNG and
+# WebP files the way ComfyUI does. Pinned versions.
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
-PY_PACKAGES=(onnxruntime==1.31.1 onnx==1.23.2)
+PY_PACKAGES=(onnxruntime==1.31.1 onnx==1.23.2 pillow==13.0.0)
 if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
 fi
-if ! "$VENV/bin/python" -c "import onnxruntime, onnx; assert onnxruntime.__version__ == '1.31.1' and onnx.__version__ == '1.23.2'" 2>/dev/null; then
+if ! "$VENV/bin/python" -c "import onnxruntime, onnx, PIL; assert onnxruntime.__version__ == '1.31.1' and onnx.__version__ == '1.23.2' and PIL.__version__ == '13.0.0'" 2>/dev/null; then
   "$VENV/bin/pip" install --quiet --disable-pip-version-check "${PY_PACKAGES[@]}"
 fi

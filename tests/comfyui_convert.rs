@@ -179,6 +179,66 @@ fn png_chunks_are_read_and_bounded() {
     );
 }
 
+/// Our txt2img graph embedded by Pillow the way ComfyUI's savers embed it
+/// (scripts/gen_fixtures.py): a PNG `tEXt` chunk and a WebP EXIF tag.
+#[test]
+fn png_and_webp_fixtures_carry_the_api_graph() {
+    let dir = support::fixtures().join("comfyui");
+    let want: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("txt2img-sd15.api.json")).expect("fixture"))
+            .expect("json");
+    for image in ["txt2img-sd15.png", "txt2img-sd15.webp"] {
+        let found = read(&std::fs::read(dir.join(image)).expect("fixture")).expect(image);
+        assert_eq!(found.api.as_ref(), Some(&want), "{image}");
+        assert_eq!(found.ui, None, "{image} embeds no UI workflow");
+    }
+}
+
+/// Sets the little-endian size of the RIFF chunk whose FourCC is `kind`.
+fn set_webp_chunk_len(webp: &mut [u8], kind: &[u8; 4], len: u32) {
+    let at = webp
+        .windows(4)
+        .position(|w| w == kind)
+        .expect("chunk present");
+    webp[at + 4..at + 8].copy_from_slice(&len.to_le_bytes());
+}
+
+#[test]
+fn broken_webp_files_are_refused_with_the_reason() {
+    let webp = std::fs::read(support::fixtures().join("comfyui/txt2img-sd15.webp")).expect("webp");
+    let refusal = |bytes: &[u8]| read(bytes).expect_err("refused").0;
+
+    let mut oversized = webp.clone();
+    set_webp_chunk_len(&mut oversized, b"EXIF", 0x7fff_fff0);
+    assert_eq!(refusal(&oversized), "truncated WebP chunk");
+
+    let mut huge = webp.clone();
+    let exif_at = huge.windows(4).position(|w| w == b"EXIF").expect("EXIF");
+    huge.truncate(exif_at + 8);
+    huge.resize(exif_at + 8 + (32 << 20) + 2, 0);
+    set_webp_chunk_len(&mut huge, b"EXIF", (32 << 20) + 2);
+    assert_eq!(
+        refusal(&huge),
+        "a WebP EXIF chunk of 33554434 bytes exceeds the 33554432-byte limit"
+    );
+
+    let mut garbage = webp.clone();
+    garbage[exif_at + 8..exif_at + 12].copy_from_slice(b"JUNK");
+    assert!(
+        refusal(&garbage).starts_with("the WebP EXIF chunk is not valid TIFF"),
+        "{}",
+        refusal(&garbage)
+    );
+
+    let mut no_exif = webp[..exif_at].to_vec();
+    let riff_len = (no_exif.len() - 8) as u32;
+    no_exif[4..8].copy_from_slice(&riff_len.to_le_bytes());
+    assert_eq!(
+        refusal(&no_exif),
+        "the WebP carries no `prompt` or `workflow` graph"
+    );
+}
+
 #[test]
 fn import_comfyui_emit_api_prints_the_api_prompt() {
     let Some(shared) = support::shared() else {

@@ -73,6 +73,49 @@ fn every_corpus_document_lays_out_without_overlaps() {
             branches,
             "{name}"
         );
+        let frames_of = |kind: FrameKind| graph.frames.iter().filter(|f| f.kind == kind).count();
+        let mut setups = 0;
+        for_each_step(&wf.steps, &DocPath::root(), &mut |step, _| {
+            if let Step::Loop(l) = step
+                && l.setup.as_ref().is_some_and(|s| !s.is_empty())
+            {
+                setups += 1;
+            }
+        });
+        assert_eq!(frames_of(FrameKind::Setup), setups, "{name}: setup lanes");
+        assert_eq!(frames_of(FrameKind::Condition), loops, "{name}");
+        assert_eq!(frames_of(FrameKind::Body), loops, "{name}");
+        assert_eq!(count(|k| *k == NodeKind::LoopControl), loops, "{name}");
+        assert_eq!(count(|k| *k == NodeKind::BranchSelect), branches, "{name}");
+        for (n, node) in graph.nodes.iter().enumerate() {
+            let wired = |port: usize| graph.edges.iter().any(|e| e.to == (n, port));
+            match node.kind {
+                NodeKind::LoopControl => {
+                    assert!(
+                        wired(0) && wired(1),
+                        "{name}: {} gets continue_when and max_iterations wires",
+                        node.label
+                    );
+                    let frame = node.frame.expect("in its condition lane");
+                    assert_eq!(graph.frames[frame].kind, FrameKind::Condition);
+                    if let Some(iteration) = node.outputs.first() {
+                        let read = graph.nodes.iter().any(|m| {
+                            m.frame.is_some() && m.inputs.iter().any(|p| p.value == iteration.value)
+                        });
+                        assert_eq!(
+                            read,
+                            graph.edges.iter().any(|e| e.from == (n, 0)),
+                            "{name}: the iteration value {:?} is wired to its readers",
+                            iteration.value
+                        );
+                    }
+                }
+                NodeKind::BranchSelect => {
+                    assert!(wired(0), "{name}: {} gets its predicate wire", node.label);
+                }
+                _ => {}
+            }
+        }
         let steps: Vec<usize> = graph.nodes.iter().filter_map(|n| n.step).collect();
         assert_eq!(
             steps,

@@ -389,6 +389,8 @@ fn draw(ui: &mut Ui, view: &CanvasView, state: &mut CanvasState, actions: &mut V
             NodeKind::Invoke { .. } => Color32::from_rgb(60, 90, 150),
             NodeKind::Emit => Color32::from_rgb(120, 70, 130),
             NodeKind::Output => Color32::from_rgb(150, 70, 70),
+            NodeKind::LoopControl => Color32::from_rgb(150, 120, 40),
+            NodeKind::BranchSelect => Color32::from_rgb(40, 125, 125),
         };
         painter.rect_filled(rect, 5.0, node_fill);
         let header = Rect::from_min_size(rect.min, vec2(rect.width(), HEADER - 4.0));
@@ -565,6 +567,10 @@ fn binding_path(view: &CanvasView, n: NodeId, port: usize) -> Option<DocPath> {
                 .key(node.inputs.get(port)?.name.as_str()),
         ),
         NodeKind::Emit => Some(node.path.key("value")),
+        // Control ports are named after the step field they read.
+        NodeKind::LoopControl | NodeKind::BranchSelect => {
+            Some(node.path.key(node.inputs.get(port)?.name.as_str()))
+        }
         _ => None,
     }
 }
@@ -574,16 +580,25 @@ fn binding_path(view: &CanvasView, n: NodeId, port: usize) -> Option<DocPath> {
 fn drop_target(view: &CanvasView, at: Pos2, from: (NodeId, usize)) -> Option<CanvasAction> {
     let value = view.graph.nodes[from.0].outputs[from.1].value.clone()?;
     view.graph.nodes.iter().enumerate().find_map(|(n, node)| {
-        if !matches!(node.kind, NodeKind::Invoke { .. }) || view.node_hidden[n].is_some() {
+        if view.node_hidden[n].is_some() {
             return None;
         }
         let port =
             (0..node.inputs.len()).find(|&i| view.port_pos(n, i, false).distance(at) < 12.0)?;
-        Some(CanvasAction::Edit(Command::Connect {
-            step: node.path.clone(),
-            port: node.inputs[port].name.clone(),
-            value: value.clone(),
-        }))
+        let command = match node.kind {
+            NodeKind::Invoke { .. } => Command::Connect {
+                step: node.path.clone(),
+                port: node.inputs[port].name.clone(),
+                value: value.clone(),
+            },
+            // A loop's continue_when / max_iterations, a branch's predicate.
+            NodeKind::LoopControl | NodeKind::BranchSelect => Command::Set {
+                path: binding_path(view, n, port)?,
+                value: serde_json::Value::String(value.clone()),
+            },
+            _ => return None,
+        };
+        Some(CanvasAction::Edit(command))
     })
 }
 

@@ -152,13 +152,21 @@ fn run_caught(job: Job) -> Outcome {
         Job::ParseText { .. } => "parsing the YAML text".to_string(),
         Job::Autosave { .. } => "writing the recovery copy".to_string(),
     };
-    catch_unwind(AssertUnwindSafe(|| run(job))).unwrap_or_else(|panic| {
+    caught(&name, || run(job)).unwrap_or_else(Outcome::Failed)
+}
+
+/// Runs `work`, turning a panic into an error message that names the job
+/// (`"internal error while {job}: {panic message}"`), so a bug in a
+/// background job is reported on that job instead of killing the studio.
+/// Used by every background thread (this worker, the run job).
+pub fn caught<T>(job: &str, work: impl FnOnce() -> T) -> Result<T, String> {
+    catch_unwind(AssertUnwindSafe(work)).map_err(|panic| {
         let detail = panic
             .downcast_ref::<String>()
             .cloned()
             .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
             .unwrap_or_else(|| "unknown panic".into());
-        Outcome::Failed(format!("internal error while {name}: {detail}"))
+        format!("internal error while {job}: {detail}")
     })
 }
 
@@ -296,5 +304,27 @@ pub fn analyze(job: AnalyzeJob) -> Analysis {
         text,
         graph,
         layout,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::caught;
+
+    #[test]
+    fn a_panicking_job_becomes_an_error_naming_it() {
+        let formatted = caught("parsing the YAML text", || -> u8 {
+            panic!("index {} out of range", 7)
+        });
+        let literal = caught("opening x.yaml", || -> u8 { panic!("boom") });
+        assert_eq!(
+            formatted,
+            Err("internal error while parsing the YAML text: index 7 out of range".into())
+        );
+        assert_eq!(
+            literal,
+            Err("internal error while opening x.yaml: boom".into())
+        );
+        assert_eq!(caught("adding", || 2 + 2), Ok(4));
     }
 }

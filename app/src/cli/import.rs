@@ -1,5 +1,5 @@
 //! `wfstudio import-comfyui`: read a ComfyUI graph (API JSON, UI JSON, the
-//! `{"prompt": ...}` request body, or a PNG with embedded chunks).
+//! `{"prompt": ...}` request body, or a PNG or WebP with the graph embedded).
 //! `--emit-api` prints the API prompt ComfyUI would submit for it; otherwise
 //! the graph is lowered to a `pipeline.workflow` document (exit 0), or
 //! refused with diagnostics in the `check` format (exit 1).

@@ -42,7 +42,7 @@ enum Command {
     Run(run::RunArgs),
     /// Time warm runs of a package against its ONNX Runtime time.
     Bench(bench::BenchArgs),
-    /// Read a ComfyUI graph (API/UI JSON or PNG); `--emit-api` prints its API prompt.
+    /// Read a ComfyUI graph (API/UI JSON, or a PNG or WebP that embeds one); `--emit-api` prints its API prompt.
     ImportComfyui(import::ImportArgs),
 }
 

@@ -6,11 +6,11 @@
 
 use crate::output_media::{self, Media};
 use std::collections::BTreeMap;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, channel};
+use wfstudio_editor::worker::caught;
 use wfstudio_runner::{Device, Event, LoadOptions, Request, RunControl, RunOutput, Runner, Tensor};
 
 /// What to run.
@@ -65,9 +65,10 @@ impl RunJob {
                     let _ = events.send(RunMessage::Event(event));
                     wake();
                 };
-                let result =
-                    catch_unwind(AssertUnwindSafe(|| execute(&spec, &flag, &mut observer)))
-                        .unwrap_or_else(|_| Err("internal error: the run panicked".into()));
+                let result = caught("running the workflow", || {
+                    execute(&spec, &flag, &mut observer)
+                })
+                .unwrap_or_else(Err);
                 let _ = sender.send(RunMessage::Done(result));
                 notify();
             })

@@ -1,8 +1,9 @@
 //! ComfyUI graphs: reading the three forms (API prompt, UI/LiteGraph
-//! workflow, PNG with embedded chunks) and converting a UI workflow to the
+//! workflow, PNG or WebP with the graph embedded) and converting a UI workflow to the
 //! API prompt ComfyUI would submit for it.
 
 pub mod defs;
+pub mod embedded;
 pub mod lower;
 pub mod read;
 pub mod to_api;

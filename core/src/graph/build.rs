@@ -193,12 +193,18 @@ impl<'w> Builder<'w> {
             Step::Loop(l) => {
                 let loop_frame = self.frame(
                     FrameKind::Loop,
-                    format!("loop (max {})", l.max_iterations),
+                    format!("loop (at most {})", l.max_iterations),
                     path,
                     frame,
                 );
-                if let Some(setup) = &l.setup {
-                    self.steps(setup, &path.key("setup"), Some(loop_frame));
+                if let Some(setup) = l.setup.as_deref().filter(|s| !s.is_empty()) {
+                    let part = self.frame(
+                        FrameKind::Setup,
+                        "setup".into(),
+                        &path.key("setup"),
+                        Some(loop_frame),
+                    );
+                    self.steps(setup, &path.key("setup"), Some(part));
                 }
                 let cells: Vec<_> = l
                     .carried
@@ -224,7 +230,51 @@ impl<'w> Builder<'w> {
                     self.consume(entry, *cell, 0, false);
                     self.producers.insert(carry.cell.clone(), (*cell, 0));
                 }
-                self.steps(&l.steps, &path.key("steps"), Some(loop_frame));
+                let condition = self.frame(
+                    FrameKind::Condition,
+                    "condition".into(),
+                    &path.key("continue_when"),
+                    Some(loop_frame),
+                );
+                let control = self.node(Node {
+                    kind: NodeKind::LoopControl,
+                    label: format!("while {}", l.continue_when),
+                    path: path.clone(),
+                    inputs: [
+                        ("continue_when", &l.continue_when),
+                        ("max_iterations", &l.max_iterations),
+                    ]
+                    .into_iter()
+                    .map(|(name, value)| Port {
+                        name: name.into(),
+                        contract: self.dtypes.get(value.as_str()).cloned(),
+                        value: Some(value.clone()),
+                    })
+                    .collect(),
+                    outputs: l
+                        .iteration
+                        .iter()
+                        .map(|it| Port {
+                            name: it.value.clone(),
+                            contract: Some(describe(&it.contract)),
+                            value: Some(it.value.clone()),
+                        })
+                        .collect(),
+                    frame: Some(condition),
+                    step: None,
+                });
+                self.consume(&l.continue_when, control, 0, false);
+                self.consume(&l.max_iterations, control, 1, false);
+                if let Some(it) = &l.iteration {
+                    self.produce(&it.value, control, 0, Some(&it.contract));
+                }
+                let body = self.frame(
+                    FrameKind::Body,
+                    "body".into(),
+                    &path.key("steps"),
+                    Some(loop_frame),
+                );
+                self.steps(&l.steps, &path.key("steps"), Some(body));
                 for (carry, cell, _) in &cells {
                     self.consume(&carry.next, *cell, 0, true);
                 }
@@ -236,6 +286,20 @@ impl<'w> Builder<'w> {
                     path,
                     frame,
                 );
+                let select = self.node(Node {
+                    kind: NodeKind::BranchSelect,
+                    label: format!("select on {}", b.predicate),
+                    path: path.clone(),
+                    inputs: vec![Port {
+                        name: "predicate".into(),
+                        contract: self.dtypes.get(b.predicate.as_str()).cloned(),
+                        value: Some(b.predicate.clone()),
+                    }],
+                    outputs: Vec::new(),
+                    frame: Some(branch),
+                    step: None,
+                });
+                self.consume(&b.predicate, select, 0, false);
                 let cases = b
                     .cases
                     .iter()

@@ -31,6 +31,11 @@ pub enum NodeKind {
     },
     /// An emit into an output.
     Emit,
+    /// A loop's control: reads `continue_when` and `max_iterations`, and
+    /// makes the iteration value (when the loop declares one).
+    LoopControl,
+    /// A branch's selector: reads the predicate.
+    BranchSelect,
     /// A workflow output.
     Output,
 }
@@ -84,8 +89,14 @@ pub struct Edge {
 /// What a frame groups.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FrameKind {
-    /// A loop (setup and body inside).
+    /// A loop (its setup, condition and body inside).
     Loop,
+    /// The `setup` steps of a loop (run once on entry).
+    Setup,
+    /// The condition of a loop (its control node).
+    Condition,
+    /// The body steps of a loop.
+    Body,
     /// One case (or the default) of a branch.
     Case {
         /// The case key, or `default`.
