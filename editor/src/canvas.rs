@@ -7,6 +7,7 @@
 
 use crate::sidecar::Sidecar;
 use crate::style::{dtype_color, severity_color};
+use egui::emath::TSTransform;
 use egui::epaint::CubicBezierShape;
 use egui::{Align2, Color32, FontId, Pos2, Rect, Sense, Stroke, StrokeKind, Ui, Vec2, pos2, vec2};
 use wfstudio_core::Report;
@@ -31,6 +32,14 @@ pub enum CanvasAction {
     },
     /// Click on empty canvas.
     ClearSelection,
+    /// A box dragged with Ctrl or Shift over empty canvas: select the nodes
+    /// it touches (`add`: Shift keeps the current selection).
+    SelectMany {
+        /// The nodes' document paths, in node order.
+        paths: Vec<DocPath>,
+        /// Add to the selection instead of replacing it.
+        add: bool,
+    },
     /// An edit: a wire dropped from an output port onto an invoke's input
     /// port (`Connect`), or "Disconnect" chosen on a bound input port.
     Edit(Command),
@@ -56,6 +65,18 @@ pub struct CanvasState {
     pub fit_pending: bool,
     /// An output port a wire is being dragged from.
     wire_drag: Option<(NodeId, usize)>,
+    /// Where a selection box started (screen coordinates).
+    box_start: Option<Pos2>,
+    /// Scene to screen transform of the last frame.
+    to_screen: TSTransform,
+}
+
+impl CanvasState {
+    /// Where a rectangle of the canvas (scene coordinates, as the nodes'
+    /// accessibility bounds are given) was on screen in the last frame.
+    pub fn to_screen(&self, scene: Rect) -> Rect {
+        self.to_screen * scene
+    }
 }
 
 impl Default for CanvasState {
@@ -64,6 +85,8 @@ impl Default for CanvasState {
             scene_rect: Rect::ZERO,
             fit_pending: true,
             wire_drag: None,
+            box_start: None,
+            to_screen: TSTransform::IDENTITY,
         }
     }
 }
@@ -245,10 +268,24 @@ pub fn show(ui: &mut Ui, view: &CanvasView, state: &mut CanvasState) -> Vec<Canv
         state.fit_pending = false;
     }
     let outer = ui.available_rect_before_wrap();
-    let scene = egui::Scene::new().zoom_range(0.02..=4.0);
+    // Ctrl/Shift + drag on empty canvas draws a selection box instead of panning.
+    let boxing =
+        state.box_start.is_some() || ui.input(|i| i.modifiers.command || i.modifiers.shift);
+    let pan = if boxing {
+        egui::DragPanButtons::MIDDLE | egui::DragPanButtons::SECONDARY
+    } else {
+        egui::DragPanButtons::all()
+    };
+    let scene = egui::Scene::new()
+        .zoom_range(0.02..=4.0)
+        .drag_pan_buttons(pan);
     let mut scene_rect = state.scene_rect;
     let response = scene
         .show(ui, &mut scene_rect, |ui| {
+            state.to_screen = ui
+                .ctx()
+                .layer_transform_to_global(ui.layer_id())
+                .unwrap_or(TSTransform::IDENTITY);
             draw(ui, view, state, &mut actions)
         })
         .response;
@@ -258,8 +295,61 @@ pub fn show(ui: &mut Ui, view: &CanvasView, state: &mut CanvasState) -> Vec<Canv
     } else if response.clicked() {
         actions.push(CanvasAction::ClearSelection);
     }
+    select_box(ui, &response, view, state, boxing, &mut actions);
     minimap(ui, outer, view, state);
     actions
+}
+
+/// The selection box: started by a primary drag with Ctrl or Shift on empty
+/// canvas, drawn while dragging, and turned into a selection on release.
+fn select_box(
+    ui: &Ui,
+    response: &egui::Response,
+    view: &CanvasView,
+    state: &mut CanvasState,
+    boxing: bool,
+    actions: &mut Vec<CanvasAction>,
+) {
+    // Screen coordinates throughout (the response's own are the scene's).
+    if boxing
+        && response.drag_started_by(egui::PointerButton::Primary)
+        && let Some(start) = ui.input(|i| i.pointer.press_origin())
+    {
+        state.box_start = Some(start);
+    }
+    let Some(start) = state.box_start else {
+        return;
+    };
+    let Some(now) = ui.ctx().pointer_latest_pos() else {
+        return;
+    };
+    let screen = Rect::from_two_pos(start, now);
+    let stroke = ui.visuals().selection.stroke;
+    ui.painter()
+        .rect_filled(screen, 0.0, stroke.color.gamma_multiply(0.12));
+    ui.painter().rect_stroke(
+        screen,
+        0.0,
+        Stroke::new(1.0, stroke.color),
+        StrokeKind::Inside,
+    );
+    if response.drag_stopped() || !ui.input(|i| i.pointer.primary_down()) {
+        state.box_start = None;
+        let scene = state.to_screen.inverse() * screen;
+        let paths = nodes_in(view, scene);
+        actions.push(CanvasAction::SelectMany {
+            paths,
+            add: ui.input(|i| i.modifiers.shift),
+        });
+    }
+}
+
+/// Paths of the visible nodes whose boxes touch `area` (scene coordinates).
+fn nodes_in(view: &CanvasView, area: Rect) -> Vec<DocPath> {
+    (0..view.graph.nodes.len())
+        .filter(|&n| view.node_hidden[n].is_none() && view.node_rect(n).intersects(area))
+        .map(|n| view.graph.nodes[n].path.clone())
+        .collect()
 }
 
 fn draw(ui: &mut Ui, view: &CanvasView, state: &mut CanvasState, actions: &mut Vec<CanvasAction>) {

@@ -1,7 +1,8 @@
 //! The inspector: edits the selected item. Invokes get binding controls
 //! (a value picker per input port, a rename box per output value); every
-//! item gets its full YAML text to edit, so every field is reachable, and
-//! a delete button. All changes leave as [`Command`]s.
+//! field gets a typed editor ([`crate::fields`]); the item's YAML text can
+//! be edited as a whole (to change a kind, or paste); and a delete button.
+//! All changes leave as [`Command`]s.
 
 use egui::{RichText, Ui};
 use std::collections::BTreeSet;
@@ -25,6 +26,10 @@ pub struct InspectorState {
     exists: bool,
     /// Every value name of the loaded revision, sorted (the binding pickers).
     names: Vec<String>,
+    /// The item as a JSON tree (what the field editors show).
+    item: serde_json::Value,
+    /// The field editors' buffers.
+    fields: crate::fields::FieldBuffers,
 }
 
 /// The step at `path`, if it names one.
@@ -78,6 +83,8 @@ pub fn show(
         let node = tree::get(&root, path);
         state.exists = node.is_some();
         state.text = node.map(wfstudio_schema::emit::to_yaml).unwrap_or_default();
+        state.item = node.cloned().unwrap_or_default();
+        state.fields.clear();
         state.error = None;
         state.renames = match step {
             Some(Step::Invoke(invoke)) => invoke
@@ -171,12 +178,22 @@ pub fn show(
             });
     }
     ui.separator();
+    // Bindings of an invoke are edited above (renames must follow reads).
+    let skip: &[&str] = if matches!(step, Some(Step::Invoke(_))) {
+        &["inputs", "outputs"]
+    } else {
+        &[]
+    };
+    if let Some(edit) = crate::fields::show(ui, path, &state.item, skip, &mut state.fields) {
+        command = Some(edit);
+    }
+    ui.separator();
     ui.label("YAML");
     ui.add(
         egui::TextEdit::multiline(&mut state.text)
             .id_salt("inspector_yaml")
             .code_editor()
-            .desired_rows(10)
+            .desired_rows(8)
             .desired_width(f32::INFINITY),
     );
     ui.horizontal(|ui| {

@@ -8,6 +8,7 @@ pub mod autosave;
 pub mod canvas;
 pub mod diagnostics;
 pub mod document;
+pub mod fields;
 pub mod inspector;
 pub mod palette;
 pub mod recent;

@@ -59,6 +59,8 @@ pub struct Studio {
     search: Option<String>,
     clipboard: Vec<Value>,
     confirm_close: bool,
+    /// A file to open once the user has said what to do with unsaved edits.
+    replace_with: Option<PathBuf>,
     /// Set once the user agreed to close (the app then closes the window).
     pub close_confirmed: bool,
     /// Dark theme on.
@@ -103,6 +105,7 @@ impl Studio {
             search: None,
             clipboard: Vec::new(),
             confirm_close: false,
+            replace_with: None,
             close_confirmed: false,
             dark: true,
             autosaved: None,
@@ -120,6 +123,11 @@ impl Studio {
             path: path.to_path_buf(),
             config: self.config.clone(),
         });
+    }
+
+    /// The canvas's view state (read-only: where the view is).
+    pub fn canvas(&self) -> &CanvasState {
+        &self.canvas
     }
 
     /// Whether nothing is pending: no open in flight and the current
@@ -365,6 +373,7 @@ impl Studio {
         self.centre(ui);
         self.palette(ctx);
         self.close_prompt(ctx);
+        self.replace_prompt(ctx);
         if let Some(doc) = &self.doc {
             ctx.send_viewport_cmd(egui::ViewportCommand::Title(doc.title()));
         }
@@ -425,8 +434,31 @@ impl Studio {
                 .map(|f| f.path().to_path_buf())
                 .collect()
         });
-        if let Some(path) = dropped.first() {
-            self.open(path);
+        if let Some(path) = dropped.into_iter().next() {
+            self.request_open(path);
+        }
+        // While files are dragged over the window, say what a drop does.
+        let hovering = ctx.input(|i| {
+            i.raw
+                .hovered_files
+                .first()
+                .and_then(|f| f.path.as_ref())
+                .map(|p| p.display().to_string())
+        });
+        if let Some(name) = hovering {
+            let painter = ctx.layer_painter(egui::LayerId::new(
+                egui::Order::Foreground,
+                egui::Id::new("drop_overlay"),
+            ));
+            let screen = ctx.content_rect();
+            painter.rect_filled(screen, 0.0, egui::Color32::from_black_alpha(170));
+            painter.text(
+                screen.center(),
+                egui::Align2::CENTER_CENTER,
+                format!("Drop to open {name}"),
+                egui::FontId::proportional(22.0),
+                egui::Color32::WHITE,
+            );
         }
     }
 
@@ -438,7 +470,7 @@ impl Studio {
             dialog.pick_file()
         };
         if let Some(path) = picked {
-            self.open(&path);
+            self.request_open(path);
         }
     }
 
@@ -455,7 +487,7 @@ impl Studio {
                     ui.menu_button("Open recent", |ui| {
                         for path in self.recent.clone() {
                             if ui.button(path.display().to_string()).clicked() {
-                                self.open(&path);
+                                self.request_open(path);
                             }
                         }
                     });
@@ -576,7 +608,7 @@ impl Studio {
                     ui.strong("Recent");
                     for path in self.recent.clone() {
                         if ui.link(path.display().to_string()).clicked() {
-                            self.open(&path);
+                            self.request_open(path);
                         }
                     }
                 }
@@ -735,6 +767,16 @@ impl Studio {
                     }
                 }
                 CanvasAction::ClearSelection => self.selection.clear(),
+                CanvasAction::SelectMany { paths, add } => {
+                    if !add {
+                        self.selection.clear();
+                    }
+                    for path in paths {
+                        if !self.selection.contains(&path) {
+                            self.selection.push(path);
+                        }
+                    }
+                }
                 CanvasAction::Edit(command) => {
                     self.apply(&command);
                 }
@@ -920,13 +962,74 @@ impl Studio {
             ui.horizontal(|ui| {
                 if ui.button("Save").clicked() {
                     self.save(None);
-                    self.finish_close(ctx);
+                    // A failed save keeps the window (and the edits) open.
+                    if !self.is_dirty() {
+                        self.finish_close(ctx);
+                    }
                 }
                 if ui.button("Discard").clicked() {
+                    self.discard_recovery();
                     self.finish_close(ctx);
                 }
                 if ui.button("Cancel").clicked() {
                     self.confirm_close = false;
+                }
+            });
+        });
+    }
+
+    /// The user threw the unsaved edits away: so does the recovery copy.
+    fn discard_recovery(&mut self) {
+        if let Some(doc) = &self.doc {
+            let _ = crate::autosave::discard(self.config.as_deref(), &doc.path);
+        }
+    }
+
+    fn is_dirty(&self) -> bool {
+        self.doc.as_ref().is_some_and(|d| d.history.is_dirty())
+    }
+
+    /// Opens `path` from a user action (menu, recent list, drop): with
+    /// unsaved edits, asks first.
+    fn request_open(&mut self, path: PathBuf) {
+        if self.is_dirty() {
+            self.replace_with = Some(path);
+        } else {
+            self.open(&path);
+        }
+    }
+
+    /// "Save changes before opening …?" while a [`Self::request_open`] waits.
+    fn replace_prompt(&mut self, ctx: &egui::Context) {
+        let Some(next) = self.replace_with.clone() else {
+            return;
+        };
+        let current = self
+            .doc
+            .as_ref()
+            .map(|d| d.path.display().to_string())
+            .unwrap_or_default();
+        egui::Modal::new(egui::Id::new("replace_prompt")).show(ctx, |ui| {
+            ui.heading("Unsaved changes");
+            ui.label(format!(
+                "Save the changes to {current} before opening {}?",
+                next.display()
+            ));
+            ui.horizontal(|ui| {
+                if ui.button("Save and open").clicked() {
+                    self.save(None);
+                    if !self.is_dirty() {
+                        self.replace_with = None;
+                        self.open(&next);
+                    }
+                }
+                if ui.button("Discard and open").clicked() {
+                    self.discard_recovery();
+                    self.replace_with = None;
+                    self.open(&next);
+                }
+                if ui.button("Cancel").clicked() {
+                    self.replace_with = None;
                 }
             });
         });

@@ -244,3 +244,242 @@ fn opens_a_corpus_document_and_shows_its_nodes() {
     }
     harness.get_by_label("0 errors, 0 warnings");
 }
+
+#[test]
+fn inspector_fields_edit_the_selected_item() {
+    let dir = temp_package("fields");
+    let mut studio = studio();
+    studio.open(&dir);
+    let mut harness = harness(studio);
+    settle(&mut harness);
+    let input = |h: &Harness<'static, Studio>| {
+        let doc = h.state().doc.as_ref().expect("doc").history.document();
+        let wf = &doc.pipeline.as_ref().expect("pipeline").workflow;
+        serde_json::to_value(&wf.inputs.as_ref().expect("inputs")["request.steps"]).expect("json")
+    };
+
+    harness.get_by_label("request.steps node").click_accesskit();
+    harness.run_steps(2);
+    assert_eq!(
+        harness.state().selection[0].to_string(),
+        "pipeline.workflow.inputs[\"request.steps\"]"
+    );
+
+    // A number: typed, committed with Enter, kept a number.
+    let default_box = || By::new().role(Role::TextInput).value("4");
+    harness.get(default_box()).focus();
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::A);
+    harness.get(default_box()).type_text("6");
+    harness.key_press(Key::Enter);
+    settle(&mut harness);
+    assert_eq!(input(&harness)["default"], 6);
+    assert!(
+        harness
+            .state()
+            .status
+            .as_ref()
+            .is_some_and(|s| s.text == "Edit pipeline.workflow.inputs[\"request.steps\"].default"),
+        "{:?}",
+        harness.state().status
+    );
+
+    // A refused number leaves the document alone and says why.
+    let six = || By::new().role(Role::TextInput).value("6");
+    harness.get(six()).focus();
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::A);
+    harness.get(six()).type_text("six");
+    harness.key_press(Key::Enter);
+    harness.run_steps(2);
+    harness.get_by_label("`six` is not a number");
+    assert_eq!(input(&harness)["default"], 6);
+
+    // A boolean: the `required` checkbox.
+    harness
+        .get_by_role_and_label(Role::CheckBox, "required")
+        .click();
+    settle(&mut harness);
+    assert_eq!(input(&harness)["required"], true);
+
+    // The dtype picker.
+    harness.get_by_value("int64").click();
+    harness.run_steps(2);
+    harness
+        .get_by_role_and_label(Role::Button, "int32")
+        .click_accesskit();
+    settle(&mut harness);
+    assert_eq!(input(&harness)["contract"]["dtype"], "int32");
+
+    // Each was one undoable edit: two undos leave the first.
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::Z);
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::Z);
+    settle(&mut harness);
+    assert_eq!(input(&harness)["default"], 6);
+    assert_eq!(input(&harness)["contract"]["dtype"], "int64");
+    assert_eq!(input(&harness)["required"], false);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A primary-button drag over empty canvas with `modifiers` held, from
+/// `from` to `to` (screen points).
+fn drag_box(
+    harness: &mut Harness<'static, Studio>,
+    modifiers: Modifiers,
+    from: egui::Pos2,
+    to: egui::Pos2,
+) {
+    let button = |pos, pressed| egui::Event::PointerButton {
+        pos,
+        button: egui::PointerButton::Primary,
+        pressed,
+        modifiers,
+    };
+    harness.event(egui::Event::ModifiersChanged(modifiers));
+    harness.hover_at(from);
+    harness.step();
+    harness.event(button(from, true));
+    harness.step();
+    for t in [0.25, 0.5, 0.75, 1.0] {
+        harness.hover_at(from + (to - from) * t);
+        harness.step();
+    }
+    harness.event(button(to, false));
+    harness.step();
+    harness.event(egui::Event::ModifiersChanged(Modifiers::NONE));
+    harness.run_steps(2);
+}
+
+#[test]
+fn box_select_with_ctrl_and_shift_drag() {
+    let dir = temp_package("box");
+    let mut studio = studio();
+    studio.open(&dir);
+    let mut harness = harness(studio);
+    settle(&mut harness);
+    // Accessibility bounds are in canvas coordinates; the canvas maps them.
+    let on_screen = |h: &Harness<'static, Studio>, label: &str| {
+        h.state().canvas().to_screen(h.get_by_label(label).rect())
+    };
+    let decoder = on_screen(&harness, "decoder node");
+    let emit = on_screen(&harness, "emit image (replace) node");
+    let output = on_screen(&harness, "image node");
+    let selection = |h: &Harness<'static, Studio>| -> Vec<String> {
+        h.state()
+            .selection
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    };
+
+    // Ctrl + drag from empty canvas above the decoder to just past the emit.
+    let from = decoder.left_top() - egui::vec2(6.0, 24.0);
+    let to = egui::pos2((emit.right() + output.left()) / 2.0, emit.bottom());
+    let view = harness.state().canvas().scene_rect;
+    drag_box(&mut harness, Modifiers::COMMAND, from, to);
+    assert_eq!(
+        selection(&harness),
+        ["pipeline.workflow.steps[1]", "pipeline.workflow.steps[2]"]
+    );
+
+    // Shift + drag adds the output node and keeps the rest.
+    let from = output.left_top() - egui::vec2(4.0, 24.0);
+    drag_box(&mut harness, Modifiers::SHIFT, from, output.center());
+    assert_eq!(
+        selection(&harness),
+        [
+            "pipeline.workflow.steps[1]",
+            "pipeline.workflow.steps[2]",
+            "pipeline.workflow.outputs.image"
+        ]
+    );
+    assert_eq!(
+        harness.state().canvas().scene_rect,
+        view,
+        "a box drag does not pan the canvas"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A file dropped onto the window, as the native backend hands it over.
+#[derive(Debug)]
+struct DroppedPath(PathBuf);
+
+impl egui::DroppedFile for DroppedPath {
+    fn path(&self) -> &Path {
+        &self.0
+    }
+
+    fn bytes(&self) -> Result<Vec<u8>, String> {
+        std::fs::read(&self.0).map_err(|e| e.to_string())
+    }
+}
+
+fn drop_file(harness: &mut Harness<'static, Studio>, path: &Path) {
+    harness
+        .input_mut()
+        .dropped_files
+        .push(std::sync::Arc::new(DroppedPath(path.to_path_buf())));
+    harness.run_steps(2);
+}
+
+#[test]
+fn dropping_a_package_opens_it_and_asks_before_dropping_edits() {
+    let first = temp_package("drop-a");
+    let second = temp_package("drop-b");
+    let mut harness = harness(studio());
+    harness.run_steps(2);
+    let open_file = |h: &Harness<'static, Studio>| h.state().doc.as_ref().map(|d| d.path.clone());
+
+    drop_file(&mut harness, &first);
+    settle(&mut harness);
+    assert_eq!(
+        open_file(&harness),
+        Some(first.join("inference_metadata.yaml"))
+    );
+
+    // With an unsaved edit, a drop asks first; Cancel keeps everything.
+    assert!(
+        harness
+            .state_mut()
+            .apply(&wfstudio_core::edit::Command::RenameValue {
+                from: "decoded".into(),
+                to: "picture".into(),
+            })
+    );
+    harness.run_steps(2);
+    drop_file(&mut harness, &second);
+    harness.get_by_label(&format!(
+        "Save the changes to {} before opening {}?",
+        first.join("inference_metadata.yaml").display(),
+        second.display()
+    ));
+    harness.get_by_label("Cancel").click();
+    harness.run_steps(3);
+    assert_eq!(
+        open_file(&harness),
+        Some(first.join("inference_metadata.yaml"))
+    );
+    assert!(
+        harness
+            .state()
+            .doc
+            .as_ref()
+            .expect("doc")
+            .history
+            .is_dirty()
+    );
+
+    // "Save and open" writes the edit, then opens the dropped package.
+    drop_file(&mut harness, &second);
+    harness.get_by_label("Save and open").click();
+    harness.run_steps(2);
+    settle(&mut harness);
+    assert_eq!(
+        open_file(&harness),
+        Some(second.join("inference_metadata.yaml"))
+    );
+    let saved = std::fs::read_to_string(first.join("inference_metadata.yaml")).expect("saved");
+    assert!(saved.contains("value: picture"), "{saved}");
+    for dir in [first, second] {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
