@@ -54,6 +54,8 @@ pub enum CanvasAction {
     ToggleCollapse(String),
     /// Double click on empty canvas: open the palette to add a node here.
     OpenPalette,
+    /// A wire or a bound port clicked: show that SSA value (after a run).
+    InspectValue(String),
 }
 
 /// The canvas's own view state.
@@ -568,6 +570,11 @@ fn draw(ui: &mut Ui, view: &CanvasView, state: &mut CanvasState, actions: &mut V
                 ui.id().with(("in", &key, i)),
                 Sense::click(),
             );
+            if hit.clicked()
+                && let Some(value) = &port.value
+            {
+                actions.push(CanvasAction::InspectValue(value.clone()));
+            }
             let hit = match &port.contract {
                 Some(contract) => hit.on_hover_text(format!("{}: {contract}", port.name)),
                 None => hit,
@@ -599,10 +606,15 @@ fn draw(ui: &mut Ui, view: &CanvasView, state: &mut CanvasState, actions: &mut V
             let hit = ui.interact(
                 Rect::from_center_size(at, Vec2::splat(14.0)),
                 ui.id().with(("out", &key, i)),
-                Sense::drag(),
+                Sense::click_and_drag(),
             );
             if hit.drag_started() && port.value.is_some() {
                 state.wire_drag = Some((n, i));
+            }
+            if hit.clicked()
+                && let Some(value) = &port.value
+            {
+                actions.push(CanvasAction::InspectValue(value.clone()));
             }
             if let Some(contract) = &port.contract {
                 hit.on_hover_text(format!("{}: {contract}", port.name));
@@ -629,6 +641,11 @@ fn draw(ui: &mut Ui, view: &CanvasView, state: &mut CanvasState, actions: &mut V
                 actions.push(action);
             }
         }
+    }
+    if let Some((_, value)) = &hovered_wire
+        && ui.input(|i| i.pointer.primary_clicked())
+    {
+        actions.push(CanvasAction::InspectValue(value.clone()));
     }
     if let Some((at, value)) = hovered_wire {
         let galley = painter.layout_no_wrap(value, FontId::monospace(12.0), text);

@@ -75,6 +75,9 @@ pub struct Studio {
     config: Option<PathBuf>,
     /// Run progress and timing shown on the canvas (set by the run panel).
     pub run_overlay: RunOverlay,
+    /// The SSA value last clicked on the canvas (a wire or a bound port),
+    /// for the run panel's value inspector.
+    pub inspected_value: Option<String>,
 }
 
 /// How long edits wait before their recovery copy is written.
@@ -113,6 +116,7 @@ impl Studio {
             autosave_pending: false,
             config,
             run_overlay: RunOverlay::default(),
+            inspected_value: None,
         }
     }
 
@@ -767,6 +771,7 @@ impl Studio {
                     }
                 }
                 CanvasAction::ClearSelection => self.selection.clear(),
+                CanvasAction::InspectValue(value) => self.inspected_value = Some(value),
                 CanvasAction::SelectMany { paths, add } => {
                     if !add {
                         self.selection.clear();

@@ -16,6 +16,7 @@ pub mod ortlib;
 pub mod recipe;
 pub mod request;
 pub mod session;
+pub mod stats;
 pub mod tensor;
 
 pub mod onnx {

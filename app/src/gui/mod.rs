@@ -4,6 +4,8 @@
 mod run_job;
 mod run_panel;
 mod screenshot;
+mod timeline;
+mod value_view;
 
 use clap::Args;
 use std::path::PathBuf;
@@ -38,6 +40,10 @@ pub struct OpenArgs {
     /// Output whose preview is shown first.
     #[arg(long, value_name = "NAME")]
     pub select_output: Option<String>,
+    /// SSA value shown in the value inspector after the run (as if its wire
+    /// had been clicked).
+    #[arg(long, value_name = "VALUE")]
+    pub inspect: Option<String>,
 }
 
 impl Default for OpenArgs {
@@ -51,6 +57,7 @@ impl Default for OpenArgs {
             run: false,
             recipe: None,
             select_output: None,
+            inspect: None,
         }
     }
 }
@@ -110,6 +117,7 @@ pub fn run(args: &OpenArgs) -> anyhow::Result<ExitCode> {
     let recipe = args.recipe.clone();
     let run_now = args.run && args.screenshot.is_none();
     let light = args.light;
+    let inspect = args.inspect.clone();
     eframe::run_native(
         "wfstudio",
         options,
@@ -117,6 +125,7 @@ pub fn run(args: &OpenArgs) -> anyhow::Result<ExitCode> {
             let ctx = cc.egui_ctx.clone();
             let mut studio = Studio::new(move || ctx.request_repaint());
             studio.dark = !light;
+            studio.inspected_value = inspect;
             if let Some(path) = &path {
                 studio.open(path);
             }

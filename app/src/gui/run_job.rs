@@ -13,6 +13,9 @@ use std::sync::mpsc::{Receiver, channel};
 use wfstudio_editor::worker::caught;
 use wfstudio_runner::{Device, Event, LoadOptions, Request, RunControl, RunOutput, Runner, Tensor};
 
+/// Memory for the values a run keeps for the value inspector.
+const KEEP_BYTES: usize = 256 << 20;
+
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct RunSpec {
@@ -106,7 +109,7 @@ fn execute(
             RunControl {
                 observer,
                 cancel,
-                keep_bytes: 0,
+                keep_bytes: KEEP_BYTES,
             },
         )
         .map_err(|e| e.to_string())?;

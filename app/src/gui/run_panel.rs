@@ -1,8 +1,10 @@
 //! The Run panel: recipe and device choice, Run (Ctrl+Enter) and Cancel,
 //! progress (invokes done, per-loop iteration k of n, the running node
 //! highlighted on the canvas), then timing badges on every invoke, the
-//! slowest steps, and output previews (images per batch row, zoomable
-//! without blur; audio waveforms; saving PNG/WAV). Runs use the saved file.
+//! slowest steps, a timeline of every call, the value inspector for the
+//! wire or port clicked on the canvas, and output previews (images per batch
+//! row, zoomable without blur; audio waveforms; saving PNG/WAV). Runs use the
+//! saved file.
 
 use super::run_job::{Finished, RunJob, RunMessage, RunSpec};
 use crate::output_media::{Media, png_bytes, wav_bytes};
@@ -43,6 +45,8 @@ pub struct RunPanel {
     pinned_recipe: Option<PathBuf>,
     /// Start a run as soon as a document is open.
     autostart: bool,
+    timeline: super::timeline::Timeline,
+    value: super::value_view::ValueView,
 }
 
 impl RunPanel {
@@ -98,6 +102,8 @@ impl RunPanel {
         self.loops.clear();
         self.running = None;
         self.textures.clear();
+        self.value.reset();
+        self.timeline = Default::default();
         self.phase = Phase::Running(RunJob::start(spec, move || waker.request_repaint()));
     }
 
@@ -276,6 +282,23 @@ impl RunPanel {
                 for (path, (total, calls)) in slowest(finished).into_iter().take(5) {
                     ui.label(format!("{:>8.2} ms × {calls}  {path}", total * 1e3));
                 }
+                egui::CollapsingHeader::new("Timeline")
+                    .default_open(true)
+                    .show(ui, |ui| {
+                        if let Some(path) =
+                            super::timeline::show(ui, &finished.output.invokes, &mut self.timeline)
+                            && let Some(step) = wfstudio_schema::DocPath::parse(&path)
+                        {
+                            studio.reveal(&step);
+                        }
+                    });
+                ui.separator();
+                match studio.inspected_value.as_deref() {
+                    Some(name) => super::value_view::show(ui, name, finished, &mut self.value),
+                    None => {
+                        ui.weak("Click a wire or a port to inspect its value.");
+                    }
+                }
                 ui.separator();
                 self.previews(ui, finished);
             }
@@ -407,5 +430,96 @@ fn waveform(ui: &mut egui::Ui, channels: usize, samples: &[f32]) {
             [egui::pos2(px, y(hi)), egui::pos2(px, y(lo))],
             egui::Stroke::new(1.0, color),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RunPanel;
+    use egui_kittest::Harness;
+    use egui_kittest::kittest::Queryable;
+    use std::path::Path;
+    use wfstudio_editor::Studio;
+
+    struct App {
+        studio: Studio,
+        run: RunPanel,
+    }
+
+    /// Runs the example denoising package from the panel, as a user would
+    /// with Ctrl+Enter, and checks what the panel and the canvas show.
+    #[test]
+    fn a_run_shows_progress_timing_timeline_value_and_preview() {
+        let package =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/examples/tiny-denoise");
+        let config =
+            std::env::temp_dir().join(format!("wfstudio-run-panel-{}", std::process::id()));
+        let mut studio = Studio::with_config_dir(|| {}, Some(config.clone()));
+        studio.open(&package);
+        studio.inspected_value = Some("latent.next".into());
+        let app = App {
+            studio,
+            run: RunPanel::default(),
+        };
+        let mut harness = Harness::builder()
+            .with_size(egui::vec2(1400.0, 1000.0))
+            .build_ui_state(
+                |ui, app: &mut App| {
+                    app.run.show(ui, &mut app.studio);
+                    app.studio.show(ui);
+                },
+                app,
+            );
+        for _ in 0..400 {
+            harness.step();
+            if harness.state().studio.settled() && harness.state().studio.doc.is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        harness.get_by_label("Not run yet.");
+        harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::Enter);
+        harness.step();
+        assert!(harness.state().run.running(), "Ctrl+Enter starts the run");
+        for _ in 0..2000 {
+            harness.step();
+            if !harness.state().run.running() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        harness.run_steps(20);
+        assert_eq!(
+            harness.state().run.outcome(),
+            Some(true),
+            "{:?}",
+            harness.state().run.failure()
+        );
+
+        // Progress and loop counter.
+        harness.get_by_label("loop pipeline.workflow.steps[0]: iteration 4 of 4");
+        // Timing badges on both invokes: four denoiser calls, one decoder call.
+        let badges = &harness.state().studio.run_overlay.badges;
+        assert!(badges["pipeline.workflow.steps[0].steps[0]"].ends_with(" ms × 4"));
+        assert!(badges["pipeline.workflow.steps[1]"].ends_with(" ms × 1"));
+        // The timeline counts every call; the value inspector shows the
+        // clicked value's first call.
+        harness.get_by_label("Timeline");
+        assert_eq!(
+            harness
+                .query_all_by(|n| {
+                    n.role() == egui::accesskit::Role::Label
+                        && n.value().is_some_and(|v| v.ends_with(" ms, 5 calls"))
+                })
+                .count(),
+            1
+        );
+        harness.get_by_label("Value latent.next");
+        harness.get_by_label("[1, 4, 8, 8]");
+        harness.get_by_label("made by pipeline.workflow.steps[0].steps[0] in loop iteration 0");
+        // The image output's preview and its save button.
+        harness.get_by_label("image: F32 [1, 3, 32, 32]");
+        harness.get_by_label("Save image row 0 as PNG…");
+        let _ = std::fs::remove_dir_all(config);
     }
 }

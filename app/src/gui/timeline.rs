@@ -1,0 +1,160 @@
+//! The run timeline: a Gantt chart of every invoke call, one row per step
+//! path (in the order the steps first ran), bars from each call's start to
+//! its end. Ctrl + wheel zooms the time axis, the scroll bar pans; hovering
+//! a bar tells its times, clicking it selects the step on the canvas.
+
+use wfstudio_runner::InvokeTiming;
+
+const ROW: f32 = 16.0;
+const LABEL: f32 = 110.0;
+
+/// Zoom of the time axis.
+pub struct Timeline {
+    /// Points per millisecond; 0 = fit the run into the available width.
+    pub points_per_ms: f32,
+}
+
+impl Default for Timeline {
+    fn default() -> Self {
+        Timeline { points_per_ms: 0.0 }
+    }
+}
+
+/// Rows of the chart: step paths in order of their first call, with the
+/// indices of their calls.
+pub fn rows(invokes: &[InvokeTiming]) -> Vec<(&str, Vec<usize>)> {
+    let mut rows: Vec<(&str, Vec<usize>)> = Vec::new();
+    for (i, call) in invokes.iter().enumerate() {
+        match rows.iter_mut().find(|(path, _)| *path == &*call.path) {
+            Some((_, calls)) => calls.push(i),
+            None => rows.push((&call.path, vec![i])),
+        }
+    }
+    rows
+}
+
+/// Draws the chart; returns the step path of a clicked bar.
+pub fn show(ui: &mut egui::Ui, invokes: &[InvokeTiming], zoom: &mut Timeline) -> Option<String> {
+    let end_ms = invokes
+        .iter()
+        .map(|c| (c.start + c.wall).as_secs_f64() * 1e3)
+        .fold(0.0f64, f64::max)
+        .max(1e-3) as f32;
+    let fit = ((ui.available_width() - LABEL - 8.0) / end_ms).max(1e-3);
+    if zoom.points_per_ms <= 0.0 {
+        zoom.points_per_ms = fit;
+    }
+    let rows = rows(invokes);
+    let mut clicked = None;
+    ui.horizontal(|ui| {
+        ui.weak(format!("{end_ms:.2} ms, {} calls", invokes.len()));
+        if ui.small_button("fit").clicked() {
+            zoom.points_per_ms = fit;
+        }
+    });
+    egui::ScrollArea::horizontal()
+        .id_salt("timeline")
+        .show(ui, |ui| {
+            let size = egui::vec2(
+                LABEL + end_ms * zoom.points_per_ms + 8.0,
+                ROW * rows.len() as f32,
+            );
+            let (rect, response) = ui.allocate_exact_size(size, egui::Sense::click());
+            if response.hovered() {
+                let (scroll, ctrl) = ui.input(|i| (i.smooth_scroll_delta.y, i.modifiers.command));
+                if ctrl && scroll != 0.0 {
+                    zoom.points_per_ms =
+                        (zoom.points_per_ms * (1.0 + scroll * 0.01)).clamp(1e-3, 1e6);
+                }
+            }
+            let painter = ui.painter_at(rect);
+            let pointer = response.hover_pos();
+            let text = ui.visuals().text_color();
+            let color = ui.visuals().selection.stroke.color;
+            let mut hovered: Option<&InvokeTiming> = None;
+            for (r, (path, calls)) in rows.iter().enumerate() {
+                let y = rect.top() + r as f32 * ROW;
+                painter.text(
+                    egui::pos2(rect.left(), y + ROW / 2.0),
+                    egui::Align2::LEFT_CENTER,
+                    short(path),
+                    egui::FontId::proportional(10.0),
+                    text,
+                );
+                for &i in calls {
+                    let call = &invokes[i];
+                    let x0 =
+                        rect.left() + LABEL + call.start.as_secs_f32() * 1e3 * zoom.points_per_ms;
+                    let w = (call.wall.as_secs_f32() * 1e3 * zoom.points_per_ms).max(1.0);
+                    let bar = egui::Rect::from_min_size(
+                        egui::pos2(x0, y + 2.0),
+                        egui::vec2(w, ROW - 4.0),
+                    );
+                    painter.rect_filled(bar, 1.0, color);
+                    if pointer.is_some_and(|p| bar.expand2(egui::vec2(1.0, 0.0)).contains(p)) {
+                        hovered = Some(call);
+                    }
+                }
+            }
+            if let Some(call) = hovered {
+                response.clone().on_hover_text(format!(
+                    "{}\n{}: {:.3} ms ({:.3} ms in ONNX Runtime), at {:.3} ms",
+                    call.path,
+                    call.component,
+                    call.wall.as_secs_f64() * 1e3,
+                    call.ort.as_secs_f64() * 1e3,
+                    call.start.as_secs_f64() * 1e3
+                ));
+                if response.clicked() {
+                    clicked = Some(call.path.to_string());
+                }
+            }
+        });
+    clicked
+}
+
+/// The tail of a step path that fits a row label.
+fn short(path: &str) -> String {
+    let tail: String = path
+        .strip_prefix("pipeline.workflow.")
+        .unwrap_or(path)
+        .to_string();
+    if tail.chars().count() > 20 {
+        let skip = tail.chars().count() - 19;
+        format!("…{}", tail.chars().skip(skip).collect::<String>())
+    } else {
+        tail
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rows;
+    use std::time::Duration;
+    use wfstudio_runner::InvokeTiming;
+
+    fn call(path: &str, start_ms: u64) -> InvokeTiming {
+        InvokeTiming {
+            path: path.into(),
+            component: "c".into(),
+            wall: Duration::from_millis(1),
+            ort: Duration::from_millis(1),
+            start: Duration::from_millis(start_ms),
+        }
+    }
+
+    #[test]
+    fn one_row_per_step_in_first_call_order() {
+        let calls = [
+            call("b", 0),
+            call("a", 1),
+            call("b", 2),
+            call("a", 3),
+            call("c", 4),
+        ];
+        assert_eq!(
+            rows(&calls),
+            [("b", vec![0, 2]), ("a", vec![1, 3]), ("c", vec![4])]
+        );
+    }
+}
