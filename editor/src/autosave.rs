@@ -21,15 +21,21 @@ pub struct Recovery {
 }
 
 /// The recovery copy's file for `document` under the config folder
-/// `config`: named by a hash of the document's absolute path.
+/// `config`.
 pub fn recovery_file(config: Option<&Path>, document: &Path) -> Option<PathBuf> {
+    document_file(config, "recovery", document)
+}
+
+/// A per-document file in `config/<folder>/`, named by a hash of the
+/// document's absolute path (recovery copies, remembered run inputs).
+pub fn document_file(config: Option<&Path>, folder: &str, document: &Path) -> Option<PathBuf> {
     let absolute = document
         .canonicalize()
         .unwrap_or_else(|_| document.to_path_buf());
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     absolute.hash(&mut hasher);
     let name = format!("{:016x}.json", hasher.finish());
-    Some(config?.join("recovery").join(name))
+    Some(config?.join(folder).join(name))
 }
 
 /// Writes the recovery copy of `document`.

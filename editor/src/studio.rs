@@ -129,6 +129,11 @@ impl Studio {
         });
     }
 
+    /// The config folder (recent files, recovery copies), if any.
+    pub fn config_dir(&self) -> Option<&Path> {
+        self.config.as_deref()
+    }
+
     /// The canvas's view state (read-only: where the view is).
     pub fn canvas(&self) -> &CanvasState {
         &self.canvas

@@ -25,6 +25,8 @@ pub struct RunSpec {
     pub recipe: Option<PathBuf>,
     /// Requested device.
     pub device: Device,
+    /// Inputs set in the form, over the recipe's.
+    pub overrides: std::collections::HashMap<String, Tensor>,
 }
 
 /// A finished run.
@@ -90,10 +92,11 @@ fn execute(
     cancel: &AtomicBool,
     observer: &mut dyn FnMut(Event),
 ) -> Result<Box<Finished>, String> {
-    let inputs: std::collections::HashMap<String, Tensor> =
+    let mut inputs: std::collections::HashMap<String, Tensor> =
         crate::cli::run::gather_inputs(spec.recipe.as_deref(), &[])
             .map_err(|e| format!("{e:#}"))?
             .0;
+    inputs.extend(spec.overrides.clone());
     let mut runner = Runner::load(
         &spec.package,
         &LoadOptions {

@@ -47,6 +47,7 @@ pub struct RunPanel {
     autostart: bool,
     timeline: super::timeline::Timeline,
     value: super::value_view::ValueView,
+    inputs: super::inputs_form::InputsForm,
 }
 
 impl RunPanel {
@@ -92,11 +93,19 @@ impl RunPanel {
             .history
             .is_dirty()
             .then(|| "unsaved edits are not part of this run (it uses the saved file)".to_string());
+        let overrides = match self.inputs.overrides() {
+            Ok(overrides) => overrides,
+            Err(message) => {
+                self.phase = Phase::Failed(message);
+                return;
+            }
+        };
         let waker = ctx.clone();
         let spec = RunSpec {
             package: doc.path.clone(),
             recipe: self.recipe.clone(),
             device: self.device,
+            overrides,
         };
         self.invokes_done = 0;
         self.loops.clear();
@@ -174,9 +183,16 @@ impl RunPanel {
             studio.run_overlay = RunOverlay::default();
         }
         self.receive(studio, &ctx);
-        if studio.doc.is_none() {
+        let Some(doc) = &studio.doc else {
             return;
-        }
+        };
+        self.inputs.config = studio.config_dir().map(Path::to_path_buf);
+        self.inputs.sync(
+            doc.history.document(),
+            &doc.path,
+            doc.history.revision(),
+            self.recipe.as_deref(),
+        );
         let shortcut = ctx.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::Enter));
         if shortcut || std::mem::take(&mut self.autostart) {
             self.start(studio, &ctx);
@@ -226,6 +242,23 @@ impl RunPanel {
                 };
                 ui.selectable_value(&mut self.device, Device::Cuda, cuda);
                 ui.selectable_value(&mut self.device, Device::Auto, "Auto");
+            });
+        egui::CollapsingHeader::new("Inputs")
+            .default_open(true)
+            .show(ui, |ui| {
+                self.inputs.show(ui);
+                ui.horizontal(|ui| {
+                    if ui.small_button("Load recipe…").clicked()
+                        && let Some(file) = rfd::FileDialog::new()
+                            .add_filter("recipe", &["json"])
+                            .pick_file()
+                    {
+                        self.recipe = Some(file);
+                    }
+                    if ui.small_button("Save as recipe…").clicked() {
+                        self.save_recipe();
+                    }
+                });
             });
         ui.horizontal(|ui| {
             if ui
@@ -303,6 +336,33 @@ impl RunPanel {
                 self.previews(ui, finished);
             }
         }
+    }
+
+    /// Writes the recipe's inputs and the form's values as a new recipe.
+    fn save_recipe(&mut self) {
+        let folder = self
+            .package
+            .as_deref()
+            .and_then(Path::parent)
+            .map(|p| p.join("recipes"));
+        let mut dialog = rfd::FileDialog::new().set_file_name("inputs.json");
+        if let Some(folder) = folder.filter(|f| f.is_dir()) {
+            dialog = dialog.set_directory(folder);
+        }
+        let Some(file) = dialog.save_file() else {
+            return;
+        };
+        let written = self
+            .inputs
+            .recipe_json(self.recipe.as_deref())
+            .and_then(|text| {
+                wfstudio_schema::save::write_atomic(&file, text.as_bytes())
+                    .map_err(|e| e.to_string())
+            });
+        self.note = Some(match written {
+            Ok(()) => format!("saved the inputs as {}", file.display()),
+            Err(e) => format!("could not save {}: {e}", file.display()),
+        });
     }
 
     fn loop_lines(&self, ui: &mut egui::Ui) {
@@ -478,6 +538,18 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         harness.get_by_label("Not run yet.");
+        // Two denoising steps instead of the recipe's four, typed in the form.
+        let steps = || {
+            egui_kittest::kittest::By::new()
+                .role(egui::accesskit::Role::SpinButton)
+                .label("request.steps")
+        };
+        harness.get(steps()).focus();
+        harness.run_steps(2);
+        harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::A);
+        harness.get(steps()).type_text("2");
+        harness.key_press(egui::Key::Enter);
+        harness.run_steps(2);
         harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::Enter);
         harness.step();
         assert!(harness.state().run.running(), "Ctrl+Enter starts the run");
@@ -497,10 +569,10 @@ mod tests {
         );
 
         // Progress and loop counter.
-        harness.get_by_label("loop pipeline.workflow.steps[0]: iteration 4 of 4");
-        // Timing badges on both invokes: four denoiser calls, one decoder call.
+        harness.get_by_label("loop pipeline.workflow.steps[0]: iteration 2 of 2");
+        // Timing badges on both invokes: two denoiser calls, one decoder call.
         let badges = &harness.state().studio.run_overlay.badges;
-        assert!(badges["pipeline.workflow.steps[0].steps[0]"].ends_with(" ms × 4"));
+        assert!(badges["pipeline.workflow.steps[0].steps[0]"].ends_with(" ms × 2"));
         assert!(badges["pipeline.workflow.steps[1]"].ends_with(" ms × 1"));
         // The timeline counts every call; the value inspector shows the
         // clicked value's first call.
@@ -509,7 +581,7 @@ mod tests {
             harness
                 .query_all_by(|n| {
                     n.role() == egui::accesskit::Role::Label
-                        && n.value().is_some_and(|v| v.ends_with(" ms, 5 calls"))
+                        && n.value().is_some_and(|v| v.ends_with(" ms, 3 calls"))
                 })
                 .count(),
             1

@@ -1,0 +1,451 @@
+//! The run inputs form: one row per workflow input, generated from its
+//! contract. Single-element inputs get a typed widget (a number box, a
+//! checkbox; seeds a dice button); larger tensors a JSON box in the recipe
+//! format `{dtype, shape, data}`. Rows start from the chosen recipe, else
+//! the declared default; what the user changes is an override, passed to
+//! the run over the recipe, remembered per package in the config folder,
+//! and saved with the recipe inputs by "Save as recipe".
+
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasher, Hasher};
+use std::path::{Path, PathBuf};
+use wfstudio_runner::Tensor;
+use wfstudio_schema::types::contract::{Dim, LiteralValue, ScalarValue};
+use wfstudio_schema::types::document::Document;
+use wfstudio_schema::types::workflow::{InputRole, RuntimeInputRole};
+
+/// Longest tensor JSON edited in a text box; larger tensors (latents,
+/// images) come from the recipe and are only described.
+const MAX_EDITABLE_TEXT: usize = 512;
+
+/// How a row is edited.
+#[derive(Clone, Debug, PartialEq)]
+enum Widget {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    /// The recipe JSON of a tensor.
+    Json(String),
+}
+
+/// One input.
+#[derive(Clone, Debug)]
+struct Row {
+    name: String,
+    /// `int64 [1]`, for the hover text.
+    contract: String,
+    dtype: String,
+    /// The shape of a single-element input (`[]` or `[1, ...]`).
+    scalar_shape: Option<Vec<usize>>,
+    seed: bool,
+    /// Where the starting value came from.
+    origin: &'static str,
+    widget: Widget,
+    /// The value from the recipe or default (what ↺ goes back to).
+    start: Widget,
+    /// Changed by the user (sent to the run, remembered).
+    overridden: bool,
+    error: Option<String>,
+}
+
+/// The form's state for the open package and recipe.
+#[derive(Default)]
+pub struct InputsForm {
+    loaded_for: Option<(PathBuf, Option<PathBuf>, u64)>,
+    rows: Vec<Row>,
+    /// The config folder (remembered values live under it).
+    pub config: Option<PathBuf>,
+}
+
+/// The single-element shape of a contract, if it has one.
+fn scalar_shape(rank: u64, shape: Option<&[Dim]>) -> Option<Vec<usize>> {
+    if rank == 0 {
+        return Some(Vec::new());
+    }
+    shape?
+        .iter()
+        .map(|d| matches!(d, Dim::Fixed(1)).then_some(1))
+        .collect()
+}
+
+fn scalar_widget(dtype: &str, value: Option<&Value>) -> Widget {
+    match dtype {
+        "bool" => Widget::Bool(value.and_then(Value::as_bool).unwrap_or(false)),
+        d if d.starts_with("float") || d.starts_with("fp") || d.starts_with("bf") => {
+            Widget::Float(value.and_then(Value::as_f64).unwrap_or(0.0))
+        }
+        _ => Widget::Int(value.and_then(Value::as_i64).unwrap_or(0)),
+    }
+}
+
+fn literal_json(default: &LiteralValue) -> Value {
+    let scalar = |s: &ScalarValue| match s {
+        ScalarValue::Bool(b) => json!(b),
+        ScalarValue::Int(i) => json!(i),
+        ScalarValue::Float(f) => json!(f),
+        ScalarValue::Str(s) => json!(s),
+    };
+    match default {
+        LiteralValue::Scalar(s) => scalar(s),
+        LiteralValue::List(items) => Value::Array(items.iter().map(scalar).collect()),
+    }
+}
+
+/// A random seed that fits every integer dtype's positive range.
+fn dice() -> i64 {
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    (hasher.finish() % (i32::MAX as u64)) as i64
+}
+
+impl Row {
+    /// The row's value as a tensor in the recipe JSON form.
+    fn json(&self) -> Result<Value, String> {
+        let shape = self.scalar_shape.clone().unwrap_or_default();
+        let one = |v: Value| json!({"dtype": self.dtype, "shape": shape, "data": [v]});
+        Ok(match &self.widget {
+            Widget::Int(i) => one(json!(i)),
+            Widget::Float(f) => one(json!(f)),
+            Widget::Bool(b) => one(json!(b)),
+            Widget::Json(text) => {
+                serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?
+            }
+        })
+    }
+
+    fn tensor(&self) -> Result<Tensor, String> {
+        Tensor::from_json(&self.json()?).map_err(|e| e.to_string())
+    }
+}
+
+impl InputsForm {
+    /// Rebuilds the rows when the package, its revision or the recipe changed.
+    pub fn sync(&mut self, document: &Document, path: &Path, revision: u64, recipe: Option<&Path>) {
+        let key = (path.to_path_buf(), recipe.map(Path::to_path_buf), revision);
+        if self.loaded_for.as_ref() == Some(&key) {
+            return;
+        }
+        let kept: HashMap<String, Row> = if self
+            .loaded_for
+            .as_ref()
+            .is_some_and(|(p, r, _)| p == path && r.as_deref() == recipe)
+        {
+            // Same package and recipe, new revision: keep the user's values.
+            self.rows
+                .drain(..)
+                .filter(|r| r.overridden)
+                .map(|r| (r.name.clone(), r))
+                .collect()
+        } else {
+            HashMap::new()
+        };
+        self.loaded_for = Some(key);
+        let from_recipe: HashMap<String, Value> = recipe
+            .and_then(|r| std::fs::read_to_string(r).ok())
+            .and_then(|t| wfstudio_runner::recipe::parse(&t).ok())
+            .map(|r| {
+                r.inputs
+                    .into_iter()
+                    .map(|(k, t)| (k, t.to_json()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let remembered = self.remembered(path);
+        let Some(wf) = document.pipeline.as_ref().map(|p| &p.workflow) else {
+            self.rows.clear();
+            return;
+        };
+        self.rows = wf
+            .inputs
+            .iter()
+            .flatten()
+            .map(|(name, input)| {
+                let c = &input.contract;
+                let scalar_shape = scalar_shape(c.rank, c.shape.as_deref());
+                let seed = matches!(&input.role, InputRole::Runtime(r) if r.role == RuntimeInputRole::Seed)
+                    || name.contains("seed");
+                let start: (&'static str, Option<Value>) = match (from_recipe.get(name), &input.default) {
+                    (Some(t), _) => ("recipe", Some(t.clone())),
+                    (None, Some(d)) => ("default", Some(literal_json(d))),
+                    (None, None) if input.is_required() => ("required", None),
+                    (None, None) => ("runtime", None),
+                };
+                let widget = match (&scalar_shape, &start.1) {
+                    (Some(_), Some(t)) if t.get("data").is_some() => {
+                        scalar_widget(&c.dtype, t["data"].get(0))
+                    }
+                    (Some(_), value) => scalar_widget(&c.dtype, value.as_ref()),
+                    (None, Some(t)) if t.get("data").is_some() => Widget::Json(t.to_string()),
+                    (None, _) => Widget::Json(String::new()),
+                };
+                let mut row = Row {
+                    name: name.clone(),
+                    contract: wfstudio_core::contracts::describe(c),
+                    dtype: c.dtype.clone(),
+                    scalar_shape,
+                    seed,
+                    origin: start.0,
+                    start: widget.clone(),
+                    widget,
+                    overridden: false,
+                    error: None,
+                };
+                if let Some(previous) = kept.get(name) {
+                    row.widget = previous.widget.clone();
+                    row.overridden = true;
+                } else if let Some(value) = remembered.get(name) {
+                    row.widget = match row.scalar_shape {
+                        Some(_) => scalar_widget(&c.dtype, value["data"].get(0)),
+                        None => Widget::Json(value.to_string()),
+                    };
+                    row.overridden = true;
+                }
+                row
+            })
+            .collect();
+    }
+
+    /// The user's values, as tensors for the run (over the recipe's).
+    pub fn overrides(&self) -> Result<HashMap<String, Tensor>, String> {
+        self.rows
+            .iter()
+            .filter(|r| r.overridden)
+            .map(|r| {
+                r.tensor()
+                    .map(|t| (r.name.clone(), t))
+                    .map_err(|e| format!("input {}: {e}", r.name))
+            })
+            .collect()
+    }
+
+    /// Draws the rows.
+    pub fn show(&mut self, ui: &mut egui::Ui) {
+        let mut changed = false;
+        egui::Grid::new("run_inputs")
+            .num_columns(2)
+            .striped(true)
+            .show(ui, |ui| {
+                for row in &mut self.rows {
+                    let label = ui.label(&row.name).on_hover_text(format!(
+                        "{}\nfrom: {}",
+                        row.contract,
+                        if row.overridden {
+                            "your value"
+                        } else {
+                            row.origin
+                        }
+                    ));
+                    let before = row.widget.clone();
+                    ui.horizontal(|ui| {
+                        match &mut row.widget {
+                            Widget::Int(i) => {
+                                ui.add(egui::DragValue::new(i)).labelled_by(label.id);
+                                if row.seed
+                                    && ui.button("🎲").on_hover_text("random seed").clicked()
+                                {
+                                    *i = dice();
+                                }
+                            }
+                            Widget::Float(f) => {
+                                ui.add(egui::DragValue::new(f).speed(0.01))
+                                    .labelled_by(label.id);
+                            }
+                            Widget::Bool(b) => {
+                                ui.checkbox(b, "");
+                            }
+                            Widget::Json(text) if text.len() > MAX_EDITABLE_TEXT => {
+                                // Too big to edit as text: say what it is.
+                                ui.weak(format!("{} (from {})", row.contract, row.origin));
+                            }
+                            Widget::Json(text) => {
+                                let hint = match row.origin {
+                                    "runtime" => "(bound by the runtime)",
+                                    "required" => "(required) {dtype, shape, data}",
+                                    _ => "{dtype, shape, data}",
+                                };
+                                ui.add(
+                                    egui::TextEdit::singleline(text)
+                                        .hint_text(hint)
+                                        .desired_width(160.0),
+                                )
+                                .labelled_by(label.id);
+                            }
+                        }
+                        if row.overridden
+                            && ui
+                                .small_button("↺")
+                                .on_hover_text("back to the recipe/default")
+                                .clicked()
+                        {
+                            row.widget = row.start.clone();
+                            row.overridden = false;
+                            row.error = None;
+                            changed = true;
+                        }
+                    });
+                    if row.widget != before && row.widget != row.start {
+                        row.overridden = true;
+                        row.error = row.tensor().err();
+                        changed = true;
+                    }
+                    ui.end_row();
+                    if let Some(error) = &row.error {
+                        ui.label("");
+                        ui.colored_label(egui::Color32::from_rgb(230, 70, 60), error);
+                        ui.end_row();
+                    }
+                }
+            });
+        if changed {
+            self.remember();
+        }
+    }
+
+    /// Every input of the recipe and the user's values, as a recipe JSON.
+    pub fn recipe_json(&self, recipe: Option<&Path>) -> Result<String, String> {
+        let mut inputs: BTreeMap<String, Value> = recipe
+            .and_then(|r| std::fs::read_to_string(r).ok())
+            .and_then(|t| wfstudio_runner::recipe::parse(&t).ok())
+            .map(|r| {
+                r.inputs
+                    .into_iter()
+                    .map(|(k, t)| (k, t.to_json()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for row in self.rows.iter().filter(|r| r.overridden) {
+            inputs.insert(row.name.clone(), row.tensor()?.to_json());
+        }
+        serde_json::to_string_pretty(&json!({
+            "description": "saved from Workflow Studio's run panel",
+            "inputs": inputs,
+        }))
+        .map(|t| t + "\n")
+        .map_err(|e| e.to_string())
+    }
+
+    fn memory_file(&self, package: &Path) -> Option<PathBuf> {
+        wfstudio_editor::autosave::document_file(self.config.as_deref(), "run-inputs", package)
+    }
+
+    fn remembered(&self, package: &Path) -> HashMap<String, Value> {
+        self.memory_file(package)
+            .and_then(|f| std::fs::read_to_string(f).ok())
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default()
+    }
+
+    /// Writes the overrides of the current package (atomically; failures
+    /// only lose the memory, never a run).
+    fn remember(&self) {
+        let Some((package, _, _)) = &self.loaded_for else {
+            return;
+        };
+        let Some(file) = self.memory_file(package) else {
+            return;
+        };
+        let values: BTreeMap<&str, Value> = self
+            .rows
+            .iter()
+            .filter(|r| r.overridden)
+            .filter_map(|r| Some((r.name.as_str(), r.json().ok()?)))
+            .collect();
+        if let Some(dir) = file.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        if let Ok(text) = serde_json::to_string_pretty(&values) {
+            let _ = wfstudio_schema::save::write_atomic(&file, text.as_bytes());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{InputsForm, Widget};
+    use std::path::{Path, PathBuf};
+    use wfstudio_schema::{Format, Limits, parse_text};
+
+    fn package() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/examples/tiny-denoise")
+    }
+
+    fn form(config: &Path) -> InputsForm {
+        let path = package().join("inference_metadata.yaml");
+        let text = std::fs::read_to_string(&path).expect("fixture");
+        let document = parse_text(&text, Format::Yaml, &Limits::default())
+            .expect("parses")
+            .document;
+        let mut form = InputsForm {
+            config: Some(config.to_path_buf()),
+            ..InputsForm::default()
+        };
+        form.sync(
+            &document,
+            &path,
+            1,
+            Some(&package().join("recipes/smiley.json")),
+        );
+        form
+    }
+
+    #[test]
+    fn rows_start_from_the_recipe_and_overrides_are_remembered() {
+        let config = std::env::temp_dir().join(format!("wfstudio-inputs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&config);
+        let mut first = form(&config);
+        let summary: Vec<(&str, &str, &Widget)> = first
+            .rows
+            .iter()
+            .map(|r| (r.name.as_str(), r.origin, &r.widget))
+            .collect();
+        assert_eq!(summary[0], ("request.latent", "recipe", summary[0].2));
+        assert!(matches!(summary[0].2, Widget::Json(t) if t.contains("\"shape\":[1,4,8,8]")));
+        assert_eq!(summary[1], ("request.steps", "recipe", &Widget::Int(4)));
+        assert_eq!(
+            summary[2],
+            ("package.continue", "recipe", &Widget::Bool(true))
+        );
+        assert!(first.overrides().expect("no overrides").is_empty());
+
+        first.rows[1].widget = Widget::Int(2);
+        first.rows[1].overridden = true;
+        first.remember();
+        let overrides = first.overrides().expect("valid");
+        assert_eq!(overrides["request.steps"].shape, [1]);
+        assert_eq!(overrides["request.steps"].data.get_i64(0), Some(2));
+        let recipe: serde_json::Value = serde_json::from_str(
+            &first
+                .recipe_json(Some(&package().join("recipes/smiley.json")))
+                .expect("json"),
+        )
+        .expect("recipe JSON");
+        assert_eq!(
+            recipe["inputs"]["request.steps"]["data"],
+            serde_json::json!([2])
+        );
+        assert_eq!(
+            recipe["inputs"]["request.latent"]["shape"],
+            serde_json::json!([1, 4, 8, 8])
+        );
+
+        // A new form (a new session) for the same package remembers it.
+        let second = form(&config);
+        assert_eq!(second.rows[1].widget, Widget::Int(2));
+        assert!(second.rows[1].overridden);
+
+        // A bad tensor text is refused with the input named.
+        let mut bad = second;
+        bad.rows[0].widget = Widget::Json("{\"dtype\": \"float32\"}".into());
+        bad.rows[0].overridden = true;
+        assert_eq!(
+            bad.overrides().expect_err("refused"),
+            "input request.latent: tensor needs a `shape` list"
+        );
+        let _ = std::fs::remove_dir_all(&config);
+    }
+}
