@@ -125,6 +125,30 @@ impl Runner {
             path: file.clone(),
             diagnostics,
         })?;
+        let mut runner =
+            Runner::prepare(loaded.document, &file, Some(&loaded.source_map), options)?;
+        runner.load_time = start.elapsed();
+        Ok(runner)
+    }
+
+    /// Validates and prepares an in-memory `document` whose file is (or
+    /// would be) `file`: artifacts resolve inside `file`'s folder. The
+    /// studio runs its current revision this way, unsaved edits included.
+    pub fn from_document(
+        document: Document,
+        file: &Path,
+        options: &LoadOptions,
+    ) -> Result<Runner, RunError> {
+        Runner::prepare(document, file, None, options)
+    }
+
+    fn prepare(
+        document: Document,
+        file: &Path,
+        source_map: Option<&wfstudio_schema::SourceMap>,
+        options: &LoadOptions,
+    ) -> Result<Runner, RunError> {
+        let start = Instant::now();
         let root = file
             .parent()
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
@@ -133,18 +157,19 @@ impl Runner {
         } else {
             root
         };
-        let mut diagnostics = validate(&loaded.document, &Options::default()).diagnostics;
-        diagnostics.extend(check_files(&loaded.document, &root, &Options::default()).diagnostics);
+        let mut diagnostics = validate(&document, &Options::default()).diagnostics;
+        diagnostics.extend(check_files(&document, &root, &Options::default()).diagnostics);
         diagnostics.retain(Diagnostic::is_error);
         if !diagnostics.is_empty() {
             let mut report = wfstudio_core::Report { diagnostics };
-            report.locate(&loaded.source_map);
+            if let Some(map) = source_map {
+                report.locate(map);
+            }
             return Err(RunError::Invalid {
-                path: file,
+                path: file.to_path_buf(),
                 diagnostics: report.diagnostics,
             });
         }
-        let document = loaded.document;
         let wf = workflow(&document)?;
         refuse_unsupported(wf)?;
         let (device, device_note) = device::resolve(options.device);

@@ -19,8 +19,10 @@ const KEEP_BYTES: usize = 256 << 20;
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct RunSpec {
-    /// The package (its saved document).
+    /// The document's file (artifacts resolve beside it).
     pub package: PathBuf,
+    /// The document as edited (unsaved edits included); `None` reads the file.
+    pub document: Option<Box<wfstudio_schema::types::document::Document>>,
     /// A recipe JSON with the inputs, if any.
     pub recipe: Option<PathBuf>,
     /// Requested device.
@@ -97,13 +99,14 @@ fn execute(
             .map_err(|e| format!("{e:#}"))?
             .0;
     inputs.extend(spec.overrides.clone());
-    let mut runner = Runner::load(
-        &spec.package,
-        &LoadOptions {
-            device: spec.device,
-            threads: 1,
-        },
-    )
+    let options = LoadOptions {
+        device: spec.device,
+        threads: 1,
+    };
+    let mut runner = match &spec.document {
+        Some(document) => Runner::from_document((**document).clone(), &spec.package, &options),
+        None => Runner::load(&spec.package, &options),
+    }
     .map_err(|e| e.to_string())?;
     let output = runner
         .run_request(
@@ -130,4 +133,47 @@ fn execute(
         media,
         device_note: runner.device_note.clone(),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{RunSpec, execute};
+    use std::path::Path;
+    use std::sync::atomic::AtomicBool;
+    use wfstudio_runner::Device;
+    use wfstudio_schema::{Format, Limits, parse_text};
+
+    /// A run of the edited document sees the edit before it is saved.
+    #[test]
+    fn the_run_uses_the_document_as_edited() {
+        let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../fixtures/examples/tiny-denoise/inference_metadata.yaml");
+        let text = std::fs::read_to_string(&file).expect("fixture");
+        let edited_text = text.replace("        default: 4\n", "        default: 2\n");
+        assert_ne!(text, edited_text, "the fixture declares `default: 4`");
+        let edited = parse_text(&edited_text, Format::Yaml, &Limits::default())
+            .expect("parses")
+            .document;
+        // The recipe's latent, and `request.steps` left to its default.
+        let recipe =
+            std::fs::read_to_string(file.with_file_name("recipes/smiley.json")).expect("recipe");
+        let latent = wfstudio_runner::recipe::parse(&recipe)
+            .expect("recipe")
+            .inputs["request.latent"]
+            .clone();
+        let run = |document| {
+            let spec = RunSpec {
+                package: file.clone(),
+                document,
+                recipe: None,
+                device: Device::Cpu,
+                overrides: [("request.latent".to_string(), latent.clone())].into(),
+            };
+            let finished = execute(&spec, &AtomicBool::new(false), &mut |_| {})
+                .unwrap_or_else(|e| panic!("{e}"));
+            finished.output.loop_iterations["pipeline.workflow.steps[0]"]
+        };
+        assert_eq!(run(None), 4, "the saved file");
+        assert_eq!(run(Some(Box::new(edited))), 2, "the unsaved edit");
+    }
 }

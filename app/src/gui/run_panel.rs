@@ -4,7 +4,7 @@
 //! slowest steps, a timeline of every call, the value inspector for the
 //! wire or port clicked on the canvas, and output previews (images per batch
 //! row, zoomable without blur; audio waveforms; saving PNG/WAV). Runs use the
-//! saved file.
+//! document as edited, unsaved edits included.
 
 use super::run_job::{Finished, RunJob, RunMessage, RunSpec};
 use crate::output_media::{Media, png_bytes, wav_bytes};
@@ -92,7 +92,7 @@ impl RunPanel {
         self.note = doc
             .history
             .is_dirty()
-            .then(|| "unsaved edits are not part of this run (it uses the saved file)".to_string());
+            .then(|| "this run includes the unsaved edits".to_string());
         let overrides = match self.inputs.overrides() {
             Ok(overrides) => overrides,
             Err(message) => {
@@ -103,6 +103,7 @@ impl RunPanel {
         let waker = ctx.clone();
         let spec = RunSpec {
             package: doc.path.clone(),
+            document: Some(Box::new(doc.history.document().clone())),
             recipe: self.recipe.clone(),
             device: self.device,
             overrides,
