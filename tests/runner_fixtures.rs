@@ -183,3 +183,65 @@ fn run_json_bench_json_and_cuda_fallback() {
         "{stderr}"
     );
 }
+
+#[test]
+fn run_out_writes_video_outputs_as_animated_gif() {
+    if !support::runtime_available() {
+        return;
+    }
+    let Some(shared) = support::shared() else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("wfstudio-video-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = dir.to_string_lossy().into_owned();
+    let package = shared.join("corpus/packages/video");
+    let recipe = shared.join("corpus/expected/video/short_3frames.json");
+    let (code, stdout, stderr) = support::run_wfstudio(&[
+        "run",
+        package.to_str().expect("utf-8"),
+        "--recipe",
+        recipe.to_str().expect("utf-8"),
+        "--format",
+        "json",
+        "--out",
+        &out,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+    let video = &json["outputs"]["video"];
+    assert_eq!(video["shape"], serde_json::json!([1, 3, 6, 4, 4]));
+    let data: Vec<f64> = video["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .map(|v| v.as_f64().expect("number"))
+        .collect();
+
+    use image::AnimationDecoder;
+    let file = std::fs::File::open(dir.join("video.gif")).expect("video.gif");
+    let frames = image::codecs::gif::GifDecoder::new(std::io::BufReader::new(file))
+        .expect("a GIF")
+        .into_frames()
+        .collect_frames()
+        .expect("frames");
+    assert_eq!(frames.len(), 6, "one GIF frame per video frame");
+    // [B, C, F, H, W], no value range: [0, 1] -> bytes (GIF palettes may
+    // move a colour by a few steps).
+    for (f, frame) in frames.iter().enumerate() {
+        assert_eq!(frame.buffer().dimensions(), (4, 4));
+        for (y, x) in [(0, 0), (1, 2), (3, 3)] {
+            let pixel = frame.buffer().get_pixel(x, y).0;
+            for c in 0..3 {
+                let v = data[((c * 6 + f) * 4 + y as usize) * 4 + x as usize];
+                let want = (v.clamp(0.0, 1.0) * 255.0).round() as u8;
+                assert!(
+                    pixel[c].abs_diff(want) <= 12,
+                    "frame {f} ({x},{y}) channel {c}: {} vs {want}",
+                    pixel[c]
+                );
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

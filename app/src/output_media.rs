@@ -1,7 +1,8 @@
 //! Outputs as media, by the output's declared role: image tensors become
-//! RGB pictures (mapped by `value_range`), audio tensors interleaved samples
-//! at the declared sample rate. Shared by `wfstudio run --out` and the
-//! studio's previews, with the PNG and WAV encoders both use.
+//! RGB pictures (mapped by `value_range`), video tensors frames per batch
+//! row, audio tensors interleaved samples at the declared sample rate.
+//! Shared by `wfstudio run --out` and the studio's previews, with the PNG,
+//! animated GIF and WAV encoders both use.
 
 use anyhow::Context;
 use wfstudio_runner::Tensor;
@@ -23,7 +24,9 @@ pub enum Media {
         /// Interleaved samples in [-1, 1].
         samples: Vec<f32>,
     },
-    /// Neither image nor audio.
+    /// Frames per batch row.
+    Video(Vec<Vec<Rgb8>>),
+    /// Neither image, video nor audio.
     Tensor,
 }
 
@@ -60,8 +63,32 @@ pub fn decode(document: &Document, key: &str, tensor: &Tensor) -> anyhow::Result
                 samples,
             }
         }
+        OutputRole::Video => Media::Video(
+            wfstudio_runner::media::video_frames(tensor, output.value_range)
+                .map_err(anyhow::Error::msg)?,
+        ),
         _ => Media::Tensor,
     })
+}
+
+/// Animated GIF file bytes of `frames` shown at `fps`, looping forever.
+pub fn gif_bytes(frames: &[Rgb8], fps: u32) -> anyhow::Result<Vec<u8>> {
+    use image::codecs::gif::{GifEncoder, Repeat};
+    let mut gif = Vec::new();
+    {
+        let mut encoder = GifEncoder::new_with_speed(&mut gif, 10);
+        encoder.set_repeat(Repeat::Infinite)?;
+        let delay = image::Delay::from_numer_denom_ms(1000, fps.max(1));
+        for rgb in frames {
+            let rgba = image::DynamicImage::ImageRgb8(
+                image::RgbImage::from_raw(rgb.width as u32, rgb.height as u32, rgb.pixels.clone())
+                    .context("frame buffer")?,
+            )
+            .to_rgba8();
+            encoder.encode_frame(image::Frame::from_parts(rgba, 0, 0, delay))?;
+        }
+    }
+    Ok(gif)
 }
 
 /// PNG file bytes of a picture.
@@ -88,4 +115,39 @@ pub fn wav_bytes(channels: usize, rate: u32, samples: &[f32]) -> anyhow::Result<
     }
     writer.finalize()?;
     Ok(wav.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gif_bytes;
+    use image::AnimationDecoder;
+    use wfstudio_runner::media::Rgb8;
+
+    #[test]
+    fn gif_keeps_frames_timing_and_colours() {
+        let frame = |rgb: [u8; 3]| Rgb8 {
+            width: 2,
+            height: 2,
+            pixels: rgb.repeat(4),
+        };
+        let frames = [frame([255, 0, 0]), frame([0, 0, 255]), frame([0, 255, 0])];
+        let bytes = gif_bytes(&frames, 4).expect("encodes");
+        let decoded = image::codecs::gif::GifDecoder::new(std::io::Cursor::new(bytes))
+            .expect("a GIF")
+            .into_frames()
+            .collect_frames()
+            .expect("frames");
+        assert_eq!(decoded.len(), 3);
+        for (got, want) in decoded.iter().zip(&frames) {
+            assert_eq!(got.delay().numer_denom_ms(), (250, 1));
+            let pixel = got.buffer().get_pixel(1, 1).0;
+            for c in 0..3 {
+                assert!(
+                    pixel[c].abs_diff(want.pixels[c]) <= 8,
+                    "{pixel:?} vs {:?}",
+                    &want.pixels[..3]
+                );
+            }
+        }
+    }
 }

@@ -1,7 +1,8 @@
 //! Turning output tensors into pictures and sound: image tensors
 //! (`[B,3,H,W]` or `[B,H,W,3]`, mapped by the output's value range) into
-//! 8-bit RGB rows, and audio tensors (`[B,C,S]`, `[C,S]` or `[S]`) into
-//! interleaved samples. Shared by `wfstudio run --out` and the studio's
+//! 8-bit RGB rows, video tensors (`[B,C,F,H,W]`, `[B,F,C,H,W]` or
+//! `[B,F,H,W,C]` with 3 channels) into frames per batch row, and audio
+//! tensors (`[B,C,S]`, `[C,S]` or `[S]`) into interleaved samples. Shared by `wfstudio run --out` and the studio's
 //! previews.
 
 use crate::tensor::{Data, Tensor};
@@ -89,6 +90,71 @@ pub fn image_rows(tensor: &Tensor, range: Option<ValueRange>) -> Result<Vec<Rgb8
     Ok(rows)
 }
 
+/// Where the axes of a video tensor are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum VideoLayout {
+    /// `[B, C, F, H, W]`.
+    ChannelsFrames,
+    /// `[B, F, C, H, W]`.
+    FramesChannels,
+    /// `[B, F, H, W, C]`.
+    ChannelsLast,
+}
+
+/// The frames of a video tensor, per batch row. The 3-channel axis decides
+/// the layout (`[B,3,F,H,W]` first, then `[B,F,3,H,W]`, then
+/// `[B,F,H,W,3]`); uint8 tensors are taken as bytes, others mapped by
+/// `range` as images are.
+pub fn video_frames(tensor: &Tensor, range: Option<ValueRange>) -> Result<Vec<Vec<Rgb8>>, String> {
+    let &[batch, a, b, c, d] = tensor.shape.as_slice() else {
+        return Err(format!(
+            "a video tensor has rank 5, not shape {:?}",
+            tensor.shape
+        ));
+    };
+    let (layout, frames, height, width) = match (a, b, d) {
+        (3, _, _) => (VideoLayout::ChannelsFrames, b, c, d),
+        (_, 3, _) => (VideoLayout::FramesChannels, a, c, d),
+        (_, _, 3) => (VideoLayout::ChannelsLast, a, b, c),
+        _ => {
+            return Err(format!(
+                "no 3-channel axis in video shape {:?}",
+                tensor.shape
+            ));
+        }
+    };
+    let index = |n: usize, f: usize, ch: usize, y: usize, x: usize| match layout {
+        VideoLayout::ChannelsFrames => (((n * 3 + ch) * frames + f) * height + y) * width + x,
+        VideoLayout::FramesChannels => (((n * frames + f) * 3 + ch) * height + y) * width + x,
+        VideoLayout::ChannelsLast => (((n * frames + f) * height + y) * width + x) * 3 + ch,
+    };
+    let byte = |i: usize| match &tensor.data {
+        Data::U8(v) => v[i],
+        data => to_byte(data.get_f64(i), range),
+    };
+    Ok((0..batch)
+        .map(|n| {
+            (0..frames)
+                .map(|f| {
+                    let mut pixels = Vec::with_capacity(width * height * 3);
+                    for y in 0..height {
+                        for x in 0..width {
+                            for ch in 0..3 {
+                                pixels.push(byte(index(n, f, ch, y, x)));
+                            }
+                        }
+                    }
+                    Rgb8 {
+                        width,
+                        height,
+                        pixels,
+                    }
+                })
+                .collect()
+        })
+        .collect())
+}
+
 /// Interleaved float samples and the channel count of an audio tensor's
 /// first batch row.
 pub fn audio_samples(tensor: &Tensor) -> Result<(usize, Vec<f32>), String> {
@@ -127,6 +193,62 @@ mod tests {
         .unwrap();
         let rows = image_rows(&t, Some(ValueRange::NegativeOneToOne)).unwrap();
         assert_eq!(rows[0].pixels, [0, 128, 255, 255, 191, 0]);
+    }
+
+    #[test]
+    fn video_layouts_give_the_same_frames() {
+        // One row, 2 frames of 1x2 pixels; frame f, pixel x, channel c has
+        // value 100*f + 10*x + c (uint8, so taken as bytes).
+        let value = |f: usize, x: usize, c: usize| (100 * f + 10 * x + c) as u8;
+        let want = vec![vec![
+            Rgb8 {
+                width: 2,
+                height: 1,
+                pixels: vec![0, 1, 2, 10, 11, 12],
+            },
+            Rgb8 {
+                width: 2,
+                height: 1,
+                pixels: vec![100, 101, 102, 110, 111, 112],
+            },
+        ]];
+        let mut cf = Vec::new(); // [1, 3, 2, 1, 2]
+        for c in 0..3 {
+            for f in 0..2 {
+                for x in 0..2 {
+                    cf.push(value(f, x, c));
+                }
+            }
+        }
+        let mut fc = Vec::new(); // [1, 2, 3, 1, 2]
+        let mut last = Vec::new(); // [1, 2, 1, 2, 3]
+        for f in 0..2 {
+            for c in 0..3 {
+                for x in 0..2 {
+                    fc.push(value(f, x, c));
+                }
+            }
+            for x in 0..2 {
+                for c in 0..3 {
+                    last.push(value(f, x, c));
+                }
+            }
+        }
+        for (shape, data) in [
+            (vec![1, 3, 2, 1, 2], cf),
+            (vec![1, 2, 3, 1, 2], fc),
+            (vec![1, 2, 1, 2, 3], last),
+        ] {
+            let t = Tensor::new(shape.clone(), Data::U8(data)).unwrap();
+            assert_eq!(video_frames(&t, None).unwrap(), want, "{shape:?}");
+        }
+        let floats = Tensor::new(vec![1, 3, 1, 1, 1], Data::F32(vec![-1.0, 0.0, 1.0])).unwrap();
+        assert_eq!(
+            video_frames(&floats, Some(ValueRange::NegativeOneToOne)).unwrap()[0][0].pixels,
+            [0, 128, 255]
+        );
+        let flat = Tensor::new(vec![1, 2, 2], Data::U8(vec![0; 4])).unwrap();
+        assert!(video_frames(&flat, None).unwrap_err().contains("rank 5"));
     }
 
     #[test]

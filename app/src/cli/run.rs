@@ -149,10 +149,11 @@ fn write_npy(path: &Path, tensor: &Tensor) -> std::io::Result<()> {
     wfstudio_schema::save::write_atomic(path, &file)
 }
 
-/// Also writes `.png` (image outputs, one file per batch row) or `.wav`
-/// (audio outputs, at the declared sample rate) next to the `.npy`.
+/// Also writes `.png` (image outputs, one file per batch row), `.gif`
+/// (video outputs at 8 frames/s, one file per batch row) or `.wav` (audio
+/// outputs, at the declared sample rate) next to the `.npy`.
 fn write_media(runner: &Runner, dir: &Path, key: &str, tensor: &Tensor) -> anyhow::Result<()> {
-    use crate::output_media::{Media, decode, png_bytes, wav_bytes};
+    use crate::output_media::{Media, decode, gif_bytes, png_bytes, wav_bytes};
     let write = |file: std::path::PathBuf, bytes: Vec<u8>| {
         wfstudio_schema::save::write_atomic(&file, &bytes)
             .with_context(|| format!("writing {}", file.display()))
@@ -176,10 +177,23 @@ fn write_media(runner: &Runner, dir: &Path, key: &str, tensor: &Tensor) -> anyho
             dir.join(format!("{key}.wav")),
             wav_bytes(channels, rate, &samples)?,
         )?,
+        Media::Video(rows) => {
+            for (b, frames) in rows.iter().enumerate() {
+                let name = if rows.len() == 1 {
+                    format!("{key}.gif")
+                } else {
+                    format!("{key}.{b}.gif")
+                };
+                write(dir.join(name), gif_bytes(frames, VIDEO_FPS)?)?;
+            }
+        }
         Media::Tensor => {}
     }
     Ok(())
 }
+
+/// Frame rate of exported video (outputs declare none).
+pub const VIDEO_FPS: u32 = 8;
 
 fn chrome_trace(output: &RunOutput) -> serde_json::Value {
     let events: Vec<serde_json::Value> = output

@@ -7,6 +7,7 @@ mod run_panel;
 mod screenshot;
 mod timeline;
 mod value_view;
+mod video_player;
 
 use clap::Args;
 use std::path::PathBuf;

@@ -38,6 +38,7 @@ pub struct RunPanel {
     loops: BTreeMap<String, (usize, usize)>,
     running: Option<String>,
     textures: BTreeMap<String, Vec<egui::TextureHandle>>,
+    videos: BTreeMap<String, super::video_player::VideoPlayer>,
     zoom: f32,
     package: Option<PathBuf>,
     note: Option<String>,
@@ -112,6 +113,7 @@ impl RunPanel {
         self.loops.clear();
         self.running = None;
         self.textures.clear();
+        self.videos.clear();
         self.value.reset();
         self.timeline = Default::default();
         self.phase = Phase::Running(RunJob::start(spec, move || waker.request_repaint()));
@@ -165,6 +167,12 @@ impl RunPanel {
                     })
                     .collect();
                 self.textures.insert(key.clone(), handles);
+            }
+            if let Media::Video(rows) = media {
+                self.videos.insert(
+                    key.clone(),
+                    super::video_player::VideoPlayer::new(ctx, key, rows.clone()),
+                );
             }
         }
     }
@@ -334,7 +342,14 @@ impl RunPanel {
                     }
                 }
                 ui.separator();
-                self.previews(ui, finished);
+                previews(
+                    ui,
+                    finished,
+                    &self.textures,
+                    &mut self.videos,
+                    self.zoom,
+                    self.selected_output.as_deref(),
+                );
             }
         }
     }
@@ -371,54 +386,67 @@ impl RunPanel {
             ui.label(format!("loop {path}: iteration {k} of {n}"));
         }
     }
+}
 
-    fn previews(&self, ui: &mut egui::Ui, finished: &Finished) {
-        let mut keys: Vec<&String> = finished.media.keys().collect();
-        if let Some(first) = &self.selected_output {
-            keys.sort_by_key(|k| k.as_str() != first.as_str());
-        }
-        let zoom = if self.zoom > 0.0 { self.zoom } else { 4.0 };
-        for key in keys {
-            let tensor = &finished.output.outputs[key];
-            ui.strong(format!("{key}: {:?} {:?}", tensor.dtype(), tensor.shape));
-            match &finished.media[key] {
-                Media::Image(rows) => {
-                    for (b, handle) in self.textures.get(key).into_iter().flatten().enumerate() {
-                        let size = handle.size_vec2() * zoom;
-                        ui.add(egui::Image::new((handle.id(), size)));
-                        if ui
-                            .small_button(format!("Save {key} row {b} as PNG…"))
-                            .clicked()
-                            && let Some(file) = rfd::FileDialog::new()
-                                .set_file_name(format!("{key}.png"))
-                                .save_file()
-                            && let Ok(bytes) = png_bytes(&rows[b])
-                        {
-                            let _ = wfstudio_schema::save::write_atomic(&file, &bytes);
-                        }
-                    }
-                }
-                Media::Audio {
-                    channels,
-                    rate,
-                    samples,
-                } => {
-                    waveform(ui, *channels, samples);
-                    ui.label(format!(
-                        "{channels} ch, {rate} Hz, {:.2} s",
-                        samples.len() as f64 / (*channels).max(1) as f64 / f64::from(*rate)
-                    ));
-                    if ui.small_button("Save WAV…").clicked()
+/// The output previews, the selected output first.
+fn previews(
+    ui: &mut egui::Ui,
+    finished: &Finished,
+    textures: &BTreeMap<String, Vec<egui::TextureHandle>>,
+    videos: &mut BTreeMap<String, super::video_player::VideoPlayer>,
+    zoom: f32,
+    selected: Option<&str>,
+) {
+    let mut keys: Vec<&String> = finished.media.keys().collect();
+    if let Some(first) = selected {
+        keys.sort_by_key(|k| k.as_str() != first);
+    }
+    let zoom = if zoom > 0.0 { zoom } else { 4.0 };
+    for key in keys {
+        let tensor = &finished.output.outputs[key];
+        ui.strong(format!("{key}: {:?} {:?}", tensor.dtype(), tensor.shape));
+        match &finished.media[key] {
+            Media::Image(rows) => {
+                for (b, handle) in textures.get(key).into_iter().flatten().enumerate() {
+                    let size = handle.size_vec2() * zoom;
+                    ui.add(egui::Image::new((handle.id(), size)));
+                    if ui
+                        .small_button(format!("Save {key} row {b} as PNG…"))
+                        .clicked()
                         && let Some(file) = rfd::FileDialog::new()
-                            .set_file_name(format!("{key}.wav"))
+                            .set_file_name(format!("{key}.png"))
                             .save_file()
-                        && let Ok(bytes) = wav_bytes(*channels, *rate, samples)
+                        && let Ok(bytes) = png_bytes(&rows[b])
                     {
                         let _ = wfstudio_schema::save::write_atomic(&file, &bytes);
                     }
                 }
-                Media::Tensor => {}
             }
+            Media::Audio {
+                channels,
+                rate,
+                samples,
+            } => {
+                waveform(ui, *channels, samples);
+                ui.label(format!(
+                    "{channels} ch, {rate} Hz, {:.2} s",
+                    samples.len() as f64 / (*channels).max(1) as f64 / f64::from(*rate)
+                ));
+                if ui.small_button("Save WAV…").clicked()
+                    && let Some(file) = rfd::FileDialog::new()
+                        .set_file_name(format!("{key}.wav"))
+                        .save_file()
+                    && let Ok(bytes) = wav_bytes(*channels, *rate, samples)
+                {
+                    let _ = wfstudio_schema::save::write_atomic(&file, &bytes);
+                }
+            }
+            Media::Video(_) => {
+                if let Some(player) = videos.get_mut(key.as_str()) {
+                    player.show(ui, key, zoom);
+                }
+            }
+            Media::Tensor => {}
         }
     }
 }
