@@ -4,11 +4,12 @@
 # scripts; safe to run by hand.
 set -euo pipefail
 
-# Debian packages the build and the tests need: pkg-config for -sys crates,
+# Debian packages the build and the tests need: pkg-config and ALSA headers
+# (libasound2-dev, for audio playback through rodio) for -sys crates,
 # the Python venv for ONNX Runtime, and for the window under a virtual X
 # server (the screenshot tests): Xvfb, xauth, Mesa's OpenGL drivers and
 # xkbcommon's X11 library (winit loads them at run time).
-APT_PACKAGES=(pkg-config python3-venv xvfb xauth libgl1-mesa-dri libegl-mesa0 libxkbcommon-x11-0)
+APT_PACKAGES=(pkg-config libasound2-dev python3-venv xvfb xauth libgl1-mesa-dri libegl-mesa0 libxkbcommon-x11-0)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

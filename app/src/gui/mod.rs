@@ -1,6 +1,7 @@
 //! The studio window (eframe, glow renderer) around [`wfstudio_editor::Studio`],
 //! and the scripted mode `wfstudio open PATH --screenshot FILE --quit`.
 
+mod audio_player;
 mod inputs_form;
 mod run_job;
 mod run_panel;

@@ -14,6 +14,19 @@ use wfstudio_editor::Studio;
 use wfstudio_editor::canvas::RunOverlay;
 use wfstudio_runner::{Device, Event};
 
+/// What the output previews keep between frames.
+#[derive(Default)]
+struct MediaState {
+    /// Image textures per output, one per batch row.
+    textures: BTreeMap<String, Vec<egui::TextureHandle>>,
+    /// Video players per output.
+    videos: BTreeMap<String, super::video_player::VideoPlayer>,
+    /// Audio playback (one output at a time).
+    audio: super::audio_player::AudioPlayer,
+    /// Why the last Play made no sound.
+    audio_note: Option<String>,
+}
+
 /// Where a run stands.
 #[derive(Default)]
 enum Phase {
@@ -37,8 +50,7 @@ pub struct RunPanel {
     invokes_done: usize,
     loops: BTreeMap<String, (usize, usize)>,
     running: Option<String>,
-    textures: BTreeMap<String, Vec<egui::TextureHandle>>,
-    videos: BTreeMap<String, super::video_player::VideoPlayer>,
+    media: MediaState,
     zoom: f32,
     package: Option<PathBuf>,
     note: Option<String>,
@@ -112,8 +124,10 @@ impl RunPanel {
         self.invokes_done = 0;
         self.loops.clear();
         self.running = None;
-        self.textures.clear();
-        self.videos.clear();
+        self.media.textures.clear();
+        self.media.videos.clear();
+        self.media.audio.stop();
+        self.media.audio_note = None;
         self.value.reset();
         self.timeline = Default::default();
         self.phase = Phase::Running(RunJob::start(spec, move || waker.request_repaint()));
@@ -166,10 +180,10 @@ impl RunPanel {
                         ctx.load_texture(format!("{key}.{b}"), image, egui::TextureOptions::NEAREST)
                     })
                     .collect();
-                self.textures.insert(key.clone(), handles);
+                self.media.textures.insert(key.clone(), handles);
             }
             if let Media::Video(rows) = media {
-                self.videos.insert(
+                self.media.videos.insert(
                     key.clone(),
                     super::video_player::VideoPlayer::new(ctx, key, rows.clone()),
                 );
@@ -345,8 +359,7 @@ impl RunPanel {
                 previews(
                     ui,
                     finished,
-                    &self.textures,
-                    &mut self.videos,
+                    &mut self.media,
                     self.zoom,
                     self.selected_output.as_deref(),
                 );
@@ -392,8 +405,7 @@ impl RunPanel {
 fn previews(
     ui: &mut egui::Ui,
     finished: &Finished,
-    textures: &BTreeMap<String, Vec<egui::TextureHandle>>,
-    videos: &mut BTreeMap<String, super::video_player::VideoPlayer>,
+    media: &mut MediaState,
     zoom: f32,
     selected: Option<&str>,
 ) {
@@ -407,7 +419,7 @@ fn previews(
         ui.strong(format!("{key}: {:?} {:?}", tensor.dtype(), tensor.shape));
         match &finished.media[key] {
             Media::Image(rows) => {
-                for (b, handle) in textures.get(key).into_iter().flatten().enumerate() {
+                for (b, handle) in media.textures.get(key).into_iter().flatten().enumerate() {
                     let size = handle.size_vec2() * zoom;
                     ui.add(egui::Image::new((handle.id(), size)));
                     if ui
@@ -432,17 +444,31 @@ fn previews(
                     "{channels} ch, {rate} Hz, {:.2} s",
                     samples.len() as f64 / (*channels).max(1) as f64 / f64::from(*rate)
                 ));
-                if ui.small_button("Save WAV…").clicked()
-                    && let Some(file) = rfd::FileDialog::new()
-                        .set_file_name(format!("{key}.wav"))
-                        .save_file()
-                    && let Ok(bytes) = wav_bytes(*channels, *rate, samples)
-                {
-                    let _ = wfstudio_schema::save::write_atomic(&file, &bytes);
+                ui.horizontal(|ui| {
+                    if media.audio.is_playing() {
+                        if ui.small_button("⏹ Stop").clicked() {
+                            media.audio.stop();
+                        }
+                        ui.ctx()
+                            .request_repaint_after(std::time::Duration::from_millis(200));
+                    } else if ui.small_button("▶ Play").clicked() {
+                        media.audio_note = media.audio.play(*channels, *rate, samples).err();
+                    }
+                    if ui.small_button("Save WAV…").clicked()
+                        && let Some(file) = rfd::FileDialog::new()
+                            .set_file_name(format!("{key}.wav"))
+                            .save_file()
+                        && let Ok(bytes) = wav_bytes(*channels, *rate, samples)
+                    {
+                        let _ = wfstudio_schema::save::write_atomic(&file, &bytes);
+                    }
+                });
+                if let Some(note) = &media.audio_note {
+                    ui.weak(note);
                 }
             }
             Media::Video(_) => {
-                if let Some(player) = videos.get_mut(key.as_str()) {
+                if let Some(player) = media.videos.get_mut(key.as_str()) {
                     player.show(ui, key, zoom);
                 }
             }
@@ -581,7 +607,10 @@ mod tests {
         harness.run_steps(2);
         harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::Enter);
         harness.step();
-        assert!(harness.state().run.running(), "Ctrl+Enter starts the run");
+        assert!(
+            harness.state().run.running() || harness.state().run.outcome().is_some(),
+            "Ctrl+Enter starts the run"
+        );
         for _ in 0..2000 {
             harness.step();
             if !harness.state().run.running() {
