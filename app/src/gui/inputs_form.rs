@@ -92,6 +92,21 @@ fn literal_json(default: &LiteralValue) -> Value {
     }
 }
 
+/// The inputs of the recipe file, in the recipe JSON form (none when there
+/// is no recipe or it cannot be read: the run then reports why).
+fn recipe_inputs(recipe: Option<&Path>) -> BTreeMap<String, Value> {
+    recipe
+        .and_then(|r| std::fs::read_to_string(r).ok())
+        .and_then(|t| wfstudio_runner::recipe::parse(&t).ok())
+        .map(|r| {
+            r.inputs
+                .into_iter()
+                .map(|(k, t)| (k, t.to_json()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// A random seed that fits every integer dtype's positive range.
 fn dice() -> i64 {
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
@@ -145,16 +160,7 @@ impl InputsForm {
             HashMap::new()
         };
         self.loaded_for = Some(key);
-        let from_recipe: HashMap<String, Value> = recipe
-            .and_then(|r| std::fs::read_to_string(r).ok())
-            .and_then(|t| wfstudio_runner::recipe::parse(&t).ok())
-            .map(|r| {
-                r.inputs
-                    .into_iter()
-                    .map(|(k, t)| (k, t.to_json()))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let from_recipe = recipe_inputs(recipe);
         let remembered = self.remembered(path);
         let Some(wf) = document.pipeline.as_ref().map(|p| &p.workflow) else {
             self.rows.clear();
@@ -308,16 +314,7 @@ impl InputsForm {
 
     /// Every input of the recipe and the user's values, as a recipe JSON.
     pub fn recipe_json(&self, recipe: Option<&Path>) -> Result<String, String> {
-        let mut inputs: BTreeMap<String, Value> = recipe
-            .and_then(|r| std::fs::read_to_string(r).ok())
-            .and_then(|t| wfstudio_runner::recipe::parse(&t).ok())
-            .map(|r| {
-                r.inputs
-                    .into_iter()
-                    .map(|(k, t)| (k, t.to_json()))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let mut inputs = recipe_inputs(recipe);
         for row in self.rows.iter().filter(|r| r.overridden) {
             inputs.insert(row.name.clone(), row.tensor()?.to_json());
         }
