@@ -108,7 +108,8 @@ impl CanvasState {
 }
 
 /// What a run adds to the canvas: a badge per step (`12.3 ms × 4`), the
-/// step running now, and the step that failed.
+/// step running now, the step that failed, and a thumbnail of each image
+/// output under the emits that write it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunOverlay {
     /// Step path text -> badge text.
@@ -117,7 +118,12 @@ pub struct RunOverlay {
     pub running: Option<String>,
     /// The step that failed.
     pub failed: Option<String>,
+    /// Output name -> its preview texture and size in pixels.
+    pub thumbnails: std::collections::HashMap<String, (egui::TextureId, Vec2)>,
 }
+
+/// Largest side of an emit's thumbnail, in canvas units.
+const THUMBNAIL: f32 = 64.0;
 
 /// Everything the canvas draws from, with the geometry of this frame
 /// computed once (positions after user moves, frame boxes, what collapsed
@@ -510,6 +516,23 @@ fn draw(ui: &mut Ui, view: &CanvasView, state: &mut CanvasState, actions: &mut V
                 badge,
                 FontId::monospace(11.0),
                 Color32::from_rgb(90, 220, 120),
+            );
+        }
+        if detailed
+            && node.kind == NodeKind::Emit
+            && let Some((texture, size)) = node
+                .outputs
+                .first()
+                .and_then(|o| view.overlay?.thumbnails.get(&o.name))
+        {
+            let scale = THUMBNAIL / size.x.max(size.y).max(1.0);
+            let thumb =
+                Rect::from_min_size(rect.right_bottom() + vec2(-THUMBNAIL, 4.0), *size * scale);
+            painter.image(
+                *texture,
+                thumb,
+                Rect::from_min_max(pos2(0.0, 0.0), pos2(1.0, 1.0)),
+                Color32::WHITE,
             );
         }
         let body = ui.interact(rect, ui.id().with(("node", &key)), Sense::click_and_drag());

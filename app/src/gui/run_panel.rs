@@ -152,6 +152,15 @@ impl RunPanel {
                 RunMessage::Done(Ok(finished)) => {
                     self.load_textures(&finished, ctx);
                     studio.run_overlay = overlay(&finished);
+                    studio.run_overlay.thumbnails = self
+                        .media
+                        .textures
+                        .iter()
+                        .filter_map(|(key, rows)| {
+                            let first = rows.first()?;
+                            Some((key.clone(), (first.id(), first.size_vec2())))
+                        })
+                        .collect();
                     self.phase = Phase::Done(finished);
                 }
                 RunMessage::Done(Err(message)) => {
@@ -647,6 +656,12 @@ mod tests {
         harness.get_by_label("Value latent.next");
         harness.get_by_label("[1, 4, 8, 8]");
         harness.get_by_label("made by pipeline.workflow.steps[0].steps[0] in loop iteration 0");
+        // The image output's thumbnail under its emit node.
+        let thumbnails = &harness.state().studio.run_overlay.thumbnails;
+        assert_eq!(
+            thumbnails.get("image").map(|(_, size)| *size),
+            Some(egui::vec2(32.0, 32.0))
+        );
         // The image output's preview and its save button.
         harness.get_by_label("image: F32 [1, 3, 32, 32]");
         harness.get_by_label("Save image row 0 as PNG…");
