@@ -161,12 +161,10 @@ fn write_media(runner: &Runner, dir: &Path, key: &str, tensor: &Tensor) -> anyho
     match decode(runner.document(), key, tensor)? {
         Media::Image(rows) => {
             for (b, rgb) in rows.iter().enumerate() {
-                let name = if rows.len() == 1 {
-                    format!("{key}.png")
-                } else {
-                    format!("{key}.{b}.png")
-                };
-                write(dir.join(name), png_bytes(rgb)?)?;
+                write(
+                    dir.join(row_file(key, b, rows.len(), "png")),
+                    png_bytes(rgb)?,
+                )?;
             }
         }
         Media::Audio {
@@ -179,17 +177,25 @@ fn write_media(runner: &Runner, dir: &Path, key: &str, tensor: &Tensor) -> anyho
         )?,
         Media::Video(rows) => {
             for (b, frames) in rows.iter().enumerate() {
-                let name = if rows.len() == 1 {
-                    format!("{key}.gif")
-                } else {
-                    format!("{key}.{b}.gif")
-                };
-                write(dir.join(name), gif_bytes(frames, VIDEO_FPS)?)?;
+                write(
+                    dir.join(row_file(key, b, rows.len(), "gif")),
+                    gif_bytes(frames, VIDEO_FPS)?,
+                )?;
             }
         }
         Media::Tensor => {}
     }
     Ok(())
+}
+
+/// The file of batch row `b` of `rows`: `key.ext` for a single row,
+/// `key.b.ext` otherwise.
+fn row_file(key: &str, b: usize, rows: usize, ext: &str) -> String {
+    if rows == 1 {
+        format!("{key}.{ext}")
+    } else {
+        format!("{key}.{b}.{ext}")
+    }
 }
 
 /// Frame rate of exported video (outputs declare none).

@@ -53,6 +53,8 @@ struct Row {
 #[derive(Default)]
 pub struct InputsForm {
     loaded_for: Option<(PathBuf, Option<PathBuf>, u64)>,
+    /// The recipe's inputs (recipe JSON form), read when the recipe changes.
+    recipe_inputs: BTreeMap<String, Value>,
     rows: Vec<Row>,
     /// The config folder (remembered values live under it).
     pub config: Option<PathBuf>,
@@ -145,11 +147,11 @@ impl InputsForm {
         if self.loaded_for.as_ref() == Some(&key) {
             return;
         }
-        let kept: HashMap<String, Row> = if self
+        let same_sources = self
             .loaded_for
             .as_ref()
-            .is_some_and(|(p, r, _)| p == path && r.as_deref() == recipe)
-        {
+            .is_some_and(|(p, r, _)| p == path && r.as_deref() == recipe);
+        let kept: HashMap<String, Row> = if same_sources {
             // Same package and recipe, new revision: keep the user's values.
             self.rows
                 .drain(..)
@@ -160,8 +162,15 @@ impl InputsForm {
             HashMap::new()
         };
         self.loaded_for = Some(key);
-        let from_recipe = recipe_inputs(recipe);
-        let remembered = self.remembered(path);
+        // The files are read only when the package or recipe changes, not
+        // on every edit of the document.
+        let remembered = if same_sources {
+            HashMap::new()
+        } else {
+            self.recipe_inputs = recipe_inputs(recipe);
+            self.remembered(path)
+        };
+        let from_recipe = &self.recipe_inputs;
         let Some(wf) = document.pipeline.as_ref().map(|p| &p.workflow) else {
             self.rows.clear();
             return;
@@ -313,8 +322,8 @@ impl InputsForm {
     }
 
     /// Every input of the recipe and the user's values, as a recipe JSON.
-    pub fn recipe_json(&self, recipe: Option<&Path>) -> Result<String, String> {
-        let mut inputs = recipe_inputs(recipe);
+    pub fn recipe_json(&self) -> Result<String, String> {
+        let mut inputs = self.recipe_inputs.clone();
         for row in self.rows.iter().filter(|r| r.overridden) {
             inputs.insert(row.name.clone(), row.tensor()?.to_json());
         }
@@ -415,12 +424,8 @@ mod tests {
         let overrides = first.overrides().expect("valid");
         assert_eq!(overrides["request.steps"].shape, [1]);
         assert_eq!(overrides["request.steps"].data.get_i64(0), Some(2));
-        let recipe: serde_json::Value = serde_json::from_str(
-            &first
-                .recipe_json(Some(&package().join("recipes/smiley.json")))
-                .expect("json"),
-        )
-        .expect("recipe JSON");
+        let recipe: serde_json::Value =
+            serde_json::from_str(&first.recipe_json().expect("json")).expect("recipe JSON");
         assert_eq!(
             recipe["inputs"]["request.steps"]["data"],
             serde_json::json!([2])

@@ -183,18 +183,14 @@ impl RunPanel {
                 let handles = rows
                     .iter()
                     .enumerate()
-                    .map(|(b, rgb)| {
-                        let image =
-                            egui::ColorImage::from_rgb([rgb.width, rgb.height], &rgb.pixels);
-                        ctx.load_texture(format!("{key}.{b}"), image, egui::TextureOptions::NEAREST)
-                    })
+                    .map(|(b, rgb)| texture(ctx, format!("{key}.{b}"), rgb))
                     .collect();
                 self.media.textures.insert(key.clone(), handles);
             }
             if let Media::Video(rows) = media {
                 self.media.videos.insert(
                     key.clone(),
-                    super::video_player::VideoPlayer::new(ctx, key, rows.clone()),
+                    super::video_player::VideoPlayer::new(ctx, key, rows),
                 );
             }
         }
@@ -390,13 +386,9 @@ impl RunPanel {
         let Some(file) = dialog.save_file() else {
             return;
         };
-        let written = self
-            .inputs
-            .recipe_json(self.recipe.as_deref())
-            .and_then(|text| {
-                wfstudio_schema::save::write_atomic(&file, text.as_bytes())
-                    .map_err(|e| e.to_string())
-            });
+        let written = self.inputs.recipe_json().and_then(|text| {
+            wfstudio_schema::save::write_atomic(&file, text.as_bytes()).map_err(|e| e.to_string())
+        });
         self.note = Some(match written {
             Ok(()) => format!("saved the inputs as {}", file.display()),
             Err(e) => format!("could not save {}: {e}", file.display()),
@@ -476,14 +468,25 @@ fn previews(
                     ui.weak(note);
                 }
             }
-            Media::Video(_) => {
+            Media::Video(rows) => {
                 if let Some(player) = media.videos.get_mut(key.as_str()) {
-                    player.show(ui, key, zoom);
+                    player.show(ui, key, rows, zoom);
                 }
             }
             Media::Tensor => {}
         }
     }
+}
+
+/// A picture as a texture that zooms without blur (nearest-neighbour), as
+/// every preview shows pixels.
+pub(super) fn texture(
+    ctx: &egui::Context,
+    name: String,
+    rgb: &wfstudio_runner::media::Rgb8,
+) -> egui::TextureHandle {
+    let image = egui::ColorImage::from_rgb([rgb.width, rgb.height], &rgb.pixels);
+    ctx.load_texture(name, image, egui::TextureOptions::NEAREST)
 }
 
 /// Recipe files in the package's `recipes/` folder, sorted.

@@ -5,11 +5,9 @@
 use crate::output_media::{gif_bytes, png_bytes};
 use wfstudio_runner::media::Rgb8;
 
-/// Playback state of one video output.
+/// Playback state of one video output (its frames stay in the run's media).
 pub struct VideoPlayer {
-    /// Frames per batch row.
-    frames: Vec<Vec<Rgb8>>,
-    /// Their textures, uploaded once.
+    /// The frames' textures per batch row, uploaded once.
     textures: Vec<Vec<egui::TextureHandle>>,
     /// The frame shown.
     pub frame: usize,
@@ -23,7 +21,7 @@ pub struct VideoPlayer {
 
 impl VideoPlayer {
     /// Uploads the frames of `key` as textures (nearest-neighbour zoom).
-    pub fn new(ctx: &egui::Context, key: &str, frames: Vec<Vec<Rgb8>>) -> Self {
+    pub fn new(ctx: &egui::Context, key: &str, frames: &[Vec<Rgb8>]) -> Self {
         let textures = frames
             .iter()
             .enumerate()
@@ -31,19 +29,12 @@ impl VideoPlayer {
                 row.iter()
                     .enumerate()
                     .map(|(f, rgb)| {
-                        let image =
-                            egui::ColorImage::from_rgb([rgb.width, rgb.height], &rgb.pixels);
-                        ctx.load_texture(
-                            format!("{key}.{b}.frame{f}"),
-                            image,
-                            egui::TextureOptions::NEAREST,
-                        )
+                        super::run_panel::texture(ctx, format!("{key}.{b}.frame{f}"), rgb)
                     })
                     .collect()
             })
             .collect();
         VideoPlayer {
-            frames,
             textures,
             frame: 0,
             playing: false,
@@ -53,12 +44,13 @@ impl VideoPlayer {
     }
 
     /// Frames per batch row.
-    pub fn frame_count(&self) -> usize {
-        self.frames.first().map_or(0, Vec::len)
+    fn frame_count(&self) -> usize {
+        self.textures.first().map_or(0, Vec::len)
     }
 
-    /// Draws every batch row at the shown frame, and the controls.
-    pub fn show(&mut self, ui: &mut egui::Ui, key: &str, zoom: f32) {
+    /// Draws every batch row at the shown frame, and the controls; `frames`
+    /// are the pictures the player was made from (saved and exported).
+    pub fn show(&mut self, ui: &mut egui::Ui, key: &str, frames: &[Vec<Rgb8>], zoom: f32) {
         let count = self.frame_count();
         if count == 0 {
             ui.weak("(no frames)");
@@ -101,7 +93,7 @@ impl VideoPlayer {
                 && let Some(file) = rfd::FileDialog::new()
                     .set_file_name(format!("{key}.frame{}.png", self.frame))
                     .save_file()
-                && let Ok(bytes) = png_bytes(&self.frames[0][self.frame])
+                && let Ok(bytes) = png_bytes(&frames[0][self.frame])
             {
                 let _ = wfstudio_schema::save::write_atomic(&file, &bytes);
             }
@@ -109,7 +101,7 @@ impl VideoPlayer {
                 && let Some(file) = rfd::FileDialog::new()
                     .set_file_name(format!("{key}.gif"))
                     .save_file()
-                && let Ok(bytes) = gif_bytes(&self.frames[0], self.fps)
+                && let Ok(bytes) = gif_bytes(&frames[0], self.fps)
             {
                 let _ = wfstudio_schema::save::write_atomic(&file, &bytes);
             }
