@@ -14,6 +14,12 @@ tone at 16 kHz whose pitch walks up a C-major scale, carrying the phase so
 the notes join without clicks; the emits append into one waveform. Written
 as ONNX TextFormat (.onnx.textproto).
 
+tiny-words: a text loop. A word-level tokenizer (tokenizer.json, written
+here) turns the prompt into ids; each iteration looks up the word that
+follows the current one in a fixed sentence ("hello world , this tiny
+model speaks one word at a time .") and stops after the end-of-sequence id.
+The emits append the generated ids, which the studio decodes to text.
+
 Each package gets a recipe whose expected outputs are computed here with
 numpy, independently of the runner.
 
@@ -162,6 +168,89 @@ def tone_reference(steps):
     return np.concatenate(chunks).reshape(1, 1, -1)
 
 
+SPECIALS = ["<unk>", "<bos>", "<eos>"]
+SENTENCE = "hello world , this tiny model speaks one word at a time .".split()
+VOCAB = {word: i for i, word in enumerate(SPECIALS + SENTENCE)}
+EOS = VOCAB["<eos>"]
+
+
+def successor_table():
+    """next[id]: the word after `id` in the sentence; the end and unknown words lead to <eos>."""
+    table = np.full(len(VOCAB), EOS, np.int64)
+    table[VOCAB["<bos>"]] = VOCAB[SENTENCE[0]]
+    for word, following in zip(SENTENCE, SENTENCE[1:]):
+        table[VOCAB[word]] = VOCAB[following]
+    return table
+
+
+def words_tokenizer():
+    """A Hugging Face tokenizer.json: lower-cased, split on whitespace and punctuation, <bos> prepended."""
+    special = lambda token: {"id": VOCAB[token], "content": token, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True}
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [special(t) for t in SPECIALS],
+        "normalizer": {"type": "Lowercase"},
+        "pre_tokenizer": {"type": "Whitespace"},
+        "post_processor": {
+            "type": "TemplateProcessing",
+            "single": [{"SpecialToken": {"id": "<bos>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+            "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+            "special_tokens": {"<bos>": {"id": "<bos>", "ids": [VOCAB["<bos>"]], "tokens": ["<bos>"]}},
+        },
+        "decoder": None,
+        "model": {"type": "WordLevel", "vocab": VOCAB, "unk_token": "<unk>"},
+    }
+
+
+def words_models():
+    last = helper.make_graph(
+        [
+            helper.make_node("Slice", ["input_ids", "minus_one", "end", "one"], ["last"]),
+        ],
+        "last_word",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, "prompt"])],
+        [helper.make_tensor_value_info("last", TensorProto.INT64, [1, 1])],
+        [
+            numpy_helper.from_array(np.array([-1], np.int64), "minus_one"),
+            numpy_helper.from_array(np.array([np.iinfo(np.int64).max], np.int64), "end"),
+            numpy_helper.from_array(np.array([1], np.int64), "one"),
+        ],
+    )
+    step = helper.make_graph(
+        [
+            helper.make_node("Gather", ["successor", "word"], ["next"]),
+            helper.make_node("Equal", ["next", "eos"], ["ended"]),
+            helper.make_node("Not", ["ended"], ["going_2d"]),
+            helper.make_node("Reshape", ["going_2d", "flat"], ["going"]),
+        ],
+        "next_word",
+        [helper.make_tensor_value_info("word", TensorProto.INT64, [1, 1])],
+        [
+            helper.make_tensor_value_info("next", TensorProto.INT64, [1, 1]),
+            helper.make_tensor_value_info("going", TensorProto.BOOL, [1]),
+        ],
+        [
+            numpy_helper.from_array(successor_table(), "successor"),
+            numpy_helper.from_array(np.array(EOS, np.int64), "eos"),
+            numpy_helper.from_array(np.array([1], np.int64), "flat"),
+        ],
+    )
+    return model(last), model(step)
+
+
+def words_reference(prompt_ids, limit):
+    table = successor_table()
+    word, out = prompt_ids[-1], []
+    for _ in range(limit):
+        word = table[word]
+        out.append(word)
+        if word == EOS:
+            break
+    return np.array([out], np.int64)
+
+
 def tensor(array):
     data = array.reshape(-1).tolist()
     dtype = {np.dtype(np.float32): "float32", np.dtype(np.int64): "int64", np.dtype(bool): "bool"}[array.dtype]
@@ -208,6 +297,17 @@ def files():
         },
         {"audio": tone_reference(8)},
         {"abs": 1e-4, "rel": 1e-5},
+    ).encode()
+    last, step = words_models()
+    yield "examples/tiny-words/tokenizer.json", (json.dumps(words_tokenizer(), indent=1) + "\n").encode()
+    yield "examples/tiny-words/last_word/model.onnx.textproto", text_format.MessageToString(last).encode()
+    yield "examples/tiny-words/next_word/model.onnx.textproto", text_format.MessageToString(step).encode()
+    prompt = np.array([VOCAB["<bos>"], VOCAB["hello"]], np.int64)
+    yield "examples/tiny-words/recipes/hello.json", recipe(
+        'the prompt "hello" (ids of <bos> hello); expected ids, up to and including <eos>, computed with numpy by scripts/gen_fixtures.py',
+        {"request.input_ids": prompt[None], "request.max_new_tokens": np.array([16], np.int64)},
+        {"tokens": words_reference(prompt, 16)},
+        {"abs": 0, "rel": 0},
     ).encode()
 
 

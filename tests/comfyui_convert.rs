@@ -404,6 +404,7 @@ fn txt2img_lowers_validates_and_reproduces_the_reference() {
                 observer: &mut |_| {},
                 cancel: &cancel,
                 keep_bytes: 0,
+                reuse: None,
             },
         )
         .expect("runs");

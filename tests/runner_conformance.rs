@@ -18,6 +18,7 @@ fn run(runner: &mut Runner, inputs: HashMap<String, Tensor>) -> Result<RunOutput
             observer: &mut |_| {},
             cancel: &cancel,
             keep_bytes: 0,
+            reuse: None,
         },
     )
 }
@@ -259,6 +260,7 @@ fn events_cancel_and_kept_values() {
                 observer: &mut |e| events.push(e),
                 cancel: &cancel,
                 keep_bytes: 1 << 20,
+                reuse: None,
             },
         )
         .expect("runs");
@@ -293,6 +295,7 @@ fn events_cancel_and_kept_values() {
                 observer: &mut |_| {},
                 cancel: &cancel,
                 keep_bytes: 64,
+                reuse: None,
             },
         )
         .expect("runs");
@@ -315,6 +318,7 @@ fn events_cancel_and_kept_values() {
                 observer: &mut |e| seen.push(e),
                 cancel: &cancelled,
                 keep_bytes: 0,
+                reuse: None,
             },
         )
         .expect_err("cancelled");
@@ -366,6 +370,7 @@ fn request_role_inputs_can_come_from_a_generate_request() {
                 observer: &mut |_| {},
                 cancel: &cancel,
                 keep_bytes: 0,
+                reuse: None,
             },
         )
         .expect("runs from the request");

@@ -28,6 +28,7 @@ fn example_recipes_match_their_numpy_references() {
                     observer: &mut |_| {},
                     cancel: &cancel,
                     keep_bytes: 0,
+                    reuse: None,
                 },
             )
             .expect("runs");

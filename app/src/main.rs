@@ -3,6 +3,7 @@
 
 mod cli;
 mod gui;
+mod input_media;
 mod output_media;
 
 use clap::Parser;

@@ -8,7 +8,7 @@ use anyhow::Context;
 use wfstudio_runner::Tensor;
 use wfstudio_runner::media::Rgb8;
 use wfstudio_schema::Document;
-use wfstudio_schema::types::workflow::OutputRole;
+use wfstudio_schema::types::workflow::{OutputRole, WorkflowOutput};
 
 /// What an output is, as media.
 #[derive(Clone, Debug, PartialEq)]
@@ -33,15 +33,29 @@ pub enum Media {
 /// Sample rate used when an audio output declares none.
 const DEFAULT_SAMPLE_RATE: u32 = 16_000;
 
+/// The declared output a run's output key stands for: the key itself, a
+/// row of it (`tokens.row.1`) or one of its events (`tokens.3`).
+pub fn output_of<'d>(document: &'d Document, key: &str) -> Option<&'d WorkflowOutput> {
+    let outputs = document.pipeline.as_ref()?.workflow.outputs.as_ref()?;
+    let row = key.split(".row.").next().unwrap_or(key);
+    let event = key
+        .rsplit_once('.')
+        .filter(|(_, n)| n.parse::<usize>().is_ok())
+        .map(|(name, _)| name);
+    [Some(key), Some(row), event]
+        .into_iter()
+        .flatten()
+        .find_map(|name| outputs.get(name))
+}
+
+/// Whether output `key` holds token ids to show as text.
+pub fn is_tokens(document: &Document, key: &str) -> bool {
+    output_of(document, key).is_some_and(|o| o.role == OutputRole::Tokens)
+}
+
 /// The media form of output `key` (`image`, `audio.row.1`, ...) of `document`.
 pub fn decode(document: &Document, key: &str, tensor: &Tensor) -> anyhow::Result<Media> {
-    let name = key.split(".row.").next().unwrap_or(key);
-    let Some(output) = document
-        .pipeline
-        .as_ref()
-        .and_then(|p| p.workflow.outputs.as_ref())
-        .and_then(|o| o.get(name))
-    else {
+    let Some(output) = output_of(document, key) else {
         return Ok(Media::Tensor);
     };
     Ok(match output.role {

@@ -120,7 +120,14 @@ pub struct RunOverlay {
     pub failed: Option<String>,
     /// Output name -> its preview texture and size in pixels.
     pub thumbnails: std::collections::HashMap<String, (egui::TextureId, Vec2)>,
+    /// Steps whose every call reused an earlier run's results (drawn in
+    /// the reuse colour, so what actually ran stands out).
+    pub reused: std::collections::HashSet<String>,
 }
+
+/// Badge colour of steps that ran, and of steps that were reused.
+const RAN_COLOR: Color32 = Color32::from_rgb(90, 220, 120);
+const REUSED_COLOR: Color32 = Color32::from_rgb(110, 170, 240);
 
 /// Largest side of an emit's thumbnail, in canvas units.
 const THUMBNAIL: f32 = 64.0;
@@ -500,22 +507,23 @@ fn draw(ui: &mut Ui, view: &CanvasView, state: &mut CanvasState, actions: &mut V
                 o.running.as_deref() == Some(key),
                 o.failed.as_deref() == Some(key),
                 o.badges.get(key),
+                o.reused.contains(key),
             )
         });
         let stroke = match run_state {
-            Some((_, true, _)) => Stroke::new(3.0, severity_color(Severity::Error)),
-            Some((true, _, _)) => Stroke::new(3.0, Color32::from_rgb(90, 220, 120)),
+            Some((_, true, _, _)) => Stroke::new(3.0, severity_color(Severity::Error)),
+            Some((true, _, _, _)) => Stroke::new(3.0, RAN_COLOR),
             _ if selected => selected_stroke,
             _ => outline,
         };
         painter.rect_stroke(rect, 5.0, stroke, StrokeKind::Outside);
-        if let Some((_, _, Some(badge))) = run_state {
+        if let Some((_, _, Some(badge), reused)) = run_state {
             painter.text(
                 rect.left_bottom() + vec2(4.0, 3.0),
                 Align2::LEFT_TOP,
                 badge,
                 FontId::monospace(11.0),
-                Color32::from_rgb(90, 220, 120),
+                if reused { REUSED_COLOR } else { RAN_COLOR },
             );
         }
         if detailed

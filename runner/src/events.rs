@@ -1,8 +1,10 @@
 //! What a run reports while it goes: for the GUI's progress, timing badges
 //! and previews, and for the CLI's trace.
 
+use crate::tensor::Tensor;
 use std::sync::Arc;
 use std::time::Duration;
+use wfstudio_schema::types::steps::EmitMode;
 
 /// One event of a run, in order.
 #[derive(Clone, Debug, PartialEq)]
@@ -28,6 +30,8 @@ pub enum Event {
         ort: Duration,
         /// Produced values and their shapes.
         outputs: Vec<(String, Vec<usize>)>,
+        /// Whether the outputs were reused from an earlier run.
+        reused: bool,
     },
     /// A loop starts iteration `index` (zero-based) of at most `limit`.
     LoopIteration {
@@ -38,11 +42,17 @@ pub enum Event {
         /// `max_iterations`.
         limit: usize,
     },
-    /// A value was published to an output.
+    /// A value was published to an output: what a streaming view (text as
+    /// it is generated) builds on.
     Emitted {
-        /// Output key (`image`, `tokens.row.0`, `audio.3`).
+        /// Output key (`image`, `tokens.row.0`).
         key: String,
-        /// Shape of the published value.
+        /// The published piece, before it is appended to earlier ones.
+        chunk: Arc<Tensor>,
+        /// Whether it replaces the output, extends it along its axis, or is
+        /// one more event (stored as `key.N`).
+        mode: EmitMode,
+        /// Shape of the output after this publish.
         shape: Vec<usize>,
     },
     /// The run finished.

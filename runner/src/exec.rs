@@ -7,6 +7,7 @@ use crate::check::{Symbols, check};
 use crate::events::Event;
 use crate::literal::encode_default;
 use crate::request::Request;
+use crate::reuse::ReuseCache;
 use crate::session::ComponentSession;
 use crate::tensor::{DType, Data, Tensor};
 use std::collections::{BTreeMap, HashMap};
@@ -38,6 +39,8 @@ pub struct InvokeTiming {
     pub ort: Duration,
     /// Start offset from the beginning of the run.
     pub start: Duration,
+    /// Whether the outputs were reused from an earlier run instead of run.
+    pub reused: bool,
 }
 
 /// A value kept for inspection.
@@ -85,6 +88,9 @@ pub struct RunControl<'a> {
     pub cancel: &'a AtomicBool,
     /// Byte budget for kept intermediate values (0 keeps none).
     pub keep_bytes: usize,
+    /// Earlier results to reuse for calls whose inputs did not change
+    /// (`None` runs every call).
+    pub reuse: Option<&'a mut ReuseCache>,
 }
 
 /// Facts about a workflow computed once per loaded package.
@@ -298,11 +304,17 @@ impl<'r, 'c> Exec<'r, 'c> {
         request: &Request,
     ) -> Result<RunOutput, RunError> {
         (self.control.observer)(Event::Started);
+        if let Some(cache) = self.control.reuse.as_mut() {
+            cache.begin_run();
+        }
         let result = self
             .bind_inputs(inputs, request)
             .and_then(|()| self.steps(&self.wf.steps, &workflow_path().key("steps")));
         match result {
             Ok(()) => {
+                if let Some(cache) = self.control.reuse.as_mut() {
+                    cache.end_run();
+                }
                 self.out.wall = self.started.elapsed();
                 (self.control.observer)(Event::Finished {
                     wall: self.out.wall,
@@ -414,22 +426,44 @@ impl<'r, 'c> Exec<'r, 'c> {
             .flatten()
             .map(|(p, _)| p.as_str())
             .collect();
+        let mut reused = false;
         let (produced, ort) = match &component.implementation {
             Implementation::Onnx(_) => {
                 let session = self
                     .sessions
                     .get_mut(&invoke.component)
                     .ok_or_else(|| at("has no session".into()))?;
-                let inputs: Vec<(&str, &Tensor)> =
-                    bound.iter().map(|(p, t)| (*p, t.as_ref())).collect();
-                let ran = session.run(&inputs, &wanted).map_err(at)?;
-                (
-                    ran.outputs
-                        .into_iter()
-                        .map(|(n, t)| (n, Arc::new(t)))
-                        .collect::<Vec<_>>(),
-                    ran.ort_time,
-                )
+                let cache = self
+                    .control
+                    .reuse
+                    .as_deref_mut()
+                    .filter(|_| session.reusable);
+                let fingerprint = session.fingerprint;
+                let key = cache.as_ref().map(|c| c.key(fingerprint, &bound));
+                let hit = match (cache, key) {
+                    (Some(cache), Some(key)) => cache.take(key, fingerprint, &bound, &wanted),
+                    _ => None,
+                };
+                match hit {
+                    Some(outputs) => {
+                        reused = true;
+                        (outputs, Duration::ZERO)
+                    }
+                    None => {
+                        let inputs: Vec<(&str, &Tensor)> =
+                            bound.iter().map(|(p, t)| (*p, t.as_ref())).collect();
+                        let ran = session.run(&inputs, &wanted).map_err(at)?;
+                        let outputs = ran
+                            .outputs
+                            .into_iter()
+                            .map(|(n, t)| (n, Arc::new(t)))
+                            .collect::<Vec<_>>();
+                        if let (Some(cache), Some(key)) = (self.control.reuse.as_deref_mut(), key) {
+                            cache.store(key, fingerprint, &bound, &outputs);
+                        }
+                        (outputs, ran.ort_time)
+                    }
+                }
             }
             Implementation::Binding => {
                 let mut copies = Vec::new();
@@ -482,6 +516,7 @@ impl<'r, 'c> Exec<'r, 'c> {
             wall,
             ort,
             start: start - self.started,
+            reused,
         });
         (self.control.observer)(Event::InvokeFinished {
             path: path_text,
@@ -489,6 +524,7 @@ impl<'r, 'c> Exec<'r, 'c> {
             wall,
             ort,
             outputs: shapes,
+            reused,
         });
         Ok(())
     }
@@ -923,28 +959,27 @@ impl<'r, 'c> Exec<'r, 'c> {
             growth,
         )
         .map_err(|why| fail(path, format!("the value emitted to '{key}' {why}")))?;
+        let chunk = Arc::new(chunk);
         let stored = match mode {
-            EmitMode::Replace => chunk,
+            EmitMode::Replace => (*chunk).clone(),
             EmitMode::Append => match self.out.outputs.get(key) {
                 Some(previous) => {
                     Tensor::concat(axis, &[previous, &chunk]).map_err(|e| fail(path, e.0))?
                 }
-                None => chunk,
+                None => (*chunk).clone(),
             },
             EmitMode::Event => {
                 let counter = self.events.entry(key.to_string()).or_default();
                 let event_key = format!("{key}.{counter}");
                 *counter += 1;
-                (self.control.observer)(Event::Emitted {
-                    key: event_key.clone(),
-                    shape: chunk.shape.clone(),
-                });
-                self.out.outputs.insert(event_key, chunk.clone());
-                chunk
+                self.out.outputs.insert(event_key, (*chunk).clone());
+                (*chunk).clone()
             }
         };
         (self.control.observer)(Event::Emitted {
             key: key.to_string(),
+            chunk,
+            mode,
             shape: stored.shape.clone(),
         });
         self.out.outputs.insert(key.to_string(), stored);

@@ -11,13 +11,16 @@ pub mod events;
 mod exec;
 pub mod literal;
 pub mod media;
+pub mod media_input;
 pub mod model;
 pub mod ortlib;
 pub mod recipe;
 pub mod request;
+pub mod reuse;
 pub mod session;
 pub mod stats;
 pub mod tensor;
+pub mod text;
 
 pub mod onnx {
     //! Generated ONNX protobuf types (from the `onnx` wheel's `onnx.proto`).

@@ -17,6 +17,10 @@ pub struct ComponentSession {
     pub inputs: Vec<String>,
     /// Graph output names.
     pub outputs: Vec<String>,
+    /// Identity of the model bytes (for reusing results across runs).
+    pub(crate) fingerprint: u64,
+    /// Whether results may be reused (no random operators).
+    pub(crate) reusable: bool,
 }
 
 /// Creates the session for the model at `artifact` on `device`.
@@ -27,6 +31,8 @@ pub fn create(
 ) -> Result<ComponentSession, RunError> {
     let (env, _) = ortlib::environment()?;
     let bytes = model_bytes(artifact)?;
+    let fingerprint = crate::reuse::fingerprint(&bytes);
+    let reusable = crate::reuse::is_deterministic(&bytes);
     let folder = artifact.parent().unwrap_or(Path::new("."));
     let fail = |e: ort::Error| RunError::Artifact {
         path: artifact.to_path_buf(),
@@ -59,6 +65,8 @@ pub fn create(
         session,
         inputs,
         outputs,
+        fingerprint,
+        reusable,
     })
 }
 

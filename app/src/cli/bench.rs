@@ -50,6 +50,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
                 observer: &mut |_| {},
                 cancel: &cancel,
                 keep_bytes: 0,
+                reuse: None,
             },
         ) {
             Ok(output) => output,

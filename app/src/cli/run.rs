@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use wfstudio_runner::recipe::{self, Recipe};
+use wfstudio_runner::text::PackageTokenizer;
 use wfstudio_runner::{
     Device, Event, LoadOptions, Request, RunControl, RunError, RunOutput, Runner, Sampling, Tensor,
 };
@@ -38,6 +39,10 @@ pub struct RunArgs {
     /// repeat for several rows.
     #[arg(long = "prompt-tokens", value_name = "IDS")]
     prompt_tokens: Vec<String>,
+    /// Request prompt text, encoded with the package tokenizer into the
+    /// prompt tokens; repeat for several rows (instead of --prompt-tokens).
+    #[arg(long = "prompt", value_name = "TEXT", conflicts_with = "prompt_tokens")]
+    prompt: Vec<String>,
     /// Request `max_new_tokens` (for `max_iterations` / `max_output_tokens` inputs).
     #[arg(long)]
     max_new_tokens: Option<i64>,
@@ -49,8 +54,31 @@ pub struct RunArgs {
     greedy: bool,
 }
 
-/// The generate request the flags describe.
-fn request_of(args: &RunArgs) -> anyhow::Result<Request> {
+/// The generate request the flags describe; `--prompt` text is encoded
+/// with `tokenizer`.
+fn request_of(args: &RunArgs, tokenizer: Option<&PackageTokenizer>) -> anyhow::Result<Request> {
+    if !args.prompt.is_empty() {
+        let tokenizer = tokenizer.context(
+            "--prompt needs a package tokenizer (tokenizer.json); pass --prompt-tokens instead",
+        )?;
+        let prompt_tokens = args
+            .prompt
+            .iter()
+            .map(|text| {
+                tokenizer
+                    .encode(text)
+                    .with_context(|| format!("--prompt {text:?}"))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        return Ok(Request {
+            prompt_tokens,
+            ..request_of_tokens(args)?
+        });
+    }
+    request_of_tokens(args)
+}
+
+fn request_of_tokens(args: &RunArgs) -> anyhow::Result<Request> {
     let prompt_tokens = args
         .prompt_tokens
         .iter()
@@ -250,14 +278,38 @@ pub fn load_runner(path: &Path, device: Device) -> anyhow::Result<Result<Runner,
     }
 }
 
+/// The package tokenizer, if it has one; a declared but unreadable one is
+/// an error.
+fn package_tokenizer(runner: &Runner) -> anyhow::Result<Option<PackageTokenizer>> {
+    PackageTokenizer::for_package(runner.document(), runner.root())
+        .context("loading the package tokenizer")
+}
+
+/// The decoded rows of a tokens output, when the package has a tokenizer.
+fn texts(
+    runner: &Runner,
+    tokenizer: Option<&PackageTokenizer>,
+    key: &str,
+    tensor: &Tensor,
+) -> anyhow::Result<Option<Vec<String>>> {
+    match tokenizer {
+        Some(tokenizer) if crate::output_media::is_tokens(runner.document(), key) => tokenizer
+            .decode_rows(tensor)
+            .map(Some)
+            .with_context(|| format!("decoding output {key}")),
+        _ => Ok(None),
+    }
+}
+
 /// Runs one package.
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let (inputs, recipe) = gather_inputs(args.recipe.as_deref(), &args.inputs)?;
-    let request = request_of(args)?;
     let mut runner = match load_runner(&args.path, args.device)? {
         Ok(runner) => runner,
         Err(code) => return Ok(code),
     };
+    let tokenizer = package_tokenizer(&runner)?;
+    let request = request_of(args, tokenizer.as_ref())?;
     if let Some(note) = &runner.device_note {
         eprintln!("note: {note}");
     }
@@ -275,6 +327,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             observer: &mut observer,
             cancel: &cancel,
             keep_bytes: 0,
+            reuse: None,
         },
     );
     let output = match result {
@@ -303,8 +356,14 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             let outputs: serde_json::Map<String, serde_json::Value> = output
                 .outputs
                 .iter()
-                .map(|(k, t)| (k.clone(), t.to_json()))
-                .collect();
+                .map(|(k, t)| {
+                    let mut json = t.to_json();
+                    if let Some(rows) = texts(&runner, tokenizer.as_ref(), k, t)? {
+                        json["text"] = serde_json::json!(rows);
+                    }
+                    Ok((k.clone(), json))
+                })
+                .collect::<anyhow::Result<_>>()?;
             println!(
                 "{}",
                 serde_json::to_string(
@@ -315,6 +374,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         OutputFormat::Text => {
             for (name, tensor) in &output.outputs {
                 println!("{name}: {} {:?}", tensor.dtype(), tensor.shape);
+                for row in texts(&runner, tokenizer.as_ref(), name, tensor)?.unwrap_or_default() {
+                    println!("  {row:?}");
+                }
             }
             println!(
                 "ran in {:.2} ms ({} invokes, {:.2} ms in ONNX Runtime; load {load_ms:.1} ms)",

@@ -1,19 +1,26 @@
 //! The run inputs form: one row per workflow input, generated from its
 //! contract. Single-element inputs get a typed widget (a number box, a
 //! checkbox; seeds a dice button); larger tensors a JSON box in the recipe
-//! format `{dtype, shape, data}`. Rows start from the chosen recipe, else
-//! the declared default; what the user changes is an override, passed to
-//! the run over the recipe, remembered per package in the config folder,
-//! and saved with the recipe inputs by "Save as recipe".
+//! format `{dtype, shape, data}`. Prompt-token inputs get a text box when
+//! the package has a tokenizer (loaded on a background thread), showing the
+//! ids it encodes to; picture, waveform and media inputs a file picker.
+//! Rows start from the chosen recipe, else the declared default; what the
+//! user changes is an override, passed to the run over the recipe,
+//! remembered per package in the config folder (prompts as text, files as
+//! their paths), and saved with the recipe inputs by "Save as recipe".
 
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
-use wfstudio_runner::Tensor;
-use wfstudio_schema::types::contract::{Dim, LiteralValue, ScalarValue};
+use std::sync::Arc;
+use std::sync::mpsc::Receiver;
+use wfstudio_runner::media_input::{InputMedia, input_media};
+use wfstudio_runner::text::{PackageTokenizer, takes_prompt_tokens};
+use wfstudio_runner::{Data, Tensor};
+use wfstudio_schema::types::contract::{Dim, LiteralValue, ScalarValue, TensorContract};
 use wfstudio_schema::types::document::Document;
-use wfstudio_schema::types::workflow::{InputRole, RuntimeInputRole};
+use wfstudio_schema::types::workflow::{InputRole, RuntimeInputRole, ValueRange};
 
 /// Longest tensor JSON edited in a text box; larger tensors (latents,
 /// images) come from the recipe and are only described.
@@ -27,6 +34,36 @@ enum Widget {
     Bool(bool),
     /// The recipe JSON of a tensor.
     Json(String),
+    /// Prompt text for the package tokenizer (empty: the recipe's ids).
+    Prompt(String),
+    /// A picked file, decoded when the run starts.
+    File {
+        path: PathBuf,
+        /// The value range pictures are mapped into.
+        range: ValueRange,
+        /// What was read, or why it could not be.
+        summary: String,
+    },
+}
+
+/// The package tokenizer as the form sees it: loading on a background
+/// thread, then loaded (or absent, or broken).
+#[derive(Default)]
+enum TokenizerSlot {
+    #[default]
+    None,
+    Loading(Receiver<Result<Option<PackageTokenizer>, String>>),
+    Ready(Arc<PackageTokenizer>),
+    Failed(String),
+}
+
+impl TokenizerSlot {
+    fn get(&self) -> Option<&PackageTokenizer> {
+        match self {
+            TokenizerSlot::Ready(t) => Some(t),
+            _ => None,
+        }
+    }
 }
 
 /// One input.
@@ -39,6 +76,12 @@ struct Row {
     /// The shape of a single-element input (`[]` or `[1, ...]`).
     scalar_shape: Option<Vec<usize>>,
     seed: bool,
+    /// The full contract (for prompt shapes and file decoding).
+    full_contract: TensorContract,
+    /// The kind of file the input can be filled from.
+    media: Option<InputMedia>,
+    /// The ids the prompt text encodes to (or why it does not).
+    prompt_ids: Option<Result<Vec<i64>, String>>,
     /// Where the starting value came from.
     origin: &'static str,
     widget: Widget,
@@ -56,6 +99,7 @@ pub struct InputsForm {
     /// The recipe's inputs (recipe JSON form), read when the recipe changes.
     recipe_inputs: BTreeMap<String, Value>,
     rows: Vec<Row>,
+    tokenizer: TokenizerSlot,
     /// The config folder (remembered values live under it).
     pub config: Option<PathBuf>,
 }
@@ -120,9 +164,24 @@ fn dice() -> i64 {
     (hasher.finish() % (i32::MAX as u64)) as i64
 }
 
+fn range_name(range: ValueRange) -> &'static str {
+    match range {
+        ValueRange::ZeroToOne => "zero_to_one",
+        ValueRange::NegativeOneToOne => "negative_one_to_one",
+        ValueRange::ZeroTo255 => "zero_to_255",
+    }
+}
+
+const RANGES: [ValueRange; 3] = [
+    ValueRange::ZeroToOne,
+    ValueRange::NegativeOneToOne,
+    ValueRange::ZeroTo255,
+];
+
 impl Row {
-    /// The row's value as a tensor in the recipe JSON form.
-    fn json(&self) -> Result<Value, String> {
+    /// What is remembered of the row: a tensor in the recipe JSON form, or
+    /// `{"prompt": text}`, or `{"file": path, "range": ...}`.
+    fn memory(&self) -> Result<Value, String> {
         let shape = self.scalar_shape.clone().unwrap_or_default();
         let one = |v: Value| json!({"dtype": self.dtype, "shape": shape, "data": [v]});
         Ok(match &self.widget {
@@ -132,17 +191,125 @@ impl Row {
             Widget::Json(text) => {
                 serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?
             }
+            Widget::Prompt(text) => json!({ "prompt": text }),
+            Widget::File { path, range, .. } => {
+                json!({ "file": path, "range": range_name(*range) })
+            }
         })
     }
 
-    fn tensor(&self) -> Result<Tensor, String> {
-        Tensor::from_json(&self.json()?).map_err(|e| e.to_string())
+    /// The widget a remembered value restores (see [`Row::memory`]).
+    fn restore(&self, value: &Value) -> Widget {
+        if let Some(text) = value.get("prompt").and_then(Value::as_str) {
+            return Widget::Prompt(text.to_string());
+        }
+        if let Some(path) = value.get("file").and_then(Value::as_str) {
+            let range = RANGES
+                .into_iter()
+                .find(|r| value.get("range").and_then(Value::as_str) == Some(range_name(*r)))
+                .unwrap_or(ValueRange::ZeroToOne);
+            return self.file_widget(PathBuf::from(path), range);
+        }
+        match self.scalar_shape {
+            Some(_) => scalar_widget(&self.dtype, value["data"].get(0)),
+            None => Widget::Json(value.to_string()),
+        }
     }
+
+    /// A file widget for `path`, read once to say what it holds.
+    fn file_widget(&self, path: PathBuf, range: ValueRange) -> Widget {
+        let summary = match self.media {
+            Some(media) => crate::input_media::read_input(&path, media, &self.full_contract, range)
+                .map_or_else(|_| "could not be read".into(), |(_, summary)| summary),
+            None => "this input takes no file".into(),
+        };
+        Widget::File {
+            path,
+            range,
+            summary,
+        }
+    }
+
+    /// The row's value as a tensor for the run.
+    fn tensor(&self, tokenizer: &TokenizerSlot) -> Result<Tensor, String> {
+        match &self.widget {
+            Widget::Prompt(text) => {
+                let tokenizer = match tokenizer {
+                    TokenizerSlot::Ready(t) => t,
+                    TokenizerSlot::Loading(_) => {
+                        return Err("the tokenizer is still loading".into());
+                    }
+                    TokenizerSlot::Failed(why) => return Err(why.clone()),
+                    TokenizerSlot::None => return Err("the package has no tokenizer".into()),
+                };
+                let ids = tokenizer.encode(text).map_err(|e| e.to_string())?;
+                prompt_tensor(ids, &self.full_contract)
+            }
+            Widget::File { path, range, .. } => {
+                let media = self.media.ok_or("this input takes no file")?;
+                crate::input_media::read_input(path, media, &self.full_contract, *range)
+                    .map(|(t, _)| t)
+                    .map_err(|e| format!("{e:#}"))
+            }
+            _ => Tensor::from_json(&self.memory()?).map_err(|e| e.to_string()),
+        }
+    }
+
+    /// Re-encodes the prompt text for the ids shown under it.
+    fn encode_prompt(&mut self, tokenizer: Option<&PackageTokenizer>) {
+        self.prompt_ids = match (&self.widget, tokenizer) {
+            (Widget::Prompt(text), Some(t)) if !text.is_empty() => {
+                Some(t.encode(text).map_err(|e| e.to_string()))
+            }
+            _ => None,
+        };
+    }
+}
+
+/// Token ids as a prompt input: `[n]` for a rank-1 contract, `[1, n]`
+/// (one row) for rank 2, in the contract's integer dtype.
+fn prompt_tensor(ids: Vec<i64>, contract: &TensorContract) -> Result<Tensor, String> {
+    let n = ids.len();
+    let shape = match contract.rank {
+        1 => vec![n],
+        2 => vec![1, n],
+        r => {
+            return Err(format!(
+                "prompt tokens fill rank 1 or 2 inputs, not rank {r}"
+            ));
+        }
+    };
+    let data = match contract.dtype.as_str() {
+        "int64" => Data::I64(ids),
+        "int32" => Data::I32(
+            ids.into_iter()
+                .map(|id| {
+                    i32::try_from(id).map_err(|_| format!("token id {id} does not fit int32"))
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+        other => return Err(format!("prompt tokens are integers, not {other}")),
+    };
+    Tensor::new(shape, data).map_err(|e| e.0)
 }
 
 impl InputsForm {
     /// Rebuilds the rows when the package, its revision or the recipe changed.
     pub fn sync(&mut self, document: &Document, path: &Path, revision: u64, recipe: Option<&Path>) {
+        if self.loaded_for.as_ref().is_none_or(|(p, _, _)| p != path) {
+            self.tokenizer = load_tokenizer(document, path);
+        }
+        if let TokenizerSlot::Loading(receiver) = &self.tokenizer
+            && let Ok(result) = receiver.try_recv()
+        {
+            self.tokenizer = match result {
+                Ok(Some(t)) => TokenizerSlot::Ready(Arc::new(t)),
+                Ok(None) => TokenizerSlot::None,
+                Err(why) => TokenizerSlot::Failed(why),
+            };
+            // Rebuild the rows: prompt inputs now get their text box.
+            self.loaded_for = self.loaded_for.take().map(|(p, r, _)| (p, r, u64::MAX));
+        }
         let key = (path.to_path_buf(), recipe.map(Path::to_path_buf), revision);
         if self.loaded_for.as_ref() == Some(&key) {
             return;
@@ -171,6 +338,7 @@ impl InputsForm {
             self.remembered(path)
         };
         let from_recipe = &self.recipe_inputs;
+        let has_tokenizer = self.tokenizer.get().is_some();
         let Some(wf) = document.pipeline.as_ref().map(|p| &p.workflow) else {
             self.rows.clear();
             return;
@@ -198,12 +366,20 @@ impl InputsForm {
                     (None, Some(t)) if t.get("data").is_some() => Widget::Json(t.to_string()),
                     (None, _) => Widget::Json(String::new()),
                 };
+                let widget = if has_tokenizer && takes_prompt_tokens(input) {
+                    Widget::Prompt(String::new())
+                } else {
+                    widget
+                };
                 let mut row = Row {
                     name: name.clone(),
                     contract: wfstudio_core::contracts::describe(c),
                     dtype: c.dtype.clone(),
                     scalar_shape,
                     seed,
+                    full_contract: c.clone(),
+                    media: input_media(input),
+                    prompt_ids: None,
                     origin: start.0,
                     start: widget.clone(),
                     widget,
@@ -214,15 +390,16 @@ impl InputsForm {
                     row.widget = previous.widget.clone();
                     row.overridden = true;
                 } else if let Some(value) = remembered.get(name) {
-                    row.widget = match row.scalar_shape {
-                        Some(_) => scalar_widget(&c.dtype, value["data"].get(0)),
-                        None => Widget::Json(value.to_string()),
-                    };
+                    row.widget = row.restore(value);
                     row.overridden = true;
                 }
                 row
             })
             .collect();
+        let tokenizer = self.tokenizer.get();
+        for row in &mut self.rows {
+            row.encode_prompt(tokenizer);
+        }
     }
 
     /// The user's values, as tensors for the run (over the recipe's).
@@ -231,7 +408,7 @@ impl InputsForm {
             .iter()
             .filter(|r| r.overridden)
             .map(|r| {
-                r.tensor()
+                r.tensor(&self.tokenizer)
                     .map(|t| (r.name.clone(), t))
                     .map_err(|e| format!("input {}: {e}", r.name))
             })
@@ -241,6 +418,8 @@ impl InputsForm {
     /// Draws the rows.
     pub fn show(&mut self, ui: &mut egui::Ui) {
         let mut changed = false;
+        let tokenizer = &self.tokenizer;
+        let recipe_inputs = &self.recipe_inputs;
         egui::Grid::new("run_inputs")
             .num_columns(2)
             .striped(true)
@@ -256,66 +435,63 @@ impl InputsForm {
                         }
                     ));
                     let before = row.widget.clone();
-                    ui.horizontal(|ui| {
-                        match &mut row.widget {
-                            Widget::Int(i) => {
-                                ui.add(egui::DragValue::new(i)).labelled_by(label.id);
-                                if row.seed
-                                    && ui.button("🎲").on_hover_text("random seed").clicked()
-                                {
-                                    *i = dice();
+                    ui.vertical(|ui| {
+                        ui.horizontal(|ui| {
+                            value_widget(ui, row, label.id, recipe_inputs.get(&row.name));
+                            if let Some(media) = row.media {
+                                pick_file(ui, row, media);
+                            }
+                            if row.overridden
+                                && ui
+                                    .small_button("↺")
+                                    .on_hover_text("back to the recipe/default")
+                                    .clicked()
+                            {
+                                row.widget = row.start.clone();
+                                row.overridden = false;
+                                row.error = None;
+                                changed = true;
+                            }
+                        });
+                        if let Widget::Prompt(_) = row.widget {
+                            match &row.prompt_ids {
+                                Some(Ok(ids)) => {
+                                    ui.weak(format!("→ {} ids {ids:?}", ids.len()));
                                 }
+                                Some(Err(why)) => {
+                                    ui.colored_label(ERROR_COLOR, why);
+                                }
+                                None => {}
                             }
-                            Widget::Float(f) => {
-                                ui.add(egui::DragValue::new(f).speed(0.01))
-                                    .labelled_by(label.id);
-                            }
-                            Widget::Bool(b) => {
-                                ui.checkbox(b, "");
-                            }
-                            Widget::Json(text) if text.len() > MAX_EDITABLE_TEXT => {
-                                // Too big to edit as text: say what it is.
-                                ui.weak(format!("{} (from {})", row.contract, row.origin));
-                            }
-                            Widget::Json(text) => {
-                                let hint = match row.origin {
-                                    "runtime" => "(bound by the runtime)",
-                                    "required" => "(required) {dtype, shape, data}",
-                                    _ => "{dtype, shape, data}",
-                                };
-                                ui.add(
-                                    egui::TextEdit::singleline(text)
-                                        .hint_text(hint)
-                                        .desired_width(160.0),
-                                )
-                                .labelled_by(label.id);
-                            }
-                        }
-                        if row.overridden
-                            && ui
-                                .small_button("↺")
-                                .on_hover_text("back to the recipe/default")
-                                .clicked()
-                        {
-                            row.widget = row.start.clone();
-                            row.overridden = false;
-                            row.error = None;
-                            changed = true;
                         }
                     });
-                    if row.widget != before && row.widget != row.start {
-                        row.overridden = true;
-                        row.error = row.tensor().err();
-                        changed = true;
+                    if row.widget != before {
+                        row.encode_prompt(tokenizer.get());
+                        if row.widget != row.start {
+                            row.overridden = true;
+                            row.error = row.tensor(tokenizer).err();
+                            changed = true;
+                        }
                     }
                     ui.end_row();
                     if let Some(error) = &row.error {
                         ui.label("");
-                        ui.colored_label(egui::Color32::from_rgb(230, 70, 60), error);
+                        ui.colored_label(ERROR_COLOR, error);
                         ui.end_row();
                     }
                 }
             });
+        match &self.tokenizer {
+            TokenizerSlot::Loading(_) => {
+                ui.weak("loading the package tokenizer…");
+                ui.ctx()
+                    .request_repaint_after(std::time::Duration::from_millis(50));
+            }
+            TokenizerSlot::Failed(why) => {
+                ui.colored_label(ERROR_COLOR, why);
+            }
+            TokenizerSlot::Ready(_) | TokenizerSlot::None => {}
+        }
         if changed {
             self.remember();
         }
@@ -325,7 +501,7 @@ impl InputsForm {
     pub fn recipe_json(&self) -> Result<String, String> {
         let mut inputs = self.recipe_inputs.clone();
         for row in self.rows.iter().filter(|r| r.overridden) {
-            inputs.insert(row.name.clone(), row.tensor()?.to_json());
+            inputs.insert(row.name.clone(), row.tensor(&self.tokenizer)?.to_json());
         }
         serde_json::to_string_pretty(&json!({
             "description": "saved from Workflow Studio's run panel",
@@ -359,7 +535,7 @@ impl InputsForm {
             .rows
             .iter()
             .filter(|r| r.overridden)
-            .filter_map(|r| Some((r.name.as_str(), r.json().ok()?)))
+            .filter_map(|r| Some((r.name.as_str(), r.memory().ok()?)))
             .collect();
         if let Some(dir) = file.parent() {
             let _ = std::fs::create_dir_all(dir);
@@ -367,6 +543,129 @@ impl InputsForm {
         if let Ok(text) = serde_json::to_string_pretty(&values) {
             let _ = wfstudio_schema::save::write_atomic(&file, text.as_bytes());
         }
+    }
+}
+
+const ERROR_COLOR: egui::Color32 = egui::Color32::from_rgb(230, 70, 60);
+
+/// Starts reading the package tokenizer on a background thread (a real
+/// vocabulary takes a noticeable moment to parse).
+fn load_tokenizer(document: &Document, path: &Path) -> TokenizerSlot {
+    let document = document.clone();
+    let root = path
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let started = std::thread::Builder::new()
+        .name("wfstudio-tokenizer".into())
+        .spawn(move || {
+            let loaded = wfstudio_editor::worker::caught("loading the tokenizer", || {
+                PackageTokenizer::for_package(&document, &root).map_err(|e| e.to_string())
+            })
+            .unwrap_or_else(Err);
+            let _ = sender.send(loaded);
+        });
+    match started {
+        Ok(_) => TokenizerSlot::Loading(receiver),
+        Err(e) => TokenizerSlot::Failed(format!("could not start the tokenizer thread: {e}")),
+    }
+}
+
+/// The editor of one row's value.
+fn value_widget(ui: &mut egui::Ui, row: &mut Row, label: egui::Id, recipe: Option<&Value>) {
+    match &mut row.widget {
+        Widget::Int(i) => {
+            ui.add(egui::DragValue::new(i)).labelled_by(label);
+            if row.seed && ui.button("🎲").on_hover_text("random seed").clicked() {
+                *i = dice();
+            }
+        }
+        Widget::Float(f) => {
+            ui.add(egui::DragValue::new(f).speed(0.01))
+                .labelled_by(label);
+        }
+        Widget::Bool(b) => {
+            ui.checkbox(b, "");
+        }
+        Widget::Json(text) if text.len() > MAX_EDITABLE_TEXT => {
+            // Too big to edit as text: say what it is.
+            ui.weak(format!("{} (from {})", row.contract, row.origin));
+        }
+        Widget::Json(text) => {
+            let hint = match row.origin {
+                "runtime" => "(bound by the runtime)",
+                "required" => "(required) {dtype, shape, data}",
+                _ => "{dtype, shape, data}",
+            };
+            ui.add(
+                egui::TextEdit::singleline(text)
+                    .hint_text(hint)
+                    .desired_width(160.0),
+            )
+            .labelled_by(label);
+        }
+        Widget::Prompt(text) => {
+            let hint = match recipe.and_then(|r| r.get("data")) {
+                Some(ids) => format!("prompt text (empty: the recipe's ids {ids})"),
+                None => "prompt text".to_string(),
+            };
+            ui.add(
+                egui::TextEdit::multiline(text)
+                    .hint_text(hint)
+                    .desired_rows(2)
+                    .desired_width(200.0),
+            )
+            .labelled_by(label);
+        }
+        Widget::File {
+            path,
+            range,
+            summary,
+        } => {
+            let name = path
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            ui.label(format!("{name}: {summary}"))
+                .on_hover_text(path.display().to_string());
+            if matches!(row.media, Some(InputMedia::Image { .. })) && row.dtype != "uint8" {
+                let mut chosen = *range;
+                egui::ComboBox::from_id_salt(("range", &row.name))
+                    .selected_text(range_name(chosen))
+                    .show_ui(ui, |ui| {
+                        for r in RANGES {
+                            ui.selectable_value(&mut chosen, r, range_name(r));
+                        }
+                    });
+                if chosen != *range {
+                    let path = path.clone();
+                    row.widget = row.file_widget(path, chosen);
+                }
+            }
+        }
+    }
+}
+
+/// The file picker of a row whose input takes a picture, sound or file.
+fn pick_file(ui: &mut egui::Ui, row: &mut Row, media: InputMedia) {
+    let what = match media {
+        InputMedia::Image { .. } => "Choose a picture…",
+        InputMedia::Waveform => "Choose a WAV file…",
+        InputMedia::EncodedFile => "Choose a file…",
+    };
+    if !ui.small_button("📂").on_hover_text(what).clicked() {
+        return;
+    }
+    let mut dialog = rfd::FileDialog::new().set_title(what);
+    let extensions = crate::input_media::extensions(media);
+    if !extensions.is_empty() {
+        dialog = dialog.add_filter(what.trim_end_matches('…'), extensions);
+    }
+    if let Some(path) = dialog.pick_file() {
+        let range = match &row.widget {
+            Widget::File { range, .. } => *range,
+            _ => ValueRange::ZeroToOne,
+        };
+        row.widget = row.file_widget(path, range);
     }
 }
 

@@ -1,17 +1,22 @@
 //! A run of the open package on a background thread: loads the runner
 //! (sessions per component), reads the recipe's inputs, runs with events
-//! forwarded over a channel, and decodes the outputs into media there, so the
-//! UI thread only draws. Cancel is an atomic flag the runner checks between
+//! forwarded over a channel, and decodes the outputs into media and token
+//! outputs into text there (streaming the text as emits arrive), so the UI
+//! thread only draws. Calls whose inputs did not change since the previous
+//! run take its results from the panel's reuse cache. Cancel is an atomic flag the runner checks between
 //! invokes; a panic in the run is caught and reported as its failure.
 
 use crate::output_media::{self, Media};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, channel};
+use std::sync::{Arc, Mutex};
 use wfstudio_editor::worker::caught;
+use wfstudio_runner::reuse::ReuseCache;
+use wfstudio_runner::text::PackageTokenizer;
 use wfstudio_runner::{Device, Event, LoadOptions, Request, RunControl, RunOutput, Runner, Tensor};
+use wfstudio_schema::types::steps::EmitMode;
 
 /// Memory for the values a run keeps for the value inspector.
 const KEEP_BYTES: usize = 256 << 20;
@@ -29,6 +34,8 @@ pub struct RunSpec {
     pub device: Device,
     /// Inputs set in the form, over the recipe's.
     pub overrides: std::collections::HashMap<String, Tensor>,
+    /// Results of earlier runs to reuse (`None` runs every call).
+    pub reuse: Option<Arc<Mutex<ReuseCache>>>,
 }
 
 /// A finished run.
@@ -37,6 +44,8 @@ pub struct Finished {
     pub output: RunOutput,
     /// Each output decoded by its role.
     pub media: BTreeMap<String, Media>,
+    /// Token outputs decoded by the package tokenizer, per row.
+    pub texts: BTreeMap<String, Vec<String>>,
     /// Why the device differs from the requested one, if it does.
     pub device_note: Option<String>,
 }
@@ -45,6 +54,13 @@ pub struct Finished {
 pub enum RunMessage {
     /// A runner event.
     Event(Event),
+    /// The text of a token output so far, per row (as its emits arrive).
+    Text {
+        /// Output key.
+        key: String,
+        /// Decoded rows.
+        rows: Vec<String>,
+    },
     /// The run ended: its results, or the error.
     Done(Result<Box<Finished>, String>),
 }
@@ -68,14 +84,12 @@ impl RunJob {
                 let events = sender.clone();
                 let notify = Arc::new(notify);
                 let wake = notify.clone();
-                let mut observer = move |event: Event| {
-                    let _ = events.send(RunMessage::Event(event));
+                let mut sink = move |message: RunMessage| {
+                    let _ = events.send(message);
                     wake();
                 };
-                let result = caught("running the workflow", || {
-                    execute(&spec, &flag, &mut observer)
-                })
-                .unwrap_or_else(Err);
+                let result = caught("running the workflow", || execute(&spec, &flag, &mut sink))
+                    .unwrap_or_else(Err);
                 let _ = sender.send(RunMessage::Done(result));
                 notify();
             })
@@ -89,10 +103,31 @@ impl RunJob {
     }
 }
 
+/// The token ids a streamed output holds so far.
+#[derive(Default)]
+struct TextStream {
+    ids: BTreeMap<String, Tensor>,
+}
+
+impl TextStream {
+    /// Folds one publish in; returns the output's ids so far.
+    fn push(&mut self, key: &str, chunk: &Tensor, mode: EmitMode) -> Option<&Tensor> {
+        let merged = match (mode, self.ids.get(key)) {
+            (EmitMode::Append | EmitMode::Event, Some(previous)) => {
+                let axis = chunk.shape.len().saturating_sub(1);
+                Tensor::concat(axis, &[previous, chunk]).ok()?
+            }
+            _ => chunk.clone(),
+        };
+        self.ids.insert(key.to_string(), merged);
+        self.ids.get(key)
+    }
+}
+
 fn execute(
     spec: &RunSpec,
     cancel: &AtomicBool,
-    observer: &mut dyn FnMut(Event),
+    sink: &mut dyn FnMut(RunMessage),
 ) -> Result<Box<Finished>, String> {
     let mut inputs: std::collections::HashMap<String, Tensor> =
         crate::cli::run::gather_inputs(spec.recipe.as_deref(), &[])
@@ -108,17 +143,57 @@ fn execute(
         None => Runner::load(&spec.package, &options),
     }
     .map_err(|e| e.to_string())?;
+    // A broken tokenizer only loses the text view, never the run.
+    let tokenizer = PackageTokenizer::for_package(runner.document(), runner.root())
+        .ok()
+        .flatten();
+    let document = runner.document().clone();
+    let mut stream = TextStream::default();
+    let mut observer = |event: Event| {
+        if let (
+            Some(tokenizer),
+            Event::Emitted {
+                key, chunk, mode, ..
+            },
+        ) = (&tokenizer, &event)
+            && output_media::is_tokens(&document, key)
+            && let Some(ids) = stream.push(key, chunk, *mode)
+            && let Ok(rows) = tokenizer.decode_rows(ids)
+        {
+            sink(RunMessage::Text {
+                key: key.clone(),
+                rows,
+            });
+        }
+        sink(RunMessage::Event(event));
+    };
+    let mut cache = spec
+        .reuse
+        .as_ref()
+        .map(|c| c.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
     let output = runner
         .run_request(
             inputs,
             &Request::default(),
             RunControl {
-                observer,
+                observer: &mut observer,
                 cancel,
                 keep_bytes: KEEP_BYTES,
+                reuse: cache.as_deref_mut(),
             },
         )
         .map_err(|e| e.to_string())?;
+    let texts = tokenizer
+        .as_ref()
+        .map(|tokenizer| {
+            output
+                .outputs
+                .iter()
+                .filter(|(key, _)| output_media::is_tokens(&document, key))
+                .filter_map(|(key, ids)| Some((key.clone(), tokenizer.decode_rows(ids).ok()?)))
+                .collect()
+        })
+        .unwrap_or_default();
     let media = output
         .outputs
         .iter()
@@ -131,6 +206,7 @@ fn execute(
     Ok(Box::new(Finished {
         output,
         media,
+        texts,
         device_note: runner.device_note.clone(),
     }))
 }
@@ -168,6 +244,7 @@ mod tests {
                 recipe: None,
                 device: Device::Cpu,
                 overrides: [("request.latent".to_string(), latent.clone())].into(),
+                reuse: None,
             };
             let finished = execute(&spec, &AtomicBool::new(false), &mut |_| {})
                 .unwrap_or_else(|e| panic!("{e}"));

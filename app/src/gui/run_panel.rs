@@ -3,15 +3,20 @@
 //! highlighted on the canvas), then timing badges on every invoke, the
 //! slowest steps, a timeline of every call, the value inspector for the
 //! wire or port clicked on the canvas, and output previews (images per batch
-//! row, zoomable without blur; audio waveforms; saving PNG/WAV). Runs use the
-//! document as edited, unsaved edits included.
+//! row, zoomable without blur; audio waveforms; saving PNG/WAV; token
+//! outputs as text, streamed while the run goes, or as raw ids). Runs use the
+//! document as edited, unsaved edits included, and reuse the results of
+//! calls whose inputs did not change since the previous run (the canvas
+//! marks those steps), unless asked to run every call.
 
 use super::run_job::{Finished, RunJob, RunMessage, RunSpec};
 use crate::output_media::{Media, png_bytes, wav_bytes};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use wfstudio_editor::Studio;
 use wfstudio_editor::canvas::RunOverlay;
+use wfstudio_runner::reuse::ReuseCache;
 use wfstudio_runner::{Device, Event};
 
 /// What the output previews keep between frames.
@@ -61,6 +66,14 @@ pub struct RunPanel {
     timeline: super::timeline::Timeline,
     value: super::value_view::ValueView,
     inputs: super::inputs_form::InputsForm,
+    /// Results of the previous run of this package, for reuse.
+    reuse: Arc<Mutex<ReuseCache>>,
+    /// Run every call even when its inputs did not change.
+    pub run_every_call: bool,
+    /// Token outputs' text so far, while running.
+    streamed: BTreeMap<String, Vec<String>>,
+    /// Show token outputs as ids instead of text.
+    raw_ids: bool,
 }
 
 impl RunPanel {
@@ -120,7 +133,9 @@ impl RunPanel {
             recipe: self.recipe.clone(),
             device: self.device,
             overrides,
+            reuse: (!self.run_every_call).then(|| self.reuse.clone()),
         };
+        self.streamed.clear();
         self.invokes_done = 0;
         self.loops.clear();
         self.running = None;
@@ -149,6 +164,9 @@ impl RunPanel {
                     self.loops.insert(path.to_string(), (index + 1, limit));
                 }
                 RunMessage::Event(_) => {}
+                RunMessage::Text { key, rows } => {
+                    self.streamed.insert(key, rows);
+                }
                 RunMessage::Done(Ok(finished)) => {
                     self.load_textures(&finished, ctx);
                     studio.run_overlay = overlay(&finished);
@@ -207,6 +225,7 @@ impl RunPanel {
                     .and_then(|p| recipes(p).into_iter().next())
             });
             self.package = package;
+            self.reuse = Arc::default();
             self.phase = Phase::Idle;
             studio.run_overlay = RunOverlay::default();
         }
@@ -301,6 +320,10 @@ impl RunPanel {
                 job.cancel();
             }
         });
+        let mut reuse = !self.run_every_call;
+        ui.checkbox(&mut reuse, "Reuse unchanged results")
+            .on_hover_text("calls whose component and inputs equal the previous run's take its outputs instead of running");
+        self.run_every_call = !reuse;
         if let Some(note) = &self.note {
             ui.weak(note);
         }
@@ -322,6 +345,7 @@ impl RunPanel {
                 );
                 ui.label(format!("{} invokes done", self.invokes_done));
                 self.loop_lines(ui);
+                texts(ui, &self.streamed, None, &mut self.raw_ids);
             }
             Phase::Failed(message) => {
                 ui.colored_label(
@@ -338,9 +362,17 @@ impl RunPanel {
                 if let Some(note) = &finished.device_note {
                     ui.weak(note);
                 }
+                let reused = finished.output.invokes.iter().filter(|i| i.reused).count();
+                if reused > 0 {
+                    ui.label(format!(
+                        "{reused} of {} calls reused from the previous run",
+                        finished.output.invokes.len()
+                    ));
+                }
                 self.loop_lines(ui);
+                texts(ui, &finished.texts, Some(finished), &mut self.raw_ids);
                 ui.strong("Slowest steps");
-                for (path, (total, calls)) in slowest(finished).into_iter().take(5) {
+                for (path, (total, calls, _)) in slowest(finished).into_iter().take(5) {
                     ui.label(format!("{:>8.2} ms × {calls}  {path}", total * 1e3));
                 }
                 egui::CollapsingHeader::new("Timeline")
@@ -505,25 +537,75 @@ fn recipes(document: &Path) -> Vec<PathBuf> {
     found
 }
 
-/// Total wall seconds and calls per step path, slowest first.
-fn slowest(finished: &Finished) -> Vec<(String, (f64, usize))> {
-    let mut per_step: BTreeMap<String, (f64, usize)> = BTreeMap::new();
+/// The text of token outputs (the finished run's ids under the toggle).
+fn texts(
+    ui: &mut egui::Ui,
+    texts: &BTreeMap<String, Vec<String>>,
+    finished: Option<&Finished>,
+    raw_ids: &mut bool,
+) {
+    if texts.is_empty() {
+        return;
+    }
+    if finished.is_some() {
+        ui.checkbox(raw_ids, "raw ids");
+    }
+    for (key, rows) in texts {
+        ui.strong(format!("{key} (text)"));
+        let ids = finished
+            .filter(|_| *raw_ids)
+            .and_then(|f| f.output.outputs.get(key));
+        match ids {
+            Some(tensor) => {
+                let values: Vec<i64> = (0..tensor.numel())
+                    .filter_map(|i| tensor.data.get_i64(i))
+                    .collect();
+                ui.monospace(format!("{values:?}"));
+            }
+            None => {
+                for row in rows {
+                    ui.label(egui::RichText::new(row).monospace());
+                }
+            }
+        }
+    }
+    ui.separator();
+}
+
+/// Per step path: total wall seconds, calls, and calls reused; slowest first.
+fn slowest(finished: &Finished) -> Vec<(String, (f64, usize, usize))> {
+    let mut per_step: BTreeMap<String, (f64, usize, usize)> = BTreeMap::new();
     for invoke in &finished.output.invokes {
         let entry = per_step.entry(invoke.path.to_string()).or_default();
         entry.0 += invoke.wall.as_secs_f64();
         entry.1 += 1;
+        entry.2 += usize::from(invoke.reused);
     }
     let mut list: Vec<_> = per_step.into_iter().collect();
     list.sort_by(|a, b| b.1.0.total_cmp(&a.1.0));
     list
 }
 
-/// The canvas badges of a finished run: total time and calls per invoke.
+/// The canvas badges of a finished run: total time and calls per invoke,
+/// and how many calls were reused; steps reused in full are marked.
 fn overlay(finished: &Finished) -> RunOverlay {
+    let steps = slowest(finished);
     RunOverlay {
-        badges: slowest(finished)
+        reused: steps
+            .iter()
+            .filter(|(_, (_, calls, reused))| reused == calls)
+            .map(|(path, _)| path.clone())
+            .collect(),
+        badges: steps
             .into_iter()
-            .map(|(path, (total, calls))| (path, format!("{:.2} ms × {calls}", total * 1e3)))
+            .map(|(path, (total, calls, reused))| {
+                let badge = match reused {
+                    0 => format!("{:.2} ms × {calls}", total * 1e3),
+                    r if r == calls => format!("reused × {calls}"),
+                    r => format!("{:.2} ms × {calls} ({r} reused)", total * 1e3),
+                };
+                (path, badge)
+            })
             .collect(),
         ..RunOverlay::default()
     }

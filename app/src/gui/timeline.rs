@@ -140,6 +140,7 @@ mod tests {
             wall: Duration::from_millis(1),
             ort: Duration::from_millis(1),
             start: Duration::from_millis(start_ms),
+            reused: false,
         }
     }
 
