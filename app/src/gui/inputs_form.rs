@@ -749,4 +749,87 @@ mod tests {
         );
         let _ = std::fs::remove_dir_all(&config);
     }
+
+    fn open_form(config: &Path, file: &Path, text: &str) -> InputsForm {
+        let document = parse_text(text, Format::Yaml, &Limits::default())
+            .expect("parses")
+            .document;
+        let mut form = InputsForm {
+            config: Some(config.to_path_buf()),
+            ..InputsForm::default()
+        };
+        // The tokenizer arrives from its thread; the rows are then rebuilt.
+        for _ in 0..400 {
+            form.sync(&document, file, 1, None);
+            if !matches!(form.tokenizer, super::TokenizerSlot::Loading(_)) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        form.sync(&document, file, 1, None);
+        form
+    }
+
+    /// A prompt row encodes its text with the package tokenizer into a
+    /// `[1, n]` tensor and is remembered as text.
+    #[test]
+    fn prompt_rows_encode_text_and_are_remembered_as_text() {
+        let config = std::env::temp_dir().join(format!("wfstudio-prompt-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&config);
+        let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../fixtures/examples/tiny-words/inference_metadata.yaml");
+        let text = std::fs::read_to_string(&file).expect("fixture");
+        let mut form = open_form(&config, &file, &text);
+        assert_eq!(form.rows[0].name, "request.input_ids");
+        assert_eq!(form.rows[0].widget, Widget::Prompt(String::new()));
+        form.rows[0].widget = Widget::Prompt("Hello world".into());
+        form.rows[0].overridden = true;
+        form.remember();
+        let overrides = form.overrides().expect("encodes");
+        let ids = &overrides["request.input_ids"];
+        assert_eq!(ids.shape, [1, 3]);
+        assert_eq!(ids.data, wfstudio_runner::Data::I64(vec![1, 3, 4]));
+        let again = open_form(&config, &file, &text);
+        assert_eq!(again.rows[0].widget, Widget::Prompt("Hello world".into()));
+        assert_eq!(again.rows[0].prompt_ids, Some(Ok(vec![1, 3, 4])));
+        let _ = std::fs::remove_dir_all(&config);
+    }
+
+    /// A picture input takes a picked PNG, resized to its fixed size and
+    /// mapped into the chosen range; the path is remembered, not the pixels.
+    #[test]
+    fn picture_rows_read_the_picked_file_and_remember_its_path() {
+        let config = std::env::temp_dir().join(format!("wfstudio-picture-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&config);
+        std::fs::create_dir_all(&config).expect("temp");
+        let png = config.join("red.png");
+        image::RgbImage::from_pixel(1, 1, image::Rgb([255, 0, 0]))
+            .save(&png)
+            .expect("png");
+        let file = config.join("package/inference_metadata.yaml");
+        let text = "schema_version: v1\npipeline:\n  workflow:\n    manifest: {capabilities: [workflow_ssa]}\n    inputs:\n      request.image:\n        contract: {dtype: float32, rank: 4, shape: [1, 3, 2, 2]}\n        role: {kind: opaque}\n        source: {kind: application, name: image}\n        required: true\n    outputs: {}\n    components: {}\n    steps: []\n";
+        let mut form = open_form(&config, &file, text);
+        let row = &mut form.rows[0];
+        assert_eq!(
+            row.media,
+            Some(wfstudio_runner::media_input::InputMedia::Image {
+                channels_first: true
+            })
+        );
+        row.widget = row.file_widget(png.clone(), super::ValueRange::NegativeOneToOne);
+        let Widget::File { summary, .. } = &row.widget else {
+            panic!("a file widget")
+        };
+        assert_eq!(summary, "1×1 RGB, resized to 2×2");
+        row.overridden = true;
+        form.remember();
+        let again = open_form(&config, &file, text);
+        let image = &again.overrides().expect("reads the file")["request.image"];
+        assert_eq!(image.shape, [1, 3, 2, 2]);
+        assert_eq!(
+            image.data,
+            wfstudio_runner::Data::F32([[1.0; 4], [-1.0; 4], [-1.0; 4]].concat())
+        );
+        let _ = std::fs::remove_dir_all(&config);
+    }
 }

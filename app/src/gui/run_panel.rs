@@ -752,4 +752,115 @@ mod tests {
         harness.get_by_label("Save image row 0 as PNG…");
         let _ = std::fs::remove_dir_all(config);
     }
+
+    fn harness_for(package: &Path, config: &Path) -> Harness<'static, App> {
+        let mut studio = Studio::with_config_dir(|| {}, Some(config.to_path_buf()));
+        studio.open(package);
+        let app = App {
+            studio,
+            run: RunPanel::default(),
+        };
+        let mut harness = Harness::builder()
+            .with_size(egui::vec2(1400.0, 1000.0))
+            .build_ui_state(
+                |ui, app: &mut App| {
+                    app.run.show(ui, &mut app.studio);
+                    app.studio.show(ui);
+                },
+                app,
+            );
+        for _ in 0..400 {
+            harness.step();
+            if harness.state().studio.settled() && harness.state().studio.doc.is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        harness
+    }
+
+    /// Presses Ctrl+Enter and waits for the run to end successfully.
+    fn run_to_the_end(harness: &mut Harness<'static, App>) {
+        harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::Enter);
+        harness.step();
+        for _ in 0..2000 {
+            harness.step();
+            if !harness.state().run.running() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        harness.run_steps(5);
+        assert_eq!(
+            harness.state().run.outcome(),
+            Some(true),
+            "{:?}",
+            harness.state().run.failure()
+        );
+    }
+
+    /// Types prompt text into the tokenizer's box, runs, and reads the
+    /// decoded text; a second prompt reuses the calls the two share, and an
+    /// unchanged re-run reuses them all, as the canvas badges say.
+    #[test]
+    fn prompt_text_runs_and_the_output_reads_as_text_with_reuse_shown() {
+        let package = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/examples/tiny-words");
+        let config =
+            std::env::temp_dir().join(format!("wfstudio-run-words-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&config);
+        let mut harness = harness_for(&package, &config);
+        let prompt = || {
+            egui_kittest::kittest::By::new()
+                .role(egui::accesskit::Role::MultilineTextInput)
+                .label("request.input_ids")
+        };
+        // The tokenizer loads on a background thread; then the box appears.
+        for _ in 0..400 {
+            harness.step();
+            if harness.query(prompt()).is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        harness.get(prompt()).click();
+        harness.run_steps(2);
+        harness.get(prompt()).type_text("tiny");
+        harness.run_steps(2);
+        harness.get_by_label("→ 2 ids [1, 7]");
+        run_to_the_end(&mut harness);
+        harness.get_by_label("tokens (text)");
+        harness.get_by_label("model speaks one word at a time .");
+        harness.get_by_label("raw ids").click();
+        harness.run_steps(2);
+        harness.get_by_label("[8, 9, 10, 11, 12, 13, 14, 15, 2]");
+
+        harness.get(prompt()).click();
+        harness.run_steps(2);
+        harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::A);
+        harness.get(prompt()).type_text("hello");
+        harness.run_steps(2);
+        run_to_the_end(&mut harness);
+        harness.get_by_label("9 of 14 calls reused from the previous run");
+        let overlay = &harness.state().studio.run_overlay;
+        let body = "pipeline.workflow.steps[0].steps[0]";
+        assert!(
+            overlay.badges[body].ends_with(" ms × 13 (9 reused)"),
+            "{}",
+            overlay.badges[body]
+        );
+        assert!(!overlay.reused.contains(body));
+
+        run_to_the_end(&mut harness);
+        harness.get_by_label("14 of 14 calls reused from the previous run");
+        let overlay = &harness.state().studio.run_overlay;
+        assert_eq!(overlay.badges[body], "reused × 13");
+        assert!(overlay.reused.contains(body));
+        // Without reuse every call runs again.
+        harness.get_by_label("Reuse unchanged results").click();
+        harness.run_steps(2);
+        run_to_the_end(&mut harness);
+        assert!(harness.query_by_label_contains("calls reused").is_none());
+        assert!(harness.state().studio.run_overlay.reused.is_empty());
+        let _ = std::fs::remove_dir_all(config);
+    }
 }
