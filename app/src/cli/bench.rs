@@ -1,6 +1,8 @@
 //! `wfstudio bench`: sessions loaded once, then N warm runs of a recipe;
 //! prints the median wall time per run against the time spent inside ONNX
-//! Runtime in the same runs (the overhead ratio).
+//! Runtime in the same runs (the overhead ratio). With `--reuse`, the same
+//! runs again with the reuse cache (filled by the warm-up run, so every
+//! call is reused) give the speed-up of an unchanged re-run.
 
 use super::run::{gather_inputs, load_runner};
 use super::{EXIT_ERRORS, InputPath, OutputFormat};
@@ -8,7 +10,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
-use wfstudio_runner::{Device, RunControl};
+use wfstudio_runner::reuse::ReuseCache;
+use wfstudio_runner::{Device, RunControl, RunError, Runner, Tensor};
 
 /// Arguments of `wfstudio bench`.
 #[derive(Debug, clap::Args)]
@@ -27,6 +30,17 @@ pub struct BenchArgs {
     /// Output style.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     format: OutputFormat,
+    /// Also time the runs with the reuse cache (an unchanged re-run).
+    #[arg(long)]
+    reuse: bool,
+}
+
+/// Medians of a series of warm runs.
+struct Timed {
+    wall: Duration,
+    ort: Duration,
+    iterations: usize,
+    reused: usize,
 }
 
 fn median(mut values: Vec<Duration>) -> Duration {
@@ -41,32 +55,31 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         Ok(runner) => runner,
         Err(code) => return Ok(code),
     };
-    let cancel = AtomicBool::new(false);
-    let (mut walls, mut orts, mut iterations) = (Vec::new(), Vec::new(), 0usize);
-    for i in 0..=args.runs.max(1) {
-        let output = match runner.run(
-            inputs.clone(),
-            RunControl {
-                observer: &mut |_| {},
-                cancel: &cancel,
-                keep_bytes: 0,
-                reuse: None,
-            },
-        ) {
-            Ok(output) => output,
+    let plain = match timed_runs(&mut runner, &inputs, args.runs, None) {
+        Ok(timed) => timed,
+        Err(e) => {
+            eprintln!("wfstudio: run failed: {e}");
+            return Ok(ExitCode::from(EXIT_ERRORS));
+        }
+    };
+    let reused = if args.reuse {
+        let mut cache = ReuseCache::default();
+        match timed_runs(&mut runner, &inputs, args.runs, Some(&mut cache)) {
+            Ok(timed) => Some(timed),
             Err(e) => {
                 eprintln!("wfstudio: run failed: {e}");
                 return Ok(ExitCode::from(EXIT_ERRORS));
             }
-        };
-        if i == 0 {
-            continue;
         }
-        walls.push(output.wall);
-        orts.push(output.ort_time());
-        iterations = output.loop_iterations.values().sum();
-    }
-    let (wall, ort) = (median(walls), median(orts));
+    } else {
+        None
+    };
+    let Timed {
+        wall,
+        ort,
+        iterations,
+        ..
+    } = plain;
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let ratio = if ort.is_zero() {
         f64::NAN
@@ -79,15 +92,22 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         iterations as f64 / wall.as_secs_f64()
     };
     let load_ms = ms(runner.load_time);
+    let speedup = |r: &Timed| wall.as_secs_f64() / r.wall.as_secs_f64().max(1e-9);
     match args.format {
-        OutputFormat::Json => println!(
-            "{}",
-            serde_json::json!({
+        OutputFormat::Json => {
+            let mut json = serde_json::json!({
                 "median_wall_ms": ms(wall), "median_ort_ms": ms(ort), "overhead_ratio": ratio,
                 "steps_per_s": steps_per_s, "load_ms": load_ms, "runs": args.runs.max(1),
                 "loop_iterations": iterations,
-            })
-        ),
+            });
+            if let Some(r) = &reused {
+                json["reuse"] = serde_json::json!({
+                    "median_wall_ms": ms(r.wall), "reused_calls": r.reused,
+                    "speedup": speedup(r),
+                });
+            }
+            println!("{json}");
+        }
         OutputFormat::Text => println!(
             "{}: load {load_ms:.1} ms; median of {} runs: wall {:.3} ms, ONNX Runtime {:.3} ms, overhead ratio {ratio:.3}, {steps_per_s:.0} loop steps/s",
             args.path.display(),
@@ -96,5 +116,48 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
             ms(ort)
         ),
     }
+    if let (OutputFormat::Text, Some(r)) = (args.format, &reused) {
+        println!(
+            "with reuse: wall {:.3} ms ({} calls reused per run), {:.1}x faster than running every call",
+            ms(r.wall),
+            r.reused,
+            speedup(r)
+        );
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One untimed warm-up run, then `runs` timed ones; medians.
+fn timed_runs(
+    runner: &mut Runner,
+    inputs: &std::collections::HashMap<String, Tensor>,
+    runs: usize,
+    mut cache: Option<&mut ReuseCache>,
+) -> Result<Timed, RunError> {
+    let cancel = AtomicBool::new(false);
+    let (mut walls, mut orts, mut iterations, mut reused) = (Vec::new(), Vec::new(), 0, 0);
+    for i in 0..=runs.max(1) {
+        let output = runner.run(
+            inputs.clone(),
+            RunControl {
+                observer: &mut |_| {},
+                cancel: &cancel,
+                keep_bytes: 0,
+                reuse: cache.as_deref_mut(),
+            },
+        )?;
+        if i == 0 {
+            continue;
+        }
+        walls.push(output.wall);
+        orts.push(output.ort_time());
+        iterations = output.loop_iterations.values().sum();
+        reused = output.invokes.iter().filter(|c| c.reused).count();
+    }
+    Ok(Timed {
+        wall: median(walls),
+        ort: median(orts),
+        iterations,
+        reused,
+    })
 }
