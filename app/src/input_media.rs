@@ -182,20 +182,37 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_16_bit_stereo_wav_becomes_mono_samples() {
-        let file = temp("stereo.wav");
+    /// A WAV file of `samples` (integer PCM of `bits`, or float for f32)
+    /// at 8 kHz.
+    fn write_wav<S: hound::Sample + Copy + 'static>(
+        name: &str,
+        channels: u16,
+        bits: u16,
+        samples: &[S],
+    ) -> std::path::PathBuf {
+        let file = temp(name);
+        let float = std::any::TypeId::of::<S>() == std::any::TypeId::of::<f32>();
         let spec = hound::WavSpec {
-            channels: 2,
+            channels,
             sample_rate: 8000,
-            bits_per_sample: 16,
-            sample_format: hound::SampleFormat::Int,
+            bits_per_sample: bits,
+            sample_format: if float {
+                hound::SampleFormat::Float
+            } else {
+                hound::SampleFormat::Int
+            },
         };
         let mut writer = hound::WavWriter::create(&file, spec).unwrap();
-        for s in [16384i16, 0, -32768, -16384] {
-            writer.write_sample(s).unwrap();
+        for s in samples {
+            writer.write_sample(*s).unwrap();
         }
         writer.finalize().unwrap();
+        file
+    }
+
+    #[test]
+    fn a_16_bit_stereo_wav_becomes_mono_samples() {
+        let file = write_wav("stereo.wav", 2, 16, &[16384i16, 0, -32768, -16384]);
         let c = contract(
             serde_json::json!({"dtype": "float32", "rank": 3, "shape": ["batch", 1, "samples"]}),
         );
@@ -237,18 +254,7 @@ mod tests {
         let Data::F32(samples) = &want_input.data else {
             panic!("float32 waveform")
         };
-        let file = temp("codec.wav");
-        let spec = hound::WavSpec {
-            channels: 1,
-            sample_rate: 16000,
-            bits_per_sample: 32,
-            sample_format: hound::SampleFormat::Float,
-        };
-        let mut writer = hound::WavWriter::create(&file, spec).unwrap();
-        samples
-            .iter()
-            .for_each(|s| writer.write_sample(*s).unwrap());
-        writer.finalize().unwrap();
+        let file = write_wav("codec.wav", 1, 32, samples);
 
         let mut runner = wfstudio_runner::Runner::load(&package, &Default::default()).unwrap();
         let input = &runner

@@ -663,29 +663,8 @@ mod tests {
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/examples/tiny-denoise");
         let config =
             std::env::temp_dir().join(format!("wfstudio-run-panel-{}", std::process::id()));
-        let mut studio = Studio::with_config_dir(|| {}, Some(config.clone()));
-        studio.open(&package);
-        studio.inspected_value = Some("latent.next".into());
-        let app = App {
-            studio,
-            run: RunPanel::default(),
-        };
-        let mut harness = Harness::builder()
-            .with_size(egui::vec2(1400.0, 1000.0))
-            .build_ui_state(
-                |ui, app: &mut App| {
-                    app.run.show(ui, &mut app.studio);
-                    app.studio.show(ui);
-                },
-                app,
-            );
-        for _ in 0..400 {
-            harness.step();
-            if harness.state().studio.settled() && harness.state().studio.doc.is_some() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
+        let mut harness = harness_for(&package, &config);
+        harness.state_mut().studio.inspected_value = Some("latent.next".into());
         harness.get_by_label("Not run yet.");
         // Two denoising steps instead of the recipe's four, typed in the form.
         let steps = || {
@@ -699,26 +678,7 @@ mod tests {
         harness.get(steps()).type_text("2");
         harness.key_press(egui::Key::Enter);
         harness.run_steps(2);
-        harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::Enter);
-        harness.step();
-        assert!(
-            harness.state().run.running() || harness.state().run.outcome().is_some(),
-            "Ctrl+Enter starts the run"
-        );
-        for _ in 0..2000 {
-            harness.step();
-            if !harness.state().run.running() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        harness.run_steps(20);
-        assert_eq!(
-            harness.state().run.outcome(),
-            Some(true),
-            "{:?}",
-            harness.state().run.failure()
-        );
+        run_to_the_end(&mut harness);
 
         // Progress and loop counter.
         harness.get_by_label("loop pipeline.workflow.steps[0]: iteration 2 of 2");
