@@ -213,7 +213,25 @@ fn execute(
 
 #[cfg(test)]
 mod tests {
-    use super::{RunSpec, execute};
+    use super::{RunSpec, TextStream, execute};
+    use wfstudio_runner::{Data, Tensor};
+    use wfstudio_schema::types::steps::EmitMode;
+
+    /// Streamed ids grow with appends and events and restart on replace.
+    #[test]
+    fn the_text_stream_folds_publishes_by_mode() {
+        let ids = |v: Vec<i64>| Tensor::new(vec![1, v.len()], Data::I64(v)).expect("tensor");
+        let mut stream = TextStream::default();
+        stream.push("tokens", &ids(vec![4]), EmitMode::Append);
+        stream.push("tokens", &ids(vec![5, 6]), EmitMode::Append);
+        assert_eq!(stream.ids["tokens"], ids(vec![4, 5, 6]));
+        stream.push("tokens", &ids(vec![7]), EmitMode::Event);
+        assert_eq!(stream.ids["tokens"], ids(vec![4, 5, 6, 7]));
+        let now = stream.push("tokens", &ids(vec![9]), EmitMode::Replace);
+        assert_eq!(now, Some(&ids(vec![9])));
+        stream.push("other", &ids(vec![1]), EmitMode::Append);
+        assert_eq!(stream.ids["tokens"], ids(vec![9]), "outputs stream apart");
+    }
     use std::path::Path;
     use std::sync::atomic::AtomicBool;
     use wfstudio_runner::Device;
