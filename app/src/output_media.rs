@@ -7,6 +7,7 @@
 use anyhow::Context;
 use wfstudio_runner::Tensor;
 use wfstudio_runner::media::Rgb8;
+use wfstudio_runner::text::{PackageTokenizer, TextError};
 use wfstudio_schema::Document;
 use wfstudio_schema::types::workflow::{OutputRole, WorkflowOutput};
 
@@ -51,6 +52,18 @@ pub fn output_of<'d>(document: &'d Document, key: &str) -> Option<&'d WorkflowOu
 /// Whether output `key` holds token ids to show as text.
 pub fn is_tokens(document: &Document, key: &str) -> bool {
     output_of(document, key).is_some_and(|o| o.role == OutputRole::Tokens)
+}
+
+/// The text of output `key`, one string per row, when it holds token ids
+/// and the package has a `tokenizer`; `None` otherwise.
+pub fn text_of(
+    document: &Document,
+    tokenizer: Option<&PackageTokenizer>,
+    key: &str,
+    tensor: &Tensor,
+) -> Option<Result<Vec<String>, TextError>> {
+    let tokenizer = tokenizer?;
+    is_tokens(document, key).then(|| tokenizer.decode_rows(tensor))
 }
 
 /// The media form of output `key` (`image`, `audio.row.1`, ...) of `document`.

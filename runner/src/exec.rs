@@ -959,29 +959,29 @@ impl<'r, 'c> Exec<'r, 'c> {
             growth,
         )
         .map_err(|why| fail(path, format!("the value emitted to '{key}' {why}")))?;
-        let chunk = Arc::new(chunk);
-        let stored = match mode {
-            EmitMode::Replace => (*chunk).clone(),
-            EmitMode::Append => match self.out.outputs.get(key) {
-                Some(previous) => {
-                    Tensor::concat(axis, &[previous, &chunk]).map_err(|e| fail(path, e.0))?
-                }
-                None => (*chunk).clone(),
-            },
-            EmitMode::Event => {
-                let counter = self.events.entry(key.to_string()).or_default();
-                let event_key = format!("{key}.{counter}");
-                *counter += 1;
-                self.out.outputs.insert(event_key, (*chunk).clone());
-                (*chunk).clone()
+        let appended = match (mode, self.out.outputs.get(key)) {
+            (EmitMode::Append, Some(previous)) => {
+                Some(Tensor::concat(axis, &[previous, &chunk]).map_err(|e| fail(path, e.0))?)
             }
+            _ => None,
         };
+        if mode == EmitMode::Event {
+            let counter = self.events.entry(key.to_string()).or_default();
+            let event_key = format!("{key}.{counter}");
+            *counter += 1;
+            self.out.outputs.insert(event_key, chunk.clone());
+        }
+        let shape = appended.as_ref().unwrap_or(&chunk).shape.clone();
+        let chunk = Arc::new(chunk);
         (self.control.observer)(Event::Emitted {
             key: key.to_string(),
-            chunk,
+            chunk: chunk.clone(),
             mode,
-            shape: stored.shape.clone(),
+            shape,
         });
+        // The chunk is copied only when the observer kept it (the studio).
+        let stored = appended
+            .unwrap_or_else(|| Arc::try_unwrap(chunk).unwrap_or_else(|kept| (*kept).clone()));
         self.out.outputs.insert(key.to_string(), stored);
         Ok(())
     }

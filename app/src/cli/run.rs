@@ -292,13 +292,9 @@ fn texts(
     key: &str,
     tensor: &Tensor,
 ) -> anyhow::Result<Option<Vec<String>>> {
-    match tokenizer {
-        Some(tokenizer) if crate::output_media::is_tokens(runner.document(), key) => tokenizer
-            .decode_rows(tensor)
-            .map(Some)
-            .with_context(|| format!("decoding output {key}")),
-        _ => Ok(None),
-    }
+    crate::output_media::text_of(runner.document(), tokenizer, key, tensor)
+        .transpose()
+        .with_context(|| format!("decoding output {key}"))
 }
 
 /// Runs one package.

@@ -150,15 +150,13 @@ fn execute(
     let document = runner.document().clone();
     let mut stream = TextStream::default();
     let mut observer = |event: Event| {
-        if let (
-            Some(tokenizer),
-            Event::Emitted {
-                key, chunk, mode, ..
-            },
-        ) = (&tokenizer, &event)
+        if let Event::Emitted {
+            key, chunk, mode, ..
+        } = &event
+            && tokenizer.is_some()
             && output_media::is_tokens(&document, key)
             && let Some(ids) = stream.push(key, chunk, *mode)
-            && let Ok(rows) = tokenizer.decode_rows(ids)
+            && let Some(Ok(rows)) = output_media::text_of(&document, tokenizer.as_ref(), key, ids)
         {
             sink(RunMessage::Text {
                 key: key.clone(),
@@ -183,17 +181,14 @@ fn execute(
             },
         )
         .map_err(|e| e.to_string())?;
-    let texts = tokenizer
-        .as_ref()
-        .map(|tokenizer| {
-            output
-                .outputs
-                .iter()
-                .filter(|(key, _)| output_media::is_tokens(&document, key))
-                .filter_map(|(key, ids)| Some((key.clone(), tokenizer.decode_rows(ids).ok()?)))
-                .collect()
+    let texts = output
+        .outputs
+        .iter()
+        .filter_map(|(key, ids)| {
+            let rows = output_media::text_of(&document, tokenizer.as_ref(), key, ids)?.ok()?;
+            Some((key.clone(), rows))
         })
-        .unwrap_or_default();
+        .collect();
     let media = output
         .outputs
         .iter()
