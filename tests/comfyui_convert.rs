@@ -336,10 +336,16 @@ fn txt2img_lowers_validates_and_reproduces_the_reference() {
     let lowered = lower_file(&package.join("workflow.json")).expect("lowers");
     assert_eq!(
         lowered.prompts,
-        (
-            "a photograph of a red fox in snow".to_string(),
-            "blurry, low quality".to_string()
-        )
+        [
+            (
+                "request.input_ids".to_string(),
+                "a photograph of a red fox in snow".to_string()
+            ),
+            (
+                "request.negative_input_ids".to_string(),
+                "blurry, low quality".to_string()
+            )
+        ]
     );
     assert!(lowered.ignored.is_empty());
     let yaml = wfstudio_schema::emit::to_yaml(&lowered.document);
@@ -510,9 +516,12 @@ fn unsupported_graphs_are_refused_with_node_class_input_and_remedy() {
         "choose one of: euler, euler_ancestral, ddim, dpmpp_2m"
     );
     let (_, _, input, message, _) =
-        refused(&|g| g["3"]["inputs"]["denoise"] = serde_json::json!(0.5));
+        refused(&|g| g["3"]["inputs"]["denoise"] = serde_json::json!(0.0));
     assert_eq!(input.as_deref(), Some("denoise"));
-    assert!(message.contains("img2img"), "{message}");
+    assert_eq!(
+        message,
+        "has denoise 0, which leaves no step of 4 to run"
+    );
     let (node, class, _, message, _) =
         refused(&|g| g["6"]["class_type"] = serde_json::json!("MyCustomTextEncoder"));
     assert_eq!(

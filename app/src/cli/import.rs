@@ -26,7 +26,9 @@ pub struct ImportArgs {
     /// Write the lowered document here (atomically) instead of standard output.
     #[arg(short, long)]
     output: Option<PathBuf>,
-    /// Write the lowered document as DIR/inference_metadata.yaml.
+    /// The target package: LoRA loaders use the adapters its current
+    /// document declares, and without `-o` the lowered document is written
+    /// as DIR/inference_metadata.yaml.
     #[arg(long)]
     package: Option<PathBuf>,
     /// Output style of refusals.
@@ -67,7 +69,13 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&api)?);
         return Ok(ExitCode::SUCCESS);
     }
-    match lower::lower(&api) {
+    let target = match &args.package {
+        Some(dir) => lower::Target::from_package(dir)
+            .map_err(anyhow::Error::msg)
+            .with_context(|| format!("reading the target package {}", dir.display()))?,
+        None => lower::Target::default(),
+    };
+    match lower::lower_for(&api, &target) {
         Ok(lowered) => {
             let yaml = wfstudio_schema::emit::to_yaml(&lowered.document);
             let target = args.output.clone().or_else(|| {
@@ -80,10 +88,12 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
                     .with_context(|| format!("writing {}", path.display()))?,
                 None => print!("{yaml}"),
             }
-            let (positive, negative) = &lowered.prompts;
-            eprintln!(
-                "lowered: positive prompt {positive:?}, negative prompt {negative:?} (tokenize them into request.input_ids / request.negative_input_ids)"
-            );
+            for (input, text) in &lowered.prompts {
+                eprintln!("prompt: {input} <- {text:?} (tokenize it into that input)");
+            }
+            for note in &lowered.notes {
+                eprintln!("note: {note}");
+            }
             for id in &lowered.ignored {
                 eprintln!("ignored: node {id} does not reach the image sink");
             }

@@ -1,0 +1,147 @@
+//! Read access to an API graph for the lowering: classes, literal inputs,
+//! links, and refusals that name the node, class and input at fault.
+
+use super::Refusal;
+use serde_json::{Map, Value};
+use std::collections::BTreeSet;
+
+/// An API graph (node id -> `{class_type, inputs}`).
+pub(super) struct Graph<'a> {
+    pub nodes: &'a Map<String, Value>,
+}
+
+impl<'a> Graph<'a> {
+    /// The class of node `id` (empty when it has none).
+    pub fn class(&self, id: &str) -> &'a str {
+        self.nodes
+            .get(id)
+            .and_then(|n| n["class_type"].as_str())
+            .unwrap_or_default()
+    }
+
+    fn input(&self, id: &str, name: &str) -> Option<&'a Value> {
+        self.nodes.get(id)?.get("inputs")?.get(name)
+    }
+
+    /// The node and output slot a link input points at.
+    pub fn source(&self, id: &str, name: &str) -> Result<(String, i64), Refusal> {
+        match self.input(id, name) {
+            Some(Value::Array(link)) if link.len() == 2 => {
+                let origin = match &link[0] {
+                    Value::String(s) => s.clone(),
+                    Value::Number(n) => n.to_string(),
+                    _ => String::new(),
+                };
+                if self.nodes.contains_key(&origin) {
+                    return Ok((origin, link[1].as_i64().unwrap_or(0)));
+                }
+                Err(self.refuse(
+                    id,
+                    Some(name),
+                    format!("links to node '{origin}', which the graph does not contain"),
+                    "reconnect the input",
+                ))
+            }
+            _ => Err(self.refuse(
+                id,
+                Some(name),
+                "is not connected".into(),
+                "connect the input in ComfyUI",
+            )),
+        }
+    }
+
+    fn literal(&self, id: &str, name: &str) -> Result<&'a Value, Refusal> {
+        match self.input(id, name) {
+            Some(Value::Array(_)) => Err(self.refuse(
+                id,
+                Some(name),
+                "is driven by another node, but it is a run parameter the workflow takes as an input".into(),
+                "set the value on the node itself",
+            )),
+            Some(value) => Ok(value),
+            None => Err(self.refuse(id, Some(name), "is missing".into(), "set the value in ComfyUI and export again")),
+        }
+    }
+
+    /// A numeric literal input.
+    pub fn number(&self, id: &str, name: &str) -> Result<f64, Refusal> {
+        self.literal(id, name)?
+            .as_f64()
+            .ok_or_else(|| self.refuse(id, Some(name), "is not a number".into(), "enter a number"))
+    }
+
+    /// A numeric literal input, or `default` when the node does not carry it.
+    pub fn number_or(&self, id: &str, name: &str, default: f64) -> Result<f64, Refusal> {
+        match self.input(id, name) {
+            None => Ok(default),
+            Some(_) => self.number(id, name),
+        }
+    }
+
+    /// A text literal input.
+    pub fn text(&self, id: &str, name: &str) -> Result<&'a str, Refusal> {
+        self.literal(id, name)?
+            .as_str()
+            .ok_or_else(|| self.refuse(id, Some(name), "is not text".into(), "enter text"))
+    }
+
+    /// A refusal pointing at node `id` (and `input`).
+    pub fn refuse(&self, id: &str, input: Option<&str>, message: String, remedy: &str) -> Refusal {
+        Refusal {
+            node: id.to_string(),
+            class: self.class(id).to_string(),
+            input: input.map(str::to_string),
+            message,
+            remedy: remedy.to_string(),
+        }
+    }
+
+    /// `id` must be of one of `classes`, as the `role` feeding input
+    /// `from.1` of node `from.0`.
+    pub fn expect(
+        &self,
+        id: &str,
+        classes: &[&str],
+        role: &str,
+        from: (&str, &str),
+    ) -> Result<(), Refusal> {
+        if classes.contains(&self.class(id)) {
+            return Ok(());
+        }
+        Err(Refusal {
+            node: id.to_string(),
+            class: self.class(id).to_string(),
+            input: None,
+            message: format!(
+                "feeds `{}` of node {from_id} as its {role}, which the importer supports only from {}",
+                from.1,
+                classes.join(" or "),
+                from_id = from.0
+            ),
+            remedy: "replace the node with a supported one, or remove it".into(),
+        })
+    }
+
+    /// Adds `id` and every node it depends on to `seen`.
+    pub fn ancestors(&self, id: &str, seen: &mut BTreeSet<String>) {
+        if !seen.insert(id.to_string()) {
+            return;
+        }
+        for value in self
+            .nodes
+            .get(id)
+            .and_then(|n| n["inputs"].as_object())
+            .into_iter()
+            .flatten()
+            .map(|(_, v)| v)
+        {
+            if let Value::Array(link) = value
+                && link.len() == 2
+                && let Some(origin) = link[0].as_str()
+            {
+                self.ancestors(origin, seen);
+            }
+        }
+    }
+}

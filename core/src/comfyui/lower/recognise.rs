@@ -1,0 +1,576 @@
+//! Walking back from the image sink to the nodes the lowering understands,
+//! into a [`Plan`]: which sampler, which latent source, how each prompt is
+//! conditioned and what the model chain applies. Every node on the path is
+//! checked here; anything else is refused with the node, class and input.
+
+use super::graph::Graph;
+use super::{Refusal, SAMPLERS, SCHEDULES};
+
+/// Everything the document builder needs, with the graph's values.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Plan {
+    pub sink: String,
+    pub decode: String,
+    pub vae: String,
+    pub sampler: Sampler,
+    pub model: ModelChain,
+    pub positive: Conditioning,
+    pub negative: Conditioning,
+    pub latent: LatentSource,
+    pub control: Option<Control>,
+}
+
+/// The sampler node and its run parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Sampler {
+    pub node: String,
+    pub seed: i64,
+    pub steps: i64,
+    pub cfg: f64,
+    pub sampler_name: String,
+    pub scheduler: String,
+    pub window: Window,
+}
+
+/// Which part of the schedule the sampler runs.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Window {
+    /// `KSampler`: the last `steps * denoise` steps (all when denoise is 1).
+    Denoise(f64),
+    /// `KSamplerAdvanced`: steps `start..end` of `steps`.
+    Steps {
+        start: i64,
+        end: i64,
+        add_noise: bool,
+        leftover_noise: bool,
+    },
+}
+
+/// The model path from the checkpoint to the sampler.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct ModelChain {
+    /// The loader the denoiser comes from.
+    pub loader: String,
+    /// LoRAs in the order they apply (nearest the loader first).
+    pub loras: Vec<Lora>,
+    /// A flow-matching sampling override.
+    pub flow: Option<FlowSampling>,
+}
+
+/// One LoRA loader on the model (and maybe CLIP) path.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Lora {
+    pub node: String,
+    pub name: String,
+    pub strength_model: f64,
+    pub strength_clip: Option<f64>,
+}
+
+/// `ModelSamplingSD3` / `ModelSamplingAuraFlow` (shift) or
+/// `ModelSamplingFlux` (resolution-dependent shift).
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct FlowSampling {
+    pub node: String,
+    pub shift: FlowShift,
+}
+
+/// The flow-matching time shift.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum FlowShift {
+    Constant(f64),
+    Resolution { max_shift: f64, base_shift: f64 },
+}
+
+/// One prompt's encoder.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Conditioning {
+    pub encoder: String,
+    pub text: Prompt,
+}
+
+/// The texts of one encoder.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Prompt {
+    /// `CLIPTextEncode`.
+    Single(String),
+    /// `CLIPTextEncodeSDXL`: both texts and the size conditioning
+    /// `[height, width, crop_h, crop_w, target_height, target_width]`.
+    Sdxl {
+        text_g: String,
+        text_l: String,
+        size: [f64; 6],
+    },
+}
+
+/// Where the sampler's starting latent comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum LatentSource {
+    /// `EmptyLatentImage` / `EmptySD3LatentImage`.
+    Empty {
+        node: String,
+        width: i64,
+        height: i64,
+        batch: i64,
+        channels: i64,
+    },
+    /// `VAEEncode` of a loaded image, optionally masked by
+    /// `SetLatentNoiseMask` (`mask`: the mask's loader and the mask node).
+    Encoded {
+        encode: String,
+        image: String,
+        mask: Option<Mask>,
+    },
+    /// `VAEEncodeForInpaint`: the masked pixels are greyed before encoding.
+    Inpaint {
+        encode: String,
+        image: String,
+        mask: Mask,
+        grow_mask_by: i64,
+    },
+}
+
+/// A mask applied at every step.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Mask {
+    /// The node that loads it (`LoadImage` slot 1 or `LoadImageMask`).
+    pub loader: String,
+    /// `SetLatentNoiseMask`, when that applies it.
+    pub setter: Option<String>,
+}
+
+/// A single ControlNet on the conditioning.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Control {
+    pub apply: String,
+    pub loader: String,
+    pub image: String,
+    pub strength: f64,
+    /// `(start_percent, end_percent)` of `ControlNetApplyAdvanced`.
+    pub window: Option<(f64, f64)>,
+    /// Which prompts it conditions.
+    pub positive: bool,
+    pub negative: bool,
+}
+
+const SAMPLER_CLASSES: &[&str] = &["KSampler", "KSamplerAdvanced"];
+const MODEL_LOADERS: &[&str] = &["CheckpointLoaderSimple", "UNETLoader"];
+const CLIP_LOADERS: &[&str] = &["CheckpointLoaderSimple", "CLIPLoader", "DualCLIPLoader"];
+const ENCODERS: &[&str] = &["CLIPTextEncode", "CLIPTextEncodeSDXL"];
+const CONTROL_APPLIERS: &[&str] = &["ControlNetApply", "ControlNetApplyAdvanced"];
+const LATENT_SOURCES: &[&str] = &[
+    "EmptyLatentImage",
+    "EmptySD3LatentImage",
+    "VAEEncode",
+    "VAEEncodeForInpaint",
+    "SetLatentNoiseMask",
+];
+
+/// Banker's rounding, as the img2img start step uses.
+pub(super) fn round_half_even(x: f64) -> f64 {
+    let r = x.round();
+    if (x - x.trunc()).abs() == 0.5 && r % 2.0 != 0.0 {
+        r - x.signum()
+    } else {
+        r
+    }
+}
+
+/// The first step a `KSampler` with `denoise` runs of `steps`.
+pub fn denoise_start_step(steps: i64, denoise: f64) -> i64 {
+    steps - round_half_even(steps as f64 * denoise) as i64
+}
+
+/// Builds the plan for the graph ending at `sink`.
+pub(super) fn recognise(g: &Graph<'_>, sink: &str) -> Result<Plan, Refusal> {
+    let (decode, _) = g.source(sink, "images")?;
+    g.expect(&decode, &["VAEDecode"], "images", (sink, "images"))?;
+    let (sampler_node, _) = g.source(&decode, "samples")?;
+    g.expect(&sampler_node, SAMPLER_CLASSES, "samples", (&decode, "samples"))?;
+    let sampler = sampler(g, &sampler_node)?;
+    let model = model_chain(g, &sampler_node)?;
+    let (vae, _) = g.source(&decode, "vae")?;
+    vae_source(g, &vae, &model.loader, (&decode, "vae"))?;
+    let (positive, positive_control) = conditioning(g, &sampler_node, "positive", &model)?;
+    let (negative, negative_control) = conditioning(g, &sampler_node, "negative", &model)?;
+    if matches!(positive.text, Prompt::Sdxl { .. }) != matches!(negative.text, Prompt::Sdxl { .. }) {
+        return Err(g.refuse(
+            &negative.encoder,
+            None,
+            "mixes CLIPTextEncode and CLIPTextEncodeSDXL between the positive and negative prompt; the two need the same encoders".into(),
+            "use the same encoder node class for both prompts",
+        ));
+    }
+    let control = match (positive_control, negative_control) {
+        (None, None) => None,
+        (Some(c), None) | (None, Some(c)) => Some(c),
+        (Some(p), Some(n)) if p.apply == n.apply => Some(Control {
+            positive: true,
+            negative: true,
+            ..p
+        }),
+        (Some(_), Some(n)) => {
+            return Err(g.refuse(
+                &n.apply,
+                None,
+                "is a second ControlNet application; only a single ControlNet is supported".into(),
+                "apply one ControlNet with ControlNetApplyAdvanced to both prompts",
+            ));
+        }
+    };
+    let latent = latent_source(g, &sampler_node, &model.loader)?;
+    if let (
+        Window::Steps {
+            add_noise: false, ..
+        },
+        LatentSource::Empty { .. },
+    ) = (&sampler.window, &latent)
+    {
+        return Err(g.refuse(
+            &sampler_node,
+            Some("add_noise"),
+            "disables noise on an empty latent, which would sample from a blank image".into(),
+            "set add_noise to enable",
+        ));
+    }
+    Ok(Plan {
+        sink: sink.to_string(),
+        decode,
+        vae,
+        sampler,
+        model,
+        positive,
+        negative,
+        latent,
+        control,
+    })
+}
+
+fn sampler(g: &Graph<'_>, node: &str) -> Result<Sampler, Refusal> {
+    let advanced = g.class(node) == "KSamplerAdvanced";
+    let seed = g.number(node, if advanced { "noise_seed" } else { "seed" })?;
+    let steps = g.number(node, "steps")?;
+    let cfg = g.number(node, "cfg")?;
+    let sampler_name = g.text(node, "sampler_name")?;
+    let scheduler = g.text(node, "scheduler")?;
+    if !SAMPLERS.contains(&sampler_name) {
+        return Err(g.refuse(
+            node,
+            Some("sampler_name"),
+            format!("uses sampler '{sampler_name}', which has no solver policy"),
+            &format!("choose one of: {}", SAMPLERS.join(", ")),
+        ));
+    }
+    if !SCHEDULES.contains(&scheduler) {
+        return Err(g.refuse(
+            node,
+            Some("scheduler"),
+            format!("uses schedule '{scheduler}', which has no schedule policy"),
+            &format!("choose one of: {}", SCHEDULES.join(", ")),
+        ));
+    }
+    if steps < 1.0 || steps.fract() != 0.0 {
+        return Err(g.refuse(
+            node,
+            Some("steps"),
+            format!("has {steps} steps"),
+            "use a positive whole number of steps",
+        ));
+    }
+    let steps = steps as i64;
+    let window = if advanced {
+        let start = g.number(node, "start_at_step")?;
+        let end = g.number(node, "end_at_step")?;
+        let switch = |name: &str| -> Result<bool, Refusal> {
+            match g.text(node, name)? {
+                "enable" => Ok(true),
+                "disable" => Ok(false),
+                other => Err(g.refuse(
+                    node,
+                    Some(name),
+                    format!("is '{other}'"),
+                    "choose enable or disable",
+                )),
+            }
+        };
+        let (start, end) = (start as i64, (end as i64).min(steps));
+        if start < 0 || start >= end {
+            return Err(g.refuse(
+                node,
+                Some("start_at_step"),
+                format!("starts at step {start} but the run ends at step {end}, so no step runs"),
+                "choose a start step below the end step and the step count",
+            ));
+        }
+        Window::Steps {
+            start,
+            end,
+            add_noise: switch("add_noise")?,
+            leftover_noise: switch("return_with_leftover_noise")?,
+        }
+    } else {
+        let denoise = g.number(node, "denoise")?;
+        if !(denoise > 0.0 && denoise <= 1.0) || denoise_start_step(steps, denoise) >= steps {
+            return Err(g.refuse(
+                node,
+                Some("denoise"),
+                format!("has denoise {denoise}, which leaves no step of {steps} to run"),
+                "use a denoise above 0 and at most 1",
+            ));
+        }
+        Window::Denoise(denoise)
+    };
+    Ok(Sampler {
+        node: node.to_string(),
+        seed: seed as i64,
+        steps,
+        cfg,
+        sampler_name: sampler_name.to_string(),
+        scheduler: scheduler.to_string(),
+        window,
+    })
+}
+
+fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Refusal> {
+    let mut loras = Vec::new();
+    let mut flow = None;
+    let (mut node, _) = g.source(sampler, "model")?;
+    let mut from = (sampler.to_string(), "model");
+    loop {
+        match g.class(&node) {
+            "LoraLoader" | "LoraLoaderModelOnly" => {
+                let clip = g.class(&node) == "LoraLoader";
+                loras.push(Lora {
+                    node: node.clone(),
+                    name: g.text(&node, "lora_name")?.to_string(),
+                    strength_model: g.number(&node, "strength_model")?,
+                    strength_clip: clip
+                        .then(|| g.number(&node, "strength_clip"))
+                        .transpose()?,
+                });
+            }
+            class @ ("ModelSamplingSD3" | "ModelSamplingAuraFlow" | "ModelSamplingFlux") => {
+                if flow.is_some() {
+                    return Err(g.refuse(
+                        &node,
+                        None,
+                        "is a second model-sampling override on the model path".into(),
+                        "keep one ModelSampling node",
+                    ));
+                }
+                let shift = if class == "ModelSamplingFlux" {
+                    FlowShift::Resolution {
+                        max_shift: g.number(&node, "max_shift")?,
+                        base_shift: g.number(&node, "base_shift")?,
+                    }
+                } else {
+                    FlowShift::Constant(g.number(&node, "shift")?)
+                };
+                flow = Some(FlowSampling {
+                    node: node.clone(),
+                    shift,
+                });
+            }
+            _ => {
+                g.expect(
+                    &node,
+                    MODEL_LOADERS,
+                    "model",
+                    (&from.0, from.1),
+                )?;
+                loras.reverse();
+                return Ok(ModelChain {
+                    loader: node,
+                    loras,
+                    flow,
+                });
+            }
+        }
+        let next = g.source(&node, "model")?.0;
+        from = (node, "model");
+        node = next;
+    }
+}
+
+fn vae_source(g: &Graph<'_>, vae: &str, loader: &str, from: (&str, &str)) -> Result<(), Refusal> {
+    g.expect(vae, &["CheckpointLoaderSimple", "VAELoader"], "vae", from)?;
+    if g.class(vae) == "CheckpointLoaderSimple" && vae != loader {
+        return Err(g.refuse(vae, None, "is a second checkpoint; the VAE must come from the denoiser's checkpoint or a VAELoader".into(), "load one checkpoint"));
+    }
+    Ok(())
+}
+
+/// The encoder (and any ControlNet) behind input `name` of the sampler.
+fn conditioning(
+    g: &Graph<'_>,
+    sampler: &str,
+    name: &str,
+    model: &ModelChain,
+) -> Result<(Conditioning, Option<Control>), Refusal> {
+    let (mut node, mut slot) = g.source(sampler, name)?;
+    let mut from = (sampler.to_string(), name.to_string());
+    let mut control: Option<Control> = None;
+    while CONTROL_APPLIERS.contains(&g.class(&node)) {
+        if let Some(first) = &control {
+            return Err(g.refuse(
+                &node,
+                None,
+                format!("is chained behind ControlNet node {}; only a single ControlNet is supported", first.apply),
+                "remove all but one ControlNet application",
+            ));
+        }
+        let advanced = g.class(&node) == "ControlNetApplyAdvanced";
+        let (loader, _) = g.source(&node, "control_net")?;
+        g.expect(&loader, &["ControlNetLoader"], "control_net", (&node, "control_net"))?;
+        let image = loaded_image(g, &node, "image")?;
+        control = Some(Control {
+            apply: node.clone(),
+            loader,
+            image,
+            strength: g.number(&node, "strength")?,
+            window: advanced
+                .then(|| Ok::<_, Refusal>((g.number(&node, "start_percent")?, g.number(&node, "end_percent")?)))
+                .transpose()?,
+            positive: name == "positive",
+            negative: name == "negative",
+        });
+        let input = if advanced {
+            if slot == 0 { "positive" } else { "negative" }
+        } else {
+            "conditioning"
+        };
+        from = (node.clone(), input.to_string());
+        (node, slot) = g.source(&node, input)?;
+    }
+    g.expect(&node, ENCODERS, &from.1, (&from.0, &from.1))?;
+    let (clip, _) = g.source(&node, "clip")?;
+    clip_source(g, &clip, &node, model)?;
+    let text = if g.class(&node) == "CLIPTextEncodeSDXL" {
+        let n = |k: &str| g.number(&node, k);
+        Prompt::Sdxl {
+            text_g: g.text(&node, "text_g")?.to_string(),
+            text_l: g.text(&node, "text_l")?.to_string(),
+            size: [
+                n("height")?,
+                n("width")?,
+                n("crop_h")?,
+                n("crop_w")?,
+                n("target_height")?,
+                n("target_width")?,
+            ],
+        }
+    } else {
+        Prompt::Single(g.text(&node, "text")?.to_string())
+    };
+    Ok((Conditioning { encoder: node, text }, control))
+}
+
+/// The CLIP path of an encoder: the model's loader, a CLIP loader, or
+/// LoRA loaders already on the model path.
+fn clip_source(g: &Graph<'_>, clip: &str, encoder: &str, model: &ModelChain) -> Result<(), Refusal> {
+    let mut node = clip.to_string();
+    let mut from = (encoder.to_string(), "clip");
+    while g.class(&node) == "LoraLoader" {
+        if !model.loras.iter().any(|l| l.node == node) {
+            return Err(g.refuse(
+                &node,
+                None,
+                "applies a LoRA to the text encoder only; LoRAs must be on the denoiser's model path too".into(),
+                "feed the same LoraLoader's MODEL output to the sampler",
+            ));
+        }
+        let next = g.source(&node, "clip")?.0;
+        from = (node, "clip");
+        node = next;
+    }
+    g.expect(&node, CLIP_LOADERS, "clip", (&from.0, from.1))?;
+    if g.class(&node) == "CheckpointLoaderSimple" && node != model.loader {
+        return Err(g.refuse(&node, None, "is a second checkpoint; the text encoder must come from the denoiser's checkpoint or a CLIP loader".into(), "load one checkpoint"));
+    }
+    Ok(())
+}
+
+/// A `LoadImage` behind input `name` of `node`.
+fn loaded_image(g: &Graph<'_>, node: &str, name: &str) -> Result<String, Refusal> {
+    let (image, slot) = g.source(node, name)?;
+    if g.class(&image) != "LoadImage" || slot != 0 {
+        return Err(Refusal {
+            message: format!(
+                "feeds `{name}` of node {node}; the importer takes pictures only straight from LoadImage (its image becomes a workflow input)"
+            ),
+            remedy: "save the processed picture and load it with LoadImage".into(),
+            ..g.refuse(&image, None, String::new(), "")
+        });
+    }
+    Ok(image)
+}
+
+fn mask(g: &Graph<'_>, node: &str) -> Result<Mask, Refusal> {
+    let (loader, slot) = g.source(node, "mask")?;
+    let ok = match g.class(&loader) {
+        "LoadImage" => slot == 1,
+        "LoadImageMask" => true,
+        _ => false,
+    };
+    if !ok {
+        return Err(Refusal {
+            message: format!(
+                "feeds `mask` of node {node}; the importer takes masks only from LoadImage's MASK output or LoadImageMask"
+            ),
+            remedy: "save the mask and load it with LoadImageMask".into(),
+            ..g.refuse(&loader, None, String::new(), "")
+        });
+    }
+    Ok(Mask {
+        loader,
+        setter: None,
+    })
+}
+
+fn latent_source(g: &Graph<'_>, sampler: &str, loader: &str) -> Result<LatentSource, Refusal> {
+    let (node, _) = g.source(sampler, "latent_image")?;
+    if SAMPLER_CLASSES.contains(&g.class(&node)) {
+        return Err(g.refuse(
+            &node,
+            None,
+            format!("feeds its latent into sampler {sampler}; chained samplers (refiners, hires fix) are not supported"),
+            "lower each sampler stage as its own package",
+        ));
+    }
+    g.expect(&node, LATENT_SOURCES, "latent_image", (sampler, "latent_image"))?;
+    let encoded = |encode: &str| -> Result<String, Refusal> {
+        let (vae, _) = g.source(encode, "vae")?;
+        vae_source(g, &vae, loader, (encode, "vae"))?;
+        loaded_image(g, encode, "pixels")
+    };
+    Ok(match g.class(&node) {
+        class @ ("EmptyLatentImage" | "EmptySD3LatentImage") => LatentSource::Empty {
+            width: g.number(&node, "width")? as i64,
+            height: g.number(&node, "height")? as i64,
+            batch: g.number(&node, "batch_size")? as i64,
+            channels: if class == "EmptySD3LatentImage" { 16 } else { 4 },
+            node,
+        },
+        "VAEEncode" => LatentSource::Encoded {
+            image: encoded(&node)?,
+            encode: node,
+            mask: None,
+        },
+        "VAEEncodeForInpaint" => LatentSource::Inpaint {
+            image: encoded(&node)?,
+            mask: mask(g, &node)?,
+            grow_mask_by: g.number_or(&node, "grow_mask_by", 6.0)? as i64,
+            encode: node,
+        },
+        _ => {
+            let (encode, _) = g.source(&node, "samples")?;
+            g.expect(&encode, &["VAEEncode"], "samples", (&node, "samples"))?;
+            let mut m = mask(g, &node)?;
+            m.setter = Some(node);
+            LatentSource::Encoded {
+                image: encoded(&encode)?,
+                encode,
+                mask: Some(m),
+            }
+        }
+    })
+}

@@ -1,0 +1,158 @@
+//! The target package a lowering is for: LoRA loaders are routed through
+//! the adapters it declares (top-level `adapters`), and refused without them.
+
+use super::Refusal;
+use super::graph::Graph;
+use super::recognise::Plan;
+use serde_json::{Value, json};
+
+/// Facts about the package the lowered document will live in.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Target {
+    /// Its top-level `adapters` block, when it declares one.
+    pub adapters: Option<Value>,
+}
+
+impl Target {
+    /// Reads the package's current document (`inference_metadata.yaml` or
+    /// `.json` in `dir`); a folder without one is a target with no adapters.
+    pub fn from_package(dir: &std::path::Path) -> Result<Target, String> {
+        let Ok(path) = wfstudio_schema::locate_document(dir) else {
+            return Ok(Target::default());
+        };
+        let limits = wfstudio_schema::Limits::default();
+        let text = wfstudio_schema::load::read_text(&path, &limits).map_err(|e| e.to_string())?;
+        let value = wfstudio_schema::tree::parse_value(&text, &limits)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(Target {
+            adapters: value.get("adapters").cloned(),
+        })
+    }
+}
+
+/// How the graph's LoRAs map onto the target's adapters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AdapterUse {
+    /// The target's `adapters` block, carried into the document.
+    pub block: Value,
+    /// The LoRA loader nodes.
+    pub nodes: Vec<String>,
+    /// Per LoRA in order: adapter alias, its index and the graph's strength.
+    pub selection: Vec<(String, i64, f64)>,
+}
+
+impl AdapterUse {
+    /// The selection inputs the `adapters.selection` block names:
+    /// (input name, contract, runtime role).
+    pub(super) fn selection_inputs(&self) -> Vec<(String, Value, &'static str)> {
+        let selection = &self.block["selection"];
+        let max = selection["max_adapters"].as_i64().unwrap_or(1);
+        let aligned = |dtype: &str, shape: Value| {
+            json!({"dtype": dtype, "rank": shape.as_array().map_or(0, Vec::len), "shape": shape, "batch_layout": {"kind": "request_aligned", "axis": 0}})
+        };
+        [
+            ("segments", aligned("int64", json!(["batch", max])), "adapter_segments"),
+            ("adapter_counts", aligned("int64", json!(["batch"])), "adapter_counts"),
+            ("scales", aligned("float32", json!(["batch", max])), "adapter_scales"),
+            ("active", aligned("bool", json!(["batch"])), "adapter_active"),
+        ]
+        .into_iter()
+        .filter_map(|(field, c, role)| {
+            selection[field]
+                .as_str()
+                .map(|name| (name.to_string(), c, role))
+        })
+        .collect()
+    }
+}
+
+/// The file stem of a LoRA name (`loras/detail.safetensors` -> `detail`).
+fn stem(name: &str) -> &str {
+    let file = name.rsplit(['/', '\\']).next().unwrap_or(name);
+    file.rsplit_once('.').map_or(file, |(stem, _)| stem)
+}
+
+/// Components of the lowered document that a LoRA target may name.
+const TEXT_ENCODERS: &[&str] = &["text_encoder", "text_encoder_2"];
+
+/// Maps each LoRA of `plan` onto an adapter of `target`.
+pub(super) fn route_loras(
+    g: &Graph<'_>,
+    plan: &Plan,
+    target: &Target,
+    components: &[&str],
+) -> Result<Option<AdapterUse>, Refusal> {
+    let Some(first) = plan.model.loras.first() else {
+        return Ok(None);
+    };
+    let Some(block) = &target.adapters else {
+        return Err(g.refuse(
+            &first.node,
+            Some("lora_name"),
+            format!("loads LoRA '{}', but the target package declares no adapters", first.name),
+            "lower into a package whose inference_metadata declares this LoRA under `adapters` (--package DIR), or remove the LoRA loader",
+        ));
+    };
+    let artifacts = block["artifacts"].as_object();
+    let max = block["selection"]["max_adapters"].as_i64().unwrap_or(0);
+    if plan.model.loras.len() as i64 > max {
+        return Err(g.refuse(
+            &plan.model.loras[max.max(0) as usize].node,
+            None,
+            format!("is LoRA number {} on the model path; the target package selects at most {max}", max + 1),
+            "remove LoRA loaders or raise adapters.selection.max_adapters",
+        ));
+    }
+    let targets = block["target_manifest"]["targets"].as_array().cloned().unwrap_or_default();
+    for t in &targets {
+        let component = t["component"].as_str().unwrap_or_default();
+        if !components.contains(&component) {
+            return Err(g.refuse(
+                &first.node,
+                None,
+                format!("is routed through the target package's adapters, whose target '{}' patches component '{component}', which the lowered workflow does not have", t["id"].as_str().unwrap_or_default()),
+                &format!("patch one of the lowered components ({})", components.join(", ")),
+            ));
+        }
+    }
+    let touches_text = targets
+        .iter()
+        .any(|t| TEXT_ENCODERS.contains(&t["component"].as_str().unwrap_or_default()));
+    let mut selection = Vec::new();
+    for lora in &plan.model.loras {
+        let wanted = stem(&lora.name);
+        let found = artifacts.into_iter().flatten().find(|(alias, a)| {
+            alias.as_str() == wanted || a["identity"].as_str() == Some(wanted)
+        });
+        let Some((alias, artifact)) = found else {
+            let declared: Vec<&str> = artifacts.into_iter().flatten().map(|(a, _)| a.as_str()).collect();
+            return Err(g.refuse(
+                &lora.node,
+                Some("lora_name"),
+                format!("loads LoRA '{}', which the target package does not declare (it declares: {})", lora.name, declared.join(", ")),
+                "choose a LoRA the package declares, or add it to the package's adapters",
+            ));
+        };
+        if let Some(clip) = lora.strength_clip
+            && touches_text
+            && clip != lora.strength_model
+        {
+            return Err(g.refuse(
+                &lora.node,
+                Some("strength_clip"),
+                format!("has strength_clip {clip} but strength_model {}; one adapter selection has one scale", lora.strength_model),
+                "use the same strength for the model and CLIP",
+            ));
+        }
+        selection.push((
+            alias.clone(),
+            artifact["index"].as_i64().unwrap_or(0),
+            lora.strength_model,
+        ));
+    }
+    Ok(Some(AdapterUse {
+        block: block.clone(),
+        nodes: plan.model.loras.iter().map(|l| l.node.clone()).collect(),
+        selection,
+    }))
+}
