@@ -518,10 +518,7 @@ fn unsupported_graphs_are_refused_with_node_class_input_and_remedy() {
     let (_, _, input, message, _) =
         refused(&|g| g["3"]["inputs"]["denoise"] = serde_json::json!(0.0));
     assert_eq!(input.as_deref(), Some("denoise"));
-    assert_eq!(
-        message,
-        "has denoise 0, which leaves no step of 4 to run"
-    );
+    assert_eq!(message, "has denoise 0, which leaves no step of 4 to run");
     let (node, class, _, message, _) =
         refused(&|g| g["6"]["class_type"] = serde_json::json!("MyCustomTextEncoder"));
     assert_eq!(

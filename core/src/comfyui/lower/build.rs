@@ -36,7 +36,11 @@ fn latent() -> Value {
 }
 
 fn picture(channels: Value) -> Value {
-    contract("float32", json!(["batch", channels, "height", "width"]), true)
+    contract(
+        "float32",
+        json!(["batch", channels, "height", "width"]),
+        true,
+    )
 }
 
 fn row(dtype: &str) -> Value {
@@ -52,7 +56,11 @@ fn tokens() -> Value {
 }
 
 fn hidden() -> Value {
-    contract("float32", json!(["batch", "prompt_sequence", "hidden"]), true)
+    contract(
+        "float32",
+        json!(["batch", "prompt_sequence", "hidden"]),
+        true,
+    )
 }
 
 fn runtime(role: &str) -> Value {
@@ -103,8 +111,7 @@ struct Steps {
 impl Steps {
     fn push(&mut self, step: Value, from: &[&String]) {
         self.steps.push(step);
-        self.from
-            .push(from.iter().map(|s| s.to_string()).collect());
+        self.from.push(from.iter().map(|s| s.to_string()).collect());
     }
 
     fn provenance(&self, prefix: &str, out: &mut Provenance) {
@@ -159,11 +166,28 @@ pub(super) fn build(plan: &Plan, adapters: Option<&AdapterUse>) -> Built {
     inputs.insert("request.input_ids".into(), json!({"contract": tokens(), "role": runtime("prompt_tokens"), "source": {"kind": "request"}, "required": true}));
     inputs.insert("request.max_iterations".into(), json!({"contract": one("int64"), "role": runtime("max_iterations"), "source": {"kind": "request"}, "required": false, "default": s.steps}));
     inputs.insert("request.seed".into(), json!({"contract": row("int64"), "role": runtime("seed"), "source": {"kind": "request"}, "required": false, "default": s.seed}));
-    inputs.insert("package.rng_offset".into(), opaque_literal(row("int64"), json!(0)));
-    inputs.insert("package.false".into(), opaque_literal(row("bool"), json!(false)));
-    inputs.insert("package.loop_0_active".into(), opaque_literal(one("bool"), json!(true)));
+    inputs.insert(
+        "package.rng_offset".into(),
+        opaque_literal(row("int64"), json!(0)),
+    );
+    inputs.insert(
+        "package.false".into(),
+        opaque_literal(row("bool"), json!(false)),
+    );
+    inputs.insert(
+        "package.loop_0_active".into(),
+        opaque_literal(one("bool"), json!(true)),
+    );
     inputs.insert("request.negative_input_ids".into(), json!({"contract": tokens(), "role": runtime("negative_prompt_tokens"), "source": {"kind": "application", "name": "negative_input_ids"}, "required": true}));
-    inputs.insert("request.guidance_scale".into(), parameter(row("float32"), runtime("guidance_scale"), "guidance_scale", json!(s.cfg)));
+    inputs.insert(
+        "request.guidance_scale".into(),
+        parameter(
+            row("float32"),
+            runtime("guidance_scale"),
+            "guidance_scale",
+            json!(s.cfg),
+        ),
+    );
 
     // The schedule: its length is the step count (folded into the schedule
     // policies' contracts); a flow-matching shift is a typed input.
@@ -190,7 +214,12 @@ pub(super) fn build(plan: &Plan, adapters: Option<&AdapterUse>) -> Built {
         for (port, input, value) in shift_inputs {
             inputs.insert(
                 input.to_string(),
-                parameter(one("float32"), json!({"kind": "opaque"}), &input["request.".len()..], json!(value)),
+                parameter(
+                    one("float32"),
+                    json!({"kind": "opaque"}),
+                    &input["request.".len()..],
+                    json!(value),
+                ),
             );
             schedule_inputs[*port] = one("float32");
             schedule_binds[*port] = json!(input);
@@ -198,14 +227,61 @@ pub(super) fn build(plan: &Plan, adapters: Option<&AdapterUse>) -> Built {
     }
     let schedule = contract("float32", json!(["schedule_length"]), false);
     let schedule_contract = json!({"id": "onnx-genai.diffusion-schedule", "version": "1", "bindings": {"schedule": "schedule"}, "parameters": schedule_parameters});
-    components.insert("diffusion_schedule".into(), policy("diffusion_schedule", schedule_inputs.clone(), json!({"schedule": contract("float32", json!([s.steps + 1]), false)}), Some(schedule_contract.clone())));
-    components.insert("diffusion_timesteps".into(), policy("diffusion_timesteps", schedule_inputs, json!({"schedule": contract("float32", json!([s.steps]), false)}), Some(schedule_contract)));
-    components.insert("schedule_lookup".into(), policy("schedule_lookup", json!({"schedule": schedule, "step": row("int64")}), json!({"timestep": row("float32")}), None));
-    components.insert("model_input".into(), policy("model_input", json!({"sample": latent(), "step": row("int64"), "schedule": schedule}), json!({"model_input": latent()}), None));
-    components.insert("continue_predicate".into(), policy("continue_predicate", json!({"done": row("bool")}), json!({"continue": one("bool")}), None));
+    components.insert(
+        "diffusion_schedule".into(),
+        policy(
+            "diffusion_schedule",
+            schedule_inputs.clone(),
+            json!({"schedule": contract("float32", json!([s.steps + 1]), false)}),
+            Some(schedule_contract.clone()),
+        ),
+    );
+    components.insert(
+        "diffusion_timesteps".into(),
+        policy(
+            "diffusion_timesteps",
+            schedule_inputs,
+            json!({"schedule": contract("float32", json!([s.steps]), false)}),
+            Some(schedule_contract),
+        ),
+    );
+    components.insert(
+        "schedule_lookup".into(),
+        policy(
+            "schedule_lookup",
+            json!({"schedule": schedule, "step": row("int64")}),
+            json!({"timestep": row("float32")}),
+            None,
+        ),
+    );
+    components.insert(
+        "model_input".into(),
+        policy(
+            "model_input",
+            json!({"sample": latent(), "step": row("int64"), "schedule": schedule}),
+            json!({"model_input": latent()}),
+            None,
+        ),
+    );
+    components.insert(
+        "continue_predicate".into(),
+        policy(
+            "continue_predicate",
+            json!({"done": row("bool")}),
+            json!({"continue": one("bool")}),
+            None,
+        ),
+    );
     // The latent's size: the empty latent's, or the input picture's.
-    let (row_shape_parameters, row_shape_inputs, row_shape_binds, latent_node) = match &plan.latent {
-        LatentSource::Empty { node, width, height, batch, channels } => (
+    let (row_shape_parameters, row_shape_inputs, row_shape_binds, latent_node) = match &plan.latent
+    {
+        LatentSource::Empty {
+            node,
+            width,
+            height,
+            batch,
+            channels,
+        } => (
             json!({"width": width, "height": height, "batch_size": batch, "channels": channels, "scale": 8}),
             json!({}),
             json!({}),
@@ -225,28 +301,82 @@ pub(super) fn build(plan: &Plan, adapters: Option<&AdapterUse>) -> Built {
         json!({"noise": latent(), "next_offset": row("int64")}),
         Some(json!({"id": "onnx-genai.counter-rng", "version": "1", "bindings": {"seed": "seed", "offset": "offset", "row_shape": "row_shape", "noise": "noise", "next_offset": "next_offset"}}))));
 
-    setup.push(invoke("diffusion_schedule", schedule_binds.clone(), json!({"schedule": "diffusion.schedule"})), &schedule_from);
-    setup.push(invoke("diffusion_timesteps", schedule_binds, json!({"schedule": "diffusion.timesteps"})), &schedule_from);
+    setup.push(
+        invoke(
+            "diffusion_schedule",
+            schedule_binds.clone(),
+            json!({"schedule": "diffusion.schedule"}),
+        ),
+        &schedule_from,
+    );
+    setup.push(
+        invoke(
+            "diffusion_timesteps",
+            schedule_binds,
+            json!({"schedule": "diffusion.timesteps"}),
+        ),
+        &schedule_from,
+    );
     let mut shape_from = vec![];
     if let Some(node) = latent_node {
         shape_from.push(node);
     }
-    setup.push(invoke("latent_row_shape", row_shape_binds, json!({"shape": "diffusion.latent_row_shape"})), &shape_from);
+    setup.push(
+        invoke(
+            "latent_row_shape",
+            row_shape_binds,
+            json!({"shape": "diffusion.latent_row_shape"}),
+        ),
+        &shape_from,
+    );
     setup.push(invoke("latent_noise", json!({"seed": "request.seed", "offset": "package.rng_offset", "row_shape": "diffusion.latent_row_shape"}),
         json!({"noise": "diffusion.noise", "next_offset": "diffusion.rng_offset"})), &[sampler]);
 
     // Conditioning: one encoder set per prompt.
     let sides = [
-        PromptSide { name: "conditional", encoder: &plan.positive.encoder, text: &plan.positive.text, ids: ("request.input_ids", "request.input_ids_l"), role: "prompt_tokens", alias: "input_ids_l", size_input: "request.positive_size", controlled: plan.control.as_ref().is_some_and(|c| c.positive) },
-        PromptSide { name: "unconditional", encoder: &plan.negative.encoder, text: &plan.negative.text, ids: ("request.negative_input_ids", "request.negative_input_ids_l"), role: "negative_prompt_tokens", alias: "negative_input_ids_l", size_input: "request.negative_size", controlled: plan.control.as_ref().is_some_and(|c| c.negative) },
+        PromptSide {
+            name: "conditional",
+            encoder: &plan.positive.encoder,
+            text: &plan.positive.text,
+            ids: ("request.input_ids", "request.input_ids_l"),
+            role: "prompt_tokens",
+            alias: "input_ids_l",
+            size_input: "request.positive_size",
+            controlled: plan.control.as_ref().is_some_and(|c| c.positive),
+        },
+        PromptSide {
+            name: "unconditional",
+            encoder: &plan.negative.encoder,
+            text: &plan.negative.text,
+            ids: ("request.negative_input_ids", "request.negative_input_ids_l"),
+            role: "negative_prompt_tokens",
+            alias: "negative_input_ids_l",
+            size_input: "request.negative_size",
+            controlled: plan.control.as_ref().is_some_and(|c| c.negative),
+        },
     ];
     let encoder_out = json!({"encoder_hidden_states": hidden()});
-    components.insert("text_encoder".into(), component("text_encoder/model.onnx.textproto", json!({"input_ids": tokens()}), encoder_out, None));
+    components.insert(
+        "text_encoder".into(),
+        component(
+            "text_encoder/model.onnx.textproto",
+            json!({"input_ids": tokens()}),
+            encoder_out,
+            None,
+        ),
+    );
     let pooled = contract("float32", json!(["batch", "pooled"]), true);
     let time_ids = contract("float32", json!(["batch", 6]), true);
     if sdxl {
-        components.insert("text_encoder_2".into(), component("text_encoder_2/model.onnx.textproto", json!({"input_ids": tokens()}),
-            json!({"encoder_hidden_states": hidden(), "text_embeds": pooled.clone()}), None));
+        components.insert(
+            "text_encoder_2".into(),
+            component(
+                "text_encoder_2/model.onnx.textproto",
+                json!({"input_ids": tokens()}),
+                json!({"encoder_hidden_states": hidden(), "text_embeds": pooled.clone()}),
+                None,
+            ),
+        );
         components.insert("sdxl_conditioning".into(), policy("sdxl_conditioning",
             json!({"hidden_l": hidden(), "hidden_g": hidden(), "pooled": pooled.clone(), "size": one_of(6)}),
             json!({"encoder_hidden_states": hidden(), "text_embeds": pooled.clone(), "time_ids": time_ids.clone()}), None));
@@ -256,16 +386,53 @@ pub(super) fn build(plan: &Plan, adapters: Option<&AdapterUse>) -> Built {
         match side.text {
             Prompt::Single(text) => {
                 prompts.push((side.ids.0.to_string(), text.clone()));
-                setup.push(invoke("text_encoder", json!({"input_ids": side.ids.0}), json!({"encoder_hidden_states": value})), &[side.encoder, loader]);
+                setup.push(
+                    invoke(
+                        "text_encoder",
+                        json!({"input_ids": side.ids.0}),
+                        json!({"encoder_hidden_states": value}),
+                    ),
+                    &[side.encoder, loader],
+                );
             }
-            Prompt::Sdxl { text_g, text_l, size } => {
+            Prompt::Sdxl {
+                text_g,
+                text_l,
+                size,
+            } => {
                 prompts.push((side.ids.0.to_string(), text_g.clone()));
                 prompts.push((side.ids.1.to_string(), text_l.clone()));
                 inputs.insert(side.ids.1.into(), json!({"contract": tokens(), "role": runtime(side.role), "source": {"kind": "application", "name": side.alias}, "required": true}));
-                inputs.insert(side.size_input.into(), parameter(one_of(6), json!({"kind": "opaque"}), &side.size_input["request.".len()..], json!(size)));
-                let (l, g, p) = (format!("{value}_l"), format!("{value}_g"), format!("{value}_pooled"));
-                setup.push(invoke("text_encoder", json!({"input_ids": side.ids.1}), json!({"encoder_hidden_states": l})), &[side.encoder, loader]);
-                setup.push(invoke("text_encoder_2", json!({"input_ids": side.ids.0}), json!({"encoder_hidden_states": g, "text_embeds": p})), &[side.encoder, loader]);
+                inputs.insert(
+                    side.size_input.into(),
+                    parameter(
+                        one_of(6),
+                        json!({"kind": "opaque"}),
+                        &side.size_input["request.".len()..],
+                        json!(size),
+                    ),
+                );
+                let (l, g, p) = (
+                    format!("{value}_l"),
+                    format!("{value}_g"),
+                    format!("{value}_pooled"),
+                );
+                setup.push(
+                    invoke(
+                        "text_encoder",
+                        json!({"input_ids": side.ids.1}),
+                        json!({"encoder_hidden_states": l}),
+                    ),
+                    &[side.encoder, loader],
+                );
+                setup.push(
+                    invoke(
+                        "text_encoder_2",
+                        json!({"input_ids": side.ids.0}),
+                        json!({"encoder_hidden_states": g, "text_embeds": p}),
+                    ),
+                    &[side.encoder, loader],
+                );
                 setup.push(invoke("sdxl_conditioning", json!({"hidden_l": l, "hidden_g": g, "pooled": p, "size": side.size_input}),
                     json!({"encoder_hidden_states": value, "text_embeds": format!("{value}_text_embeds"), "time_ids": format!("{value}_time_ids")})), &[side.encoder]);
             }
@@ -287,41 +454,113 @@ pub(super) fn build(plan: &Plan, adapters: Option<&AdapterUse>) -> Built {
         let window_out = json!({"start": one("int64"), "iterations": one("int64")});
         match &s.window {
             Window::Denoise(denoise) => {
-                inputs.insert("request.denoise".into(), parameter(one("float32"), runtime("denoising_strength"), "denoise", json!(denoise)));
+                inputs.insert(
+                    "request.denoise".into(),
+                    parameter(
+                        one("float32"),
+                        runtime("denoising_strength"),
+                        "denoise",
+                        json!(denoise),
+                    ),
+                );
                 components.insert("denoise_window".into(), policy("denoise_window", json!({"steps": one("int64"), "denoise": one("float32")}), window_out,
                     Some(json!({"id": "wfstudio.denoise-window", "version": "1", "parameters": {"start": "steps - round_half_even(steps * denoise)", "iterations": "steps - start"}}))));
                 setup.push(invoke("denoise_window", json!({"steps": "request.max_iterations", "denoise": "request.denoise"}),
                     json!({"start": "diffusion.start_step", "iterations": "diffusion.iterations"})), &[sampler]);
             }
             Window::Steps { start, end, .. } => {
-                inputs.insert("request.start_step".into(), parameter(one("int64"), json!({"kind": "opaque"}), "start_step", json!(start)));
-                inputs.insert("request.end_step".into(), parameter(one("int64"), json!({"kind": "opaque"}), "end_step", json!(end)));
+                inputs.insert(
+                    "request.start_step".into(),
+                    parameter(
+                        one("int64"),
+                        json!({"kind": "opaque"}),
+                        "start_step",
+                        json!(start),
+                    ),
+                );
+                inputs.insert(
+                    "request.end_step".into(),
+                    parameter(
+                        one("int64"),
+                        json!({"kind": "opaque"}),
+                        "end_step",
+                        json!(end),
+                    ),
+                );
                 components.insert("step_window".into(), policy("step_window", json!({"steps": one("int64"), "start": one("int64"), "end": one("int64")}), window_out,
                     Some(json!({"id": "wfstudio.step-window", "version": "1", "parameters": {"end": "min(end, steps)", "iterations": "end - start"}}))));
                 setup.push(invoke("step_window", json!({"steps": "request.max_iterations", "start": "request.start_step", "end": "request.end_step"}),
                     json!({"start": "diffusion.start_step", "iterations": "diffusion.iterations"})), &[sampler]);
             }
         }
-        components.insert("step_offset".into(), policy("step_offset", json!({"iteration": row("int64"), "start": one("int64")}), json!({"step": row("int64")}), None));
+        components.insert(
+            "step_offset".into(),
+            policy(
+                "step_offset",
+                json!({"iteration": row("int64"), "start": one("int64")}),
+                json!({"step": row("int64")}),
+                None,
+            ),
+        );
         match &plan.latent {
             LatentSource::Empty { node, .. } => {
                 components.insert("empty_latent".into(), policy("empty_latent", json!({"row_shape": contract("int64", json!(["row_rank"]), false), "like": latent()}), json!({"latent": latent()}), None));
                 setup.push(invoke("empty_latent", json!({"row_shape": "diffusion.latent_row_shape", "like": "diffusion.noise"}), json!({"latent": "latent.source"})), &[node]);
             }
             LatentSource::Encoded { encode, image, .. } => {
-                setup.push(invoke("vae_encoder", json!({"image": "request.image"}), json!({"latent": "latent.source"})), &[encode, image]);
+                setup.push(
+                    invoke(
+                        "vae_encoder",
+                        json!({"image": "request.image"}),
+                        json!({"latent": "latent.source"}),
+                    ),
+                    &[encode, image],
+                );
             }
-            LatentSource::Inpaint { encode, image, mask, .. } => {
+            LatentSource::Inpaint {
+                encode,
+                image,
+                mask,
+                ..
+            } => {
                 components.insert("inpaint_pixels".into(), policy("inpaint_pixels", json!({"image": picture(json!(3)), "mask": picture(json!(1))}), json!({"pixels": picture(json!(3))}),
                     Some(json!({"id": "wfstudio.inpaint-pixels", "version": "1", "parameters": {"masked_value": 0.5, "threshold": 0.5}}))));
-                setup.push(invoke("inpaint_pixels", json!({"image": "request.image", "mask": "request.mask"}), json!({"pixels": "inpaint.pixels"})), &[encode, image, &mask.loader]);
-                setup.push(invoke("vae_encoder", json!({"image": "inpaint.pixels"}), json!({"latent": "latent.source"})), &[encode]);
+                setup.push(
+                    invoke(
+                        "inpaint_pixels",
+                        json!({"image": "request.image", "mask": "request.mask"}),
+                        json!({"pixels": "inpaint.pixels"}),
+                    ),
+                    &[encode, image, &mask.loader],
+                );
+                setup.push(
+                    invoke(
+                        "vae_encoder",
+                        json!({"image": "inpaint.pixels"}),
+                        json!({"latent": "latent.source"}),
+                    ),
+                    &[encode],
+                );
             }
         }
         if image.is_some() {
-            components.insert("vae_encoder".into(), component("vae_encoder/model.onnx.textproto", json!({"image": picture(json!(3))}), json!({"latent": latent()}), None));
+            components.insert(
+                "vae_encoder".into(),
+                component(
+                    "vae_encoder/model.onnx.textproto",
+                    json!({"image": picture(json!(3))}),
+                    json!({"latent": latent()}),
+                    None,
+                ),
+            );
         }
-        let add_noise = !matches!(s.window, Window::Steps { add_noise: false, .. });
+        let add_noise = !matches!(
+            s.window,
+            Window::Steps {
+                add_noise: false,
+                ..
+            }
+        );
         if add_noise {
             components.insert("add_noise".into(), policy("add_noise", json!({"latent": latent(), "noise": latent(), "schedule": schedule, "step": one("int64")}), json!({"noised": latent()}),
                 Some(json!({"id": "wfstudio.add-noise", "version": "1", "parameters": {"prediction": prediction}}))));
@@ -333,43 +572,112 @@ pub(super) fn build(plan: &Plan, adapters: Option<&AdapterUse>) -> Built {
     }
     let mask = match &plan.latent {
         LatentSource::Encoded { mask: Some(m), .. } => Some((m, 0)),
-        LatentSource::Inpaint { mask, grow_mask_by, .. } => Some((mask, *grow_mask_by)),
+        LatentSource::Inpaint {
+            mask, grow_mask_by, ..
+        } => Some((mask, *grow_mask_by)),
         _ => None,
     };
     if let Some((mask, grow)) = mask {
         inputs.insert("request.mask".into(), media(picture(json!(1))));
         components.insert("latent_mask".into(), policy("latent_mask", json!({"mask": picture(json!(1)), "like": latent()}), json!({"mask": contract("float32", json!(["batch", 1, "latent_height", "latent_width"]), true)}),
             Some(json!({"id": "wfstudio.latent-mask", "version": "1", "parameters": {"grow_mask_by": grow, "scale": 8}}))));
-        let from: Vec<&String> = [Some(&mask.loader), mask.setter.as_ref()].into_iter().flatten().collect();
-        setup.push(invoke("latent_mask", json!({"mask": "request.mask", "like": "latent.source"}), json!({"mask": "latent.mask"})), &from);
+        let from: Vec<&String> = [Some(&mask.loader), mask.setter.as_ref()]
+            .into_iter()
+            .flatten()
+            .collect();
+        setup.push(
+            invoke(
+                "latent_mask",
+                json!({"mask": "request.mask", "like": "latent.source"}),
+                json!({"mask": "latent.mask"}),
+            ),
+            &from,
+        );
     }
-    setup.push(invoke("continue_predicate", json!({"done": "package.false"}), json!({"continue": "setup.continue"})), &[]);
+    setup.push(
+        invoke(
+            "continue_predicate",
+            json!({"done": "package.false"}),
+            json!({"continue": "setup.continue"}),
+        ),
+        &[],
+    );
 
     // The loop body: one solver step per iteration.
     if windowed {
-        body.push(invoke("step_offset", json!({"iteration": "loop.iteration", "start": "diffusion.start_step"}), json!({"step": "diffusion.step"})), &[sampler]);
+        body.push(
+            invoke(
+                "step_offset",
+                json!({"iteration": "loop.iteration", "start": "diffusion.start_step"}),
+                json!({"step": "diffusion.step"}),
+            ),
+            &[sampler],
+        );
     }
-    body.push(invoke("schedule_lookup", json!({"schedule": "diffusion.timesteps", "step": step_value}), json!({"timestep": "diffusion.timestep"})), &[sampler]);
-    body.push(invoke("model_input", json!({"sample": "latent_state", "step": step_value, "schedule": "diffusion.schedule"}), json!({"model_input": "diffusion.model_input"})), &[sampler]);
-    let mut denoiser_ports = json!({"sample": latent(), "timestep": row("float32"), "encoder_hidden_states": hidden()});
+    body.push(
+        invoke(
+            "schedule_lookup",
+            json!({"schedule": "diffusion.timesteps", "step": step_value}),
+            json!({"timestep": "diffusion.timestep"}),
+        ),
+        &[sampler],
+    );
+    body.push(
+        invoke(
+            "model_input",
+            json!({"sample": "latent_state", "step": step_value, "schedule": "diffusion.schedule"}),
+            json!({"model_input": "diffusion.model_input"}),
+        ),
+        &[sampler],
+    );
+    let mut denoiser_ports =
+        json!({"sample": latent(), "timestep": row("float32"), "encoder_hidden_states": hidden()});
     if sdxl {
         denoiser_ports["text_embeds"] = pooled.clone();
         denoiser_ports["time_ids"] = time_ids.clone();
     }
     if let Some(control) = &plan.control {
         let down = contract("float32", json!(["batch", "down_residual_elements"]), true);
-        let mid = contract("float32", json!(["batch", "mid_channels", "mid_height", "mid_width"]), true);
+        let mid = contract(
+            "float32",
+            json!(["batch", "mid_channels", "mid_height", "mid_width"]),
+            true,
+        );
         denoiser_ports["down_residuals"] = down.clone();
         denoiser_ports["mid_residual"] = mid.clone();
         inputs.insert("request.control_image".into(), media(picture(json!(3))));
-        inputs.insert("request.control_strength".into(), parameter(one("float32"), json!({"kind": "opaque"}), "control_strength", json!(control.strength)));
+        inputs.insert(
+            "request.control_strength".into(),
+            parameter(
+                one("float32"),
+                json!({"kind": "opaque"}),
+                "control_strength",
+                json!(control.strength),
+            ),
+        );
         components.insert("controlnet".into(), component("controlnet/model.onnx.textproto",
             json!({"sample": latent(), "timestep": row("float32"), "encoder_hidden_states": hidden(), "image": picture(json!(3)), "scale": one("float32")}),
             json!({"down_residuals": down, "mid_residual": mid}), None));
         let mut scale = "request.control_strength";
         if let Some((start, end)) = control.window {
-            inputs.insert("request.control_start".into(), parameter(one("float32"), json!({"kind": "opaque"}), "control_start", json!(start)));
-            inputs.insert("request.control_end".into(), parameter(one("float32"), json!({"kind": "opaque"}), "control_end", json!(end)));
+            inputs.insert(
+                "request.control_start".into(),
+                parameter(
+                    one("float32"),
+                    json!({"kind": "opaque"}),
+                    "control_start",
+                    json!(start),
+                ),
+            );
+            inputs.insert(
+                "request.control_end".into(),
+                parameter(
+                    one("float32"),
+                    json!({"kind": "opaque"}),
+                    "control_end",
+                    json!(end),
+                ),
+            );
             components.insert("control_scale".into(), policy("control_scale",
                 json!({"strength": one("float32"), "start": one("float32"), "end": one("float32"), "step": row("int64"), "schedule": schedule}),
                 json!({"scale": one("float32")}),
@@ -379,15 +687,30 @@ pub(super) fn build(plan: &Plan, adapters: Option<&AdapterUse>) -> Built {
             scale = "control.scale";
         }
         if !(control.positive && control.negative) {
-            inputs.insert("package.no_control".into(), opaque_literal(one("float32"), json!(0.0)));
+            inputs.insert(
+                "package.no_control".into(),
+                opaque_literal(one("float32"), json!(0.0)),
+            );
         }
         for side in sides.iter().rev() {
-            let scale = if side.controlled { scale } else { "package.no_control" };
+            let scale = if side.controlled {
+                scale
+            } else {
+                "package.no_control"
+            };
             body.push(invoke("controlnet", json!({"sample": "diffusion.model_input", "timestep": "diffusion.timestep", "encoder_hidden_states": format!("conditioning.{}", side.name), "image": "request.control_image", "scale": scale}),
                 json!({"down_residuals": format!("control.{}.down", side.name), "mid_residual": format!("control.{}.mid", side.name)})), &[&control.apply, &control.loader, &control.image]);
         }
     }
-    components.insert("denoiser".into(), component("denoiser/model.onnx.textproto", denoiser_ports, json!({"noise_pred": latent()}), None));
+    components.insert(
+        "denoiser".into(),
+        component(
+            "denoiser/model.onnx.textproto",
+            denoiser_ports,
+            json!({"noise_pred": latent()}),
+            None,
+        ),
+    );
     for side in sides.iter().rev() {
         let mut bind = json!({"sample": "diffusion.model_input", "timestep": "diffusion.timestep", "encoder_hidden_states": format!("conditioning.{}", side.name)});
         if sdxl {
@@ -398,7 +721,14 @@ pub(super) fn build(plan: &Plan, adapters: Option<&AdapterUse>) -> Built {
             bind["down_residuals"] = json!(format!("control.{}.down", side.name));
             bind["mid_residual"] = json!(format!("control.{}.mid", side.name));
         }
-        body.push(invoke("denoiser", bind, json!({"noise_pred": format!("denoiser.{}", side.name)})), &[sampler, loader]);
+        body.push(
+            invoke(
+                "denoiser",
+                bind,
+                json!({"noise_pred": format!("denoiser.{}", side.name)}),
+            ),
+            &[sampler, loader],
+        );
     }
     components.insert("guidance_combine".into(), policy("guidance_combine",
         json!({"unconditional": latent(), "conditional": latent(), "scale": row("float32")}), json!({"estimate": latent()}),
@@ -407,37 +737,86 @@ pub(super) fn build(plan: &Plan, adapters: Option<&AdapterUse>) -> Built {
     let mut solver_ports = json!({"sample": latent(), "estimate": latent(), "step": row("int64"), "schedule": schedule});
     let mut solver_bind = json!({"sample": "latent_state", "estimate": "denoiser.estimate", "step": step_value, "schedule": "diffusion.schedule"});
     let solver_bindings = json!({"state": "sample", "estimate": "estimate", "step": "step", "schedule": "schedule", "next_state": "next_state"});
-    let mut solver_parameters = json!({"solver": s.sampler_name, "spacing": s.scheduler, "prediction": prediction});
+    let mut solver_parameters =
+        json!({"solver": s.sampler_name, "spacing": s.scheduler, "prediction": prediction});
     if let Window::Steps { leftover_noise, .. } = s.window {
         solver_ports["end_step"] = one("int64");
         solver_bind["end_step"] = json!("request.end_step");
-        solver_parameters["final_step"] = json!(if leftover_noise { "keep_leftover_noise" } else { "full_denoise" });
+        solver_parameters["final_step"] = json!(if leftover_noise {
+            "keep_leftover_noise"
+        } else {
+            "full_denoise"
+        });
     }
     components.insert("solver_step".into(), policy("solver_step", solver_ports, json!({"next_state": latent()}),
         Some(json!({"id": "onnx-genai.solver-step", "version": "1", "bindings": solver_bindings, "parameters": solver_parameters}))));
-    let solved = if mask.is_some() { "latent.solved" } else { "latent.body" };
-    body.push(invoke("solver_step", solver_bind, json!({"next_state": solved})), &[sampler]);
+    let solved = if mask.is_some() {
+        "latent.solved"
+    } else {
+        "latent.body"
+    };
+    body.push(
+        invoke("solver_step", solver_bind, json!({"next_state": solved})),
+        &[sampler],
+    );
     if let Some((mask, _)) = mask {
         components.insert("masked_blend".into(), policy("masked_blend",
             json!({"solved": latent(), "source": latent(), "noise": latent(), "mask": contract("float32", json!(["batch", 1, "latent_height", "latent_width"]), true), "step": row("int64"), "schedule": schedule}),
             json!({"next_state": latent()}),
             Some(json!({"id": "wfstudio.masked-blend", "version": "1", "parameters": {"outside_mask": "source noised to the next step"}}))));
-        let from: Vec<&String> = [Some(&mask.loader), mask.setter.as_ref()].into_iter().flatten().collect();
+        let from: Vec<&String> = [Some(&mask.loader), mask.setter.as_ref()]
+            .into_iter()
+            .flatten()
+            .collect();
         body.push(invoke("masked_blend", json!({"solved": "latent.solved", "source": "latent.source", "noise": "diffusion.noise", "mask": "latent.mask", "step": step_value, "schedule": "diffusion.schedule"}),
             json!({"next_state": "latent.body"})), &from);
     }
-    body.push(invoke("continue_predicate", json!({"done": "package.false"}), json!({"continue": "loop.continue"})), &[]);
+    body.push(
+        invoke(
+            "continue_predicate",
+            json!({"done": "package.false"}),
+            json!({"continue": "loop.continue"}),
+        ),
+        &[],
+    );
 
-    components.insert("vae_decoder".into(), component("vae_decoder/model.onnx.textproto", json!({"latent": latent()}), json!({"image": picture(json!(3))}), None));
+    components.insert(
+        "vae_decoder".into(),
+        component(
+            "vae_decoder/model.onnx.textproto",
+            json!({"latent": latent()}),
+            json!({"image": picture(json!(3))}),
+            None,
+        ),
+    );
     let mut after = Steps::default();
     after.push(json!({"kind": "loop", "setup": setup.steps, "steps": body.steps, "continue_when": "loop_0_active", "max_iterations": max_iterations,
         "carried": [{"cell": "latent_state", "next": "latent.body"}, {"cell": "loop_0_active", "next": "loop.continue"}],
         "iteration": {"value": "loop.iteration", "contract": contract("int64", json!(["batch"]), false)}}), &[sampler, loader]);
-    after.push(invoke("vae_decoder", json!({"latent": "latent_state"}), json!({"image": "vae.image"})), &[&plan.decode, &plan.vae]);
-    after.push(json!({"kind": "emit", "value": "vae.image", "output": "image", "mode": "replace"}), &[&plan.sink]);
-    after.push(json!({"kind": "emit", "value": "latent_state", "output": "latent", "mode": "replace"}), &[]);
+    after.push(
+        invoke(
+            "vae_decoder",
+            json!({"latent": "latent_state"}),
+            json!({"image": "vae.image"}),
+        ),
+        &[&plan.decode, &plan.vae],
+    );
+    after.push(
+        json!({"kind": "emit", "value": "vae.image", "output": "image", "mode": "replace"}),
+        &[&plan.sink],
+    );
+    after.push(
+        json!({"kind": "emit", "value": "latent_state", "output": "latent", "mode": "replace"}),
+        &[],
+    );
 
-    let mut capabilities = vec!["workflow_ssa", "linear_effects", "nested_control_flow", "loop_induction_values", "typed_emit"];
+    let mut capabilities = vec![
+        "workflow_ssa",
+        "linear_effects",
+        "nested_control_flow",
+        "loop_induction_values",
+        "typed_emit",
+    ];
     let mut document = json!({"schema_version": "v1"});
     if let Some(adapters) = adapters {
         capabilities.extend(["parameter_adapters", "heterogeneous_adapter_batching"]);

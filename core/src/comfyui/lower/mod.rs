@@ -29,9 +29,9 @@ mod target;
 pub use recognise::denoise_start_step;
 pub use target::{AdapterUse, Target};
 
-use serde_json::Value;
 use graph::Graph;
 use recognise::{Plan, Window};
+use serde_json::Value;
 use std::collections::BTreeSet;
 
 /// Samplers the solver-step policy contract names.
@@ -172,4 +172,3 @@ fn notes(plan: &Plan, adapters: Option<&AdapterUse>) -> Vec<String> {
     }
     notes
 }
-

@@ -185,14 +185,20 @@ pub(super) fn recognise(g: &Graph<'_>, sink: &str) -> Result<Plan, Refusal> {
     let (decode, _) = g.source(sink, "images")?;
     g.expect(&decode, &["VAEDecode"], "images", (sink, "images"))?;
     let (sampler_node, _) = g.source(&decode, "samples")?;
-    g.expect(&sampler_node, SAMPLER_CLASSES, "samples", (&decode, "samples"))?;
+    g.expect(
+        &sampler_node,
+        SAMPLER_CLASSES,
+        "samples",
+        (&decode, "samples"),
+    )?;
     let sampler = sampler(g, &sampler_node)?;
     let model = model_chain(g, &sampler_node)?;
     let (vae, _) = g.source(&decode, "vae")?;
     vae_source(g, &vae, &model.loader, (&decode, "vae"))?;
     let (positive, positive_control) = conditioning(g, &sampler_node, "positive", &model)?;
     let (negative, negative_control) = conditioning(g, &sampler_node, "negative", &model)?;
-    if matches!(positive.text, Prompt::Sdxl { .. }) != matches!(negative.text, Prompt::Sdxl { .. }) {
+    if matches!(positive.text, Prompt::Sdxl { .. }) != matches!(negative.text, Prompt::Sdxl { .. })
+    {
         return Err(g.refuse(
             &negative.encoder,
             None,
@@ -343,9 +349,7 @@ fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Refusal> {
                     node: node.clone(),
                     name: g.text(&node, "lora_name")?.to_string(),
                     strength_model: g.number(&node, "strength_model")?,
-                    strength_clip: clip
-                        .then(|| g.number(&node, "strength_clip"))
-                        .transpose()?,
+                    strength_clip: clip.then(|| g.number(&node, "strength_clip")).transpose()?,
                 });
             }
             class @ ("ModelSamplingSD3" | "ModelSamplingAuraFlow" | "ModelSamplingFlux") => {
@@ -371,12 +375,7 @@ fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Refusal> {
                 });
             }
             _ => {
-                g.expect(
-                    &node,
-                    MODEL_LOADERS,
-                    "model",
-                    (&from.0, from.1),
-                )?;
+                g.expect(&node, MODEL_LOADERS, "model", (&from.0, from.1))?;
                 loras.reverse();
                 return Ok(ModelChain {
                     loader: node,
@@ -414,13 +413,21 @@ fn conditioning(
             return Err(g.refuse(
                 &node,
                 None,
-                format!("is chained behind ControlNet node {}; only a single ControlNet is supported", first.apply),
+                format!(
+                    "is chained behind ControlNet node {}; only a single ControlNet is supported",
+                    first.apply
+                ),
                 "remove all but one ControlNet application",
             ));
         }
         let advanced = g.class(&node) == "ControlNetApplyAdvanced";
         let (loader, _) = g.source(&node, "control_net")?;
-        g.expect(&loader, &["ControlNetLoader"], "control_net", (&node, "control_net"))?;
+        g.expect(
+            &loader,
+            &["ControlNetLoader"],
+            "control_net",
+            (&node, "control_net"),
+        )?;
         let image = loaded_image(g, &node, "image")?;
         control = Some(Control {
             apply: node.clone(),
@@ -428,7 +435,12 @@ fn conditioning(
             image,
             strength: g.number(&node, "strength")?,
             window: advanced
-                .then(|| Ok::<_, Refusal>((g.number(&node, "start_percent")?, g.number(&node, "end_percent")?)))
+                .then(|| {
+                    Ok::<_, Refusal>((
+                        g.number(&node, "start_percent")?,
+                        g.number(&node, "end_percent")?,
+                    ))
+                })
                 .transpose()?,
             positive: name == "positive",
             negative: name == "negative",
@@ -461,12 +473,23 @@ fn conditioning(
     } else {
         Prompt::Single(g.text(&node, "text")?.to_string())
     };
-    Ok((Conditioning { encoder: node, text }, control))
+    Ok((
+        Conditioning {
+            encoder: node,
+            text,
+        },
+        control,
+    ))
 }
 
 /// The CLIP path of an encoder: the model's loader, a CLIP loader, or
 /// LoRA loaders already on the model path.
-fn clip_source(g: &Graph<'_>, clip: &str, encoder: &str, model: &ModelChain) -> Result<(), Refusal> {
+fn clip_source(
+    g: &Graph<'_>,
+    clip: &str,
+    encoder: &str,
+    model: &ModelChain,
+) -> Result<(), Refusal> {
     let mut node = clip.to_string();
     let mut from = (encoder.to_string(), "clip");
     while g.class(&node) == "LoraLoader" {
@@ -536,7 +559,12 @@ fn latent_source(g: &Graph<'_>, sampler: &str, loader: &str) -> Result<LatentSou
             "lower each sampler stage as its own package",
         ));
     }
-    g.expect(&node, LATENT_SOURCES, "latent_image", (sampler, "latent_image"))?;
+    g.expect(
+        &node,
+        LATENT_SOURCES,
+        "latent_image",
+        (sampler, "latent_image"),
+    )?;
     let encoded = |encode: &str| -> Result<String, Refusal> {
         let (vae, _) = g.source(encode, "vae")?;
         vae_source(g, &vae, loader, (encode, "vae"))?;
@@ -547,7 +575,11 @@ fn latent_source(g: &Graph<'_>, sampler: &str, loader: &str) -> Result<LatentSou
             width: g.number(&node, "width")? as i64,
             height: g.number(&node, "height")? as i64,
             batch: g.number(&node, "batch_size")? as i64,
-            channels: if class == "EmptySD3LatentImage" { 16 } else { 4 },
+            channels: if class == "EmptySD3LatentImage" {
+                16
+            } else {
+                4
+            },
             node,
         },
         "VAEEncode" => LatentSource::Encoded {

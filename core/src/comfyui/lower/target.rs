@@ -47,14 +47,28 @@ impl AdapterUse {
     pub(super) fn selection_inputs(&self) -> Vec<(String, Value, &'static str)> {
         let selection = &self.block["selection"];
         let max = selection["max_adapters"].as_i64().unwrap_or(1);
-        let aligned = |dtype: &str, shape: Value| {
-            json!({"dtype": dtype, "rank": shape.as_array().map_or(0, Vec::len), "shape": shape, "batch_layout": {"kind": "request_aligned", "axis": 0}})
-        };
+        let aligned = |dtype: &str, shape: Value| json!({"dtype": dtype, "rank": shape.as_array().map_or(0, Vec::len), "shape": shape, "batch_layout": {"kind": "request_aligned", "axis": 0}});
         [
-            ("segments", aligned("int64", json!(["batch", max])), "adapter_segments"),
-            ("adapter_counts", aligned("int64", json!(["batch"])), "adapter_counts"),
-            ("scales", aligned("float32", json!(["batch", max])), "adapter_scales"),
-            ("active", aligned("bool", json!(["batch"])), "adapter_active"),
+            (
+                "segments",
+                aligned("int64", json!(["batch", max])),
+                "adapter_segments",
+            ),
+            (
+                "adapter_counts",
+                aligned("int64", json!(["batch"])),
+                "adapter_counts",
+            ),
+            (
+                "scales",
+                aligned("float32", json!(["batch", max])),
+                "adapter_scales",
+            ),
+            (
+                "active",
+                aligned("bool", json!(["batch"])),
+                "adapter_active",
+            ),
         ]
         .into_iter()
         .filter_map(|(field, c, role)| {
@@ -99,11 +113,17 @@ pub(super) fn route_loras(
         return Err(g.refuse(
             &plan.model.loras[max.max(0) as usize].node,
             None,
-            format!("is LoRA number {} on the model path; the target package selects at most {max}", max + 1),
+            format!(
+                "is LoRA number {} on the model path; the target package selects at most {max}",
+                max + 1
+            ),
             "remove LoRA loaders or raise adapters.selection.max_adapters",
         ));
     }
-    let targets = block["target_manifest"]["targets"].as_array().cloned().unwrap_or_default();
+    let targets = block["target_manifest"]["targets"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     for t in &targets {
         let component = t["component"].as_str().unwrap_or_default();
         if !components.contains(&component) {
@@ -121,15 +141,24 @@ pub(super) fn route_loras(
     let mut selection = Vec::new();
     for lora in &plan.model.loras {
         let wanted = stem(&lora.name);
-        let found = artifacts.into_iter().flatten().find(|(alias, a)| {
-            alias.as_str() == wanted || a["identity"].as_str() == Some(wanted)
-        });
+        let found = artifacts
+            .into_iter()
+            .flatten()
+            .find(|(alias, a)| alias.as_str() == wanted || a["identity"].as_str() == Some(wanted));
         let Some((alias, artifact)) = found else {
-            let declared: Vec<&str> = artifacts.into_iter().flatten().map(|(a, _)| a.as_str()).collect();
+            let declared: Vec<&str> = artifacts
+                .into_iter()
+                .flatten()
+                .map(|(a, _)| a.as_str())
+                .collect();
             return Err(g.refuse(
                 &lora.node,
                 Some("lora_name"),
-                format!("loads LoRA '{}', which the target package does not declare (it declares: {})", lora.name, declared.join(", ")),
+                format!(
+                    "loads LoRA '{}', which the target package does not declare (it declares: {})",
+                    lora.name,
+                    declared.join(", ")
+                ),
                 "choose a LoRA the package declares, or add it to the package's adapters",
             ));
         };

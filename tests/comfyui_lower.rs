@@ -1,0 +1,535 @@
+//! Lowering of every supported ComfyUI pattern (our fixtures under
+//! `fixtures/comfyui/patterns/`) and every refusal, asserting the document
+//! validates and carries the graph's values as typed inputs.
+
+mod support;
+
+use serde_json::{Value, json};
+use wfstudio_core::comfyui::lower::{self, Lowered, Refusal, Target};
+
+fn pattern(name: &str) -> Value {
+    let path = support::fixtures().join(format!("comfyui/patterns/{name}.api.json"));
+    serde_json::from_str(&std::fs::read_to_string(&path).expect("fixture")).expect("JSON")
+}
+
+fn lora_target() -> Target {
+    Target::from_package(&support::fixtures().join("comfyui/lora-target")).expect("target")
+}
+
+/// Lowers and checks the document validates with no diagnostics.
+fn lowered(api: &Value, target: &Target) -> Lowered {
+    let lowered = lower::lower_for(api, target).unwrap_or_else(|r| panic!("refused: {r:#?}"));
+    let yaml = wfstudio_schema::emit::to_yaml(&lowered.document);
+    let loaded = wfstudio_schema::parse_text(
+        &yaml,
+        wfstudio_schema::Format::Yaml,
+        &wfstudio_schema::Limits::default(),
+    )
+    .expect("the lowered document parses");
+    let report = wfstudio_core::validate(&loaded.document, &wfstudio_core::Options::default());
+    assert!(report.diagnostics.is_empty(), "{:#?}", report.diagnostics);
+    lowered
+}
+
+fn workflow(l: &Lowered) -> &Value {
+    &l.document["pipeline"]["workflow"]
+}
+
+fn default_of<'a>(l: &'a Lowered, input: &str) -> &'a Value {
+    &workflow(l)["inputs"][input]["default"]
+}
+
+/// The components invoked by a step list, in order.
+fn invoked(steps: &Value) -> Vec<String> {
+    steps
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s["component"].as_str().map(str::to_string))
+        .collect()
+}
+
+fn setup(l: &Lowered) -> Vec<String> {
+    invoked(&workflow(l)["steps"][0]["setup"])
+}
+
+fn body(l: &Lowered) -> Vec<String> {
+    invoked(&workflow(l)["steps"][0]["steps"])
+}
+
+#[test]
+fn img2img_starts_at_the_half_even_rounded_step_and_takes_denoise_as_an_input() {
+    assert_eq!(lower::denoise_start_step(5, 0.5), 3, "2.5 rounds to 2");
+    assert_eq!(lower::denoise_start_step(10, 0.75), 2, "7.5 rounds to 8");
+    assert_eq!(lower::denoise_start_step(20, 1.0), 0);
+    assert_eq!(lower::denoise_start_step(20, 0.6), 8);
+    let l = lowered(&pattern("img2img"), &Target::default());
+    assert_eq!(default_of(&l, "request.denoise"), &json!(0.5));
+    assert_eq!(
+        workflow(&l)["inputs"]["request.denoise"]["role"]["role"],
+        "denoising_strength"
+    );
+    assert_eq!(workflow(&l)["inputs"]["request.image"]["required"], true);
+    assert_eq!(
+        setup(&l),
+        [
+            "diffusion_schedule",
+            "diffusion_timesteps",
+            "latent_row_shape",
+            "latent_noise",
+            "text_encoder",
+            "text_encoder",
+            "denoise_window",
+            "vae_encoder",
+            "add_noise",
+            "continue_predicate"
+        ]
+    );
+    assert_eq!(body(&l)[0], "step_offset");
+    assert_eq!(
+        workflow(&l)["steps"][0]["max_iterations"],
+        "diffusion.iterations"
+    );
+    assert_eq!(
+        workflow(&l)["state"]["latent_state"]["initializer"],
+        "latent.start"
+    );
+    assert_eq!(
+        l.notes,
+        ["denoise 0.5: sampling starts at step 3 of 5 (request.denoise)"]
+    );
+    // The encoder step came from VAEEncode and LoadImage.
+    assert!(l.provenance.contains(&(
+        "pipeline.workflow.steps[0].setup[7]".into(),
+        vec!["4".into(), "8".into()]
+    )));
+}
+
+#[test]
+fn ksampler_advanced_takes_its_start_and_end_steps_as_inputs() {
+    let l = lowered(&pattern("ksampler-advanced"), &Target::default());
+    assert_eq!(default_of(&l, "request.start_step"), &json!(2));
+    assert_eq!(default_of(&l, "request.end_step"), &json!(8));
+    assert_eq!(default_of(&l, "request.max_iterations"), &json!(10));
+    assert_eq!(default_of(&l, "request.seed"), &json!(7));
+    let solver = &workflow(&l)["components"]["solver_step"];
+    assert_eq!(
+        solver["contract"]["parameters"]["final_step"],
+        "full_denoise"
+    );
+    assert_eq!(solver["contract"]["parameters"]["solver"], "dpmpp_2m");
+    assert!(setup(&l).contains(&"step_window".to_string()));
+    assert!(setup(&l).contains(&"empty_latent".to_string()));
+    assert_eq!(
+        l.notes,
+        ["steps 2..8 of 10 (request.start_step, request.end_step)"]
+    );
+
+    let mut keep = pattern("ksampler-advanced");
+    keep["5"]["inputs"]["return_with_leftover_noise"] = json!("enable");
+    keep["5"]["inputs"]["end_at_step"] = json!(10000);
+    let l = lowered(&keep, &Target::default());
+    assert_eq!(
+        default_of(&l, "request.end_step"),
+        &json!(10),
+        "clipped to the step count"
+    );
+    assert_eq!(
+        workflow(&l)["components"]["solver_step"]["contract"]["parameters"]["final_step"],
+        "keep_leftover_noise"
+    );
+}
+
+#[test]
+fn inpainting_applies_the_mask_after_every_step() {
+    for (name, grow) in [("inpaint", 6), ("latent-noise-mask", 0)] {
+        let l = lowered(&pattern(name), &Target::default());
+        assert_eq!(
+            workflow(&l)["inputs"]["request.mask"]["contract"]["shape"],
+            json!(["batch", 1, "height", "width"])
+        );
+        let body = body(&l);
+        let solver = body
+            .iter()
+            .position(|c| c == "solver_step")
+            .expect("solver");
+        assert_eq!(body[solver + 1], "masked_blend", "{name}");
+        assert_eq!(
+            workflow(&l)["components"]["latent_mask"]["contract"]["parameters"]["grow_mask_by"],
+            json!(grow)
+        );
+        let greyed = setup(&l).contains(&"inpaint_pixels".to_string());
+        assert_eq!(greyed, name == "inpaint", "{name}");
+    }
+}
+
+#[test]
+fn sdxl_prompts_use_both_encoders_and_size_conditioning() {
+    let l = lowered(&pattern("sdxl"), &Target::default());
+    assert_eq!(
+        l.prompts,
+        [
+            (
+                "request.input_ids".to_string(),
+                "a castle on a hill, detailed".to_string()
+            ),
+            ("request.input_ids_l".to_string(), "a castle".to_string()),
+            (
+                "request.negative_input_ids".to_string(),
+                "blurry".to_string()
+            ),
+            (
+                "request.negative_input_ids_l".to_string(),
+                "blurry".to_string()
+            ),
+        ]
+    );
+    assert_eq!(
+        default_of(&l, "request.positive_size"),
+        &json!([1024.0, 1024.0, 0.0, 0.0, 1024.0, 1024.0])
+    );
+    let denoiser = &workflow(&l)["components"]["denoiser"]["ports"]["inputs"];
+    assert!(denoiser.get("text_embeds").is_some() && denoiser.get("time_ids").is_some());
+    assert_eq!(
+        setup(&l)
+            .iter()
+            .filter(|c| *c == "sdxl_conditioning")
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn a_single_controlnet_conditions_the_prompts_it_is_applied_to() {
+    let l = lowered(&pattern("controlnet"), &Target::default());
+    assert_eq!(default_of(&l, "request.control_strength"), &json!(0.9));
+    assert_eq!(default_of(&l, "request.control_end"), &json!(0.6));
+    let steps = &workflow(&l)["steps"][0]["steps"];
+    let scales: Vec<&str> = steps
+        .as_array()
+        .expect("body")
+        .iter()
+        .filter(|s| s["component"] == "controlnet")
+        .map(|s| s["inputs"]["scale"].as_str().expect("bound"))
+        .collect();
+    assert_eq!(scales, ["control.scale", "control.scale"]);
+
+    let l = lowered(&pattern("controlnet-positive"), &Target::default());
+    let steps = &workflow(&l)["steps"][0]["steps"];
+    let scales: Vec<(&str, &str)> = steps
+        .as_array()
+        .expect("body")
+        .iter()
+        .filter(|s| s["component"] == "controlnet")
+        .map(|s| {
+            (
+                s["inputs"]["encoder_hidden_states"]
+                    .as_str()
+                    .expect("bound"),
+                s["inputs"]["scale"].as_str().expect("bound"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        scales,
+        [
+            ("conditioning.unconditional", "package.no_control"),
+            ("conditioning.conditional", "request.control_strength")
+        ]
+    );
+    assert_eq!(default_of(&l, "package.no_control"), &json!(0.0));
+}
+
+#[test]
+fn flow_matching_sampling_becomes_a_typed_shift_input() {
+    let l = lowered(&pattern("flow-sd3"), &Target::default());
+    assert_eq!(default_of(&l, "request.flow_shift"), &json!(3.0));
+    let schedule = &workflow(&l)["components"]["diffusion_schedule"];
+    assert_eq!(schedule["contract"]["parameters"]["prediction"], "flow");
+    assert_eq!(schedule["contract"]["parameters"]["spacing"], "simple");
+    assert_eq!(schedule["ports"]["inputs"]["shift"]["dtype"], "float32");
+    assert_eq!(
+        workflow(&l)["components"]["latent_row_shape"]["contract"]["parameters"]["channels"],
+        16
+    );
+
+    let mut flux = pattern("flow-sd3");
+    flux["13"] = json!({"class_type": "ModelSamplingFlux", "inputs": {"model": ["12", 0], "max_shift": 1.15, "base_shift": 0.5, "width": 1024, "height": 1024}});
+    let l = lowered(&flux, &Target::default());
+    assert_eq!(default_of(&l, "request.flow_max_shift"), &json!(1.15));
+    assert_eq!(default_of(&l, "request.flow_base_shift"), &json!(0.5));
+}
+
+#[test]
+fn lora_is_routed_through_the_target_packages_adapters() {
+    let l = lowered(&pattern("lora"), &lora_target());
+    assert_eq!(
+        l.document["adapters"]["artifacts"]["watercolor"]["index"],
+        0
+    );
+    let inputs = &workflow(&l)["inputs"];
+    assert_eq!(
+        inputs["request.adapter_segments"]["role"]["role"],
+        "adapter_segments"
+    );
+    assert_eq!(
+        inputs["request.adapter_scales"]["contract"]["shape"],
+        json!(["batch", 2])
+    );
+    let caps = workflow(&l)["manifest"]["capabilities"].to_string();
+    assert!(caps.contains("parameter_adapters") && caps.contains("heterogeneous_adapter_batching"));
+    assert_eq!(
+        l.notes,
+        ["LoRA 'watercolor' is adapter 0 at scale 0.8: pass it in the adapter selection inputs"]
+    );
+}
+
+fn refusal(api: &Value, target: &Target) -> (String, String, Option<String>, String, String) {
+    let refusals: Vec<Refusal> = lower::lower_for(api, target).expect_err("refused");
+    let r = &refusals[0];
+    assert!(!r.remedy.is_empty());
+    (
+        r.node.clone(),
+        r.class.clone(),
+        r.input.clone(),
+        r.message.clone(),
+        r.remedy.clone(),
+    )
+}
+
+fn edited(name: &str, edit: impl Fn(&mut Value)) -> Value {
+    let mut api = pattern(name);
+    edit(&mut api);
+    api
+}
+
+/// Node, class, input and message of the first refusal.
+type Expected = (
+    &'static str,
+    &'static str,
+    Option<&'static str>,
+    &'static str,
+);
+
+#[test]
+fn every_refusal_names_the_node_class_input_and_a_remedy() {
+    let none = Target::default();
+    let cases: Vec<(Value, Target, Expected)> = vec![
+        (
+            edited("controlnet", |g| {
+                g["20"] = json!({"class_type": "ControlNetApply", "inputs": {"conditioning": ["2", 0], "control_net": ["9", 0], "image": ["10", 0], "strength": 0.5}});
+                g["11"]["inputs"]["positive"] = json!(["20", 0]);
+            }),
+            none.clone(),
+            (
+                "20",
+                "ControlNetApply",
+                None,
+                "is chained behind ControlNet node 11; only a single ControlNet is supported",
+            ),
+        ),
+        (
+            edited("controlnet-positive", |g| {
+                g["20"] = json!({"class_type": "Canny", "inputs": {"image": ["10", 0], "low_threshold": 0.4, "high_threshold": 0.8}});
+                g["11"]["inputs"]["image"] = json!(["20", 0]);
+            }),
+            none.clone(),
+            (
+                "20",
+                "Canny",
+                None,
+                "feeds `image` of node 11; the importer takes pictures only straight from LoadImage (its image becomes a workflow input)",
+            ),
+        ),
+        (
+            edited("controlnet-positive", |g| {
+                g["21"] = json!({"class_type": "ControlNetApply", "inputs": {"conditioning": ["3", 0], "control_net": ["9", 0], "image": ["10", 0], "strength": 0.5}});
+                g["5"]["inputs"]["negative"] = json!(["21", 0]);
+            }),
+            none.clone(),
+            (
+                "21",
+                "ControlNetApply",
+                None,
+                "is a second ControlNet application; only a single ControlNet is supported",
+            ),
+        ),
+        (
+            pattern("lora"),
+            none.clone(),
+            (
+                "12",
+                "LoraLoader",
+                Some("lora_name"),
+                "loads LoRA 'styles/watercolor.safetensors', but the target package declares no adapters",
+            ),
+        ),
+        (
+            edited("lora", |g| {
+                g["12"]["inputs"]["lora_name"] = json!("ink.safetensors")
+            }),
+            lora_target(),
+            (
+                "12",
+                "LoraLoader",
+                Some("lora_name"),
+                "loads LoRA 'ink.safetensors', which the target package does not declare (it declares: watercolor)",
+            ),
+        ),
+        (
+            edited(
+                "sdxl",
+                |g| g["3"] = json!({"class_type": "CLIPTextEncode", "inputs": {"text": "blurry", "clip": ["1", 1]}}),
+            ),
+            none.clone(),
+            (
+                "3",
+                "CLIPTextEncode",
+                None,
+                "mixes CLIPTextEncode and CLIPTextEncodeSDXL between the positive and negative prompt; the two need the same encoders",
+            ),
+        ),
+        (
+            edited("img2img", |g| g["4"]["class_type"] = json!("MyLatentNoise")),
+            none.clone(),
+            (
+                "4",
+                "MyLatentNoise",
+                None,
+                "feeds `latent_image` of node 5 as its latent_image, which the importer supports only from EmptyLatentImage or EmptySD3LatentImage or VAEEncode or VAEEncodeForInpaint or SetLatentNoiseMask",
+            ),
+        ),
+        (
+            edited("img2img", |g| {
+                g["5"]["inputs"]["sampler_name"] = json!("uni_pc")
+            }),
+            none.clone(),
+            (
+                "5",
+                "KSampler",
+                Some("sampler_name"),
+                "uses sampler 'uni_pc', which has no solver policy",
+            ),
+        ),
+        (
+            edited("img2img", |g| {
+                g["5"]["inputs"]["scheduler"] = json!("sgm_uniform")
+            }),
+            none.clone(),
+            (
+                "5",
+                "KSampler",
+                Some("scheduler"),
+                "uses schedule 'sgm_uniform', which has no schedule policy",
+            ),
+        ),
+        (
+            edited("ksampler-advanced", |g| {
+                g["5"]["inputs"]["start_at_step"] = json!(9)
+            }),
+            none.clone(),
+            (
+                "5",
+                "KSamplerAdvanced",
+                Some("start_at_step"),
+                "starts at step 9 but the run ends at step 8, so no step runs",
+            ),
+        ),
+        (
+            edited("ksampler-advanced", |g| {
+                g["5"]["inputs"]["add_noise"] = json!("disable")
+            }),
+            none.clone(),
+            (
+                "5",
+                "KSamplerAdvanced",
+                Some("add_noise"),
+                "disables noise on an empty latent, which would sample from a blank image",
+            ),
+        ),
+        (
+            edited("ksampler-advanced", |g| {
+                g["9"] = g["5"].clone();
+                g["5"]["inputs"]["latent_image"] = json!(["9", 0]);
+            }),
+            none.clone(),
+            (
+                "9",
+                "KSamplerAdvanced",
+                None,
+                "feeds its latent into sampler 5; chained samplers (refiners, hires fix) are not supported",
+            ),
+        ),
+        (
+            edited("flow-sd3", |g| {
+                g["16"] = json!({"class_type": "ModelSamplingAuraFlow", "inputs": {"model": ["12", 0], "shift": 1.73}});
+                g["13"]["inputs"]["model"] = json!(["16", 0]);
+            }),
+            none.clone(),
+            (
+                "16",
+                "ModelSamplingAuraFlow",
+                None,
+                "is a second model-sampling override on the model path",
+            ),
+        ),
+        (
+            edited("inpaint", |g| {
+                g["20"] = json!({"class_type": "ImageToMask", "inputs": {"image": ["8", 0], "channel": "red"}});
+                g["4"]["inputs"]["mask"] = json!(["20", 0]);
+            }),
+            none.clone(),
+            (
+                "20",
+                "ImageToMask",
+                None,
+                "feeds `mask` of node 4; the importer takes masks only from LoadImage's MASK output or LoadImageMask",
+            ),
+        ),
+        (
+            edited("img2img", |g| g["5"]["inputs"]["denoise"] = json!(0.05)),
+            none.clone(),
+            (
+                "5",
+                "KSampler",
+                Some("denoise"),
+                "has denoise 0.05, which leaves no step of 5 to run",
+            ),
+        ),
+        (
+            edited("img2img", |g| g["5"]["inputs"]["seed"] = json!(["8", 0])),
+            none.clone(),
+            (
+                "5",
+                "KSampler",
+                Some("seed"),
+                "is driven by another node, but it is a run parameter the workflow takes as an input",
+            ),
+        ),
+        (
+            edited(
+                "img2img",
+                |g| g["9"] = json!({"class_type": "PreviewImage", "inputs": {"images": ["6", 0]}}),
+            ),
+            none.clone(),
+            (
+                "9",
+                "PreviewImage",
+                None,
+                "the graph has 2 image sinks (SaveImage / PreviewImage); exactly one is needed",
+            ),
+        ),
+    ];
+    for (api, target, want) in cases {
+        let (node, class, input, message, _) = refusal(&api, &target);
+        assert_eq!(
+            (
+                node.as_str(),
+                class.as_str(),
+                input.as_deref(),
+                message.as_str()
+            ),
+            want
+        );
+    }
+}
