@@ -6,9 +6,12 @@
 
 pub mod autosave;
 pub mod canvas;
+pub mod comfy_panel;
+pub mod comfy_view;
 pub mod diagnostics;
 pub mod document;
 pub mod fields;
+pub mod import;
 pub mod inspector;
 pub mod palette;
 pub mod recent;

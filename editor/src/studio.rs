@@ -4,6 +4,7 @@
 //! type only draws, turns input into [`Command`]s and applies them.
 
 use crate::canvas::{self, CanvasAction, CanvasState, CanvasView, RunOverlay};
+use crate::comfy_panel::{ComfyAction, ComfyPanel};
 use crate::diagnostics::{self, DiagnosticAction};
 use crate::document::OpenDocument;
 use crate::inspector::{self, InspectorState};
@@ -78,6 +79,8 @@ pub struct Studio {
     /// The SSA value last clicked on the canvas (a wire or a bound port),
     /// for the run panel's value inspector.
     pub inspected_value: Option<String>,
+    /// The imported ComfyUI graph shown beside its lowered workflow.
+    pub comfy: Option<ComfyPanel>,
 }
 
 /// How long edits wait before their recovery copy is written.
@@ -117,6 +120,7 @@ impl Studio {
             config,
             run_overlay: RunOverlay::default(),
             inspected_value: None,
+            comfy: None,
         }
     }
 
@@ -197,6 +201,16 @@ impl Studio {
             .unwrap_or_else(|| doc.path.clone());
         let dropped = doc.dropped_comments;
         let previous = doc.path.clone();
+        // An imported document's package folder may not exist yet.
+        if let Some(parent) = target.parent()
+            && let Err(error) = std::fs::create_dir_all(parent)
+        {
+            self.say(
+                format!("Could not create {}: {error}", parent.display()),
+                true,
+            );
+            return;
+        }
         match doc.save_to(&target) {
             Ok(()) => {
                 if previous != target {
@@ -217,9 +231,62 @@ impl Studio {
         }
     }
 
+    /// Writes the document as `dir/inference_metadata.yaml` (Save as
+    /// package, for an imported ComfyUI graph or any document).
+    pub fn save_as_package(&mut self, dir: &Path) {
+        self.save(Some(&dir.join("inference_metadata.yaml")));
+    }
+
+    /// Lowers the open ComfyUI graph again for the package in `dir`.
+    pub fn lower_for_package(&mut self, dir: &Path) {
+        if let Some(comfy) = &self.comfy {
+            let path = comfy.source.clone();
+            self.opening.push(path.clone());
+            self.worker.submit(Job::Import {
+                path,
+                target: Some(dir.to_path_buf()),
+            });
+        }
+    }
+
+    fn imported(&mut self, graph: crate::import::ImportedGraph) {
+        let _ = crate::recent::remember(self.config.as_deref(), &mut self.recent, &graph.source);
+        let panel = ComfyPanel::new(&graph);
+        let name = graph.source.display();
+        match panel.refusals.first() {
+            None => self.say(format!("Imported {name}: lowered to a workflow (unsaved; Save as package writes it)"), false),
+            Some(first) => self.say(
+                format!("Imported {name}: refused, {}", crate::comfy_view::refusal_text(first)),
+                true,
+            ),
+        }
+        self.doc = graph.opened.map(|opened| {
+            let mut doc = OpenDocument::from_opened(opened);
+            doc.history.mark_unsaved();
+            doc
+        });
+        self.autosaved = None;
+        self.autosave_due = None;
+        self.selection.clear();
+        self.canvas = CanvasState::default();
+        self.yaml = YamlState::default();
+        self.inspector = InspectorState::default();
+        self.comfy = Some(panel);
+    }
+
     fn receive(&mut self) {
         for outcome in self.worker.poll() {
             match outcome {
+                Outcome::Imported { requested, result } => {
+                    self.opening.retain(|p| p != &requested);
+                    match result {
+                        Ok(graph) => self.imported(*graph),
+                        Err(error) => self.say(
+                            format!("Could not import {}: {error}", requested.display()),
+                            true,
+                        ),
+                    }
+                }
                 Outcome::Opened { requested, result } => {
                     self.opening.retain(|p| p != &requested);
                     match result {
@@ -248,6 +315,7 @@ impl Studio {
                             self.autosaved = doc.history.is_dirty().then(|| doc.history.revision());
                             self.autosave_due = None;
                             self.doc = Some(doc);
+                            self.comfy = None;
                             self.selection.clear();
                             self.canvas = CanvasState::default();
                             self.yaml = YamlState::default();
@@ -375,7 +443,12 @@ impl Studio {
         self.menu_bar(ui);
         self.status_bar(ui);
         if self.doc.is_none() {
-            self.welcome(ui);
+            if self.comfy.is_some() {
+                egui::CentralPanel::default().show(ui, |ui| self.comfy_pane(ui));
+                self.replace_prompt(ctx);
+            } else {
+                self.welcome(ui);
+            }
             return;
         }
         self.side_panels(ui);
@@ -512,6 +585,13 @@ impl Studio {
                     {
                         self.save(Some(&target));
                     }
+                    if ui
+                        .add_enabled(has_doc, egui::Button::new("Save as package…"))
+                        .clicked()
+                        && let Some(dir) = rfd_dialog().pick_folder()
+                    {
+                        self.save_as_package(&dir);
+                    }
                 });
                 ui.menu_button("Edit", |ui| {
                     let undo = self
@@ -605,7 +685,7 @@ impl Studio {
             ui.vertical_centered(|ui| {
                 ui.add_space(60.0);
                 ui.heading("Workflow Studio");
-                ui.label("Open an inference_metadata.yaml or a package folder, or drop one here.");
+                ui.label("Open an inference_metadata.yaml, a package folder or a ComfyUI graph (.json, .png, .webp), or drop one here.");
                 if ui.button("Open file…").clicked() {
                     self.pick_and_open(false);
                 }
@@ -709,7 +789,38 @@ impl Studio {
         });
     }
 
+    /// The ComfyUI pane and what its buttons and clicks ask for.
+    fn comfy_pane(&mut self, ui: &mut egui::Ui) {
+        let Some(comfy) = &mut self.comfy else { return };
+        match comfy.show(ui, &self.selection, self.doc.is_some()) {
+            Some(ComfyAction::SelectSteps(steps)) => {
+                if let Some(first) = steps.first().cloned() {
+                    self.reveal(&first);
+                }
+                self.selection = steps;
+            }
+            Some(ComfyAction::SaveAsPackage) => {
+                if let Some(dir) = rfd_dialog().pick_folder() {
+                    self.save_as_package(&dir);
+                }
+            }
+            Some(ComfyAction::ChooseTarget) => {
+                if let Some(dir) = rfd_dialog().pick_folder() {
+                    self.lower_for_package(&dir);
+                }
+            }
+            None => {}
+        }
+    }
+
     fn graph_tab(&mut self, ui: &mut egui::Ui) {
+        if self.comfy.is_some() {
+            let width = ui.available_width() * 0.45;
+            egui::Panel::left("comfy_pane")
+                .resizable(true)
+                .default_size(width)
+                .show(ui, |ui| self.comfy_pane(ui));
+        }
         let Some(doc) = &mut self.doc else { return };
         let Some(analysis) = &doc.analysis else {
             ui.centered_and_justified(|ui| ui.spinner());
@@ -1077,7 +1188,9 @@ fn sort_key(path: &DocPath) -> Vec<(usize, String)> {
 
 /// The file dialog, starting in the current folder.
 fn rfd_dialog() -> rfd::FileDialog {
-    let dialog = rfd::FileDialog::new().add_filter("inference metadata", &["yaml", "yml", "json"]);
+    let dialog = rfd::FileDialog::new()
+        .add_filter("inference metadata", &["yaml", "yml", "json"])
+        .add_filter("ComfyUI graph", &["json", "png", "webp"]);
     match std::env::current_dir() {
         Ok(dir) => dialog.set_directory(dir),
         Err(_) => dialog,

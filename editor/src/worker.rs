@@ -1,9 +1,10 @@
-//! The background worker: opening, parsing, validating and laying out run
+//! The background worker: opening (documents and ComfyUI imports), parsing, validating and laying out run
 //! here, never on the UI thread. Jobs go in on one channel, results come
 //! back on another, and the UI is asked to repaint when one arrives. A panic
 //! inside a job is caught and reported as that job's failure; the worker
 //! and the open documents carry on.
 
+use crate::import::ImportedGraph;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -21,6 +22,13 @@ pub enum Job {
         path: PathBuf,
         /// The config folder holding recovery copies.
         config: Option<PathBuf>,
+    },
+    /// Import a ComfyUI file, lowering it for the package in `target`.
+    Import {
+        /// The ComfyUI file.
+        path: PathBuf,
+        /// The target package folder (its adapters serve LoRA loaders).
+        target: Option<PathBuf>,
     },
     /// Validate and lay out one revision of a document.
     Analyze(Box<AnalyzeJob>),
@@ -82,6 +90,13 @@ pub enum Outcome {
         requested: PathBuf,
         /// The document, or why it could not be opened.
         result: Result<Opened, String>,
+    },
+    /// A ComfyUI file was imported (or could not be read).
+    Imported {
+        /// The path asked for.
+        requested: PathBuf,
+        /// The import, or why the file could not be read.
+        result: Result<Box<ImportedGraph>, String>,
     },
     /// A revision was analyzed.
     Analyzed(Box<Analysis>),
@@ -148,6 +163,7 @@ impl Worker {
 fn run_caught(job: Job) -> Outcome {
     let name = match &job {
         Job::Open { path, .. } => format!("opening {}", path.display()),
+        Job::Import { path, .. } => format!("importing {}", path.display()),
         Job::Analyze(a) => format!("validating revision {}", a.revision),
         Job::ParseText { .. } => "parsing the YAML text".to_string(),
         Job::Autosave { .. } => "writing the recovery copy".to_string(),
@@ -177,9 +193,13 @@ pub fn run(job: Job) -> Outcome {
             path: requested,
             config,
         } => {
+            if crate::import::is_comfyui_file(&requested) {
+                return imported(requested, None);
+            }
             let result = open(&requested, config.as_deref());
             Outcome::Opened { requested, result }
         }
+        Job::Import { path, target } => imported(path, target),
         Job::Analyze(job) => Outcome::Analyzed(Box::new(analyze(*job))),
         Job::Autosave {
             config,
@@ -208,6 +228,11 @@ pub fn run(job: Job) -> Outcome {
                 .map(|loaded| Box::new(loaded.document)),
         },
     }
+}
+
+fn imported(requested: PathBuf, target: Option<PathBuf>) -> Outcome {
+    let result = crate::import::import_file(&requested, target.as_deref()).map(Box::new);
+    Outcome::Imported { requested, result }
 }
 
 fn open(requested: &Path, config: Option<&Path>) -> Result<Opened, String> {

@@ -6,10 +6,11 @@
 
 use super::report::{JsonDiagnostic, text};
 use super::{EXIT_ERRORS, InputPath, OutputFormat};
-use anyhow::{Context, bail};
+use anyhow::Context;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use wfstudio_core::comfyui::{NodeDefs, lower, read, to_api, ui_to_api};
+use wfstudio_core::comfyui::import::{ApiOf, api_of};
+use wfstudio_core::comfyui::{NodeDefs, lower, read};
 use wfstudio_schema::{Diagnostic, DocPath};
 
 /// Arguments of `wfstudio import-comfyui`.
@@ -41,30 +42,25 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
     let bytes =
         std::fs::read(&args.input).with_context(|| format!("reading {}", args.input.display()))?;
     let found = read(&bytes).with_context(|| format!("reading {}", args.input.display()))?;
-    let api = match (found.ui, found.api) {
-        (Some(ui), _) => {
-            let path = args
-                .node_defs
-                .clone()
-                .or_else(|| std::env::var_os("WFSTUDIO_NODE_DEFS").map(PathBuf::from))
-                .context("a UI workflow needs node definitions: pass --node-defs node_defs.json or set WFSTUDIO_NODE_DEFS")?;
+    let defs = match (&found.ui, node_defs_path(args)) {
+        (Some(_), Some(path)) => {
             let text = std::fs::read_to_string(&path)
                 .with_context(|| format!("reading {}", path.display()))?;
-            let defs = NodeDefs::parse(&text)
-                .map_err(anyhow::Error::msg)
-                .with_context(|| format!("reading {}", path.display()))?;
-            let (graph, issues) = ui_to_api(&ui, &defs);
-            for issue in &issues {
-                eprintln!(
-                    "warning: node {} ({}): {}",
-                    issue.node, issue.class, issue.message
-                );
-            }
-            to_api::api_json(&graph)
+            Some(
+                NodeDefs::parse(&text)
+                    .map_err(anyhow::Error::msg)
+                    .with_context(|| format!("reading {}", path.display()))?,
+            )
         }
-        (None, Some(api)) => api,
-        (None, None) => bail!("{} holds no ComfyUI graph", args.input.display()),
+        _ => None,
     };
+    let ApiOf { api, issues } = api_of(&found, defs.as_ref())?;
+    for issue in &issues {
+        eprintln!(
+            "warning: node {} ({}): {}",
+            issue.node, issue.class, issue.message
+        );
+    }
     if args.emit_api {
         println!("{}", serde_json::to_string_pretty(&api)?);
         return Ok(ExitCode::SUCCESS);
@@ -138,4 +134,11 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(EXIT_ERRORS))
         }
     }
+}
+
+/// `--node-defs`, else `$WFSTUDIO_NODE_DEFS`.
+fn node_defs_path(args: &ImportArgs) -> Option<PathBuf> {
+    args.node_defs
+        .clone()
+        .or_else(|| std::env::var_os("WFSTUDIO_NODE_DEFS").map(PathBuf::from))
 }

@@ -114,6 +114,12 @@ impl History {
         self.saved_id = Some(self.current_id);
     }
 
+    /// Records that nothing on disk holds the current state (a document
+    /// made in memory, such as a ComfyUI import).
+    pub fn mark_unsaved(&mut self) {
+        self.saved_id = None;
+    }
+
     /// Whether the current state differs from the saved one.
     pub fn is_dirty(&self) -> bool {
         self.saved_id != Some(self.current_id)

@@ -1,0 +1,123 @@
+//! Opening a ComfyUI file in the studio (on the worker): recognise it,
+//! import it with the node definitions named by `$WFSTUDIO_NODE_DEFS`, and
+//! turn a lowered graph into an in-memory document proposed at
+//! `<folder>/<stem>/inference_metadata.yaml` until it is saved as a package.
+
+use crate::worker::Opened;
+use std::path::{Path, PathBuf};
+use wfstudio_core::comfyui::lower::Target;
+use wfstudio_core::comfyui::{Imported, NodeDefs, import};
+use wfstudio_schema::{Format, Limits, parse_text};
+
+/// The largest ComfyUI file (JSON or image) the studio reads.
+const MAX_IMPORT_BYTES: u64 = 256 << 20;
+
+/// An imported ComfyUI file.
+#[derive(Debug)]
+pub struct ImportedGraph {
+    /// The file it came from.
+    pub source: PathBuf,
+    /// The target package it was lowered for, if one was chosen.
+    pub target: Option<PathBuf>,
+    /// The graph, its lowering or refusals.
+    pub imported: Imported,
+    /// The lowered document, ready to edit (when not refused).
+    pub opened: Option<Opened>,
+}
+
+/// Whether `path` holds a ComfyUI graph rather than a workflow document: a
+/// PNG or WebP, or JSON that reads as a ComfyUI graph and has no
+/// `schema_version`.
+pub fn is_comfyui_file(path: &Path) -> bool {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match ext.as_deref() {
+        Some("png" | "webp") => true,
+        Some("json") => std::fs::metadata(path).is_ok_and(|m| m.len() <= MAX_IMPORT_BYTES)
+            && std::fs::read(path).is_ok_and(|bytes| {
+            let inference = serde_json::from_slice::<serde_json::Value>(&bytes)
+                .is_ok_and(|v| v.get("schema_version").is_some() || v.get("pipeline").is_some());
+            !inference && wfstudio_core::comfyui::read(&bytes).is_ok()
+        }),
+        _ => false,
+    }
+}
+
+/// The node definitions `$WFSTUDIO_NODE_DEFS` names, if it is set.
+fn node_defs() -> Result<Option<NodeDefs>, String> {
+    let Some(path) = std::env::var_os("WFSTUDIO_NODE_DEFS").map(PathBuf::from) else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("reading node definitions {}: {e}", path.display()))?;
+    NodeDefs::parse(&text)
+        .map(Some)
+        .map_err(|e| format!("reading node definitions {}: {e}", path.display()))
+}
+
+/// Where the lowered document of `source` is proposed to be saved.
+pub fn proposed_document(source: &Path) -> PathBuf {
+    let name = source
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("comfyui");
+    let stem = name
+        .split('.')
+        .next()
+        .filter(|s| !s.is_empty())
+        .unwrap_or("comfyui");
+    source
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join(format!("{stem}-package"))
+        .join("inference_metadata.yaml")
+}
+
+/// Imports `source`, lowering for the package in `target` (its adapters).
+pub fn import_file(source: &Path, target: Option<&Path>) -> Result<ImportedGraph, String> {
+    let size = std::fs::metadata(source)
+        .map_err(|e| format!("reading {}: {e}", source.display()))?
+        .len();
+    if size > MAX_IMPORT_BYTES {
+        return Err(format!(
+            "{} is {size} bytes; ComfyUI files over {MAX_IMPORT_BYTES} bytes are not read",
+            source.display()
+        ));
+    }
+    let bytes = std::fs::read(source).map_err(|e| format!("reading {}: {e}", source.display()))?;
+    let package = match target {
+        Some(dir) => Target::from_package(dir)?,
+        None => Target::default(),
+    };
+    let defs = node_defs()?;
+    let imported = import(&bytes, defs.as_ref(), &package)
+        .map_err(|e| format!("{}: {e}", source.display()))?;
+    let opened = match &imported.outcome {
+        Ok(lowered) => {
+            let text = wfstudio_schema::emit::to_yaml(&lowered.document);
+            let loaded = parse_text(&text, Format::Yaml, &Limits::default()).map_err(|d| {
+                format!(
+                    "the lowered document does not parse: {}",
+                    d.first().map(|d| d.message.as_str()).unwrap_or_default()
+                )
+            })?;
+            Some(Opened {
+                file: target
+                    .map(|dir| dir.join("inference_metadata.yaml"))
+                    .unwrap_or_else(|| proposed_document(source)),
+                text,
+                loaded: Box::new(loaded),
+                recovered: None,
+            })
+        }
+        Err(_) => None,
+    };
+    Ok(ImportedGraph {
+        source: source.to_path_buf(),
+        target: target.map(Path::to_path_buf),
+        imported,
+        opened,
+    })
+}
