@@ -107,7 +107,12 @@ impl ComfyPanel {
     }
 
     /// Draws the pane; `lowered` says whether a document is open beside it.
-    pub fn show(&mut self, ui: &mut egui::Ui, selection: &[DocPath], lowered: bool) -> Option<ComfyAction> {
+    pub fn show(
+        &mut self,
+        ui: &mut egui::Ui,
+        selection: &[DocPath],
+        lowered: bool,
+    ) -> Option<ComfyAction> {
         let mut action = None;
         let name = self
             .source

@@ -44,14 +44,18 @@ const ROW: f32 = 20.0;
 
 fn node_rect(view: &ComfyView, n: usize) -> Rect {
     let node = &view.nodes[n];
-    Rect::from_min_size(pos2(node.pos[0], node.pos[1]), vec2(node.size[0], node.size[1]))
+    Rect::from_min_size(
+        pos2(node.pos[0], node.pos[1]),
+        vec2(node.size[0], node.size[1]),
+    )
 }
 
 fn bounds(view: &ComfyView) -> Rect {
     let nodes = (0..view.nodes.len()).map(|n| node_rect(view, n));
-    let groups = view.groups.iter().map(|g| {
-        Rect::from_min_size(pos2(g.rect[0], g.rect[1]), vec2(g.rect[2], g.rect[3]))
-    });
+    let groups = view
+        .groups
+        .iter()
+        .map(|g| Rect::from_min_size(pos2(g.rect[0], g.rect[1]), vec2(g.rect[2], g.rect[3])));
     nodes
         .chain(groups)
         .reduce(|a, b| a.union(b))
@@ -80,7 +84,12 @@ fn link_color(kind: &str) -> Color32 {
 }
 
 /// Draws the graph; returns the node clicked this frame.
-pub fn show(ui: &mut Ui, view: &ComfyView, overlay: &ComfyOverlay, state: &mut ComfyViewState) -> Option<usize> {
+pub fn show(
+    ui: &mut Ui,
+    view: &ComfyView,
+    overlay: &ComfyOverlay,
+    state: &mut ComfyViewState,
+) -> Option<usize> {
     if state.fit_pending {
         state.scene_rect = bounds(view).expand(40.0);
         state.fit_pending = false;
@@ -104,11 +113,29 @@ fn draw(ui: &mut Ui, view: &ComfyView, overlay: &ComfyOverlay) -> Option<usize> 
     let error = crate::style::severity_color(wfstudio_schema::Severity::Error);
     let highlight = ui.visuals().selection.stroke.color;
     for group in &view.groups {
-        let rect = Rect::from_min_size(pos2(group.rect[0], group.rect[1]), vec2(group.rect[2], group.rect[3]));
-        let color = group.color.as_deref().and_then(hex_color).unwrap_or(Color32::from_gray(110));
+        let rect = Rect::from_min_size(
+            pos2(group.rect[0], group.rect[1]),
+            vec2(group.rect[2], group.rect[3]),
+        );
+        let color = group
+            .color
+            .as_deref()
+            .and_then(hex_color)
+            .unwrap_or(Color32::from_gray(110));
         painter.rect_filled(rect, 4.0, color.gamma_multiply(0.18));
-        painter.rect_stroke(rect, 4.0, Stroke::new(1.0, color.gamma_multiply(0.6)), StrokeKind::Inside);
-        painter.text(rect.min + vec2(8.0, 6.0), egui::Align2::LEFT_TOP, &group.title, FontId::proportional(18.0), text);
+        painter.rect_stroke(
+            rect,
+            4.0,
+            Stroke::new(1.0, color.gamma_multiply(0.6)),
+            StrokeKind::Inside,
+        );
+        painter.text(
+            rect.min + vec2(8.0, 6.0),
+            egui::Align2::LEFT_TOP,
+            &group.title,
+            FontId::proportional(18.0),
+            text,
+        );
     }
     let index = |id: &str| view.nodes.iter().position(|n| n.id == id);
     for link in &view.links {
@@ -117,7 +144,10 @@ fn draw(ui: &mut Ui, view: &ComfyView, overlay: &ComfyOverlay) -> Option<usize> 
         };
         let from = node_rect(view, a);
         let to = node_rect(view, b);
-        let start = pos2(from.max.x, from.min.y + HEADER + ROW * (link.from.1 as f32 + 0.5));
+        let start = pos2(
+            from.max.x,
+            from.min.y + HEADER + ROW * (link.from.1 as f32 + 0.5),
+        );
         let end = pos2(to.min.x, to.min.y + HEADER + ROW * (link.to.1 as f32 + 0.5));
         let bend = ((end.x - start.x).abs() * 0.5).max(40.0);
         let curve = egui::epaint::CubicBezierShape::from_points_stroke(
@@ -145,24 +175,60 @@ fn draw(ui: &mut Ui, view: &ComfyView, overlay: &ComfyOverlay) -> Option<usize> 
             NodeMode::Muted => Color32::from_gray(70),
             NodeMode::Active => Color32::from_rgb(55, 75, 95),
         };
-        painter.rect_filled(header, CornerRadius { nw: 6, ne: 6, sw: 0, se: 0 }, header_color.gamma_multiply(alpha));
-        painter.text(header.left_center() + vec2(8.0, 0.0), egui::Align2::LEFT_CENTER, format!("#{} {}", node.id, node.title), FontId::proportional(14.0), Color32::WHITE);
+        painter.rect_filled(
+            header,
+            CornerRadius {
+                nw: 6,
+                ne: 6,
+                sw: 0,
+                se: 0,
+            },
+            header_color.gamma_multiply(alpha),
+        );
+        painter.text(
+            header.left_center() + vec2(8.0, 0.0),
+            egui::Align2::LEFT_CENTER,
+            format!("#{} {}", node.id, node.title),
+            FontId::proportional(14.0),
+            Color32::WHITE,
+        );
         for (i, name) in node.inputs.iter().enumerate() {
             let y = rect.min.y + HEADER + ROW * (i as f32 + 0.5);
             painter.circle_filled(pos2(rect.min.x, y), 4.0, weak);
-            painter.text(pos2(rect.min.x + 10.0, y), egui::Align2::LEFT_CENTER, name, FontId::proportional(12.0), text);
+            painter.text(
+                pos2(rect.min.x + 10.0, y),
+                egui::Align2::LEFT_CENTER,
+                name,
+                FontId::proportional(12.0),
+                text,
+            );
         }
         for (i, name) in node.outputs.iter().enumerate() {
             let y = rect.min.y + HEADER + ROW * (i as f32 + 0.5);
             painter.circle_filled(pos2(rect.max.x, y), 4.0, weak);
-            painter.text(pos2(rect.max.x - 10.0, y), egui::Align2::RIGHT_CENTER, name, FontId::proportional(12.0), text);
+            painter.text(
+                pos2(rect.max.x - 10.0, y),
+                egui::Align2::RIGHT_CENTER,
+                name,
+                FontId::proportional(12.0),
+                text,
+            );
         }
         let slots = node.inputs.len().max(node.outputs.len());
         for (i, widget) in node.widgets.iter().enumerate() {
             let y = rect.min.y + HEADER + ROW * ((slots + i) as f32 + 0.5);
-            let row = Rect::from_center_size(pos2(rect.center().x, y), vec2(rect.width() - 16.0, ROW - 4.0));
+            let row = Rect::from_center_size(
+                pos2(rect.center().x, y),
+                vec2(rect.width() - 16.0, ROW - 4.0),
+            );
             painter.rect_filled(row, 3.0, Color32::from_black_alpha(60));
-            painter.text(row.left_center() + vec2(6.0, 0.0), egui::Align2::LEFT_CENTER, widget, FontId::proportional(12.0), weak);
+            painter.text(
+                row.left_center() + vec2(6.0, 0.0),
+                egui::Align2::LEFT_CENTER,
+                widget,
+                FontId::proportional(12.0),
+                weak,
+            );
         }
         let mut outline = None;
         if overlay.highlighted.contains(&n) {
@@ -185,11 +251,24 @@ fn draw(ui: &mut Ui, view: &ComfyView, overlay: &ComfyOverlay) -> Option<usize> 
         };
         body.widget_info(|| egui::WidgetInfo::labeled(egui::WidgetType::Button, true, &label));
         if !refusals.is_empty() {
-            let badge = Rect::from_center_size(pos2(rect.max.x - 12.0, rect.min.y), vec2(22.0, 22.0));
+            let badge =
+                Rect::from_center_size(pos2(rect.max.x - 12.0, rect.min.y), vec2(22.0, 22.0));
             painter.circle_filled(badge.center(), 11.0, error);
-            painter.text(badge.center(), egui::Align2::CENTER_CENTER, "!", FontId::proportional(15.0), Color32::WHITE);
+            painter.text(
+                badge.center(),
+                egui::Align2::CENTER_CENTER,
+                "!",
+                FontId::proportional(15.0),
+                Color32::WHITE,
+            );
             let lines: Vec<String> = refusals.iter().map(|r| refusal_text(r)).collect();
-            painter.text(pos2(rect.min.x, rect.max.y + 6.0), egui::Align2::LEFT_TOP, lines.join("\n"), FontId::proportional(12.0), error);
+            painter.text(
+                pos2(rect.min.x, rect.max.y + 6.0),
+                egui::Align2::LEFT_TOP,
+                lines.join("\n"),
+                FontId::proportional(12.0),
+                error,
+            );
             body = body.on_hover_text(lines.join("\n"));
         }
         if body.clicked() {
@@ -201,7 +280,11 @@ fn draw(ui: &mut Ui, view: &ComfyView, overlay: &ComfyOverlay) -> Option<usize> 
 
 /// One refusal as the badge and the list show it.
 pub fn refusal_text(r: &Refusal) -> String {
-    let input = r.input.as_deref().map(|i| format!(" `{i}`")).unwrap_or_default();
+    let input = r
+        .input
+        .as_deref()
+        .map(|i| format!(" `{i}`"))
+        .unwrap_or_default();
     if r.node.is_empty() {
         format!("{} — {}", r.message, r.remedy)
     } else {

@@ -35,12 +35,16 @@ pub fn is_comfyui_file(path: &Path) -> bool {
         .map(str::to_ascii_lowercase);
     match ext.as_deref() {
         Some("png" | "webp") => true,
-        Some("json") => std::fs::metadata(path).is_ok_and(|m| m.len() <= MAX_IMPORT_BYTES)
-            && std::fs::read(path).is_ok_and(|bytes| {
-            let inference = serde_json::from_slice::<serde_json::Value>(&bytes)
-                .is_ok_and(|v| v.get("schema_version").is_some() || v.get("pipeline").is_some());
-            !inference && wfstudio_core::comfyui::read(&bytes).is_ok()
-        }),
+        Some("json") => {
+            std::fs::metadata(path).is_ok_and(|m| m.len() <= MAX_IMPORT_BYTES)
+                && std::fs::read(path).is_ok_and(|bytes| {
+                    let inference =
+                        serde_json::from_slice::<serde_json::Value>(&bytes).is_ok_and(|v| {
+                            v.get("schema_version").is_some() || v.get("pipeline").is_some()
+                        });
+                    !inference && wfstudio_core::comfyui::read(&bytes).is_ok()
+                })
+        }
         _ => false,
     }
 }

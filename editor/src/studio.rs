@@ -254,9 +254,17 @@ impl Studio {
         let panel = ComfyPanel::new(&graph);
         let name = graph.source.display();
         match panel.refusals.first() {
-            None => self.say(format!("Imported {name}: lowered to a workflow (unsaved; Save as package writes it)"), false),
+            None => self.say(
+                format!(
+                    "Imported {name}: lowered to a workflow (unsaved; Save as package writes it)"
+                ),
+                false,
+            ),
             Some(first) => self.say(
-                format!("Imported {name}: refused, {}", crate::comfy_view::refusal_text(first)),
+                format!(
+                    "Imported {name}: refused, {}",
+                    crate::comfy_view::refusal_text(first)
+                ),
                 true,
             ),
         }

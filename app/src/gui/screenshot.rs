@@ -87,7 +87,7 @@ impl Script {
             }
             return;
         }
-        if studio.settled() && studio.doc.is_none() {
+        if studio.settled() && studio.doc.is_none() && studio.comfy.is_none() {
             let why = studio
                 .status
                 .as_ref()

@@ -60,7 +60,11 @@ pub struct Imported {
 }
 
 /// Imports a file's bytes for `target`.
-pub fn import(bytes: &[u8], defs: Option<&NodeDefs>, target: &Target) -> Result<Imported, ReadError> {
+pub fn import(
+    bytes: &[u8],
+    defs: Option<&NodeDefs>,
+    target: &Target,
+) -> Result<Imported, ReadError> {
     let found = read(bytes)?;
     let view = match (&found.ui, &found.api) {
         (Some(ui), _) => ComfyView::from_ui(ui),
@@ -104,7 +108,11 @@ mod tests {
         let imported = import(ui.to_string().as_bytes(), None, &Target::default()).expect("read");
         assert_eq!(imported.view.nodes.len(), 1);
         let refusals = imported.outcome.expect_err("refused");
-        assert!(refusals[0].message.starts_with("a UI workflow needs node definitions"));
+        assert!(
+            refusals[0]
+                .message
+                .starts_with("a UI workflow needs node definitions")
+        );
     }
 
     #[test]

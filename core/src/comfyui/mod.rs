@@ -12,7 +12,7 @@ pub mod to_api;
 pub mod view;
 
 pub use defs::NodeDefs;
-pub use read::{ComfyInput, ReadError, read};
 pub use import::{Imported, import};
+pub use read::{ComfyInput, ReadError, read};
 pub use to_api::{ApiGraph, ApiNode, ConvertIssue, ui_to_api};
 pub use view::ComfyView;

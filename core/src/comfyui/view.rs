@@ -200,16 +200,17 @@ impl ComfyView {
                 view.links.push(ViewLink {
                     from: (o, os as usize),
                     to: (t, ts as usize),
-                    kind: kind.as_ref().and_then(Value::as_str).unwrap_or_default().into(),
+                    kind: kind
+                        .as_ref()
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .into(),
                 });
             }
         }
         for group in ui["groups"].as_array().into_iter().flatten() {
             let b = &group["bounding"];
-            let Some(rect) = (0..4)
-                .map(|i| number(&b[i]))
-                .collect::<Option<Vec<f32>>>()
-            else {
+            let Some(rect) = (0..4).map(|i| number(&b[i])).collect::<Option<Vec<f32>>>() else {
                 continue;
             };
             view.groups.push(ViewGroup {
@@ -236,7 +237,12 @@ impl ComfyView {
         let mut outputs: HashMap<String, usize> = HashMap::new();
         for (id, node) in nodes {
             let inputs = node["inputs"].as_object();
-            for (slot, (_, v)) in inputs.into_iter().flatten().filter(|(_, v)| link_of(v).is_some()).enumerate() {
+            for (slot, (_, v)) in inputs
+                .into_iter()
+                .flatten()
+                .filter(|(_, v)| link_of(v).is_some())
+                .enumerate()
+            {
                 if let Some((origin, oslot)) = link_of(v)
                     && nodes.contains_key(&origin)
                 {
@@ -312,13 +318,10 @@ impl ComfyView {
     /// The drawn node an API node id belongs to: itself, or for a member of
     /// a flattened subgraph or group node (`"12:5"`) the instance `12`.
     pub fn node_for(&self, api_id: &str) -> Option<usize> {
-        self.nodes
-            .iter()
-            .position(|n| n.id == api_id)
-            .or_else(|| {
-                let outer = api_id.split(':').next()?;
-                self.nodes.iter().position(|n| n.id == outer)
-            })
+        self.nodes.iter().position(|n| n.id == api_id).or_else(|| {
+            let outer = api_id.split(':').next()?;
+            self.nodes.iter().position(|n| n.id == outer)
+        })
     }
 }
 
@@ -352,8 +355,16 @@ mod tests {
         assert_eq!(
             view.links,
             [
-                ViewLink { from: ("4".into(), 0), to: ("3".into(), 0), kind: "MODEL".into() },
-                ViewLink { from: ("4".into(), 1), to: ("3".into(), 1), kind: String::new() },
+                ViewLink {
+                    from: ("4".into(), 0),
+                    to: ("3".into(), 0),
+                    kind: "MODEL".into()
+                },
+                ViewLink {
+                    from: ("4".into(), 1),
+                    to: ("3".into(), 1),
+                    kind: String::new()
+                },
             ]
         );
         assert_eq!(view.groups[0].rect, [0.0, 0.0, 800.0, 400.0]);
@@ -376,7 +387,12 @@ mod tests {
         assert_eq!(view.nodes[1].inputs, ["a", "b"]);
         assert_eq!(view.nodes[1].widgets, ["n: 3"]);
         assert_eq!(view.links.len(), 4);
-        let into_sink = &view.links.iter().find(|l| l.from.0 == "2").expect("link").to;
+        let into_sink = &view
+            .links
+            .iter()
+            .find(|l| l.from.0 == "2")
+            .expect("link")
+            .to;
         assert_eq!(view.nodes[2].inputs[into_sink.1], "images");
     }
 }

@@ -1,0 +1,211 @@
+//! The ComfyUI import in the studio, driven as a user would (egui_kittest):
+//! drop a graph, see it beside its lowered workflow, follow the links from
+//! a ComfyUI node to its steps and back, see refusals as badges, lower for
+//! a package with adapters, and save as a package.
+
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+use std::path::{Path, PathBuf};
+use wfstudio_editor::Studio;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures")
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("wfstudio-comfy-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn harness() -> Harness<'static, Studio> {
+    let config = temp_dir("config");
+    let studio = Studio::with_config_dir(|| {}, Some(config));
+    Harness::builder()
+        .with_size(egui::vec2(1600.0, 900.0))
+        .build_ui_state(|ui, studio: &mut Studio| studio.show(ui), studio)
+}
+
+/// Steps frames until the import (and any lowered document's analysis)
+/// has arrived.
+fn settle(harness: &mut Harness<'static, Studio>) {
+    for _ in 0..400 {
+        harness.step();
+        if harness.state().settled() && harness.state().comfy.is_some() {
+            harness.run_steps(3);
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    panic!("the import did not settle: {:?}", harness.state().status);
+}
+
+#[derive(Debug)]
+struct DroppedPath(PathBuf);
+
+impl egui::DroppedFile for DroppedPath {
+    fn path(&self) -> &Path {
+        &self.0
+    }
+
+    fn bytes(&self) -> Result<Vec<u8>, String> {
+        std::fs::read(&self.0).map_err(|e| e.to_string())
+    }
+}
+
+fn drop_file(harness: &mut Harness<'static, Studio>, path: &Path) {
+    harness
+        .input_mut()
+        .dropped_files
+        .push(std::sync::Arc::new(DroppedPath(path.to_path_buf())));
+    harness.run_steps(2);
+    settle(harness);
+}
+
+fn selection(harness: &Harness<'static, Studio>) -> Vec<String> {
+    harness
+        .state()
+        .selection
+        .iter()
+        .map(|p| p.to_string())
+        .collect()
+}
+
+#[test]
+fn a_dropped_graph_sits_beside_its_lowered_workflow_with_links_both_ways() {
+    let mut harness = harness();
+    drop_file(
+        &mut harness,
+        &fixtures().join("comfyui/patterns/img2img.api.json"),
+    );
+    let studio = harness.state();
+    let comfy = studio.comfy.as_ref().expect("the ComfyUI pane");
+    assert!(comfy.refusals.is_empty());
+    assert!(!comfy.view.drawn_in_comfyui, "an API prompt is laid out");
+    let doc = studio.doc.as_ref().expect("the lowered document");
+    assert!(doc.history.is_dirty(), "an import is unsaved");
+    assert!(
+        doc.path
+            .ends_with("img2img-package/inference_metadata.yaml")
+    );
+    harness.get_by_label("Save as package…");
+    harness.get_by_label("denoise 0.5: sampling starts at step 3 of 5 (request.denoise)");
+
+    // A lowered step highlights the ComfyUI nodes it came from.
+    harness.get_by_label("vae_decoder node").click_accesskit();
+    harness.run_steps(3);
+    assert_eq!(selection(&harness), ["pipeline.workflow.steps[1]"]);
+    let comfy = harness.state().comfy.as_ref().expect("pane");
+    let ids: Vec<&str> = comfy
+        .highlighted(&harness.state().selection)
+        .into_iter()
+        .map(|n| comfy.view.nodes[n].id.as_str())
+        .collect();
+    assert_eq!(ids, ["1", "6"], "VAEDecode and the checkpoint's VAE");
+
+    // A ComfyUI node selects the steps it became.
+    harness
+        .get_by_label("ComfyUI node 4 VAEEncode")
+        .click_accesskit();
+    harness.run_steps(3);
+    assert_eq!(selection(&harness), ["pipeline.workflow.steps[0].setup[7]"]);
+    // Save as package writes canonical YAML that reads back.
+    let package = temp_dir("saved").join("castle");
+    harness.state_mut().save_as_package(&package);
+    harness.run_steps(2);
+    let file = package.join("inference_metadata.yaml");
+    let text = std::fs::read_to_string(&file).expect("saved");
+    let loaded = wfstudio_schema::parse_text(
+        &text,
+        wfstudio_schema::Format::Yaml,
+        &wfstudio_schema::Limits::default(),
+    )
+    .expect("parses");
+    let workflow = &loaded
+        .document
+        .pipeline
+        .as_ref()
+        .expect("pipeline")
+        .workflow;
+    assert!(
+        workflow
+            .inputs
+            .as_ref()
+            .is_some_and(|i| i.contains_key("request.denoise"))
+    );
+    let doc = harness.state().doc.as_ref().expect("doc");
+    assert_eq!(doc.path, file);
+    assert!(!doc.history.is_dirty());
+}
+
+#[test]
+fn a_refused_graph_shows_its_badge_and_reason() {
+    let dir = temp_dir("refused");
+    let mut api: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixtures().join("comfyui/patterns/img2img.api.json"))
+            .expect("fixture"),
+    )
+    .expect("JSON");
+    api["5"]["inputs"]["sampler_name"] = serde_json::json!("uni_pc");
+    let path = dir.join("uni.api.json");
+    std::fs::write(&path, api.to_string()).expect("write");
+    let mut harness = harness();
+    drop_file(&mut harness, &path);
+    assert!(harness.state().doc.is_none(), "nothing is lowered");
+    harness.get_by_label("ComfyUI node 5 KSampler refused");
+    let reason = "node 5: KSampler `sampler_name`: uses sampler 'uni_pc', which has no solver policy — choose one of: euler, euler_ancestral, ddim, dpmpp_2m";
+    harness.get_by_label(reason).click_accesskit();
+    harness.run_steps(2);
+    let comfy = harness.state().comfy.as_ref().expect("pane");
+    assert_eq!(
+        comfy.selected.map(|n| comfy.view.nodes[n].id.as_str()),
+        Some("5")
+    );
+    let status = harness.state().status.as_ref().expect("status");
+    assert!(
+        status.error && status.text.contains("refused"),
+        "{status:?}"
+    );
+}
+
+#[test]
+fn a_lora_graph_lowers_once_a_package_with_adapters_is_chosen() {
+    let target = temp_dir("lora-target");
+    std::fs::copy(
+        fixtures().join("comfyui/lora-target/inference_metadata.yaml"),
+        target.join("inference_metadata.yaml"),
+    )
+    .expect("copy");
+    let mut harness = harness();
+    drop_file(
+        &mut harness,
+        &fixtures().join("comfyui/patterns/lora.api.json"),
+    );
+    assert!(harness.state().doc.is_none());
+    harness.get_by_label("ComfyUI node 12 LoraLoader refused");
+    harness.state_mut().lower_for_package(&target);
+    harness.run_steps(2);
+    settle(&mut harness);
+    let studio = harness.state();
+    let comfy = studio.comfy.as_ref().expect("pane");
+    assert!(comfy.refusals.is_empty(), "{:?}", comfy.refusals);
+    assert_eq!(comfy.target.as_deref(), Some(target.as_path()));
+    let doc = studio.doc.as_ref().expect("lowered");
+    assert_eq!(doc.path, target.join("inference_metadata.yaml"));
+    assert!(doc.history.document().adapters.is_some());
+    harness.get_by_label(
+        "LoRA 'watercolor' is adapter 0 at scale 0.8: pass it in the adapter selection inputs",
+    );
+}
+
+#[test]
+fn a_png_with_an_embedded_graph_opens_as_an_import() {
+    let mut harness = harness();
+    drop_file(&mut harness, &fixtures().join("comfyui/txt2img-sd15.png"));
+    let studio = harness.state();
+    let comfy = studio.comfy.as_ref().expect("pane");
+    assert_eq!(comfy.view.nodes.len(), 7);
+    assert!(studio.doc.is_some());
+    harness.get_by_label("ComfyUI node 14 KSampler");
+}
