@@ -101,3 +101,34 @@ fn run_in_the_window_shows_the_preview() {
     assert!(yellow > 2000, "preview pixels: {yellow}");
     let _ = std::fs::remove_file(&png);
 }
+
+#[test]
+fn screenshot_of_a_refused_comfyui_graph_shows_nodes_and_the_badge() {
+    if xvfb_run().is_none() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("wfstudio-comfy-shot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let mut api: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(support::fixtures().join("comfyui/patterns/controlnet.api.json"))
+            .expect("fixture"),
+    )
+    .expect("JSON");
+    api["5"]["inputs"]["scheduler"] = serde_json::json!("sgm_uniform");
+    let graph = dir.join("refused.api.json");
+    std::fs::write(&graph, api.to_string()).expect("write");
+    let png = dir.join("shot.png");
+    let output = open_with_screenshot(graph.to_str().expect("utf-8 path"), &png);
+    assert!(
+        output.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let image = image::open(&png).expect("a PNG was written").to_rgba8();
+    assert_eq!(image.dimensions(), (1100, 700));
+    let count = |rgb: [u8; 3]| image.pixels().filter(|p| p.0[..3] == rgb).count();
+    // ComfyUI node headers, and the refused sampler's red outline and badge.
+    assert!(count([55, 75, 95]) > 2000, "node headers: {}", count([55, 75, 95]));
+    assert!(count([230, 70, 60]) > 200, "refusal red: {}", count([230, 70, 60]));
+    let _ = std::fs::remove_dir_all(&dir);
+}
