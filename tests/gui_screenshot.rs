@@ -128,7 +128,15 @@ fn screenshot_of_a_refused_comfyui_graph_shows_nodes_and_the_badge() {
     assert_eq!(image.dimensions(), (1100, 700));
     let count = |rgb: [u8; 3]| image.pixels().filter(|p| p.0[..3] == rgb).count();
     // ComfyUI node headers, and the refused sampler's red outline and badge.
-    assert!(count([55, 75, 95]) > 2000, "node headers: {}", count([55, 75, 95]));
-    assert!(count([230, 70, 60]) > 200, "refusal red: {}", count([230, 70, 60]));
+    assert!(
+        count([55, 75, 95]) > 2000,
+        "node headers: {}",
+        count([55, 75, 95])
+    );
+    assert!(
+        count([230, 70, 60]) > 200,
+        "refusal red: {}",
+        count([230, 70, 60])
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

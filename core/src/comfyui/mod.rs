@@ -8,6 +8,7 @@ pub mod embedded;
 pub mod import;
 pub mod lower;
 pub mod read;
+pub mod subgraph;
 pub mod to_api;
 pub mod view;
 

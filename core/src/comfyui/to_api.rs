@@ -230,10 +230,12 @@ fn widget_values(node: &Value, class: &ClassDef) -> IndexMap<String, Value> {
     values
 }
 
-/// Converts a UI workflow to the API prompt. Node classes missing from
-/// `defs`, legacy group nodes and subgraph instances are reported as issues
-/// (their nodes are emitted with links only, or skipped for groups).
+/// Converts a UI workflow to the API prompt, subgraph instances and legacy
+/// group nodes flattened first. Node classes missing from `defs` and legacy group nodes are
+/// reported as issues (their nodes are emitted with links only).
 pub fn ui_to_api(ui: &Value, defs: &NodeDefs) -> (ApiGraph, Vec<ConvertIssue>) {
+    let flat = super::subgraph::flatten(ui);
+    let ui = &flat;
     let mut graph = ApiGraph::new();
     let mut issues = Vec::new();
     let nodes: Vec<&Value> = ui
@@ -269,16 +271,16 @@ pub fn ui_to_api(ui: &Value, defs: &NodeDefs) -> (ApiGraph, Vec<ConvertIssue>) {
             class: class_type.clone(),
             message,
         };
-        if class_type.starts_with("workflow/")
+        let grouped = class_type.starts_with("workflow/")
             || class_type.starts_with("workflow>")
-            || subgraphs.contains(&class_type.as_str())
-        {
-            issues.push(issue("group nodes and subgraphs are not expanded yet; ungroup the node in ComfyUI and save again".into()));
-            continue;
+            || subgraphs.contains(&class_type.as_str());
+        if grouped {
+            issues.push(issue("group node not expanded (legacy group nodes are not supported): it is kept as one node, which the lowering refuses; convert it to a subgraph or ungroup it in ComfyUI".into()));
         }
-        let class = defs.class(&class_type);
+        let class = defs.class(&class_type).filter(|_| !grouped);
         let mut collected = match class {
             Some(class) => widget_values(node, class),
+            None if grouped => IndexMap::new(),
             None => {
                 issues.push(issue(format!(
                     "unknown node class '{class_type}': its widget values cannot be named; add its definition to the node definitions"

@@ -341,7 +341,7 @@ fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Refusal> {
     let mut flow = None;
     let (mut node, _) = g.source(sampler, "model")?;
     let mut from = (sampler.to_string(), "model");
-    loop {
+    for _ in 0..=g.nodes.len() {
         match g.class(&node) {
             "LoraLoader" | "LoraLoaderModelOnly" => {
                 let clip = g.class(&node) == "LoraLoader";
@@ -388,6 +388,12 @@ fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Refusal> {
         from = (node, "model");
         node = next;
     }
+    Err(g.refuse(
+        &node,
+        Some("model"),
+        "is part of a loop of model links".into(),
+        "connect the model path to a loader",
+    ))
 }
 
 fn vae_source(g: &Graph<'_>, vae: &str, loader: &str, from: (&str, &str)) -> Result<(), Refusal> {
@@ -492,7 +498,10 @@ fn clip_source(
 ) -> Result<(), Refusal> {
     let mut node = clip.to_string();
     let mut from = (encoder.to_string(), "clip");
-    while g.class(&node) == "LoraLoader" {
+    for _ in 0..=g.nodes.len() {
+        if g.class(&node) != "LoraLoader" {
+            break;
+        }
         if !model.loras.iter().any(|l| l.node == node) {
             return Err(g.refuse(
                 &node,
