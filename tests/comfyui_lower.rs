@@ -533,3 +533,85 @@ fn every_refusal_names_the_node_class_input_and_a_remedy() {
         );
     }
 }
+
+/// The graph with every node id shifted by `offset` and the nodes in
+/// reverse order.
+fn renumbered(api: &Value, offset: u64) -> Value {
+    let shift = |id: &str| (id.parse::<u64>().expect("numeric id") + offset).to_string();
+    let mut nodes: Vec<(String, Value)> = api
+        .as_object()
+        .expect("object")
+        .iter()
+        .map(|(id, node)| {
+            let mut node = node.clone();
+            for value in node["inputs"].as_object_mut().expect("inputs").values_mut() {
+                if let Value::Array(link) = value
+                    && link.len() == 2
+                    && let Some(origin) = link[0].as_str()
+                {
+                    link[0] = Value::String(shift(origin));
+                }
+            }
+            (shift(id), node)
+        })
+        .collect();
+    nodes.reverse();
+    Value::Object(nodes.into_iter().collect())
+}
+
+fn identity_of(api: &Value, target: &Target) -> String {
+    let lowered = lower::lower_for(api, target).expect("lowers");
+    wfstudio_core::identity::identity(&wfstudio_schema::emit::to_yaml(&lowered.document))
+        .expect("identity")
+}
+
+#[test]
+fn identity_ignores_node_numbering_and_order_but_not_run_parameters() {
+    let txt2img = support::fixtures().join("comfyui/txt2img-sd15.api.json");
+    let mut graphs = vec![(
+        "txt2img".to_string(),
+        serde_json::from_str::<Value>(&std::fs::read_to_string(txt2img).expect("fixture"))
+            .expect("JSON"),
+    )];
+    for name in [
+        "img2img",
+        "ksampler-advanced",
+        "inpaint",
+        "latent-noise-mask",
+        "sdxl",
+        "controlnet",
+        "controlnet-positive",
+        "lora",
+        "flow-sd3",
+    ] {
+        graphs.push((name.to_string(), pattern(name)));
+    }
+    for (name, api) in graphs {
+        let target = lora_target();
+        let base = identity_of(&api, &target);
+        assert_eq!(identity_of(&renumbered(&api, 100), &target), base, "{name}");
+        let (sampler, _) = api
+            .as_object()
+            .expect("graph")
+            .iter()
+            .find(|(_, n)| {
+                n["class_type"]
+                    .as_str()
+                    .is_some_and(|c| c.starts_with("KSampler"))
+            })
+            .expect("a sampler");
+        for (input, value) in [("steps", json!(9)), ("cfg", json!(2.5))] {
+            let mut changed = api.clone();
+            changed[sampler]["inputs"][input] = value;
+            assert_ne!(identity_of(&changed, &target), base, "{name}: {input}");
+        }
+        let seed = if api[sampler]["class_type"] == "KSamplerAdvanced" {
+            "noise_seed"
+        } else {
+            "seed"
+        };
+        let mut reseeded = api.clone();
+        reseeded[sampler]["inputs"][seed] = json!(123456);
+        assert_ne!(identity_of(&reseeded, &target), base, "{name}: seed");
+    }
+}

@@ -53,6 +53,10 @@ impl ComfyPanel {
         let mut notes = graph.imported.warnings.clone();
         let (refusals, ignored, provenance) = match &graph.imported.outcome {
             Ok(lowered) => {
+                notes.push(
+                    "Components follow the default package layout (docs/COMFYUI.md): missing-artifact errors go once the package folder holds them."
+                        .into(),
+                );
                 notes.extend(lowered.notes.iter().cloned());
                 notes.extend(
                     lowered
