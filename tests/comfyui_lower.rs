@@ -615,3 +615,28 @@ fn identity_ignores_node_numbering_and_order_but_not_run_parameters() {
         assert_ne!(identity_of(&reseeded, &target), base, "{name}: seed");
     }
 }
+
+#[test]
+fn the_default_layout_is_overridden_by_the_target_and_an_explicit_layout() {
+    let dir = std::env::temp_dir().join(format!("wfstudio-layout-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    std::fs::write(
+        dir.join("inference_metadata.yaml"),
+        "schema_version: v1\npipeline:\n  workflow:\n    components:\n      denoiser:\n        implementation: {kind: onnx, artifact: unet/model.onnx}\n",
+    )
+    .expect("write");
+    let target = Target::from_package(&dir)
+        .expect("target")
+        .with_layout(&json!({"vae_decoder": "vae/decoder.onnx"}))
+        .expect("layout");
+    let l = lowered(&pattern("img2img"), &target);
+    let artifact = |c: &str| workflow(&l)["components"][c]["implementation"]["artifact"].clone();
+    assert_eq!(artifact("denoiser"), "unet/model.onnx");
+    assert_eq!(artifact("vae_decoder"), "vae/decoder.onnx");
+    assert_eq!(artifact("vae_encoder"), "vae_encoder/model.onnx.textproto");
+    assert_eq!(
+        Target::default().with_layout(&json!({"denoiser": 3})),
+        Err("layout entry 'denoiser' is not a path string".to_string())
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

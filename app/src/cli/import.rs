@@ -32,6 +32,10 @@ pub struct ImportArgs {
     /// as DIR/inference_metadata.yaml.
     #[arg(long)]
     package: Option<PathBuf>,
+    /// Artifact paths replacing the default package layout: a JSON object
+    /// `{component: path}` (applied after the target package's own paths).
+    #[arg(long, value_name = "LAYOUT.json")]
+    layout: Option<PathBuf>,
     /// Output style of refusals.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     format: OutputFormat,
@@ -70,6 +74,19 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
             .map_err(anyhow::Error::msg)
             .with_context(|| format!("reading the target package {}", dir.display()))?,
         None => lower::Target::default(),
+    };
+    let target = match &args.layout {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            let layout: serde_json::Value = serde_json::from_str(&text)
+                .with_context(|| format!("reading {}", path.display()))?;
+            target
+                .with_layout(&layout)
+                .map_err(anyhow::Error::msg)
+                .with_context(|| format!("reading {}", path.display()))?
+        }
+        None => target,
     };
     match lower::lower_for(&api, &target) {
         Ok(lowered) => {

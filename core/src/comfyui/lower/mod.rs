@@ -19,7 +19,9 @@
 //! Default package layout (the component files the document names): the
 //! models `text_encoder/`, `text_encoder_2/` (SDXL), `denoiser/`,
 //! `controlnet/`, `vae_encoder/`, `vae_decoder/`, each `model.onnx.textproto`,
-//! and the policies `policies/<component>.onnx.textproto`.
+//! and the policies `policies/<component>.onnx.textproto`. A [`Target`]
+//! overrides any of them: the target package's own components keep their
+//! artifact paths, and an explicit layout maps names to paths.
 
 mod build;
 mod graph;
@@ -128,10 +130,11 @@ fn lower_from(g: &Graph<'_>, sink: &str, target: &Target) -> Result<Lowered, Ref
         .map(|c| c.keys().map(String::as_str).collect())
         .unwrap_or_default();
     let adapters = target::route_loras(g, &plan, target, &components)?;
-    let built = match &adapters {
+    let mut built = match &adapters {
         Some(_) => build::build(&plan, adapters.as_ref()),
         None => provisional,
     };
+    target.apply_layout(&mut built.document);
     let mut used = BTreeSet::new();
     g.ancestors(sink, &mut used);
     let ignored = g

@@ -5,12 +5,16 @@ use super::Refusal;
 use super::graph::Graph;
 use super::recognise::Plan;
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 
 /// Facts about the package the lowered document will live in.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Target {
     /// Its top-level `adapters` block, when it declares one.
     pub adapters: Option<Value>,
+    /// Artifact paths that replace the default layout's, by component name
+    /// (the target's own components, then any explicit layout).
+    pub artifacts: BTreeMap<String, String>,
 }
 
 impl Target {
@@ -24,9 +28,49 @@ impl Target {
         let text = wfstudio_schema::load::read_text(&path, &limits).map_err(|e| e.to_string())?;
         let value = wfstudio_schema::tree::parse_value(&text, &limits)
             .map_err(|e| format!("{}: {e}", path.display()))?;
+        let artifacts = value
+            .pointer("/pipeline/workflow/components")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(name, c)| {
+                let artifact = c.pointer("/implementation/artifact")?.as_str()?;
+                Some((name.clone(), artifact.to_string()))
+            })
+            .collect();
         Ok(Target {
             adapters: value.get("adapters").cloned(),
+            artifacts,
         })
+    }
+
+    /// Adds a layout override: a JSON object `{component: artifact path}`.
+    pub fn with_layout(mut self, layout: &Value) -> Result<Target, String> {
+        let map = layout
+            .as_object()
+            .ok_or("a layout is a JSON object of component name -> artifact path")?;
+        for (name, path) in map {
+            let path = path
+                .as_str()
+                .ok_or_else(|| format!("layout entry '{name}' is not a path string"))?;
+            self.artifacts.insert(name.clone(), path.to_string());
+        }
+        Ok(self)
+    }
+
+    /// Points the document's components at the overridden artifacts.
+    pub(super) fn apply_layout(&self, document: &mut Value) {
+        let Some(components) = document
+            .pointer_mut("/pipeline/workflow/components")
+            .and_then(Value::as_object_mut)
+        else {
+            return;
+        };
+        for (name, component) in components {
+            if let Some(path) = self.artifacts.get(name) {
+                component["implementation"]["artifact"] = json!(path);
+            }
+        }
     }
 }
 
