@@ -71,12 +71,32 @@ impl<'a> Graph<'a> {
             .ok_or_else(|| self.refuse(id, Some(name), "is not a number".into(), "enter a number"))
     }
 
-    /// A numeric literal input, or `default` when the node does not carry it.
-    pub fn number_or(&self, id: &str, name: &str, default: f64) -> Result<f64, Refusal> {
-        match self.input(id, name) {
-            None => Ok(default),
-            Some(_) => self.number(id, name),
+    /// A whole-number literal input within `range`.
+    pub fn whole(
+        &self,
+        id: &str,
+        name: &str,
+        range: std::ops::RangeInclusive<i64>,
+    ) -> Result<i64, Refusal> {
+        let value = self.number(id, name)?;
+        if value.fract() != 0.0 || !(*range.start() as f64..=*range.end() as f64).contains(&value) {
+            return Err(self.refuse(
+                id,
+                Some(name),
+                format!("is {value}"),
+                &format!(
+                    "use a whole number from {} to {}",
+                    range.start(),
+                    range.end()
+                ),
+            ));
         }
+        Ok(value as i64)
+    }
+
+    /// Whether node `id` carries input `name` at all.
+    pub fn has(&self, id: &str, name: &str) -> bool {
+        self.input(id, name).is_some()
     }
 
     /// A text literal input.

@@ -152,6 +152,10 @@ pub(super) struct Control {
     pub negative: bool,
 }
 
+/// ComfyUI's own limits on sampler steps, image sides and batch size.
+const MAX_STEPS: f64 = 10000.0;
+const MAX_RESOLUTION: i64 = 16384;
+const MAX_BATCH: i64 = 4096;
 const SAMPLER_CLASSES: &[&str] = &["KSampler", "KSamplerAdvanced"];
 const MODEL_LOADERS: &[&str] = &["CheckpointLoaderSimple", "UNETLoader"];
 const CLIP_LOADERS: &[&str] = &["CheckpointLoaderSimple", "CLIPLoader", "DualCLIPLoader"];
@@ -274,18 +278,18 @@ fn sampler(g: &Graph<'_>, node: &str) -> Result<Sampler, Refusal> {
             &format!("choose one of: {}", SCHEDULES.join(", ")),
         ));
     }
-    if steps < 1.0 || steps.fract() != 0.0 {
+    if !(1.0..=MAX_STEPS).contains(&steps) || steps.fract() != 0.0 {
         return Err(g.refuse(
             node,
             Some("steps"),
             format!("has {steps} steps"),
-            "use a positive whole number of steps",
+            "use a whole number of steps from 1 to 10000",
         ));
     }
     let steps = steps as i64;
     let window = if advanced {
-        let start = g.number(node, "start_at_step")?;
-        let end = g.number(node, "end_at_step")?;
+        let start = g.whole(node, "start_at_step", 0..=MAX_STEPS as i64)?;
+        let end = g.whole(node, "end_at_step", 0..=MAX_STEPS as i64)?;
         let switch = |name: &str| -> Result<bool, Refusal> {
             match g.text(node, name)? {
                 "enable" => Ok(true),
@@ -298,7 +302,7 @@ fn sampler(g: &Graph<'_>, node: &str) -> Result<Sampler, Refusal> {
                 )),
             }
         };
-        let (start, end) = (start as i64, (end as i64).min(steps));
+        let end = end.min(steps);
         if start < 0 || start >= end {
             return Err(g.refuse(
                 node,
@@ -581,9 +585,9 @@ fn latent_source(g: &Graph<'_>, sampler: &str, loader: &str) -> Result<LatentSou
     };
     Ok(match g.class(&node) {
         class @ ("EmptyLatentImage" | "EmptySD3LatentImage") => LatentSource::Empty {
-            width: g.number(&node, "width")? as i64,
-            height: g.number(&node, "height")? as i64,
-            batch: g.number(&node, "batch_size")? as i64,
+            width: g.whole(&node, "width", 8..=MAX_RESOLUTION)?,
+            height: g.whole(&node, "height", 8..=MAX_RESOLUTION)?,
+            batch: g.whole(&node, "batch_size", 1..=MAX_BATCH)?,
             channels: if class == "EmptySD3LatentImage" {
                 16
             } else {
@@ -599,7 +603,11 @@ fn latent_source(g: &Graph<'_>, sampler: &str, loader: &str) -> Result<LatentSou
         "VAEEncodeForInpaint" => LatentSource::Inpaint {
             image: encoded(&node)?,
             mask: mask(g, &node)?,
-            grow_mask_by: g.number_or(&node, "grow_mask_by", 6.0)? as i64,
+            grow_mask_by: if g.has(&node, "grow_mask_by") {
+                g.whole(&node, "grow_mask_by", 0..=64)?
+            } else {
+                6
+            },
             encode: node,
         },
         _ => {
