@@ -6,6 +6,7 @@
 pub mod defs;
 pub mod embedded;
 pub mod import;
+pub mod link;
 pub mod lower;
 pub mod read;
 pub mod subgraph;

@@ -4,9 +4,13 @@
 //! `definitions.subgraphs[]` entry is replaced by its inner nodes, with ids
 //! `"<instance>:<inner>"` (nested to any depth). Inner links from the
 //! subgraph's input node (`-10`) take the instance's outer input of the same
-//! name, or none when it is unlinked (the inner widget value then stands);
-//! outer links from the instance's outputs start at the inner node wired to
-//! the subgraph's output node (`-20`).
+//! name; when that is unlinked, the instance's promoted widget value (its
+//! `widgets_values`, one per widget input) becomes a primitive, and without
+//! one the inner widget value stands. Outer links from the instance's
+//! outputs start at the inner node wired to the subgraph's output node
+//! (`-20`). Bypassed instances stay whole (their inputs pass through);
+//! muted ones vanish with their contents; recursive definitions and files
+//! that would grow past [`MAX_NODES`] are left unexpanded (and refused).
 //!
 //! Legacy group nodes (2024, `type` `workflow/<name>` or `workflow><name>`,
 //! defined in `extra.groupNodes`): inner node *i* becomes `"<group>:<i>"`;
@@ -15,44 +19,57 @@
 //! (node, slot) order; the instance's `widgets_values` are split over the
 //! inner nodes in index order, each taking as many as its stored copy holds.
 
+use super::link::{id_text, ui_link};
 use serde_json::{Map, Value, json};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// The subgraph input and output node ids.
 const INPUT_NODE: i64 = -10;
 const OUTPUT_NODE: i64 = -20;
-/// Expansions allowed per file (nesting and repeats together).
-const MAX_EXPANSIONS: usize = 512;
+/// The most nodes flattening may produce.
+pub const MAX_NODES: usize = 20_000;
 
-fn id_text(v: &Value) -> Option<String> {
-    match v {
-        Value::Number(n) => Some(n.to_string()),
-        Value::String(s) => Some(s.clone()),
-        _ => None,
+/// Fresh link ids above every id in the file.
+struct LinkIds(Option<i64>);
+
+impl LinkIds {
+    fn after(links: &[Value]) -> Self {
+        LinkIds(
+            links
+                .iter()
+                .filter_map(|l| l[0].as_i64())
+                .max()
+                .unwrap_or(0)
+                .checked_add(1),
+        )
+    }
+
+    /// The next id, or `None` once ids would overflow.
+    fn next(&mut self) -> Option<i64> {
+        let id = self.0?;
+        self.0 = id.checked_add(1);
+        Some(id)
     }
 }
 
-/// A link as `[id, origin, origin_slot, target, target_slot, type]`.
-fn link_parts(link: &Value) -> Option<(i64, Value, i64, Value, i64, Value)> {
-    match link {
-        Value::Array(a) if a.len() >= 5 => Some((
-            a[0].as_i64()?,
-            a[1].clone(),
-            a[2].as_i64().unwrap_or(0),
-            a[3].clone(),
-            a[4].as_i64().unwrap_or(0),
-            a.get(5).cloned().unwrap_or(json!("*")),
-        )),
-        Value::Object(o) => Some((
-            o.get("id")?.as_i64()?,
-            o.get("origin_id")?.clone(),
-            o.get("origin_slot").and_then(Value::as_i64).unwrap_or(0),
-            o.get("target_id")?.clone(),
-            o.get("target_slot").and_then(Value::as_i64).unwrap_or(0),
-            o.get("type").cloned().unwrap_or(json!("*")),
-        )),
-        _ => None,
-    }
+/// The links of a workflow in the array form.
+fn array_links(ui: &Value) -> Vec<Value> {
+    ui.get("links")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(ui_link)
+        .map(|l| {
+            json!([
+                l.id,
+                l.origin,
+                l.origin_slot,
+                l.target,
+                l.target_slot,
+                l.kind
+            ])
+        })
+        .collect()
 }
 
 /// The workflow with every subgraph instance and legacy group node
@@ -70,99 +87,136 @@ fn flatten_subgraphs(ui: &Value) -> Value {
         .flatten()
         .filter_map(|s| Some((s.get("id")?.as_str()?, s)))
         .collect();
-    let is_instance = |n: &Value| {
+    let definition = |n: &Value| -> Option<String> {
         n.get("type")
             .and_then(Value::as_str)
-            .is_some_and(|t| definitions.contains_key(t))
+            .filter(|t| definitions.contains_key(t))
+            .map(str::to_string)
     };
     let Some(top) = ui.get("nodes").and_then(Value::as_array) else {
         return ui.clone();
     };
-    if !top.iter().any(is_instance) {
+    if !top.iter().any(|n| definition(n).is_some()) {
         return ui.clone();
     }
     let mut nodes: Vec<Value> = top.clone();
-    // Link id -> [id, origin, origin_slot, target, target_slot, type].
-    let mut links: Vec<Value> = Vec::new();
-    let mut index: HashMap<i64, usize> = HashMap::new();
-    for link in ui
-        .get("links")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        if let Some((id, o, os, t, ts, kind)) = link_parts(link) {
-            index.insert(id, links.len());
-            links.push(json!([id, o, os, t, ts, kind]));
-        }
-    }
-    let mut next_link = index.keys().copied().max().unwrap_or(0) + 1;
-    for _ in 0..MAX_EXPANSIONS {
-        let Some(at) = nodes.iter().position(is_instance) else {
+    let mut links = array_links(ui);
+    let mut ids = LinkIds::after(&links);
+    // The definitions each produced node sits inside (recursion guard).
+    let mut inside: HashMap<String, Vec<String>> = HashMap::new();
+    let mut kept: HashSet<String> = HashSet::new();
+    loop {
+        let Some(at) = nodes.iter().position(|n| {
+            definition(n).is_some()
+                && n.get("mode").and_then(Value::as_i64) != Some(4)
+                && id_text(&n["id"]).is_some_and(|id| !kept.contains(&id))
+        }) else {
             break;
         };
-        let instance = nodes.remove(at);
-        let Some(instance_id) = instance.get("id").and_then(id_text) else {
-            continue;
+        let Some(instance_id) = id_text(&nodes[at]["id"]) else {
+            break;
         };
-        let def = definitions[instance["type"].as_str().unwrap_or_default()];
-        if matches!(instance.get("mode").and_then(Value::as_i64), Some(2)) {
+        let def_id = definition(&nodes[at]).unwrap_or_default();
+        let def = definitions[def_id.as_str()];
+        let chain = inside.get(&instance_id).cloned().unwrap_or_default();
+        let size = def["nodes"].as_array().map_or(0, Vec::len);
+        if chain.contains(&def_id) || nodes.len() + size > MAX_NODES {
+            kept.insert(instance_id);
+            continue;
+        }
+        let instance = nodes.remove(at);
+        if instance.get("mode").and_then(Value::as_i64) == Some(2) {
             continue; // A muted instance mutes everything inside it.
         }
+        let mut chain = chain;
+        chain.push(def_id);
         let inner_id = |v: &Value| id_text(v).map(|id| format!("{instance_id}:{id}"));
-        // The instance's outer input link per subgraph input slot, by name.
-        let outer_inputs: Vec<Option<i64>> = def["inputs"]
+        let instance_inputs = instance["inputs"].as_array().cloned().unwrap_or_default();
+        let promoted: Vec<&Value> = instance_inputs
+            .iter()
+            .filter(|i| i.get("widget").is_some())
+            .collect();
+        let promoted_values = instance["widgets_values"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        // The instance's outer input link per subgraph input slot, by name;
+        // an unlinked promoted widget becomes a primitive holding its value.
+        let mut outer_inputs: Vec<Option<i64>> = Vec::new();
+        for (k, input) in def["inputs"].as_array().into_iter().flatten().enumerate() {
+            let outer = instance_inputs.iter().find(|i| i["name"] == input["name"]);
+            let linked = outer.and_then(|i| i["link"].as_i64());
+            let value = outer
+                .and_then(|o| promoted.iter().position(|p| *p == o))
+                .and_then(|j| promoted_values.get(j));
+            outer_inputs.push(match (linked, value) {
+                (Some(link), _) => Some(link),
+                (None, Some(value)) => {
+                    let Some(id) = ids.next() else { return ui.clone() };
+                    let primitive = format!("{instance_id}:promoted{k}");
+                    nodes.push(json!({"id": primitive, "type": "PrimitiveNode", "mode": 0, "widgets_values": [value]}));
+                    links.push(json!([id, primitive, 0, instance_id, k, input["type"].clone()]));
+                    Some(id)
+                }
+                (None, None) => None,
+            });
+        }
+        let origin_of = |links: &[Value], link: i64| {
+            links
+                .iter()
+                .find(|l| l[0] == link)
+                .map(|l| (l[1].clone(), l[2].as_u64().unwrap_or(0)))
+        };
+        let mut renamed: HashMap<i64, Option<i64>> = HashMap::new();
+        let mut outputs: HashMap<u64, (Value, u64)> = HashMap::new();
+        for link in def["links"]
             .as_array()
             .into_iter()
             .flatten()
-            .map(|input| {
-                instance["inputs"]
-                    .as_array()
-                    .into_iter()
+            .filter_map(ui_link)
+        {
+            let from_input = link.origin.as_i64() == Some(INPUT_NODE);
+            let outer = || {
+                outer_inputs
+                    .get(link.origin_slot as usize)
+                    .copied()
                     .flatten()
-                    .find(|i| i["name"] == input["name"])
-                    .and_then(|i| i["link"].as_i64())
-            })
-            .collect();
-        let mut renamed: HashMap<i64, Option<i64>> = HashMap::new();
-        let mut outputs: HashMap<i64, (Value, i64)> = HashMap::new();
-        for link in def["links"].as_array().into_iter().flatten() {
-            let Some((id, origin, oslot, target, tslot, kind)) = link_parts(link) else {
-                continue;
             };
-            let from_input = origin.as_i64() == Some(INPUT_NODE);
-            if target.as_i64() == Some(OUTPUT_NODE) {
+            if link.target.as_i64() == Some(OUTPUT_NODE) {
                 let source = if from_input {
-                    outer_inputs
-                        .get(oslot as usize)
-                        .copied()
-                        .flatten()
-                        .and_then(|l| index.get(&l))
-                        .map(|&i| (links[i][1].clone(), links[i][2].as_i64().unwrap_or(0)))
+                    outer().and_then(|l| origin_of(&links, l))
                 } else {
-                    inner_id(&origin).map(|o| (json!(o), oslot))
+                    inner_id(&link.origin).map(|o| (json!(o), link.origin_slot))
                 };
                 if let Some(source) = source {
-                    outputs.insert(tslot, source);
+                    outputs.insert(link.target_slot, source);
                 }
                 continue;
             }
             if from_input {
-                renamed.insert(id, outer_inputs.get(oslot as usize).copied().flatten());
+                renamed.insert(link.id, outer());
                 continue;
             }
-            let (Some(o), Some(t)) = (inner_id(&origin), inner_id(&target)) else {
+            let (Some(o), Some(t)) = (inner_id(&link.origin), inner_id(&link.target)) else {
                 continue;
             };
-            renamed.insert(id, Some(next_link));
-            index.insert(next_link, links.len());
-            links.push(json!([next_link, o, oslot, t, tslot, kind]));
-            next_link += 1;
+            let Some(id) = ids.next() else {
+                return ui.clone();
+            };
+            renamed.insert(link.id, Some(id));
+            links.push(json!([
+                id,
+                o,
+                link.origin_slot,
+                t,
+                link.target_slot,
+                link.kind
+            ]));
         }
         // Outer consumers of the instance's outputs now read the inner node.
         for link in &mut links {
             if id_text(&link[1]).as_deref() == Some(instance_id.as_str())
-                && let Some((origin, slot)) = outputs.get(&link[2].as_i64().unwrap_or(-1))
+                && let Some((origin, slot)) = link[2].as_u64().and_then(|s| outputs.get(&s))
             {
                 link[1] = origin.clone();
                 link[2] = json!(slot);
@@ -184,6 +238,7 @@ fn flatten_subgraphs(ui: &Value) -> Value {
                     }
                 }
             }
+            inside.insert(id, chain.clone());
             nodes.push(node);
         }
     }
@@ -216,20 +271,8 @@ fn expand_legacy_groups(ui: &Value) -> Value {
         return ui.clone();
     }
     let mut nodes: Vec<Value> = Vec::new();
-    let mut links: Vec<Value> = ui
-        .get("links")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(link_parts)
-        .map(|(id, o, os, t, ts, kind)| json!([id, o, os, t, ts, kind]))
-        .collect();
-    let mut next_link = links
-        .iter()
-        .filter_map(|l| l[0].as_i64())
-        .max()
-        .unwrap_or(0)
-        + 1;
+    let mut links = array_links(ui);
+    let mut ids = LinkIds::after(&links);
     for instance in top {
         if !is_group(instance) {
             nodes.push(instance.clone());
@@ -272,10 +315,13 @@ fn expand_legacy_groups(ui: &Value) -> Value {
                     .map_or(Value::Null, |i| i["link"].clone()),
             );
         }
-        let mut consumed: Vec<(i64, i64)> = Vec::new();
+        let mut consumed: HashSet<(i64, i64)> = HashSet::new();
         for l in def_links.iter().filter(|l| !l[0].is_null()) {
             let (src, sslot, dst, dslot) = (slot(l, 0), slot(l, 1), slot(l, 2), slot(l, 3));
-            consumed.push((src, sslot));
+            consumed.insert((src, sslot));
+            let Some(next_link) = ids.next() else {
+                return ui.clone();
+            };
             let kind = l.get(5).cloned().unwrap_or(json!("*"));
             links.push(json!([
                 next_link,
@@ -286,7 +332,6 @@ fn expand_legacy_groups(ui: &Value) -> Value {
                 kind
             ]));
             feeds.insert((dst, dslot), json!(next_link));
-            next_link += 1;
         }
         // The group's outputs: inner outputs no inner link consumes.
         let mut exposed: Vec<(i64, i64)> = Vec::new();
@@ -317,7 +362,10 @@ fn expand_legacy_groups(ui: &Value) -> Value {
         for (i, node) in inner.iter().enumerate() {
             let mut node = (*node).clone();
             node["id"] = json!(format!("{group_id}:{i}"));
-            node["mode"] = instance.get("mode").cloned().unwrap_or(json!(0));
+            // A muted or bypassed group mutes or bypasses its contents.
+            if let Some(mode @ (2 | 4)) = instance.get("mode").and_then(Value::as_i64) {
+                node["mode"] = json!(mode);
+            }
             if let Some(inputs) = node.get_mut("inputs").and_then(Value::as_array_mut) {
                 for (s, input) in inputs.iter_mut().enumerate() {
                     input["link"] = feeds

@@ -4,6 +4,7 @@
 //! resolved through reroutes, primitives and bypassed nodes.
 
 use super::defs::{ClassDef, NodeDefs};
+use super::link::{id_text, ui_link};
 use indexmap::IndexMap;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -65,14 +66,6 @@ struct Ui<'a> {
     links: HashMap<i64, Link>,
 }
 
-fn id_of(v: &Value) -> Option<String> {
-    match v {
-        Value::Number(n) => Some(n.to_string()),
-        Value::String(s) => Some(s.clone()),
-        _ => None,
-    }
-}
-
 fn node_type(node: &Value) -> &str {
     node.get("type").and_then(Value::as_str).unwrap_or_default()
 }
@@ -82,51 +75,23 @@ fn mode(node: &Value) -> i64 {
 }
 
 fn parse_links(ui: &Value) -> HashMap<i64, Link> {
-    let mut links = HashMap::new();
-    for link in ui
-        .get("links")
+    ui.get("links")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-    {
-        let parsed = match link {
-            Value::Array(a) if a.len() >= 5 => {
-                a[0].as_i64().zip(id_of(&a[1])).map(|(id, origin)| {
-                    (
-                        id,
-                        Link {
-                            origin,
-                            slot: a[2].as_i64().unwrap_or(0),
-                            kind: a.get(5).and_then(Value::as_str).unwrap_or("*").to_string(),
-                        },
-                    )
-                })
-            }
-            Value::Object(o) => o
-                .get("id")
-                .and_then(Value::as_i64)
-                .zip(o.get("origin_id").and_then(id_of))
-                .map(|(id, origin)| {
-                    (
-                        id,
-                        Link {
-                            origin,
-                            slot: o.get("origin_slot").and_then(Value::as_i64).unwrap_or(0),
-                            kind: o
-                                .get("type")
-                                .and_then(Value::as_str)
-                                .unwrap_or("*")
-                                .to_string(),
-                        },
-                    )
-                }),
-            _ => None,
-        };
-        if let Some((id, link)) = parsed {
-            links.insert(id, link);
-        }
-    }
-    links
+        .filter_map(ui_link)
+        .filter_map(|l| {
+            let origin = id_text(&l.origin)?;
+            Some((
+                l.id,
+                Link {
+                    origin,
+                    slot: l.origin_slot as i64,
+                    kind: l.kind,
+                },
+            ))
+        })
+        .collect()
 }
 
 fn types_fit(a: &str, b: &str) -> bool {
@@ -247,7 +212,7 @@ pub fn ui_to_api(ui: &Value, defs: &NodeDefs) -> (ApiGraph, Vec<ConvertIssue>) {
     let view = Ui {
         nodes: nodes
             .iter()
-            .filter_map(|n| Some((id_of(n.get("id")?)?, *n)))
+            .filter_map(|n| Some((id_text(n.get("id")?)?, *n)))
             .collect(),
         links: parse_links(ui),
     };
@@ -259,7 +224,7 @@ pub fn ui_to_api(ui: &Value, defs: &NodeDefs) -> (ApiGraph, Vec<ConvertIssue>) {
         .filter_map(|s| s.get("id").and_then(Value::as_str))
         .collect();
     for node in nodes {
-        let Some(id) = node.get("id").and_then(id_of) else {
+        let Some(id) = node.get("id").and_then(id_text) else {
             continue;
         };
         let class_type = node_type(node).to_string();
@@ -275,7 +240,7 @@ pub fn ui_to_api(ui: &Value, defs: &NodeDefs) -> (ApiGraph, Vec<ConvertIssue>) {
             || class_type.starts_with("workflow>")
             || subgraphs.contains(&class_type.as_str());
         if grouped {
-            issues.push(issue("group node not expanded (legacy group nodes are not supported): it is kept as one node, which the lowering refuses; convert it to a subgraph or ungroup it in ComfyUI".into()));
+            issues.push(issue("group node or subgraph not expanded (its definition is missing or recursive, or the file would grow past 20000 nodes): it is kept as one node, which the lowering refuses; ungroup it in ComfyUI".into()));
         }
         let class = defs.class(&class_type).filter(|_| !grouped);
         let mut collected = match class {

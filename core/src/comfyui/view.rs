@@ -3,6 +3,7 @@
 //! between slots, and groups. An API prompt has no positions, so its nodes
 //! are laid out in columns by link depth.
 
+use super::link::{api_link, id_text, ui_link};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 
@@ -75,14 +76,18 @@ pub struct ComfyView {
     pub drawn_in_comfyui: bool,
 }
 
-/// Header plus one row per slot or widget, in canvas units.
-const ROW: f32 = 20.0;
-const HEADER: f32 = 26.0;
+/// Height of a node's title bar, in canvas units (the drawing uses it too).
+pub const HEADER: f32 = 26.0;
+/// Height of one slot or widget row, in canvas units.
+pub const ROW: f32 = 20.0;
 const WIDTH: f32 = 220.0;
 const MAX_WIDGETS: usize = 6;
 
+/// A coordinate: finite and within what a canvas can hold.
 fn number(v: &Value) -> Option<f32> {
-    v.as_f64().map(|f| f as f32)
+    v.as_f64()
+        .filter(|f| f.is_finite() && f.abs() < 1e7)
+        .map(|f| f as f32)
 }
 
 /// `[x, y]` or `{"0": x, "1": y}`, as LiteGraph files write points.
@@ -104,14 +109,6 @@ fn short(v: &Value) -> String {
         format!("{}…", first.chars().take(39).collect::<String>())
     } else {
         first.to_string()
-    }
-}
-
-fn id_text(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
     }
 }
 
@@ -174,37 +171,21 @@ impl ComfyView {
                 widgets,
             });
         }
-        for link in ui["links"].as_array().into_iter().flatten() {
-            let parts = match link {
-                Value::Array(a) if a.len() >= 5 => {
-                    Some((&a[1], &a[2], &a[3], &a[4], a.get(5).cloned()))
-                }
-                Value::Object(m) => Some((
-                    &m["origin_id"],
-                    &m["origin_slot"],
-                    &m["target_id"],
-                    &m["target_slot"],
-                    m.get("type").cloned(),
-                )),
-                _ => None,
-            };
-            let Some((origin, oslot, target, tslot, kind)) = parts else {
-                continue;
-            };
-            if let (Some(o), Some(os), Some(t), Some(ts)) = (
-                id_text(origin),
-                oslot.as_u64(),
-                id_text(target),
-                tslot.as_u64(),
-            ) {
+        for link in ui["links"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(ui_link)
+        {
+            if let (Some(from), Some(to)) = (id_text(&link.origin), id_text(&link.target)) {
                 view.links.push(ViewLink {
-                    from: (o, os as usize),
-                    to: (t, ts as usize),
-                    kind: kind
-                        .as_ref()
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .into(),
+                    from: (from, link.origin_slot as usize),
+                    to: (to, link.target_slot as usize),
+                    kind: if link.kind == "*" {
+                        String::new()
+                    } else {
+                        link.kind
+                    },
                 });
             }
         }
@@ -227,12 +208,7 @@ impl ComfyView {
         let Some(nodes) = api.as_object() else {
             return ComfyView::default();
         };
-        let link_of = |v: &Value| -> Option<(String, usize)> {
-            match v {
-                Value::Array(l) if l.len() == 2 => Some((id_text(&l[0])?, l[1].as_u64()? as usize)),
-                _ => None,
-            }
-        };
+        let link_of = |v: &Value| api_link(v).map(|(id, slot)| (id, slot as usize));
         let mut view = ComfyView::default();
         let mut outputs: HashMap<String, usize> = HashMap::new();
         for (id, node) in nodes {

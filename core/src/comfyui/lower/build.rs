@@ -164,8 +164,22 @@ pub(super) fn build(plan: &Plan, adapters: Option<&AdapterUse>) -> Built {
     let loader = &plan.model.loader;
 
     inputs.insert("request.input_ids".into(), json!({"contract": tokens(), "role": runtime("prompt_tokens"), "source": {"kind": "request"}, "required": true}));
-    inputs.insert("request.max_iterations".into(), json!({"contract": one("int64"), "role": runtime("max_iterations"), "source": {"kind": "request"}, "required": false, "default": s.steps}));
-    inputs.insert("request.seed".into(), json!({"contract": row("int64"), "role": runtime("seed"), "source": {"kind": "request"}, "required": false, "default": s.seed}));
+    // Application-sourced, so the graph's values are used unless the
+    // caller passes others (request-sourced defaults are not materialised
+    // by every executor).
+    inputs.insert(
+        "request.max_iterations".into(),
+        parameter(
+            one("int64"),
+            runtime("max_iterations"),
+            "max_iterations",
+            json!(s.steps),
+        ),
+    );
+    inputs.insert(
+        "request.seed".into(),
+        parameter(row("int64"), runtime("seed"), "seed", json!(s.seed)),
+    );
     inputs.insert(
         "package.rng_offset".into(),
         opaque_literal(row("int64"), json!(0)),
@@ -202,9 +216,13 @@ pub(super) fn build(plan: &Plan, adapters: Option<&AdapterUse>) -> Built {
             FlowShift::Resolution {
                 max_shift,
                 base_shift,
+                width,
+                height,
             } => &[
                 ("max_shift", "request.flow_max_shift", max_shift),
                 ("base_shift", "request.flow_base_shift", base_shift),
+                ("width", "request.flow_width", width),
+                ("height", "request.flow_height", height),
             ],
         };
         schedule_parameters["shift"] = json!(match flow.shift {
@@ -280,15 +298,15 @@ pub(super) fn build(plan: &Plan, adapters: Option<&AdapterUse>) -> Built {
             width,
             height,
             batch,
-            channels,
+            ..
         } => (
-            json!({"width": width, "height": height, "batch_size": batch, "channels": channels, "scale": 8}),
+            json!({"width": width, "height": height, "batch_size": batch, "channels": plan.channels, "scale": 8}),
             json!({}),
             json!({}),
             Some(node),
         ),
         _ => (
-            json!({"from": "image", "channels": 4, "scale": 8}),
+            json!({"from": "image", "channels": plan.channels, "scale": 8}),
             json!({"image": picture(json!(3))}),
             json!({"image": "request.image"}),
             None,
@@ -451,6 +469,11 @@ pub(super) fn build(plan: &Plan, adapters: Option<&AdapterUse>) -> Built {
     }
     if windowed {
         max_iterations = "diffusion.iterations";
+        // The schedule's length, which the schedule policies' contracts fix.
+        inputs.insert(
+            "package.steps".into(),
+            opaque_literal(one("int64"), json!(s.steps)),
+        );
         let window_out = json!({"start": one("int64"), "iterations": one("int64")});
         match &s.window {
             Window::Denoise(denoise) => {
@@ -465,7 +488,7 @@ pub(super) fn build(plan: &Plan, adapters: Option<&AdapterUse>) -> Built {
                 );
                 components.insert("denoise_window".into(), policy("denoise_window", json!({"steps": one("int64"), "denoise": one("float32")}), window_out,
                     Some(json!({"id": "wfstudio.denoise-window", "version": "1", "parameters": {"start": "steps - round_half_even(steps * denoise)", "iterations": "steps - start"}}))));
-                setup.push(invoke("denoise_window", json!({"steps": "request.max_iterations", "denoise": "request.denoise"}),
+                setup.push(invoke("denoise_window", json!({"steps": "package.steps", "denoise": "request.denoise"}),
                     json!({"start": "diffusion.start_step", "iterations": "diffusion.iterations"})), &[sampler]);
             }
             Window::Steps { start, end, .. } => {
@@ -487,10 +510,12 @@ pub(super) fn build(plan: &Plan, adapters: Option<&AdapterUse>) -> Built {
                         json!(end),
                     ),
                 );
+                let mut window_out = window_out.clone();
+                window_out["end"] = one("int64");
                 components.insert("step_window".into(), policy("step_window", json!({"steps": one("int64"), "start": one("int64"), "end": one("int64")}), window_out,
                     Some(json!({"id": "wfstudio.step-window", "version": "1", "parameters": {"end": "min(end, steps)", "iterations": "end - start"}}))));
-                setup.push(invoke("step_window", json!({"steps": "request.max_iterations", "start": "request.start_step", "end": "request.end_step"}),
-                    json!({"start": "diffusion.start_step", "iterations": "diffusion.iterations"})), &[sampler]);
+                setup.push(invoke("step_window", json!({"steps": "package.steps", "start": "request.start_step", "end": "request.end_step"}),
+                    json!({"start": "diffusion.start_step", "iterations": "diffusion.iterations", "end": "diffusion.end_step"})), &[sampler]);
             }
         }
         components.insert(
@@ -655,9 +680,20 @@ pub(super) fn build(plan: &Plan, adapters: Option<&AdapterUse>) -> Built {
                 json!(control.strength),
             ),
         );
-        components.insert("controlnet".into(), component("controlnet/model.onnx.textproto",
-            json!({"sample": latent(), "timestep": row("float32"), "encoder_hidden_states": hidden(), "image": picture(json!(3)), "scale": one("float32")}),
-            json!({"down_residuals": down, "mid_residual": mid}), None));
+        let mut control_ports = json!({"sample": latent(), "timestep": row("float32"), "encoder_hidden_states": hidden(), "image": picture(json!(3)), "scale": one("float32")});
+        if sdxl {
+            control_ports["text_embeds"] = pooled.clone();
+            control_ports["time_ids"] = time_ids.clone();
+        }
+        components.insert(
+            "controlnet".into(),
+            component(
+                "controlnet/model.onnx.textproto",
+                control_ports,
+                json!({"down_residuals": down, "mid_residual": mid}),
+                None,
+            ),
+        );
         let mut scale = "request.control_strength";
         if let Some((start, end)) = control.window {
             inputs.insert(
@@ -698,7 +734,12 @@ pub(super) fn build(plan: &Plan, adapters: Option<&AdapterUse>) -> Built {
             } else {
                 "package.no_control"
             };
-            body.push(invoke("controlnet", json!({"sample": "diffusion.model_input", "timestep": "diffusion.timestep", "encoder_hidden_states": format!("conditioning.{}", side.name), "image": "request.control_image", "scale": scale}),
+            let mut bind = json!({"sample": "diffusion.model_input", "timestep": "diffusion.timestep", "encoder_hidden_states": format!("conditioning.{}", side.name), "image": "request.control_image", "scale": scale});
+            if sdxl {
+                bind["text_embeds"] = json!(format!("conditioning.{}_text_embeds", side.name));
+                bind["time_ids"] = json!(format!("conditioning.{}_time_ids", side.name));
+            }
+            body.push(invoke("controlnet", bind,
                 json!({"down_residuals": format!("control.{}.down", side.name), "mid_residual": format!("control.{}.mid", side.name)})), &[&control.apply, &control.loader, &control.image]);
         }
     }
@@ -741,7 +782,7 @@ pub(super) fn build(plan: &Plan, adapters: Option<&AdapterUse>) -> Built {
         json!({"solver": s.sampler_name, "spacing": s.scheduler, "prediction": prediction});
     if let Window::Steps { leftover_noise, .. } = s.window {
         solver_ports["end_step"] = one("int64");
-        solver_bind["end_step"] = json!("request.end_step");
+        solver_bind["end_step"] = json!("diffusion.end_step");
         solver_parameters["final_step"] = json!(if leftover_noise {
             "keep_leftover_noise"
         } else {

@@ -2,6 +2,7 @@
 //! links, and refusals that name the node, class and input at fault.
 
 use super::Refusal;
+use crate::comfyui::link::api_link;
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 
@@ -26,14 +27,17 @@ impl<'a> Graph<'a> {
     /// The node and output slot a link input points at.
     pub fn source(&self, id: &str, name: &str) -> Result<(String, i64), Refusal> {
         match self.input(id, name) {
-            Some(Value::Array(link)) if link.len() == 2 => {
-                let origin = match &link[0] {
-                    Value::String(s) => s.clone(),
-                    Value::Number(n) => n.to_string(),
-                    _ => String::new(),
+            Some(value @ Value::Array(link)) if link.len() == 2 => {
+                let Some((origin, slot)) = api_link(value) else {
+                    return Err(self.refuse(
+                        id,
+                        Some(name),
+                        format!("is a link with a malformed node id or slot: {value}"),
+                        "reconnect the input in ComfyUI and export again",
+                    ));
                 };
                 if self.nodes.contains_key(&origin) {
-                    return Ok((origin, link[1].as_i64().unwrap_or(0)));
+                    return Ok((origin, slot as i64));
                 }
                 Err(self.refuse(
                     id,
@@ -94,6 +98,23 @@ impl<'a> Graph<'a> {
         Ok(value as i64)
     }
 
+    /// A seed: a whole number from 0 to 2^63 - 1 (the workflow's seeds are
+    /// int64).
+    pub fn seed(&self, id: &str, name: &str) -> Result<i64, Refusal> {
+        let value = self.literal(id, name)?;
+        value
+            .as_u64()
+            .and_then(|s| i64::try_from(s).ok())
+            .ok_or_else(|| {
+                self.refuse(
+                    id,
+                    Some(name),
+                    format!("is {value}, not a whole number from 0 to 2^63 - 1"),
+                    "use a smaller non-negative seed",
+                )
+            })
+    }
+
     /// Whether node `id` carries input `name` at all.
     pub fn has(&self, id: &str, name: &str) -> bool {
         self.input(id, name).is_some()
@@ -143,24 +164,21 @@ impl<'a> Graph<'a> {
         })
     }
 
-    /// Adds `id` and every node it depends on to `seen`.
+    /// Adds `id` and every node it depends on to `seen` (a worklist, so
+    /// long chains cannot exhaust the stack).
     pub fn ancestors(&self, id: &str, seen: &mut BTreeSet<String>) {
-        if !seen.insert(id.to_string()) {
-            return;
-        }
-        for value in self
-            .nodes
-            .get(id)
-            .and_then(|n| n["inputs"].as_object())
-            .into_iter()
-            .flatten()
-            .map(|(_, v)| v)
-        {
-            if let Value::Array(link) = value
-                && link.len() == 2
-                && let Some(origin) = link[0].as_str()
-            {
-                self.ancestors(origin, seen);
+        let mut pending = vec![id.to_string()];
+        while let Some(id) = pending.pop() {
+            if !seen.insert(id.clone()) {
+                continue;
+            }
+            let inputs = self.nodes.get(&id).and_then(|n| n["inputs"].as_object());
+            for value in inputs.into_iter().flatten().map(|(_, v)| v) {
+                if let Some((origin, _)) = api_link(value)
+                    && self.nodes.contains_key(&origin)
+                {
+                    pending.push(origin);
+                }
             }
         }
     }

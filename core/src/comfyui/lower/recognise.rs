@@ -18,6 +18,9 @@ pub(super) struct Plan {
     pub negative: Conditioning,
     pub latent: LatentSource,
     pub control: Option<Control>,
+    /// Latent channels: the flow-matching family's, else the empty
+    /// latent's, else 4.
+    pub channels: i64,
 }
 
 /// The sampler node and its run parameters.
@@ -72,13 +75,21 @@ pub(super) struct Lora {
 pub(super) struct FlowSampling {
     pub node: String,
     pub shift: FlowShift,
+    /// Latent channels the model family works in (16 for SD3 and Flux,
+    /// 4 for AuraFlow), as ComfyUI corrects empty latents to.
+    pub channels: i64,
 }
 
 /// The flow-matching time shift.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum FlowShift {
     Constant(f64),
-    Resolution { max_shift: f64, base_shift: f64 },
+    Resolution {
+        max_shift: f64,
+        base_shift: f64,
+        width: f64,
+        height: f64,
+    },
 }
 
 /// One prompt's encoder.
@@ -86,6 +97,8 @@ pub(super) enum FlowShift {
 pub(super) struct Conditioning {
     pub encoder: String,
     pub text: Prompt,
+    /// The LoRA loaders on the encoder's CLIP path.
+    pub clip_loras: Vec<String>,
 }
 
 /// The texts of one encoder.
@@ -242,7 +255,13 @@ pub(super) fn recognise(g: &Graph<'_>, sink: &str) -> Result<Plan, Refusal> {
             "set add_noise to enable",
         ));
     }
+    let channels = match (&model.flow, &latent) {
+        (Some(flow), _) => flow.channels,
+        (None, LatentSource::Empty { channels, .. }) => *channels,
+        (None, _) => 4,
+    };
     Ok(Plan {
+        channels,
         sink: sink.to_string(),
         decode,
         vae,
@@ -257,7 +276,7 @@ pub(super) fn recognise(g: &Graph<'_>, sink: &str) -> Result<Plan, Refusal> {
 
 fn sampler(g: &Graph<'_>, node: &str) -> Result<Sampler, Refusal> {
     let advanced = g.class(node) == "KSamplerAdvanced";
-    let seed = g.number(node, if advanced { "noise_seed" } else { "seed" })?;
+    let seed = g.seed(node, if advanced { "noise_seed" } else { "seed" })?;
     let steps = g.number(node, "steps")?;
     let cfg = g.number(node, "cfg")?;
     let sampler_name = g.text(node, "sampler_name")?;
@@ -331,7 +350,7 @@ fn sampler(g: &Graph<'_>, node: &str) -> Result<Sampler, Refusal> {
     };
     Ok(Sampler {
         node: node.to_string(),
-        seed: seed as i64,
+        seed,
         steps,
         cfg,
         sampler_name: sampler_name.to_string(),
@@ -369,6 +388,8 @@ fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Refusal> {
                     FlowShift::Resolution {
                         max_shift: g.number(&node, "max_shift")?,
                         base_shift: g.number(&node, "base_shift")?,
+                        width: g.number(&node, "width")?,
+                        height: g.number(&node, "height")?,
                     }
                 } else {
                     FlowShift::Constant(g.number(&node, "shift")?)
@@ -376,6 +397,11 @@ fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Refusal> {
                 flow = Some(FlowSampling {
                     node: node.clone(),
                     shift,
+                    channels: if class == "ModelSamplingAuraFlow" {
+                        4
+                    } else {
+                        16
+                    },
                 });
             }
             _ => {
@@ -419,6 +445,19 @@ fn conditioning(
     let mut from = (sampler.to_string(), name.to_string());
     let mut control: Option<Control> = None;
     while CONTROL_APPLIERS.contains(&g.class(&node)) {
+        let outputs = if g.class(&node) == "ControlNetApplyAdvanced" {
+            2
+        } else {
+            1
+        };
+        if slot >= outputs {
+            return Err(g.refuse(
+                &from.0,
+                Some(&from.1),
+                format!("reads output {slot} of node {node}, which has {outputs}"),
+                "reconnect the input in ComfyUI",
+            ));
+        }
         if let Some(first) = &control {
             return Err(g.refuse(
                 &node,
@@ -464,8 +503,16 @@ fn conditioning(
         (node, slot) = g.source(&node, input)?;
     }
     g.expect(&node, ENCODERS, &from.1, (&from.0, &from.1))?;
+    if slot != 0 {
+        return Err(g.refuse(
+            &from.0,
+            Some(&from.1),
+            format!("reads output {slot} of node {node}, which has 1"),
+            "reconnect the input in ComfyUI",
+        ));
+    }
     let (clip, _) = g.source(&node, "clip")?;
-    clip_source(g, &clip, &node, model)?;
+    let clip_loras = clip_source(g, &clip, &node, model)?;
     let text = if g.class(&node) == "CLIPTextEncodeSDXL" {
         let n = |k: &str| g.number(&node, k);
         Prompt::Sdxl {
@@ -487,19 +534,21 @@ fn conditioning(
         Conditioning {
             encoder: node,
             text,
+            clip_loras,
         },
         control,
     ))
 }
 
-/// The CLIP path of an encoder: the model's loader, a CLIP loader, or
-/// LoRA loaders already on the model path.
+/// The CLIP path of an encoder: the model's loader or a CLIP loader,
+/// through LoRA loaders already on the model path (returned).
 fn clip_source(
     g: &Graph<'_>,
     clip: &str,
     encoder: &str,
     model: &ModelChain,
-) -> Result<(), Refusal> {
+) -> Result<Vec<String>, Refusal> {
+    let mut loras = Vec::new();
     let mut node = clip.to_string();
     let mut from = (encoder.to_string(), "clip");
     for _ in 0..=g.nodes.len() {
@@ -515,6 +564,7 @@ fn clip_source(
             ));
         }
         let next = g.source(&node, "clip")?.0;
+        loras.push(node.clone());
         from = (node, "clip");
         node = next;
     }
@@ -522,7 +572,7 @@ fn clip_source(
     if g.class(&node) == "CheckpointLoaderSimple" && node != model.loader {
         return Err(g.refuse(&node, None, "is a second checkpoint; the text encoder must come from the denoiser's checkpoint or a CLIP loader".into(), "load one checkpoint"));
     }
-    Ok(())
+    Ok(loras)
 }
 
 /// A `LoadImage` behind input `name` of `node`.

@@ -133,6 +133,49 @@ fn stem(name: &str) -> &str {
 /// Components of the lowered document that a LoRA target may name.
 const TEXT_ENCODERS: &[&str] = &["text_encoder", "text_encoder_2"];
 
+/// One adapter selection applies one scale to every target it patches, so
+/// when the target patches a text encoder the LoRA must be on both
+/// prompts' CLIP paths at the model's strength, and when it does not, the
+/// LoRA must not be meant for CLIP.
+fn clip_routing(
+    g: &Graph<'_>,
+    plan: &Plan,
+    lora: &super::recognise::Lora,
+    touches_text: bool,
+) -> Result<(), Refusal> {
+    let on = |c: &super::recognise::Conditioning| c.clip_loras.contains(&lora.node);
+    let (both, either) = (
+        on(&plan.positive) && on(&plan.negative),
+        on(&plan.positive) || on(&plan.negative),
+    );
+    let clip = lora.strength_clip.unwrap_or(0.0);
+    if touches_text && !both {
+        return Err(g.refuse(
+            &lora.node,
+            Some("clip"),
+            "is routed through adapters that also patch the text encoder, but it is not on both prompts' CLIP paths".into(),
+            "feed both text encoders from this LoraLoader's CLIP output, or use a package whose adapters patch only the denoiser",
+        ));
+    }
+    if touches_text && clip != lora.strength_model {
+        return Err(g.refuse(
+            &lora.node,
+            Some("strength_clip"),
+            format!("has strength_clip {clip} but strength_model {}; one adapter selection has one scale", lora.strength_model),
+            "use the same strength for the model and CLIP",
+        ));
+    }
+    if !touches_text && either && clip != 0.0 {
+        return Err(g.refuse(
+            &lora.node,
+            Some("strength_clip"),
+            format!("has strength_clip {clip}, but the target package's adapters patch only the denoiser, so it would be dropped"),
+            "set strength_clip to 0 or use LoraLoaderModelOnly",
+        ));
+    }
+    Ok(())
+}
+
 /// Maps each LoRA of `plan` onto an adapter of `target`.
 pub(super) fn route_loras(
     g: &Graph<'_>,
@@ -206,22 +249,19 @@ pub(super) fn route_loras(
                 "choose a LoRA the package declares, or add it to the package's adapters",
             ));
         };
-        if let Some(clip) = lora.strength_clip
-            && touches_text
-            && clip != lora.strength_model
-        {
+        clip_routing(g, plan, lora, touches_text)?;
+        let Some(index) = artifact["index"].as_i64() else {
             return Err(g.refuse(
                 &lora.node,
-                Some("strength_clip"),
-                format!("has strength_clip {clip} but strength_model {}; one adapter selection has one scale", lora.strength_model),
-                "use the same strength for the model and CLIP",
+                Some("lora_name"),
+                format!(
+                    "loads LoRA '{}', whose adapter '{alias}' in the target package has no index",
+                    lora.name
+                ),
+                "give the adapter artifact its `index` in the target package",
             ));
-        }
-        selection.push((
-            alias.clone(),
-            artifact["index"].as_i64().unwrap_or(0),
-            lora.strength_model,
-        ));
+        };
+        selection.push((alias.clone(), index, lora.strength_model));
     }
     Ok(Some(AdapterUse {
         block: block.clone(),
