@@ -105,14 +105,12 @@ fn flatten_subgraphs(ui: &Value) -> Value {
     // The definitions each produced node sits inside (recursion guard).
     let mut inside: HashMap<String, Vec<String>> = HashMap::new();
     let mut kept: HashSet<String> = HashSet::new();
-    loop {
-        let Some(at) = nodes.iter().position(|n| {
-            definition(n).is_some()
-                && n.get("mode").and_then(Value::as_i64) != Some(4)
-                && id_text(&n["id"]).is_some_and(|id| !kept.contains(&id))
-        }) else {
-            break;
-        };
+    let expandable = |n: &Value, kept: &HashSet<String>| {
+        definition(n).is_some()
+            && n.get("mode").and_then(Value::as_i64) != Some(4)
+            && id_text(&n["id"]).is_some_and(|id| !kept.contains(&id))
+    };
+    while let Some(at) = nodes.iter().position(|n| expandable(n, &kept)) {
         let Some(instance_id) = id_text(&nodes[at]["id"]) else {
             break;
         };
