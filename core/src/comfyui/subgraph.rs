@@ -495,4 +495,39 @@ mod tests {
             "the unconsumed inner output is the group's output"
         );
     }
+
+    #[test]
+    fn recursive_bypassed_and_promoted_instances() {
+        let def = |inner: Value| {
+            json!({"id": "sg", "inputs": [{"name": "seed", "type": "INT"}],
+                   "nodes": [inner],
+                   "links": [{"id": 1, "origin_id": -10, "origin_slot": 0, "target_id": 2, "target_slot": 0, "type": "INT"}]})
+        };
+        // A definition that holds an instance of itself stops after one level.
+        let recursive = json!({
+            "nodes": [{"id": 5, "type": "sg", "inputs": [{"name": "seed", "link": null}]}],
+            "links": [],
+            "definitions": {"subgraphs": [def(json!({"id": 2, "type": "sg", "inputs": [{"name": "seed", "link": 1}]}))]}
+        });
+        let flat = flatten(&recursive);
+        let ids: Vec<Value> = flat["nodes"].as_array().unwrap().iter().map(|n| n["id"].clone()).collect();
+        assert_eq!(ids, [json!("5:2")], "the inner instance is left whole");
+        // A bypassed instance stays as it is.
+        let mut bypassed = recursive.clone();
+        bypassed["nodes"][0]["mode"] = json!(4);
+        assert_eq!(flatten(&bypassed)["nodes"][0]["id"], 5);
+        // A promoted widget value feeds the inner input through a primitive.
+        let promoted = json!({
+            "nodes": [{"id": 5, "type": "sg", "inputs": [{"name": "seed", "link": null, "widget": {"name": "seed"}}], "widgets_values": [99]}],
+            "links": [],
+            "definitions": {"subgraphs": [def(json!({"id": 2, "type": "KSampler", "inputs": [{"name": "seed", "link": 1}]}))]}
+        });
+        let flat = flatten(&promoted);
+        let primitive = flat["nodes"].as_array().unwrap().iter().find(|n| n["type"] == "PrimitiveNode").unwrap();
+        assert_eq!(primitive["widgets_values"], json!([99]));
+        let sampler = flat["nodes"].as_array().unwrap().iter().find(|n| n["id"] == "5:2").unwrap();
+        let link = sampler["inputs"][0]["link"].as_i64().unwrap();
+        let origin = flat["links"].as_array().unwrap().iter().find(|l| l[0] == link).unwrap();
+        assert_eq!(origin[1], primitive["id"]);
+    }
 }
