@@ -41,6 +41,9 @@ pub struct ComfyPanel {
     pub selected: Option<usize>,
     /// Pan and zoom.
     pub state: ComfyViewState,
+    /// The document revision the provenance describes (the links are off
+    /// once the lowered document is edited, since step paths shift).
+    pub revision: Option<u64>,
 }
 
 impl ComfyPanel {
@@ -53,10 +56,12 @@ impl ComfyPanel {
         let mut notes = graph.imported.warnings.clone();
         let (refusals, ignored, provenance) = match &graph.imported.outcome {
             Ok(lowered) => {
-                notes.push(
-                    "Components follow the default package layout (docs/COMFYUI.md): missing-artifact errors go once the package folder holds them."
-                        .into(),
-                );
+                if graph.target.is_none() {
+                    notes.push(
+                        "Components follow the default package layout (docs/COMFYUI.md): missing-artifact errors go once the package folder holds them."
+                            .into(),
+                    );
+                }
                 notes.extend(lowered.notes.iter().cloned());
                 notes.extend(
                     lowered
@@ -69,7 +74,11 @@ impl ComfyPanel {
                     .iter()
                     .filter_map(|(path, ids)| Some((DocPath::parse(path)?, nodes(ids))))
                     .collect();
-                (Vec::new(), nodes(&lowered.ignored), provenance)
+                // A drawn node (a subgraph instance, say) is ignored only
+                // when none of its members is used.
+                let used = nodes(&lowered.used);
+                let ignored = nodes(&lowered.ignored).difference(&used).copied().collect();
+                (Vec::new(), ignored, provenance)
             }
             Err(refusals) => (refusals.clone(), BTreeSet::new(), Vec::new()),
         };
@@ -83,6 +92,7 @@ impl ComfyPanel {
             provenance,
             selected: None,
             state: ComfyViewState::default(),
+            revision: None,
         }
     }
 
@@ -110,13 +120,15 @@ impl ComfyPanel {
             .collect()
     }
 
-    /// Draws the pane; `lowered` says whether a document is open beside it.
+    /// Draws the pane; `revision` is the open lowered document's, if any.
     pub fn show(
         &mut self,
         ui: &mut egui::Ui,
         selection: &[DocPath],
-        lowered: bool,
+        revision: Option<u64>,
     ) -> Option<ComfyAction> {
+        let lowered = revision.is_some();
+        let linked = lowered && revision == self.revision;
         let mut action = None;
         let name = self
             .source
@@ -163,13 +175,20 @@ impl ComfyPanel {
         for note in &self.notes {
             ui.small(note);
         }
+        if lowered && !linked {
+            ui.small("Edited since the import: the links between ComfyUI nodes and steps are off.");
+        }
         if !self.ignored.is_empty() {
             ui.small(format!(
                 "{} nodes do not reach the image sink and were ignored (faded)",
                 self.ignored.len()
             ));
         }
-        let highlighted = self.highlighted(selection);
+        let highlighted = if linked {
+            self.highlighted(selection)
+        } else {
+            BTreeSet::new()
+        };
         let overlay = ComfyOverlay {
             refusals: &self.refusals,
             ignored: &self.ignored,
@@ -179,7 +198,7 @@ impl ComfyPanel {
         if let Some(n) = comfy_view::show(ui, &self.view, &overlay, &mut self.state) {
             self.selected = Some(n);
             let steps = self.steps_from(n);
-            if !steps.is_empty() {
+            if linked && !steps.is_empty() {
                 action = Some(ComfyAction::SelectSteps(steps));
             }
         }

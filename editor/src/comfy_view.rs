@@ -6,8 +6,9 @@
 
 use egui::{Color32, CornerRadius, FontId, Pos2, Rect, Sense, Stroke, StrokeKind, Ui, pos2, vec2};
 use std::collections::BTreeSet;
+use std::collections::HashMap;
 use wfstudio_core::comfyui::lower::Refusal;
-use wfstudio_core::comfyui::view::{ComfyView, NodeMode};
+use wfstudio_core::comfyui::view::{ComfyView, HEADER, NodeMode, ROW};
 
 /// Pan and zoom of the ComfyUI pane.
 #[derive(Clone, Debug)]
@@ -38,9 +39,6 @@ pub struct ComfyOverlay<'a> {
     /// The node last clicked.
     pub selected: Option<usize>,
 }
-
-const HEADER: f32 = 26.0;
-const ROW: f32 = 20.0;
 
 fn node_rect(view: &ComfyView, n: usize) -> Rect {
     let node = &view.nodes[n];
@@ -137,7 +135,20 @@ fn draw(ui: &mut Ui, view: &ComfyView, overlay: &ComfyOverlay) -> Option<usize> 
             text,
         );
     }
-    let index = |id: &str| view.nodes.iter().position(|n| n.id == id);
+    let positions: HashMap<&str, usize> = view
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(n, node)| (node.id.as_str(), n))
+        .collect();
+    let index = |id: &str| positions.get(id).copied();
+    // Refusals per drawn node, found once.
+    let mut refused: HashMap<usize, Vec<&Refusal>> = HashMap::new();
+    for r in overlay.refusals.iter().filter(|r| !r.node.is_empty()) {
+        if let Some(n) = view.node_for(&r.node) {
+            refused.entry(n).or_default().push(r);
+        }
+    }
     for link in &view.links {
         let (Some(a), Some(b)) = (index(&link.from.0), index(&link.to.0)) else {
             continue;
@@ -161,11 +172,7 @@ fn draw(ui: &mut Ui, view: &ComfyView, overlay: &ComfyOverlay) -> Option<usize> 
     let mut clicked = None;
     for (n, node) in view.nodes.iter().enumerate() {
         let rect = node_rect(view, n);
-        let refusals: Vec<&Refusal> = overlay
-            .refusals
-            .iter()
-            .filter(|r| !r.node.is_empty() && view.node_for(&r.node) == Some(n))
-            .collect();
+        let refusals = refused.get(&n).cloned().unwrap_or_default();
         let faded = overlay.ignored.contains(&n) || node.mode != NodeMode::Active;
         let alpha = if faded { 0.45 } else { 1.0 };
         painter.rect_filled(rect, CornerRadius::same(6), fill.gamma_multiply(alpha));
@@ -243,7 +250,7 @@ fn draw(ui: &mut Ui, view: &ComfyView, overlay: &ComfyOverlay) -> Option<usize> 
         if let Some(stroke) = outline {
             painter.rect_stroke(rect, CornerRadius::same(6), stroke, StrokeKind::Outside);
         }
-        let mut body = ui.interact(rect, ui.id().with(("comfy-node", &node.id)), Sense::click());
+        let mut body = ui.interact(rect, ui.id().with(("comfy-node", n)), Sense::click());
         let label = if refusals.is_empty() {
             format!("ComfyUI node {} {}", node.id, node.class)
         } else {

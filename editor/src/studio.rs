@@ -61,6 +61,9 @@ pub struct Studio {
     clipboard: Vec<Value>,
     confirm_close: bool,
     /// A file to open once the user has said what to do with unsaved edits.
+    /// A ComfyUI graph to lower again for a package folder, once the user
+    /// has said what to do with unsaved edits.
+    relower_for: Option<PathBuf>,
     replace_with: Option<PathBuf>,
     /// Set once the user agreed to close (the app then closes the window).
     pub close_confirmed: bool,
@@ -112,6 +115,7 @@ impl Studio {
             clipboard: Vec::new(),
             confirm_close: false,
             replace_with: None,
+            relower_for: None,
             close_confirmed: false,
             dark: true,
             autosaved: None,
@@ -231,14 +235,39 @@ impl Studio {
         }
     }
 
-    /// Writes the document as `dir/inference_metadata.yaml` (Save as
-    /// package, for an imported ComfyUI graph or any document).
+    /// Writes the imported document as `dir/inference_metadata.yaml`
+    /// (Save as package); a folder that already holds another package
+    /// document is refused rather than overwritten.
     pub fn save_as_package(&mut self, dir: &Path) {
-        self.save(Some(&dir.join("inference_metadata.yaml")));
+        let target = dir.join("inference_metadata.yaml");
+        let own = self.doc.as_ref().map(|d| d.path.clone());
+        if let Ok(existing) = wfstudio_schema::locate_document(dir)
+            && Some(&existing) != own.as_ref()
+        {
+            self.say(
+                format!(
+                    "{} already holds {}; choose an empty folder, or use Lower for package to lower into that package",
+                    dir.display(),
+                    existing.display()
+                ),
+                true,
+            );
+            return;
+        }
+        self.save(Some(&target));
     }
 
-    /// Lowers the open ComfyUI graph again for the package in `dir`.
+    /// Lowers the open ComfyUI graph again for the package in `dir`; with
+    /// unsaved edits to the lowered document, asks first.
     pub fn lower_for_package(&mut self, dir: &Path) {
+        if self.is_dirty() {
+            self.relower_for = Some(dir.to_path_buf());
+        } else {
+            self.relower_now(dir);
+        }
+    }
+
+    fn relower_now(&mut self, dir: &Path) {
         if let Some(comfy) = &self.comfy {
             let path = comfy.source.clone();
             self.opening.push(path.clone());
@@ -251,7 +280,7 @@ impl Studio {
 
     fn imported(&mut self, graph: crate::import::ImportedGraph) {
         let _ = crate::recent::remember(self.config.as_deref(), &mut self.recent, &graph.source);
-        let panel = ComfyPanel::new(&graph);
+        let mut panel = ComfyPanel::new(&graph);
         let name = graph.source.display();
         match panel.refusals.first() {
             None => self.say(
@@ -273,6 +302,7 @@ impl Studio {
             doc.history.mark_unsaved();
             doc
         });
+        panel.revision = self.doc.as_ref().map(|d| d.history.revision());
         self.autosaved = None;
         self.autosave_due = None;
         self.selection.clear();
@@ -593,8 +623,9 @@ impl Studio {
                     {
                         self.save(Some(&target));
                     }
+                    let imported = has_doc && self.comfy.is_some();
                     if ui
-                        .add_enabled(has_doc, egui::Button::new("Save as package…"))
+                        .add_enabled(imported, egui::Button::new("Save as package…"))
                         .clicked()
                         && let Some(dir) = rfd_dialog().pick_folder()
                     {
@@ -800,7 +831,8 @@ impl Studio {
     /// The ComfyUI pane and what its buttons and clicks ask for.
     fn comfy_pane(&mut self, ui: &mut egui::Ui) {
         let Some(comfy) = &mut self.comfy else { return };
-        match comfy.show(ui, &self.selection, self.doc.is_some()) {
+        let revision = self.doc.as_ref().map(|d| d.history.revision());
+        match comfy.show(ui, &self.selection, revision) {
             Some(ComfyAction::SelectSteps(steps)) => {
                 if let Some(first) = steps.first().cloned() {
                     self.reveal(&first);
@@ -1128,40 +1160,48 @@ impl Studio {
         }
     }
 
-    /// "Save changes before opening …?" while a [`Self::request_open`] waits.
+    /// "Save changes before …?" while a [`Self::request_open`] or a
+    /// [`Self::lower_for_package`] waits.
     fn replace_prompt(&mut self, ctx: &egui::Context) {
-        let Some(next) = self.replace_with.clone() else {
-            return;
+        let (what, relower) = match (&self.replace_with, &self.relower_for) {
+            (Some(next), _) => (format!("opening {}", next.display()), false),
+            (None, Some(dir)) => (format!("lowering again for {}", dir.display()), true),
+            (None, None) => return,
         };
         let current = self
             .doc
             .as_ref()
             .map(|d| d.path.display().to_string())
             .unwrap_or_default();
+        let verb = if relower { "lower" } else { "open" };
+        let mut proceed = false;
         egui::Modal::new(egui::Id::new("replace_prompt")).show(ctx, |ui| {
             ui.heading("Unsaved changes");
-            ui.label(format!(
-                "Save the changes to {current} before opening {}?",
-                next.display()
-            ));
+            ui.label(format!("Save the changes to {current} before {what}?"));
             ui.horizontal(|ui| {
-                if ui.button("Save and open").clicked() {
+                if ui.button(format!("Save and {verb}")).clicked() {
                     self.save(None);
-                    if !self.is_dirty() {
-                        self.replace_with = None;
-                        self.open(&next);
-                    }
+                    proceed = !self.is_dirty();
                 }
-                if ui.button("Discard and open").clicked() {
+                if ui.button(format!("Discard and {verb}")).clicked() {
                     self.discard_recovery();
-                    self.replace_with = None;
-                    self.open(&next);
+                    proceed = true;
                 }
                 if ui.button("Cancel").clicked() {
                     self.replace_with = None;
+                    self.relower_for = None;
                 }
             });
         });
+        if proceed {
+            if relower {
+                if let Some(dir) = self.relower_for.take() {
+                    self.relower_now(&dir);
+                }
+            } else if let Some(next) = self.replace_with.take() {
+                self.open(&next);
+            }
+        }
     }
 
     fn finish_close(&mut self, ctx: &egui::Context) {

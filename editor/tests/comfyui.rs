@@ -209,3 +209,56 @@ fn a_png_with_an_embedded_graph_opens_as_an_import() {
     assert!(studio.doc.is_some());
     harness.get_by_label("ComfyUI node 14 KSampler");
 }
+
+#[test]
+fn edits_turn_the_links_off_and_save_as_package_never_overwrites() {
+    let mut harness = harness();
+    drop_file(
+        &mut harness,
+        &fixtures().join("comfyui/patterns/img2img.api.json"),
+    );
+    // A folder that holds another package's document is refused.
+    let occupied = temp_dir("occupied");
+    std::fs::write(occupied.join("inference_metadata.json"), "{}").expect("write");
+    harness.state_mut().save_as_package(&occupied);
+    harness.run_steps(2);
+    let status = harness.state().status.clone().expect("status");
+    assert!(
+        status.error && status.text.contains("already holds"),
+        "{status:?}"
+    );
+    assert!(!occupied.join("inference_metadata.yaml").exists());
+
+    // After an edit the step paths may shift: the links are turned off.
+    let edit = wfstudio_core::edit::Command::Set {
+        path: wfstudio_schema::DocPath::parse(
+            "pipeline.workflow.inputs[\"request.denoise\"].default",
+        )
+        .expect("path"),
+        value: serde_json::json!(0.25),
+    };
+    assert!(
+        harness.state_mut().apply(&edit),
+        "{:?}",
+        harness.state().status
+    );
+    harness.run_steps(3);
+    harness.get_by_label(
+        "Edited since the import: the links between ComfyUI nodes and steps are off.",
+    );
+    harness
+        .get_by_label("ComfyUI node 4 VAEEncode")
+        .click_accesskit();
+    harness.run_steps(2);
+    assert!(harness.state().selection.is_empty(), "no steps selected");
+
+    // Lowering again asks what to do with the edit.
+    let relower = temp_dir("relower");
+    harness.state_mut().lower_for_package(&relower);
+    harness.run_steps(2);
+    harness.get_by_label("Discard and lower").click();
+    harness.run_steps(2);
+    settle(&mut harness);
+    let doc = harness.state().doc.as_ref().expect("lowered again");
+    assert_eq!(doc.path, relower.join("inference_metadata.yaml"));
+}

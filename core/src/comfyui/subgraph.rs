@@ -510,7 +510,12 @@ mod tests {
             "definitions": {"subgraphs": [def(json!({"id": 2, "type": "sg", "inputs": [{"name": "seed", "link": 1}]}))]}
         });
         let flat = flatten(&recursive);
-        let ids: Vec<Value> = flat["nodes"].as_array().unwrap().iter().map(|n| n["id"].clone()).collect();
+        let ids: Vec<Value> = flat["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["id"].clone())
+            .collect();
         assert_eq!(ids, [json!("5:2")], "the inner instance is left whole");
         // A bypassed instance stays as it is.
         let mut bypassed = recursive.clone();
@@ -523,11 +528,26 @@ mod tests {
             "definitions": {"subgraphs": [def(json!({"id": 2, "type": "KSampler", "inputs": [{"name": "seed", "link": 1}]}))]}
         });
         let flat = flatten(&promoted);
-        let primitive = flat["nodes"].as_array().unwrap().iter().find(|n| n["type"] == "PrimitiveNode").unwrap();
+        let primitive = flat["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["type"] == "PrimitiveNode")
+            .unwrap();
         assert_eq!(primitive["widgets_values"], json!([99]));
-        let sampler = flat["nodes"].as_array().unwrap().iter().find(|n| n["id"] == "5:2").unwrap();
+        let sampler = flat["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["id"] == "5:2")
+            .unwrap();
         let link = sampler["inputs"][0]["link"].as_i64().unwrap();
-        let origin = flat["links"].as_array().unwrap().iter().find(|l| l[0] == link).unwrap();
+        let origin = flat["links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l[0] == link)
+            .unwrap();
         assert_eq!(origin[1], primitive["id"]);
     }
 }

@@ -75,6 +75,8 @@ pub struct Lowered {
     pub prompts: Vec<(String, String)>,
     /// Nodes that cannot reach the image sink and were ignored.
     pub ignored: Vec<String>,
+    /// Nodes on the path to the image sink (everything else).
+    pub used: Vec<String>,
     /// Lowered step (document path) -> the ComfyUI nodes it came from.
     pub provenance: Vec<(String, Vec<String>)>,
     /// Facts worth telling the user (the img2img start step, the LoRA
@@ -147,6 +149,7 @@ fn lower_from(g: &Graph<'_>, sink: &str, target: &Target) -> Result<Lowered, Ref
         document: built.document,
         prompts: built.prompts,
         ignored,
+        used: used.into_iter().collect(),
         provenance: built.provenance,
         notes: notes(&plan, adapters.as_ref()),
     })
