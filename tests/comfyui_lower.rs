@@ -640,3 +640,147 @@ fn the_default_layout_is_overridden_by_the_target_and_an_explicit_layout() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Every refusal of an import says why and what to do.
+fn assert_refusals_explain(
+    imported: Result<wfstudio_core::comfyui::Imported, wfstudio_core::comfyui::ReadError>,
+) {
+    if let Ok(imported) = imported
+        && let Err(refusals) = imported.outcome
+    {
+        assert!(!refusals.is_empty());
+        for r in refusals {
+            assert!(!r.message.is_empty() && !r.remedy.is_empty(), "{r:?}");
+        }
+    }
+}
+
+/// Values that stand in for any input in the robustness sweep.
+fn junk() -> Vec<Value> {
+    vec![
+        Value::Null,
+        json!(-1),
+        json!(1e308),
+        json!(0.5),
+        json!(u64::MAX),
+        json!("x"),
+        json!([]),
+        json!({}),
+        json!(["999", 0]),
+        json!(["5", 18446744073709551615u64]),
+        json!([5, -3]),
+        json!(["5", "0"]),
+    ]
+}
+
+#[test]
+fn no_input_value_makes_the_import_panic() {
+    let mut graphs: Vec<Value> = [
+        "img2img",
+        "ksampler-advanced",
+        "inpaint",
+        "latent-noise-mask",
+        "sdxl",
+        "controlnet",
+        "controlnet-positive",
+        "lora",
+        "flow-sd3",
+    ]
+    .iter()
+    .map(|n| pattern(n))
+    .collect();
+    if let Some(shared) = support::shared() {
+        for entry in std::fs::read_dir(shared.join("corpus/comfyui")).expect("corpus") {
+            let path = entry.expect("entry").path();
+            if path.to_string_lossy().ends_with(".api.json") {
+                let text = std::fs::read_to_string(&path).expect("file");
+                let value: Value = serde_json::from_str(&text).expect("JSON");
+                graphs.push(value.get("prompt").cloned().unwrap_or(value));
+            }
+        }
+    }
+    let target = lora_target();
+    let mut runs = 0;
+    for api in &graphs {
+        let Some(nodes) = api.as_object() else {
+            continue;
+        };
+        for (id, node) in nodes {
+            let names: Vec<String> = node["inputs"]
+                .as_object()
+                .map(|i| i.keys().cloned().collect())
+                .unwrap_or_default();
+            for name in names {
+                for value in junk() {
+                    let mut graph = api.clone();
+                    graph[id]["inputs"][&name] = value;
+                    let bytes = graph.to_string().into_bytes();
+                    // Reading, drawing and lowering must return, never panic.
+                    assert_refusals_explain(wfstudio_core::comfyui::import(&bytes, None, &target));
+                    runs += 1;
+                }
+            }
+            let mut graph = api.clone();
+            graph[id]["class_type"] = json!(42);
+            let _ = wfstudio_core::comfyui::import(graph.to_string().as_bytes(), None, &target);
+        }
+    }
+    assert!(runs > 1000, "{runs} variants imported");
+}
+
+#[test]
+fn no_ui_field_value_makes_the_conversion_panic() {
+    let Some(shared) = support::shared() else {
+        return;
+    };
+    let dir = shared.join("corpus/comfyui");
+    let defs = wfstudio_core::comfyui::NodeDefs::parse(
+        &std::fs::read_to_string(dir.join("node_defs.json")).expect("defs"),
+    )
+    .expect("defs parse");
+    let target = Target::default();
+    for file in [
+        "tpl2026-flux-dev-subgraph-wrapped.ui.json",
+        "sdxl-edit-legacy-groupnode.ui.json",
+        "sd15-controlnet-single.ui.json",
+    ] {
+        let ui: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(file)).expect("file"))
+                .expect("JSON");
+        let count = ui["nodes"].as_array().map_or(0, Vec::len);
+        for n in 0..count {
+            for field in [
+                "inputs",
+                "outputs",
+                "widgets_values",
+                "mode",
+                "type",
+                "pos",
+                "id",
+            ] {
+                for value in junk() {
+                    let mut graph = ui.clone();
+                    graph["nodes"][n][field] = value;
+                    let bytes = graph.to_string().into_bytes();
+                    assert_refusals_explain(wfstudio_core::comfyui::import(
+                        &bytes,
+                        Some(&defs),
+                        &target,
+                    ));
+                }
+            }
+        }
+        for value in junk() {
+            let mut graph = ui.clone();
+            graph["links"] = json!([value.clone(), [1, value.clone(), 0, 2, 0, "X"]]);
+            if let Some(sub) = graph.pointer_mut("/definitions/subgraphs/0/links") {
+                *sub = json!([value]);
+            }
+            assert_refusals_explain(wfstudio_core::comfyui::import(
+                graph.to_string().as_bytes(),
+                Some(&defs),
+                &target,
+            ));
+        }
+    }
+}
