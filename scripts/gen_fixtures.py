@@ -20,6 +20,15 @@ follows the current one in a fixed sentence ("hello world , this tiny
 model speaks one word at a time .") and stops after the end-of-sequence id.
 The emits append the generated ids, which the studio decodes to text.
 
+tiny-img2img: the components of the default package layout that the
+ComfyUI importer lowers fixtures/comfyui/patterns/img2img.api.json to
+(docs/COMFYUI.md): a 16x16 picture is encoded to a 4x2x2 latent, noised to
+the start step steps - round_half_even(steps * denoise) of a 5-step sigma
+schedule, denoised by an Euler solver with classifier-free guidance for the
+remaining steps, and decoded back to 16x16. Its inference_metadata.yaml is
+the importer's output (`wfstudio import-comfyui ... --package`), not
+written here. ONNX TextFormat.
+
 Each package gets a recipe whose expected outputs are computed here with
 numpy, independently of the runner.
 
@@ -251,6 +260,136 @@ def words_reference(prompt_ids, limit):
     return np.array([out], np.int64)
 
 
+SIGMAS = np.array([2.0, 1.5, 1.0, 0.6, 0.3, 0.0], np.float32)
+TIMESTEPS = np.array([999, 799, 599, 399, 199], np.float32)
+EMBED = np.array([1.0, 2.0, 3.0, 4.0], np.float32) * np.float32(0.01)
+ENCODE = (np.arange(12, dtype=np.float32).reshape(4, 3) % 5 - 2) * np.float32(0.4)
+DECODE = (np.arange(12, dtype=np.float32).reshape(3, 4) % 3 - 1) * np.float32(0.7)
+
+
+def i2i_graph(name, nodes, inputs, outputs, initializers=()):
+    value = lambda n, t, s: helper.make_tensor_value_info(n, t, s)
+    return model(
+        helper.make_graph(
+            nodes,
+            name,
+            [value(*i) for i in inputs],
+            [value(*o) for o in outputs],
+            [numpy_helper.from_array(a, n) for n, a in initializers],
+        )
+    )
+
+
+def img2img_models():
+    """The components, by artifact path, each a few ONNX operators."""
+    F, I, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+    latent = ["batch", "channels", "latent_height", "latent_width"]
+    picture = ["batch", 3, "height", "width"]
+    n = helper.make_node
+    row4 = ("row4", np.array([-1, 1, 1, 1], np.int64))
+    yield "policies/diffusion_schedule", i2i_graph(
+        "diffusion_schedule", [n("Constant", [], ["schedule"], value=numpy_helper.from_array(SIGMAS))], [], [("schedule", F, [6])])
+    yield "policies/diffusion_timesteps", i2i_graph(
+        "diffusion_timesteps", [n("Constant", [], ["schedule"], value=numpy_helper.from_array(TIMESTEPS))], [], [("schedule", F, [5])])
+    yield "policies/schedule_lookup", i2i_graph(
+        "schedule_lookup", [n("Gather", ["schedule", "step"], ["timestep"])],
+        [("schedule", F, ["schedule_length"]), ("step", I, ["batch"])], [("timestep", F, ["batch"])])
+    yield "policies/model_input", i2i_graph(
+        "model_input",
+        [n("Gather", ["schedule", "step"], ["sigma"]), n("Reshape", ["sigma", "row4"], ["s"]), n("Mul", ["s", "s"], ["s2"]),
+         n("Add", ["s2", "one"], ["v"]), n("Sqrt", ["v"], ["r"]), n("Div", ["sample", "r"], ["model_input"])],
+        [("sample", F, latent), ("step", I, ["batch"]), ("schedule", F, ["schedule_length"])], [("model_input", F, latent)],
+        [row4, ("one", np.array(1.0, np.float32))])
+    yield "policies/continue_predicate", i2i_graph(
+        "continue_predicate",
+        [n("Not", ["done"], ["open"]), n("Cast", ["open"], ["o"], to=I), n("ReduceMax", ["o", "axes"], ["any"], keepdims=1),
+         n("Cast", ["any"], ["continue"], to=B)],
+        [("done", B, ["batch"])], [("continue", B, [1])], [("axes", np.array([0], np.int64))])
+    yield "policies/latent_row_shape", i2i_graph(
+        "latent_row_shape",
+        [n("Shape", ["image"], ["full"], start=2), n("Div", ["full", "eight"], ["hw"]), n("Concat", ["four", "hw"], ["shape"], axis=0)],
+        [("image", F, picture)], [("shape", I, [3])],
+        [("eight", np.array([8], np.int64)), ("four", np.array([4], np.int64))])
+    yield "policies/latent_noise", i2i_graph(
+        "latent_noise",
+        [n("Shape", ["seed"], ["rows"]), n("Concat", ["rows", "row_shape"], ["full"], axis=0), n("ReduceProd", ["full"], ["count"], keepdims=0),
+         n("Range", ["zero", "count", "unit"], ["index"]), n("Cast", ["index"], ["x"], to=F), n("Mul", ["x", "k1"], ["a"]),
+         n("Cast", ["seed"], ["sf"], to=F), n("Mul", ["sf", "k2"], ["b"]), n("Add", ["a", "b"], ["c"]), n("Sin", ["c"], ["flat"]),
+         n("Reshape", ["flat", "full"], ["noise"]), n("Add", ["offset", "unit"], ["next_offset"])],
+        [("seed", I, ["batch"]), ("offset", I, ["batch"]), ("row_shape", I, ["row_rank"])],
+        [("noise", F, latent), ("next_offset", I, ["batch"])],
+        [("zero", np.array(0, np.int64)), ("unit", np.array(1, np.int64)), ("k1", np.array(1.3, np.float32)), ("k2", np.array(0.37, np.float32))])
+    yield "text_encoder/model", i2i_graph(
+        "text_encoder",
+        [n("Cast", ["input_ids"], ["f"], to=F), n("Unsqueeze", ["f", "axis2"], ["u"]), n("Mul", ["u", "embed"], ["encoder_hidden_states"])],
+        [("input_ids", I, ["batch", "prompt_sequence"])], [("encoder_hidden_states", F, ["batch", "prompt_sequence", 4])],
+        [("axis2", np.array([2], np.int64)), ("embed", EMBED)])
+    yield "policies/denoise_window", i2i_graph(
+        "denoise_window",
+        [n("Cast", ["steps"], ["sf"], to=F), n("Mul", ["sf", "denoise"], ["p"]), n("Round", ["p"], ["r"]), n("Cast", ["r"], ["ri"], to=I),
+         n("Sub", ["steps", "ri"], ["start"]), n("Sub", ["steps", "start"], ["iterations"])],
+        [("steps", I, [1]), ("denoise", F, [1])], [("start", I, [1]), ("iterations", I, [1])])
+    yield "policies/step_offset", i2i_graph(
+        "step_offset", [n("Add", ["iteration", "start"], ["step"])],
+        [("iteration", I, ["batch"]), ("start", I, [1])], [("step", I, ["batch"])])
+    yield "vae_encoder/model", i2i_graph(
+        "vae_encoder",
+        [n("AveragePool", ["image"], ["pooled"], kernel_shape=[8, 8], strides=[8, 8]), n("Conv", ["pooled", "w"], ["latent"])],
+        [("image", F, picture)], [("latent", F, latent)], [("w", ENCODE.reshape(4, 3, 1, 1))])
+    yield "policies/add_noise", i2i_graph(
+        "add_noise",
+        [n("Gather", ["schedule", "step"], ["sigma"]), n("Mul", ["noise", "sigma"], ["scaled"]), n("Add", ["latent", "scaled"], ["noised"])],
+        [("latent", F, latent), ("noise", F, latent), ("schedule", F, ["schedule_length"]), ("step", I, [1])], [("noised", F, latent)])
+    yield "denoiser/model", i2i_graph(
+        "denoiser",
+        [n("Div", ["timestep", "thousand"], ["t"]), n("Reshape", ["t", "row4"], ["t4"]), n("Mul", ["sample", "t4"], ["st"]),
+         n("Mul", ["st", "half"], ["a"]), n("ReduceMean", ["encoder_hidden_states", "axes12"], ["e"], keepdims=0),
+         n("Reshape", ["e", "row4"], ["e4"]), n("Add", ["a", "e4"], ["noise_pred"])],
+        [("sample", F, latent), ("timestep", F, ["batch"]), ("encoder_hidden_states", F, ["batch", "prompt_sequence", 4])],
+        [("noise_pred", F, latent)],
+        [row4, ("thousand", np.array(1000.0, np.float32)), ("half", np.array(0.5, np.float32)), ("axes12", np.array([1, 2], np.int64))])
+    yield "policies/guidance_combine", i2i_graph(
+        "guidance_combine",
+        [n("Sub", ["conditional", "unconditional"], ["d"]), n("Reshape", ["scale", "row4"], ["s"]), n("Mul", ["d", "s"], ["m"]),
+         n("Add", ["unconditional", "m"], ["estimate"])],
+        [("unconditional", F, latent), ("conditional", F, latent), ("scale", F, ["batch"])], [("estimate", F, latent)], [row4])
+    yield "policies/solver_step", i2i_graph(
+        "solver_step",
+        [n("Gather", ["schedule", "step"], ["sigma"]), n("Add", ["step", "unit"], ["next"]), n("Gather", ["schedule", "next"], ["sigma_next"]),
+         n("Sub", ["sigma_next", "sigma"], ["dt"]), n("Reshape", ["dt", "row4"], ["dt4"]), n("Mul", ["estimate", "dt4"], ["move"]),
+         n("Add", ["sample", "move"], ["next_state"])],
+        [("sample", F, latent), ("estimate", F, latent), ("step", I, ["batch"]), ("schedule", F, ["schedule_length"])],
+        [("next_state", F, latent)], [row4, ("unit", np.array(1, np.int64))])
+    yield "vae_decoder/model", i2i_graph(
+        "vae_decoder",
+        [n("Resize", ["latent", "", "scales"], ["up"], mode="nearest"), n("Conv", ["up", "w"], ["rgb"]), n("Tanh", ["rgb"], ["image"])],
+        [("latent", F, latent)], [("image", F, picture)],
+        [("scales", np.array([1, 1, 8, 8], np.float32)), ("w", DECODE.reshape(3, 4, 1, 1))])
+
+
+def img2img_reference(image, ids, negative_ids, seed, cfg, denoise, steps=5):
+    """The lowered img2img workflow, step by step in numpy."""
+    f = np.float32
+    start = steps - int(np.round(f(steps) * f(denoise)))  # numpy rounds half to even
+    pooled = image.reshape(1, 3, 2, 8, 2, 8).mean(axis=(3, 5)).astype(f)
+    latent = np.einsum("oc,bchw->bohw", ENCODE, pooled).astype(f)
+    index = np.arange(latent.size, dtype=f)
+    noise = np.sin(index * f(1.3) + f(seed) * f(0.37)).reshape(latent.shape).astype(f)
+    state = (latent + noise * SIGMAS[start]).astype(f)
+    embed = lambda i: (i.astype(f)[..., None] * EMBED).mean(axis=(1, 2)).astype(f)
+    for step in range(start, steps):
+        sigma = SIGMAS[step]
+        model_input = (state / np.sqrt(sigma * sigma + f(1))).astype(f)
+        t = TIMESTEPS[step] / f(1000)
+        unc = model_input * t * f(0.5) + embed(negative_ids)[:, None, None, None]
+        cond = model_input * t * f(0.5) + embed(ids)[:, None, None, None]
+        estimate = unc + (cond - unc) * f(cfg)
+        state = (state + estimate * (SIGMAS[step + 1] - sigma)).astype(f)
+    up = state.repeat(8, axis=2).repeat(8, axis=3)
+    decoded = np.tanh(np.einsum("oc,bchw->bohw", DECODE, up)).astype(f)
+    return decoded, state
+
+
 def tensor(array):
     data = array.reshape(-1).tolist()
     dtype = {np.dtype(np.float32): "float32", np.dtype(np.int64): "int64", np.dtype(bool): "bool"}[array.dtype]
@@ -308,6 +447,33 @@ def files():
         {"request.input_ids": prompt[None], "request.max_new_tokens": np.array([16], np.int64)},
         {"tokens": words_reference(prompt, 16)},
         {"abs": 0, "rel": 0},
+    ).encode()
+    for path, component in img2img_models():
+        yield f"examples/tiny-img2img/{path}.onnx.textproto", text_format.MessageToString(component).encode()
+    y, x = np.mgrid[0:16, 0:16].astype(np.float32)
+    photo = np.stack([np.sin(x / 3), np.cos(y / 4), np.sin((x + y) / 5)])[None].astype(np.float32)
+    ids = np.array([[1, 2, 3]], np.int64)
+    negative_ids = np.array([[4, 5, 6]], np.int64)
+    image, state = img2img_reference(photo, ids, negative_ids, seed=7, cfg=6.5, denoise=0.5)
+    yield "examples/tiny-img2img/recipes/photo.json", recipe(
+        "img2img at denoise 0.5 of 5 steps (starts at step 3), the graph's seed and cfg; expected outputs computed with numpy by scripts/gen_fixtures.py",
+        {"request.input_ids": ids, "request.negative_input_ids": negative_ids, "request.image": photo},
+        {"image": image, "latent": state},
+        {"abs": 1e-5, "rel": 1e-5},
+    ).encode()
+    # 5 * 0.9 = 4.5 rounds half to even, to 4: the run starts at step 1
+    # (rounding half up would start at step 0).
+    image, state = img2img_reference(photo, ids, negative_ids, seed=7, cfg=6.5, denoise=0.9)
+    yield "examples/tiny-img2img/recipes/denoise_0p9.json", recipe(
+        "img2img at denoise 0.9 of 5 steps: 4.5 rounds half to even, so it starts at step 1; expected outputs computed with numpy by scripts/gen_fixtures.py",
+        {
+            "request.input_ids": ids,
+            "request.negative_input_ids": negative_ids,
+            "request.image": photo,
+            "request.denoise": np.array([0.9], np.float32),
+        },
+        {"image": image, "latent": state},
+        {"abs": 1e-5, "rel": 1e-5},
     ).encode()
 
 

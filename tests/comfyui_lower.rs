@@ -106,6 +106,23 @@ fn img2img_starts_at_the_half_even_rounded_step_and_takes_denoise_as_an_input() 
 }
 
 #[test]
+fn the_img2img_example_package_is_the_lowered_img2img_graph() {
+    // fixtures/examples/tiny-img2img holds components of the default layout
+    // and recipes with numpy references (runner_fixtures runs them); its
+    // document is exactly what the importer writes for the graph.
+    let l = lowered(&pattern("img2img"), &Target::default());
+    let want = std::fs::read_to_string(
+        support::fixtures().join("examples/tiny-img2img/inference_metadata.yaml"),
+    )
+    .expect("the example document");
+    assert_eq!(
+        wfstudio_schema::emit::to_yaml(&l.document),
+        want,
+        "regenerate: wfstudio import-comfyui fixtures/comfyui/patterns/img2img.api.json --package fixtures/examples/tiny-img2img"
+    );
+}
+
+#[test]
 fn ksampler_advanced_takes_its_start_and_end_steps_as_inputs() {
     let l = lowered(&pattern("ksampler-advanced"), &Target::default());
     assert_eq!(default_of(&l, "request.start_step"), &json!(2));

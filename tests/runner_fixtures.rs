@@ -19,6 +19,8 @@ fn example_recipes_match_their_numpy_references() {
         ("tiny-denoise", "smiley.json"),
         ("tiny-tone", "scale.json"),
         ("tiny-words", "hello.json"),
+        ("tiny-img2img", "photo.json"),
+        ("tiny-img2img", "denoise_0p9.json"),
     ] {
         let dir = support::fixtures().join("examples").join(package);
         let r = recipe::parse(
@@ -41,7 +43,7 @@ fn example_recipes_match_their_numpy_references() {
         assert_eq!(
             recipe::compare(&output.outputs, &r.outputs, r.abs, r.rel),
             Vec::<String>::new(),
-            "{package}"
+            "{package} {recipe_file}"
         );
         assert!(
             output.wall.as_secs_f64() < 1.0,
