@@ -20,14 +20,18 @@ follows the current one in a fixed sentence ("hello world , this tiny
 model speaks one word at a time .") and stops after the end-of-sequence id.
 The emits append the generated ids, which the studio decodes to text.
 
-tiny-img2img: the components of the default package layout that the
+tiny-img2img (and tiny-inpaint): the components of the default package layout that the
 ComfyUI importer lowers fixtures/comfyui/patterns/img2img.api.json to
 (docs/COMFYUI.md): a 16x16 picture is encoded to a 4x2x2 latent, noised to
 the start step steps - round_half_even(steps * denoise) of a 5-step sigma
 schedule, denoised by an Euler solver with classifier-free guidance for the
 remaining steps, and decoded back to 16x16. Its inference_metadata.yaml is
 the importer's output (`wfstudio import-comfyui ... --package`), not
-written here. ONNX TextFormat.
+written here. ONNX TextFormat. tiny-inpaint adds the three inpainting
+policies for fixtures/comfyui/patterns/inpaint.api.json (VAEEncodeForInpaint,
+grow_mask_by 6): the masked pixels are greyed before encoding, the mask is
+grown and reduced to the latent grid, and after every step the latent
+outside the mask is reset to the source noised to the next step.
 
 Each package gets a recipe whose expected outputs are computed here with
 numpy, independently of the runner.
@@ -367,10 +371,55 @@ def img2img_models():
         [("scales", np.array([1, 1, 8, 8], np.float32)), ("w", DECODE.reshape(3, 4, 1, 1))])
 
 
-def img2img_reference(image, ids, negative_ids, seed, cfg, denoise, steps=5):
-    """The lowered img2img workflow, step by step in numpy."""
+GROW = 6
+
+
+def inpaint_models():
+    """The inpainting policies, by artifact path."""
+    F = TensorProto.FLOAT
+    I = TensorProto.INT64
+    latent = ["batch", "channels", "latent_height", "latent_width"]
+    mask = ["batch", 1, "height", "width"]
+    small = ["batch", 1, "latent_height", "latent_width"]
+    n = helper.make_node
+    yield "policies/inpaint_pixels", i2i_graph(
+        "inpaint_pixels",
+        [n("Greater", ["mask", "half"], ["masked"]), n("Where", ["masked", "half", "image"], ["pixels"])],
+        [("image", F, ["batch", 3, "height", "width"]), ("mask", F, mask)], [("pixels", F, ["batch", 3, "height", "width"])],
+        [("half", np.array(0.5, np.float32))])
+    yield "policies/latent_mask", i2i_graph(
+        "latent_mask",
+        [n("MaxPool", ["mask"], ["grown"], kernel_shape=[2 * GROW + 1] * 2, pads=[GROW] * 4, strides=[1, 1]),
+         n("MaxPool", ["grown"], ["latent_mask"], kernel_shape=[8, 8], strides=[8, 8])],
+        [("mask", F, mask), ("like", F, latent)], [("latent_mask", F, small)])
+    yield "policies/masked_blend", i2i_graph(
+        "masked_blend",
+        [n("Add", ["step", "unit"], ["next"]), n("Gather", ["schedule", "next"], ["sigma"]), n("Reshape", ["sigma", "row4"], ["s"]),
+         n("Mul", ["noise", "s"], ["scaled"]), n("Add", ["source", "scaled"], ["noised"]), n("Sub", ["one", "mask"], ["keep"]),
+         n("Mul", ["solved", "mask"], ["inside"]), n("Mul", ["noised", "keep"], ["outside"]), n("Add", ["inside", "outside"], ["next_state"])],
+        [("solved", F, latent), ("source", F, latent), ("noise", F, latent), ("mask", F, small), ("step", I, ["batch"]),
+         ("schedule", F, ["schedule_length"])],
+        [("next_state", F, latent)],
+        [("row4", np.array([-1, 1, 1, 1], np.int64)), ("unit", np.array(1, np.int64)), ("one", np.array(1.0, np.float32))])
+
+
+def grown_latent_mask(mask):
+    """The mask dilated by GROW pixels, then the max over each 8x8 cell."""
+    padded = np.pad(mask, ((0, 0), (0, 0), (GROW, GROW), (GROW, GROW)), constant_values=-np.inf)
+    h, w = mask.shape[2:]
+    size = 2 * GROW + 1
+    grown = np.array([[padded[:, :, y:y + size, x:x + size].max(axis=(2, 3)) for x in range(w)] for y in range(h)])
+    grown = grown.transpose(2, 3, 0, 1)
+    return grown.reshape(1, 1, h // 8, 8, w // 8, 8).max(axis=(3, 5)).astype(np.float32)
+
+
+def img2img_reference(image, ids, negative_ids, seed, cfg, denoise, steps=5, mask=None):
+    """The lowered img2img (or, with `mask`, inpaint) workflow, step by step
+    in numpy."""
     f = np.float32
     start = steps - int(np.round(f(steps) * f(denoise)))  # numpy rounds half to even
+    if mask is not None:
+        image = np.where(mask > f(0.5), f(0.5), image).astype(f)
     pooled = image.reshape(1, 3, 2, 8, 2, 8).mean(axis=(3, 5)).astype(f)
     latent = np.einsum("oc,bchw->bohw", ENCODE, pooled).astype(f)
     index = np.arange(latent.size, dtype=f)
@@ -385,6 +434,10 @@ def img2img_reference(image, ids, negative_ids, seed, cfg, denoise, steps=5):
         cond = model_input * t * f(0.5) + embed(ids)[:, None, None, None]
         estimate = unc + (cond - unc) * f(cfg)
         state = (state + estimate * (SIGMAS[step + 1] - sigma)).astype(f)
+        if mask is not None:
+            keep = grown_latent_mask(mask)
+            noised = latent + noise * SIGMAS[step + 1]
+            state = (state * keep + noised * (f(1) - keep)).astype(f)
     up = state.repeat(8, axis=2).repeat(8, axis=3)
     decoded = np.tanh(np.einsum("oc,bchw->bohw", DECODE, up)).astype(f)
     return decoded, state
@@ -458,6 +511,17 @@ def files():
     yield "examples/tiny-img2img/recipes/photo.json", recipe(
         "img2img at denoise 0.5 of 5 steps (starts at step 3), the graph's seed and cfg; expected outputs computed with numpy by scripts/gen_fixtures.py",
         {"request.input_ids": ids, "request.negative_input_ids": negative_ids, "request.image": photo},
+        {"image": image, "latent": state},
+        {"abs": 1e-5, "rel": 1e-5},
+    ).encode()
+    for path, component in [*img2img_models(), *inpaint_models()]:
+        yield f"examples/tiny-inpaint/{path}.onnx.textproto", text_format.MessageToString(component).encode()
+    hole = np.zeros((1, 1, 16, 16), np.float32)
+    hole[:, :, 0:2, 0:2] = 1.0
+    image, state = img2img_reference(photo, ids, negative_ids, seed=7, cfg=6.5, denoise=1.0, mask=hole)
+    yield "examples/tiny-inpaint/recipes/hole.json", recipe(
+        "inpainting a 2x2 hole (grown by 6 pixels: one latent cell) over 5 steps; expected outputs computed with numpy by scripts/gen_fixtures.py",
+        {"request.input_ids": ids, "request.negative_input_ids": negative_ids, "request.image": photo, "request.mask": hole},
         {"image": image, "latent": state},
         {"abs": 1e-5, "rel": 1e-5},
     ).encode()

@@ -106,20 +106,46 @@ fn img2img_starts_at_the_half_even_rounded_step_and_takes_denoise_as_an_input() 
 }
 
 #[test]
-fn the_img2img_example_package_is_the_lowered_img2img_graph() {
-    // fixtures/examples/tiny-img2img holds components of the default layout
-    // and recipes with numpy references (runner_fixtures runs them); its
-    // document is exactly what the importer writes for the graph.
-    let l = lowered(&pattern("img2img"), &Target::default());
-    let want = std::fs::read_to_string(
-        support::fixtures().join("examples/tiny-img2img/inference_metadata.yaml"),
-    )
-    .expect("the example document");
-    assert_eq!(
-        wfstudio_schema::emit::to_yaml(&l.document),
-        want,
-        "regenerate: wfstudio import-comfyui fixtures/comfyui/patterns/img2img.api.json --package fixtures/examples/tiny-img2img"
-    );
+fn no_lowered_component_reuses_an_input_name_for_an_output() {
+    // An ONNX graph cannot have an input and an output of the same name.
+    for name in [
+        "img2img",
+        "ksampler-advanced",
+        "inpaint",
+        "latent-noise-mask",
+        "sdxl",
+        "controlnet",
+        "controlnet-positive",
+        "lora",
+        "flow-sd3",
+    ] {
+        let l = lowered(&pattern(name), &lora_target());
+        for (component, c) in workflow(&l)["components"].as_object().expect("components") {
+            let inputs = c["ports"]["inputs"].as_object().expect("inputs");
+            for output in c["ports"]["outputs"].as_object().expect("outputs").keys() {
+                assert!(!inputs.contains_key(output), "{name}: {component}.{output}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_img2img_and_inpaint_example_packages_are_the_lowered_graphs() {
+    // fixtures/examples/tiny-{img2img,inpaint} hold components of the
+    // default layout and recipes with numpy references (runner_fixtures
+    // runs them); each document is exactly what the importer writes.
+    for (graph, package) in [("img2img", "tiny-img2img"), ("inpaint", "tiny-inpaint")] {
+        let l = lowered(&pattern(graph), &Target::default());
+        let want = std::fs::read_to_string(
+            support::fixtures().join(format!("examples/{package}/inference_metadata.yaml")),
+        )
+        .expect("the example document");
+        assert_eq!(
+            wfstudio_schema::emit::to_yaml(&l.document),
+            want,
+            "regenerate: wfstudio import-comfyui fixtures/comfyui/patterns/{graph}.api.json --package fixtures/examples/{package}"
+        );
+    }
 }
 
 #[test]

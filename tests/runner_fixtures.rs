@@ -21,6 +21,7 @@ fn example_recipes_match_their_numpy_references() {
         ("tiny-words", "hello.json"),
         ("tiny-img2img", "photo.json"),
         ("tiny-img2img", "denoise_0p9.json"),
+        ("tiny-inpaint", "hole.json"),
     ] {
         let dir = support::fixtures().join("examples").join(package);
         let r = recipe::parse(

@@ -510,12 +510,12 @@ pub(super) fn build(plan: &Plan, adapters: Option<&AdapterUse>) -> Built {
                         json!(end),
                     ),
                 );
-                let mut window_out = window_out.clone();
-                window_out["end"] = one("int64");
+                // Output names differ from the inputs' (ONNX graphs need that).
+                let window_out = json!({"first_step": one("int64"), "iterations": one("int64"), "last_end": one("int64")});
                 components.insert("step_window".into(), policy("step_window", json!({"steps": one("int64"), "start": one("int64"), "end": one("int64")}), window_out,
                     Some(json!({"id": "wfstudio.step-window", "version": "1", "parameters": {"end": "min(end, steps)", "iterations": "end - start"}}))));
                 setup.push(invoke("step_window", json!({"steps": "package.steps", "start": "request.start_step", "end": "request.end_step"}),
-                    json!({"start": "diffusion.start_step", "iterations": "diffusion.iterations", "end": "diffusion.end_step"})), &[sampler]);
+                    json!({"first_step": "diffusion.start_step", "iterations": "diffusion.iterations", "last_end": "diffusion.end_step"})), &[sampler]);
             }
         }
         components.insert(
@@ -604,7 +604,7 @@ pub(super) fn build(plan: &Plan, adapters: Option<&AdapterUse>) -> Built {
     };
     if let Some((mask, grow)) = mask {
         inputs.insert("request.mask".into(), media(picture(json!(1))));
-        components.insert("latent_mask".into(), policy("latent_mask", json!({"mask": picture(json!(1)), "like": latent()}), json!({"mask": contract("float32", json!(["batch", 1, "latent_height", "latent_width"]), true)}),
+        components.insert("latent_mask".into(), policy("latent_mask", json!({"mask": picture(json!(1)), "like": latent()}), json!({"latent_mask": contract("float32", json!(["batch", 1, "latent_height", "latent_width"]), true)}),
             Some(json!({"id": "wfstudio.latent-mask", "version": "1", "parameters": {"grow_mask_by": grow, "scale": 8}}))));
         let from: Vec<&String> = [Some(&mask.loader), mask.setter.as_ref()]
             .into_iter()
@@ -614,7 +614,7 @@ pub(super) fn build(plan: &Plan, adapters: Option<&AdapterUse>) -> Built {
             invoke(
                 "latent_mask",
                 json!({"mask": "request.mask", "like": "latent.source"}),
-                json!({"mask": "latent.mask"}),
+                json!({"latent_mask": "latent.mask"}),
             ),
             &from,
         );
