@@ -32,6 +32,9 @@ policies for fixtures/comfyui/patterns/inpaint.api.json (VAEEncodeForInpaint,
 grow_mask_by 6): the masked pixels are greyed before encoding, the mask is
 grown and reduced to the latent grid, and after every step the latent
 outside the mask is reset to the source noised to the next step.
+tiny-advanced runs fixtures/comfyui/patterns/ksampler-advanced.api.json
+(KSamplerAdvanced, steps 2..8 of 10 on an empty 16x16 latent, noise added,
+no leftover noise: the last step runs to sigma 0).
 
 Each package gets a recipe whose expected outputs are computed here with
 numpy, independently of the runner.
@@ -403,6 +406,66 @@ def inpaint_models():
         [("row4", np.array([-1, 1, 1, 1], np.int64)), ("unit", np.array(1, np.int64)), ("one", np.array(1.0, np.float32))])
 
 
+SIGMAS10 = np.linspace(2.0, 0.0, 11).astype(np.float32)
+TIMESTEPS10 = np.linspace(999, 99, 10).astype(np.float32)
+
+
+def advanced_models():
+    """The KSamplerAdvanced components (a 10-step schedule, an empty latent,
+    the step window and a solver that ends at sigma 0), by artifact path."""
+    F, I = TensorProto.FLOAT, TensorProto.INT64
+    latent = ["batch", "channels", "latent_height", "latent_width"]
+    n = helper.make_node
+    row4 = ("row4", np.array([-1, 1, 1, 1], np.int64))
+    replaced = {"policies/diffusion_schedule", "policies/diffusion_timesteps", "policies/latent_row_shape", "policies/solver_step"}
+    for path, component in img2img_models():
+        if path not in replaced and path not in ("vae_encoder/model", "policies/denoise_window"):
+            yield path, component
+    yield "policies/diffusion_schedule", i2i_graph(
+        "diffusion_schedule", [n("Constant", [], ["schedule"], value=numpy_helper.from_array(SIGMAS10))], [], [("schedule", F, [11])])
+    yield "policies/diffusion_timesteps", i2i_graph(
+        "diffusion_timesteps", [n("Constant", [], ["schedule"], value=numpy_helper.from_array(TIMESTEPS10))], [], [("schedule", F, [10])])
+    yield "policies/latent_row_shape", i2i_graph(
+        "latent_row_shape", [n("Constant", [], ["shape"], value=numpy_helper.from_array(np.array([4, 2, 2], np.int64)))], [], [("shape", I, [3])])
+    yield "policies/empty_latent", i2i_graph(
+        "empty_latent", [n("Mul", ["like", "zero"], ["latent"])],
+        [("row_shape", I, ["row_rank"]), ("like", F, latent)], [("latent", F, latent)], [("zero", np.array(0.0, np.float32))])
+    yield "policies/step_window", i2i_graph(
+        "step_window",
+        [n("Min", ["end", "steps"], ["last_end"]), n("Identity", ["start"], ["first_step"]), n("Sub", ["last_end", "start"], ["iterations"])],
+        [("steps", I, [1]), ("start", I, [1]), ("end", I, [1])],
+        [("first_step", I, [1]), ("iterations", I, [1]), ("last_end", I, [1])])
+    yield "policies/solver_step", i2i_graph(
+        "solver_step",
+        [n("Gather", ["schedule", "step"], ["sigma"]), n("Add", ["step", "unit"], ["next"]), n("Gather", ["schedule", "next"], ["sigma_after"]),
+         n("Equal", ["next", "end_step"], ["last"]), n("Where", ["last", "zero", "sigma_after"], ["sigma_next"]),
+         n("Sub", ["sigma_next", "sigma"], ["dt"]), n("Reshape", ["dt", "row4"], ["dt4"]), n("Mul", ["estimate", "dt4"], ["move"]),
+         n("Add", ["sample", "move"], ["next_state"])],
+        [("sample", F, latent), ("estimate", F, latent), ("step", I, ["batch"]), ("schedule", F, ["schedule_length"]), ("end_step", I, [1])],
+        [("next_state", F, latent)], [row4, ("unit", np.array(1, np.int64)), ("zero", np.array(0.0, np.float32))])
+
+
+def advanced_reference(ids, negative_ids, seed, cfg, start, end, steps=10):
+    """The lowered KSamplerAdvanced workflow in numpy."""
+    f = np.float32
+    end = min(end, steps)
+    index = np.arange(16, dtype=f)
+    noise = np.sin(index * f(1.3) + f(seed) * f(0.37)).reshape(1, 4, 2, 2).astype(f)
+    state = (noise * SIGMAS10[start]).astype(f)
+    embed = lambda i: (i.astype(f)[..., None] * EMBED).mean(axis=(1, 2)).astype(f)
+    for step in range(start, end):
+        sigma = SIGMAS10[step]
+        sigma_next = f(0) if step + 1 == end else SIGMAS10[step + 1]
+        model_input = (state / np.sqrt(sigma * sigma + f(1))).astype(f)
+        t = TIMESTEPS10[step] / f(1000)
+        unc = model_input * t * f(0.5) + embed(negative_ids)[:, None, None, None]
+        cond = model_input * t * f(0.5) + embed(ids)[:, None, None, None]
+        estimate = unc + (cond - unc) * f(cfg)
+        state = (state + estimate * (sigma_next - sigma)).astype(f)
+    up = state.repeat(8, axis=2).repeat(8, axis=3)
+    return np.tanh(np.einsum("oc,bchw->bohw", DECODE, up)).astype(f), state
+
+
 def grown_latent_mask(mask):
     """The mask dilated by GROW pixels, then the max over each 8x8 cell."""
     padded = np.pad(mask, ((0, 0), (0, 0), (GROW, GROW), (GROW, GROW)), constant_values=-np.inf)
@@ -522,6 +585,27 @@ def files():
     yield "examples/tiny-inpaint/recipes/hole.json", recipe(
         "inpainting a 2x2 hole (grown by 6 pixels: one latent cell) over 5 steps; expected outputs computed with numpy by scripts/gen_fixtures.py",
         {"request.input_ids": ids, "request.negative_input_ids": negative_ids, "request.image": photo, "request.mask": hole},
+        {"image": image, "latent": state},
+        {"abs": 1e-5, "rel": 1e-5},
+    ).encode()
+    for path, component in advanced_models():
+        yield f"examples/tiny-advanced/{path}.onnx.textproto", text_format.MessageToString(component).encode()
+    image, state = advanced_reference(ids, negative_ids, seed=7, cfg=6.5, start=2, end=8)
+    yield "examples/tiny-advanced/recipes/steps_2_to_8.json", recipe(
+        "KSamplerAdvanced steps 2..8 of 10 from an empty latent, the last step to sigma 0; expected outputs computed with numpy by scripts/gen_fixtures.py",
+        {"request.input_ids": ids, "request.negative_input_ids": negative_ids},
+        {"image": image, "latent": state},
+        {"abs": 1e-5, "rel": 1e-5},
+    ).encode()
+    image, state = advanced_reference(ids, negative_ids, seed=7, cfg=6.5, start=4, end=10000)
+    yield "examples/tiny-advanced/recipes/steps_4_to_end.json", recipe(
+        "KSamplerAdvanced from step 4 with end_at_step 10000 (clipped to the 10 steps); expected outputs computed with numpy by scripts/gen_fixtures.py",
+        {
+            "request.input_ids": ids,
+            "request.negative_input_ids": negative_ids,
+            "request.start_step": np.array([4], np.int64),
+            "request.end_step": np.array([10000], np.int64),
+        },
         {"image": image, "latent": state},
         {"abs": 1e-5, "rel": 1e-5},
     ).encode()

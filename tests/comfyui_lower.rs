@@ -130,11 +130,15 @@ fn no_lowered_component_reuses_an_input_name_for_an_output() {
 }
 
 #[test]
-fn the_img2img_and_inpaint_example_packages_are_the_lowered_graphs() {
-    // fixtures/examples/tiny-{img2img,inpaint} hold components of the
+fn the_img2img_inpaint_and_advanced_example_packages_are_the_lowered_graphs() {
+    // fixtures/examples/tiny-{img2img,inpaint,advanced} hold components of the
     // default layout and recipes with numpy references (runner_fixtures
     // runs them); each document is exactly what the importer writes.
-    for (graph, package) in [("img2img", "tiny-img2img"), ("inpaint", "tiny-inpaint")] {
+    for (graph, package) in [
+        ("img2img", "tiny-img2img"),
+        ("inpaint", "tiny-inpaint"),
+        ("ksampler-advanced", "tiny-advanced"),
+    ] {
         let l = lowered(&pattern(graph), &Target::default());
         let want = std::fs::read_to_string(
             support::fixtures().join(format!("examples/{package}/inference_metadata.yaml")),
@@ -160,7 +164,7 @@ fn ksampler_advanced_takes_its_start_and_end_steps_as_inputs() {
         solver["contract"]["parameters"]["final_step"],
         "full_denoise"
     );
-    assert_eq!(solver["contract"]["parameters"]["solver"], "dpmpp_2m");
+    assert_eq!(solver["contract"]["parameters"]["solver"], "euler");
     assert!(setup(&l).contains(&"step_window".to_string()));
     assert!(setup(&l).contains(&"empty_latent".to_string()));
     assert_eq!(
