@@ -32,7 +32,11 @@ policies for fixtures/comfyui/patterns/inpaint.api.json (VAEEncodeForInpaint,
 grow_mask_by 6): the masked pixels are greyed before encoding, the mask is
 grown and reduced to the latent grid, and after every step the latent
 outside the mask is reset to the source noised to the next step.
-tiny-advanced runs fixtures/comfyui/patterns/ksampler-advanced.api.json
+tiny-controlnet runs fixtures/comfyui/patterns/controlnet.api.json
+(ControlNetApplyAdvanced on both prompts, strength 0.9, active for the
+first 60 % of the schedule): a control model turns the control picture and
+the sample into residuals that the denoiser adds. tiny-advanced runs
+fixtures/comfyui/patterns/ksampler-advanced.api.json
 (KSamplerAdvanced, steps 2..8 of 10 on an empty 16x16 latent, noise added,
 no leftover noise: the last step runs to sigma 0).
 
@@ -445,6 +449,78 @@ def advanced_models():
         [("next_state", F, latent)], [row4, ("unit", np.array(1, np.int64)), ("zero", np.array(0.0, np.float32))])
 
 
+def controlnet_models():
+    """The ControlNet components over the txt2img base, by artifact path."""
+    F, I, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+    latent = ["batch", "channels", "latent_height", "latent_width"]
+    hidden = ["batch", "prompt_sequence", 4]
+    mid = ["batch", "mid_channels", "mid_height", "mid_width"]
+    n = helper.make_node
+    row4 = ("row4", np.array([-1, 1, 1, 1], np.int64))
+    for path, component in img2img_models():
+        if path not in ("vae_encoder/model", "policies/denoise_window", "policies/add_noise", "policies/step_offset",
+                        "policies/latent_row_shape", "denoiser/model"):
+            yield path, component
+    yield "policies/latent_row_shape", i2i_graph(
+        "latent_row_shape", [n("Constant", [], ["shape"], value=numpy_helper.from_array(np.array([4, 2, 2], np.int64)))], [], [("shape", I, [3])])
+    yield "policies/control_scale", i2i_graph(
+        "control_scale",
+        [n("Shape", ["schedule"], ["length"]), n("Sub", ["length", "unit"], ["steps"]), n("Cast", ["steps"], ["sf"], to=F),
+         n("Cast", ["step"], ["k"], to=F), n("Div", ["k", "sf"], ["percent"]), n("GreaterOrEqual", ["percent", "start"], ["after"]),
+         n("Less", ["percent", "end"], ["before"]), n("And", ["after", "before"], ["active"]),
+         n("Where", ["active", "strength", "zero"], ["scale"])],
+        [("strength", F, [1]), ("start", F, [1]), ("end", F, [1]), ("step", I, ["batch"]), ("schedule", F, ["schedule_length"])],
+        [("scale", F, [1])], [("unit", np.array([1], np.int64)), ("zero", np.array([0.0], np.float32))])
+    yield "controlnet/model", i2i_graph(
+        "controlnet",
+        [n("AveragePool", ["image"], ["pooled"], kernel_shape=[8, 8], strides=[8, 8]),
+         n("ReduceMean", ["pooled", "axis1"], ["hint"], keepdims=1), n("Add", ["sample", "hint"], ["mixed"]),
+         n("Mul", ["mixed", "scale"], ["mid_residual"]), n("Flatten", ["mid_residual"], ["flat"], axis=1),
+         n("Mul", ["flat", "half"], ["down_residuals"])],
+        [("sample", F, latent), ("timestep", F, ["batch"]), ("encoder_hidden_states", F, hidden),
+         ("image", F, ["batch", 3, "height", "width"]), ("scale", F, [1])],
+        [("down_residuals", F, ["batch", "down_residual_elements"]), ("mid_residual", F, mid)],
+        [("axis1", np.array([1], np.int64)), ("half", np.array(0.5, np.float32))])
+    yield "denoiser/model", i2i_graph(
+        "denoiser",
+        [n("Div", ["timestep", "thousand"], ["t"]), n("Reshape", ["t", "row4"], ["t4"]), n("Mul", ["sample", "t4"], ["st"]),
+         n("Mul", ["st", "half"], ["a"]), n("ReduceMean", ["encoder_hidden_states", "axes12"], ["e"], keepdims=0),
+         n("Reshape", ["e", "row4"], ["e4"]), n("Add", ["a", "e4"], ["base"]),
+         n("ReduceMean", ["down_residuals", "axis1"], ["d"], keepdims=0), n("Reshape", ["d", "row4"], ["d4"]),
+         n("Mul", ["d4", "tenth"], ["dd"]), n("Mul", ["mid_residual", "fifth"], ["mm"]), n("Add", ["base", "dd"], ["b1"]),
+         n("Add", ["b1", "mm"], ["noise_pred"])],
+        [("sample", F, latent), ("timestep", F, ["batch"]), ("encoder_hidden_states", F, hidden),
+         ("down_residuals", F, ["batch", "down_residual_elements"]), ("mid_residual", F, mid)],
+        [("noise_pred", F, latent)],
+        [row4, ("thousand", np.array(1000.0, np.float32)), ("half", np.array(0.5, np.float32)),
+         ("axes12", np.array([1, 2], np.int64)), ("axis1", np.array([1], np.int64)), ("tenth", np.array(0.1, np.float32)),
+         ("fifth", np.array(0.2, np.float32))])
+
+
+def controlnet_reference(control, ids, negative_ids, seed, cfg, strength, start, end, steps=5):
+    """The lowered ControlNet workflow in numpy."""
+    f = np.float32
+    index = np.arange(16, dtype=f)
+    state = np.sin(index * f(1.3) + f(seed) * f(0.37)).reshape(1, 4, 2, 2).astype(f)
+    hint = control.reshape(1, 3, 2, 8, 2, 8).mean(axis=(3, 5)).mean(axis=1, keepdims=True).astype(f)
+    embed = lambda i: (i.astype(f)[..., None] * EMBED).mean(axis=(1, 2)).astype(f)
+    for step in range(steps):
+        sigma = SIGMAS[step]
+        percent = f(step) / f(steps)
+        scale = f(strength) if start <= percent < end else f(0)
+        model_input = (state / np.sqrt(sigma * sigma + f(1))).astype(f)
+        t = TIMESTEPS[step] / f(1000)
+        mid = ((model_input + hint) * scale).astype(f)
+        down = (mid.reshape(1, -1) * f(0.5)).astype(f)
+        residual = down.mean(axis=1)[:, None, None, None] * f(0.1) + mid * f(0.2)
+        unc = model_input * t * f(0.5) + embed(negative_ids)[:, None, None, None] + residual
+        cond = model_input * t * f(0.5) + embed(ids)[:, None, None, None] + residual
+        estimate = unc + (cond - unc) * f(cfg)
+        state = (state + estimate * (SIGMAS[step + 1] - sigma)).astype(f)
+    up = state.repeat(8, axis=2).repeat(8, axis=3)
+    return np.tanh(np.einsum("oc,bchw->bohw", DECODE, up)).astype(f), state
+
+
 def advanced_reference(ids, negative_ids, seed, cfg, start, end, steps=10):
     """The lowered KSamplerAdvanced workflow in numpy."""
     f = np.float32
@@ -585,6 +661,15 @@ def files():
     yield "examples/tiny-inpaint/recipes/hole.json", recipe(
         "inpainting a 2x2 hole (grown by 6 pixels: one latent cell) over 5 steps; expected outputs computed with numpy by scripts/gen_fixtures.py",
         {"request.input_ids": ids, "request.negative_input_ids": negative_ids, "request.image": photo, "request.mask": hole},
+        {"image": image, "latent": state},
+        {"abs": 1e-5, "rel": 1e-5},
+    ).encode()
+    for path, component in controlnet_models():
+        yield f"examples/tiny-controlnet/{path}.onnx.textproto", text_format.MessageToString(component).encode()
+    image, state = controlnet_reference(photo, ids, negative_ids, seed=7, cfg=6.5, strength=0.9, start=0.0, end=0.6)
+    yield "examples/tiny-controlnet/recipes/edges.json", recipe(
+        "ControlNet at strength 0.9 on both prompts for the first 60 % of 5 steps; expected outputs computed with numpy by scripts/gen_fixtures.py",
+        {"request.input_ids": ids, "request.negative_input_ids": negative_ids, "request.control_image": photo},
         {"image": image, "latent": state},
         {"abs": 1e-5, "rel": 1e-5},
     ).encode()

@@ -22,6 +22,7 @@ fn example_recipes_match_their_numpy_references() {
         ("tiny-img2img", "photo.json"),
         ("tiny-img2img", "denoise_0p9.json"),
         ("tiny-inpaint", "hole.json"),
+        ("tiny-controlnet", "edges.json"),
         ("tiny-advanced", "steps_2_to_8.json"),
         ("tiny-advanced", "steps_4_to_end.json"),
     ] {
