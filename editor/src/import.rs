@@ -25,28 +25,39 @@ pub struct ImportedGraph {
     pub opened: Option<Opened>,
 }
 
-/// Whether `path` holds a ComfyUI graph rather than a workflow document: a
-/// PNG or WebP, or JSON that reads as a ComfyUI graph and has no
-/// `schema_version`.
-pub fn is_comfyui_file(path: &Path) -> bool {
+/// The bytes of `path` when it holds a ComfyUI graph rather than a
+/// workflow document: a PNG or WebP, or JSON that reads as a ComfyUI graph
+/// and has no `schema_version` or `pipeline`. `None` for anything else (it
+/// is opened as a document); a PNG or WebP that cannot be read is an error.
+pub fn comfyui_bytes(path: &Path) -> Option<Result<Vec<u8>, String>> {
     let ext = path
         .extension()
         .and_then(|e| e.to_str())
         .map(str::to_ascii_lowercase);
     match ext.as_deref() {
-        Some("png" | "webp") => true,
+        Some("png" | "webp") => Some(read_bounded(path)),
         Some("json") => {
-            std::fs::metadata(path).is_ok_and(|m| m.len() <= MAX_IMPORT_BYTES)
-                && std::fs::read(path).is_ok_and(|bytes| {
-                    let inference =
-                        serde_json::from_slice::<serde_json::Value>(&bytes).is_ok_and(|v| {
-                            v.get("schema_version").is_some() || v.get("pipeline").is_some()
-                        });
-                    !inference && wfstudio_core::comfyui::read(&bytes).is_ok()
-                })
+            let bytes = read_bounded(path).ok()?;
+            let document = serde_json::from_slice::<serde_json::Value>(&bytes)
+                .is_ok_and(|v| v.get("schema_version").is_some() || v.get("pipeline").is_some());
+            (!document && wfstudio_core::comfyui::read(&bytes).is_ok()).then_some(Ok(bytes))
         }
-        _ => false,
+        _ => None,
     }
+}
+
+/// The file's bytes, refusing files over [`MAX_IMPORT_BYTES`].
+fn read_bounded(source: &Path) -> Result<Vec<u8>, String> {
+    let size = std::fs::metadata(source)
+        .map_err(|e| format!("reading {}: {e}", source.display()))?
+        .len();
+    if size > MAX_IMPORT_BYTES {
+        return Err(format!(
+            "{} is {size} bytes; ComfyUI files over {MAX_IMPORT_BYTES} bytes are not read",
+            source.display()
+        ));
+    }
+    std::fs::read(source).map_err(|e| format!("reading {}: {e}", source.display()))
 }
 
 /// The node definitions `$WFSTUDIO_NODE_DEFS` names, if it is set.
@@ -79,18 +90,17 @@ pub fn proposed_document(source: &Path) -> PathBuf {
         .join("inference_metadata.yaml")
 }
 
-/// Imports `source`, lowering for the package in `target` (its adapters).
-pub fn import_file(source: &Path, target: Option<&Path>) -> Result<ImportedGraph, String> {
-    let size = std::fs::metadata(source)
-        .map_err(|e| format!("reading {}: {e}", source.display()))?
-        .len();
-    if size > MAX_IMPORT_BYTES {
-        return Err(format!(
-            "{} is {size} bytes; ComfyUI files over {MAX_IMPORT_BYTES} bytes are not read",
-            source.display()
-        ));
-    }
-    let bytes = std::fs::read(source).map_err(|e| format!("reading {}: {e}", source.display()))?;
+/// Imports `source` (its `bytes`, or read now), lowering for the package
+/// in `target` (its adapters).
+pub fn import_file(
+    source: &Path,
+    bytes: Option<Vec<u8>>,
+    target: Option<&Path>,
+) -> Result<ImportedGraph, String> {
+    let bytes = match bytes {
+        Some(bytes) => bytes,
+        None => read_bounded(source)?,
+    };
     let package = match target {
         Some(dir) => Target::from_package(dir)?,
         None => Target::default(),

@@ -193,8 +193,11 @@ pub fn run(job: Job) -> Outcome {
             path: requested,
             config,
         } => {
-            if crate::import::is_comfyui_file(&requested) {
-                return imported(requested, None);
+            if let Some(bytes) = crate::import::comfyui_bytes(&requested) {
+                let result = bytes.and_then(|bytes| {
+                    crate::import::import_file(&requested, Some(bytes), None).map(Box::new)
+                });
+                return Outcome::Imported { requested, result };
             }
             let result = open(&requested, config.as_deref());
             Outcome::Opened { requested, result }
@@ -231,7 +234,7 @@ pub fn run(job: Job) -> Outcome {
 }
 
 fn imported(requested: PathBuf, target: Option<PathBuf>) -> Outcome {
-    let result = crate::import::import_file(&requested, target.as_deref()).map(Box::new);
+    let result = crate::import::import_file(&requested, None, target.as_deref()).map(Box::new);
     Outcome::Imported { requested, result }
 }
 
