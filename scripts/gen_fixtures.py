@@ -35,7 +35,13 @@ outside the mask is reset to the source noised to the next step.
 tiny-controlnet runs fixtures/comfyui/patterns/controlnet.api.json
 (ControlNetApplyAdvanced on both prompts, strength 0.9, active for the
 first 60 % of the schedule): a control model turns the control picture and
-the sample into residuals that the denoiser adds. tiny-advanced runs
+the sample into residuals that the denoiser adds. tiny-flow runs fixtures/comfyui/patterns/flow-sd3.api.json (ModelSamplingSD3,
+shift 3, 16-channel latent): the schedule policies shift a 5-step flow
+schedule by the typed shift input, the model input is the sample itself, and
+the Euler solver follows the predicted velocity down to sigma 0. tiny-sdxl runs
+fixtures/comfyui/patterns/sdxl.api.json (CLIPTextEncodeSDXL on both
+prompts): two text encoders whose states are concatenated, a pooled
+embedding and size conditioning that the denoiser adds. tiny-advanced runs
 fixtures/comfyui/patterns/ksampler-advanced.api.json
 (KSamplerAdvanced, steps 2..8 of 10 on an empty 16x16 latent, noise added,
 no leftover noise: the last step runs to sigma 0).
@@ -497,6 +503,139 @@ def controlnet_models():
          ("fifth", np.array(0.2, np.float32))])
 
 
+EMBED_G = np.array([0.5, -0.5, 0.25, 1.0], np.float32) * np.float32(0.02)
+POOL = np.array([0.1, 0.2], np.float32)
+
+
+DECODE16 = (np.arange(48, dtype=np.float32).reshape(3, 16) % 5 - 2) * np.float32(0.2)
+BASE_FLOW = np.linspace(1.0, 0.0, 6).astype(np.float32)
+
+
+def shifted(shift):
+    """The flow schedule, time-shifted: s' = shift s / (1 + (shift - 1) s)."""
+    f = np.float32
+    return (f(shift) * BASE_FLOW / (f(1) + (f(shift) - f(1)) * BASE_FLOW)).astype(f)
+
+
+def flow_models():
+    """The flow-matching components over the txt2img base, by artifact path."""
+    F, I = TensorProto.FLOAT, TensorProto.INT64
+    latent = ["batch", "channels", "latent_height", "latent_width"]
+    n = helper.make_node
+    keep = ("policies/schedule_lookup", "policies/continue_predicate", "policies/latent_noise", "text_encoder/model",
+            "denoiser/model", "policies/guidance_combine", "policies/solver_step")
+    for path, component in img2img_models():
+        if path in keep:
+            yield path, component
+    shift_nodes = lambda out: [
+        n("Mul", ["base", "shift"], ["top"]), n("Sub", ["shift", "one"], ["s1"]), n("Mul", ["base", "s1"], ["b1"]),
+        n("Add", ["b1", "one"], ["bottom"]), n("Div", ["top", "bottom"], [out])]
+    init = [("base", BASE_FLOW), ("one", np.array(1.0, np.float32))]
+    yield "policies/diffusion_schedule", i2i_graph(
+        "diffusion_schedule", shift_nodes("schedule"), [("shift", F, [1])], [("schedule", F, [6])], init)
+    yield "policies/diffusion_timesteps", i2i_graph(
+        "diffusion_timesteps",
+        shift_nodes("sigmas") + [n("Slice", ["sigmas", "zero", "five"], ["head"]), n("Mul", ["head", "thousand"], ["schedule"])],
+        [("shift", F, [1])], [("schedule", F, [5])],
+        init + [("zero", np.array([0], np.int64)), ("five", np.array([5], np.int64)), ("thousand", np.array(1000.0, np.float32))])
+    yield "policies/model_input", i2i_graph(
+        "model_input", [n("Identity", ["sample"], ["model_input"])],
+        [("sample", F, latent), ("step", I, ["batch"]), ("schedule", F, ["schedule_length"])], [("model_input", F, latent)])
+    yield "policies/latent_row_shape", i2i_graph(
+        "latent_row_shape", [n("Constant", [], ["shape"], value=numpy_helper.from_array(np.array([16, 2, 2], np.int64)))], [], [("shape", I, [3])])
+    yield "vae_decoder/model", i2i_graph(
+        "vae_decoder",
+        [n("Resize", ["latent", "", "scales"], ["up"], mode="nearest"), n("Conv", ["up", "w"], ["rgb"]), n("Tanh", ["rgb"], ["image"])],
+        [("latent", F, latent)], [("image", F, ["batch", 3, "height", "width"])],
+        [("scales", np.array([1, 1, 8, 8], np.float32)), ("w", DECODE16.reshape(3, 16, 1, 1))])
+
+
+def flow_reference(ids, negative_ids, seed, cfg, shift, steps=5):
+    """The lowered flow-matching workflow in numpy."""
+    f = np.float32
+    sigmas = shifted(shift)
+    timesteps = (sigmas[:steps] * f(1000)).astype(f)
+    index = np.arange(64, dtype=f)
+    state = np.sin(index * f(1.3) + f(seed) * f(0.37)).reshape(1, 16, 2, 2).astype(f)
+    embed = lambda i: (i.astype(f)[..., None] * EMBED).mean(axis=(1, 2)).astype(f)
+    for step in range(steps):
+        t = timesteps[step] / f(1000)
+        unc = state * t * f(0.5) + embed(negative_ids)[:, None, None, None]
+        cond = state * t * f(0.5) + embed(ids)[:, None, None, None]
+        velocity = unc + (cond - unc) * f(cfg)
+        state = (state + velocity * (sigmas[step + 1] - sigmas[step])).astype(f)
+    up = state.repeat(8, axis=2).repeat(8, axis=3)
+    return np.tanh(np.einsum("oc,bchw->bohw", DECODE16, up)).astype(f), state
+
+
+def sdxl_models():
+    """The SDXL components over the txt2img base, by artifact path."""
+    F, I = TensorProto.FLOAT, TensorProto.INT64
+    latent = ["batch", "channels", "latent_height", "latent_width"]
+    n = helper.make_node
+    row4 = ("row4", np.array([-1, 1, 1, 1], np.int64))
+    for path, component in img2img_models():
+        if path not in ("vae_encoder/model", "policies/denoise_window", "policies/add_noise", "policies/step_offset",
+                        "policies/latent_row_shape", "denoiser/model"):
+            yield path, component
+    yield "policies/latent_row_shape", i2i_graph(
+        "latent_row_shape", [n("Constant", [], ["shape"], value=numpy_helper.from_array(np.array([4, 2, 2], np.int64)))], [], [("shape", I, [3])])
+    yield "text_encoder_2/model", i2i_graph(
+        "text_encoder_2",
+        [n("Cast", ["input_ids"], ["f"], to=F), n("Unsqueeze", ["f", "axis2"], ["u"]), n("Mul", ["u", "embed"], ["encoder_hidden_states"]),
+         n("ReduceMean", ["f", "axis1"], ["m"], keepdims=1), n("Mul", ["m", "pool"], ["text_embeds"])],
+        [("input_ids", I, ["batch", "prompt_sequence"])],
+        [("encoder_hidden_states", F, ["batch", "prompt_sequence", 4]), ("text_embeds", F, ["batch", 2])],
+        [("axis2", np.array([2], np.int64)), ("axis1", np.array([1], np.int64)), ("embed", EMBED_G), ("pool", POOL)])
+    yield "policies/sdxl_conditioning", i2i_graph(
+        "sdxl_conditioning",
+        [n("Concat", ["hidden_l", "hidden_g"], ["encoder_hidden_states"], axis=2), n("Identity", ["pooled"], ["text_embeds"]),
+         n("Unsqueeze", ["size", "axis0"], ["time_ids"])],
+        [("hidden_l", F, ["batch", "prompt_sequence", 4]), ("hidden_g", F, ["batch", "prompt_sequence", 4]),
+         ("pooled", F, ["batch", 2]), ("size", F, [6])],
+        [("encoder_hidden_states", F, ["batch", "prompt_sequence", 8]), ("text_embeds", F, ["batch", 2]), ("time_ids", F, [1, 6])],
+        [("axis0", np.array([0], np.int64))])
+    yield "denoiser/model", i2i_graph(
+        "denoiser",
+        [n("Div", ["timestep", "thousand"], ["t"]), n("Reshape", ["t", "row4"], ["t4"]), n("Mul", ["sample", "t4"], ["st"]),
+         n("Mul", ["st", "half"], ["a"]), n("ReduceMean", ["encoder_hidden_states", "axes12"], ["e"], keepdims=0),
+         n("Reshape", ["e", "row4"], ["e4"]), n("Add", ["a", "e4"], ["base"]),
+         n("ReduceMean", ["text_embeds", "axis1"], ["p"], keepdims=0), n("Reshape", ["p", "row4"], ["p4"]),
+         n("ReduceMean", ["time_ids", "axis1"], ["s"], keepdims=0), n("Reshape", ["s", "row4"], ["s4"]),
+         n("Mul", ["s4", "tiny"], ["ss"]), n("Add", ["base", "p4"], ["b1"]), n("Add", ["b1", "ss"], ["noise_pred"])],
+        [("sample", F, latent), ("timestep", F, ["batch"]), ("encoder_hidden_states", F, ["batch", "prompt_sequence", 8]),
+         ("text_embeds", F, ["batch", 2]), ("time_ids", F, ["batch", 6])],
+        [("noise_pred", F, latent)],
+        [row4, ("thousand", np.array(1000.0, np.float32)), ("half", np.array(0.5, np.float32)),
+         ("axes12", np.array([1, 2], np.int64)), ("axis1", np.array([1], np.int64)), ("tiny", np.array(1e-4, np.float32))])
+
+
+def sdxl_reference(prompts, seed, cfg, size, steps=5):
+    """The lowered SDXL workflow in numpy; `prompts` maps (g, l) ids for
+    the positive and the negative prompt."""
+    f = np.float32
+    index = np.arange(16, dtype=f)
+    state = np.sin(index * f(1.3) + f(seed) * f(0.37)).reshape(1, 4, 2, 2).astype(f)
+
+    def condition(ids_g, ids_l):
+        hidden = np.concatenate([ids_l.astype(f)[..., None] * EMBED, ids_g.astype(f)[..., None] * EMBED_G], axis=2)
+        pooled = ids_g.astype(f).mean(axis=1, keepdims=True) * POOL
+        extra = pooled.mean(axis=1) + f(np.mean(np.array(size, f))) * f(1e-4)
+        return (hidden.mean(axis=(1, 2)) + extra).astype(f)
+
+    positive, negative = condition(*prompts[0]), condition(*prompts[1])
+    for step in range(steps):
+        sigma = SIGMAS[step]
+        model_input = (state / np.sqrt(sigma * sigma + f(1))).astype(f)
+        t = TIMESTEPS[step] / f(1000)
+        unc = model_input * t * f(0.5) + negative[:, None, None, None]
+        cond = model_input * t * f(0.5) + positive[:, None, None, None]
+        estimate = unc + (cond - unc) * f(cfg)
+        state = (state + estimate * (SIGMAS[step + 1] - sigma)).astype(f)
+    up = state.repeat(8, axis=2).repeat(8, axis=3)
+    return np.tanh(np.einsum("oc,bchw->bohw", DECODE, up)).astype(f), state
+
+
 def controlnet_reference(control, ids, negative_ids, seed, cfg, strength, start, end, steps=5):
     """The lowered ControlNet workflow in numpy."""
     f = np.float32
@@ -670,6 +809,32 @@ def files():
     yield "examples/tiny-controlnet/recipes/edges.json", recipe(
         "ControlNet at strength 0.9 on both prompts for the first 60 % of 5 steps; expected outputs computed with numpy by scripts/gen_fixtures.py",
         {"request.input_ids": ids, "request.negative_input_ids": negative_ids, "request.control_image": photo},
+        {"image": image, "latent": state},
+        {"abs": 1e-5, "rel": 1e-5},
+    ).encode()
+    for path, component in flow_models():
+        yield f"examples/tiny-flow/{path}.onnx.textproto", text_format.MessageToString(component).encode()
+    for shift, name in [(3.0, "shift_3"), (1.0, "shift_1")]:
+        image, state = flow_reference(ids, negative_ids, seed=7, cfg=4.0, shift=shift)
+        inputs = {"request.input_ids": ids, "request.negative_input_ids": negative_ids}
+        if shift != 3.0:
+            inputs["request.flow_shift"] = np.array([shift], np.float32)
+        yield f"examples/tiny-flow/recipes/{name}.json", recipe(
+            f"flow matching over 5 steps at shift {shift} (the graph's is 3.0); expected outputs computed with numpy by scripts/gen_fixtures.py",
+            inputs,
+            {"image": image, "latent": state},
+            {"abs": 1e-5, "rel": 1e-5},
+        ).encode()
+    for path, component in sdxl_models():
+        yield f"examples/tiny-sdxl/{path}.onnx.textproto", text_format.MessageToString(component).encode()
+    ids_l = np.array([[7, 8, 9]], np.int64)
+    negative_l = np.array([[3, 3, 3]], np.int64)
+    size = [1024.0, 1024.0, 0.0, 0.0, 1024.0, 1024.0]
+    image, state = sdxl_reference([(ids, ids_l), (negative_ids, negative_l)], seed=7, cfg=6.5, size=size)
+    yield "examples/tiny-sdxl/recipes/castle.json", recipe(
+        "SDXL prompts (text_g and text_l ids) over 5 steps with the graph's size conditioning; expected outputs computed with numpy by scripts/gen_fixtures.py",
+        {"request.input_ids": ids, "request.input_ids_l": ids_l, "request.negative_input_ids": negative_ids,
+         "request.negative_input_ids_l": negative_l},
         {"image": image, "latent": state},
         {"abs": 1e-5, "rel": 1e-5},
     ).encode()

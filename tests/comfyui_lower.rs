@@ -131,15 +131,17 @@ fn no_lowered_component_reuses_an_input_name_for_an_output() {
 
 #[test]
 fn the_example_diffusion_packages_are_the_lowered_graphs() {
-    // fixtures/examples/tiny-{img2img,inpaint,advanced,controlnet} hold
-    // components of the default layout and recipes with numpy references
-    // (runner_fixtures runs them); each document is exactly what the
-    // importer writes.
+    // fixtures/examples/tiny-{img2img,inpaint,advanced,controlnet,sdxl,flow}
+    // hold components of the default layout and recipes with numpy
+    // references (runner_fixtures runs them); each document is exactly what
+    // the importer writes.
     for (graph, package) in [
         ("img2img", "tiny-img2img"),
         ("inpaint", "tiny-inpaint"),
         ("ksampler-advanced", "tiny-advanced"),
         ("controlnet", "tiny-controlnet"),
+        ("sdxl", "tiny-sdxl"),
+        ("flow-sd3", "tiny-flow"),
     ] {
         let l = lowered(&pattern(graph), &Target::default());
         let want = std::fs::read_to_string(

@@ -23,6 +23,9 @@ fn example_recipes_match_their_numpy_references() {
         ("tiny-img2img", "denoise_0p9.json"),
         ("tiny-inpaint", "hole.json"),
         ("tiny-controlnet", "edges.json"),
+        ("tiny-sdxl", "castle.json"),
+        ("tiny-flow", "shift_3.json"),
+        ("tiny-flow", "shift_1.json"),
         ("tiny-advanced", "steps_2_to_8.json"),
         ("tiny-advanced", "steps_4_to_end.json"),
     ] {

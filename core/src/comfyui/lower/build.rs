@@ -396,7 +396,11 @@ pub(super) fn build(plan: &Plan, adapters: Option<&AdapterUse>) -> Built {
             ),
         );
         components.insert("sdxl_conditioning".into(), policy("sdxl_conditioning",
-            json!({"hidden_l": hidden(), "hidden_g": hidden(), "pooled": pooled.clone(), "size": one_of(6)}),
+            // The two encoders' widths differ (768 and 1280 in SDXL); the
+            // output is their concatenation, the denoiser's context width.
+            json!({"hidden_l": contract("float32", json!(["batch", "prompt_sequence", "hidden_l"]), true),
+                "hidden_g": contract("float32", json!(["batch", "prompt_sequence", "hidden_g"]), true),
+                "pooled": pooled.clone(), "size": one_of(6)}),
             json!({"encoder_hidden_states": hidden(), "text_embeds": pooled.clone(), "time_ids": time_ids.clone()}), None));
     }
     for side in &sides {
