@@ -365,7 +365,7 @@ impl RunPanel {
                 let reused = finished.output.invokes.iter().filter(|i| i.reused).count();
                 if reused > 0 {
                     ui.label(format!(
-                        "{reused} of {} calls reused from the previous run",
+                        "{reused} of {} calls reused (same component and inputs as an earlier call)",
                         finished.output.invokes.len()
                     ));
                 }
@@ -800,7 +800,7 @@ mod tests {
         harness.get(prompt()).type_text("hello");
         harness.run_steps(2);
         run_to_the_end(&mut harness);
-        harness.get_by_label("9 of 14 calls reused from the previous run");
+        harness.get_by_label("9 of 14 calls reused (same component and inputs as an earlier call)");
         let overlay = &harness.state().studio.run_overlay;
         let body = "pipeline.workflow.steps[0].steps[0]";
         assert!(
@@ -811,7 +811,8 @@ mod tests {
         assert!(!overlay.reused.contains(body));
 
         run_to_the_end(&mut harness);
-        harness.get_by_label("14 of 14 calls reused from the previous run");
+        harness
+            .get_by_label("14 of 14 calls reused (same component and inputs as an earlier call)");
         let overlay = &harness.state().studio.run_overlay;
         assert_eq!(overlay.badges[body], "reused × 13");
         assert!(overlay.reused.contains(body));
