@@ -3,6 +3,7 @@
 
 use crate::tensor::{DType, Tensor};
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use wfstudio_schema::types::contract::{BatchLayout, Dim, TensorContract};
 
 /// Symbol -> extent, and the symbols that are never bound (they name
@@ -11,8 +12,8 @@ use wfstudio_schema::types::contract::{BatchLayout, Dim, TensorContract};
 pub struct Symbols {
     /// Bound extents.
     pub bound: HashMap<String, usize>,
-    /// Symbols left free.
-    pub dynamic: HashSet<String>,
+    /// Symbols left free (shared by every invocation's table).
+    pub dynamic: Arc<HashSet<String>>,
 }
 
 impl Symbols {

@@ -10,7 +10,7 @@ use crate::request::Request;
 use crate::reuse::ReuseCache;
 use crate::session::ComponentSession;
 use crate::tensor::{DType, Data, Tensor};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 use std::sync::Arc;
@@ -144,15 +144,18 @@ fn workflow_path() -> DocPath {
 
 /// Symbols on growing or bounded state axes; they are never bound.
 fn dynamic_symbols(wf: &WorkflowSpec) -> Symbols {
-    let mut symbols = Symbols::default();
+    let mut dynamic = HashSet::new();
     for cell in wf.state.iter().flatten().map(|(_, c)| c) {
         if let (Some(axis), Some(shape)) = (cell.recurrence.varying_axis(), &cell.contract.shape)
             && let Some(Dim::Symbol(s)) = shape.get(axis as usize)
         {
-            symbols.dynamic.insert(s.clone());
+            dynamic.insert(s.clone());
         }
     }
-    symbols
+    Symbols {
+        dynamic: Arc::new(dynamic),
+        ..Symbols::default()
+    }
 }
 
 fn row_wise_outputs(wf: &WorkflowSpec) -> HashMap<String, bool> {
@@ -409,7 +412,10 @@ impl<'r, 'c> Exec<'r, 'c> {
         };
         let mut bound: Vec<(&str, Arc<Tensor>)> = Vec::new();
         for (port, value) in invoke.inputs.iter().flatten() {
-            let tensor = self.value(value, &path.key("inputs").key(port.as_str()))?;
+            let tensor = match self.env.get(value.as_str()) {
+                Some(tensor) => tensor.clone(),
+                None => self.value(value, &path.key("inputs").key(port.as_str()))?,
+            };
             if let Some(contract) = ports
                 .and_then(|p| p.inputs.as_ref())
                 .and_then(|m| m.get(port))
