@@ -123,6 +123,14 @@ impl ComfyView {
             drawn_in_comfyui: true,
             ..ComfyView::default()
         };
+        // A subgraph instance's type is its definition's id; show its name.
+        let subgraph_names: HashMap<&str, &str> = ui
+            .pointer("/definitions/subgraphs")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|d| Some((d["id"].as_str()?, d["name"].as_str()?)))
+            .collect();
         for node in ui["nodes"].as_array().into_iter().flatten() {
             let Some(id) = id_text(&node["id"]) else {
                 continue;
@@ -160,7 +168,11 @@ impl ComfyView {
             let drawn = pair(&node["size"]).unwrap_or([WIDTH, 0.0]);
             let needed = node_height(inputs.len(), outputs.len(), widgets.len());
             view.nodes.push(ViewNode {
-                title: node["title"].as_str().unwrap_or(&class).to_string(),
+                title: node["title"]
+                    .as_str()
+                    .or_else(|| subgraph_names.get(class.as_str()).copied())
+                    .unwrap_or(&class)
+                    .to_string(),
                 pos: pair(&node["pos"]).unwrap_or_default(),
                 size: [drawn[0].max(120.0), (drawn[1] + HEADER).max(needed)],
                 id,
@@ -317,7 +329,8 @@ mod tests {
                  "outputs": [{"name": "MODEL"}, {"name": "CLIP"}], "widgets_values": ["a\nb"]}
             ],
             "links": [[1, 4, 0, 3, 0, "MODEL"], {"id": 2, "origin_id": 4, "origin_slot": 1, "target_id": 3, "target_slot": 1}],
-            "groups": [{"title": "Sampling", "bounding": [0, 0, 800, 400], "color": "#3f789e"}]
+            "groups": [{"title": "Sampling", "bounding": [0, 0, 800, 400], "color": "#3f789e"}],
+            "definitions": {"subgraphs": [{"id": "KSampler", "name": "Sampler subgraph"}]}
         });
         let view = ComfyView::from_ui(&ui);
         assert!(view.drawn_in_comfyui);
@@ -344,6 +357,10 @@ mod tests {
             ]
         );
         assert_eq!(view.groups[0].rect, [0.0, 0.0, 800.0, 400.0]);
+        assert_eq!(
+            view.nodes[0].title, "Sampler subgraph",
+            "an instance shows its definition's name"
+        );
         assert_eq!(view.node_for("3:7"), Some(0));
         assert_eq!(view.node_for("9"), None);
     }
