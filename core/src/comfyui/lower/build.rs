@@ -137,8 +137,34 @@ struct PromptSide<'a> {
     controlled: bool,
 }
 
+/// Routes the graph's LoRAs through the target's adapters: the block, its
+/// selection inputs (after the others), the capabilities it requires and
+/// the LoRA loaders' provenance.
+pub(super) fn add_adapters(built: &mut Built, adapters: &AdapterUse) {
+    let workflow = &mut built.document["pipeline"]["workflow"];
+    if let Some(capabilities) = workflow["manifest"]["capabilities"].as_array_mut() {
+        capabilities.extend([
+            json!("parameter_adapters"),
+            json!("heterogeneous_adapter_batching"),
+        ]);
+    }
+    for (name, c, role) in adapters.selection_inputs() {
+        workflow["inputs"][name] = json!({"contract": c, "role": runtime(role), "source": {"kind": "request"}, "required": true});
+    }
+    // `adapters` goes before `pipeline`, as the schema lists them.
+    if let Some(document) = built.document.as_object_mut()
+        && let Some(pipeline) = document.remove("pipeline")
+    {
+        document.insert("adapters".into(), adapters.block.clone());
+        document.insert("pipeline".into(), pipeline);
+    }
+    built
+        .provenance
+        .push(("adapters".into(), adapters.nodes.clone()));
+}
+
 /// Builds the document for `plan`.
-pub(super) fn build(plan: &Plan, adapters: Option<&AdapterUse>) -> Built {
+pub(super) fn build(plan: &Plan) -> Built {
     let s = &plan.sampler;
     let windowed = !matches!(
         (&s.window, &plan.latent),
@@ -855,7 +881,7 @@ pub(super) fn build(plan: &Plan, adapters: Option<&AdapterUse>) -> Built {
         &[],
     );
 
-    let mut capabilities = vec![
+    let capabilities = [
         "workflow_ssa",
         "linear_effects",
         "nested_control_flow",
@@ -863,13 +889,6 @@ pub(super) fn build(plan: &Plan, adapters: Option<&AdapterUse>) -> Built {
         "typed_emit",
     ];
     let mut document = json!({"schema_version": "v1"});
-    if let Some(adapters) = adapters {
-        capabilities.extend(["parameter_adapters", "heterogeneous_adapter_batching"]);
-        for (name, c, role) in adapters.selection_inputs() {
-            inputs.insert(name, json!({"contract": c, "role": runtime(role), "source": {"kind": "request"}, "required": true}));
-        }
-        document["adapters"] = adapters.block.clone();
-    }
     document["pipeline"] = json!({"workflow": {
         "manifest": {"capabilities": capabilities},
         "inputs": inputs,
@@ -889,9 +908,6 @@ pub(super) fn build(plan: &Plan, adapters: Option<&AdapterUse>) -> Built {
     setup.provenance(&format!("{loop_path}.setup"), &mut provenance);
     body.provenance(&format!("{loop_path}.steps"), &mut provenance);
     after.provenance("pipeline.workflow.steps", &mut provenance);
-    if let Some(adapters) = adapters {
-        provenance.push(("adapters".into(), adapters.nodes.clone()));
-    }
     Built {
         document,
         prompts,

@@ -126,16 +126,15 @@ pub fn lower_for(api: &Value, target: &Target) -> Result<Lowered, Vec<Refusal>> 
 
 fn lower_from(g: &Graph<'_>, sink: &str, target: &Target) -> Result<Lowered, Refusal> {
     let plan = recognise::recognise(g, sink)?;
-    let provisional = build::build(&plan, None);
-    let components: Vec<&str> = provisional.document["pipeline"]["workflow"]["components"]
+    let mut built = build::build(&plan);
+    let components: Vec<&str> = built.document["pipeline"]["workflow"]["components"]
         .as_object()
         .map(|c| c.keys().map(String::as_str).collect())
         .unwrap_or_default();
     let adapters = target::route_loras(g, &plan, target, &components)?;
-    let mut built = match &adapters {
-        Some(_) => build::build(&plan, adapters.as_ref()),
-        None => provisional,
-    };
+    if let Some(adapters) = &adapters {
+        build::add_adapters(&mut built, adapters);
+    }
     target.apply_layout(&mut built.document);
     let mut used = BTreeSet::new();
     g.ancestors(sink, &mut used);
