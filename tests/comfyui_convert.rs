@@ -343,15 +343,7 @@ fn txt2img_lowers_validates_and_reproduces_the_reference() {
         ]
     );
     assert!(lowered.ignored.is_empty());
-    let yaml = wfstudio_schema::emit::to_yaml(&lowered.document);
-    let loaded = wfstudio_schema::parse_text(
-        &yaml,
-        wfstudio_schema::Format::Yaml,
-        &wfstudio_schema::Limits::default(),
-    )
-    .expect("parses");
-    let report = wfstudio_core::validate(&loaded.document, &wfstudio_core::Options::default());
-    assert!(report.diagnostics.is_empty(), "{:#?}", report.diagnostics);
+    let loaded = support::validated(&lowered.document, "txt2img");
     let inputs = &loaded
         .document
         .pipeline
@@ -376,7 +368,8 @@ fn txt2img_lowers_validates_and_reproduces_the_reference() {
     let dir = std::env::temp_dir().join(format!("wfstudio-lowered-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     copy_components(&package, &dir);
-    std::fs::write(dir.join("inference_metadata.yaml"), &yaml).expect("write");
+    let yaml = wfstudio_schema::emit::to_yaml(&lowered.document);
+    std::fs::write(dir.join("inference_metadata.yaml"), yaml).expect("write");
     let mut runner = wfstudio_runner::Runner::load(&dir, &wfstudio_runner::LoadOptions::default())
         .expect("loads");
     let reference: Value = serde_json::from_str(
@@ -492,21 +485,7 @@ fn outcome(path: &Path, defs: &NodeDefs) -> String {
     };
     match wfstudio_core::comfyui::lower::lower(&api) {
         Ok(lowered) => {
-            let yaml = wfstudio_schema::emit::to_yaml(&lowered.document);
-            let loaded = wfstudio_schema::parse_text(
-                &yaml,
-                wfstudio_schema::Format::Yaml,
-                &wfstudio_schema::Limits::default(),
-            )
-            .expect("the lowered document parses");
-            let report =
-                wfstudio_core::validate(&loaded.document, &wfstudio_core::Options::default());
-            assert!(
-                report.diagnostics.is_empty(),
-                "{}: {:#?}",
-                path.display(),
-                report.diagnostics
-            );
+            support::validated(&lowered.document, &path.display().to_string());
             "lowered".into()
         }
         Err(refusals) => {

@@ -19,15 +19,7 @@ fn lora_target() -> Target {
 /// Lowers and checks the document validates with no diagnostics.
 fn lowered(api: &Value, target: &Target) -> Lowered {
     let lowered = lower::lower_for(api, target).unwrap_or_else(|r| panic!("refused: {r:#?}"));
-    let yaml = wfstudio_schema::emit::to_yaml(&lowered.document);
-    let loaded = wfstudio_schema::parse_text(
-        &yaml,
-        wfstudio_schema::Format::Yaml,
-        &wfstudio_schema::Limits::default(),
-    )
-    .expect("the lowered document parses");
-    let report = wfstudio_core::validate(&loaded.document, &wfstudio_core::Options::default());
-    assert!(report.diagnostics.is_empty(), "{:#?}", report.diagnostics);
+    support::validated(&lowered.document, "lowered graph");
     lowered
 }
 

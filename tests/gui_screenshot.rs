@@ -19,6 +19,20 @@ fn xvfb_run() -> Option<&'static str> {
     found.then_some("xvfb-run")
 }
 
+/// The window's screenshot of `target` (the run must succeed; the PNG has
+/// the asked size).
+fn window_image(target: &std::path::Path, png: &std::path::Path) -> image::RgbaImage {
+    let output = open_with_screenshot(target.to_str().expect("utf-8 path"), png);
+    assert!(
+        output.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let image = image::open(png).expect("a PNG was written").to_rgba8();
+    assert_eq!(image.dimensions(), (1100, 700));
+    image
+}
+
 fn open_with_screenshot(target: &str, png: &std::path::Path) -> std::process::Output {
     Command::new(xvfb_run().expect("checked"))
         .args(["-a", "-s", "-screen 0 1280x1024x24"])
@@ -37,14 +51,7 @@ fn screenshot_of_the_example_package() {
     }
     let png = std::env::temp_dir().join(format!("wfstudio-shot-{}.png", std::process::id()));
     let example = support::fixtures().join("examples/tiny-denoise");
-    let output = open_with_screenshot(example.to_str().expect("utf-8 path"), &png);
-    assert!(
-        output.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let image = image::open(&png).expect("a PNG was written").to_rgba8();
-    assert_eq!(image.dimensions(), (1100, 700));
+    let image = window_image(&example, &png);
     // The loop's denoiser node header (invoke colour) is on screen.
     let invoke_header = image.pixels().filter(|p| p.0[..3] == [60, 90, 150]).count();
     assert!(
@@ -118,14 +125,7 @@ fn screenshot_of_a_refused_comfyui_graph_shows_nodes_and_the_badge() {
     let graph = dir.join("refused.api.json");
     std::fs::write(&graph, api.to_string()).expect("write");
     let png = dir.join("shot.png");
-    let output = open_with_screenshot(graph.to_str().expect("utf-8 path"), &png);
-    assert!(
-        output.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let image = image::open(&png).expect("a PNG was written").to_rgba8();
-    assert_eq!(image.dimensions(), (1100, 700));
+    let image = window_image(&graph, &png);
     let count = |rgb: [u8; 3]| image.pixels().filter(|p| p.0[..3] == rgb).count();
     // ComfyUI node headers, and the refused sampler's red outline and badge.
     assert!(

@@ -92,3 +92,22 @@ pub fn runtime_available() -> bool {
         }
     }
 }
+
+/// A lowered document written as YAML and read back: it must parse and
+/// validate with no diagnostics (`context` names it in a failure).
+pub fn validated(document: &serde_json::Value, context: &str) -> wfstudio_schema::Loaded {
+    let yaml = wfstudio_schema::emit::to_yaml(document);
+    let loaded = wfstudio_schema::parse_text(
+        &yaml,
+        wfstudio_schema::Format::Yaml,
+        &wfstudio_schema::Limits::default(),
+    )
+    .unwrap_or_else(|d| panic!("{context}: the lowered document does not parse: {d:#?}"));
+    let report = wfstudio_core::validate(&loaded.document, &wfstudio_core::Options::default());
+    assert!(
+        report.diagnostics.is_empty(),
+        "{context}: {:#?}",
+        report.diagnostics
+    );
+    loaded
+}
