@@ -8,6 +8,8 @@ use egui_kittest::kittest::Queryable;
 use std::path::{Path, PathBuf};
 use wfstudio_editor::Studio;
 
+mod support;
+
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures")
 }
@@ -41,25 +43,9 @@ fn settle(harness: &mut Harness<'static, Studio>) {
     panic!("the import did not settle: {:?}", harness.state().status);
 }
 
-#[derive(Debug)]
-struct DroppedPath(PathBuf);
-
-impl egui::DroppedFile for DroppedPath {
-    fn path(&self) -> &Path {
-        &self.0
-    }
-
-    fn bytes(&self) -> Result<Vec<u8>, String> {
-        std::fs::read(&self.0).map_err(|e| e.to_string())
-    }
-}
-
+/// Drops `path` onto the window and waits for the import.
 fn drop_file(harness: &mut Harness<'static, Studio>, path: &Path) {
-    harness
-        .input_mut()
-        .dropped_files
-        .push(std::sync::Arc::new(DroppedPath(path.to_path_buf())));
-    harness.run_steps(2);
+    support::drop_file(harness, path);
     settle(harness);
 }
 

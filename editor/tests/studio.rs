@@ -9,6 +9,9 @@ use egui_kittest::kittest::{By, Queryable};
 use std::path::{Path, PathBuf};
 use wfstudio_editor::Studio;
 
+mod support;
+use support::drop_file;
+
 fn harness(studio: Studio) -> Harness<'static, Studio> {
     Harness::builder()
         .with_size(egui::vec2(1400.0, 900.0))
@@ -397,28 +400,6 @@ fn box_select_with_ctrl_and_shift_drag() {
         "a box drag does not pan the canvas"
     );
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// A file dropped onto the window, as the native backend hands it over.
-#[derive(Debug)]
-struct DroppedPath(PathBuf);
-
-impl egui::DroppedFile for DroppedPath {
-    fn path(&self) -> &Path {
-        &self.0
-    }
-
-    fn bytes(&self) -> Result<Vec<u8>, String> {
-        std::fs::read(&self.0).map_err(|e| e.to_string())
-    }
-}
-
-fn drop_file(harness: &mut Harness<'static, Studio>, path: &Path) {
-    harness
-        .input_mut()
-        .dropped_files
-        .push(std::sync::Arc::new(DroppedPath(path.to_path_buf())));
-    harness.run_steps(2);
 }
 
 #[test]
