@@ -389,6 +389,14 @@ fn expand_legacy_groups(ui: &Value) -> Value {
 mod tests {
     use super::*;
 
+    /// The flattened link with id `id`.
+    fn link_with_id(flat: &Value, id: i64) -> &Value {
+        flat["links"]
+            .as_array()
+            .and_then(|links| links.iter().find(|l| l[0] == id))
+            .expect("the link")
+    }
+
     #[test]
     fn an_instance_is_replaced_by_its_inner_nodes_with_rewired_links() {
         let ui = json!({
@@ -431,19 +439,9 @@ mod tests {
         );
         let inner = step.clone();
         let b = flat["nodes"][3]["inputs"][0]["link"].as_i64().unwrap();
-        let link = flat["links"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|l| l[0] == b)
-            .unwrap();
+        let link = link_with_id(&flat, b);
         assert_eq!(link[1], "5:3");
-        let out = flat["links"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|l| l[0] == 11)
-            .unwrap();
+        let out = link_with_id(&flat, 11);
         assert_eq!((out[1].clone(), out[2].clone()), (json!("5:4"), json!(0)));
         assert_eq!(inner["widgets_values"], json!([7]));
     }
@@ -477,19 +475,9 @@ mod tests {
         assert_eq!(nodes[2]["widgets_values"], json!([42, "fixed"]));
         assert_eq!(nodes[2]["inputs"][0]["link"], 20, "the group's input");
         let inner = nodes[2]["inputs"][1]["link"].as_i64().unwrap();
-        let link = flat["links"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|l| l[0] == inner)
-            .unwrap();
+        let link = link_with_id(&flat, inner);
         assert_eq!((link[1].clone(), link[2].clone()), (json!("7:0"), json!(0)));
-        let out = flat["links"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|l| l[0] == 21)
-            .unwrap();
+        let out = link_with_id(&flat, 21);
         assert_eq!(
             out[1], "7:1",
             "the unconsumed inner output is the group's output"
@@ -542,12 +530,7 @@ mod tests {
             .find(|n| n["id"] == "5:2")
             .unwrap();
         let link = sampler["inputs"][0]["link"].as_i64().unwrap();
-        let origin = flat["links"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|l| l[0] == link)
-            .unwrap();
+        let origin = link_with_id(&flat, link);
         assert_eq!(origin[1], primitive["id"]);
     }
 }
