@@ -387,6 +387,59 @@ def img2img_models():
 GROW = 6
 
 
+def counter_noise(seed, shape):
+    """latent_noise's output: sin(index * 1.3 + seed * 0.37), row-major."""
+    f = np.float32
+    index = np.arange(int(np.prod(shape)), dtype=f)
+    return np.sin(index * f(1.3) + f(seed) * f(0.37)).reshape(shape).astype(f)
+
+
+def prompt_term(ids):
+    """What the denoiser adds for a prompt: the mean of text_encoder's states."""
+    f = np.float32
+    return (ids.astype(f)[..., None] * EMBED).mean(axis=(1, 2)).astype(f)
+
+
+def scaled_input(state, sigma):
+    """model_input: the sample over sqrt(sigma^2 + 1)."""
+    return (state / np.sqrt(sigma * sigma + np.float32(1))).astype(np.float32)
+
+
+def guided(sample, timestep, positive, negative, cfg, residual=0):
+    """Both denoiser calls (sample * t/1000 * 0.5 plus the prompt's term and
+    any residual) combined with classifier-free guidance."""
+    f = np.float32
+    t = timestep / f(1000)
+    unc = sample * t * f(0.5) + negative[:, None, None, None] + residual
+    cond = sample * t * f(0.5) + positive[:, None, None, None] + residual
+    return unc + (cond - unc) * f(cfg)
+
+
+def decoded(state, weights=DECODE):
+    """vae_decoder: nearest-neighbour x8, a 1x1 channel mix, tanh."""
+    up = state.repeat(8, axis=2).repeat(8, axis=3)
+    return np.tanh(np.einsum("oc,bchw->bohw", weights, up)).astype(np.float32)
+
+
+def components_except(skipped):
+    """The img2img components other than `skipped`, by artifact path."""
+    for path, component in img2img_models():
+        if path not in skipped:
+            yield path, component
+
+
+def constant_row_shape(channels):
+    """latent_row_shape for a fixed 2x2 latent of `channels`."""
+    shape = numpy_helper.from_array(np.array([channels, 2, 2], np.int64))
+    return "policies/latent_row_shape", i2i_graph(
+        "latent_row_shape", [helper.make_node("Constant", [], ["shape"], value=shape)], [], [("shape", TensorProto.INT64, [3])])
+
+
+# The components a graph without an input picture does not use.
+PICTURE_ONLY = ("vae_encoder/model", "policies/denoise_window", "policies/add_noise", "policies/step_offset",
+                "policies/latent_row_shape")
+
+
 def inpaint_models():
     """The inpainting policies, by artifact path."""
     F = TensorProto.FLOAT
@@ -427,16 +480,13 @@ def advanced_models():
     latent = ["batch", "channels", "latent_height", "latent_width"]
     n = helper.make_node
     row4 = ("row4", np.array([-1, 1, 1, 1], np.int64))
-    replaced = {"policies/diffusion_schedule", "policies/diffusion_timesteps", "policies/latent_row_shape", "policies/solver_step"}
-    for path, component in img2img_models():
-        if path not in replaced and path not in ("vae_encoder/model", "policies/denoise_window"):
-            yield path, component
+    yield from components_except(("vae_encoder/model", "policies/denoise_window", "policies/diffusion_schedule",
+                                  "policies/diffusion_timesteps", "policies/latent_row_shape", "policies/solver_step"))
     yield "policies/diffusion_schedule", i2i_graph(
         "diffusion_schedule", [n("Constant", [], ["schedule"], value=numpy_helper.from_array(SIGMAS10))], [], [("schedule", F, [11])])
     yield "policies/diffusion_timesteps", i2i_graph(
         "diffusion_timesteps", [n("Constant", [], ["schedule"], value=numpy_helper.from_array(TIMESTEPS10))], [], [("schedule", F, [10])])
-    yield "policies/latent_row_shape", i2i_graph(
-        "latent_row_shape", [n("Constant", [], ["shape"], value=numpy_helper.from_array(np.array([4, 2, 2], np.int64)))], [], [("shape", I, [3])])
+    yield constant_row_shape(4)
     yield "policies/empty_latent", i2i_graph(
         "empty_latent", [n("Mul", ["like", "zero"], ["latent"])],
         [("row_shape", I, ["row_rank"]), ("like", F, latent)], [("latent", F, latent)], [("zero", np.array(0.0, np.float32))])
@@ -463,12 +513,8 @@ def controlnet_models():
     mid = ["batch", "mid_channels", "mid_height", "mid_width"]
     n = helper.make_node
     row4 = ("row4", np.array([-1, 1, 1, 1], np.int64))
-    for path, component in img2img_models():
-        if path not in ("vae_encoder/model", "policies/denoise_window", "policies/add_noise", "policies/step_offset",
-                        "policies/latent_row_shape", "denoiser/model"):
-            yield path, component
-    yield "policies/latent_row_shape", i2i_graph(
-        "latent_row_shape", [n("Constant", [], ["shape"], value=numpy_helper.from_array(np.array([4, 2, 2], np.int64)))], [], [("shape", I, [3])])
+    yield from components_except(PICTURE_ONLY + ("denoiser/model",))
+    yield constant_row_shape(4)
     yield "policies/control_scale", i2i_graph(
         "control_scale",
         [n("Shape", ["schedule"], ["length"]), n("Sub", ["length", "unit"], ["steps"]), n("Cast", ["steps"], ["sf"], to=F),
@@ -522,11 +568,8 @@ def flow_models():
     F, I = TensorProto.FLOAT, TensorProto.INT64
     latent = ["batch", "channels", "latent_height", "latent_width"]
     n = helper.make_node
-    keep = ("policies/schedule_lookup", "policies/continue_predicate", "policies/latent_noise", "text_encoder/model",
-            "denoiser/model", "policies/guidance_combine", "policies/solver_step")
-    for path, component in img2img_models():
-        if path in keep:
-            yield path, component
+    yield from components_except(PICTURE_ONLY + ("policies/diffusion_schedule", "policies/diffusion_timesteps",
+                                                 "policies/model_input", "vae_decoder/model"))
     shift_nodes = lambda out: [
         n("Mul", ["base", "shift"], ["top"]), n("Sub", ["shift", "one"], ["s1"]), n("Mul", ["base", "s1"], ["b1"]),
         n("Add", ["b1", "one"], ["bottom"]), n("Div", ["top", "bottom"], [out])]
@@ -541,8 +584,7 @@ def flow_models():
     yield "policies/model_input", i2i_graph(
         "model_input", [n("Identity", ["sample"], ["model_input"])],
         [("sample", F, latent), ("step", I, ["batch"]), ("schedule", F, ["schedule_length"])], [("model_input", F, latent)])
-    yield "policies/latent_row_shape", i2i_graph(
-        "latent_row_shape", [n("Constant", [], ["shape"], value=numpy_helper.from_array(np.array([16, 2, 2], np.int64)))], [], [("shape", I, [3])])
+    yield constant_row_shape(16)
     yield "vae_decoder/model", i2i_graph(
         "vae_decoder",
         [n("Resize", ["latent", "", "scales"], ["up"], mode="nearest"), n("Conv", ["up", "w"], ["rgb"]), n("Tanh", ["rgb"], ["image"])],
@@ -555,17 +597,11 @@ def flow_reference(ids, negative_ids, seed, cfg, shift, steps=5):
     f = np.float32
     sigmas = shifted(shift)
     timesteps = (sigmas[:steps] * f(1000)).astype(f)
-    index = np.arange(64, dtype=f)
-    state = np.sin(index * f(1.3) + f(seed) * f(0.37)).reshape(1, 16, 2, 2).astype(f)
-    embed = lambda i: (i.astype(f)[..., None] * EMBED).mean(axis=(1, 2)).astype(f)
+    state = counter_noise(seed, (1, 16, 2, 2))
     for step in range(steps):
-        t = timesteps[step] / f(1000)
-        unc = state * t * f(0.5) + embed(negative_ids)[:, None, None, None]
-        cond = state * t * f(0.5) + embed(ids)[:, None, None, None]
-        velocity = unc + (cond - unc) * f(cfg)
+        velocity = guided(state, timesteps[step], prompt_term(ids), prompt_term(negative_ids), cfg)
         state = (state + velocity * (sigmas[step + 1] - sigmas[step])).astype(f)
-    up = state.repeat(8, axis=2).repeat(8, axis=3)
-    return np.tanh(np.einsum("oc,bchw->bohw", DECODE16, up)).astype(f), state
+    return decoded(state, DECODE16), state
 
 
 def sdxl_models():
@@ -574,12 +610,8 @@ def sdxl_models():
     latent = ["batch", "channels", "latent_height", "latent_width"]
     n = helper.make_node
     row4 = ("row4", np.array([-1, 1, 1, 1], np.int64))
-    for path, component in img2img_models():
-        if path not in ("vae_encoder/model", "policies/denoise_window", "policies/add_noise", "policies/step_offset",
-                        "policies/latent_row_shape", "denoiser/model"):
-            yield path, component
-    yield "policies/latent_row_shape", i2i_graph(
-        "latent_row_shape", [n("Constant", [], ["shape"], value=numpy_helper.from_array(np.array([4, 2, 2], np.int64)))], [], [("shape", I, [3])])
+    yield from components_except(PICTURE_ONLY + ("denoiser/model",))
+    yield constant_row_shape(4)
     yield "text_encoder_2/model", i2i_graph(
         "text_encoder_2",
         [n("Cast", ["input_ids"], ["f"], to=F), n("Unsqueeze", ["f", "axis2"], ["u"]), n("Mul", ["u", "embed"], ["encoder_hidden_states"]),
@@ -614,8 +646,7 @@ def sdxl_reference(prompts, seed, cfg, size, steps=5):
     """The lowered SDXL workflow in numpy; `prompts` maps (g, l) ids for
     the positive and the negative prompt."""
     f = np.float32
-    index = np.arange(16, dtype=f)
-    state = np.sin(index * f(1.3) + f(seed) * f(0.37)).reshape(1, 4, 2, 2).astype(f)
+    state = counter_noise(seed, (1, 4, 2, 2))
 
     def condition(ids_g, ids_l):
         hidden = np.concatenate([ids_l.astype(f)[..., None] * EMBED, ids_g.astype(f)[..., None] * EMBED_G], axis=2)
@@ -626,59 +657,40 @@ def sdxl_reference(prompts, seed, cfg, size, steps=5):
     positive, negative = condition(*prompts[0]), condition(*prompts[1])
     for step in range(steps):
         sigma = SIGMAS[step]
-        model_input = (state / np.sqrt(sigma * sigma + f(1))).astype(f)
-        t = TIMESTEPS[step] / f(1000)
-        unc = model_input * t * f(0.5) + negative[:, None, None, None]
-        cond = model_input * t * f(0.5) + positive[:, None, None, None]
-        estimate = unc + (cond - unc) * f(cfg)
+        estimate = guided(scaled_input(state, sigma), TIMESTEPS[step], positive, negative, cfg)
         state = (state + estimate * (SIGMAS[step + 1] - sigma)).astype(f)
-    up = state.repeat(8, axis=2).repeat(8, axis=3)
-    return np.tanh(np.einsum("oc,bchw->bohw", DECODE, up)).astype(f), state
+    return decoded(state), state
 
 
 def controlnet_reference(control, ids, negative_ids, seed, cfg, strength, start, end, steps=5):
     """The lowered ControlNet workflow in numpy."""
     f = np.float32
-    index = np.arange(16, dtype=f)
-    state = np.sin(index * f(1.3) + f(seed) * f(0.37)).reshape(1, 4, 2, 2).astype(f)
+    state = counter_noise(seed, (1, 4, 2, 2))
     hint = control.reshape(1, 3, 2, 8, 2, 8).mean(axis=(3, 5)).mean(axis=1, keepdims=True).astype(f)
-    embed = lambda i: (i.astype(f)[..., None] * EMBED).mean(axis=(1, 2)).astype(f)
     for step in range(steps):
         sigma = SIGMAS[step]
         percent = f(step) / f(steps)
         scale = f(strength) if start <= percent < end else f(0)
-        model_input = (state / np.sqrt(sigma * sigma + f(1))).astype(f)
-        t = TIMESTEPS[step] / f(1000)
+        model_input = scaled_input(state, sigma)
         mid = ((model_input + hint) * scale).astype(f)
         down = (mid.reshape(1, -1) * f(0.5)).astype(f)
         residual = down.mean(axis=1)[:, None, None, None] * f(0.1) + mid * f(0.2)
-        unc = model_input * t * f(0.5) + embed(negative_ids)[:, None, None, None] + residual
-        cond = model_input * t * f(0.5) + embed(ids)[:, None, None, None] + residual
-        estimate = unc + (cond - unc) * f(cfg)
+        estimate = guided(model_input, TIMESTEPS[step], prompt_term(ids), prompt_term(negative_ids), cfg, residual)
         state = (state + estimate * (SIGMAS[step + 1] - sigma)).astype(f)
-    up = state.repeat(8, axis=2).repeat(8, axis=3)
-    return np.tanh(np.einsum("oc,bchw->bohw", DECODE, up)).astype(f), state
+    return decoded(state), state
 
 
 def advanced_reference(ids, negative_ids, seed, cfg, start, end, steps=10):
     """The lowered KSamplerAdvanced workflow in numpy."""
     f = np.float32
     end = min(end, steps)
-    index = np.arange(16, dtype=f)
-    noise = np.sin(index * f(1.3) + f(seed) * f(0.37)).reshape(1, 4, 2, 2).astype(f)
-    state = (noise * SIGMAS10[start]).astype(f)
-    embed = lambda i: (i.astype(f)[..., None] * EMBED).mean(axis=(1, 2)).astype(f)
+    state = (counter_noise(seed, (1, 4, 2, 2)) * SIGMAS10[start]).astype(f)
     for step in range(start, end):
         sigma = SIGMAS10[step]
         sigma_next = f(0) if step + 1 == end else SIGMAS10[step + 1]
-        model_input = (state / np.sqrt(sigma * sigma + f(1))).astype(f)
-        t = TIMESTEPS10[step] / f(1000)
-        unc = model_input * t * f(0.5) + embed(negative_ids)[:, None, None, None]
-        cond = model_input * t * f(0.5) + embed(ids)[:, None, None, None]
-        estimate = unc + (cond - unc) * f(cfg)
+        estimate = guided(scaled_input(state, sigma), TIMESTEPS10[step], prompt_term(ids), prompt_term(negative_ids), cfg)
         state = (state + estimate * (sigma_next - sigma)).astype(f)
-    up = state.repeat(8, axis=2).repeat(8, axis=3)
-    return np.tanh(np.einsum("oc,bchw->bohw", DECODE, up)).astype(f), state
+    return decoded(state), state
 
 
 def grown_latent_mask(mask):
@@ -700,25 +712,17 @@ def img2img_reference(image, ids, negative_ids, seed, cfg, denoise, steps=5, mas
         image = np.where(mask > f(0.5), f(0.5), image).astype(f)
     pooled = image.reshape(1, 3, 2, 8, 2, 8).mean(axis=(3, 5)).astype(f)
     latent = np.einsum("oc,bchw->bohw", ENCODE, pooled).astype(f)
-    index = np.arange(latent.size, dtype=f)
-    noise = np.sin(index * f(1.3) + f(seed) * f(0.37)).reshape(latent.shape).astype(f)
+    noise = counter_noise(seed, latent.shape)
     state = (latent + noise * SIGMAS[start]).astype(f)
-    embed = lambda i: (i.astype(f)[..., None] * EMBED).mean(axis=(1, 2)).astype(f)
+    keep = None if mask is None else grown_latent_mask(mask)
     for step in range(start, steps):
         sigma = SIGMAS[step]
-        model_input = (state / np.sqrt(sigma * sigma + f(1))).astype(f)
-        t = TIMESTEPS[step] / f(1000)
-        unc = model_input * t * f(0.5) + embed(negative_ids)[:, None, None, None]
-        cond = model_input * t * f(0.5) + embed(ids)[:, None, None, None]
-        estimate = unc + (cond - unc) * f(cfg)
+        estimate = guided(scaled_input(state, sigma), TIMESTEPS[step], prompt_term(ids), prompt_term(negative_ids), cfg)
         state = (state + estimate * (SIGMAS[step + 1] - sigma)).astype(f)
-        if mask is not None:
-            keep = grown_latent_mask(mask)
+        if keep is not None:
             noised = latent + noise * SIGMAS[step + 1]
             state = (state * keep + noised * (f(1) - keep)).astype(f)
-    up = state.repeat(8, axis=2).repeat(8, axis=3)
-    decoded = np.tanh(np.einsum("oc,bchw->bohw", DECODE, up)).astype(f)
-    return decoded, state
+    return decoded(state), state
 
 
 def tensor(array):
