@@ -65,11 +65,7 @@ fn node_defs() -> Result<Option<NodeDefs>, String> {
     let Some(path) = std::env::var_os("WFSTUDIO_NODE_DEFS").map(PathBuf::from) else {
         return Ok(None);
     };
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("reading node definitions {}: {e}", path.display()))?;
-    NodeDefs::parse(&text)
-        .map(Some)
-        .map_err(|e| format!("reading node definitions {}: {e}", path.display()))
+    NodeDefs::read(&path).map(Some)
 }
 
 /// Where the lowered document of `source` is proposed to be saved.

@@ -47,15 +47,7 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
         std::fs::read(&args.input).with_context(|| format!("reading {}", args.input.display()))?;
     let found = read(&bytes).with_context(|| format!("reading {}", args.input.display()))?;
     let defs = match (&found.ui, node_defs_path(args)) {
-        (Some(_), Some(path)) => {
-            let text = std::fs::read_to_string(&path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            Some(
-                NodeDefs::parse(&text)
-                    .map_err(anyhow::Error::msg)
-                    .with_context(|| format!("reading {}", path.display()))?,
-            )
-        }
+        (Some(_), Some(path)) => Some(NodeDefs::read(&path).map_err(anyhow::Error::msg)?),
         _ => None,
     };
     let ApiOf { api, issues } = api_of(&found, defs.as_ref())?;

@@ -40,6 +40,14 @@ fn text(v: &Value) -> Option<String> {
 }
 
 impl NodeDefs {
+    /// Reads a `node_defs.json` file; the error names the file.
+    pub fn read(path: &std::path::Path) -> Result<NodeDefs, String> {
+        std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| NodeDefs::parse(&text))
+            .map_err(|e| format!("reading node definitions {}: {e}", path.display()))
+    }
+
     /// Reads `node_defs.json` text (`{"nodes": {class: {inputs, outputs,
     /// widgets_values_layout?}}}`).
     pub fn parse(json: &str) -> Result<NodeDefs, String> {

@@ -18,7 +18,8 @@ pub(super) struct Built {
     pub provenance: Provenance,
 }
 
-fn contract(dtype: &str, shape: Value, aligned: bool) -> Value {
+/// A tensor contract; `aligned` adds the request-aligned batch layout.
+pub(super) fn contract(dtype: &str, shape: Value, aligned: bool) -> Value {
     let rank = shape.as_array().map_or(0, Vec::len);
     let mut c = json!({"dtype": dtype, "rank": rank, "shape": shape});
     if aligned {

@@ -2,6 +2,7 @@
 //! the adapters it declares (top-level `adapters`), and refused without them.
 
 use super::Refusal;
+use super::build::contract;
 use super::graph::Graph;
 use super::recognise::Plan;
 use serde_json::{Value, json};
@@ -91,7 +92,7 @@ impl AdapterUse {
     pub(super) fn selection_inputs(&self) -> Vec<(String, Value, &'static str)> {
         let selection = &self.block["selection"];
         let max = selection["max_adapters"].as_i64().unwrap_or(1);
-        let aligned = |dtype: &str, shape: Value| json!({"dtype": dtype, "rank": shape.as_array().map_or(0, Vec::len), "shape": shape, "batch_layout": {"kind": "request_aligned", "axis": 0}});
+        let aligned = |dtype: &str, shape: Value| contract(dtype, shape, true);
         [
             (
                 "segments",
