@@ -2,37 +2,63 @@
 //! unified in a symbol table.
 
 use crate::tensor::{DType, Tensor};
-use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use smallvec::SmallVec;
 use wfstudio_schema::types::contract::{BatchLayout, Dim, TensorContract};
 
 /// Symbol -> extent, and the symbols that are never bound (they name
-/// growing or bounded state axes).
+/// growing or bounded state axes). Names are borrowed from the contracts
+/// (`'a`), and a table holds few symbols, so binding one allocates nothing
+/// and a lookup is a short scan: an invoke makes a fresh table per call.
 #[derive(Clone, Debug, Default)]
-pub struct Symbols {
+pub struct Symbols<'a> {
     /// Bound extents.
-    pub bound: HashMap<String, usize>,
+    bound: SmallVec<[(&'a str, usize); 8]>,
     /// Symbols left free (shared by every invocation's table).
-    pub dynamic: Arc<HashSet<String>>,
+    dynamic: &'a [String],
 }
 
-impl Symbols {
+impl<'a> Symbols<'a> {
+    /// An empty table whose `dynamic` symbols are never bound.
+    pub fn new(dynamic: &'a [String]) -> Self {
+        Self {
+            bound: SmallVec::new(),
+            dynamic,
+        }
+    }
+
+    /// A fresh table with the same free symbols and nothing bound.
+    pub fn fresh(&self) -> Self {
+        Self::new(self.dynamic)
+    }
+
+    /// The extent bound to `symbol`.
+    pub fn get(&self, symbol: &str) -> Option<usize> {
+        self.bound
+            .iter()
+            .find(|(name, _)| *name == symbol)
+            .map(|(_, extent)| *extent)
+    }
+
     /// The extent of `dim`, when fixed or bound.
     pub fn resolve(&self, dim: &Dim) -> Option<usize> {
         match dim {
             Dim::Fixed(n) => Some(*n as usize),
-            Dim::Symbol(s) => self.bound.get(s).copied(),
+            Dim::Symbol(s) => self.get(s),
         }
+    }
+
+    fn is_dynamic(&self, symbol: &str) -> bool {
+        self.dynamic.iter().any(|d| d == symbol)
     }
 }
 
 /// Checks `tensor` against `contract`, binding symbols as it goes. `skip_axis`
 /// exempts one axis (the growth axis of an append). Returns the reason when
 /// the tensor does not fit.
-pub fn check(
+pub fn check<'a>(
     tensor: &Tensor,
-    contract: &TensorContract,
-    symbols: &mut Symbols,
+    contract: &'a TensorContract,
+    symbols: &mut Symbols<'a>,
     skip_axis: Option<usize>,
 ) -> Result<(), String> {
     let want = DType::from_contract(&contract.dtype);
@@ -54,8 +80,8 @@ pub fn check(
     let Some(shape) = &contract.shape else {
         return Ok(());
     };
-    let expanded = match contract.layout() {
-        BatchLayout::RequestExpanded(l) => Some((l.axis as usize, l.factor.max(1) as usize)),
+    let expanded = match &contract.batch_layout {
+        Some(BatchLayout::RequestExpanded(l)) => Some((l.axis as usize, l.factor.max(1) as usize)),
         _ => None,
     };
     for (axis, (dim, &extent)) in shape.iter().zip(&tensor.shape).enumerate() {
@@ -70,7 +96,7 @@ pub fn check(
                 ));
             }
             Dim::Fixed(_) => {}
-            Dim::Symbol(s) if symbols.dynamic.contains(s) => {}
+            Dim::Symbol(s) if symbols.is_dynamic(s) => {}
             Dim::Symbol(s) => {
                 let extent = match expanded {
                     Some((a, factor)) if a == axis => {
@@ -83,16 +109,14 @@ pub fn check(
                     }
                     _ => extent,
                 };
-                match symbols.bound.get(s) {
-                    Some(&b) if b != extent => {
+                match symbols.get(s) {
+                    Some(b) if b != extent => {
                         return Err(format!(
                             "binds symbol '{s}' to {extent} on axis {axis}, but it is already {b}"
                         ));
                     }
                     Some(_) => {}
-                    None => {
-                        symbols.bound.insert(s.clone(), extent);
-                    }
+                    None => symbols.bound.push((s.as_str(), extent)),
                 }
             }
         }

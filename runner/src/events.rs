@@ -16,20 +16,20 @@ pub enum Event {
         /// Document path of the invoke step.
         path: Arc<str>,
         /// Component name.
-        component: String,
+        component: Arc<str>,
     },
     /// An invoke finished.
     InvokeFinished {
         /// Document path of the invoke step.
         path: Arc<str>,
         /// Component name.
-        component: String,
+        component: Arc<str>,
         /// Wall time of the step (conversion, checks and ONNX Runtime).
         wall: Duration,
         /// Time inside ONNX Runtime.
         ort: Duration,
         /// Produced values and their shapes.
-        outputs: Vec<(String, Vec<usize>)>,
+        outputs: Vec<(Arc<str>, Vec<usize>)>,
         /// Whether the outputs were reused from an earlier run.
         reused: bool,
     },

@@ -10,17 +10,24 @@ use crate::request::Request;
 use crate::reuse::ReuseCache;
 use crate::session::ComponentSession;
 use crate::tensor::{DType, Data, Tensor};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+use crate::at::At;
+use crate::ortcall::{Held, OrtTensor, PortNames, Preset, Presets, Produced};
+use crate::pool::Pool;
+use indexmap::IndexMap;
+use smallvec::SmallVec;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use wfstudio_schema::DocPath;
 use wfstudio_schema::types::contract::{BatchLayout, Dim, TensorContract};
 use wfstudio_schema::types::state::{Recurrence, StateCell, StateUpdate};
 use wfstudio_schema::types::steps::{BranchStep, EmitMode, EmitStep, InvokeStep, LoopStep, Step};
-use wfstudio_schema::types::workflow::{Implementation, InputRole, InputSource, WorkflowSpec};
+use wfstudio_schema::types::workflow::{
+    Component, Implementation, InputRole, InputSource, WorkflowSpec,
+};
 
 /// The largest tensor a literal default may materialise (checked before
 /// allocating, so a hostile shape cannot exhaust memory).
@@ -32,7 +39,7 @@ pub struct InvokeTiming {
     /// Document path of the invoke step.
     pub path: Arc<str>,
     /// Component name.
-    pub component: String,
+    pub component: Arc<str>,
     /// Wall time.
     pub wall: Duration,
     /// Time inside ONNX Runtime.
@@ -93,16 +100,21 @@ pub struct RunControl<'a> {
     pub reuse: Option<&'a mut ReuseCache>,
 }
 
-/// Facts about a workflow computed once per loaded package.
-#[derive(Clone, Debug, Default)]
+/// Facts about a workflow computed once per loaded package. Maps keyed by
+/// step address are filled as steps first run (the document is not mutated
+/// while the plan lives).
+#[derive(Debug, Default)]
 pub(crate) struct Plan {
     /// Symbols on growing or bounded state axes.
-    dynamic: Symbols,
+    dynamic: Vec<String>,
     /// Outputs published per row.
     rowwise: HashMap<String, bool>,
-    /// Display form of step paths (keyed by step address; the document is
-    /// not mutated while the plan lives).
+    /// Display form of step paths.
     path_texts: FastMap<usize, Arc<str>>,
+    /// What each invoke step needs on every call, prepared on its first.
+    invokes: FastMap<usize, Prepared>,
+    /// Output buffers of earlier values, for reuse.
+    pool: Pool,
 }
 
 impl Plan {
@@ -111,40 +123,123 @@ impl Plan {
             dynamic: dynamic_symbols(wf),
             rowwise: row_wise_outputs(wf),
             path_texts: FastMap::default(),
+            invokes: FastMap::default(),
+            pool: Pool::default(),
         }
     }
+}
+
+/// An invoke step made ready to call: its names as ONNX Runtime takes them
+/// and, per output, the shape it had on the last call, which becomes the
+/// buffer ONNX Runtime writes into on the next.
+#[derive(Debug)]
+struct Prepared {
+    /// Index of the component in the workflow's components.
+    component_index: usize,
+    /// Per input port, in order: index of its contract in the ports.
+    input_contracts: Vec<Option<usize>>,
+    path: Arc<str>,
+    component: Arc<str>,
+    /// `None` for components that do not run on ONNX Runtime.
+    names: Option<PortNames>,
+    outputs: Vec<PreparedOutput>,
+}
+
+#[derive(Debug)]
+struct PreparedOutput {
+    /// Index of the port's contract in the component's output ports.
+    contract: Option<usize>,
+    port: Arc<str>,
+    value: Arc<str>,
+    /// Host dtype of the graph output (when it runs on ONNX Runtime).
+    dtype: Option<DType>,
+    /// Shape on the last call.
+    last_shape: Option<Vec<usize>>,
+    /// Whether the last two calls had the same shape (a growing output,
+    /// such as a cache, never does, so it is never predicted).
+    stable: bool,
+}
+
+impl PreparedOutput {
+    /// Records the shape of a call's output.
+    fn observe(&mut self, shape: &[usize]) {
+        self.stable = self.last_shape.as_deref() == Some(shape);
+        if !self.stable {
+            self.last_shape = Some(shape.to_vec());
+        }
+    }
+
+    /// The buffer for the next call's output, when its shape is predictable.
+    fn preset(&self, pool: &mut Pool) -> Option<Preset> {
+        match (self.dtype, &self.last_shape) {
+            (Some(dtype), Some(shape)) if self.stable => pool
+                .take(dtype, shape)
+                .or_else(|| Preset::new(dtype, shape, MAX_LITERAL_BYTES)),
+            _ => None,
+        }
+    }
+}
+
+/// Runs `session` on the views of `bound`, writing predicted outputs into
+/// host buffers. A wrong prediction fails the run inside ONNX Runtime; the
+/// call is then made again with ONNX Runtime allocating, and the step's
+/// outputs learn their shapes afresh.
+fn run_session(
+    session: &mut ComponentSession,
+    prepared: &mut Prepared,
+    bound: &[(&str, Rc<Held>)],
+    pool: &mut Pool,
+) -> Result<(Produced, Duration), String> {
+    let names = prepared
+        .names
+        .as_ref()
+        .ok_or("the component does not run on ONNX Runtime")?;
+    let views: SmallVec<[&OrtTensor; 8]> = bound
+        .iter()
+        .map(|(_, h)| h.view())
+        .collect::<Result<_, _>>()?;
+    let count = prepared.outputs.len();
+    let presets: Presets = prepared.outputs.iter().map(|o| o.preset(pool)).collect();
+    if presets.iter().any(Option::is_some) {
+        match session.run(names, &views, presets) {
+            Ok(ran) => return Ok(ran),
+            Err(_) => prepared
+                .outputs
+                .iter_mut()
+                .for_each(|o| o.last_shape = None),
+        }
+    }
+    session.run(names, &views, (0..count).map(|_| None).collect())
 }
 
 pub(crate) struct Exec<'r, 'c> {
     wf: &'r WorkflowSpec,
     sessions: &'r mut HashMap<String, ComponentSession>,
     control: RunControl<'c>,
-    env: FastMap<String, Arc<Tensor>>,
+    env: FastMap<String, Rc<Held>>,
     /// Display form of each step's path, computed once per loaded package.
     path_texts: &'r mut FastMap<usize, Arc<str>>,
-    symbols: Symbols,
+    invokes: &'r mut FastMap<usize, Prepared>,
+    pool: &'r mut Pool,
+    symbols: Symbols<'r>,
     out: RunOutput,
     events: HashMap<String, usize>,
-    rowwise: HashMap<String, bool>,
+    rowwise: &'r HashMap<String, bool>,
     iterations: Vec<usize>,
     kept_bytes: usize,
     started: Instant,
 }
 
-fn fail(path: &DocPath, message: impl Into<String>) -> RunError {
+fn fail(path: &At<'_>, message: impl Into<String>) -> RunError {
     RunError::Step {
-        path: path.to_string(),
+        path: path.doc().to_string(),
         message: message.into(),
     }
 }
 
-fn workflow_path() -> DocPath {
-    DocPath::root().key("pipeline").key("workflow")
-}
-
 /// Symbols on growing or bounded state axes; they are never bound.
-fn dynamic_symbols(wf: &WorkflowSpec) -> Symbols {
-    let mut dynamic = HashSet::new();
+fn dynamic_symbols(wf: &WorkflowSpec) -> Vec<String> {
+    let mut dynamic = BTreeSet::new();
     for cell in wf.state.iter().flatten().map(|(_, c)| c) {
         if let (Some(axis), Some(shape)) = (cell.recurrence.varying_axis(), &cell.contract.shape)
             && let Some(Dim::Symbol(s)) = shape.get(axis as usize)
@@ -152,21 +247,22 @@ fn dynamic_symbols(wf: &WorkflowSpec) -> Symbols {
             dynamic.insert(s.clone());
         }
     }
-    Symbols {
-        dynamic: Arc::new(dynamic),
-        ..Symbols::default()
-    }
+    dynamic.into_iter().collect()
 }
 
 fn row_wise_outputs(wf: &WorkflowSpec) -> HashMap<String, bool> {
     let mut rowwise: HashMap<String, bool> = HashMap::new();
-    wfstudio_core::validate::for_each_step(&wf.steps, &DocPath::root(), &mut |step, _| {
-        if let Step::Emit(e) = step
-            && (e.when.is_some() || e.valid_length.is_some())
-        {
-            rowwise.insert(e.output.clone(), true);
-        }
-    });
+    wfstudio_core::validate::for_each_step(
+        &wf.steps,
+        &wfstudio_schema::DocPath::root(),
+        &mut |step, _| {
+            if let Step::Emit(e) = step
+                && (e.when.is_some() || e.valid_length.is_some())
+            {
+                rowwise.insert(e.output.clone(), true);
+            }
+        },
+    );
     rowwise.retain(|name, _| {
         wf.outputs
             .as_ref()
@@ -200,10 +296,12 @@ impl<'r, 'c> Exec<'r, 'c> {
             control,
             env: FastMap::default(),
             path_texts: &mut plan.path_texts,
-            symbols: plan.dynamic.clone(),
+            invokes: &mut plan.invokes,
+            pool: &mut plan.pool,
+            symbols: Symbols::new(&plan.dynamic),
             out: RunOutput::default(),
             events: HashMap::new(),
-            rowwise: plan.rowwise.clone(),
+            rowwise: &plan.rowwise,
             iterations: Vec::new(),
             kept_bytes: 0,
             started: Instant::now(),
@@ -217,7 +315,9 @@ impl<'r, 'c> Exec<'r, 'c> {
         mut supplied: HashMap<String, Tensor>,
         request: &Request,
     ) -> Result<(), RunError> {
-        let inputs_path = workflow_path().key("inputs");
+        let pipeline = At::root("pipeline");
+        let workflow = pipeline.key("workflow");
+        let inputs_path = workflow.key("inputs");
         let mut declared: Vec<_> = self.wf.inputs.iter().flatten().collect();
         declared.sort_by(|a, b| a.0.cmp(b.0));
         let mut defaults = Vec::new();
@@ -243,7 +343,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                 Some(tensor) => {
                     check(&tensor, &input.contract, &mut self.symbols, None)
                         .map_err(|why| fail(&at, format!("input '{name}' {why}")))?;
-                    self.env.insert(name.to_string(), Arc::new(tensor));
+                    self.put(name, Arc::new(tensor));
                 }
                 None => match (&input.source, &input.default) {
                     (InputSource::Artifact(a), _) => {
@@ -266,8 +366,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                 },
             }
             if let Some(presence) = &input.present_as {
-                self.env
-                    .insert(presence.clone(), Arc::new(Tensor::scalar_bool(present)));
+                self.put(presence, Arc::new(Tensor::scalar_bool(present)));
             }
         }
         if !supplied.is_empty() {
@@ -296,7 +395,7 @@ impl<'r, 'c> Exec<'r, 'c> {
             let tensor = Tensor::new(shape, data).map_err(|e| fail(&at, e.0))?;
             check(&tensor, &input.contract, &mut self.symbols, None)
                 .map_err(|why| fail(&at, format!("default of '{name}' {why}")))?;
-            self.env.insert(name.to_string(), Arc::new(tensor));
+            self.put(name, Arc::new(tensor));
         }
         Ok(())
     }
@@ -310,15 +409,20 @@ impl<'r, 'c> Exec<'r, 'c> {
         if let Some(cache) = self.control.reuse.as_mut() {
             cache.begin_run();
         }
+        let pipeline = At::root("pipeline");
+        let workflow = pipeline.key("workflow");
         let result = self
             .bind_inputs(inputs, request)
-            .and_then(|()| self.steps(&self.wf.steps, &workflow_path().key("steps")));
+            .and_then(|()| self.steps(&self.wf.steps, &workflow.key("steps")));
         match result {
             Ok(()) => {
                 if let Some(cache) = self.control.reuse.as_mut() {
                     cache.end_run();
                 }
                 self.out.wall = self.started.elapsed();
+                for (_, held) in self.env.drain() {
+                    self.pool.give(held);
+                }
                 (self.control.observer)(Event::Finished {
                     wall: self.out.wall,
                 });
@@ -337,8 +441,12 @@ impl<'r, 'c> Exec<'r, 'c> {
         }
     }
 
-    fn value(&self, name: &str, at: &DocPath) -> Result<Arc<Tensor>, RunError> {
-        self.env.get(name).cloned().ok_or_else(|| {
+    fn value(&self, name: &str, at: &At<'_>) -> Result<Arc<Tensor>, RunError> {
+        self.held(name, at).map(|h| h.tensor().clone())
+    }
+
+    fn held(&self, name: &str, at: &At<'_>) -> Result<&Rc<Held>, RunError> {
+        self.env.get(name).ok_or_else(|| {
             fail(
                 at,
                 format!("value '{name}' is not defined when this step runs"),
@@ -346,14 +454,28 @@ impl<'r, 'c> Exec<'r, 'c> {
         })
     }
 
-    fn steps(&mut self, steps: &'r [Step], path: &DocPath) -> Result<(), RunError> {
+    /// Binds `name` to `tensor` (reusing the key when `name` is bound).
+    fn put(&mut self, name: &str, tensor: Arc<Tensor>) {
+        self.put_held(name, Held::new(tensor));
+    }
+
+    fn put_held(&mut self, name: &str, held: Rc<Held>) {
+        match self.env.get_mut(name) {
+            Some(slot) => self.pool.give(std::mem::replace(slot, held)),
+            None => {
+                self.env.insert(name.to_string(), held);
+            }
+        }
+    }
+
+    fn steps(&mut self, steps: &'r [Step], path: &At<'_>) -> Result<(), RunError> {
         for (i, step) in steps.iter().enumerate() {
             self.step(step, &path.index(i))?;
         }
         Ok(())
     }
 
-    fn step(&mut self, step: &'r Step, path: &DocPath) -> Result<(), RunError> {
+    fn step(&mut self, step: &'r Step, path: &At<'_>) -> Result<(), RunError> {
         if self.control.cancel.load(Ordering::Relaxed) {
             return Err(RunError::Cancelled);
         }
@@ -366,10 +488,10 @@ impl<'r, 'c> Exec<'r, 'c> {
         }
     }
 
-    fn path_text(&mut self, step: usize, path: &DocPath) -> Arc<str> {
+    fn path_text(&mut self, step: usize, path: &At<'_>) -> Arc<str> {
         self.path_texts
             .entry(step)
-            .or_insert_with(|| path.to_string().into())
+            .or_insert_with(|| path.doc().to_string().into())
             .clone()
     }
 
@@ -391,95 +513,174 @@ impl<'r, 'c> Exec<'r, 'c> {
         });
     }
 
-    fn invoke(&mut self, invoke: &'r InvokeStep, path: &DocPath) -> Result<(), RunError> {
+    fn invoke(&mut self, invoke: &'r InvokeStep, path: &At<'_>) -> Result<(), RunError> {
+        let key = invoke as *const InvokeStep as usize;
+        let mut prepared = match self.invokes.remove(&key) {
+            Some(prepared) => prepared,
+            None => self.prepare(invoke, path)?,
+        };
         let component = self
             .wf
             .components
-            .get(&invoke.component)
+            .get_index(prepared.component_index)
+            .map(|(_, c)| c)
+            .ok_or_else(|| fail(path, format!("unknown component '{}'", invoke.component)))?;
+        let result = self.call(invoke, component, &mut prepared, path);
+        self.invokes.insert(key, prepared);
+        result
+    }
+
+    /// What every call of `invoke` needs, made on its first.
+    fn prepare(&self, invoke: &'r InvokeStep, path: &At<'_>) -> Result<Prepared, RunError> {
+        let (component_index, _, component) = self
+            .wf
+            .components
+            .get_full(&invoke.component)
             .ok_or_else(|| fail(path, format!("unknown component '{}'", invoke.component)))?;
         let at = |why: String| fail(path, format!("component '{}': {why}", invoke.component));
-        let path_text = self.path_text(invoke as *const InvokeStep as usize, path);
+        let ports = component.ports.as_ref();
+        let contract_of = |map: Option<&IndexMap<String, TensorContract>>, port: &str| {
+            map.and_then(|m| m.get_index_of(port))
+        };
+        let session = self.sessions.get(&invoke.component);
+        let mut outputs = Vec::new();
+        for (port, value) in invoke.outputs.iter().flatten() {
+            let index = session.map(|s| s.outputs.iter().position(|o| o == port));
+            if index == Some(None) {
+                return Err(at(format!("the graph has no output '{port}'")));
+            }
+            outputs.push(PreparedOutput {
+                contract: contract_of(ports.and_then(|p| p.outputs.as_ref()), port),
+                port: port.as_str().into(),
+                value: value.as_str().into(),
+                dtype: session
+                    .zip(index.flatten())
+                    .and_then(|(s, i)| s.output_dtype(i)),
+                last_shape: None,
+                stable: false,
+            });
+        }
+        let names = match &component.implementation {
+            Implementation::Onnx(_) => Some(
+                PortNames::new(
+                    invoke.inputs.iter().flatten().map(|(p, _)| p.as_str()),
+                    outputs.iter().map(|o| &*o.port),
+                )
+                .ok_or_else(|| at("a port name holds a NUL character".into()))?,
+            ),
+            _ => None,
+        };
+        let input_contracts = invoke
+            .inputs
+            .iter()
+            .flatten()
+            .map(|(port, _)| contract_of(ports.and_then(|p| p.inputs.as_ref()), port))
+            .collect();
+        Ok(Prepared {
+            component_index,
+            input_contracts,
+            path: path.doc().to_string().into(),
+            component: invoke.component.as_str().into(),
+            names,
+            outputs,
+        })
+    }
+
+    fn call(
+        &mut self,
+        invoke: &'r InvokeStep,
+        component: &'r Component,
+        prepared: &mut Prepared,
+        path: &At<'_>,
+    ) -> Result<(), RunError> {
+        let at = |why: String| fail(path, format!("component '{}': {why}", invoke.component));
         (self.control.observer)(Event::InvokeStarted {
-            path: path_text.clone(),
-            component: invoke.component.clone(),
+            path: prepared.path.clone(),
+            component: prepared.component.clone(),
         });
         let start = Instant::now();
         let ports = component.ports.as_ref();
         // Component-local symbols: fresh per invocation; growing state axes stay free.
-        let mut local = Symbols {
-            bound: HashMap::new(),
-            dynamic: self.symbols.dynamic.clone(),
-        };
-        let mut bound: Vec<(&str, Arc<Tensor>)> = Vec::new();
-        for (port, value) in invoke.inputs.iter().flatten() {
-            let tensor = match self.env.get(value.as_str()) {
-                Some(tensor) => tensor.clone(),
-                None => self.value(value, &path.key("inputs").key(port.as_str()))?,
-            };
-            if let Some(contract) = ports
-                .and_then(|p| p.inputs.as_ref())
-                .and_then(|m| m.get(port))
-            {
-                check(&tensor, contract, &mut local, None)
-                    .map_err(|why| at(format!("input port '{port}' (value '{value}') {why}")))?;
-            }
-            bound.push((port, tensor));
-        }
-        self.check_capacity(&invoke.component, invoke, path)?;
-        let wanted: Vec<&str> = invoke
-            .outputs
+        let mut local = self.symbols.fresh();
+        let mut bound: SmallVec<[(&'r str, Rc<Held>); 8]> = SmallVec::new();
+        let input_ports = ports.and_then(|p| p.inputs.as_ref());
+        for ((port, value), contract) in invoke
+            .inputs
             .iter()
             .flatten()
-            .map(|(p, _)| p.as_str())
-            .collect();
+            .zip(&prepared.input_contracts)
+        {
+            let held = self
+                .held(value, &path.key("inputs").key(port.as_str()))?
+                .clone();
+            if let Some((_, contract)) = contract.and_then(|i| input_ports?.get_index(i)) {
+                check(held.tensor(), contract, &mut local, None)
+                    .map_err(|why| at(format!("input port '{port}' (value '{value}') {why}")))?;
+            }
+            bound.push((port.as_str(), held));
+        }
+        self.check_capacity(&invoke.component, invoke, path)?;
         let mut reused = false;
-        let (produced, ort) = match &component.implementation {
+        let (produced, ort): (Produced, Duration) = match &component.implementation {
             Implementation::Onnx(_) => {
                 let session = self
                     .sessions
                     .get_mut(&invoke.component)
                     .ok_or_else(|| at("has no session".into()))?;
+                let fingerprint = session.fingerprint;
                 let cache = self
                     .control
                     .reuse
                     .as_deref_mut()
                     .filter(|_| session.reusable);
-                let fingerprint = session.fingerprint;
-                let key = cache.as_ref().map(|c| c.key(fingerprint, &bound));
-                let hit = match (cache, key) {
-                    (Some(cache), Some(key)) => cache.take(key, fingerprint, &bound, &wanted),
-                    _ => None,
-                };
-                match hit {
-                    Some(outputs) => {
+                // Only a run with a reuse cache looks at the inputs' data.
+                let remembered = cache.map(|cache| {
+                    let tensors: Vec<(&str, Arc<Tensor>)> = bound
+                        .iter()
+                        .map(|(p, h)| (*p, h.tensor().clone()))
+                        .collect();
+                    let wanted: Vec<&str> = prepared.outputs.iter().map(|o| &*o.port).collect();
+                    let key = cache.key(fingerprint, &tensors);
+                    let hit = cache.take(key, fingerprint, &tensors, &wanted);
+                    (key, tensors, hit)
+                });
+                match remembered {
+                    Some((_, _, Some(outputs))) => {
                         reused = true;
-                        (outputs, Duration::ZERO)
+                        let held = outputs.into_iter().map(|(_, t)| Held::new(t)).collect();
+                        (held, Duration::ZERO)
                     }
-                    None => {
-                        let inputs: Vec<(&str, &Tensor)> =
-                            bound.iter().map(|(p, t)| (*p, t.as_ref())).collect();
-                        let ran = session.run(&inputs, &wanted).map_err(at)?;
-                        let outputs = ran
-                            .outputs
-                            .into_iter()
-                            .map(|(n, t)| (n, Arc::new(t)))
-                            .collect::<Vec<_>>();
-                        if let (Some(cache), Some(key)) = (self.control.reuse.as_deref_mut(), key) {
-                            cache.store(key, fingerprint, &bound, &outputs);
+                    remembered => {
+                        let ran = run_session(session, prepared, &bound, self.pool).map_err(at)?;
+                        if let (Some(cache), Some((key, tensors, _))) =
+                            (self.control.reuse.as_deref_mut(), remembered)
+                        {
+                            let outputs: Vec<(String, Arc<Tensor>)> = prepared
+                                .outputs
+                                .iter()
+                                .zip(&ran.0)
+                                .map(|(o, h)| (o.port.to_string(), h.tensor().clone()))
+                                .collect();
+                            cache.store(key, fingerprint, &tensors, &outputs);
                         }
-                        (outputs, ran.ort_time)
+                        ran
                     }
                 }
             }
             Implementation::Binding => {
-                let mut copies = Vec::new();
-                for port in &wanted {
-                    let source = bound.iter().find(|(p, _)| p == port).ok_or_else(|| {
-                        at(format!(
-                            "binding output '{port}' needs an input port of the same name"
-                        ))
-                    })?;
-                    copies.push((port.to_string(), source.1.clone()));
+                let mut copies = SmallVec::new();
+                for output in &prepared.outputs {
+                    let source =
+                        bound
+                            .iter()
+                            .find(|(p, _)| *p == &*output.port)
+                            .ok_or_else(|| {
+                                at(format!(
+                                    "binding output '{}' needs an input port of the same name",
+                                    output.port
+                                ))
+                            })?;
+                    copies.push(source.1.clone());
                 }
                 (copies, Duration::ZERO)
             }
@@ -492,41 +693,34 @@ impl<'r, 'c> Exec<'r, 'c> {
         };
         // Outputs are checked with their own fresh table: an append graph's
         // output legitimately differs from its input under one symbol.
-        let mut local = Symbols {
-            bound: HashMap::new(),
-            dynamic: self.symbols.dynamic.clone(),
-        };
-        let mut shapes = Vec::new();
-        for (port, tensor) in produced {
-            let value = &invoke
-                .outputs
-                .as_ref()
-                .and_then(|o| o.get(&port))
-                .cloned()
-                .unwrap_or_default();
-            if let Some(contract) = ports
-                .and_then(|p| p.outputs.as_ref())
-                .and_then(|m| m.get(&port))
+        let mut local = self.symbols.fresh();
+        let mut shapes = Vec::with_capacity(produced.len());
+        for (output, held) in prepared.outputs.iter_mut().zip(produced) {
+            let tensor = held.tensor();
+            if let Some((_, contract)) = output
+                .contract
+                .and_then(|i| ports?.outputs.as_ref()?.get_index(i))
             {
-                check(&tensor, contract, &mut local, None)
-                    .map_err(|why| at(format!("output port '{port}' {why}")))?;
+                check(tensor, contract, &mut local, None)
+                    .map_err(|why| at(format!("output port '{}' {why}", output.port)))?;
             }
-            shapes.push((value.clone(), tensor.shape.clone()));
-            self.keep(value, &path_text, &tensor);
-            self.env.insert(value.clone(), tensor);
+            output.observe(&tensor.shape);
+            shapes.push((output.value.clone(), tensor.shape.clone()));
+            self.keep(&output.value, &prepared.path, tensor);
+            self.put_held(&output.value, held);
         }
         let wall = start.elapsed();
         self.out.invokes.push(InvokeTiming {
-            path: path_text.clone(),
-            component: invoke.component.clone(),
+            path: prepared.path.clone(),
+            component: prepared.component.clone(),
             wall,
             ort,
             start: start - self.started,
             reused,
         });
         (self.control.observer)(Event::InvokeFinished {
-            path: path_text,
-            component: invoke.component.clone(),
+            path: prepared.path.clone(),
+            component: prepared.component.clone(),
             wall,
             ort,
             outputs: shapes,
@@ -541,7 +735,7 @@ impl<'r, 'c> Exec<'r, 'c> {
         &self,
         component: &str,
         invoke: &InvokeStep,
-        path: &DocPath,
+        path: &At<'_>,
     ) -> Result<(), RunError> {
         let groups = self
             .wf
@@ -600,7 +794,12 @@ impl<'r, 'c> Exec<'r, 'c> {
                     return Err(fault(format!("write index {d} is outside [0, {capacity})")));
                 }
             }
-            if let Some(lengths) = group.logical_lengths.as_ref().and_then(|l| self.env.get(l)) {
+            if let Some(lengths) = group
+                .logical_lengths
+                .as_ref()
+                .and_then(|l| self.env.get(l))
+                .map(|h| h.tensor())
+            {
                 if lengths.numel() != destinations.numel() {
                     return Err(fault(format!(
                         "{} logical lengths for {} write destinations",
@@ -628,7 +827,7 @@ impl<'r, 'c> Exec<'r, 'c> {
         tensor.bools().map(<[bool]>::to_vec)
     }
 
-    fn looping(&mut self, l: &'r LoopStep, path: &DocPath) -> Result<(), RunError> {
+    fn looping(&mut self, l: &'r LoopStep, path: &At<'_>) -> Result<(), RunError> {
         if let Some(setup) = &l.setup {
             self.steps(setup, &path.key("setup"))?;
         }
@@ -670,7 +869,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                     format!("entry value '{entry}' of cell '{}' {why}", carry.cell),
                 )
             })?;
-            self.env.insert(carry.cell.clone(), value);
+            self.put(&carry.cell, value);
         }
         if let Some(it) = &l.iteration
             && self.env.contains_key(&it.value)
@@ -712,7 +911,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                         })?;
                     Tensor::full_i64(shape, index as i64)
                 };
-                self.env.insert(it.value.clone(), Arc::new(tensor));
+                self.put(&it.value, Arc::new(tensor));
             }
             (self.control.observer)(Event::LoopIteration {
                 path: path_text.clone(),
@@ -736,7 +935,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                             .map_err(|e| fail(path, e))?,
                     )
                 };
-                self.env.insert(carry.cell.clone(), merged);
+                self.put(&carry.cell, merged);
             }
             ran += 1;
         }
@@ -751,7 +950,7 @@ impl<'r, 'c> Exec<'r, 'c> {
         Ok(())
     }
 
-    fn scalar(&self, name: &str, path: &DocPath) -> Result<Option<i64>, RunError> {
+    fn scalar(&self, name: &str, path: &At<'_>) -> Result<Option<i64>, RunError> {
         let t = self.value(name, path)?;
         Ok((t.numel() == 1).then(|| t.data.get_i64(0)).flatten())
     }
@@ -761,7 +960,7 @@ impl<'r, 'c> Exec<'r, 'c> {
         cell: &StateCell,
         current: &Tensor,
         next: &Tensor,
-        path: &DocPath,
+        path: &At<'_>,
         name: &str,
     ) -> Result<(), RunError> {
         let bad = |why: String| fail(path, format!("carried cell '{name}': {why}"));
@@ -826,7 +1025,7 @@ impl<'r, 'c> Exec<'r, 'c> {
         }
     }
 
-    fn branch(&mut self, b: &'r BranchStep, path: &DocPath) -> Result<(), RunError> {
+    fn branch(&mut self, b: &'r BranchStep, path: &At<'_>) -> Result<(), RunError> {
         let predicate = self.value(&b.predicate, &path.key("predicate"))?;
         if predicate.numel() != 1 {
             return Err(fail(
@@ -842,8 +1041,9 @@ impl<'r, 'c> Exec<'r, 'c> {
                 .ok_or_else(|| fail(path, "the branch predicate must be bool or integer"))?,
         };
         // `Some(key)`: the matching case; `None`: the default.
+        let cases = path.key("cases");
         let (step, case_path, selected) = match b.cases.get(&key) {
-            Some(step) => (step, path.key("cases").key(key.as_str()), Some(&key)),
+            Some(step) => (step, cases.key(key.as_str()), Some(&key)),
             None => match &b.default {
                 Some(step) => (step.as_ref(), path.key("default"), None),
                 None => return Err(fail(path, format!("no case '{key}' and no default"))),
@@ -865,12 +1065,12 @@ impl<'r, 'c> Exec<'r, 'c> {
                     format!("phi '{phi}' source '{source}' was not produced by the case"),
                 )
             })?;
-            self.env.insert(phi.clone(), value);
+            self.put_held(phi, value);
         }
         Ok(())
     }
 
-    fn emit(&mut self, e: &'r EmitStep, path: &DocPath) -> Result<(), RunError> {
+    fn emit(&mut self, e: &'r EmitStep, path: &At<'_>) -> Result<(), RunError> {
         let output = self
             .wf
             .outputs
@@ -954,17 +1154,13 @@ impl<'r, 'c> Exec<'r, 'c> {
         mode: EmitMode,
         axis: usize,
         contract: &TensorContract,
-        path: &DocPath,
+        path: &At<'_>,
     ) -> Result<(), RunError> {
         let growth = matches!(mode, EmitMode::Append).then_some(axis);
+        let published = row_contract(contract, key.contains(".row."));
         let mut local = Symbols::default();
-        check(
-            &chunk,
-            &row_contract(contract, key.contains(".row.")),
-            &mut local,
-            growth,
-        )
-        .map_err(|why| fail(path, format!("the value emitted to '{key}' {why}")))?;
+        check(&chunk, &published, &mut local, growth)
+            .map_err(|why| fail(path, format!("the value emitted to '{key}' {why}")))?;
         let appended = match (mode, self.out.outputs.get(key)) {
             (EmitMode::Append, Some(previous)) => {
                 Some(Tensor::concat(axis, &[previous, &chunk]).map_err(|e| fail(path, e.0))?)

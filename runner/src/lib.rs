@@ -5,6 +5,7 @@
 //! run (adapter components, invalid documents), and creates one ONNX Runtime
 //! session per component; [`Runner::run`] executes it as often as needed.
 
+mod at;
 pub mod check;
 pub mod device;
 pub mod events;
@@ -13,7 +14,9 @@ pub mod literal;
 pub mod media;
 pub mod media_input;
 pub mod model;
+mod ortcall;
 pub mod ortlib;
+mod pool;
 pub mod recipe;
 pub mod request;
 pub mod reuse;

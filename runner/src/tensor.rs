@@ -166,6 +166,36 @@ impl Data {
         }
     }
 
+    /// `n` zero elements of `dtype` (false for bool).
+    pub fn zeros(dtype: DType, n: usize) -> Data {
+        match dtype {
+            DType::F32 => Data::F32(vec![0.0; n]),
+            DType::F16 => Data::F16(vec![f16::ZERO; n]),
+            DType::Bf16 => Data::Bf16(vec![bf16::ZERO; n]),
+            DType::F64 => Data::F64(vec![0.0; n]),
+            DType::I8 => Data::I8(vec![0; n]),
+            DType::I16 => Data::I16(vec![0; n]),
+            DType::I32 => Data::I32(vec![0; n]),
+            DType::I64 => Data::I64(vec![0; n]),
+            DType::U8 => Data::U8(vec![0; n]),
+            DType::U16 => Data::U16(vec![0; n]),
+            DType::U32 => Data::U32(vec![0; n]),
+            DType::U64 => Data::U64(vec![0; n]),
+            DType::Bool => Data::Bool(vec![false; n]),
+        }
+    }
+
+    /// The address of the first element (for handing the memory to ONNX
+    /// Runtime without a copy).
+    pub(crate) fn as_ptr(&self) -> *const std::ffi::c_void {
+        each!(self, v => v.as_ptr().cast())
+    }
+
+    /// The address of the first element, for writing.
+    pub(crate) fn as_mut_ptr(&mut self) -> *mut std::ffi::c_void {
+        each!(self, v => v.as_mut_ptr().cast())
+    }
+
     /// Appends `src[range]`; `src` must have the same dtype.
     pub fn extend_from(&mut self, src: &Data, range: std::ops::Range<usize>) {
         macro_rules! pairs {

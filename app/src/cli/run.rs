@@ -235,7 +235,7 @@ fn chrome_trace(output: &RunOutput) -> serde_json::Value {
         .iter()
         .map(|i| {
             serde_json::json!({
-                "name": i.component, "cat": "invoke", "ph": "X", "pid": 1, "tid": 1,
+                "name": &*i.component, "cat": "invoke", "ph": "X", "pid": 1, "tid": 1,
                 "ts": i.start.as_secs_f64() * 1e6, "dur": i.wall.as_secs_f64() * 1e6,
                 "args": {"path": &*i.path, "ort_ms": i.ort.as_secs_f64() * 1e3},
             })

@@ -1,0 +1,382 @@
+//! The hot path of an invoke on ONNX Runtime's C API. Host tensors are
+//! handed over as views of their memory (no copy), an output whose shape is
+//! known ahead is written by ONNX Runtime straight into a host buffer, and
+//! the names of ports are prepared once per invoke step. On graphs whose
+//! calls take microseconds this is what keeps the runner's own time small
+//! (`docs/PERFORMANCE.md`).
+//!
+//! This is the runner's one module with `unsafe` code. Its rule: a view
+//! never outlives the memory it points at ([`Held`] keeps both and drops the
+//! view first; an output buffer is owned by the caller across the run) and
+//! that memory is never written while ONNX Runtime reads it.
+
+use crate::tensor::{DType, Data, Tensor};
+use half::{bf16, f16};
+use ort::AsPointer;
+use ort::session::{RunOptions, Session};
+use ort::sys::{self, ONNXTensorElementDataType as Element, OrtStatusPtr, OrtValue};
+use std::cell::OnceCell;
+use std::ffi::{CStr, CString, c_char, c_void};
+use std::ptr::{self, NonNull};
+use std::rc::Rc;
+use std::sync::{Arc, OnceLock};
+
+/// An ONNX Runtime tensor value, released when dropped. It either views
+/// host memory owned elsewhere or owns memory ONNX Runtime allocated.
+pub(crate) struct OrtTensor(NonNull<OrtValue>);
+
+impl Drop for OrtTensor {
+    fn drop(&mut self) {
+        // SAFETY: the pointer came from ONNX Runtime and is released once.
+        unsafe { (ort::api().ReleaseValue)(self.0.as_ptr()) }
+    }
+}
+
+/// A value of a run's environment: the host tensor and, once an invoke has
+/// passed it to ONNX Runtime, the view of its memory that ONNX Runtime
+/// reads. The view is made once and shared by every later reader. Held
+/// values stay on the thread of their run (`Rc`).
+pub(crate) struct Held {
+    // Declared first so that it is dropped before the memory it views.
+    view: OnceCell<OrtTensor>,
+    tensor: Arc<Tensor>,
+}
+
+impl Held {
+    /// A value with no view yet.
+    pub(crate) fn new(tensor: Arc<Tensor>) -> Rc<Held> {
+        Rc::new(Held {
+            view: OnceCell::new(),
+            tensor,
+        })
+    }
+
+    /// A value ONNX Runtime wrote through `view` (a preallocated output).
+    fn viewed(tensor: Arc<Tensor>, view: OrtTensor) -> Rc<Held> {
+        Rc::new(Held {
+            view: OnceCell::from(view),
+            tensor,
+        })
+    }
+
+    /// The buffer and view of a value nobody else holds, to be written
+    /// again as an output (`None` when it is shared or has no view).
+    pub(crate) fn into_preset(this: Rc<Held>) -> Option<Preset> {
+        let held = Rc::try_unwrap(this).ok()?;
+        let view = held.view.into_inner()?;
+        let tensor = Arc::try_unwrap(held.tensor).ok()?;
+        Some(Preset { view, tensor })
+    }
+
+    /// The host tensor.
+    pub(crate) fn tensor(&self) -> &Arc<Tensor> {
+        &self.tensor
+    }
+
+    /// The ONNX Runtime view of the tensor, made on first use.
+    pub(crate) fn view(&self) -> Result<&OrtTensor, String> {
+        if let Some(view) = self.view.get() {
+            return Ok(view);
+        }
+        let t = &*self.tensor;
+        // SAFETY: the view lives in `self.view`, dropped before `self.tensor`
+        // (which is never mutated behind the `Arc`); ONNX Runtime only reads
+        // input memory, so the const pointer is never written through.
+        let view = unsafe { tensor_view(t.data.as_ptr().cast_mut(), t.dtype(), &t.shape)? };
+        Ok(self.view.get_or_init(|| view))
+    }
+}
+
+fn element(dtype: DType) -> Element {
+    match dtype {
+        DType::F32 => Element::ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT,
+        DType::F16 => Element::ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16,
+        DType::Bf16 => Element::ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16,
+        DType::F64 => Element::ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE,
+        DType::I8 => Element::ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8,
+        DType::I16 => Element::ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16,
+        DType::I32 => Element::ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32,
+        DType::I64 => Element::ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64,
+        DType::U8 => Element::ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8,
+        DType::U16 => Element::ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16,
+        DType::U32 => Element::ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT32,
+        DType::U64 => Element::ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT64,
+        DType::Bool => Element::ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL,
+    }
+}
+
+/// The host dtype of an ONNX element type, `None` for those the host cannot
+/// hold (strings, FP8, 4-bit, complex).
+pub(crate) fn dtype_of(element: Element) -> Option<DType> {
+    Some(match element {
+        Element::ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT => DType::F32,
+        Element::ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 => DType::F16,
+        Element::ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16 => DType::Bf16,
+        Element::ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE => DType::F64,
+        Element::ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8 => DType::I8,
+        Element::ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16 => DType::I16,
+        Element::ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32 => DType::I32,
+        Element::ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64 => DType::I64,
+        Element::ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8 => DType::U8,
+        Element::ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16 => DType::U16,
+        Element::ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT32 => DType::U32,
+        Element::ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT64 => DType::U64,
+        Element::ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL => DType::Bool,
+        _ => return None,
+    })
+}
+
+/// The CPU memory description every view uses (made once, never freed).
+struct CpuMemory(NonNull<sys::OrtMemoryInfo>);
+// SAFETY: an OrtMemoryInfo is immutable after creation; ONNX Runtime reads it
+// from any thread.
+unsafe impl Send for CpuMemory {}
+unsafe impl Sync for CpuMemory {}
+
+fn cpu_memory() -> Result<&'static CpuMemory, String> {
+    static MEMORY: OnceLock<Result<CpuMemory, String>> = OnceLock::new();
+    MEMORY
+        .get_or_init(|| {
+            let mut info = ptr::null_mut();
+            // SAFETY: `info` receives a new object on success.
+            status(unsafe {
+                (ort::api().CreateCpuMemoryInfo)(
+                    sys::OrtAllocatorType::OrtArenaAllocator,
+                    sys::OrtMemType::OrtMemTypeDefault,
+                    &mut info,
+                )
+            })?;
+            NonNull::new(info)
+                .map(CpuMemory)
+                .ok_or_else(|| "ONNX Runtime returned no memory info".to_string())
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// Turns an ONNX Runtime status into a result (releasing the status).
+fn status(code: OrtStatusPtr) -> Result<(), String> {
+    if code.0.is_null() {
+        return Ok(());
+    }
+    let api = ort::api();
+    // SAFETY: a non-null status carries a NUL-terminated message and is
+    // released once, after the message is copied.
+    unsafe {
+        let message = CStr::from_ptr((api.GetErrorMessage)(code.0))
+            .to_string_lossy()
+            .into_owned();
+        (api.ReleaseStatus)(code.0);
+        Err(message)
+    }
+}
+
+/// A tensor value over `data` (`numel(shape)` elements of `dtype`).
+///
+/// # Safety
+/// `data` must stay valid, unmoved and (while ONNX Runtime reads it)
+/// unchanged for as long as the returned value lives.
+unsafe fn tensor_view(
+    data: *mut c_void,
+    dtype: DType,
+    shape: &[usize],
+) -> Result<OrtTensor, String> {
+    let dims: smallvec::SmallVec<[i64; 8]> = shape.iter().map(|&d| d as i64).collect();
+    let bytes = shape.iter().product::<usize>() * dtype.size();
+    let mut value = ptr::null_mut();
+    // SAFETY: the caller guarantees `data` covers `bytes` for the value's life.
+    status(unsafe {
+        (ort::api().CreateTensorWithDataAsOrtValue)(
+            cpu_memory()?.0.as_ptr(),
+            data,
+            bytes,
+            dims.as_ptr(),
+            dims.len(),
+            element(dtype),
+            &mut value,
+        )
+    })?;
+    NonNull::new(value)
+        .map(OrtTensor)
+        .ok_or_else(|| "ONNX Runtime returned no tensor".into())
+}
+
+/// Copies a tensor ONNX Runtime allocated into host memory.
+fn read(value: &OrtTensor) -> Result<Tensor, String> {
+    let api = ort::api();
+    let mut info = ptr::null_mut();
+    // SAFETY: `value` is a live tensor; `info` is released below.
+    status(unsafe { (api.GetTensorTypeAndShape)(value.0.as_ptr(), &mut info) })?;
+    let described = (|| {
+        let mut element = Element::ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+        let mut rank = 0;
+        // SAFETY: `info` is live; `dims` has room for `rank` entries.
+        unsafe {
+            status((api.GetTensorElementType)(info, &mut element))?;
+            status((api.GetDimensionsCount)(info, &mut rank))?;
+            let mut dims = vec![0i64; rank];
+            status((api.GetDimensions)(info, dims.as_mut_ptr(), rank))?;
+            Ok::<_, String>((element, dims))
+        }
+    })();
+    // SAFETY: released once.
+    unsafe { (api.ReleaseTensorTypeAndShapeInfo)(info) };
+    let (element, dims) = described?;
+    let dtype = dtype_of(element).ok_or_else(|| {
+        format!("the graph produced an element type the host cannot hold ({element:?})")
+    })?;
+    let shape: Vec<usize> = dims
+        .iter()
+        .map(|&d| usize::try_from(d).map_err(|_| format!("the graph produced extent {d}")))
+        .collect::<Result<_, _>>()?;
+    let numel: usize = shape.iter().product();
+    let mut data: *mut c_void = ptr::null_mut();
+    // SAFETY: a live tensor's data holds `numel` elements of `dtype`.
+    status(unsafe { (api.GetTensorMutableData)(value.0.as_ptr(), &mut data) })?;
+    macro_rules! copy {
+        ($t:ty, $variant:ident) => {
+            Data::$variant(if numel == 0 {
+                Vec::new()
+            } else {
+                // SAFETY: see above; the slice is copied before `value` is released.
+                unsafe { std::slice::from_raw_parts(data as *const $t, numel) }.to_vec()
+            })
+        };
+    }
+    let data = match dtype {
+        DType::F32 => copy!(f32, F32),
+        DType::F16 => copy!(f16, F16),
+        DType::Bf16 => copy!(bf16, Bf16),
+        DType::F64 => copy!(f64, F64),
+        DType::I8 => copy!(i8, I8),
+        DType::I16 => copy!(i16, I16),
+        DType::I32 => copy!(i32, I32),
+        DType::I64 => copy!(i64, I64),
+        DType::U8 => copy!(u8, U8),
+        DType::U16 => copy!(u16, U16),
+        DType::U32 => copy!(u32, U32),
+        DType::U64 => copy!(u64, U64),
+        // Read as bytes: a bool's byte other than 0 or 1 would be undefined.
+        DType::Bool => match copy!(u8, U8) {
+            Data::U8(bytes) => Data::Bool(bytes.into_iter().map(|b| b != 0).collect()),
+            _ => unreachable!("copied as bytes"),
+        },
+    };
+    Tensor::new(shape, data).map_err(|e| e.0)
+}
+
+/// Names of one invoke's ports, as ONNX Runtime takes them.
+#[derive(Clone, Debug)]
+pub(crate) struct PortNames {
+    inputs: Vec<CString>,
+    outputs: Vec<CString>,
+}
+
+impl PortNames {
+    /// Names for these input and output ports; `None` when a name holds NUL.
+    pub(crate) fn new<'a>(
+        inputs: impl IntoIterator<Item = &'a str>,
+        outputs: impl IntoIterator<Item = &'a str>,
+    ) -> Option<Self> {
+        let c = |names: &mut dyn Iterator<Item = &'a str>| -> Option<Vec<CString>> {
+            names.map(|n| CString::new(n).ok()).collect()
+        };
+        Some(Self {
+            inputs: c(&mut inputs.into_iter())?,
+            outputs: c(&mut outputs.into_iter())?,
+        })
+    }
+}
+
+/// A call's outputs, in the order of its output names.
+pub(crate) type Produced = smallvec::SmallVec<[Rc<Held>; 4]>;
+
+/// One slot per output of a call: its buffer, or `None` for ONNX Runtime
+/// to allocate.
+pub(crate) type Presets = smallvec::SmallVec<[Option<Preset>; 4]>;
+
+/// The buffer for an output whose shape is predicted: ONNX Runtime writes
+/// into it, or fails the run when the output has another shape.
+pub(crate) struct Preset {
+    // Declared first so that it is dropped before the buffer it views.
+    view: OrtTensor,
+    tensor: Tensor,
+}
+
+// SAFETY: a preset is owned by one holder at a time, and an ONNX Runtime
+// value has no affinity to the thread that made it.
+unsafe impl Send for Preset {}
+
+impl Preset {
+    /// The buffer's dtype and shape.
+    pub(crate) fn tensor(&self) -> &Tensor {
+        &self.tensor
+    }
+
+    /// A zeroed buffer of `dtype` and `shape`; `None` past `max_bytes`.
+    pub(crate) fn new(dtype: DType, shape: &[usize], max_bytes: usize) -> Option<Preset> {
+        let numel = crate::tensor::checked_numel(shape, dtype, max_bytes).ok()?;
+        let mut tensor = Tensor::new(shape.to_vec(), Data::zeros(dtype, numel)).ok()?;
+        let data = tensor.data.as_mut_ptr();
+        // SAFETY: the buffer is owned by `tensor`, which the preset keeps
+        // beside the view and which nothing else touches until the run ends;
+        // moving the `Tensor` does not move its heap buffer.
+        let view = unsafe { tensor_view(data, dtype, shape) }.ok()?;
+        Some(Preset { tensor, view })
+    }
+}
+
+/// Runs `session` once (with `options`, if any). `inputs` are the views
+/// for `names.inputs`, in order; `presets` has one slot per output name (a
+/// buffer, or `None` for ONNX Runtime to allocate). Returns each output as a
+/// held value.
+pub(crate) fn run(
+    session: &mut Session,
+    options: Option<&RunOptions>,
+    names: &PortNames,
+    inputs: &[&OrtTensor],
+    presets: Presets,
+) -> Result<Produced, String> {
+    type Ptrs<T> = smallvec::SmallVec<[T; 8]>;
+    let input_names: Ptrs<*const c_char> = names.inputs.iter().map(|n| n.as_ptr()).collect();
+    let output_names: Ptrs<*const c_char> = names.outputs.iter().map(|n| n.as_ptr()).collect();
+    let input_values: Ptrs<*const OrtValue> =
+        inputs.iter().map(|v| v.0.as_ptr().cast_const()).collect();
+    let mut output_values: Ptrs<*mut OrtValue> = presets
+        .iter()
+        .map(|p| p.as_ref().map_or(ptr::null_mut(), |p| p.view.0.as_ptr()))
+        .collect();
+    if input_names.len() != input_values.len() || output_names.len() != output_values.len() {
+        return Err("port names and values differ in number".into());
+    }
+    // SAFETY: every array has the length passed with it; the names are
+    // NUL-terminated and live in `names`; the input views and preset
+    // buffers outlive the call; null output slots receive new values.
+    status(unsafe {
+        (ort::api().Run)(
+            session.ptr_mut(),
+            options.map_or(ptr::null(), |o| o.ptr()),
+            input_names.as_ptr(),
+            input_values.as_ptr(),
+            input_values.len(),
+            output_names.as_ptr(),
+            output_names.len(),
+            output_values.as_mut_ptr(),
+        )
+    })?;
+    let mut produced = smallvec::SmallVec::new();
+    for (preset, value) in presets.into_iter().zip(output_values) {
+        match preset {
+            Some(p) if value == p.view.0.as_ptr() => {
+                produced.push(Held::viewed(Arc::new(p.tensor), p.view));
+            }
+            _ => {
+                let value = NonNull::new(value)
+                    .map(OrtTensor)
+                    .ok_or("ONNX Runtime returned no output value")?;
+                produced.push(Held::new(Arc::new(read(&value)?)));
+            }
+        }
+    }
+    Ok(produced)
+}
