@@ -395,7 +395,7 @@ fn txt2img_lowers_validates_and_reproduces_the_reference() {
         .run(
             inputs,
             wfstudio_runner::RunControl {
-                observer: &mut |_| {},
+                observer: None,
                 cancel: &cancel,
                 keep_bytes: 0,
                 reuse: None,

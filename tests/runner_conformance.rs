@@ -15,7 +15,7 @@ fn run(runner: &mut Runner, inputs: HashMap<String, Tensor>) -> Result<RunOutput
     runner.run(
         inputs,
         RunControl {
-            observer: &mut |_| {},
+            observer: None,
             cancel: &cancel,
             keep_bytes: 0,
             reuse: None,
@@ -266,7 +266,7 @@ fn events_cancel_and_kept_values() {
         .run(
             inputs.clone(),
             RunControl {
-                observer: &mut |e| events.push(e),
+                observer: Some(&mut |e| events.push(e)),
                 cancel: &cancel,
                 keep_bytes: 1 << 20,
                 reuse: None,
@@ -301,7 +301,7 @@ fn events_cancel_and_kept_values() {
         .run(
             inputs.clone(),
             RunControl {
-                observer: &mut |_| {},
+                observer: None,
                 cancel: &cancel,
                 keep_bytes: 64,
                 reuse: None,
@@ -324,7 +324,7 @@ fn events_cancel_and_kept_values() {
         .run(
             inputs,
             RunControl {
-                observer: &mut |e| seen.push(e),
+                observer: Some(&mut |e| seen.push(e)),
                 cancel: &cancelled,
                 keep_bytes: 0,
                 reuse: None,
@@ -376,7 +376,7 @@ fn request_role_inputs_can_come_from_a_generate_request() {
             inputs.clone(),
             &request,
             RunControl {
-                observer: &mut |_| {},
+                observer: None,
                 cancel: &cancel,
                 keep_bytes: 0,
                 reuse: None,

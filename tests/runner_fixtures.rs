@@ -40,7 +40,7 @@ fn example_recipes_match_their_numpy_references() {
             .run(
                 r.inputs.clone(),
                 RunControl {
-                    observer: &mut |_| {},
+                    observer: None,
                     cancel: &cancel,
                     keep_bytes: 0,
                     reuse: None,
@@ -334,11 +334,11 @@ fn a_rerun_reuses_only_the_calls_whose_inputs_did_not_change() {
             .run(
                 [("request.input_ids".to_string(), input)].into(),
                 RunControl {
-                    observer: &mut |e| {
+                    observer: Some(&mut |e| {
                         if let wfstudio_runner::Event::InvokeFinished { reused: true, .. } = e {
                             reused_events += 1;
                         }
-                    },
+                    }),
                     cancel: &cancel,
                     keep_bytes: 0,
                     reuse: cache,

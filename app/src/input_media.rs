@@ -280,7 +280,7 @@ mod tests {
             .run(
                 [("request.waveform".to_string(), tensor)].into(),
                 wfstudio_runner::RunControl {
-                    observer: &mut |_| {},
+                    observer: None,
                     cancel: &std::sync::atomic::AtomicBool::new(false),
                     keep_bytes: 0,
                     reuse: None,

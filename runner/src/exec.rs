@@ -3,7 +3,9 @@
 //! values, and collects outputs, timing and events.
 
 use crate::RunError;
-use crate::check::{Symbols, check};
+use crate::check::{Compiled, Symbols, UNBOUND, check};
+use crate::clock::Tick;
+use crate::env::{Env, Names};
 use crate::events::Event;
 use crate::literal::encode_default;
 use crate::request::Request;
@@ -14,17 +16,20 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 use crate::at::At;
-use crate::ortcall::{Held, OrtTensor, PortNames, Preset, Presets, Produced};
+use crate::ortcall::{CallSite, Held, Preset, Presets, Produced};
 use crate::pool::Pool;
 use indexmap::IndexMap;
 use smallvec::SmallVec;
+use std::borrow::Cow;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use wfstudio_schema::types::contract::{BatchLayout, Dim, TensorContract};
 use wfstudio_schema::types::state::{Recurrence, StateCell, StateUpdate};
-use wfstudio_schema::types::steps::{BranchStep, EmitMode, EmitStep, InvokeStep, LoopStep, Step};
+use wfstudio_schema::types::steps::{
+    BranchStep, EmitMode, EmitStep, InvokeStep, LoopIteration, LoopStep, Step,
+};
 use wfstudio_schema::types::workflow::{
     Component, Implementation, InputRole, InputSource, WorkflowSpec,
 };
@@ -89,8 +94,9 @@ impl RunOutput {
 
 /// Per-run settings.
 pub struct RunControl<'a> {
-    /// Receives events as they happen.
-    pub observer: &'a mut dyn FnMut(Event),
+    /// Receives events as they happen; with none, no event is made (a run
+    /// nobody watches pays nothing for them).
+    pub observer: Option<&'a mut dyn FnMut(Event)>,
     /// Set to cancel; checked between invokes and loop iterations.
     pub cancel: &'a AtomicBool,
     /// Byte budget for kept intermediate values (0 keeps none).
@@ -100,9 +106,10 @@ pub struct RunControl<'a> {
     pub reuse: Option<&'a mut ReuseCache>,
 }
 
-/// Facts about a workflow computed once per loaded package. Maps keyed by
-/// step address are filled as steps first run (the document is not mutated
-/// while the plan lives).
+/// Facts about a workflow computed once per loaded package, and what its
+/// runs leave for the next: prepared invokes, value slots, free buffers.
+/// Maps keyed by step address are filled as steps first run (the document
+/// is not mutated while the plan lives).
 #[derive(Debug, Default)]
 pub(crate) struct Plan {
     /// Symbols on growing or bounded state axes.
@@ -111,10 +118,21 @@ pub(crate) struct Plan {
     rowwise: HashMap<String, bool>,
     /// Display form of step paths.
     path_texts: FastMap<usize, Arc<str>>,
-    /// What each invoke step needs on every call, prepared on its first.
-    invokes: FastMap<usize, Prepared>,
+    /// Invoke step address -> its entry in `invokes`.
+    invoke_index: FastMap<usize, usize>,
+    /// What each invoke step needs on every call, prepared on its first
+    /// (taken out while the step runs; boxed, so that is a pointer move).
+    invokes: Vec<Option<Box<Prepared>>>,
+    /// Slots of the SSA names.
+    names: Names,
     /// Output buffers of earlier values, for reuse.
     pool: Pool,
+    /// Per loop (by step address), the iteration values of the last run by
+    /// index, with their views: a loop's counter costs nothing to remake.
+    iteration_values: FastMap<usize, Vec<Option<Preset>>>,
+    /// Invoke calls of the last run (the next run's timing records are
+    /// made room for at once).
+    last_calls: usize,
 }
 
 impl Plan {
@@ -122,35 +140,49 @@ impl Plan {
         Self {
             dynamic: dynamic_symbols(wf),
             rowwise: row_wise_outputs(wf),
-            path_texts: FastMap::default(),
-            invokes: FastMap::default(),
-            pool: Pool::default(),
+            ..Self::default()
         }
     }
 }
 
-/// An invoke step made ready to call: its names as ONNX Runtime takes them
-/// and, per output, the shape it had on the last call, which becomes the
-/// buffer ONNX Runtime writes into on the next.
+/// An invoke step made ready to call: where its values live, its contracts
+/// ready to check, its names as ONNX Runtime takes them and, per output,
+/// the shape it had on the last call, which becomes the buffer ONNX
+/// Runtime writes into on the next.
 #[derive(Debug)]
 struct Prepared {
     /// Index of the component in the workflow's components.
     component_index: usize,
-    /// Per input port, in order: index of its contract in the ports.
-    input_contracts: Vec<Option<usize>>,
+    /// Per input port, in order.
+    inputs: SmallVec<[PreparedInput; 8]>,
     path: Arc<str>,
     component: Arc<str>,
     /// `None` for components that do not run on ONNX Runtime.
-    names: Option<PortNames>,
-    outputs: Vec<PreparedOutput>,
+    site: Option<CallSite>,
+    outputs: SmallVec<[PreparedOutput; 4]>,
+    /// Room for the symbols one side of a call binds (the inputs' and the
+    /// outputs' are numbered apart; see [`Compiled`]).
+    bound: Vec<usize>,
+}
+
+#[derive(Debug)]
+struct PreparedInput {
+    /// Slot of the bound value.
+    slot: u32,
+    /// Index of the port's contract in the component's input ports, and
+    /// the contract made ready to check.
+    contract: Option<(usize, Compiled)>,
 }
 
 #[derive(Debug)]
 struct PreparedOutput {
-    /// Index of the port's contract in the component's output ports.
-    contract: Option<usize>,
+    /// Index of the port's contract in the component's output ports, and
+    /// the contract made ready to check.
+    contract: Option<(usize, Compiled)>,
     port: Arc<str>,
     value: Arc<str>,
+    /// Slot of the produced value.
+    slot: u32,
     /// Host dtype of the graph output (when it runs on ONNX Runtime).
     dtype: Option<DType>,
     /// Shape on the last call.
@@ -158,6 +190,10 @@ struct PreparedOutput {
     /// Whether the last two calls had the same shape (a growing output,
     /// such as a cache, never does, so it is never predicted).
     stable: bool,
+    /// The buffer of this output's value before last, freed when the last
+    /// one replaced it: in a steady loop the two take turns, with no trip
+    /// through the pool.
+    spare: Option<Preset>,
 }
 
 impl PreparedOutput {
@@ -170,12 +206,32 @@ impl PreparedOutput {
     }
 
     /// The buffer for the next call's output, when its shape is predictable.
-    fn preset(&self, pool: &mut Pool) -> Option<Preset> {
-        match (self.dtype, &self.last_shape) {
-            (Some(dtype), Some(shape)) if self.stable => pool
-                .take(dtype, shape)
-                .or_else(|| Preset::new(dtype, shape, MAX_LITERAL_BYTES)),
-            _ => None,
+    fn preset(&mut self, pool: &mut Pool) -> Option<Preset> {
+        let (Some(dtype), Some(shape), true) = (self.dtype, &self.last_shape, self.stable) else {
+            return None;
+        };
+        match self.spare.take() {
+            Some(spare) if spare.tensor().dtype() == dtype && spare.tensor().shape == *shape => {
+                Some(spare)
+            }
+            other => {
+                if let Some(other) = other {
+                    pool.keep(other);
+                }
+                pool.take_for(self.slot, dtype, shape)
+                    .or_else(|| Preset::new(dtype, shape, MAX_LITERAL_BYTES))
+            }
+        }
+    }
+
+    /// Takes back the buffer of the value this output's new value replaced:
+    /// the spare for the next call, or the pool's.
+    fn recycle(&mut self, replaced: Rc<Held>, pool: &mut Pool) {
+        let Some(preset) = Preset::reclaim(replaced) else {
+            return;
+        };
+        if let Some(previous) = self.spare.replace(preset) {
+            pool.keep(previous);
         }
     }
 }
@@ -187,21 +243,21 @@ impl PreparedOutput {
 fn run_session(
     session: &mut ComponentSession,
     prepared: &mut Prepared,
-    bound: &[(&str, Rc<Held>)],
+    bound: &[Rc<Held>],
     pool: &mut Pool,
 ) -> Result<(Produced, Duration), String> {
-    let names = prepared
-        .names
-        .as_ref()
+    let site = prepared
+        .site
+        .as_mut()
         .ok_or("the component does not run on ONNX Runtime")?;
-    let views: SmallVec<[&OrtTensor; 8]> = bound
-        .iter()
-        .map(|(_, h)| h.view())
-        .collect::<Result<_, _>>()?;
     let count = prepared.outputs.len();
-    let presets: Presets = prepared.outputs.iter().map(|o| o.preset(pool)).collect();
+    let presets: Presets = prepared
+        .outputs
+        .iter_mut()
+        .map(|o| o.preset(pool))
+        .collect();
     if presets.iter().any(Option::is_some) {
-        match session.run(names, &views, presets) {
+        match session.run(site, bound, presets) {
             Ok(ran) => return Ok(ran),
             Err(_) => prepared
                 .outputs
@@ -209,18 +265,24 @@ fn run_session(
                 .for_each(|o| o.last_shape = None),
         }
     }
-    session.run(names, &views, (0..count).map(|_| None).collect())
+    session.run(site, bound, (0..count).map(|_| None).collect())
 }
 
 pub(crate) struct Exec<'r, 'c> {
     wf: &'r WorkflowSpec,
-    sessions: &'r mut HashMap<String, ComponentSession>,
+    /// Sessions by component index (`None` for non-ONNX components).
+    sessions: &'r mut [Option<ComponentSession>],
     control: RunControl<'c>,
-    env: FastMap<String, Rc<Held>>,
+    env: Env,
+    names: &'r mut Names,
     /// Display form of each step's path, computed once per loaded package.
     path_texts: &'r mut FastMap<usize, Arc<str>>,
-    invokes: &'r mut FastMap<usize, Prepared>,
+    invoke_index: &'r mut FastMap<usize, usize>,
+    invokes: &'r mut Vec<Option<Box<Prepared>>>,
     pool: &'r mut Pool,
+    iteration_values: &'r mut FastMap<usize, Vec<Option<Preset>>>,
+    last_calls: &'r mut usize,
+    dynamic: &'r [String],
     symbols: Symbols<'r>,
     out: RunOutput,
     events: HashMap<String, usize>,
@@ -228,6 +290,8 @@ pub(crate) struct Exec<'r, 'c> {
     iterations: Vec<usize>,
     kept_bytes: usize,
     started: Instant,
+    /// The run's start on the invoke clock.
+    started_tick: Tick,
 }
 
 fn fail(path: &At<'_>, message: impl Into<String>) -> RunError {
@@ -287,24 +351,34 @@ impl<'r, 'c> Exec<'r, 'c> {
     pub(crate) fn new(
         wf: &'r WorkflowSpec,
         plan: &'r mut Plan,
-        sessions: &'r mut HashMap<String, ComponentSession>,
+        sessions: &'r mut [Option<ComponentSession>],
         control: RunControl<'c>,
     ) -> Self {
+        let out = RunOutput {
+            invokes: Vec::with_capacity(plan.last_calls),
+            ..RunOutput::default()
+        };
         Self {
             wf,
             sessions,
             control,
-            env: FastMap::default(),
+            env: Env::with_slots(plan.names.len()),
+            names: &mut plan.names,
             path_texts: &mut plan.path_texts,
+            invoke_index: &mut plan.invoke_index,
             invokes: &mut plan.invokes,
             pool: &mut plan.pool,
+            iteration_values: &mut plan.iteration_values,
+            last_calls: &mut plan.last_calls,
+            dynamic: &plan.dynamic,
             symbols: Symbols::new(&plan.dynamic),
-            out: RunOutput::default(),
+            out,
             events: HashMap::new(),
             rowwise: &plan.rowwise,
             iterations: Vec::new(),
             kept_bytes: 0,
             started: Instant::now(),
+            started_tick: Tick::now(),
         }
     }
 
@@ -343,7 +417,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                 Some(tensor) => {
                     check(&tensor, &input.contract, &mut self.symbols, None)
                         .map_err(|why| fail(&at, format!("input '{name}' {why}")))?;
-                    self.put(name, Arc::new(tensor));
+                    self.put_input(name, tensor);
                 }
                 None => match (&input.source, &input.default) {
                     (InputSource::Artifact(a), _) => {
@@ -366,7 +440,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                 },
             }
             if let Some(presence) = &input.present_as {
-                self.put(presence, Arc::new(Tensor::scalar_bool(present)));
+                self.put_input(presence, Tensor::scalar_bool(present));
             }
         }
         if !supplied.is_empty() {
@@ -395,7 +469,7 @@ impl<'r, 'c> Exec<'r, 'c> {
             let tensor = Tensor::new(shape, data).map_err(|e| fail(&at, e.0))?;
             check(&tensor, &input.contract, &mut self.symbols, None)
                 .map_err(|why| fail(&at, format!("default of '{name}' {why}")))?;
-            self.put(name, Arc::new(tensor));
+            self.put_input(name, tensor);
         }
         Ok(())
     }
@@ -405,7 +479,7 @@ impl<'r, 'c> Exec<'r, 'c> {
         inputs: HashMap<String, Tensor>,
         request: &Request,
     ) -> Result<RunOutput, RunError> {
-        (self.control.observer)(Event::Started);
+        self.notify(|| Event::Started);
         if let Some(cache) = self.control.reuse.as_mut() {
             cache.begin_run();
         }
@@ -420,20 +494,20 @@ impl<'r, 'c> Exec<'r, 'c> {
                     cache.end_run();
                 }
                 self.out.wall = self.started.elapsed();
-                for (_, held) in self.env.drain() {
-                    self.pool.give(held);
+                *self.last_calls = self.out.invokes.len();
+                for (slot, held) in self.env.drain() {
+                    self.pool.park(slot, held);
                 }
-                (self.control.observer)(Event::Finished {
-                    wall: self.out.wall,
-                });
+                let wall = self.out.wall;
+                self.notify(|| Event::Finished { wall });
                 Ok(self.out)
             }
             Err(RunError::Cancelled) => {
-                (self.control.observer)(Event::Cancelled);
+                self.notify(|| Event::Cancelled);
                 Err(RunError::Cancelled)
             }
             Err(e) => {
-                (self.control.observer)(Event::Failed {
+                self.notify(|| Event::Failed {
                     message: e.to_string(),
                 });
                 Err(e)
@@ -446,7 +520,7 @@ impl<'r, 'c> Exec<'r, 'c> {
     }
 
     fn held(&self, name: &str, at: &At<'_>) -> Result<&Rc<Held>, RunError> {
-        self.env.get(name).ok_or_else(|| {
+        self.bound(name).ok_or_else(|| {
             fail(
                 at,
                 format!("value '{name}' is not defined when this step runs"),
@@ -454,17 +528,31 @@ impl<'r, 'c> Exec<'r, 'c> {
         })
     }
 
-    /// Binds `name` to `tensor` (reusing the key when `name` is bound).
-    fn put(&mut self, name: &str, tensor: Arc<Tensor>) {
-        self.put_held(name, Held::new(tensor));
+    /// The value bound to `name`, if any.
+    fn bound(&self, name: &str) -> Option<&Rc<Held>> {
+        self.names.find(name).and_then(|slot| self.env.get(slot))
     }
 
+    /// Binds the workflow input `name` to `tensor`, or to the last run's
+    /// value when that was the same small tensor (its view is reused).
+    fn put_input(&mut self, name: &str, tensor: Tensor) {
+        let slot = self.names.slot(name);
+        let held = self
+            .pool
+            .same_as_parked(slot, &tensor)
+            .unwrap_or_else(|| Held::new(Arc::new(tensor)));
+        self.put_slot(slot, held);
+    }
+
+    /// Binds `name` to `held`; a replaced value's buffer goes to the pool.
     fn put_held(&mut self, name: &str, held: Rc<Held>) {
-        match self.env.get_mut(name) {
-            Some(slot) => self.pool.give(std::mem::replace(slot, held)),
-            None => {
-                self.env.insert(name.to_string(), held);
-            }
+        let slot = self.names.slot(name);
+        self.put_slot(slot, held);
+    }
+
+    fn put_slot(&mut self, slot: u32, held: Rc<Held>) {
+        if let Some(old) = self.env.set(slot, held) {
+            self.pool.give(old);
         }
     }
 
@@ -485,6 +573,13 @@ impl<'r, 'c> Exec<'r, 'c> {
             Step::Loop(l) => self.looping(l, path),
             Step::Branch(b) => self.branch(b, path),
             Step::Emit(e) => self.emit(e, path),
+        }
+    }
+
+    /// Hands the event `make` builds to the observer, if there is one.
+    fn notify(&mut self, make: impl FnOnce() -> Event) {
+        if let Some(observer) = self.control.observer.as_mut() {
+            observer(make());
         }
     }
 
@@ -515,23 +610,26 @@ impl<'r, 'c> Exec<'r, 'c> {
 
     fn invoke(&mut self, invoke: &'r InvokeStep, path: &At<'_>) -> Result<(), RunError> {
         let key = invoke as *const InvokeStep as usize;
-        let mut prepared = match self.invokes.remove(&key) {
-            Some(prepared) => prepared,
-            None => self.prepare(invoke, path)?,
+        let index = match self.invoke_index.get(&key) {
+            Some(index) => *index,
+            None => {
+                let prepared = self.prepare(invoke, path)?;
+                self.invokes.push(Some(Box::new(prepared)));
+                let index = self.invokes.len() - 1;
+                self.invoke_index.insert(key, index);
+                index
+            }
         };
-        let component = self
-            .wf
-            .components
-            .get_index(prepared.component_index)
-            .map(|(_, c)| c)
-            .ok_or_else(|| fail(path, format!("unknown component '{}'", invoke.component)))?;
-        let result = self.call(invoke, component, &mut prepared, path);
-        self.invokes.insert(key, prepared);
+        let mut prepared = self.invokes[index]
+            .take()
+            .ok_or_else(|| fail(path, "an invoke step re-entered itself"))?;
+        let result = self.call(invoke, &mut prepared, path);
+        self.invokes[index] = Some(prepared);
         result
     }
 
     /// What every call of `invoke` needs, made on its first.
-    fn prepare(&self, invoke: &'r InvokeStep, path: &At<'_>) -> Result<Prepared, RunError> {
+    fn prepare(&mut self, invoke: &'r InvokeStep, path: &At<'_>) -> Result<Prepared, RunError> {
         let (component_index, _, component) = self
             .wf
             .components
@@ -539,11 +637,14 @@ impl<'r, 'c> Exec<'r, 'c> {
             .ok_or_else(|| fail(path, format!("unknown component '{}'", invoke.component)))?;
         let at = |why: String| fail(path, format!("component '{}': {why}", invoke.component));
         let ports = component.ports.as_ref();
-        let contract_of = |map: Option<&IndexMap<String, TensorContract>>, port: &str| {
-            map.and_then(|m| m.get_index_of(port))
+        let mut numbering = Vec::new();
+        let dynamic = self.dynamic;
+        let mut contract_of = |map: Option<&IndexMap<String, TensorContract>>, port: &str| {
+            let (index, _, contract) = map?.get_full(port)?;
+            Some((index, Compiled::new(contract, dynamic, &mut numbering)))
         };
-        let session = self.sessions.get(&invoke.component);
-        let mut outputs = Vec::new();
+        let session = self.sessions.get(component_index).and_then(Option::as_ref);
+        let mut outputs: SmallVec<[PreparedOutput; 4]> = SmallVec::new();
         for (port, value) in invoke.outputs.iter().flatten() {
             let index = session.map(|s| s.outputs.iter().position(|o| o == port));
             if index == Some(None) {
@@ -553,16 +654,34 @@ impl<'r, 'c> Exec<'r, 'c> {
                 contract: contract_of(ports.and_then(|p| p.outputs.as_ref()), port),
                 port: port.as_str().into(),
                 value: value.as_str().into(),
+                slot: self.names.slot(value),
                 dtype: session
                     .zip(index.flatten())
                     .and_then(|(s, i)| s.output_dtype(i)),
                 last_shape: None,
                 stable: false,
+                spare: None,
             });
         }
-        let names = match &component.implementation {
+        // Inputs number their symbols apart from the outputs (each side of
+        // a call is checked with a fresh table).
+        let output_symbols = numbering.len();
+        let mut numbering = Vec::new();
+        let inputs = invoke
+            .inputs
+            .iter()
+            .flatten()
+            .map(|(port, value)| PreparedInput {
+                slot: self.names.slot(value),
+                contract: ports
+                    .and_then(|p| p.inputs.as_ref())
+                    .and_then(|m| m.get_full(port.as_str()))
+                    .map(|(i, _, c)| (i, Compiled::new(c, dynamic, &mut numbering))),
+            })
+            .collect();
+        let site = match &component.implementation {
             Implementation::Onnx(_) => Some(
-                PortNames::new(
+                CallSite::new(
                     invoke.inputs.iter().flatten().map(|(p, _)| p.as_str()),
                     outputs.iter().map(|o| &*o.port),
                 )
@@ -570,54 +689,89 @@ impl<'r, 'c> Exec<'r, 'c> {
             ),
             _ => None,
         };
-        let input_contracts = invoke
-            .inputs
-            .iter()
-            .flatten()
-            .map(|(port, _)| contract_of(ports.and_then(|p| p.inputs.as_ref()), port))
-            .collect();
         Ok(Prepared {
             component_index,
-            input_contracts,
+            inputs,
             path: path.doc().to_string().into(),
             component: invoke.component.as_str().into(),
-            names,
+            site,
             outputs,
+            bound: vec![UNBOUND; output_symbols.max(numbering.len())],
         })
+    }
+
+    /// Why the inputs of `invoke` do not fit their ports: the checks of
+    /// every call again, by name, for the message.
+    fn explain_inputs(&self, invoke: &'r InvokeStep, component: &'r Component) -> String {
+        let mut local = self.symbols.fresh();
+        let ports = component.ports.as_ref().and_then(|p| p.inputs.as_ref());
+        for (port, value) in invoke.inputs.iter().flatten() {
+            let (Some(held), Some(contract)) = (self.bound(value), ports.and_then(|p| p.get(port)))
+            else {
+                continue;
+            };
+            if let Err(why) = check(held.tensor(), contract, &mut local, None) {
+                return format!("input port '{port}' (value '{value}') {why}");
+            }
+        }
+        "inputs do not fit their ports".into()
+    }
+
+    /// Why `produced` does not fit the output ports (as [`Self::explain_inputs`]).
+    fn explain_outputs(
+        &self,
+        component: &'r Component,
+        prepared: &Prepared,
+        produced: &[Rc<Held>],
+    ) -> String {
+        let mut local = self.symbols.fresh();
+        let ports = component.ports.as_ref().and_then(|p| p.outputs.as_ref());
+        for (output, held) in prepared.outputs.iter().zip(produced) {
+            let Some(contract) = ports.and_then(|p| p.get(&*output.port)) else {
+                continue;
+            };
+            if let Err(why) = check(held.tensor(), contract, &mut local, None) {
+                return format!("output port '{}' {why}", output.port);
+            }
+        }
+        "outputs do not fit their ports".into()
     }
 
     fn call(
         &mut self,
         invoke: &'r InvokeStep,
-        component: &'r Component,
         prepared: &mut Prepared,
         path: &At<'_>,
     ) -> Result<(), RunError> {
         let at = |why: String| fail(path, format!("component '{}': {why}", invoke.component));
-        (self.control.observer)(Event::InvokeStarted {
+        let component = self
+            .wf
+            .components
+            .get_index(prepared.component_index)
+            .map(|(_, c)| c)
+            .ok_or_else(|| at("is not declared".into()))?;
+        self.notify(|| Event::InvokeStarted {
             path: prepared.path.clone(),
             component: prepared.component.clone(),
         });
-        let start = Instant::now();
-        let ports = component.ports.as_ref();
+        let start = Tick::now();
         // Component-local symbols: fresh per invocation; growing state axes stay free.
-        let mut local = self.symbols.fresh();
-        let mut bound: SmallVec<[(&'r str, Rc<Held>); 8]> = SmallVec::new();
-        let input_ports = ports.and_then(|p| p.inputs.as_ref());
-        for ((port, value), contract) in invoke
-            .inputs
-            .iter()
-            .flatten()
-            .zip(&prepared.input_contracts)
-        {
-            let held = self
-                .held(value, &path.key("inputs").key(port.as_str()))?
-                .clone();
-            if let Some((_, contract)) = contract.and_then(|i| input_ports?.get_index(i)) {
-                check(held.tensor(), contract, &mut local, None)
-                    .map_err(|why| at(format!("input port '{port}' (value '{value}') {why}")))?;
+        prepared.bound.fill(UNBOUND);
+        let mut bound: SmallVec<[Rc<Held>; 8]> = SmallVec::new();
+        for ((port, value), input) in invoke.inputs.iter().flatten().zip(&prepared.inputs) {
+            let held = self.env.get(input.slot).ok_or_else(|| {
+                let at = path.key("inputs");
+                fail(
+                    &at.key(port.as_str()),
+                    format!("value '{value}' is not defined when this step runs"),
+                )
+            })?;
+            if let Some((_, contract)) = &input.contract
+                && !contract.fits(held.tensor(), &mut prepared.bound)
+            {
+                return Err(at(self.explain_inputs(invoke, component)));
             }
-            bound.push((port.as_str(), held));
+            bound.push(held.clone());
         }
         self.check_capacity(&invoke.component, invoke, path)?;
         let mut reused = false;
@@ -625,7 +779,8 @@ impl<'r, 'c> Exec<'r, 'c> {
             Implementation::Onnx(_) => {
                 let session = self
                     .sessions
-                    .get_mut(&invoke.component)
+                    .get_mut(prepared.component_index)
+                    .and_then(Option::as_mut)
                     .ok_or_else(|| at("has no session".into()))?;
                 let fingerprint = session.fingerprint;
                 let cache = self
@@ -635,9 +790,12 @@ impl<'r, 'c> Exec<'r, 'c> {
                     .filter(|_| session.reusable);
                 // Only a run with a reuse cache looks at the inputs' data.
                 let remembered = cache.map(|cache| {
-                    let tensors: Vec<(&str, Arc<Tensor>)> = bound
+                    let tensors: Vec<(&str, Arc<Tensor>)> = invoke
+                        .inputs
                         .iter()
-                        .map(|(p, h)| (*p, h.tensor().clone()))
+                        .flatten()
+                        .zip(&bound)
+                        .map(|((p, _), h)| (p.as_str(), h.tensor().clone()))
                         .collect();
                     let wanted: Vec<&str> = prepared.outputs.iter().map(|o| &*o.port).collect();
                     let key = cache.key(fingerprint, &tensors);
@@ -670,16 +828,18 @@ impl<'r, 'c> Exec<'r, 'c> {
             Implementation::Binding => {
                 let mut copies = SmallVec::new();
                 for output in &prepared.outputs {
-                    let source =
-                        bound
-                            .iter()
-                            .find(|(p, _)| *p == &*output.port)
-                            .ok_or_else(|| {
-                                at(format!(
-                                    "binding output '{}' needs an input port of the same name",
-                                    output.port
-                                ))
-                            })?;
+                    let source = invoke
+                        .inputs
+                        .iter()
+                        .flatten()
+                        .zip(&bound)
+                        .find(|((p, _), _)| p.as_str() == &*output.port)
+                        .ok_or_else(|| {
+                            at(format!(
+                                "binding output '{}' needs an input port of the same name",
+                                output.port
+                            ))
+                        })?;
                     copies.push(source.1.clone());
                 }
                 (copies, Duration::ZERO)
@@ -691,23 +851,35 @@ impl<'r, 'c> Exec<'r, 'c> {
                 )));
             }
         };
+        drop(bound);
         // Outputs are checked with their own fresh table: an append graph's
         // output legitimately differs from its input under one symbol.
-        let mut local = self.symbols.fresh();
-        let mut shapes = Vec::with_capacity(produced.len());
+        prepared.bound.fill(UNBOUND);
+        let fits = prepared
+            .outputs
+            .iter()
+            .zip(&produced)
+            .all(|(output, held)| {
+                output
+                    .contract
+                    .as_ref()
+                    .is_none_or(|(_, c)| c.fits(held.tensor(), &mut prepared.bound))
+            });
+        if !fits {
+            return Err(at(self.explain_outputs(component, prepared, &produced)));
+        }
+        let listening = self.control.observer.is_some();
+        let mut shapes = Vec::new();
         for (output, held) in prepared.outputs.iter_mut().zip(produced) {
             let tensor = held.tensor();
-            if let Some((_, contract)) = output
-                .contract
-                .and_then(|i| ports?.outputs.as_ref()?.get_index(i))
-            {
-                check(tensor, contract, &mut local, None)
-                    .map_err(|why| at(format!("output port '{}' {why}", output.port)))?;
-            }
             output.observe(&tensor.shape);
-            shapes.push((output.value.clone(), tensor.shape.clone()));
+            if listening {
+                shapes.push((output.value.clone(), tensor.shape.clone()));
+            }
             self.keep(&output.value, &prepared.path, tensor);
-            self.put_held(&output.value, held);
+            if let Some(replaced) = self.env.set(output.slot, held) {
+                output.recycle(replaced, self.pool);
+            }
         }
         let wall = start.elapsed();
         self.out.invokes.push(InvokeTiming {
@@ -715,10 +887,10 @@ impl<'r, 'c> Exec<'r, 'c> {
             component: prepared.component.clone(),
             wall,
             ort,
-            start: start - self.started,
+            start: start.since(self.started_tick),
             reused,
         });
-        (self.control.observer)(Event::InvokeFinished {
+        self.notify(|| Event::InvokeFinished {
             path: prepared.path.clone(),
             component: prepared.component.clone(),
             wall,
@@ -797,7 +969,7 @@ impl<'r, 'c> Exec<'r, 'c> {
             if let Some(lengths) = group
                 .logical_lengths
                 .as_ref()
-                .and_then(|l| self.env.get(l))
+                .and_then(|l| self.bound(l))
                 .map(|h| h.tensor())
             {
                 if lengths.numel() != destinations.numel() {
@@ -856,9 +1028,9 @@ impl<'r, 'c> Exec<'r, 'c> {
             .collect::<Result<_, _>>()?;
         for (carry, cell) in &carried {
             let entry = carry.initial.as_ref().unwrap_or(&cell.initializer);
-            let value = self.value(entry, path)?;
+            let value = self.held(entry, path)?.clone();
             check(
-                &value,
+                value.tensor(),
                 &cell.contract,
                 &mut self.symbols,
                 cell.recurrence.varying_axis().map(|a| a as usize),
@@ -869,10 +1041,10 @@ impl<'r, 'c> Exec<'r, 'c> {
                     format!("entry value '{entry}' of cell '{}' {why}", carry.cell),
                 )
             })?;
-            self.put(&carry.cell, value);
+            self.put_held(&carry.cell, value);
         }
         if let Some(it) = &l.iteration
-            && self.env.contains_key(&it.value)
+            && self.bound(&it.value).is_some()
         {
             return Err(fail(
                 path,
@@ -880,7 +1052,7 @@ impl<'r, 'c> Exec<'r, 'c> {
             ));
         }
         let path_text = self.path_text(l as *const LoopStep as usize, path);
-        let mut ran = 0;
+        let mut ran: usize = 0;
         for index in 0..limit {
             if self.control.cancel.load(Ordering::Relaxed) {
                 return Err(RunError::Cancelled);
@@ -896,24 +1068,9 @@ impl<'r, 'c> Exec<'r, 'c> {
                 break;
             }
             if let Some(it) = &l.iteration {
-                let tensor = if it.contract.rank == 0 {
-                    Tensor::scalar_i64(index as i64)
-                } else {
-                    let shape: Vec<usize> = it
-                        .contract
-                        .shape
-                        .iter()
-                        .flatten()
-                        .map(|d| self.symbols.resolve(d))
-                        .collect::<Option<_>>()
-                        .ok_or_else(|| {
-                            fail(path, "the iteration shape uses a symbol no input bound")
-                        })?;
-                    Tensor::full_i64(shape, index as i64)
-                };
-                self.put(&it.value, Arc::new(tensor));
+                self.iteration_value(l, it, index, path)?;
             }
-            (self.control.observer)(Event::LoopIteration {
+            self.notify(|| Event::LoopIteration {
                 path: path_text.clone(),
                 index,
                 limit,
@@ -924,23 +1081,33 @@ impl<'r, 'c> Exec<'r, 'c> {
             body?;
             for (carry, cell) in &carried {
                 let current = self.value(&carry.cell, path)?;
-                let next = self.value(&carry.next, &path.key("carried"))?;
-                self.check_recurrence(cell, &current, &next, path, &carry.cell)?;
+                let next = self.held(&carry.next, &path.key("carried"))?.clone();
+                self.check_recurrence(cell, &current, next.tensor(), path, &carry.cell)?;
                 let group_bound = cell.service_group.is_some();
                 let merged = if group_bound || active.len() <= 1 || active.iter().all(|a| *a) {
                     next
                 } else {
-                    Arc::new(
-                        merge_rows(&current, &next, &cell.contract, &cell.recurrence, &active)
-                            .map_err(|e| fail(path, e))?,
-                    )
+                    Held::new(Arc::new(
+                        merge_rows(
+                            &current,
+                            next.tensor(),
+                            &cell.contract,
+                            &cell.recurrence,
+                            &active,
+                        )
+                        .map_err(|e| fail(path, e))?,
+                    ))
                 };
-                self.put(&carry.cell, merged);
+                // The replaced value's buffer may go back to the pool.
+                drop(current);
+                self.put_held(&carry.cell, merged);
             }
             ran += 1;
         }
-        if let Some(it) = &l.iteration {
-            self.env.remove(&it.value);
+        if let Some(it) = &l.iteration
+            && let Some(last) = self.names.find(&it.value).and_then(|s| self.env.take(s))
+        {
+            self.park_iteration_value(l, ran.saturating_sub(1), last);
         }
         *self
             .out
@@ -948,6 +1115,62 @@ impl<'r, 'c> Exec<'r, 'c> {
             .entry(path_text.to_string())
             .or_default() += ran;
         Ok(())
+    }
+
+    /// Binds the iteration value of `l` for iteration `index`: the value of
+    /// the same index from the last run when it is free, else a new one.
+    fn iteration_value(
+        &mut self,
+        l: &'r LoopStep,
+        it: &'r LoopIteration,
+        index: usize,
+        path: &At<'_>,
+    ) -> Result<(), RunError> {
+        let shape: Vec<usize> = it
+            .contract
+            .shape
+            .iter()
+            .flatten()
+            .map(|d| self.symbols.resolve(d))
+            .collect::<Option<_>>()
+            .ok_or_else(|| fail(path, "the iteration shape uses a symbol no input bound"))?;
+        let shape = if it.contract.rank == 0 {
+            Vec::new()
+        } else {
+            shape
+        };
+        let key = l as *const LoopStep as usize;
+        let kept = self
+            .iteration_values
+            .get_mut(&key)
+            .and_then(|values| values.get_mut(index)?.take())
+            .filter(|p| p.tensor().shape == shape);
+        let held = match kept {
+            Some(preset) => preset.into_held(),
+            None => Held::new(Arc::new(Tensor::full_i64(shape, index as i64))),
+        };
+        let slot = self.names.slot(&it.value);
+        if let Some(previous) = self.env.set(slot, held) {
+            self.park_iteration_value(l, index.saturating_sub(1), previous);
+        }
+        Ok(())
+    }
+
+    /// Keeps the iteration value of `index` for the next run, when nothing
+    /// else holds it (and the loop has run few enough iterations).
+    fn park_iteration_value(&mut self, l: &'r LoopStep, index: usize, held: Rc<Held>) {
+        const MOST_KEPT: usize = 1024;
+        let Some(preset) = Preset::reclaim(held).filter(|_| index < MOST_KEPT) else {
+            return;
+        };
+        let values = self
+            .iteration_values
+            .entry(l as *const LoopStep as usize)
+            .or_default();
+        if values.len() <= index {
+            values.resize_with(index + 1, || None);
+        }
+        values[index] = Some(preset);
     }
 
     fn scalar(&self, name: &str, path: &At<'_>) -> Result<Option<i64>, RunError> {
@@ -1059,12 +1282,17 @@ impl<'r, 'c> Exec<'r, 'c> {
                 None => output.default.as_ref(),
             }
             .ok_or_else(|| fail(path, format!("phi '{phi}' has no source for case '{key}'")))?;
-            let value = case_env.get(source).cloned().ok_or_else(|| {
-                fail(
-                    path,
-                    format!("phi '{phi}' source '{source}' was not produced by the case"),
-                )
-            })?;
+            let value = self
+                .names
+                .find(source)
+                .and_then(|slot| case_env.get(slot))
+                .cloned()
+                .ok_or_else(|| {
+                    fail(
+                        path,
+                        format!("phi '{phi}' source '{source}' was not produced by the case"),
+                    )
+                })?;
             self.put_held(phi, value);
         }
         Ok(())
@@ -1175,7 +1403,7 @@ impl<'r, 'c> Exec<'r, 'c> {
         }
         let shape = appended.as_ref().unwrap_or(&chunk).shape.clone();
         let chunk = Arc::new(chunk);
-        (self.control.observer)(Event::Emitted {
+        self.notify(|| Event::Emitted {
             key: key.to_string(),
             chunk: chunk.clone(),
             mode,
@@ -1189,16 +1417,19 @@ impl<'r, 'c> Exec<'r, 'c> {
     }
 }
 
-/// The contract of one published row: the leading (request) extent is 1.
-fn row_contract(contract: &TensorContract, row: bool) -> TensorContract {
-    let mut c = contract.clone();
-    if row
-        && let Some(shape) = c.shape.as_mut()
-        && !shape.is_empty()
-    {
-        shape[0] = Dim::Fixed(1);
+/// The contract of what is published: for one row, the leading (request)
+/// extent is 1; otherwise the output's own contract, not copied.
+fn row_contract(contract: &TensorContract, row: bool) -> Cow<'_, TensorContract> {
+    match &contract.shape {
+        Some(shape) if row && !shape.is_empty() => {
+            let mut c = contract.clone();
+            if let Some(shape) = c.shape.as_mut() {
+                shape[0] = Dim::Fixed(1);
+            }
+            Cow::Owned(c)
+        }
+        _ => Cow::Borrowed(contract),
     }
-    c
 }
 
 /// Keeps inactive requests' previous rows of a carried cell (along its

@@ -7,7 +7,9 @@
 
 mod at;
 pub mod check;
+mod clock;
 pub mod device;
+mod env;
 pub mod events;
 mod exec;
 pub mod literal;
@@ -111,7 +113,9 @@ impl Default for LoadOptions {
 pub struct Runner {
     document: Document,
     root: PathBuf,
-    sessions: HashMap<String, session::ComponentSession>,
+    /// Sessions by component index (`None` for components that do not run
+    /// on ONNX Runtime).
+    sessions: Vec<Option<session::ComponentSession>>,
     plan: exec::Plan,
     /// The device in use.
     pub device: Device,
@@ -155,6 +159,7 @@ impl Runner {
         options: &LoadOptions,
     ) -> Result<Runner, RunError> {
         let start = Instant::now();
+        clock::calibrate();
         let root = file
             .parent()
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
@@ -179,19 +184,20 @@ impl Runner {
         let wf = workflow(&document)?;
         refuse_unsupported(wf)?;
         let (device, device_note) = device::resolve(options.device);
-        let mut sessions = HashMap::new();
-        for (name, component) in &wf.components {
-            if let Implementation::Onnx(onnx) = &component.implementation {
-                let artifact =
-                    resolve_inside(&root, &onnx.artifact).map_err(|_| RunError::Artifact {
-                        path: root.join(&onnx.artifact),
-                        message: "missing or outside the package".into(),
-                    })?;
-                sessions.insert(
-                    name.clone(),
-                    session::create(&artifact, device, options.threads)?,
-                );
-            }
+        let mut sessions = Vec::with_capacity(wf.components.len());
+        for component in wf.components.values() {
+            let session = match &component.implementation {
+                Implementation::Onnx(onnx) => {
+                    let artifact =
+                        resolve_inside(&root, &onnx.artifact).map_err(|_| RunError::Artifact {
+                            path: root.join(&onnx.artifact),
+                            message: "missing or outside the package".into(),
+                        })?;
+                    Some(session::create(&artifact, device, options.threads)?)
+                }
+                _ => None,
+            };
+            sessions.push(session);
         }
         let plan = exec::Plan::new(wf);
         Ok(Runner {
@@ -276,4 +282,16 @@ fn refuse_unsupported(wf: &WorkflowSpec) -> Result<(), RunError> {
         "this runner does not implement adapter components: {}",
         adapters.join(", ")
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    /// A loaded package can move to another thread (the studio loads and
+    /// runs on a worker): the values it keeps between runs are only
+    /// references to themselves.
+    #[test]
+    fn a_runner_can_move_between_threads() {
+        fn send<T: Send>() {}
+        send::<super::Runner>();
+    }
 }

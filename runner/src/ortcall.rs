@@ -10,6 +10,7 @@
 //! view first; an output buffer is owned by the caller across the run) and
 //! that memory is never written while ONNX Runtime reads it.
 
+use crate::clock::Tick;
 use crate::tensor::{DType, Data, Tensor};
 use half::{bf16, f16};
 use ort::AsPointer;
@@ -20,6 +21,7 @@ use std::ffi::{CStr, CString, c_char, c_void};
 use std::ptr::{self, NonNull};
 use std::rc::Rc;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 /// An ONNX Runtime tensor value, released when dropped. It either views
 /// host memory owned elsewhere or owns memory ONNX Runtime allocated.
@@ -35,7 +37,8 @@ impl Drop for OrtTensor {
 /// A value of a run's environment: the host tensor and, once an invoke has
 /// passed it to ONNX Runtime, the view of its memory that ONNX Runtime
 /// reads. The view is made once and shared by every later reader. Held
-/// values stay on the thread of their run (`Rc`).
+/// values stay on the thread of their run (`Rc`); only a [`Preset`], the
+/// one reference to its value, crosses runs.
 pub(crate) struct Held {
     // Declared first so that it is dropped before the memory it views.
     view: OnceCell<OrtTensor>,
@@ -49,23 +52,6 @@ impl Held {
             view: OnceCell::new(),
             tensor,
         })
-    }
-
-    /// A value ONNX Runtime wrote through `view` (a preallocated output).
-    fn viewed(tensor: Arc<Tensor>, view: OrtTensor) -> Rc<Held> {
-        Rc::new(Held {
-            view: OnceCell::from(view),
-            tensor,
-        })
-    }
-
-    /// The buffer and view of a value nobody else holds, to be written
-    /// again as an output (`None` when it is shared or has no view).
-    pub(crate) fn into_preset(this: Rc<Held>) -> Option<Preset> {
-        let held = Rc::try_unwrap(this).ok()?;
-        let view = held.view.into_inner()?;
-        let tensor = Arc::try_unwrap(held.tensor).ok()?;
-        Some(Preset { view, tensor })
     }
 
     /// The host tensor.
@@ -265,15 +251,28 @@ fn read(value: &OrtTensor) -> Result<Tensor, String> {
     Tensor::new(shape, data).map_err(|e| e.0)
 }
 
-/// Names of one invoke's ports, as ONNX Runtime takes them.
-#[derive(Clone, Debug)]
-pub(crate) struct PortNames {
-    inputs: Vec<CString>,
-    outputs: Vec<CString>,
+/// One invoke step's ports as ONNX Runtime takes them: the names (and the
+/// arrays of pointers to them), and room for the values of a call, so a
+/// call builds no arrays of its own.
+#[derive(Debug)]
+pub(crate) struct CallSite {
+    /// The names the two pointer arrays point into (input ports first).
+    _names: Vec<CString>,
+    input_names: Vec<*const c_char>,
+    output_names: Vec<*const c_char>,
+    /// Filled at the start of each call and read only within it.
+    input_values: Vec<*const OrtValue>,
+    /// Filled at the start of each call and read only within it.
+    output_values: Vec<*mut OrtValue>,
 }
 
-impl PortNames {
-    /// Names for these input and output ports; `None` when a name holds NUL.
+// SAFETY: the name pointers point into the `CString`s the site owns (heap
+// memory that moving the site does not move); the value arrays are filled
+// at the start of each call and never read outside it.
+unsafe impl Send for CallSite {}
+
+impl CallSite {
+    /// A site for these input and output ports; `None` when a name holds NUL.
     pub(crate) fn new<'a>(
         inputs: impl IntoIterator<Item = &'a str>,
         outputs: impl IntoIterator<Item = &'a str>,
@@ -281,9 +280,14 @@ impl PortNames {
         let c = |names: &mut dyn Iterator<Item = &'a str>| -> Option<Vec<CString>> {
             names.map(|n| CString::new(n).ok()).collect()
         };
+        let inputs = c(&mut inputs.into_iter())?;
+        let outputs = c(&mut outputs.into_iter())?;
         Some(Self {
-            inputs: c(&mut inputs.into_iter())?,
-            outputs: c(&mut outputs.into_iter())?,
+            input_names: inputs.iter().map(|n| n.as_ptr()).collect(),
+            output_names: outputs.iter().map(|n| n.as_ptr()).collect(),
+            input_values: Vec::with_capacity(inputs.len()),
+            output_values: Vec::with_capacity(outputs.len()),
+            _names: inputs.into_iter().chain(outputs).collect(),
         })
     }
 }
@@ -295,22 +299,30 @@ pub(crate) type Produced = smallvec::SmallVec<[Rc<Held>; 4]>;
 /// to allocate.
 pub(crate) type Presets = smallvec::SmallVec<[Option<Preset>; 4]>;
 
-/// The buffer for an output whose shape is predicted: ONNX Runtime writes
-/// into it, or fails the run when the output has another shape.
-pub(crate) struct Preset {
-    // Declared first so that it is dropped before the buffer it views.
-    view: OrtTensor,
-    tensor: Tensor,
-}
+/// A value with a view whose every reference is this one (no other `Rc`
+/// to the [`Held`], no other `Arc` to its tensor): its buffer may be
+/// written again, as the output of a call whose shape is predicted (ONNX
+/// Runtime writes into it, or fails the run when the output has another
+/// shape), or kept across runs.
+pub(crate) struct Preset(Rc<Held>);
 
-// SAFETY: a preset is owned by one holder at a time, and an ONNX Runtime
-// value has no affinity to the thread that made it.
+// SAFETY: a preset is the only reference to its value (checked when it is
+// made), so moving it to another thread shares neither the `Rc` count nor
+// the tensor; an ONNX Runtime value has no affinity to the thread that
+// made it.
 unsafe impl Send for Preset {}
+
+impl std::fmt::Debug for Preset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let t = self.tensor();
+        write!(f, "Preset({} {:?})", t.dtype(), t.shape)
+    }
+}
 
 impl Preset {
     /// The buffer's dtype and shape.
     pub(crate) fn tensor(&self) -> &Tensor {
-        &self.tensor
+        &self.0.tensor
     }
 
     /// A zeroed buffer of `dtype` and `shape`; `None` past `max_bytes`.
@@ -318,58 +330,87 @@ impl Preset {
         let numel = crate::tensor::checked_numel(shape, dtype, max_bytes).ok()?;
         let mut tensor = Tensor::new(shape.to_vec(), Data::zeros(dtype, numel)).ok()?;
         let data = tensor.data.as_mut_ptr();
-        // SAFETY: the buffer is owned by `tensor`, which the preset keeps
-        // beside the view and which nothing else touches until the run ends;
-        // moving the `Tensor` does not move its heap buffer.
+        // SAFETY: the buffer is owned by `tensor`, which the held value keeps
+        // beside the view (dropped after it); moving the `Tensor` into its
+        // `Arc` does not move its heap buffer.
         let view = unsafe { tensor_view(data, dtype, shape) }.ok()?;
-        Some(Preset { tensor, view })
+        Some(Preset(Rc::new(Held {
+            view: OnceCell::from(view),
+            tensor: Arc::new(tensor),
+        })))
+    }
+
+    /// `held` as a preset, when it is the only reference to a viewed value.
+    pub(crate) fn reclaim(mut held: Rc<Held>) -> Option<Preset> {
+        let inner = Rc::get_mut(&mut held)?;
+        if inner.view.get().is_none() || Arc::get_mut(&mut inner.tensor).is_none() {
+            return None;
+        }
+        Some(Preset(held))
+    }
+
+    /// The value, for the environment of a run.
+    pub(crate) fn into_held(self) -> Rc<Held> {
+        self.0
+    }
+
+    /// The value's view, as an output slot ONNX Runtime writes into.
+    fn output_slot(&self) -> *mut OrtValue {
+        // `reclaim` and `new` only make presets of values with a view.
+        self.0.view.get().map_or(ptr::null_mut(), |v| v.0.as_ptr())
     }
 }
 
-/// Runs `session` once (with `options`, if any). `inputs` are the views
-/// for `names.inputs`, in order; `presets` has one slot per output name (a
-/// buffer, or `None` for ONNX Runtime to allocate). Returns each output as a
-/// held value.
+/// Runs `session` once (with `options`, if any) on the views of `inputs`
+/// (one per input port of `site`, in order); `presets` has one slot per
+/// output port (a buffer, or `None` for ONNX Runtime to allocate). Returns
+/// each output as a held value, and the time spent inside ONNX Runtime's
+/// `Run` call.
 pub(crate) fn run(
     session: &mut Session,
     options: Option<&RunOptions>,
-    names: &PortNames,
-    inputs: &[&OrtTensor],
+    site: &mut CallSite,
+    inputs: &[Rc<Held>],
     presets: Presets,
-) -> Result<Produced, String> {
-    type Ptrs<T> = smallvec::SmallVec<[T; 8]>;
-    let input_names: Ptrs<*const c_char> = names.inputs.iter().map(|n| n.as_ptr()).collect();
-    let output_names: Ptrs<*const c_char> = names.outputs.iter().map(|n| n.as_ptr()).collect();
-    let input_values: Ptrs<*const OrtValue> =
-        inputs.iter().map(|v| v.0.as_ptr().cast_const()).collect();
-    let mut output_values: Ptrs<*mut OrtValue> = presets
-        .iter()
-        .map(|p| p.as_ref().map_or(ptr::null_mut(), |p| p.view.0.as_ptr()))
-        .collect();
-    if input_names.len() != input_values.len() || output_names.len() != output_values.len() {
+) -> Result<(Produced, Duration), String> {
+    if inputs.len() != site.input_names.len() || presets.len() != site.output_names.len() {
         return Err("port names and values differ in number".into());
     }
+    site.input_values.clear();
+    for held in inputs {
+        let view = held.view()?;
+        site.input_values.push(view.0.as_ptr().cast_const());
+    }
+    site.output_values.clear();
+    site.output_values.extend(
+        presets
+            .iter()
+            .map(|p| p.as_ref().map_or(ptr::null_mut(), Preset::output_slot)),
+    );
+    let start = Tick::now();
     // SAFETY: every array has the length passed with it; the names are
-    // NUL-terminated and live in `names`; the input views and preset
-    // buffers outlive the call; null output slots receive new values.
-    status(unsafe {
+    // NUL-terminated and live in `site`; the input views (held by
+    // `inputs`) outlive the call; each preset is the only reference to its
+    // buffer, held here across the call; null output slots receive new
+    // values.
+    let ran = status(unsafe {
         (ort::api().Run)(
             session.ptr_mut(),
             options.map_or(ptr::null(), |o| o.ptr()),
-            input_names.as_ptr(),
-            input_values.as_ptr(),
-            input_values.len(),
-            output_names.as_ptr(),
-            output_names.len(),
-            output_values.as_mut_ptr(),
+            site.input_names.as_ptr(),
+            site.input_values.as_ptr(),
+            site.input_values.len(),
+            site.output_names.as_ptr(),
+            site.output_names.len(),
+            site.output_values.as_mut_ptr(),
         )
-    })?;
-    let mut produced = smallvec::SmallVec::new();
-    for (preset, value) in presets.into_iter().zip(output_values) {
+    });
+    let inside = Tick::now().since(start);
+    ran?;
+    let mut produced = Produced::new();
+    for (preset, &value) in presets.into_iter().zip(&site.output_values) {
         match preset {
-            Some(p) if value == p.view.0.as_ptr() => {
-                produced.push(Held::viewed(Arc::new(p.tensor), p.view));
-            }
+            Some(p) if value == p.output_slot() => produced.push(p.into_held()),
             _ => {
                 let value = NonNull::new(value)
                     .map(OrtTensor)
@@ -378,5 +419,5 @@ pub(crate) fn run(
             }
         }
     }
-    Ok(produced)
+    Ok((produced, inside))
 }

@@ -1,10 +1,14 @@
 //! Output buffers kept for reuse. When a value nobody else holds is
-//! replaced (a loop's next iteration) or its run ends, its buffer and
-//! ONNX Runtime view wait here for the next output of the same dtype and
-//! shape, so a steady loop allocates nothing and makes no new views.
+//! replaced (a loop's next iteration), its buffer and ONNX Runtime view
+//! (the whole held value) wait here for the next output of the same dtype
+//! and shape, so a steady loop allocates nothing and makes no new views.
+//! When a run ends, each value nobody else holds is parked under its slot:
+//! the next run's output of that slot takes it back without a look-up, and
+//! a workflow input given the same small value again reuses it, view and
+//! all.
 
 use crate::ortcall::{Held, Preset};
-use crate::tensor::DType;
+use crate::tensor::{DType, Tensor};
 use std::hash::BuildHasher;
 use std::rc::Rc;
 
@@ -13,11 +17,19 @@ const BUDGET: usize = 64 << 20;
 /// Buffers kept per dtype and shape.
 const PER_SHAPE: usize = 4;
 
-/// Free buffers by dtype and shape.
+/// Bytes the values parked at the end of a run may hold in all.
+const PARKED_BUDGET: usize = 256 << 20;
+/// The largest workflow input compared with the parked value of its slot
+/// (comparing costs about what a new view does at this size).
+const MOST_COMPARED: usize = 4096;
+
+/// Free buffers by dtype and shape, and the values parked by slot.
 #[derive(Default)]
 pub(crate) struct Pool {
     free: crate::exec::FastMap<u64, Vec<Preset>>,
     bytes: usize,
+    parked: Vec<Option<Preset>>,
+    parked_bytes: usize,
 }
 
 impl std::fmt::Debug for Pool {
@@ -36,6 +48,56 @@ fn bytes(preset: &Preset) -> usize {
 }
 
 impl Pool {
+    /// Parks `held`, the value of `slot` when a run ended, if nobody else
+    /// holds it and there is room.
+    pub(crate) fn park(&mut self, slot: u32, held: Rc<Held>) {
+        let Some(preset) = Preset::reclaim(held) else {
+            return;
+        };
+        let size = bytes(&preset);
+        if self.parked_bytes + size > PARKED_BUDGET {
+            return self.keep(preset);
+        }
+        let at = slot as usize;
+        if self.parked.len() <= at {
+            self.parked.resize_with(at + 1, || None);
+        }
+        self.parked_bytes += size;
+        if let Some(old) = self.parked[at].replace(preset) {
+            self.parked_bytes -= bytes(&old);
+            self.keep(old);
+        }
+    }
+
+    fn unpark(&mut self, slot: u32, fits: impl FnOnce(&Tensor) -> bool) -> Option<Preset> {
+        let parked = self.parked.get_mut(slot as usize)?;
+        if !parked.as_ref().is_some_and(|p| fits(p.tensor())) {
+            return None;
+        }
+        let preset = parked.take()?;
+        self.parked_bytes -= bytes(&preset);
+        Some(preset)
+    }
+
+    /// The value parked under `slot` when it is `tensor`, bit for bit (only
+    /// small tensors are compared): a workflow input given again.
+    pub(crate) fn same_as_parked(&mut self, slot: u32, tensor: &Tensor) -> Option<Rc<Held>> {
+        if tensor.numel() * tensor.dtype().size() > MOST_COMPARED {
+            return None;
+        }
+        self.unpark(slot, |p| {
+            p.shape == tensor.shape && p.data.same_bits(&tensor.data)
+        })
+        .map(Preset::into_held)
+    }
+
+    /// A buffer of `dtype` and `shape` for the output of `slot`: the one
+    /// parked there, or a free one.
+    pub(crate) fn take_for(&mut self, slot: u32, dtype: DType, shape: &[usize]) -> Option<Preset> {
+        self.unpark(slot, |p| p.dtype() == dtype && p.shape == shape)
+            .or_else(|| self.take(dtype, shape))
+    }
+
     /// A free buffer of `dtype` and `shape`.
     pub(crate) fn take(&mut self, dtype: DType, shape: &[usize]) -> Option<Preset> {
         let list = self.free.get_mut(&key(dtype, shape))?;
@@ -49,9 +111,13 @@ impl Pool {
 
     /// Keeps the buffer of `held` if nobody else holds it and there is room.
     pub(crate) fn give(&mut self, held: Rc<Held>) {
-        let Some(preset) = Held::into_preset(held) else {
-            return;
-        };
+        if let Some(preset) = Preset::reclaim(held) {
+            self.keep(preset);
+        }
+    }
+
+    /// Keeps `preset` if there is room.
+    pub(crate) fn keep(&mut self, preset: Preset) {
         let size = bytes(&preset);
         let t = preset.tensor();
         let list = self.free.entry(key(t.dtype(), &t.shape)).or_default();
@@ -94,5 +160,53 @@ mod tests {
         let preset = pool.take(DType::F32, &[2, 3]).expect("kept");
         assert_eq!(preset.tensor().shape, vec![2, 3]);
         assert!(pool.take(DType::F32, &[2, 3]).is_none(), "taken once");
+    }
+
+    fn viewed(shape: Vec<usize>, data: Data) -> std::rc::Rc<Held> {
+        let held = Held::new(Arc::new(Tensor::new(shape, data).expect("shape")));
+        held.view().expect("view");
+        held
+    }
+
+    #[test]
+    fn a_parked_value_comes_back_only_for_the_same_bits_or_its_slot() {
+        if crate::ortlib::environment().is_err() {
+            return;
+        }
+        let mut pool = Pool::default();
+        pool.park(3, viewed(vec![2], Data::F32(vec![0.0, 1.5])));
+        let same = |v: Vec<f32>| Tensor::new(vec![2], Data::F32(v)).expect("shape");
+        assert!(
+            pool.same_as_parked(2, &same(vec![0.0, 1.5])).is_none(),
+            "other slot"
+        );
+        assert!(
+            pool.same_as_parked(3, &same(vec![-0.0, 1.5])).is_none(),
+            "-0.0 is not 0.0"
+        );
+        let back = pool
+            .same_as_parked(3, &same(vec![0.0, 1.5]))
+            .expect("same bits");
+        assert_eq!(back.tensor().data, Data::F32(vec![0.0, 1.5]));
+        assert!(
+            pool.same_as_parked(3, &same(vec![0.0, 1.5])).is_none(),
+            "taken once"
+        );
+        // An output of the slot takes it as its buffer; another dtype does not.
+        pool.park(4, viewed(vec![2, 2], Data::I64(vec![1, 2, 3, 4])));
+        assert!(pool.take_for(4, DType::F32, &[2, 2]).is_none());
+        let buffer = pool.take_for(4, DType::I64, &[2, 2]).expect("parked");
+        assert_eq!(buffer.tensor().shape, vec![2, 2]);
+        // Large inputs are not compared.
+        let big = vec![0.0f32; 2048];
+        pool.park(5, viewed(vec![2048], Data::F32(big.clone())));
+        let big = Tensor::new(vec![2048], Data::F32(big)).expect("shape");
+        assert!(pool.same_as_parked(5, &big).is_none());
+        // A value someone else holds is not parked.
+        let shared = viewed(vec![1], Data::I64(vec![7]));
+        pool.park(6, shared.clone());
+        let seven = Tensor::new(vec![1], Data::I64(vec![7])).expect("shape");
+        assert!(pool.same_as_parked(6, &seven).is_none());
+        drop(shared);
     }
 }

@@ -2,14 +2,15 @@
 
 use crate::device::Device;
 use crate::model::model_bytes;
-use crate::ortcall::{self, OrtTensor, PortNames, Presets, Produced};
+use crate::ortcall::{self, CallSite, Held, Presets, Produced};
 use crate::tensor::DType;
 use crate::{RunError, ortlib};
 use ort::logging::LogLevel;
 use ort::session::{RunOptions, Session};
 use ort::value::ValueType;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::rc::Rc;
+use std::time::Duration;
 
 /// One component's session.
 pub struct ComponentSession {
@@ -116,16 +117,14 @@ impl ComponentSession {
     }
 
     /// Runs the graph once (see [`ortcall::run`]); returns the outputs in
-    /// the order of `names` and the time inside ONNX Runtime's `Run`.
+    /// the order of the site's output ports and the time inside ONNX Runtime's `Run`.
     pub(crate) fn run(
         &mut self,
-        names: &PortNames,
-        inputs: &[&OrtTensor],
+        site: &mut CallSite,
+        inputs: &[Rc<Held>],
         presets: Presets,
     ) -> Result<(Produced, Duration), String> {
         let options = presets.iter().any(Option::is_some).then_some(&self.quiet);
-        let start = Instant::now();
-        let outputs = ortcall::run(&mut self.session, options, names, inputs, presets)?;
-        Ok((outputs, start.elapsed()))
+        ortcall::run(&mut self.session, options, site, inputs, presets)
     }
 }

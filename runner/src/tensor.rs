@@ -147,6 +147,22 @@ macro_rules! each {
 }
 
 impl Data {
+    /// Whether both hold the same elements bit for bit (`-0.0` and `0.0`
+    /// differ, a NaN equals the same NaN): when one may stand for the other.
+    pub fn same_bits(&self, other: &Data) -> bool {
+        fn bits<T: Copy, B: PartialEq>(a: &[T], b: &[T], to_bits: impl Fn(T) -> B) -> bool {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| to_bits(*x) == to_bits(*y))
+        }
+        match (self, other) {
+            (Data::F32(a), Data::F32(b)) => bits(a, b, f32::to_bits),
+            (Data::F16(a), Data::F16(b)) => bits(a, b, f16::to_bits),
+            (Data::Bf16(a), Data::Bf16(b)) => bits(a, b, bf16::to_bits),
+            (Data::F64(a), Data::F64(b)) => bits(a, b, f64::to_bits),
+            // Integers and bools: equality is bit equality.
+            (a, b) => a == b,
+        }
+    }
+
     /// Empty storage of `dtype` with room for `n` elements.
     pub fn with_capacity(dtype: DType, n: usize) -> Data {
         match dtype {

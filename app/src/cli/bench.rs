@@ -140,7 +140,7 @@ fn timed_runs(
         let output = runner.run(
             inputs.clone(),
             RunControl {
-                observer: &mut |_| {},
+                observer: None,
                 cancel: &cancel,
                 keep_bytes: 0,
                 reuse: cache.as_deref_mut(),

@@ -320,7 +320,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         inputs,
         &request,
         RunControl {
-            observer: &mut observer,
+            observer: Some(&mut observer),
             cancel: &cancel,
             keep_bytes: 0,
             reuse: None,

@@ -174,7 +174,7 @@ fn execute(
             inputs,
             &Request::default(),
             RunControl {
-                observer: &mut observer,
+                observer: Some(&mut observer),
                 cancel,
                 keep_bytes: KEEP_BYTES,
                 reuse: cache.as_deref_mut(),
