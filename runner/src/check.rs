@@ -209,15 +209,17 @@ impl Compiled {
                 Axis::Fixed(n) if n != extent => return false,
                 Axis::Fixed(_) | Axis::Free => {}
                 Axis::Symbol(s, factor) => {
-                    if extent % factor != 0 {
-                        return false;
-                    }
+                    let extent = match factor {
+                        1 => extent,
+                        _ if extent % factor != 0 => return false,
+                        _ => extent / factor,
+                    };
                     let Some(slot) = bound.get_mut(s) else {
                         return false;
                     };
                     if *slot == UNBOUND {
-                        *slot = extent / factor;
-                    } else if *slot != extent / factor {
+                        *slot = extent;
+                    } else if *slot != extent {
                         return false;
                     }
                 }

@@ -125,6 +125,9 @@ pub(crate) struct Plan {
     invokes: Vec<Option<Box<Prepared>>>,
     /// Slots of the SSA names.
     names: Names,
+    /// The declared workflow inputs in the order they are bound (by name):
+    /// their index among the inputs, and their slot.
+    input_order: Vec<(usize, u32)>,
     /// Output buffers of earlier values, for reuse.
     pool: Pool,
     /// Per loop (by step address), the iteration values of the last run by
@@ -137,9 +140,24 @@ pub(crate) struct Plan {
 
 impl Plan {
     pub(crate) fn new(wf: &WorkflowSpec) -> Self {
+        let mut names = Names::default();
+        let mut order: Vec<(usize, &String)> = wf
+            .inputs
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(index, (name, _))| (index, name))
+            .collect();
+        order.sort_by(|a, b| a.1.cmp(b.1));
+        let input_order = order
+            .into_iter()
+            .map(|(index, name)| (index, names.slot(name)))
+            .collect();
         Self {
             dynamic: dynamic_symbols(wf),
             rowwise: row_wise_outputs(wf),
+            names,
+            input_order,
             ..Self::default()
         }
     }
@@ -243,7 +261,7 @@ impl PreparedOutput {
 fn run_session(
     session: &mut ComponentSession,
     prepared: &mut Prepared,
-    bound: &[Rc<Held>],
+    bound: &[&Rc<Held>],
     pool: &mut Pool,
 ) -> Result<(Produced, Duration), String> {
     let site = prepared
@@ -282,6 +300,7 @@ pub(crate) struct Exec<'r, 'c> {
     pool: &'r mut Pool,
     iteration_values: &'r mut FastMap<usize, Vec<Option<Preset>>>,
     last_calls: &'r mut usize,
+    input_order: &'r [(usize, u32)],
     dynamic: &'r [String],
     symbols: Symbols<'r>,
     out: RunOutput,
@@ -370,6 +389,7 @@ impl<'r, 'c> Exec<'r, 'c> {
             pool: &mut plan.pool,
             iteration_values: &mut plan.iteration_values,
             last_calls: &mut plan.last_calls,
+            input_order: &plan.input_order,
             dynamic: &plan.dynamic,
             symbols: Symbols::new(&plan.dynamic),
             out,
@@ -392,10 +412,12 @@ impl<'r, 'c> Exec<'r, 'c> {
         let pipeline = At::root("pipeline");
         let workflow = pipeline.key("workflow");
         let inputs_path = workflow.key("inputs");
-        let mut declared: Vec<_> = self.wf.inputs.iter().flatten().collect();
-        declared.sort_by(|a, b| a.0.cmp(b.0));
         let mut defaults = Vec::new();
-        for (name, input) in &declared {
+        let declared = self.wf.inputs.as_ref();
+        for &(index, slot) in self.input_order {
+            let Some((name, input)) = declared.and_then(|d| d.get_index(index)) else {
+                continue;
+            };
             let at = inputs_path.key(name.as_str());
             let alias = match &input.source {
                 InputSource::Application(a) => Some(a.name.as_str()),
@@ -417,7 +439,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                 Some(tensor) => {
                     check(&tensor, &input.contract, &mut self.symbols, None)
                         .map_err(|why| fail(&at, format!("input '{name}' {why}")))?;
-                    self.put_input(name, tensor);
+                    self.put_input(slot, tensor);
                 }
                 None => match (&input.source, &input.default) {
                     (InputSource::Artifact(a), _) => {
@@ -429,7 +451,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                             ),
                         ));
                     }
-                    (_, Some(_)) => defaults.push((name, input, at)),
+                    (_, Some(_)) => defaults.push((name, input, slot, at)),
                     (_, None) if input.is_required() => {
                         return Err(fail(
                             &at,
@@ -440,7 +462,8 @@ impl<'r, 'c> Exec<'r, 'c> {
                 },
             }
             if let Some(presence) = &input.present_as {
-                self.put_input(presence, Tensor::scalar_bool(present));
+                let slot = self.names.slot(presence);
+                self.put_input(slot, Tensor::scalar_bool(present));
             }
         }
         if !supplied.is_empty() {
@@ -451,7 +474,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                 names.join(", ")
             )));
         }
-        for (name, input, at) in defaults {
+        for (name, input, slot, at) in defaults {
             let Some(default) = &input.default else {
                 continue;
             };
@@ -469,7 +492,7 @@ impl<'r, 'c> Exec<'r, 'c> {
             let tensor = Tensor::new(shape, data).map_err(|e| fail(&at, e.0))?;
             check(&tensor, &input.contract, &mut self.symbols, None)
                 .map_err(|why| fail(&at, format!("default of '{name}' {why}")))?;
-            self.put_input(name, tensor);
+            self.put_input(slot, tensor);
         }
         Ok(())
     }
@@ -528,15 +551,24 @@ impl<'r, 'c> Exec<'r, 'c> {
         })
     }
 
+    /// The value in `slot` (which `name` numbers), or why it is missing.
+    fn held_at(&self, slot: u32, name: &str, at: &At<'_>) -> Result<&Rc<Held>, RunError> {
+        self.env.get(slot).ok_or_else(|| {
+            fail(
+                at,
+                format!("value '{name}' is not defined when this step runs"),
+            )
+        })
+    }
+
     /// The value bound to `name`, if any.
     fn bound(&self, name: &str) -> Option<&Rc<Held>> {
         self.names.find(name).and_then(|slot| self.env.get(slot))
     }
 
-    /// Binds the workflow input `name` to `tensor`, or to the last run's
+    /// Binds the workflow input of `slot` to `tensor`, or to the last run's
     /// value when that was the same small tensor (its view is reused).
-    fn put_input(&mut self, name: &str, tensor: Tensor) {
-        let slot = self.names.slot(name);
+    fn put_input(&mut self, slot: u32, tensor: Tensor) {
         let held = self
             .pool
             .same_as_parked(slot, &tensor)
@@ -577,6 +609,7 @@ impl<'r, 'c> Exec<'r, 'c> {
     }
 
     /// Hands the event `make` builds to the observer, if there is one.
+    #[inline]
     fn notify(&mut self, make: impl FnOnce() -> Event) {
         if let Some(observer) = self.control.observer.as_mut() {
             observer(make());
@@ -757,7 +790,7 @@ impl<'r, 'c> Exec<'r, 'c> {
         let start = Tick::now();
         // Component-local symbols: fresh per invocation; growing state axes stay free.
         prepared.bound.fill(UNBOUND);
-        let mut bound: SmallVec<[Rc<Held>; 8]> = SmallVec::new();
+        let mut bound: SmallVec<[&Rc<Held>; 8]> = SmallVec::new();
         for ((port, value), input) in invoke.inputs.iter().flatten().zip(&prepared.inputs) {
             let held = self.env.get(input.slot).ok_or_else(|| {
                 let at = path.key("inputs");
@@ -771,7 +804,7 @@ impl<'r, 'c> Exec<'r, 'c> {
             {
                 return Err(at(self.explain_inputs(invoke, component)));
             }
-            bound.push(held.clone());
+            bound.push(held);
         }
         self.check_capacity(&invoke.component, invoke, path)?;
         let mut reused = false;
@@ -840,7 +873,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                                 output.port
                             ))
                         })?;
-                    copies.push(source.1.clone());
+                    copies.push(Rc::clone(source.1));
                 }
                 (copies, Duration::ZERO)
             }
@@ -851,6 +884,8 @@ impl<'r, 'c> Exec<'r, 'c> {
                 )));
             }
         };
+        // The inputs are borrowed from the environment, which the outputs
+        // now change.
         drop(bound);
         // Outputs are checked with their own fresh table: an append graph's
         // output legitimately differs from its input under one symbol.
@@ -877,6 +912,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                 shapes.push((output.value.clone(), tensor.shape.clone()));
             }
             self.keep(&output.value, &prepared.path, tensor);
+            held.set_home(output.slot);
             if let Some(replaced) = self.env.set(output.slot, held) {
                 output.recycle(replaced, self.pool);
             }
@@ -992,11 +1028,11 @@ impl<'r, 'c> Exec<'r, 'c> {
         Ok(())
     }
 
-    fn control_bools(tensor: &Tensor) -> Option<Vec<bool>> {
+    fn control_bools(tensor: &Tensor) -> Option<SmallVec<[bool; 8]>> {
         if tensor.shape.len() > 1 || tensor.numel() == 0 {
             return None;
         }
-        tensor.bools().map(<[bool]>::to_vec)
+        tensor.bools().map(SmallVec::from_slice)
     }
 
     fn looping(&mut self, l: &'r LoopStep, path: &At<'_>) -> Result<(), RunError> {
@@ -1052,13 +1088,20 @@ impl<'r, 'c> Exec<'r, 'c> {
             ));
         }
         let path_text = self.path_text(l as *const LoopStep as usize, path);
+        // Slots looked up once per loop, not per iteration.
+        let continue_slot = self.names.slot(&l.continue_when);
+        let carried_slots: SmallVec<[(u32, u32); 4]> = carried
+            .iter()
+            .map(|(carry, _)| (self.names.slot(&carry.cell), self.names.slot(&carry.next)))
+            .collect();
         let mut ran: usize = 0;
         for index in 0..limit {
             if self.control.cancel.load(Ordering::Relaxed) {
                 return Err(RunError::Cancelled);
             }
-            let predicate = self.value(&l.continue_when, &path.key("continue_when"))?;
-            let active = Self::control_bools(&predicate).ok_or_else(|| {
+            let predicate =
+                self.held_at(continue_slot, &l.continue_when, &path.key("continue_when"))?;
+            let active = Self::control_bools(predicate.tensor()).ok_or_else(|| {
                 fail(
                     path,
                     "continue_when must be a non-empty bool scalar or row vector",
@@ -1079,9 +1122,11 @@ impl<'r, 'c> Exec<'r, 'c> {
             let body = self.steps(&l.steps, &path.key("steps"));
             self.iterations.pop();
             body?;
-            for (carry, cell) in &carried {
-                let current = self.value(&carry.cell, path)?;
-                let next = self.held(&carry.next, &path.key("carried"))?.clone();
+            for ((carry, cell), &(cell_slot, next_slot)) in carried.iter().zip(&carried_slots) {
+                let current = self.held_at(cell_slot, &carry.cell, path)?.tensor().clone();
+                let next = self
+                    .held_at(next_slot, &carry.next, &path.key("carried"))?
+                    .clone();
                 self.check_recurrence(cell, &current, next.tensor(), path, &carry.cell)?;
                 let group_bound = cell.service_group.is_some();
                 let merged = if group_bound || active.len() <= 1 || active.iter().all(|a| *a) {
@@ -1100,7 +1145,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                 };
                 // The replaced value's buffer may go back to the pool.
                 drop(current);
-                self.put_held(&carry.cell, merged);
+                self.put_slot(cell_slot, merged);
             }
             ran += 1;
         }

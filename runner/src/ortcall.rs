@@ -16,7 +16,7 @@ use half::{bf16, f16};
 use ort::AsPointer;
 use ort::session::{RunOptions, Session};
 use ort::sys::{self, ONNXTensorElementDataType as Element, OrtStatusPtr, OrtValue};
-use std::cell::OnceCell;
+use std::cell::{Cell, OnceCell};
 use std::ffi::{CStr, CString, c_char, c_void};
 use std::ptr::{self, NonNull};
 use std::rc::Rc;
@@ -43,7 +43,13 @@ pub(crate) struct Held {
     // Declared first so that it is dropped before the memory it views.
     view: OnceCell<OrtTensor>,
     tensor: Arc<Tensor>,
+    /// The slot of the invoke output that produced it ([`NO_HOME`] for
+    /// other values), where its buffer is parked when a run ends.
+    home: Cell<u32>,
 }
+
+/// The home of a value no invoke output produced.
+pub(crate) const NO_HOME: u32 = u32::MAX;
 
 impl Held {
     /// A value with no view yet.
@@ -51,7 +57,18 @@ impl Held {
         Rc::new(Held {
             view: OnceCell::new(),
             tensor,
+            home: Cell::new(NO_HOME),
         })
+    }
+
+    /// The slot of the invoke output that produced it, if one did.
+    pub(crate) fn home(&self) -> Option<u32> {
+        Some(self.home.get()).filter(|h| *h != NO_HOME)
+    }
+
+    /// Records that the invoke output of `slot` produced it.
+    pub(crate) fn set_home(&self, slot: u32) {
+        self.home.set(slot);
     }
 
     /// The host tensor.
@@ -337,16 +354,19 @@ impl Preset {
         Some(Preset(Rc::new(Held {
             view: OnceCell::from(view),
             tensor: Arc::new(tensor),
+            home: Cell::new(NO_HOME),
         })))
     }
 
     /// `held` as a preset, when it is the only reference to a viewed value.
-    pub(crate) fn reclaim(mut held: Rc<Held>) -> Option<Preset> {
-        let inner = Rc::get_mut(&mut held)?;
-        if inner.view.get().is_none() || Arc::get_mut(&mut inner.tensor).is_none() {
-            return None;
-        }
-        Some(Preset(held))
+    pub(crate) fn reclaim(held: Rc<Held>) -> Option<Preset> {
+        // Counts read, not compare-exchanged: with one strong reference in
+        // hand and no weak ones, no other can appear.
+        let unique = Rc::strong_count(&held) == 1
+            && Rc::weak_count(&held) == 0
+            && Arc::strong_count(&held.tensor) == 1
+            && Arc::weak_count(&held.tensor) == 0;
+        (unique && held.view.get().is_some()).then_some(Preset(held))
     }
 
     /// The value, for the environment of a run.
@@ -370,7 +390,7 @@ pub(crate) fn run(
     session: &mut Session,
     options: Option<&RunOptions>,
     site: &mut CallSite,
-    inputs: &[Rc<Held>],
+    inputs: &[&Rc<Held>],
     presets: Presets,
 ) -> Result<(Produced, Duration), String> {
     if inputs.len() != site.input_names.len() || presets.len() != site.output_names.len() {

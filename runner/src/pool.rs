@@ -49,11 +49,18 @@ fn bytes(preset: &Preset) -> usize {
 
 impl Pool {
     /// Parks `held`, the value of `slot` when a run ended, if nobody else
-    /// holds it and there is room.
+    /// holds it and there is room: under the slot of the invoke output that
+    /// produced it (where the next run's output of that step looks first),
+    /// or else under `slot`. A value bound to several slots (a carried cell
+    /// and the value that became it) is parked when its last one is.
     pub(crate) fn park(&mut self, slot: u32, held: Rc<Held>) {
-        let Some(preset) = Preset::reclaim(held) else {
-            return;
-        };
+        let slot = held.home().unwrap_or(slot);
+        if let Some(preset) = Preset::reclaim(held) {
+            self.park_preset(slot, preset);
+        }
+    }
+
+    fn park_preset(&mut self, slot: u32, preset: Preset) {
         let size = bytes(&preset);
         if self.parked_bytes + size > PARKED_BUDGET {
             return self.keep(preset);
@@ -109,10 +116,20 @@ impl Pool {
         Some(preset)
     }
 
-    /// Keeps the buffer of `held` if nobody else holds it and there is room.
+    /// Keeps the buffer of `held` if nobody else holds it and there is room:
+    /// parked under the slot of the output that produced it when nothing is
+    /// parked there (the next call of that step finds it without a
+    /// look-up), else among the free buffers.
     pub(crate) fn give(&mut self, held: Rc<Held>) {
-        if let Some(preset) = Preset::reclaim(held) {
-            self.keep(preset);
+        let home = held.home();
+        let Some(preset) = Preset::reclaim(held) else {
+            return;
+        };
+        match home {
+            Some(slot) if self.parked.get(slot as usize).is_some_and(Option::is_none) => {
+                self.park_preset(slot, preset);
+            }
+            _ => self.keep(preset),
         }
     }
 

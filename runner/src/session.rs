@@ -121,7 +121,7 @@ impl ComponentSession {
     pub(crate) fn run(
         &mut self,
         site: &mut CallSite,
-        inputs: &[Rc<Held>],
+        inputs: &[&Rc<Held>],
         presets: Presets,
     ) -> Result<(Produced, Duration), String> {
         let options = presets.iter().any(Option::is_some).then_some(&self.quiet);
