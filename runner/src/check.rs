@@ -195,6 +195,13 @@ impl Compiled {
         }
     }
 
+    /// Leaves `axis` unchecked (the growth axis of an append).
+    pub(crate) fn free_axis(&mut self, axis: usize) {
+        if let Some(dim) = self.axes.as_mut().and_then(|axes| axes.get_mut(axis)) {
+            *dim = Axis::Free;
+        }
+    }
+
     /// Whether `tensor` fits, binding symbols in `bound` (room for every
     /// number the contract uses) as it goes.
     pub(crate) fn fits(&self, tensor: &Tensor, bound: &mut Bound) -> bool {

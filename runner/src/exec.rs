@@ -106,6 +106,50 @@ pub struct RunControl<'a> {
     pub reuse: Option<&'a mut ReuseCache>,
 }
 
+/// What steps of one kind need on every run, prepared on their first, by
+/// step address; an entry is taken out while its step runs (boxed, so that
+/// is a pointer move) and put back after.
+#[derive(Debug)]
+struct StepTable<T> {
+    index: FastMap<usize, usize>,
+    entries: Vec<Option<Box<T>>>,
+}
+
+impl<T> Default for StepTable<T> {
+    fn default() -> Self {
+        Self {
+            index: FastMap::default(),
+            entries: Vec::new(),
+        }
+    }
+}
+
+impl<T> StepTable<T> {
+    /// The entry of the step at `key` and its place, made by `prepare` the
+    /// first time.
+    fn take(
+        &mut self,
+        key: usize,
+        prepare: impl FnOnce() -> Result<T, RunError>,
+    ) -> Result<Option<(usize, Box<T>)>, RunError> {
+        let at = match self.index.get(&key) {
+            Some(at) => *at,
+            None => {
+                self.entries.push(Some(Box::new(prepare()?)));
+                let at = self.entries.len() - 1;
+                self.index.insert(key, at);
+                at
+            }
+        };
+        Ok(self.entries[at].take().map(|entry| (at, entry)))
+    }
+
+    /// Puts back the entry taken from `at`.
+    fn put_back(&mut self, at: usize, entry: Box<T>) {
+        self.entries[at] = Some(entry);
+    }
+}
+
 /// Facts about a workflow computed once per loaded package, and what its
 /// runs leave for the next: prepared invokes, value slots, free buffers.
 /// Maps keyed by step address are filled as steps first run (the document
@@ -118,11 +162,10 @@ pub(crate) struct Plan {
     rowwise: HashMap<String, bool>,
     /// Display form of step paths.
     path_texts: FastMap<usize, Arc<str>>,
-    /// Invoke step address -> its entry in `invokes`.
-    invoke_index: FastMap<usize, usize>,
-    /// What each invoke step needs on every call, prepared on its first
-    /// (taken out while the step runs; boxed, so that is a pointer move).
-    invokes: Vec<Option<Box<Prepared>>>,
+    /// What each invoke step needs on every call.
+    invokes: StepTable<Prepared>,
+    /// What each emit step needs on every publish.
+    emits: StepTable<PreparedEmit>,
     /// Slots of the SSA names.
     names: Names,
     /// The declared workflow inputs in the order they are bound (by name):
@@ -254,6 +297,54 @@ impl PreparedOutput {
     }
 }
 
+/// An emit step made ready: where its values live, whether it publishes
+/// per row, and the contract of what it publishes ready to check.
+#[derive(Debug)]
+struct PreparedEmit {
+    value: u32,
+    when: Option<u32>,
+    valid_length: Option<u32>,
+    /// Whether each row is published as `<output>.row.<r>`.
+    rowwise: bool,
+    /// What one publish must fit (one row's contract for a row-wise
+    /// output; the growth axis of an append left free).
+    published: Compiled,
+    /// Room for the symbols `published` binds.
+    bound: Vec<usize>,
+    /// `<output>.row.<r>` by row, made as rows first publish.
+    row_keys: Vec<String>,
+}
+
+impl PreparedEmit {
+    fn new(e: &EmitStep, contract: &TensorContract, rowwise: bool, names: &mut Names) -> Self {
+        let mut numbering = Vec::new();
+        let mut published = Compiled::new(&row_contract(contract, rowwise), &[], &mut numbering);
+        if e.mode == EmitMode::Append {
+            let rank = contract.rank as usize;
+            let axis = e.axis.map_or(rank.saturating_sub(1), |a| a as usize);
+            published.free_axis(axis);
+        }
+        Self {
+            value: names.slot(&e.value),
+            when: e.when.as_deref().map(|w| names.slot(w)),
+            valid_length: e.valid_length.as_deref().map(|v| names.slot(v)),
+            rowwise,
+            published,
+            bound: vec![UNBOUND; numbering.len()],
+            row_keys: Vec::new(),
+        }
+    }
+
+    /// The key of row `r` of `output`.
+    fn row_key(&mut self, output: &str, r: usize) -> &str {
+        while self.row_keys.len() <= r {
+            let next = self.row_keys.len();
+            self.row_keys.push(format!("{output}.row.{next}"));
+        }
+        &self.row_keys[r]
+    }
+}
+
 /// Runs `session` on the views of `bound`, writing predicted outputs into
 /// host buffers. A wrong prediction fails the run inside ONNX Runtime; the
 /// call is then made again with ONNX Runtime allocating, and the step's
@@ -295,8 +386,8 @@ pub(crate) struct Exec<'r, 'c> {
     names: &'r mut Names,
     /// Display form of each step's path, computed once per loaded package.
     path_texts: &'r mut FastMap<usize, Arc<str>>,
-    invoke_index: &'r mut FastMap<usize, usize>,
-    invokes: &'r mut Vec<Option<Box<Prepared>>>,
+    invokes: &'r mut StepTable<Prepared>,
+    emits: &'r mut StepTable<PreparedEmit>,
     pool: &'r mut Pool,
     iteration_values: &'r mut FastMap<usize, Vec<Option<Preset>>>,
     last_calls: &'r mut usize,
@@ -384,8 +475,8 @@ impl<'r, 'c> Exec<'r, 'c> {
             env: Env::with_slots(plan.names.len()),
             names: &mut plan.names,
             path_texts: &mut plan.path_texts,
-            invoke_index: &mut plan.invoke_index,
             invokes: &mut plan.invokes,
+            emits: &mut plan.emits,
             pool: &mut plan.pool,
             iteration_values: &mut plan.iteration_values,
             last_calls: &mut plan.last_calls,
@@ -643,94 +734,15 @@ impl<'r, 'c> Exec<'r, 'c> {
 
     fn invoke(&mut self, invoke: &'r InvokeStep, path: &At<'_>) -> Result<(), RunError> {
         let key = invoke as *const InvokeStep as usize;
-        let index = match self.invoke_index.get(&key) {
-            Some(index) => *index,
-            None => {
-                let prepared = self.prepare(invoke, path)?;
-                self.invokes.push(Some(Box::new(prepared)));
-                let index = self.invokes.len() - 1;
-                self.invoke_index.insert(key, index);
-                index
-            }
-        };
-        let mut prepared = self.invokes[index]
-            .take()
+        let wf = self.wf;
+        let (sessions, names, dynamic) = (&*self.sessions, &mut *self.names, self.dynamic);
+        let (at, mut prepared) = self
+            .invokes
+            .take(key, || prepare(wf, sessions, names, dynamic, invoke, path))?
             .ok_or_else(|| fail(path, "an invoke step re-entered itself"))?;
         let result = self.call(invoke, &mut prepared, path);
-        self.invokes[index] = Some(prepared);
+        self.invokes.put_back(at, prepared);
         result
-    }
-
-    /// What every call of `invoke` needs, made on its first.
-    fn prepare(&mut self, invoke: &'r InvokeStep, path: &At<'_>) -> Result<Prepared, RunError> {
-        let (component_index, _, component) = self
-            .wf
-            .components
-            .get_full(&invoke.component)
-            .ok_or_else(|| fail(path, format!("unknown component '{}'", invoke.component)))?;
-        let at = |why: String| fail(path, format!("component '{}': {why}", invoke.component));
-        let ports = component.ports.as_ref();
-        let mut numbering = Vec::new();
-        let dynamic = self.dynamic;
-        let mut contract_of = |map: Option<&IndexMap<String, TensorContract>>, port: &str| {
-            let (index, _, contract) = map?.get_full(port)?;
-            Some((index, Compiled::new(contract, dynamic, &mut numbering)))
-        };
-        let session = self.sessions.get(component_index).and_then(Option::as_ref);
-        let mut outputs: SmallVec<[PreparedOutput; 4]> = SmallVec::new();
-        for (port, value) in invoke.outputs.iter().flatten() {
-            let index = session.map(|s| s.outputs.iter().position(|o| o == port));
-            if index == Some(None) {
-                return Err(at(format!("the graph has no output '{port}'")));
-            }
-            outputs.push(PreparedOutput {
-                contract: contract_of(ports.and_then(|p| p.outputs.as_ref()), port),
-                port: port.as_str().into(),
-                value: value.as_str().into(),
-                slot: self.names.slot(value),
-                dtype: session
-                    .zip(index.flatten())
-                    .and_then(|(s, i)| s.output_dtype(i)),
-                last_shape: None,
-                stable: false,
-                spare: None,
-            });
-        }
-        // Inputs number their symbols apart from the outputs (each side of
-        // a call is checked with a fresh table).
-        let output_symbols = numbering.len();
-        let mut numbering = Vec::new();
-        let inputs = invoke
-            .inputs
-            .iter()
-            .flatten()
-            .map(|(port, value)| PreparedInput {
-                slot: self.names.slot(value),
-                contract: ports
-                    .and_then(|p| p.inputs.as_ref())
-                    .and_then(|m| m.get_full(port.as_str()))
-                    .map(|(i, _, c)| (i, Compiled::new(c, dynamic, &mut numbering))),
-            })
-            .collect();
-        let site = match &component.implementation {
-            Implementation::Onnx(_) => Some(
-                CallSite::new(
-                    invoke.inputs.iter().flatten().map(|(p, _)| p.as_str()),
-                    outputs.iter().map(|o| &*o.port),
-                )
-                .ok_or_else(|| at("a port name holds a NUL character".into()))?,
-            ),
-            _ => None,
-        };
-        Ok(Prepared {
-            component_index,
-            inputs,
-            path: path.doc().to_string().into(),
-            component: invoke.component.as_str().into(),
-            site,
-            outputs,
-            bound: vec![UNBOUND; output_symbols.max(numbering.len())],
-        })
     }
 
     /// Why the inputs of `invoke` do not fit their ports: the checks of
@@ -1350,19 +1362,43 @@ impl<'r, 'c> Exec<'r, 'c> {
             .as_ref()
             .and_then(|o| o.get(&e.output))
             .ok_or_else(|| fail(path, format!("emits undeclared output '{}'", e.output)))?;
-        let value = self.value(&e.value, &path.key("value"))?;
+        let key = e as *const EmitStep as usize;
+        let rowwise = self.rowwise.get(&e.output).copied().unwrap_or(false);
+        let names = &mut *self.names;
+        let (at, mut prepared) = self
+            .emits
+            .take(key, || {
+                Ok(PreparedEmit::new(e, &output.contract, rowwise, names))
+            })?
+            .ok_or_else(|| fail(path, "an emit step re-entered itself"))?;
+        let result = self.emit_prepared(e, &output.contract, &mut prepared, path);
+        self.emits.put_back(at, prepared);
+        result
+    }
+
+    fn emit_prepared(
+        &mut self,
+        e: &'r EmitStep,
+        contract: &'r TensorContract,
+        prepared: &mut PreparedEmit,
+        path: &At<'_>,
+    ) -> Result<(), RunError> {
+        let value = self
+            .held_at(prepared.value, &e.value, &path.key("value"))?
+            .tensor()
+            .clone();
         let rank = value.shape.len();
         let axis = e.axis.map_or(rank.saturating_sub(1), |a| a as usize);
-        let guard = match &e.when {
-            Some(w) => Some(
-                Self::control_bools(&*self.value(w, &path.key("when"))?)
+        let guard = match (prepared.when, &e.when) {
+            (Some(slot), Some(w)) => Some(
+                Self::control_bools(self.held_at(slot, w, &path.key("when"))?.tensor())
                     .ok_or_else(|| fail(path, "`when` must be a bool scalar or row vector"))?,
             ),
-            None => None,
+            _ => None,
         };
-        let lengths: Option<Vec<i64>> = match &e.valid_length {
-            Some(v) => {
-                let t = self.value(v, &path.key("valid_length"))?;
+        let lengths: Option<SmallVec<[i64; 8]>> = match (prepared.valid_length, &e.valid_length) {
+            (Some(slot), Some(v)) => {
+                let t = self.held_at(slot, v, &path.key("valid_length"))?.tensor();
                 Some(
                     (0..t.numel())
                         .map(|i| t.data.get_i64(i))
@@ -1370,10 +1406,10 @@ impl<'r, 'c> Exec<'r, 'c> {
                         .ok_or_else(|| fail(path, "valid_length must be integer"))?,
                 )
             }
-            None => None,
+            _ => None,
         };
         let pick = |list: &[i64], r: usize| if list.len() == 1 { list[0] } else { list[r] };
-        if self.rowwise.get(&e.output).copied().unwrap_or(false) {
+        if prepared.rowwise {
             let rows = *value
                 .shape
                 .first()
@@ -1396,70 +1432,170 @@ impl<'r, 'c> Exec<'r, 'c> {
                         .slice_axis(axis, 0, n)
                         .map_err(|er| fail(path, er.0))?;
                 }
-                self.publish(
-                    &format!("{}.row.{r}", e.output),
-                    chunk,
-                    e.mode,
-                    axis,
-                    &output.contract,
-                    path,
-                )?;
+                prepared.bound.fill(UNBOUND);
+                let fits = prepared.published.fits(&chunk, &mut prepared.bound);
+                let key = prepared.row_key(&e.output, r);
+                self.publish(key, chunk, fits, e.mode, axis, contract, path)?;
             }
             return Ok(());
         }
         if guard.as_ref().is_some_and(|g| !g[0]) {
             return Ok(());
         }
-        let mut chunk = (*value).clone();
-        if let Some(lengths) = &lengths {
-            let n = lengths.first().copied().unwrap_or(0).max(0) as usize;
-            chunk = chunk
-                .slice_axis(axis, 0, n)
-                .map_err(|er| fail(path, er.0))?;
-        }
-        self.publish(&e.output, chunk, e.mode, axis, &output.contract, path)
+        let chunk = match &lengths {
+            Some(lengths) => {
+                let n = lengths.first().copied().unwrap_or(0).max(0) as usize;
+                value
+                    .slice_axis(axis, 0, n)
+                    .map_err(|er| fail(path, er.0))?
+            }
+            None => (*value).clone(),
+        };
+        prepared.bound.fill(UNBOUND);
+        let fits = prepared.published.fits(&chunk, &mut prepared.bound);
+        self.publish(&e.output, chunk, fits, e.mode, axis, contract, path)
     }
 
+    /// Publishes `chunk` to output `key`; `fits` says whether it passed the
+    /// prepared check (when not, the named check says why).
+    #[allow(clippy::too_many_arguments)]
     fn publish(
         &mut self,
         key: &str,
         chunk: Tensor,
+        fits: bool,
         mode: EmitMode,
         axis: usize,
         contract: &TensorContract,
         path: &At<'_>,
     ) -> Result<(), RunError> {
-        let growth = matches!(mode, EmitMode::Append).then_some(axis);
-        let published = row_contract(contract, key.contains(".row."));
-        let mut local = Symbols::default();
-        check(&chunk, &published, &mut local, growth)
-            .map_err(|why| fail(path, format!("the value emitted to '{key}' {why}")))?;
-        let appended = match (mode, self.out.outputs.get(key)) {
-            (EmitMode::Append, Some(previous)) => {
-                Some(Tensor::concat(axis, &[previous, &chunk]).map_err(|e| fail(path, e.0))?)
-            }
-            _ => None,
-        };
+        if !fits {
+            let growth = matches!(mode, EmitMode::Append).then_some(axis);
+            let published = row_contract(contract, key.contains(".row."));
+            let mut local = Symbols::default();
+            let why = check(&chunk, &published, &mut local, growth)
+                .err()
+                .unwrap_or_else(|| "does not fit its output".into());
+            return Err(fail(path, format!("the value emitted to '{key}' {why}")));
+        }
         if mode == EmitMode::Event {
             let counter = self.events.entry(key.to_string()).or_default();
             let event_key = format!("{key}.{counter}");
             *counter += 1;
             self.out.outputs.insert(event_key, chunk.clone());
         }
-        let shape = appended.as_ref().unwrap_or(&chunk).shape.clone();
-        let chunk = Arc::new(chunk);
-        self.notify(|| Event::Emitted {
-            key: key.to_string(),
-            chunk: chunk.clone(),
-            mode,
-            shape,
-        });
-        // The chunk is copied only when the observer kept it (the studio).
-        let stored = appended
-            .unwrap_or_else(|| Arc::try_unwrap(chunk).unwrap_or_else(|kept| (*kept).clone()));
-        self.out.outputs.insert(key.to_string(), stored);
+        let listening = self.control.observer.is_some();
+        if let (EmitMode::Append, Some(previous)) = (mode, self.out.outputs.get_mut(key)) {
+            previous.append(axis, &chunk).map_err(|e| fail(path, e.0))?;
+            if listening {
+                let shape = previous.shape.clone();
+                self.notify(|| Event::Emitted {
+                    key: key.to_string(),
+                    chunk: Arc::new(chunk),
+                    mode,
+                    shape,
+                });
+            }
+            return Ok(());
+        }
+        let stored = if listening {
+            let chunk = Arc::new(chunk);
+            self.notify(|| Event::Emitted {
+                key: key.to_string(),
+                chunk: chunk.clone(),
+                mode,
+                shape: chunk.shape.clone(),
+            });
+            // The chunk is copied only when the observer kept it (the studio).
+            Arc::try_unwrap(chunk).unwrap_or_else(|kept| (*kept).clone())
+        } else {
+            chunk
+        };
+        match self.out.outputs.get_mut(key) {
+            Some(slot) => *slot = stored,
+            None => {
+                self.out.outputs.insert(key.to_string(), stored);
+            }
+        }
         Ok(())
     }
+}
+
+/// What every call of `invoke` needs, made on its first.
+fn prepare(
+    wf: &WorkflowSpec,
+    sessions: &[Option<ComponentSession>],
+    names: &mut Names,
+    dynamic: &[String],
+    invoke: &InvokeStep,
+    path: &At<'_>,
+) -> Result<Prepared, RunError> {
+    let (component_index, _, component) = wf
+        .components
+        .get_full(&invoke.component)
+        .ok_or_else(|| fail(path, format!("unknown component '{}'", invoke.component)))?;
+    let at = |why: String| fail(path, format!("component '{}': {why}", invoke.component));
+    let ports = component.ports.as_ref();
+    let mut numbering = Vec::new();
+    let mut contract_of = |map: Option<&IndexMap<String, TensorContract>>, port: &str| {
+        let (index, _, contract) = map?.get_full(port)?;
+        Some((index, Compiled::new(contract, dynamic, &mut numbering)))
+    };
+    let session = sessions.get(component_index).and_then(Option::as_ref);
+    let mut outputs: SmallVec<[PreparedOutput; 4]> = SmallVec::new();
+    for (port, value) in invoke.outputs.iter().flatten() {
+        let index = session.map(|s| s.outputs.iter().position(|o| o == port));
+        if index == Some(None) {
+            return Err(at(format!("the graph has no output '{port}'")));
+        }
+        outputs.push(PreparedOutput {
+            contract: contract_of(ports.and_then(|p| p.outputs.as_ref()), port),
+            port: port.as_str().into(),
+            value: value.as_str().into(),
+            slot: names.slot(value),
+            dtype: session
+                .zip(index.flatten())
+                .and_then(|(s, i)| s.output_dtype(i)),
+            last_shape: None,
+            stable: false,
+            spare: None,
+        });
+    }
+    // Inputs number their symbols apart from the outputs (each side of
+    // a call is checked with a fresh table).
+    let output_symbols = numbering.len();
+    let mut numbering = Vec::new();
+    let inputs = invoke
+        .inputs
+        .iter()
+        .flatten()
+        .map(|(port, value)| PreparedInput {
+            slot: names.slot(value),
+            contract: ports
+                .and_then(|p| p.inputs.as_ref())
+                .and_then(|m| m.get_full(port.as_str()))
+                .map(|(i, _, c)| (i, Compiled::new(c, dynamic, &mut numbering))),
+        })
+        .collect();
+    let site = match &component.implementation {
+        Implementation::Onnx(_) => Some(
+            CallSite::new(
+                invoke.inputs.iter().flatten().map(|(p, _)| p.as_str()),
+                outputs.iter().map(|o| &*o.port),
+            )
+            .ok_or_else(|| at("a port name holds a NUL character".into()))?,
+        ),
+        _ => None,
+    };
+    Ok(Prepared {
+        component_index,
+        inputs,
+        path: path.doc().to_string().into(),
+        component: invoke.component.as_str().into(),
+        site,
+        outputs,
+        bound: vec![UNBOUND; output_symbols.max(numbering.len())],
+    })
 }
 
 /// The contract of what is published: for one row, the leading (request)

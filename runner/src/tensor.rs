@@ -309,6 +309,33 @@ fn numel(shape: &[usize]) -> usize {
     shape.iter().product()
 }
 
+/// The first of `parts` when all of them can be joined along `axis` (same
+/// dtype and rank, equal extents off `axis`), else why not.
+fn joinable<'t>(axis: usize, parts: &[&'t Tensor]) -> Result<&'t Tensor, TensorError> {
+    let first = parts
+        .first()
+        .ok_or_else(|| TensorError("nothing to concatenate".into()))?;
+    let rank = first.shape.len();
+    if axis >= rank {
+        return Err(TensorError(format!("axis {axis} is outside rank {rank}")));
+    }
+    for p in parts {
+        let same = p.dtype() == first.dtype()
+            && p.shape.len() == rank
+            && (0..rank).all(|a| a == axis || p.shape[a] == first.shape[a]);
+        if !same {
+            return Err(TensorError(format!(
+                "cannot concatenate {} {:?} with {} {:?} on axis {axis}",
+                first.dtype(),
+                first.shape,
+                p.dtype(),
+                p.shape
+            )));
+        }
+    }
+    Ok(first)
+}
+
 /// The element count of `shape`, refusing shapes whose count or byte size
 /// overflows or exceeds `max_bytes` for elements of `dtype` — checked before
 /// anything is allocated.
@@ -419,27 +446,7 @@ impl Tensor {
     /// Concatenates tensors along `axis`; all other extents and the dtype
     /// must agree.
     pub fn concat(axis: usize, parts: &[&Tensor]) -> Result<Tensor, TensorError> {
-        let first = parts
-            .first()
-            .ok_or_else(|| TensorError("nothing to concatenate".into()))?;
-        let rank = first.shape.len();
-        if axis >= rank {
-            return Err(TensorError(format!("axis {axis} is outside rank {rank}")));
-        }
-        for p in parts {
-            let same = p.dtype() == first.dtype()
-                && p.shape.len() == rank
-                && (0..rank).all(|a| a == axis || p.shape[a] == first.shape[a]);
-            if !same {
-                return Err(TensorError(format!(
-                    "cannot concatenate {} {:?} with {} {:?} on axis {axis}",
-                    first.dtype(),
-                    first.shape,
-                    p.dtype(),
-                    p.shape
-                )));
-            }
-        }
+        let first = joinable(axis, parts)?;
         let outer = numel(&first.shape[..axis]);
         let inner = numel(&first.shape[axis + 1..]);
         let mut shape = first.shape.clone();
@@ -452,6 +459,20 @@ impl Tensor {
             }
         }
         Ok(Tensor { shape, data })
+    }
+
+    /// Appends `other` along `axis` in place: what `concat(axis, [self,
+    /// other])` makes, without copying `self` when the axes before `axis`
+    /// hold one element (a stream of tokens or samples grows at its end).
+    pub fn append(&mut self, axis: usize, other: &Tensor) -> Result<(), TensorError> {
+        joinable(axis, &[self, other])?;
+        if numel(&self.shape[..axis]) == 1 {
+            self.data.extend_from(&other.data, 0..other.data.len());
+            self.shape[axis] += other.shape[axis];
+        } else {
+            *self = Tensor::concat(axis, &[self, other])?;
+        }
+        Ok(())
     }
 
     /// Reads the recipe JSON form `{dtype, shape, data}`.
@@ -522,6 +543,27 @@ mod tests {
         let rows = a.slice_axis(0, 1, 1).unwrap();
         assert_eq!(rows, t(&[1, 3], &[3., 4., 5.]));
         assert!(a.slice_axis(1, 2, 2).is_err());
+    }
+
+    /// In place or not, an append makes what `concat` makes.
+    #[test]
+    fn append_matches_concat() {
+        let a = t(&[2, 3], &[0., 1., 2., 3., 4., 5.]);
+        let b = t(&[2, 1], &[6., 7.]);
+        for (axis, left, right) in [(1, &a, &b), (0, &a, &a)] {
+            let mut grown = left.clone();
+            grown.append(axis, right).unwrap();
+            assert_eq!(grown, Tensor::concat(axis, &[left, right]).unwrap());
+        }
+        let mut row = t(&[1, 2], &[1., 2.]);
+        row.append(1, &t(&[1, 1], &[3.])).unwrap();
+        assert_eq!(row, t(&[1, 3], &[1., 2., 3.]));
+        assert!(row.append(1, &t(&[2, 1], &[0., 0.])).is_err());
+        assert_eq!(
+            row,
+            t(&[1, 3], &[1., 2., 3.]),
+            "unchanged by a refused append"
+        );
     }
 
     #[test]
