@@ -332,7 +332,7 @@ fn a_rerun_reuses_only_the_calls_whose_inputs_did_not_change() {
         let mut reused_events = 0;
         let output = runner
             .run(
-                [("request.input_ids".to_string(), input)].into(),
+                [("request.input_ids".to_string(), input)],
                 RunControl {
                     observer: Some(&mut |e| {
                         if let wfstudio_runner::Event::InvokeFinished { reused: true, .. } = e {

@@ -278,7 +278,7 @@ mod tests {
         assert_eq!(&tensor, want_input);
         let output = runner
             .run(
-                [("request.waveform".to_string(), tensor)].into(),
+                [("request.waveform".to_string(), tensor)],
                 wfstudio_runner::RunControl {
                     observer: None,
                     cancel: &std::sync::atomic::AtomicBool::new(false),

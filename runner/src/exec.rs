@@ -18,6 +18,7 @@ pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 use crate::at::At;
 use crate::ortcall::{CallSite, Held, Preset, Presets, Produced};
 use crate::pool::Pool;
+use crate::predict::ShapeMemo;
 use indexmap::IndexMap;
 use smallvec::SmallVec;
 use std::borrow::Cow;
@@ -224,6 +225,8 @@ struct Prepared {
     /// Room for the symbols one side of a call binds (the inputs' and the
     /// outputs' are numbered apart; see [`Compiled`]).
     bound: Vec<usize>,
+    /// Output shapes by input shapes, for the buffers of the next calls.
+    shapes: ShapeMemo,
 }
 
 #[derive(Debug)]
@@ -246,11 +249,6 @@ struct PreparedOutput {
     slot: u32,
     /// Host dtype of the graph output (when it runs on ONNX Runtime).
     dtype: Option<DType>,
-    /// Shape on the last call.
-    last_shape: Option<Vec<usize>>,
-    /// Whether the last two calls had the same shape (a growing output,
-    /// such as a cache, never does, so it is never predicted).
-    stable: bool,
     /// The buffer of this output's value before last, freed when the last
     /// one replaced it: in a steady loop the two take turns, with no trip
     /// through the pool.
@@ -258,21 +256,11 @@ struct PreparedOutput {
 }
 
 impl PreparedOutput {
-    /// Records the shape of a call's output.
-    fn observe(&mut self, shape: &[usize]) {
-        self.stable = self.last_shape.as_deref() == Some(shape);
-        if !self.stable {
-            self.last_shape = Some(shape.to_vec());
-        }
-    }
-
-    /// The buffer for the next call's output, when its shape is predictable.
-    fn preset(&mut self, pool: &mut Pool) -> Option<Preset> {
-        let (Some(dtype), Some(shape), true) = (self.dtype, &self.last_shape, self.stable) else {
-            return None;
-        };
+    /// The buffer for this call's output, of its predicted `shape`.
+    fn preset(&mut self, shape: &[usize], pool: &mut Pool) -> Option<Preset> {
+        let dtype = self.dtype?;
         match self.spare.take() {
-            Some(spare) if spare.tensor().dtype() == dtype && spare.tensor().shape == *shape => {
+            Some(spare) if spare.tensor().dtype() == dtype && spare.tensor().shape == shape => {
                 Some(spare)
             }
             other => {
@@ -360,21 +348,38 @@ fn run_session(
         .as_mut()
         .ok_or("the component does not run on ONNX Runtime")?;
     let count = prepared.outputs.len();
-    let presets: Presets = prepared
-        .outputs
-        .iter_mut()
-        .map(|o| o.preset(pool))
-        .collect();
-    if presets.iter().any(Option::is_some) {
+    let inputs = bound.iter().map(|h| h.tensor().shape.as_slice());
+    let predicted = prepared.shapes.predict(inputs.clone());
+    let presets: Presets = match predicted {
+        Some(shapes) => prepared
+            .outputs
+            .iter_mut()
+            .zip(shapes)
+            .map(|(output, shape)| output.preset(shape, pool))
+            .collect(),
+        None => Presets::new(),
+    };
+    let ran = if presets.iter().any(Option::is_some) {
         match session.run(site, bound, presets) {
-            Ok(ran) => return Ok(ran),
-            Err(_) => prepared
-                .outputs
-                .iter_mut()
-                .for_each(|o| o.last_shape = None),
+            Ok(ran) => Ok(ran),
+            // A buffer of the wrong shape (or refused): run again with ONNX
+            // Runtime allocating, and predict this step no more.
+            Err(_) => {
+                prepared.shapes.forget();
+                return session.run(site, bound, (0..count).map(|_| None).collect());
+            }
         }
+    } else {
+        session.run(site, bound, (0..count).map(|_| None).collect())
+    }?;
+    let produced = ran.0.iter().map(|h| h.tensor().shape.as_slice());
+    let as_predicted =
+        predicted.is_some_and(|known| known.iter().map(Vec::as_slice).eq(produced.clone()));
+    if !as_predicted {
+        let produced: SmallVec<[&[usize]; 4]> = produced.collect();
+        prepared.shapes.remember(inputs, &produced);
     }
-    session.run(site, bound, (0..count).map(|_| None).collect())
+    Ok(ran)
 }
 
 pub(crate) struct Exec<'r, 'c> {
@@ -497,12 +502,14 @@ impl<'r, 'c> Exec<'r, 'c> {
     /// bind symbols first, then literal defaults are materialised).
     pub(crate) fn bind_inputs(
         &mut self,
-        mut supplied: HashMap<String, Tensor>,
+        supplied: impl IntoIterator<Item = (String, Tensor)>,
         request: &Request,
     ) -> Result<(), RunError> {
         let pipeline = At::root("pipeline");
         let workflow = pipeline.key("workflow");
         let inputs_path = workflow.key("inputs");
+        // Looked up by name once per declared input: a fast hasher.
+        let mut supplied: FastMap<String, Tensor> = supplied.into_iter().collect();
         let mut defaults = Vec::new();
         let declared = self.wf.inputs.as_ref();
         for &(index, slot) in self.input_order {
@@ -590,7 +597,7 @@ impl<'r, 'c> Exec<'r, 'c> {
 
     pub(crate) fn run(
         mut self,
-        inputs: HashMap<String, Tensor>,
+        inputs: impl IntoIterator<Item = (String, Tensor)>,
         request: &Request,
     ) -> Result<RunOutput, RunError> {
         self.notify(|| Event::Started);
@@ -919,7 +926,6 @@ impl<'r, 'c> Exec<'r, 'c> {
         let mut shapes = Vec::new();
         for (output, held) in prepared.outputs.iter_mut().zip(produced) {
             let tensor = held.tensor();
-            output.observe(&tensor.shape);
             if listening {
                 shapes.push((output.value.clone(), tensor.shape.clone()));
             }
@@ -1556,8 +1562,6 @@ fn prepare(
             dtype: session
                 .zip(index.flatten())
                 .and_then(|(s, i)| s.output_dtype(i)),
-            last_shape: None,
-            stable: false,
             spare: None,
         });
     }
@@ -1595,6 +1599,7 @@ fn prepare(
         site,
         outputs,
         bound: vec![UNBOUND; output_symbols.max(numbering.len())],
+        shapes: ShapeMemo::default(),
     })
 }
 

@@ -19,6 +19,7 @@ pub mod model;
 mod ortcall;
 pub mod ortlib;
 mod pool;
+mod predict;
 pub mod recipe;
 pub mod request;
 pub mod reuse;
@@ -39,7 +40,6 @@ pub use exec::{InvokeTiming, KeptValue, RunControl, RunOutput};
 pub use request::{Request, Sampling};
 pub use tensor::{DType, Data, Tensor};
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use wfstudio_core::artifacts::{check_files, resolve_inside};
@@ -221,10 +221,11 @@ impl Runner {
         &self.root
     }
 
-    /// Runs the workflow on `inputs` (workflow input name -> tensor).
+    /// Runs the workflow on `inputs` (workflow input name -> tensor; a
+    /// `HashMap` or any other list of pairs).
     pub fn run(
         &mut self,
-        inputs: HashMap<String, Tensor>,
+        inputs: impl IntoIterator<Item = (String, Tensor)>,
         control: RunControl<'_>,
     ) -> Result<RunOutput, RunError> {
         self.run_request(inputs, &Request::default(), control)
@@ -234,7 +235,7 @@ impl Runner {
     /// supplied take their value from `request` by runtime role.
     pub fn run_request(
         &mut self,
-        inputs: HashMap<String, Tensor>,
+        inputs: impl IntoIterator<Item = (String, Tensor)>,
         request: &Request,
         control: RunControl<'_>,
     ) -> Result<RunOutput, RunError> {

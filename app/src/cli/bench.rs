@@ -149,6 +149,16 @@ fn timed_runs(
         if i == 0 {
             continue;
         }
+        if std::env::var_os("WF_DEBUG").is_some() && i == runs {
+            let inv: Duration = output.invokes.iter().map(|c| c.wall).sum();
+            eprintln!(
+                "wall {:?} invokes {:?} ort {:?} calls {}",
+                output.wall,
+                inv,
+                output.ort_time(),
+                output.invokes.len()
+            );
+        }
         walls.push(output.wall);
         orts.push(output.ort_time());
         iterations = output.loop_iterations.values().sum();
