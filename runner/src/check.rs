@@ -47,6 +47,11 @@ impl<'a> Symbols<'a> {
         }
     }
 
+    /// Binds `symbol` to `extent` (known not to be bound yet).
+    pub(crate) fn bind(&mut self, symbol: &'a str, extent: usize) {
+        self.bound.push((symbol, extent));
+    }
+
     fn is_dynamic(&self, symbol: &str) -> bool {
         self.dynamic.iter().any(|d| d == symbol)
     }
@@ -193,6 +198,14 @@ impl Compiled {
             rank: contract.rank,
             axes,
         }
+    }
+
+    /// The numbers of the symbols the contract binds.
+    pub(crate) fn symbols(&self) -> impl Iterator<Item = usize> + '_ {
+        self.axes.iter().flatten().filter_map(|axis| match axis {
+            Axis::Symbol(n, _) => Some(*n),
+            _ => None,
+        })
     }
 
     /// Leaves `axis` unchecked (the growth axis of an append).

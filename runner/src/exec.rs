@@ -107,6 +107,74 @@ pub struct RunControl<'a> {
     pub reuse: Option<&'a mut ReuseCache>,
 }
 
+/// The workflow inputs' contracts made ready for the checks of every run:
+/// a supplied tensor is checked by symbol number, and the run's symbol
+/// table learns each symbol once; a refusal is explained by the named check.
+#[derive(Debug, Default)]
+struct InputChecks {
+    /// By input index.
+    contracts: Vec<Compiled>,
+    /// Symbol names by number.
+    symbols: Vec<String>,
+}
+
+/// What one run's supplied inputs bound: extents by symbol number, and
+/// whether the run's symbol table has the symbol yet.
+#[derive(Debug, Default)]
+struct InputBindings {
+    bound: Vec<usize>,
+    told: Vec<bool>,
+}
+
+impl InputChecks {
+    fn new(wf: &WorkflowSpec, dynamic: &[String]) -> Self {
+        let mut symbols = Vec::new();
+        let contracts = wf
+            .inputs
+            .iter()
+            .flatten()
+            .map(|(_, input)| Compiled::new(&input.contract, dynamic, &mut symbols))
+            .collect();
+        Self { contracts, symbols }
+    }
+
+    /// Whether `tensor` fits input `index`, given what this run bound so
+    /// far; when it does, the symbols it binds are added to `table`.
+    fn fits<'a>(
+        &'a self,
+        index: usize,
+        tensor: &Tensor,
+        run: &mut InputBindings,
+        table: &mut Symbols<'a>,
+    ) -> bool {
+        let Some(contract) = self.contracts.get(index) else {
+            return false;
+        };
+        if run.bound.len() != self.symbols.len() {
+            run.bound = vec![UNBOUND; self.symbols.len()];
+            run.told = vec![false; self.symbols.len()];
+        }
+        if !contract.fits(tensor, &mut run.bound) {
+            return false;
+        }
+        for n in contract.symbols() {
+            if !run.told[n] {
+                run.told[n] = true;
+                table.bind(&self.symbols[n], run.bound[n]);
+            }
+        }
+        true
+    }
+}
+
+impl InputBindings {
+    /// Forgets the last run's extents.
+    fn reset(&mut self) {
+        self.bound.fill(UNBOUND);
+        self.told.fill(false);
+    }
+}
+
 /// What steps of one kind need on every run, prepared on their first, by
 /// step address; an entry is taken out while its step runs (boxed, so that
 /// is a pointer move) and put back after.
@@ -172,6 +240,11 @@ pub(crate) struct Plan {
     /// The declared workflow inputs in the order they are bound (by name):
     /// their index among the inputs, and their slot.
     input_order: Vec<(usize, u32)>,
+    /// The contracts of the workflow inputs (by index) ready to check a
+    /// supplied tensor, their symbols numbered package-wide.
+    input_checks: InputChecks,
+    /// What the current run's supplied inputs bound.
+    input_bindings: InputBindings,
     /// Output buffers of earlier values, for reuse.
     pool: Pool,
     /// Per loop (by step address), the iteration values of the last run by
@@ -197,11 +270,14 @@ impl Plan {
             .into_iter()
             .map(|(index, name)| (index, names.slot(name)))
             .collect();
+        let dynamic = dynamic_symbols(wf);
+        let input_checks = InputChecks::new(wf, &dynamic);
         Self {
-            dynamic: dynamic_symbols(wf),
+            dynamic,
             rowwise: row_wise_outputs(wf),
             names,
             input_order,
+            input_checks,
             ..Self::default()
         }
     }
@@ -397,6 +473,8 @@ pub(crate) struct Exec<'r, 'c> {
     iteration_values: &'r mut FastMap<usize, Vec<Option<Preset>>>,
     last_calls: &'r mut usize,
     input_order: &'r [(usize, u32)],
+    input_checks: &'r InputChecks,
+    input_bindings: &'r mut InputBindings,
     dynamic: &'r [String],
     symbols: Symbols<'r>,
     out: RunOutput,
@@ -486,6 +564,8 @@ impl<'r, 'c> Exec<'r, 'c> {
             iteration_values: &mut plan.iteration_values,
             last_calls: &mut plan.last_calls,
             input_order: &plan.input_order,
+            input_checks: &plan.input_checks,
+            input_bindings: &mut plan.input_bindings,
             dynamic: &plan.dynamic,
             symbols: Symbols::new(&plan.dynamic),
             out,
@@ -508,6 +588,7 @@ impl<'r, 'c> Exec<'r, 'c> {
         let pipeline = At::root("pipeline");
         let workflow = pipeline.key("workflow");
         let inputs_path = workflow.key("inputs");
+        self.input_bindings.reset();
         // Looked up by name once per declared input: a fast hasher.
         let mut supplied: FastMap<String, Tensor> = supplied.into_iter().collect();
         let mut defaults = Vec::new();
@@ -535,8 +616,11 @@ impl<'r, 'c> Exec<'r, 'c> {
             let present = value.is_some() || input.default.is_some();
             match value {
                 Some(tensor) => {
-                    check(&tensor, &input.contract, &mut self.symbols, None)
-                        .map_err(|why| fail(&at, format!("input '{name}' {why}")))?;
+                    let checks = self.input_checks;
+                    if !checks.fits(index, &tensor, self.input_bindings, &mut self.symbols) {
+                        check(&tensor, &input.contract, &mut self.symbols, None)
+                            .map_err(|why| fail(&at, format!("input '{name}' {why}")))?;
+                    }
                     self.put_input(slot, tensor);
                 }
                 None => match (&input.source, &input.default) {
