@@ -3,7 +3,7 @@
 //! values, and collects outputs, timing and events.
 
 use crate::RunError;
-use crate::check::{Compiled, Symbols, UNBOUND, check};
+use crate::check::{Symbols, UNBOUND, check};
 use crate::clock::Tick;
 use crate::env::{Env, Names};
 use crate::events::Event;
@@ -16,12 +16,13 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 use crate::at::At;
-use crate::ortcall::{CallSite, Held, Preset, Presets, Produced};
+use crate::ortcall::{Held, Preset, Produced};
 use crate::pool::Pool;
-use crate::predict::ShapeMemo;
-use indexmap::IndexMap;
+use crate::prepared::{
+    InputBindings, InputChecks, Prepared, PreparedEmit, StepTable, prepare, row_contract,
+    run_session,
+};
 use smallvec::SmallVec;
-use std::borrow::Cow;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -107,118 +108,6 @@ pub struct RunControl<'a> {
     pub reuse: Option<&'a mut ReuseCache>,
 }
 
-/// The workflow inputs' contracts made ready for the checks of every run:
-/// a supplied tensor is checked by symbol number, and the run's symbol
-/// table learns each symbol once; a refusal is explained by the named check.
-#[derive(Debug, Default)]
-struct InputChecks {
-    /// By input index.
-    contracts: Vec<Compiled>,
-    /// Symbol names by number.
-    symbols: Vec<String>,
-}
-
-/// What one run's supplied inputs bound: extents by symbol number, and
-/// whether the run's symbol table has the symbol yet.
-#[derive(Debug, Default)]
-struct InputBindings {
-    bound: Vec<usize>,
-    told: Vec<bool>,
-}
-
-impl InputChecks {
-    fn new(wf: &WorkflowSpec, dynamic: &[String]) -> Self {
-        let mut symbols = Vec::new();
-        let contracts = wf
-            .inputs
-            .iter()
-            .flatten()
-            .map(|(_, input)| Compiled::new(&input.contract, dynamic, &mut symbols))
-            .collect();
-        Self { contracts, symbols }
-    }
-
-    /// Whether `tensor` fits input `index`, given what this run bound so
-    /// far; when it does, the symbols it binds are added to `table`.
-    fn fits<'a>(
-        &'a self,
-        index: usize,
-        tensor: &Tensor,
-        run: &mut InputBindings,
-        table: &mut Symbols<'a>,
-    ) -> bool {
-        let Some(contract) = self.contracts.get(index) else {
-            return false;
-        };
-        if run.bound.len() != self.symbols.len() {
-            run.bound = vec![UNBOUND; self.symbols.len()];
-            run.told = vec![false; self.symbols.len()];
-        }
-        if !contract.fits(tensor, &mut run.bound) {
-            return false;
-        }
-        for n in contract.symbols() {
-            if !run.told[n] {
-                run.told[n] = true;
-                table.bind(&self.symbols[n], run.bound[n]);
-            }
-        }
-        true
-    }
-}
-
-impl InputBindings {
-    /// Forgets the last run's extents.
-    fn reset(&mut self) {
-        self.bound.fill(UNBOUND);
-        self.told.fill(false);
-    }
-}
-
-/// What steps of one kind need on every run, prepared on their first, by
-/// step address; an entry is taken out while its step runs (boxed, so that
-/// is a pointer move) and put back after.
-#[derive(Debug)]
-struct StepTable<T> {
-    index: FastMap<usize, usize>,
-    entries: Vec<Option<Box<T>>>,
-}
-
-impl<T> Default for StepTable<T> {
-    fn default() -> Self {
-        Self {
-            index: FastMap::default(),
-            entries: Vec::new(),
-        }
-    }
-}
-
-impl<T> StepTable<T> {
-    /// The entry of the step at `key` and its place, made by `prepare` the
-    /// first time.
-    fn take(
-        &mut self,
-        key: usize,
-        prepare: impl FnOnce() -> Result<T, RunError>,
-    ) -> Result<Option<(usize, Box<T>)>, RunError> {
-        let at = match self.index.get(&key) {
-            Some(at) => *at,
-            None => {
-                self.entries.push(Some(Box::new(prepare()?)));
-                let at = self.entries.len() - 1;
-                self.index.insert(key, at);
-                at
-            }
-        };
-        Ok(self.entries[at].take().map(|entry| (at, entry)))
-    }
-
-    /// Puts back the entry taken from `at`.
-    fn put_back(&mut self, at: usize, entry: Box<T>) {
-        self.entries[at] = Some(entry);
-    }
-}
-
 /// Facts about a workflow computed once per loaded package, and what its
 /// runs leave for the next: prepared invokes, value slots, free buffers.
 /// Maps keyed by step address are filled as steps first run (the document
@@ -283,181 +172,6 @@ impl Plan {
     }
 }
 
-/// An invoke step made ready to call: where its values live, its contracts
-/// ready to check, its names as ONNX Runtime takes them and, per output,
-/// the shape it had on the last call, which becomes the buffer ONNX
-/// Runtime writes into on the next.
-#[derive(Debug)]
-struct Prepared {
-    /// Index of the component in the workflow's components.
-    component_index: usize,
-    /// Per input port, in order.
-    inputs: SmallVec<[PreparedInput; 8]>,
-    path: Arc<str>,
-    component: Arc<str>,
-    /// `None` for components that do not run on ONNX Runtime.
-    site: Option<CallSite>,
-    outputs: SmallVec<[PreparedOutput; 4]>,
-    /// Room for the symbols one side of a call binds (the inputs' and the
-    /// outputs' are numbered apart; see [`Compiled`]).
-    bound: Vec<usize>,
-    /// Output shapes by input shapes, for the buffers of the next calls.
-    shapes: ShapeMemo,
-}
-
-#[derive(Debug)]
-struct PreparedInput {
-    /// Slot of the bound value.
-    slot: u32,
-    /// Index of the port's contract in the component's input ports, and
-    /// the contract made ready to check.
-    contract: Option<(usize, Compiled)>,
-}
-
-#[derive(Debug)]
-struct PreparedOutput {
-    /// Index of the port's contract in the component's output ports, and
-    /// the contract made ready to check.
-    contract: Option<(usize, Compiled)>,
-    port: Arc<str>,
-    value: Arc<str>,
-    /// Slot of the produced value.
-    slot: u32,
-    /// Host dtype of the graph output (when it runs on ONNX Runtime).
-    dtype: Option<DType>,
-    /// The buffer of this output's value before last, freed when the last
-    /// one replaced it: in a steady loop the two take turns, with no trip
-    /// through the pool.
-    spare: Option<Preset>,
-}
-
-impl PreparedOutput {
-    /// The buffer for this call's output, of its predicted `shape`.
-    fn preset(&mut self, shape: &[usize], pool: &mut Pool) -> Option<Preset> {
-        let dtype = self.dtype?;
-        match self.spare.take() {
-            Some(spare) if spare.tensor().dtype() == dtype && spare.tensor().shape == shape => {
-                Some(spare)
-            }
-            other => {
-                if let Some(other) = other {
-                    pool.keep(other);
-                }
-                pool.take_for(self.slot, dtype, shape)
-                    .or_else(|| Preset::new(dtype, shape, MAX_LITERAL_BYTES))
-            }
-        }
-    }
-
-    /// Takes back the buffer of the value this output's new value replaced:
-    /// the spare for the next call, or the pool's.
-    fn recycle(&mut self, replaced: Rc<Held>, pool: &mut Pool) {
-        let Some(preset) = Preset::reclaim(replaced) else {
-            return;
-        };
-        if let Some(previous) = self.spare.replace(preset) {
-            pool.keep(previous);
-        }
-    }
-}
-
-/// An emit step made ready: where its values live, whether it publishes
-/// per row, and the contract of what it publishes ready to check.
-#[derive(Debug)]
-struct PreparedEmit {
-    value: u32,
-    when: Option<u32>,
-    valid_length: Option<u32>,
-    /// Whether each row is published as `<output>.row.<r>`.
-    rowwise: bool,
-    /// What one publish must fit (one row's contract for a row-wise
-    /// output; the growth axis of an append left free).
-    published: Compiled,
-    /// Room for the symbols `published` binds.
-    bound: Vec<usize>,
-    /// `<output>.row.<r>` by row, made as rows first publish.
-    row_keys: Vec<String>,
-}
-
-impl PreparedEmit {
-    fn new(e: &EmitStep, contract: &TensorContract, rowwise: bool, names: &mut Names) -> Self {
-        let mut numbering = Vec::new();
-        let mut published = Compiled::new(&row_contract(contract, rowwise), &[], &mut numbering);
-        if e.mode == EmitMode::Append {
-            let rank = contract.rank as usize;
-            let axis = e.axis.map_or(rank.saturating_sub(1), |a| a as usize);
-            published.free_axis(axis);
-        }
-        Self {
-            value: names.slot(&e.value),
-            when: e.when.as_deref().map(|w| names.slot(w)),
-            valid_length: e.valid_length.as_deref().map(|v| names.slot(v)),
-            rowwise,
-            published,
-            bound: vec![UNBOUND; numbering.len()],
-            row_keys: Vec::new(),
-        }
-    }
-
-    /// The key of row `r` of `output`.
-    fn row_key(&mut self, output: &str, r: usize) -> &str {
-        while self.row_keys.len() <= r {
-            let next = self.row_keys.len();
-            self.row_keys.push(format!("{output}.row.{next}"));
-        }
-        &self.row_keys[r]
-    }
-}
-
-/// Runs `session` on the views of `bound`, writing predicted outputs into
-/// host buffers. A wrong prediction fails the run inside ONNX Runtime; the
-/// call is then made again with ONNX Runtime allocating, and the step's
-/// outputs learn their shapes afresh.
-fn run_session(
-    session: &mut ComponentSession,
-    prepared: &mut Prepared,
-    bound: &[&Rc<Held>],
-    pool: &mut Pool,
-) -> Result<(Produced, Duration), String> {
-    let site = prepared
-        .site
-        .as_mut()
-        .ok_or("the component does not run on ONNX Runtime")?;
-    let count = prepared.outputs.len();
-    let inputs = bound.iter().map(|h| h.tensor().shape.as_slice());
-    let predicted = prepared.shapes.predict(inputs.clone());
-    let presets: Presets = match predicted {
-        Some(shapes) => prepared
-            .outputs
-            .iter_mut()
-            .zip(shapes)
-            .map(|(output, shape)| output.preset(shape, pool))
-            .collect(),
-        None => Presets::new(),
-    };
-    let ran = if presets.iter().any(Option::is_some) {
-        match session.run(site, bound, presets) {
-            Ok(ran) => Ok(ran),
-            // A buffer of the wrong shape (or refused): run again with ONNX
-            // Runtime allocating, and predict this step no more.
-            Err(_) => {
-                prepared.shapes.forget();
-                return session.run(site, bound, (0..count).map(|_| None).collect());
-            }
-        }
-    } else {
-        session.run(site, bound, (0..count).map(|_| None).collect())
-    }?;
-    let produced = ran.0.iter().map(|h| h.tensor().shape.as_slice());
-    let as_predicted =
-        predicted.is_some_and(|known| known.iter().map(Vec::as_slice).eq(produced.clone()));
-    if !as_predicted {
-        let produced: SmallVec<[&[usize]; 4]> = produced.collect();
-        prepared.shapes.remember(inputs, &produced);
-    }
-    Ok(ran)
-}
-
 pub(crate) struct Exec<'r, 'c> {
     wf: &'r WorkflowSpec,
     /// Sessions by component index (`None` for non-ONNX components).
@@ -487,7 +201,7 @@ pub(crate) struct Exec<'r, 'c> {
     started_tick: Tick,
 }
 
-fn fail(path: &At<'_>, message: impl Into<String>) -> RunError {
+pub(crate) fn fail(path: &At<'_>, message: impl Into<String>) -> RunError {
     RunError::Step {
         path: path.doc().to_string(),
         message: message.into(),
@@ -1608,97 +1322,6 @@ impl<'r, 'c> Exec<'r, 'c> {
             }
         }
         Ok(())
-    }
-}
-
-/// What every call of `invoke` needs, made on its first.
-fn prepare(
-    wf: &WorkflowSpec,
-    sessions: &[Option<ComponentSession>],
-    names: &mut Names,
-    dynamic: &[String],
-    invoke: &InvokeStep,
-    path: &At<'_>,
-) -> Result<Prepared, RunError> {
-    let (component_index, _, component) = wf
-        .components
-        .get_full(&invoke.component)
-        .ok_or_else(|| fail(path, format!("unknown component '{}'", invoke.component)))?;
-    let at = |why: String| fail(path, format!("component '{}': {why}", invoke.component));
-    let ports = component.ports.as_ref();
-    let mut numbering = Vec::new();
-    let mut contract_of = |map: Option<&IndexMap<String, TensorContract>>, port: &str| {
-        let (index, _, contract) = map?.get_full(port)?;
-        Some((index, Compiled::new(contract, dynamic, &mut numbering)))
-    };
-    let session = sessions.get(component_index).and_then(Option::as_ref);
-    let mut outputs: SmallVec<[PreparedOutput; 4]> = SmallVec::new();
-    for (port, value) in invoke.outputs.iter().flatten() {
-        let index = session.map(|s| s.outputs.iter().position(|o| o == port));
-        if index == Some(None) {
-            return Err(at(format!("the graph has no output '{port}'")));
-        }
-        outputs.push(PreparedOutput {
-            contract: contract_of(ports.and_then(|p| p.outputs.as_ref()), port),
-            port: port.as_str().into(),
-            value: value.as_str().into(),
-            slot: names.slot(value),
-            dtype: session
-                .zip(index.flatten())
-                .and_then(|(s, i)| s.output_dtype(i)),
-            spare: None,
-        });
-    }
-    // Inputs number their symbols apart from the outputs (each side of
-    // a call is checked with a fresh table).
-    let output_symbols = numbering.len();
-    let mut numbering = Vec::new();
-    let inputs = invoke
-        .inputs
-        .iter()
-        .flatten()
-        .map(|(port, value)| PreparedInput {
-            slot: names.slot(value),
-            contract: ports
-                .and_then(|p| p.inputs.as_ref())
-                .and_then(|m| m.get_full(port.as_str()))
-                .map(|(i, _, c)| (i, Compiled::new(c, dynamic, &mut numbering))),
-        })
-        .collect();
-    let site = match &component.implementation {
-        Implementation::Onnx(_) => Some(
-            CallSite::new(
-                invoke.inputs.iter().flatten().map(|(p, _)| p.as_str()),
-                outputs.iter().map(|o| &*o.port),
-            )
-            .ok_or_else(|| at("a port name holds a NUL character".into()))?,
-        ),
-        _ => None,
-    };
-    Ok(Prepared {
-        component_index,
-        inputs,
-        path: path.doc().to_string().into(),
-        component: invoke.component.as_str().into(),
-        site,
-        outputs,
-        bound: vec![UNBOUND; output_symbols.max(numbering.len())],
-        shapes: ShapeMemo::default(),
-    })
-}
-
-/// The contract of what is published: for one row, the leading (request)
-/// extent is 1; otherwise the output's own contract, not copied.
-fn row_contract(contract: &TensorContract, row: bool) -> Cow<'_, TensorContract> {
-    match &contract.shape {
-        Some(shape) if row && !shape.is_empty() => {
-            let mut c = contract.clone();
-            if let Some(shape) = c.shape.as_mut() {
-                shape[0] = Dim::Fixed(1);
-            }
-            Cow::Owned(c)
-        }
-        _ => Cow::Borrowed(contract),
     }
 }
 

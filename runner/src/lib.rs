@@ -20,6 +20,7 @@ mod ortcall;
 pub mod ortlib;
 mod pool;
 mod predict;
+mod prepared;
 pub mod recipe;
 pub mod request;
 pub mod reuse;

@@ -1,0 +1,409 @@
+//! What the steps of a loaded package need on every run, worked out on
+//! their first: invoke steps (value slots, compiled port contracts, the
+//! ONNX Runtime call site, shape memory and spare output buffers), emit
+//! steps (slots, the published contract, row keys) and the workflow
+//! inputs' compiled contracts. The interpreter (`exec`) takes a step's
+//! entry out of its table while the step runs.
+
+use crate::RunError;
+use crate::at::At;
+use crate::check::{Compiled, Symbols, UNBOUND};
+use crate::env::Names;
+use crate::exec::{FastMap, MAX_LITERAL_BYTES, fail};
+use crate::ortcall::{CallSite, Held, Preset, Presets, Produced};
+use crate::pool::Pool;
+use crate::predict::ShapeMemo;
+use crate::session::ComponentSession;
+use crate::tensor::{DType, Tensor};
+use indexmap::IndexMap;
+use smallvec::SmallVec;
+use std::borrow::Cow;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+use wfstudio_schema::types::contract::{Dim, TensorContract};
+use wfstudio_schema::types::steps::{EmitMode, EmitStep, InvokeStep};
+use wfstudio_schema::types::workflow::{Implementation, WorkflowSpec};
+
+/// The workflow inputs' contracts made ready for the checks of every run:
+/// a supplied tensor is checked by symbol number, and the run's symbol
+/// table learns each symbol once; a refusal is explained by the named check.
+#[derive(Debug, Default)]
+pub(crate) struct InputChecks {
+    /// By input index.
+    pub(crate) contracts: Vec<Compiled>,
+    /// Symbol names by number.
+    pub(crate) symbols: Vec<String>,
+}
+
+/// What one run's supplied inputs bound: extents by symbol number, and
+/// whether the run's symbol table has the symbol yet.
+#[derive(Debug, Default)]
+pub(crate) struct InputBindings {
+    pub(crate) bound: Vec<usize>,
+    pub(crate) told: Vec<bool>,
+}
+
+impl InputChecks {
+    pub(crate) fn new(wf: &WorkflowSpec, dynamic: &[String]) -> Self {
+        let mut symbols = Vec::new();
+        let contracts = wf
+            .inputs
+            .iter()
+            .flatten()
+            .map(|(_, input)| Compiled::new(&input.contract, dynamic, &mut symbols))
+            .collect();
+        Self { contracts, symbols }
+    }
+
+    /// Whether `tensor` fits input `index`, given what this run bound so
+    /// far; when it does, the symbols it binds are added to `table`.
+    pub(crate) fn fits<'a>(
+        &'a self,
+        index: usize,
+        tensor: &Tensor,
+        run: &mut InputBindings,
+        table: &mut Symbols<'a>,
+    ) -> bool {
+        let Some(contract) = self.contracts.get(index) else {
+            return false;
+        };
+        if run.bound.len() != self.symbols.len() {
+            run.bound = vec![UNBOUND; self.symbols.len()];
+            run.told = vec![false; self.symbols.len()];
+        }
+        if !contract.fits(tensor, &mut run.bound) {
+            return false;
+        }
+        for n in contract.symbols() {
+            if !run.told[n] {
+                run.told[n] = true;
+                table.bind(&self.symbols[n], run.bound[n]);
+            }
+        }
+        true
+    }
+}
+
+impl InputBindings {
+    /// Forgets the last run's extents.
+    pub(crate) fn reset(&mut self) {
+        self.bound.fill(UNBOUND);
+        self.told.fill(false);
+    }
+}
+
+/// What steps of one kind need on every run, prepared on their first, by
+/// step address; an entry is taken out while its step runs (boxed, so that
+/// is a pointer move) and put back after.
+#[derive(Debug)]
+pub(crate) struct StepTable<T> {
+    pub(crate) index: FastMap<usize, usize>,
+    pub(crate) entries: Vec<Option<Box<T>>>,
+}
+
+impl<T> Default for StepTable<T> {
+    fn default() -> Self {
+        Self {
+            index: FastMap::default(),
+            entries: Vec::new(),
+        }
+    }
+}
+
+impl<T> StepTable<T> {
+    /// The entry of the step at `key` and its place, made by `prepare` the
+    /// first time.
+    pub(crate) fn take(
+        &mut self,
+        key: usize,
+        prepare: impl FnOnce() -> Result<T, RunError>,
+    ) -> Result<Option<(usize, Box<T>)>, RunError> {
+        let at = match self.index.get(&key) {
+            Some(at) => *at,
+            None => {
+                self.entries.push(Some(Box::new(prepare()?)));
+                let at = self.entries.len() - 1;
+                self.index.insert(key, at);
+                at
+            }
+        };
+        Ok(self.entries[at].take().map(|entry| (at, entry)))
+    }
+
+    /// Puts back the entry taken from `at`.
+    pub(crate) fn put_back(&mut self, at: usize, entry: Box<T>) {
+        self.entries[at] = Some(entry);
+    }
+}
+
+/// An invoke step made ready to call: where its values live, its contracts
+/// ready to check, its names as ONNX Runtime takes them, and the output
+/// shapes its earlier calls gave, which become the buffers ONNX Runtime
+/// writes into.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    /// Index of the component in the workflow's components.
+    pub(crate) component_index: usize,
+    /// Per input port, in order.
+    pub(crate) inputs: SmallVec<[PreparedInput; 8]>,
+    pub(crate) path: Arc<str>,
+    pub(crate) component: Arc<str>,
+    /// `None` for components that do not run on ONNX Runtime.
+    pub(crate) site: Option<CallSite>,
+    pub(crate) outputs: SmallVec<[PreparedOutput; 4]>,
+    /// Room for the symbols one side of a call binds (the inputs' and the
+    /// outputs' are numbered apart; see [`Compiled`]).
+    pub(crate) bound: Vec<usize>,
+    /// Output shapes by input shapes, for the buffers of the next calls.
+    pub(crate) shapes: ShapeMemo,
+}
+
+#[derive(Debug)]
+pub(crate) struct PreparedInput {
+    /// Slot of the bound value.
+    pub(crate) slot: u32,
+    /// Index of the port's contract in the component's input ports, and
+    /// the contract made ready to check.
+    pub(crate) contract: Option<(usize, Compiled)>,
+}
+
+#[derive(Debug)]
+pub(crate) struct PreparedOutput {
+    /// Index of the port's contract in the component's output ports, and
+    /// the contract made ready to check.
+    pub(crate) contract: Option<(usize, Compiled)>,
+    pub(crate) port: Arc<str>,
+    pub(crate) value: Arc<str>,
+    /// Slot of the produced value.
+    pub(crate) slot: u32,
+    /// Host dtype of the graph output (when it runs on ONNX Runtime).
+    pub(crate) dtype: Option<DType>,
+    /// The buffer of this output's value before last, freed when the last
+    /// one replaced it: in a steady loop the two take turns, with no trip
+    /// through the pool.
+    pub(crate) spare: Option<Preset>,
+}
+
+impl PreparedOutput {
+    /// The buffer for this call's output, of its predicted `shape`.
+    pub(crate) fn preset(&mut self, shape: &[usize], pool: &mut Pool) -> Option<Preset> {
+        let dtype = self.dtype?;
+        match self.spare.take() {
+            Some(spare) if spare.tensor().dtype() == dtype && spare.tensor().shape == shape => {
+                Some(spare)
+            }
+            other => {
+                if let Some(other) = other {
+                    pool.keep(other);
+                }
+                pool.take_for(self.slot, dtype, shape)
+                    .or_else(|| Preset::new(dtype, shape, MAX_LITERAL_BYTES))
+            }
+        }
+    }
+
+    /// Takes back the buffer of the value this output's new value replaced:
+    /// the spare for the next call, or the pool's.
+    pub(crate) fn recycle(&mut self, replaced: Rc<Held>, pool: &mut Pool) {
+        let Some(preset) = Preset::reclaim(replaced) else {
+            return;
+        };
+        if let Some(previous) = self.spare.replace(preset) {
+            pool.keep(previous);
+        }
+    }
+}
+
+/// An emit step made ready: where its values live, whether it publishes
+/// per row, and the contract of what it publishes ready to check.
+#[derive(Debug)]
+pub(crate) struct PreparedEmit {
+    pub(crate) value: u32,
+    pub(crate) when: Option<u32>,
+    pub(crate) valid_length: Option<u32>,
+    /// Whether each row is published as `<output>.row.<r>`.
+    pub(crate) rowwise: bool,
+    /// What one publish must fit (one row's contract for a row-wise
+    /// output; the growth axis of an append left free).
+    pub(crate) published: Compiled,
+    /// Room for the symbols `published` binds.
+    pub(crate) bound: Vec<usize>,
+    /// `<output>.row.<r>` by row, made as rows first publish.
+    pub(crate) row_keys: Vec<String>,
+}
+
+impl PreparedEmit {
+    pub(crate) fn new(
+        e: &EmitStep,
+        contract: &TensorContract,
+        rowwise: bool,
+        names: &mut Names,
+    ) -> Self {
+        let mut numbering = Vec::new();
+        let mut published = Compiled::new(&row_contract(contract, rowwise), &[], &mut numbering);
+        if e.mode == EmitMode::Append {
+            let rank = contract.rank as usize;
+            let axis = e.axis.map_or(rank.saturating_sub(1), |a| a as usize);
+            published.free_axis(axis);
+        }
+        Self {
+            value: names.slot(&e.value),
+            when: e.when.as_deref().map(|w| names.slot(w)),
+            valid_length: e.valid_length.as_deref().map(|v| names.slot(v)),
+            rowwise,
+            published,
+            bound: vec![UNBOUND; numbering.len()],
+            row_keys: Vec::new(),
+        }
+    }
+
+    /// The key of row `r` of `output`.
+    pub(crate) fn row_key(&mut self, output: &str, r: usize) -> &str {
+        while self.row_keys.len() <= r {
+            let next = self.row_keys.len();
+            self.row_keys.push(format!("{output}.row.{next}"));
+        }
+        &self.row_keys[r]
+    }
+}
+
+/// Runs `session` on the views of `bound`, writing predicted outputs into
+/// host buffers. A wrong prediction fails the run inside ONNX Runtime; the
+/// call is then made again with ONNX Runtime allocating, and the step is
+/// not predicted again.
+pub(crate) fn run_session(
+    session: &mut ComponentSession,
+    prepared: &mut Prepared,
+    bound: &[&Rc<Held>],
+    pool: &mut Pool,
+) -> Result<(Produced, Duration), String> {
+    let site = prepared
+        .site
+        .as_mut()
+        .ok_or("the component does not run on ONNX Runtime")?;
+    let count = prepared.outputs.len();
+    let inputs = bound.iter().map(|h| h.tensor().shape.as_slice());
+    let predicted = prepared.shapes.predict(inputs.clone());
+    let presets: Presets = match predicted {
+        Some(shapes) => prepared
+            .outputs
+            .iter_mut()
+            .zip(shapes)
+            .map(|(output, shape)| output.preset(shape, pool))
+            .collect(),
+        None => Presets::new(),
+    };
+    let ran = if presets.iter().any(Option::is_some) {
+        match session.run(site, bound, presets) {
+            Ok(ran) => Ok(ran),
+            // A buffer of the wrong shape (or refused): run again with ONNX
+            // Runtime allocating, and predict this step no more.
+            Err(_) => {
+                prepared.shapes.forget();
+                return session.run(site, bound, (0..count).map(|_| None).collect());
+            }
+        }
+    } else {
+        session.run(site, bound, (0..count).map(|_| None).collect())
+    }?;
+    let produced = ran.0.iter().map(|h| h.tensor().shape.as_slice());
+    let as_predicted =
+        predicted.is_some_and(|known| known.iter().map(Vec::as_slice).eq(produced.clone()));
+    if !as_predicted {
+        let produced: SmallVec<[&[usize]; 4]> = produced.collect();
+        prepared.shapes.remember(inputs, &produced);
+    }
+    Ok(ran)
+}
+
+/// What every call of `invoke` needs, made on its first.
+pub(crate) fn prepare(
+    wf: &WorkflowSpec,
+    sessions: &[Option<ComponentSession>],
+    names: &mut Names,
+    dynamic: &[String],
+    invoke: &InvokeStep,
+    path: &At<'_>,
+) -> Result<Prepared, RunError> {
+    let (component_index, _, component) = wf
+        .components
+        .get_full(&invoke.component)
+        .ok_or_else(|| fail(path, format!("unknown component '{}'", invoke.component)))?;
+    let at = |why: String| fail(path, format!("component '{}': {why}", invoke.component));
+    let ports = component.ports.as_ref();
+    let mut numbering = Vec::new();
+    let mut contract_of = |map: Option<&IndexMap<String, TensorContract>>, port: &str| {
+        let (index, _, contract) = map?.get_full(port)?;
+        Some((index, Compiled::new(contract, dynamic, &mut numbering)))
+    };
+    let session = sessions.get(component_index).and_then(Option::as_ref);
+    let mut outputs: SmallVec<[PreparedOutput; 4]> = SmallVec::new();
+    for (port, value) in invoke.outputs.iter().flatten() {
+        let index = session.map(|s| s.outputs.iter().position(|o| o == port));
+        if index == Some(None) {
+            return Err(at(format!("the graph has no output '{port}'")));
+        }
+        outputs.push(PreparedOutput {
+            contract: contract_of(ports.and_then(|p| p.outputs.as_ref()), port),
+            port: port.as_str().into(),
+            value: value.as_str().into(),
+            slot: names.slot(value),
+            dtype: session
+                .zip(index.flatten())
+                .and_then(|(s, i)| s.output_dtype(i)),
+            spare: None,
+        });
+    }
+    // Inputs number their symbols apart from the outputs (each side of
+    // a call is checked with a fresh table).
+    let output_symbols = numbering.len();
+    let mut numbering = Vec::new();
+    let inputs = invoke
+        .inputs
+        .iter()
+        .flatten()
+        .map(|(port, value)| PreparedInput {
+            slot: names.slot(value),
+            contract: ports
+                .and_then(|p| p.inputs.as_ref())
+                .and_then(|m| m.get_full(port.as_str()))
+                .map(|(i, _, c)| (i, Compiled::new(c, dynamic, &mut numbering))),
+        })
+        .collect();
+    let site = match &component.implementation {
+        Implementation::Onnx(_) => Some(
+            CallSite::new(
+                invoke.inputs.iter().flatten().map(|(p, _)| p.as_str()),
+                outputs.iter().map(|o| &*o.port),
+            )
+            .ok_or_else(|| at("a port name holds a NUL character".into()))?,
+        ),
+        _ => None,
+    };
+    Ok(Prepared {
+        component_index,
+        inputs,
+        path: path.doc().to_string().into(),
+        component: invoke.component.as_str().into(),
+        site,
+        outputs,
+        bound: vec![UNBOUND; output_symbols.max(numbering.len())],
+        shapes: ShapeMemo::default(),
+    })
+}
+
+/// The contract of what is published: for one row, the leading (request)
+/// extent is 1; otherwise the output's own contract, not copied.
+pub(crate) fn row_contract(contract: &TensorContract, row: bool) -> Cow<'_, TensorContract> {
+    match &contract.shape {
+        Some(shape) if row && !shape.is_empty() => {
+            let mut c = contract.clone();
+            if let Some(shape) = c.shape.as_mut() {
+                shape[0] = Dim::Fixed(1);
+            }
+            Cow::Owned(c)
+        }
+        _ => Cow::Borrowed(contract),
+    }
+}
