@@ -57,6 +57,15 @@ impl<'a> Symbols<'a> {
     }
 }
 
+/// The request axis and its rows per request, for a request-expanded
+/// layout (where a symbol counts requests, not rows).
+fn expansion(contract: &TensorContract) -> Option<(usize, usize)> {
+    match &contract.batch_layout {
+        Some(BatchLayout::RequestExpanded(l)) => Some((l.axis as usize, l.factor.max(1) as usize)),
+        _ => None,
+    }
+}
+
 /// Checks `tensor` against `contract`, binding symbols as it goes. `skip_axis`
 /// exempts one axis (the growth axis of an append). Returns the reason when
 /// the tensor does not fit.
@@ -85,10 +94,7 @@ pub fn check<'a>(
     let Some(shape) = &contract.shape else {
         return Ok(());
     };
-    let expanded = match &contract.batch_layout {
-        Some(BatchLayout::RequestExpanded(l)) => Some((l.axis as usize, l.factor.max(1) as usize)),
-        _ => None,
-    };
+    let expanded = expansion(contract);
     for (axis, (dim, &extent)) in shape.iter().zip(&tensor.shape).enumerate() {
         if Some(axis) == skip_axis {
             continue;
@@ -173,12 +179,7 @@ impl Compiled {
                 numbering.len() - 1
             })
         };
-        let expanded = match &contract.batch_layout {
-            Some(BatchLayout::RequestExpanded(l)) => {
-                Some((l.axis as usize, l.factor.max(1) as usize))
-            }
-            _ => None,
-        };
+        let expanded = expansion(contract);
         let axes = contract.shape.as_ref().map(|shape| {
             shape
                 .iter()

@@ -166,6 +166,7 @@ impl Plan {
             rowwise: row_wise_outputs(wf),
             names,
             input_order,
+            input_bindings: input_checks.bindings(),
             input_checks,
             ..Self::default()
         }
@@ -206,6 +207,14 @@ pub(crate) fn fail(path: &At<'_>, message: impl Into<String>) -> RunError {
         path: path.doc().to_string(),
         message: message.into(),
     }
+}
+
+/// The error for a value read before any step bound it.
+fn undefined(at: &At<'_>, name: &str) -> RunError {
+    fail(
+        at,
+        format!("value '{name}' is not defined when this step runs"),
+    )
 }
 
 /// Symbols on growing or bounded state axes; they are never bound.
@@ -439,22 +448,12 @@ impl<'r, 'c> Exec<'r, 'c> {
     }
 
     fn held(&self, name: &str, at: &At<'_>) -> Result<&Rc<Held>, RunError> {
-        self.bound(name).ok_or_else(|| {
-            fail(
-                at,
-                format!("value '{name}' is not defined when this step runs"),
-            )
-        })
+        self.bound(name).ok_or_else(|| undefined(at, name))
     }
 
     /// The value in `slot` (which `name` numbers), or why it is missing.
     fn held_at(&self, slot: u32, name: &str, at: &At<'_>) -> Result<&Rc<Held>, RunError> {
-        self.env.get(slot).ok_or_else(|| {
-            fail(
-                at,
-                format!("value '{name}' is not defined when this step runs"),
-            )
-        })
+        self.env.get(slot).ok_or_else(|| undefined(at, name))
     }
 
     /// The value bound to `name`, if any.
@@ -610,13 +609,10 @@ impl<'r, 'c> Exec<'r, 'c> {
         let mut bound: SmallVec<[&Rc<Held>; 8]> = SmallVec::new();
         for ((port, value), input) in invoke.inputs.iter().flatten().zip(&prepared.inputs) {
             let held = self.env.get(input.slot).ok_or_else(|| {
-                let at = path.key("inputs");
-                fail(
-                    &at.key(port.as_str()),
-                    format!("value '{value}' is not defined when this step runs"),
-                )
+                let inputs = path.key("inputs");
+                undefined(&inputs.key(port.as_str()), value)
             })?;
-            if let Some((_, contract)) = &input.contract
+            if let Some(contract) = &input.contract
                 && !contract.fits(held.tensor(), &mut prepared.bound)
             {
                 return Err(at(self.explain_inputs(invoke, component)));
@@ -715,7 +711,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                 output
                     .contract
                     .as_ref()
-                    .is_none_or(|(_, c)| c.fits(held.tensor(), &mut prepared.bound))
+                    .is_none_or(|c| c.fits(held.tensor(), &mut prepared.bound))
             });
         if !fits {
             return Err(at(self.explain_outputs(component, prepared, &produced)));
@@ -987,18 +983,16 @@ impl<'r, 'c> Exec<'r, 'c> {
         index: usize,
         path: &At<'_>,
     ) -> Result<(), RunError> {
-        let shape: Vec<usize> = it
-            .contract
-            .shape
-            .iter()
-            .flatten()
-            .map(|d| self.symbols.resolve(d))
-            .collect::<Option<_>>()
-            .ok_or_else(|| fail(path, "the iteration shape uses a symbol no input bound"))?;
-        let shape = if it.contract.rank == 0 {
+        let shape: Vec<usize> = if it.contract.rank == 0 {
             Vec::new()
         } else {
-            shape
+            it.contract
+                .shape
+                .iter()
+                .flatten()
+                .map(|d| self.symbols.resolve(d))
+                .collect::<Option<_>>()
+                .ok_or_else(|| fail(path, "the iteration shape uses a symbol no input bound"))?
         };
         let key = l as *const LoopStep as usize;
         let kept = self
@@ -1236,8 +1230,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                         .slice_axis(axis, 0, n)
                         .map_err(|er| fail(path, er.0))?;
                 }
-                prepared.bound.fill(UNBOUND);
-                let fits = prepared.published.fits(&chunk, &mut prepared.bound);
+                let fits = prepared.fits(&chunk);
                 let key = prepared.row_key(&e.output, r);
                 self.publish(key, chunk, fits, e.mode, axis, contract, path)?;
             }
@@ -1255,8 +1248,7 @@ impl<'r, 'c> Exec<'r, 'c> {
             }
             None => (*value).clone(),
         };
-        prepared.bound.fill(UNBOUND);
-        let fits = prepared.published.fits(&chunk, &mut prepared.bound);
+        let fits = prepared.fits(&chunk);
         self.publish(&e.output, chunk, fits, e.mode, axis, contract, path)
     }
 

@@ -31,17 +31,18 @@ use wfstudio_schema::types::workflow::{Implementation, WorkflowSpec};
 #[derive(Debug, Default)]
 pub(crate) struct InputChecks {
     /// By input index.
-    pub(crate) contracts: Vec<Compiled>,
+    contracts: Vec<Compiled>,
     /// Symbol names by number.
-    pub(crate) symbols: Vec<String>,
+    symbols: Vec<String>,
 }
 
 /// What one run's supplied inputs bound: extents by symbol number, and
-/// whether the run's symbol table has the symbol yet.
+/// whether the run's symbol table has the symbol yet (made by
+/// [`InputChecks::bindings`], one entry per symbol).
 #[derive(Debug, Default)]
 pub(crate) struct InputBindings {
-    pub(crate) bound: Vec<usize>,
-    pub(crate) told: Vec<bool>,
+    bound: Vec<usize>,
+    told: Vec<bool>,
 }
 
 impl InputChecks {
@@ -56,6 +57,14 @@ impl InputChecks {
         Self { contracts, symbols }
     }
 
+    /// Room for what a run's inputs bind.
+    pub(crate) fn bindings(&self) -> InputBindings {
+        InputBindings {
+            bound: vec![UNBOUND; self.symbols.len()],
+            told: vec![false; self.symbols.len()],
+        }
+    }
+
     /// Whether `tensor` fits input `index`, given what this run bound so
     /// far; when it does, the symbols it binds are added to `table`.
     pub(crate) fn fits<'a>(
@@ -68,10 +77,6 @@ impl InputChecks {
         let Some(contract) = self.contracts.get(index) else {
             return false;
         };
-        if run.bound.len() != self.symbols.len() {
-            run.bound = vec![UNBOUND; self.symbols.len()];
-            run.told = vec![false; self.symbols.len()];
-        }
         if !contract.fits(tensor, &mut run.bound) {
             return false;
         }
@@ -98,8 +103,8 @@ impl InputBindings {
 /// is a pointer move) and put back after.
 #[derive(Debug)]
 pub(crate) struct StepTable<T> {
-    pub(crate) index: FastMap<usize, usize>,
-    pub(crate) entries: Vec<Option<Box<T>>>,
+    index: FastMap<usize, usize>,
+    entries: Vec<Option<Box<T>>>,
 }
 
 impl<T> Default for StepTable<T> {
@@ -163,16 +168,14 @@ pub(crate) struct Prepared {
 pub(crate) struct PreparedInput {
     /// Slot of the bound value.
     pub(crate) slot: u32,
-    /// Index of the port's contract in the component's input ports, and
-    /// the contract made ready to check.
-    pub(crate) contract: Option<(usize, Compiled)>,
+    /// The port's contract made ready to check.
+    pub(crate) contract: Option<Compiled>,
 }
 
 #[derive(Debug)]
 pub(crate) struct PreparedOutput {
-    /// Index of the port's contract in the component's output ports, and
-    /// the contract made ready to check.
-    pub(crate) contract: Option<(usize, Compiled)>,
+    /// The port's contract made ready to check.
+    pub(crate) contract: Option<Compiled>,
     pub(crate) port: Arc<str>,
     pub(crate) value: Arc<str>,
     /// Slot of the produced value.
@@ -226,11 +229,11 @@ pub(crate) struct PreparedEmit {
     pub(crate) rowwise: bool,
     /// What one publish must fit (one row's contract for a row-wise
     /// output; the growth axis of an append left free).
-    pub(crate) published: Compiled,
+    published: Compiled,
     /// Room for the symbols `published` binds.
-    pub(crate) bound: Vec<usize>,
+    bound: Vec<usize>,
     /// `<output>.row.<r>` by row, made as rows first publish.
-    pub(crate) row_keys: Vec<String>,
+    row_keys: Vec<String>,
 }
 
 impl PreparedEmit {
@@ -256,6 +259,12 @@ impl PreparedEmit {
             bound: vec![UNBOUND; numbering.len()],
             row_keys: Vec::new(),
         }
+    }
+
+    /// Whether `chunk` fits what one publish must fit.
+    pub(crate) fn fits(&mut self, chunk: &Tensor) -> bool {
+        self.bound.fill(UNBOUND);
+        self.published.fits(chunk, &mut self.bound)
     }
 
     /// The key of row `r` of `output`.
@@ -332,11 +341,15 @@ pub(crate) fn prepare(
         .ok_or_else(|| fail(path, format!("unknown component '{}'", invoke.component)))?;
     let at = |why: String| fail(path, format!("component '{}': {why}", invoke.component));
     let ports = component.ports.as_ref();
-    let mut numbering = Vec::new();
-    let mut contract_of = |map: Option<&IndexMap<String, TensorContract>>, port: &str| {
-        let (index, _, contract) = map?.get_full(port)?;
-        Some((index, Compiled::new(contract, dynamic, &mut numbering)))
+    // Each side of a call is checked with a fresh table, so inputs and
+    // outputs number their symbols apart.
+    let compile = |map: Option<&IndexMap<String, TensorContract>>,
+                   port: &str,
+                   numbering: &mut Vec<String>| {
+        map?.get(port)
+            .map(|contract| Compiled::new(contract, dynamic, numbering))
     };
+    let mut numbering = Vec::new();
     let session = sessions.get(component_index).and_then(Option::as_ref);
     let mut outputs: SmallVec<[PreparedOutput; 4]> = SmallVec::new();
     for (port, value) in invoke.outputs.iter().flatten() {
@@ -345,7 +358,7 @@ pub(crate) fn prepare(
             return Err(at(format!("the graph has no output '{port}'")));
         }
         outputs.push(PreparedOutput {
-            contract: contract_of(ports.and_then(|p| p.outputs.as_ref()), port),
+            contract: compile(ports.and_then(|p| p.outputs.as_ref()), port, &mut numbering),
             port: port.as_str().into(),
             value: value.as_str().into(),
             slot: names.slot(value),
@@ -355,8 +368,6 @@ pub(crate) fn prepare(
             spare: None,
         });
     }
-    // Inputs number their symbols apart from the outputs (each side of
-    // a call is checked with a fresh table).
     let output_symbols = numbering.len();
     let mut numbering = Vec::new();
     let inputs = invoke
@@ -365,10 +376,7 @@ pub(crate) fn prepare(
         .flatten()
         .map(|(port, value)| PreparedInput {
             slot: names.slot(value),
-            contract: ports
-                .and_then(|p| p.inputs.as_ref())
-                .and_then(|m| m.get_full(port.as_str()))
-                .map(|(i, _, c)| (i, Compiled::new(c, dynamic, &mut numbering))),
+            contract: compile(ports.and_then(|p| p.inputs.as_ref()), port, &mut numbering),
         })
         .collect();
     let site = match &component.implementation {
