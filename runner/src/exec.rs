@@ -18,8 +18,9 @@ pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 use crate::at::At;
 use crate::ortcall::{Held, Preset, Produced};
 use crate::pool::Pool;
+use crate::predict::Seen;
 use crate::prepared::{
-    InputBindings, InputChecks, Prepared, PreparedEmit, StepTable, prepare, row_contract,
+    InputBindings, InputChecks, Outcome, Prepared, PreparedEmit, StepTable, prepare, row_contract,
     run_session,
 };
 use smallvec::SmallVec;
@@ -40,13 +41,22 @@ use wfstudio_schema::types::workflow::{
 /// allocating, so a hostile shape cannot exhaust memory).
 pub const MAX_LITERAL_BYTES: usize = 1 << 30;
 
-/// Timing of one invoke call.
-#[derive(Clone, Debug, PartialEq)]
-pub struct InvokeTiming {
+/// An invoke step that ran: where it is and what it calls (shared by all
+/// of its calls, see [`RunOutput::steps`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InvokedStep {
     /// Document path of the invoke step.
     pub path: Arc<str>,
     /// Component name.
     pub component: Arc<str>,
+}
+
+/// Timing of one invoke call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InvokeTiming {
+    /// The step that made the call: its index in [`RunOutput::steps`]
+    /// (an index rather than the names, so timing a call copies nothing).
+    pub step: usize,
     /// Wall time.
     pub wall: Duration,
     /// Time inside ONNX Runtime.
@@ -77,6 +87,8 @@ pub struct RunOutput {
     pub outputs: BTreeMap<String, Tensor>,
     /// Every invoke call, in order.
     pub invokes: Vec<InvokeTiming>,
+    /// The invoke steps the calls name (see [`InvokeTiming::step`]).
+    pub steps: Arc<Vec<InvokedStep>>,
     /// Loop path -> iterations run.
     pub loop_iterations: BTreeMap<String, usize>,
     /// Wall time of the run.
@@ -91,6 +103,18 @@ impl RunOutput {
     /// Sum of the time spent inside ONNX Runtime.
     pub fn ort_time(&self) -> Duration {
         self.invokes.iter().map(|i| i.ort).sum()
+    }
+
+    /// The step that made `call`.
+    pub fn step_of(&self, call: &InvokeTiming) -> Option<&InvokedStep> {
+        self.steps.get(call.step)
+    }
+
+    /// Every invoke call with its step, in order.
+    pub fn calls(&self) -> impl Iterator<Item = (&InvokedStep, &InvokeTiming)> {
+        self.invokes
+            .iter()
+            .filter_map(|call| Some((self.step_of(call)?, call)))
     }
 }
 
@@ -142,6 +166,8 @@ pub(crate) struct Plan {
     /// Invoke calls of the last run (the next run's timing records are
     /// made room for at once).
     last_calls: usize,
+    /// The invoke steps prepared so far, which timing records name by index.
+    invoked: Arc<Vec<InvokedStep>>,
 }
 
 impl Plan {
@@ -187,6 +213,7 @@ pub(crate) struct Exec<'r, 'c> {
     pool: &'r mut Pool,
     iteration_values: &'r mut FastMap<usize, Vec<Option<Preset>>>,
     last_calls: &'r mut usize,
+    invoked: &'r mut Arc<Vec<InvokedStep>>,
     input_order: &'r [(usize, u32)],
     input_checks: &'r InputChecks,
     input_bindings: &'r mut InputBindings,
@@ -215,6 +242,13 @@ fn undefined(at: &At<'_>, name: &str) -> RunError {
         at,
         format!("value '{name}' is not defined when this step runs"),
     )
+}
+
+/// The dtypes and shapes of a call's inputs, as the shape memory sees them.
+fn seen<'a>(bound: &'a [&'a Rc<Held>]) -> impl Iterator<Item = Seen<'a>> + Clone {
+    bound
+        .iter()
+        .map(|h| (h.tensor().dtype(), h.tensor().shape.as_slice()))
 }
 
 /// Symbols on growing or bounded state axes; they are never bound.
@@ -286,6 +320,7 @@ impl<'r, 'c> Exec<'r, 'c> {
             pool: &mut plan.pool,
             iteration_values: &mut plan.iteration_values,
             last_calls: &mut plan.last_calls,
+            invoked: &mut plan.invoked,
             input_order: &plan.input_order,
             input_checks: &plan.input_checks,
             input_bindings: &mut plan.input_bindings,
@@ -423,6 +458,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                 }
                 self.out.wall = self.started.elapsed();
                 *self.last_calls = self.out.invokes.len();
+                self.out.steps = Arc::clone(self.invoked);
                 for (slot, held) in self.env.drain() {
                     self.pool.park(slot, held);
                 }
@@ -540,9 +576,12 @@ impl<'r, 'c> Exec<'r, 'c> {
         let key = invoke as *const InvokeStep as usize;
         let wf = self.wf;
         let (sessions, names, dynamic) = (&*self.sessions, &mut *self.names, self.dynamic);
+        let invoked = &mut *self.invoked;
         let (at, mut prepared) = self
             .invokes
-            .take(key, || prepare(wf, sessions, names, dynamic, invoke, path))?
+            .take(key, || {
+                prepare(wf, sessions, names, dynamic, invoke, path, invoked)
+            })?
             .ok_or_else(|| fail(path, "an invoke step re-entered itself"))?;
         let result = self.call(invoke, &mut prepared, path);
         self.invokes.put_back(at, prepared);
@@ -599,35 +638,51 @@ impl<'r, 'c> Exec<'r, 'c> {
             .get_index(prepared.component_index)
             .map(|(_, c)| c)
             .ok_or_else(|| at("is not declared".into()))?;
-        self.notify(|| Event::InvokeStarted {
-            path: prepared.path.clone(),
-            component: prepared.component.clone(),
-        });
+        if self.control.observer.is_some() {
+            self.notify(|| Event::InvokeStarted {
+                path: prepared.path.clone(),
+                component: prepared.component.clone(),
+            });
+        }
         let start = Tick::now();
-        // Component-local symbols: fresh per invocation; growing state axes stay free.
-        prepared.bound.fill(UNBOUND);
         let mut bound: SmallVec<[&Rc<Held>; 8]> = SmallVec::new();
         for ((port, value), input) in invoke.inputs.iter().flatten().zip(&prepared.inputs) {
             let held = self.env.get(input.slot).ok_or_else(|| {
                 let inputs = path.key("inputs");
                 undefined(&inputs.key(port.as_str()), value)
             })?;
-            if let Some(contract) = &input.contract
-                && !contract.fits(held.tensor(), &mut prepared.bound)
-            {
-                return Err(at(self.explain_inputs(invoke, component)));
-            }
             bound.push(held);
+        }
+        // Inputs like those of a remembered call pass their checks as its did.
+        let predicted = prepared.shapes.predict(seen(&bound));
+        if predicted.is_none() {
+            // Component-local symbols: fresh per invocation; growing state axes stay free.
+            prepared.bound.fill(UNBOUND);
+            for (held, input) in bound.iter().zip(&prepared.inputs) {
+                if let Some(contract) = &input.contract
+                    && !contract.fits(held.tensor(), &mut prepared.bound)
+                {
+                    return Err(at(self.explain_inputs(invoke, component)));
+                }
+            }
         }
         self.check_capacity(&invoke.component, invoke, path)?;
         let mut reused = false;
-        let (produced, ort): (Produced, Duration) = match &component.implementation {
+        let mut ort = Duration::ZERO;
+        // How the outputs compare with the prediction, for calls run on ONNX Runtime.
+        let mut outcome = None;
+        let mut produced = Produced::new();
+        match &component.implementation {
             Implementation::Onnx(_) => {
                 let session = self
                     .sessions
                     .get_mut(prepared.component_index)
                     .and_then(Option::as_mut)
                     .ok_or_else(|| at("has no session".into()))?;
+                let site = prepared
+                    .site
+                    .as_mut()
+                    .ok_or_else(|| at("has no call site".into()))?;
                 let fingerprint = session.fingerprint;
                 let cache = self
                     .control
@@ -651,28 +706,35 @@ impl<'r, 'c> Exec<'r, 'c> {
                 match remembered {
                     Some((_, _, Some(outputs))) => {
                         reused = true;
-                        let held = outputs.into_iter().map(|(_, t)| Held::new(t)).collect();
-                        (held, Duration::ZERO)
+                        produced.extend(outputs.into_iter().map(|(_, t)| Held::new(t)));
                     }
                     remembered => {
-                        let ran = run_session(session, prepared, &bound, self.pool).map_err(at)?;
+                        let ran = run_session(
+                            session,
+                            site,
+                            &mut prepared.outputs,
+                            predicted,
+                            &bound,
+                            self.pool,
+                            &mut produced,
+                        )
+                        .map_err(at)?;
+                        (ort, outcome) = (ran.0, Some(ran.1));
                         if let (Some(cache), Some((key, tensors, _))) =
                             (self.control.reuse.as_deref_mut(), remembered)
                         {
                             let outputs: Vec<(String, Arc<Tensor>)> = prepared
                                 .outputs
                                 .iter()
-                                .zip(&ran.0)
+                                .zip(produced.iter())
                                 .map(|(o, h)| (o.port.to_string(), h.tensor().clone()))
                                 .collect();
                             cache.store(key, fingerprint, &tensors, &outputs);
                         }
-                        ran
                     }
                 }
             }
             Implementation::Binding => {
-                let mut copies = SmallVec::new();
                 for output in &prepared.outputs {
                     let source = invoke
                         .inputs
@@ -686,9 +748,8 @@ impl<'r, 'c> Exec<'r, 'c> {
                                 output.port
                             ))
                         })?;
-                    copies.push(Rc::clone(source.1));
+                    produced.push(Rc::clone(source.1));
                 }
-                (copies, Duration::ZERO)
             }
             Implementation::Adapter(a) => {
                 return Err(at(format!(
@@ -696,26 +757,40 @@ impl<'r, 'c> Exec<'r, 'c> {
                     a.abi, a.version
                 )));
             }
-        };
+        }
+        if outcome != Some(Outcome::AsPredicted) {
+            // Outputs are checked with their own fresh table: an append
+            // graph's output legitimately differs from its input under one
+            // symbol.
+            prepared.bound.fill(UNBOUND);
+            let fits = prepared
+                .outputs
+                .iter()
+                .zip(&produced)
+                .all(|(output, held)| {
+                    output
+                        .contract
+                        .as_ref()
+                        .is_none_or(|c| c.fits(held.tensor(), &mut prepared.bound))
+                });
+            if !fits {
+                return Err(at(self.explain_outputs(component, prepared, &produced)));
+            }
+        }
+        match outcome {
+            Some(Outcome::Unpredicted) => {
+                let shapes: SmallVec<[&[usize]; 4]> = produced
+                    .iter()
+                    .map(|h| h.tensor().shape.as_slice())
+                    .collect();
+                prepared.shapes.remember(seen(&bound), &shapes);
+            }
+            Some(Outcome::Refused) => prepared.shapes.forget(),
+            Some(Outcome::AsPredicted) | None => {}
+        }
         // The inputs are borrowed from the environment, which the outputs
         // now change.
         drop(bound);
-        // Outputs are checked with their own fresh table: an append graph's
-        // output legitimately differs from its input under one symbol.
-        prepared.bound.fill(UNBOUND);
-        let fits = prepared
-            .outputs
-            .iter()
-            .zip(&produced)
-            .all(|(output, held)| {
-                output
-                    .contract
-                    .as_ref()
-                    .is_none_or(|c| c.fits(held.tensor(), &mut prepared.bound))
-            });
-        if !fits {
-            return Err(at(self.explain_outputs(component, prepared, &produced)));
-        }
         let listening = self.control.observer.is_some();
         let mut shapes = Vec::new();
         for (output, held) in prepared.outputs.iter_mut().zip(produced) {
@@ -731,21 +806,22 @@ impl<'r, 'c> Exec<'r, 'c> {
         }
         let wall = start.elapsed();
         self.out.invokes.push(InvokeTiming {
-            path: prepared.path.clone(),
-            component: prepared.component.clone(),
+            step: prepared.step,
             wall,
             ort,
             start: start.since(self.started_tick),
             reused,
         });
-        self.notify(|| Event::InvokeFinished {
-            path: prepared.path.clone(),
-            component: prepared.component.clone(),
-            wall,
-            ort,
-            outputs: shapes,
-            reused,
-        });
+        if listening {
+            self.notify(|| Event::InvokeFinished {
+                path: prepared.path.clone(),
+                component: prepared.component.clone(),
+                wall,
+                ort,
+                outputs: shapes,
+                reused,
+            });
+        }
         Ok(())
     }
 

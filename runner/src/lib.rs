@@ -37,7 +37,7 @@ pub mod onnx {
 
 pub use device::Device;
 pub use events::Event;
-pub use exec::{InvokeTiming, KeptValue, RunControl, RunOutput};
+pub use exec::{InvokeTiming, InvokedStep, KeptValue, RunControl, RunOutput};
 pub use request::{Request, Sampling};
 pub use tensor::{DType, Data, Tensor};
 

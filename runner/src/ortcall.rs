@@ -48,6 +48,12 @@ pub(crate) struct Held {
     home: Cell<u32>,
 }
 
+impl std::fmt::Debug for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Held({} {:?})", self.tensor.dtype(), self.tensor.shape)
+    }
+}
+
 /// The home of a value no invoke output produced.
 pub(crate) const NO_HOME: u32 = u32::MAX;
 
@@ -281,6 +287,9 @@ pub(crate) struct CallSite {
     input_values: Vec<*const OrtValue>,
     /// Filled at the start of each call and read only within it.
     output_values: Vec<*mut OrtValue>,
+    /// One slot per output port: the buffer the next call writes into, or
+    /// `None` for ONNX Runtime to allocate (each taken by the call).
+    pub(crate) presets: Presets,
 }
 
 // SAFETY: the name pointers point into the `CString`s the site owns (heap
@@ -304,6 +313,7 @@ impl CallSite {
             output_names: outputs.iter().map(|n| n.as_ptr()).collect(),
             input_values: Vec::with_capacity(inputs.len()),
             output_values: Vec::with_capacity(outputs.len()),
+            presets: (0..outputs.len()).map(|_| None).collect(),
             _names: inputs.into_iter().chain(outputs).collect(),
         })
     }
@@ -314,7 +324,7 @@ pub(crate) type Produced = smallvec::SmallVec<[Rc<Held>; 4]>;
 
 /// One slot per output of a call: its buffer, or `None` for ONNX Runtime
 /// to allocate.
-pub(crate) type Presets = smallvec::SmallVec<[Option<Preset>; 4]>;
+pub(crate) type Presets = Vec<Option<Preset>>;
 
 /// A value with a view whose every reference is this one (no other `Rc`
 /// to the [`Held`], no other `Arc` to its tensor): its buffer may be
@@ -331,8 +341,7 @@ unsafe impl Send for Preset {}
 
 impl std::fmt::Debug for Preset {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let t = self.tensor();
-        write!(f, "Preset({} {:?})", t.dtype(), t.shape)
+        write!(f, "Preset({:?})", self.0)
     }
 }
 
@@ -382,18 +391,17 @@ impl Preset {
 }
 
 /// Runs `session` once (with `options`, if any) on the views of `inputs`
-/// (one per input port of `site`, in order); `presets` has one slot per
-/// output port (a buffer, or `None` for ONNX Runtime to allocate). Returns
-/// each output as a held value, and the time spent inside ONNX Runtime's
-/// `Run` call.
+/// (one per input port of `site`, in order), writing into the site's
+/// presets (which the call takes). Appends each output to `produced` as a
+/// held value and returns the time spent inside ONNX Runtime's `Run` call.
 pub(crate) fn run(
     session: &mut Session,
     options: Option<&RunOptions>,
     site: &mut CallSite,
     inputs: &[&Rc<Held>],
-    presets: Presets,
-) -> Result<(Produced, Duration), String> {
-    if inputs.len() != site.input_names.len() || presets.len() != site.output_names.len() {
+    produced: &mut Produced,
+) -> Result<Duration, String> {
+    if inputs.len() != site.input_names.len() || site.presets.len() != site.output_names.len() {
         return Err("port names and values differ in number".into());
     }
     site.input_values.clear();
@@ -403,7 +411,7 @@ pub(crate) fn run(
     }
     site.output_values.clear();
     site.output_values.extend(
-        presets
+        site.presets
             .iter()
             .map(|p| p.as_ref().map_or(ptr::null_mut(), Preset::output_slot)),
     );
@@ -427,9 +435,8 @@ pub(crate) fn run(
     });
     let inside = Tick::now().since(start);
     ran?;
-    let mut produced = Produced::new();
-    for (preset, &value) in presets.into_iter().zip(&site.output_values) {
-        match preset {
+    for (preset, &value) in site.presets.iter_mut().zip(&site.output_values) {
+        match preset.take() {
             Some(p) if value == p.output_slot() => produced.push(p.into_held()),
             _ => {
                 let value = NonNull::new(value)
@@ -439,5 +446,5 @@ pub(crate) fn run(
             }
         }
     }
-    Ok((produced, inside))
+    Ok(inside)
 }

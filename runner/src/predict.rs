@@ -1,25 +1,34 @@
-//! Output shapes predicted from input shapes. The output shapes of most
-//! graphs follow from their input shapes alone, so a step called with
-//! input shapes it has seen before (the same call in the next run, every
-//! iteration of a steady loop) is handed buffers of the shapes it produced
-//! then, and ONNX Runtime writes its outputs straight into them. A step
-//! whose outputs once took other shapes for the same input shapes (shapes
-//! that follow from input values) is never predicted again.
+//! Output shapes predicted from input dtypes and shapes. The output shapes
+//! of most graphs follow from their inputs' shapes alone, so a step called
+//! with inputs like those of an earlier call (the same call in the next
+//! run, every iteration of a steady loop) is handed buffers of the shapes
+//! it produced then, and ONNX Runtime writes its outputs straight into
+//! them. A step whose outputs once took other shapes for the same inputs
+//! (shapes that follow from input values) is never predicted again.
+//!
+//! Only calls whose inputs and outputs passed their port checks are
+//! remembered. Those checks look at dtypes and shapes alone, so a call
+//! whose inputs match a remembered one passes the input checks, and
+//! outputs of the predicted shapes pass the output checks.
 
 use crate::exec::FastMap;
-use std::hash::{BuildHasher, Hash, Hasher};
+use crate::tensor::DType;
+use std::hash::{BuildHasher, Hasher};
 
 /// Calls remembered per step besides the last (a decoder loop's calls
 /// differ in shape on every iteration; past this, no more are added).
 const REMEMBERED: usize = 1024;
 
-/// The input shapes of one call, flattened as rank then extents per input.
+/// The inputs of one call, flattened as dtype, rank, then extents per input.
 type Key = Vec<usize>;
 
-/// One remembered call: its input shapes and the output shapes they gave.
+/// One input as the memory sees it: its dtype and shape.
+pub(crate) type Seen<'a> = (DType, &'a [usize]);
+
+/// One remembered call: its inputs and the output shapes they gave.
 type Call = (Key, Vec<Vec<usize>>);
 
-/// What one step's calls produced, by input shapes.
+/// What one step's calls produced, by their inputs' dtypes and shapes.
 #[derive(Debug, Default)]
 pub(crate) struct ShapeMemo {
     /// The last call, looked at first and with no hashing.
@@ -31,43 +40,45 @@ pub(crate) struct ShapeMemo {
     volatile: bool,
 }
 
-/// Whether `key` spells the shapes of `inputs`.
-fn spells<'a>(key: &[usize], inputs: impl IntoIterator<Item = &'a [usize]>) -> bool {
+/// Whether `key` spells `inputs`.
+fn spells<'a>(key: &[usize], inputs: impl IntoIterator<Item = Seen<'a>>) -> bool {
     let mut at = 0;
-    for shape in inputs {
+    for (dtype, shape) in inputs {
         let rank = shape.len();
-        if key.get(at) != Some(&rank) || key.get(at + 1..at + 1 + rank) != Some(shape) {
+        if key.get(at..at + 2) != Some(&[dtype as usize, rank])
+            || key.get(at + 2..at + 2 + rank) != Some(shape)
+        {
             return false;
         }
-        at += 1 + rank;
+        at += 2 + rank;
     }
     at == key.len()
 }
 
-/// The shapes a key spells.
-fn shapes(key: &[usize]) -> impl Iterator<Item = &[usize]> + Clone {
-    let mut rest = key;
-    std::iter::from_fn(move || {
-        let (&rank, tail) = rest.split_first()?;
-        let (shape, next) = tail.split_at(rank.min(tail.len()));
-        rest = next;
-        Some(shape)
+/// The entries of the key of `inputs`, in order.
+fn parts<'a>(inputs: impl IntoIterator<Item = Seen<'a>>) -> impl Iterator<Item = usize> {
+    inputs.into_iter().flat_map(|(dtype, shape)| {
+        [dtype as usize, shape.len()]
+            .into_iter()
+            .chain(shape.iter().copied())
     })
 }
 
-fn hash<'a>(inputs: impl IntoIterator<Item = &'a [usize]>) -> u64 {
+/// The hash of a key, from its entries (so a lookup builds no key).
+fn hash(parts: impl Iterator<Item = usize>) -> u64 {
     let mut hasher = foldhash::fast::FixedState::default().build_hasher();
-    for shape in inputs {
-        shape.hash(&mut hasher);
+    for part in parts {
+        hasher.write_usize(part);
     }
     hasher.finish()
 }
 
 impl ShapeMemo {
-    /// The output shapes of an earlier call with the same input shapes.
+    /// The output shapes of an earlier call whose inputs had the same
+    /// dtypes and shapes (which therefore pass their checks).
     pub(crate) fn predict<'a, I>(&self, inputs: I) -> Option<&[Vec<usize>]>
     where
-        I: IntoIterator<Item = &'a [usize]> + Clone,
+        I: IntoIterator<Item = Seen<'a>> + Clone,
     {
         if self.volatile {
             return None;
@@ -81,17 +92,18 @@ impl ShapeMemo {
             return None;
         }
         self.earlier
-            .get(&hash(inputs.clone()))?
+            .get(&hash(parts(inputs.clone())))?
             .iter()
             .find(|(key, _)| spells(key, inputs.clone()))
             .map(|(_, outputs)| outputs.as_slice())
     }
 
-    /// Remembers what a call with these input shapes produced; other output
-    /// shapes than before for the same input shapes end all predictions.
+    /// Remembers what a call with these inputs produced (both passed their
+    /// checks); other output shapes than before for the same inputs end all
+    /// predictions.
     pub(crate) fn remember<'a, I>(&mut self, inputs: I, outputs: &[&[usize]])
     where
-        I: IntoIterator<Item = &'a [usize]> + Clone,
+        I: IntoIterator<Item = Seen<'a>> + Clone,
     {
         if let Some(known) = self.predict(inputs.clone()) {
             if !known.iter().map(Vec::as_slice).eq(outputs.iter().copied()) {
@@ -102,15 +114,17 @@ impl ShapeMemo {
         if self.volatile {
             return;
         }
-        let key: Key = inputs
-            .into_iter()
-            .flat_map(|shape| std::iter::once(shape.len()).chain(shape.iter().copied()))
-            .collect();
-        let call = (key, outputs.iter().map(|s| s.to_vec()).collect());
+        let call = (
+            parts(inputs).collect(),
+            outputs.iter().map(|s| s.to_vec()).collect(),
+        );
         let Some(previous) = self.last.replace(call) else {
             return;
         };
-        let bucket = self.earlier.entry(hash(shapes(&previous.0))).or_default();
+        let bucket = self
+            .earlier
+            .entry(hash(previous.0.iter().copied()))
+            .or_default();
         if bucket.iter().any(|(key, _)| *key == previous.0) || self.remembered >= REMEMBERED {
             return;
         }
@@ -131,10 +145,11 @@ impl ShapeMemo {
 
 #[cfg(test)]
 mod tests {
-    use super::ShapeMemo;
+    use super::{Seen, ShapeMemo};
+    use crate::tensor::DType;
 
-    fn call<'a>(shapes: &'a [&'a [usize]]) -> impl Iterator<Item = &'a [usize]> + Clone {
-        shapes.iter().copied()
+    fn call<'a>(shapes: &'a [&'a [usize]]) -> impl Iterator<Item = Seen<'a>> + Clone {
+        shapes.iter().map(|s| (DType::F32, *s))
     }
 
     #[test]
@@ -154,6 +169,11 @@ mod tests {
         assert!(
             memo.predict(call(&[&[1, 4], &[0]])).is_none(),
             "another rank"
+        );
+        let other_dtype = [(DType::F32, &[1, 4][..]), (DType::I64, &[][..])];
+        assert!(
+            memo.predict(other_dtype.iter().copied()).is_none(),
+            "another dtype"
         );
     }
 

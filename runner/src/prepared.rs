@@ -9,8 +9,8 @@ use crate::RunError;
 use crate::at::At;
 use crate::check::{Compiled, Symbols, UNBOUND};
 use crate::env::Names;
-use crate::exec::{FastMap, MAX_LITERAL_BYTES, fail};
-use crate::ortcall::{CallSite, Held, Preset, Presets, Produced};
+use crate::exec::{FastMap, InvokedStep, MAX_LITERAL_BYTES, fail};
+use crate::ortcall::{CallSite, Held, Preset, Produced};
 use crate::pool::Pool;
 use crate::predict::ShapeMemo;
 use crate::session::ComponentSession;
@@ -154,6 +154,8 @@ pub(crate) struct Prepared {
     pub(crate) inputs: SmallVec<[PreparedInput; 8]>,
     pub(crate) path: Arc<str>,
     pub(crate) component: Arc<str>,
+    /// Index of the step among the invoked steps of timing records.
+    pub(crate) step: usize,
     /// `None` for components that do not run on ONNX Runtime.
     pub(crate) site: Option<CallSite>,
     pub(crate) outputs: SmallVec<[PreparedOutput; 4]>,
@@ -277,56 +279,67 @@ impl PreparedEmit {
     }
 }
 
-/// Runs `session` on the views of `bound`, writing predicted outputs into
-/// host buffers. A wrong prediction fails the run inside ONNX Runtime; the
-/// call is then made again with ONNX Runtime allocating, and the step is
-/// not predicted again.
-pub(crate) fn run_session(
-    session: &mut ComponentSession,
-    prepared: &mut Prepared,
-    bound: &[&Rc<Held>],
-    pool: &mut Pool,
-) -> Result<(Produced, Duration), String> {
-    let site = prepared
-        .site
-        .as_mut()
-        .ok_or("the component does not run on ONNX Runtime")?;
-    let count = prepared.outputs.len();
-    let inputs = bound.iter().map(|h| h.tensor().shape.as_slice());
-    let predicted = prepared.shapes.predict(inputs.clone());
-    let presets: Presets = match predicted {
-        Some(shapes) => prepared
-            .outputs
-            .iter_mut()
-            .zip(shapes)
-            .map(|(output, shape)| output.preset(shape, pool))
-            .collect(),
-        None => Presets::new(),
-    };
-    let ran = if presets.iter().any(Option::is_some) {
-        match session.run(site, bound, presets) {
-            Ok(ran) => Ok(ran),
-            // A buffer of the wrong shape (or refused): run again with ONNX
-            // Runtime allocating, and predict this step no more.
-            Err(_) => {
-                prepared.shapes.forget();
-                return session.run(site, bound, (0..count).map(|_| None).collect());
-            }
-        }
-    } else {
-        session.run(site, bound, (0..count).map(|_| None).collect())
-    }?;
-    let produced = ran.0.iter().map(|h| h.tensor().shape.as_slice());
-    let as_predicted =
-        predicted.is_some_and(|known| known.iter().map(Vec::as_slice).eq(produced.clone()));
-    if !as_predicted {
-        let produced: SmallVec<[&[usize]; 4]> = produced.collect();
-        prepared.shapes.remember(inputs, &produced);
-    }
-    Ok(ran)
+/// How the outputs of a call compare with the prediction it was made with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// The outputs have the predicted shapes, so they pass their checks as
+    /// the remembered call's did.
+    AsPredicted,
+    /// There was no prediction, or the outputs took other shapes.
+    Unpredicted,
+    /// ONNX Runtime refused a predicted buffer, and the call was made again
+    /// with it allocating: the step is not to be predicted again.
+    Refused,
 }
 
-/// What every call of `invoke` needs, made on its first.
+/// Runs `session` on the views of `bound` at `site`, writing the outputs
+/// into host buffers of the `predicted` shapes when there are some, and
+/// appending them to `produced`. A wrong prediction fails the run inside
+/// ONNX Runtime; the call is then made again with ONNX Runtime allocating.
+pub(crate) fn run_session(
+    session: &mut ComponentSession,
+    site: &mut CallSite,
+    outputs: &mut [PreparedOutput],
+    predicted: Option<&[Vec<usize>]>,
+    bound: &[&Rc<Held>],
+    pool: &mut Pool,
+    produced: &mut Produced,
+) -> Result<(Duration, Outcome), String> {
+    let mut preset_any = false;
+    if let Some(shapes) = predicted {
+        for ((slot, output), shape) in site.presets.iter_mut().zip(outputs).zip(shapes) {
+            *slot = output.preset(shape, pool);
+            preset_any |= slot.is_some();
+        }
+    }
+    let ort = match session.run(site, bound, produced) {
+        Ok(ort) => ort,
+        // A buffer of the wrong shape (or refused): run again with ONNX
+        // Runtime allocating.
+        Err(_) if preset_any => {
+            produced.clear();
+            site.presets.iter_mut().for_each(|p| *p = None);
+            let ort = session.run(site, bound, produced)?;
+            return Ok((ort, Outcome::Refused));
+        }
+        Err(e) => return Err(e),
+    };
+    let as_predicted = predicted.is_some_and(|known| {
+        known
+            .iter()
+            .map(Vec::as_slice)
+            .eq(produced.iter().map(|h| h.tensor().shape.as_slice()))
+    });
+    let outcome = if as_predicted {
+        Outcome::AsPredicted
+    } else {
+        Outcome::Unpredicted
+    };
+    Ok((ort, outcome))
+}
+
+/// What every call of `invoke` needs, made on its first; the step is added
+/// to `invoked`.
 pub(crate) fn prepare(
     wf: &WorkflowSpec,
     sessions: &[Option<ComponentSession>],
@@ -334,6 +347,7 @@ pub(crate) fn prepare(
     dynamic: &[String],
     invoke: &InvokeStep,
     path: &At<'_>,
+    invoked: &mut Arc<Vec<InvokedStep>>,
 ) -> Result<Prepared, RunError> {
     let (component_index, _, component) = wf
         .components
@@ -389,11 +403,19 @@ pub(crate) fn prepare(
         ),
         _ => None,
     };
+    let step = InvokedStep {
+        path: path.doc().to_string().into(),
+        component: invoke.component.as_str().into(),
+    };
+    let (path, component) = (step.path.clone(), step.component.clone());
+    let steps = Arc::make_mut(invoked);
+    steps.push(step);
     Ok(Prepared {
         component_index,
         inputs,
-        path: path.doc().to_string().into(),
-        component: invoke.component.as_str().into(),
+        path,
+        component,
+        step: steps.len() - 1,
         site,
         outputs,
         bound: vec![UNBOUND; output_symbols.max(numbering.len())],

@@ -2,7 +2,7 @@
 
 use crate::device::Device;
 use crate::model::model_bytes;
-use crate::ortcall::{self, CallSite, Held, Presets, Produced};
+use crate::ortcall::{self, CallSite, Held, Produced};
 use crate::tensor::DType;
 use crate::{RunError, ortlib};
 use ort::logging::LogLevel;
@@ -116,15 +116,20 @@ impl ComponentSession {
         self.output_dtypes.get(index).copied().flatten()
     }
 
-    /// Runs the graph once (see [`ortcall::run`]); returns the outputs in
-    /// the order of the site's output ports and the time inside ONNX Runtime's `Run`.
+    /// Runs the graph once (see [`ortcall::run`]); appends the outputs to
+    /// `produced` in the order of the site's output ports and returns the
+    /// time inside ONNX Runtime's `Run`.
     pub(crate) fn run(
         &mut self,
         site: &mut CallSite,
         inputs: &[&Rc<Held>],
-        presets: Presets,
-    ) -> Result<(Produced, Duration), String> {
-        let options = presets.iter().any(Option::is_some).then_some(&self.quiet);
-        ortcall::run(&mut self.session, options, site, inputs, presets)
+        produced: &mut Produced,
+    ) -> Result<Duration, String> {
+        let options = site
+            .presets
+            .iter()
+            .any(Option::is_some)
+            .then_some(&self.quiet);
+        ortcall::run(&mut self.session, options, site, inputs, produced)
     }
 }

@@ -231,13 +231,12 @@ pub const VIDEO_FPS: u32 = 8;
 
 fn chrome_trace(output: &RunOutput) -> serde_json::Value {
     let events: Vec<serde_json::Value> = output
-        .invokes
-        .iter()
-        .map(|i| {
+        .calls()
+        .map(|(step, i)| {
             serde_json::json!({
-                "name": &*i.component, "cat": "invoke", "ph": "X", "pid": 1, "tid": 1,
+                "name": &*step.component, "cat": "invoke", "ph": "X", "pid": 1, "tid": 1,
                 "ts": i.start.as_secs_f64() * 1e6, "dur": i.wall.as_secs_f64() * 1e6,
-                "args": {"path": &*i.path, "ort_ms": i.ort.as_secs_f64() * 1e3},
+                "args": {"path": &*step.path, "ort_ms": i.ort.as_secs_f64() * 1e3},
             })
         })
         .collect();
@@ -247,8 +246,8 @@ fn chrome_trace(output: &RunOutput) -> serde_json::Value {
 /// Timing summary in the `--format json` output.
 pub fn timing_json(output: &RunOutput, load_ms: f64) -> serde_json::Value {
     let mut per_component: std::collections::BTreeMap<&str, (usize, f64, f64)> = Default::default();
-    for i in &output.invokes {
-        let entry = per_component.entry(&i.component).or_default();
+    for (step, i) in output.calls() {
+        let entry = per_component.entry(&step.component).or_default();
         entry.0 += 1;
         entry.1 += i.wall.as_secs_f64() * 1e3;
         entry.2 += i.ort.as_secs_f64() * 1e3;

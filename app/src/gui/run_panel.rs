@@ -379,7 +379,7 @@ impl RunPanel {
                     .default_open(true)
                     .show(ui, |ui| {
                         if let Some(path) =
-                            super::timeline::show(ui, &finished.output.invokes, &mut self.timeline)
+                            super::timeline::show(ui, &finished.output, &mut self.timeline)
                             && let Some(step) = wfstudio_schema::DocPath::parse(&path)
                         {
                             studio.reveal(&step);
@@ -575,8 +575,8 @@ fn texts(
 /// Per step path: total wall seconds, calls, and calls reused; slowest first.
 fn slowest(finished: &Finished) -> Vec<(String, (f64, usize, usize))> {
     let mut per_step: BTreeMap<String, (f64, usize, usize)> = BTreeMap::new();
-    for invoke in &finished.output.invokes {
-        let entry = per_step.entry(invoke.path.to_string()).or_default();
+    for (step, invoke) in finished.output.calls() {
+        let entry = per_step.entry(step.path.to_string()).or_default();
         entry.0 += invoke.wall.as_secs_f64();
         entry.1 += 1;
         entry.2 += usize::from(invoke.reused);

@@ -3,7 +3,7 @@
 //! its end. Ctrl + wheel zooms the time axis, the scroll bar pans; hovering
 //! a bar tells its times, clicking it selects the step on the canvas.
 
-use wfstudio_runner::InvokeTiming;
+use wfstudio_runner::{InvokeTiming, InvokedStep, RunOutput};
 
 const ROW: f32 = 16.0;
 const LABEL: f32 = 110.0;
@@ -22,19 +22,23 @@ impl Default for Timeline {
 
 /// Rows of the chart: step paths in order of their first call, with the
 /// indices of their calls.
-pub fn rows(invokes: &[InvokeTiming]) -> Vec<(&str, Vec<usize>)> {
+pub fn rows(output: &RunOutput) -> Vec<(&str, Vec<usize>)> {
     let mut rows: Vec<(&str, Vec<usize>)> = Vec::new();
-    for (i, call) in invokes.iter().enumerate() {
-        match rows.iter_mut().find(|(path, _)| *path == &*call.path) {
+    for (i, call) in output.invokes.iter().enumerate() {
+        let Some(step) = output.step_of(call) else {
+            continue;
+        };
+        match rows.iter_mut().find(|(path, _)| *path == &*step.path) {
             Some((_, calls)) => calls.push(i),
-            None => rows.push((&call.path, vec![i])),
+            None => rows.push((&step.path, vec![i])),
         }
     }
     rows
 }
 
-/// Draws the chart; returns the step path of a clicked bar.
-pub fn show(ui: &mut egui::Ui, invokes: &[InvokeTiming], zoom: &mut Timeline) -> Option<String> {
+/// Draws the chart of `output`'s calls; returns the step path of a clicked bar.
+pub fn show(ui: &mut egui::Ui, output: &RunOutput, zoom: &mut Timeline) -> Option<String> {
+    let invokes = &output.invokes;
     let end_ms = invokes
         .iter()
         .map(|c| (c.start + c.wall).as_secs_f64() * 1e3)
@@ -44,7 +48,7 @@ pub fn show(ui: &mut egui::Ui, invokes: &[InvokeTiming], zoom: &mut Timeline) ->
     if zoom.points_per_ms <= 0.0 {
         zoom.points_per_ms = fit;
     }
-    let rows = rows(invokes);
+    let rows = rows(output);
     let mut clicked = None;
     ui.horizontal(|ui| {
         ui.weak(format!("{end_ms:.2} ms, {} calls", invokes.len()));
@@ -71,7 +75,7 @@ pub fn show(ui: &mut egui::Ui, invokes: &[InvokeTiming], zoom: &mut Timeline) ->
             let pointer = response.hover_pos();
             let text = ui.visuals().text_color();
             let color = ui.visuals().selection.stroke.color;
-            let mut hovered: Option<&InvokeTiming> = None;
+            let mut hovered: Option<(&InvokedStep, &InvokeTiming)> = None;
             for (r, (path, calls)) in rows.iter().enumerate() {
                 let y = rect.top() + r as f32 * ROW;
                 painter.text(
@@ -83,6 +87,9 @@ pub fn show(ui: &mut egui::Ui, invokes: &[InvokeTiming], zoom: &mut Timeline) ->
                 );
                 for &i in calls {
                     let call = &invokes[i];
+                    let Some(step) = output.step_of(call) else {
+                        continue;
+                    };
                     let x0 =
                         rect.left() + LABEL + call.start.as_secs_f32() * 1e3 * zoom.points_per_ms;
                     let w = (call.wall.as_secs_f32() * 1e3 * zoom.points_per_ms).max(1.0);
@@ -92,21 +99,21 @@ pub fn show(ui: &mut egui::Ui, invokes: &[InvokeTiming], zoom: &mut Timeline) ->
                     );
                     painter.rect_filled(bar, 1.0, color);
                     if pointer.is_some_and(|p| bar.expand2(egui::vec2(1.0, 0.0)).contains(p)) {
-                        hovered = Some(call);
+                        hovered = Some((step, call));
                     }
                 }
             }
-            if let Some(call) = hovered {
+            if let Some((step, call)) = hovered {
                 response.clone().on_hover_text(format!(
                     "{}\n{}: {:.3} ms ({:.3} ms in ONNX Runtime), at {:.3} ms",
-                    call.path,
-                    call.component,
+                    step.path,
+                    step.component,
                     call.wall.as_secs_f64() * 1e3,
                     call.ort.as_secs_f64() * 1e3,
                     call.start.as_secs_f64() * 1e3
                 ));
                 if response.clicked() {
-                    clicked = Some(call.path.to_string());
+                    clicked = Some(step.path.to_string());
                 }
             }
         });
@@ -130,13 +137,13 @@ fn short(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::rows;
+    use std::sync::Arc;
     use std::time::Duration;
-    use wfstudio_runner::InvokeTiming;
+    use wfstudio_runner::{InvokeTiming, InvokedStep, RunOutput};
 
-    fn call(path: &str, start_ms: u64) -> InvokeTiming {
+    fn call(step: usize, start_ms: u64) -> InvokeTiming {
         InvokeTiming {
-            path: path.into(),
-            component: "c".into(),
+            step,
             wall: Duration::from_millis(1),
             ort: Duration::from_millis(1),
             start: Duration::from_millis(start_ms),
@@ -146,15 +153,17 @@ mod tests {
 
     #[test]
     fn one_row_per_step_in_first_call_order() {
-        let calls = [
-            call("b", 0),
-            call("a", 1),
-            call("b", 2),
-            call("a", 3),
-            call("c", 4),
-        ];
+        let step = |path: &str| InvokedStep {
+            path: path.into(),
+            component: "c".into(),
+        };
+        let output = RunOutput {
+            steps: Arc::new(vec![step("a"), step("b"), step("c")]),
+            invokes: vec![call(1, 0), call(0, 1), call(1, 2), call(0, 3), call(2, 4)],
+            ..RunOutput::default()
+        };
         assert_eq!(
-            rows(&calls),
+            rows(&output),
             [("b", vec![0, 2]), ("a", vec![1, 3]), ("c", vec![4])]
         );
     }
