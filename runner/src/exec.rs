@@ -16,12 +16,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 use crate::at::At;
-use crate::ortcall::{Held, Preset, Produced};
+use crate::ortcall::{Held, Produced};
 use crate::pool::Pool;
 use crate::predict::Seen;
 use crate::prepared::{
-    InputBindings, InputChecks, Outcome, Prepared, PreparedEmit, StepTable, prepare, row_contract,
-    run_session,
+    InputBindings, InputChecks, IterationValues, Outcome, Prepared, PreparedEmit, PreparedLoop,
+    StepTable, prepare, row_contract, run_session,
 };
 use smallvec::SmallVec;
 use std::rc::Rc;
@@ -142,8 +142,8 @@ pub(crate) struct Plan {
     dynamic: Vec<String>,
     /// Outputs published per row.
     rowwise: HashMap<String, bool>,
-    /// Display form of step paths.
-    path_texts: FastMap<usize, Arc<str>>,
+    /// What each loop step needs on every run.
+    loops: StepTable<PreparedLoop>,
     /// What each invoke step needs on every call.
     invokes: StepTable<Prepared>,
     /// What each emit step needs on every publish.
@@ -160,9 +160,6 @@ pub(crate) struct Plan {
     input_bindings: InputBindings,
     /// Output buffers of earlier values, for reuse.
     pool: Pool,
-    /// Per loop (by step address), the iteration values of the last run by
-    /// index, with their views: a loop's counter costs nothing to remake.
-    iteration_values: FastMap<usize, Vec<Option<Preset>>>,
     /// Invoke calls of the last run (the next run's timing records are
     /// made room for at once).
     last_calls: usize,
@@ -206,12 +203,10 @@ pub(crate) struct Exec<'r, 'c> {
     control: RunControl<'c>,
     env: Env,
     names: &'r mut Names,
-    /// Display form of each step's path, computed once per loaded package.
-    path_texts: &'r mut FastMap<usize, Arc<str>>,
+    loops: &'r mut StepTable<PreparedLoop>,
     invokes: &'r mut StepTable<Prepared>,
     emits: &'r mut StepTable<PreparedEmit>,
     pool: &'r mut Pool,
-    iteration_values: &'r mut FastMap<usize, Vec<Option<Preset>>>,
     last_calls: &'r mut usize,
     invoked: &'r mut Arc<Vec<InvokedStep>>,
     input_order: &'r [(usize, u32)],
@@ -314,11 +309,10 @@ impl<'r, 'c> Exec<'r, 'c> {
             control,
             env: Env::with_slots(plan.names.len()),
             names: &mut plan.names,
-            path_texts: &mut plan.path_texts,
+            loops: &mut plan.loops,
             invokes: &mut plan.invokes,
             emits: &mut plan.emits,
             pool: &mut plan.pool,
-            iteration_values: &mut plan.iteration_values,
             last_calls: &mut plan.last_calls,
             invoked: &mut plan.invoked,
             input_order: &plan.input_order,
@@ -545,13 +539,6 @@ impl<'r, 'c> Exec<'r, 'c> {
         if let Some(observer) = self.control.observer.as_mut() {
             observer(make());
         }
-    }
-
-    fn path_text(&mut self, step: usize, path: &At<'_>) -> Arc<str> {
-        self.path_texts
-            .entry(step)
-            .or_insert_with(|| path.doc().to_string().into())
-            .clone()
     }
 
     fn keep(&mut self, name: &str, path: &str, tensor: &Arc<Tensor>) {
@@ -927,6 +914,24 @@ impl<'r, 'c> Exec<'r, 'c> {
         if let Some(setup) = &l.setup {
             self.steps(setup, &path.key("setup"))?;
         }
+        let key = l as *const LoopStep as usize;
+        let (wf, names) = (self.wf, &mut *self.names);
+        let (at, mut prepared) = self
+            .loops
+            .take(key, || PreparedLoop::new(wf, l, names, path))?
+            .ok_or_else(|| fail(path, "a loop step re-entered itself"))?;
+        let result = self.iterate(l, &mut prepared, path);
+        self.loops.put_back(at, prepared);
+        result
+    }
+
+    /// Runs the iterations of loop `l` (its setup has run).
+    fn iterate(
+        &mut self,
+        l: &'r LoopStep,
+        prepared: &mut PreparedLoop,
+        path: &At<'_>,
+    ) -> Result<(), RunError> {
         let limit = self.value(&l.max_iterations, &path.key("max_iterations"))?;
         let limit = (limit.numel() == 1)
             .then(|| limit.data.get_i64(0))
@@ -938,21 +943,20 @@ impl<'r, 'c> Exec<'r, 'c> {
                     "max_iterations must hold exactly one non-negative integer",
                 )
             })? as usize;
-        let state = self.wf.state.as_ref();
-        let carried: Vec<(&'r wfstudio_schema::types::steps::Carry, &'r StateCell)> = l
-            .carried
-            .iter()
-            .flatten()
-            .map(|c| {
-                state
-                    .and_then(|s| s.get(&c.cell))
-                    .map(|cell| (c, cell))
-                    .ok_or_else(|| fail(path, format!("carries unknown state cell '{}'", c.cell)))
-            })
-            .collect::<Result<_, _>>()?;
-        for (carry, cell) in &carried {
+        let wf = self.wf;
+        let carried = || {
+            l.carried
+                .iter()
+                .flatten()
+                .zip(&prepared.carried)
+                .filter_map(|(carry, slots)| {
+                    let cell = wf.state.as_ref()?.get_index(slots.cell)?.1;
+                    Some((carry, cell, slots))
+                })
+        };
+        for (carry, cell, slots) in carried() {
             let entry = carry.initial.as_ref().unwrap_or(&cell.initializer);
-            let value = self.held(entry, path)?.clone();
+            let value = self.held_at(slots.entry, entry, path)?.clone();
             check(
                 value.tensor(),
                 &cell.contract,
@@ -965,30 +969,26 @@ impl<'r, 'c> Exec<'r, 'c> {
                     format!("entry value '{entry}' of cell '{}' {why}", carry.cell),
                 )
             })?;
-            self.put_held(&carry.cell, value);
+            self.put_slot(slots.value, value);
         }
-        if let Some(it) = &l.iteration
-            && self.bound(&it.value).is_some()
+        if let (Some(it), Some(values)) = (&l.iteration, &prepared.iteration)
+            && self.env.get(values.slot).is_some()
         {
             return Err(fail(
                 path,
                 format!("iteration value '{}' shadows a visible value", it.value),
             ));
         }
-        let path_text = self.path_text(l as *const LoopStep as usize, path);
-        // Slots looked up once per loop, not per iteration.
-        let continue_slot = self.names.slot(&l.continue_when);
-        let carried_slots: SmallVec<[(u32, u32); 4]> = carried
-            .iter()
-            .map(|(carry, _)| (self.names.slot(&carry.cell), self.names.slot(&carry.next)))
-            .collect();
         let mut ran: usize = 0;
         for index in 0..limit {
             if self.control.cancel.load(Ordering::Relaxed) {
                 return Err(RunError::Cancelled);
             }
-            let predicate =
-                self.held_at(continue_slot, &l.continue_when, &path.key("continue_when"))?;
+            let predicate = self.held_at(
+                prepared.continue_slot,
+                &l.continue_when,
+                &path.key("continue_when"),
+            )?;
             let active = Self::control_bools(predicate.tensor()).ok_or_else(|| {
                 fail(
                     path,
@@ -998,31 +998,33 @@ impl<'r, 'c> Exec<'r, 'c> {
             if !active.iter().any(|a| *a) {
                 break;
             }
-            if let Some(it) = &l.iteration {
-                self.iteration_value(l, it, index, path)?;
+            if let (Some(it), Some(values)) = (&l.iteration, prepared.iteration.as_mut()) {
+                self.iteration_value(it, values, index, path)?;
             }
-            self.notify(|| Event::LoopIteration {
-                path: path_text.clone(),
-                index,
-                limit,
-            });
+            if self.control.observer.is_some() {
+                self.notify(|| Event::LoopIteration {
+                    path: prepared.path.clone(),
+                    index,
+                    limit,
+                });
+            }
             self.iterations.push(index);
             let body = self.steps(&l.steps, &path.key("steps"));
             self.iterations.pop();
             body?;
-            for ((carry, cell), &(cell_slot, next_slot)) in carried.iter().zip(&carried_slots) {
-                let current = self.held_at(cell_slot, &carry.cell, path)?.tensor().clone();
+            for (carry, cell, slots) in carried() {
+                let current = self.held_at(slots.value, &carry.cell, path)?.clone();
                 let next = self
-                    .held_at(next_slot, &carry.next, &path.key("carried"))?
+                    .held_at(slots.next, &carry.next, &path.key("carried"))?
                     .clone();
-                self.check_recurrence(cell, &current, next.tensor(), path, &carry.cell)?;
+                self.check_recurrence(cell, current.tensor(), next.tensor(), path, &carry.cell)?;
                 let group_bound = cell.service_group.is_some();
                 let merged = if group_bound || active.len() <= 1 || active.iter().all(|a| *a) {
                     next
                 } else {
                     Held::new(Arc::new(
                         merge_rows(
-                            &current,
+                            current.tensor(),
                             next.tensor(),
                             &cell.contract,
                             &cell.recurrence,
@@ -1033,75 +1035,52 @@ impl<'r, 'c> Exec<'r, 'c> {
                 };
                 // The replaced value's buffer may go back to the pool.
                 drop(current);
-                self.put_slot(cell_slot, merged);
+                self.put_slot(slots.value, merged);
             }
             ran += 1;
         }
-        if let Some(it) = &l.iteration
-            && let Some(last) = self.names.find(&it.value).and_then(|s| self.env.take(s))
+        if let Some(values) = prepared.iteration.as_mut()
+            && let Some(last) = self.env.take(values.slot)
         {
-            self.park_iteration_value(l, ran.saturating_sub(1), last);
+            values.keep(ran.saturating_sub(1), last);
         }
         *self
             .out
             .loop_iterations
-            .entry(path_text.to_string())
+            .entry(prepared.path.to_string())
             .or_default() += ran;
         Ok(())
     }
 
-    /// Binds the iteration value of `l` for iteration `index`: the value of
-    /// the same index from the last run when it is free, else a new one.
+    /// Binds the iteration value for iteration `index`: the value of the
+    /// same index from the last run when it is free, else a new one.
     fn iteration_value(
         &mut self,
-        l: &'r LoopStep,
         it: &'r LoopIteration,
+        values: &mut IterationValues,
         index: usize,
         path: &At<'_>,
     ) -> Result<(), RunError> {
-        let shape: Vec<usize> = if it.contract.rank == 0 {
-            Vec::new()
-        } else {
-            it.contract
-                .shape
-                .iter()
-                .flatten()
-                .map(|d| self.symbols.resolve(d))
-                .collect::<Option<_>>()
-                .ok_or_else(|| fail(path, "the iteration shape uses a symbol no input bound"))?
-        };
-        let key = l as *const LoopStep as usize;
-        let kept = self
-            .iteration_values
-            .get_mut(&key)
-            .and_then(|values| values.get_mut(index)?.take())
-            .filter(|p| p.tensor().shape == shape);
-        let held = match kept {
+        let shape = &mut values.shape;
+        shape.clear();
+        if it.contract.rank != 0 {
+            for d in it.contract.shape.iter().flatten() {
+                shape.push(self.symbols.resolve(d).ok_or_else(|| {
+                    fail(path, "the iteration shape uses a symbol no input bound")
+                })?);
+            }
+        }
+        let held = match values.kept(index) {
             Some(preset) => preset.into_held(),
-            None => Held::new(Arc::new(Tensor::full_i64(shape, index as i64))),
+            None => Held::new(Arc::new(Tensor::full_i64(
+                values.shape.clone(),
+                index as i64,
+            ))),
         };
-        let slot = self.names.slot(&it.value);
-        if let Some(previous) = self.env.set(slot, held) {
-            self.park_iteration_value(l, index.saturating_sub(1), previous);
+        if let Some(previous) = self.env.set(values.slot, held) {
+            values.keep(index.saturating_sub(1), previous);
         }
         Ok(())
-    }
-
-    /// Keeps the iteration value of `index` for the next run, when nothing
-    /// else holds it (and the loop has run few enough iterations).
-    fn park_iteration_value(&mut self, l: &'r LoopStep, index: usize, held: Rc<Held>) {
-        const MOST_KEPT: usize = 1024;
-        let Some(preset) = Preset::reclaim(held).filter(|_| index < MOST_KEPT) else {
-            return;
-        };
-        let values = self
-            .iteration_values
-            .entry(l as *const LoopStep as usize)
-            .or_default();
-        if values.len() <= index {
-            values.resize_with(index + 1, || None);
-        }
-        values[index] = Some(preset);
     }
 
     fn scalar(&self, name: &str, path: &At<'_>) -> Result<Option<i64>, RunError> {

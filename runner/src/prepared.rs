@@ -22,7 +22,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 use wfstudio_schema::types::contract::{Dim, TensorContract};
-use wfstudio_schema::types::steps::{EmitMode, EmitStep, InvokeStep};
+use wfstudio_schema::types::steps::{EmitMode, EmitStep, InvokeStep, LoopStep};
 use wfstudio_schema::types::workflow::{Implementation, WorkflowSpec};
 
 /// The workflow inputs' contracts made ready for the checks of every run:
@@ -217,6 +217,104 @@ impl PreparedOutput {
         if let Some(previous) = self.spare.replace(preset) {
             pool.keep(previous);
         }
+    }
+}
+
+/// A loop step made ready: where its control and carried values live, and
+/// the iteration values of its last run.
+#[derive(Debug)]
+pub(crate) struct PreparedLoop {
+    /// Display form of the loop's path.
+    pub(crate) path: Arc<str>,
+    pub(crate) continue_slot: u32,
+    /// Per carried cell, in order.
+    pub(crate) carried: SmallVec<[CarriedSlots; 4]>,
+    /// The iteration value, if the loop declares one.
+    pub(crate) iteration: Option<IterationValues>,
+}
+
+/// A loop's iteration value: its slot and the values of the last run.
+#[derive(Debug)]
+pub(crate) struct IterationValues {
+    pub(crate) slot: u32,
+    /// The values of the last run by index, with their views: a loop's
+    /// counter costs nothing to remake.
+    kept: Vec<Option<Preset>>,
+    /// Room for the value's shape.
+    pub(crate) shape: Vec<usize>,
+}
+
+/// Where one carried cell of a loop lives.
+#[derive(Debug)]
+pub(crate) struct CarriedSlots {
+    /// Index of the cell among the workflow's state cells.
+    pub(crate) cell: usize,
+    /// Slot of the value the cell starts from.
+    pub(crate) entry: u32,
+    /// Slot of the cell's current value.
+    pub(crate) value: u32,
+    /// Slot of the value that becomes the next iteration's.
+    pub(crate) next: u32,
+}
+
+/// Iteration values kept per loop past this index are remade.
+const MOST_KEPT: usize = 1024;
+
+impl PreparedLoop {
+    pub(crate) fn new(
+        wf: &WorkflowSpec,
+        l: &LoopStep,
+        names: &mut Names,
+        path: &At<'_>,
+    ) -> Result<Self, RunError> {
+        let state = wf.state.as_ref();
+        let carried = l
+            .carried
+            .iter()
+            .flatten()
+            .map(|c| {
+                let (cell, _, spec) = state.and_then(|s| s.get_full(&c.cell)).ok_or_else(|| {
+                    fail(path, format!("carries unknown state cell '{}'", c.cell))
+                })?;
+                Ok(CarriedSlots {
+                    cell,
+                    entry: names.slot(c.initial.as_ref().unwrap_or(&spec.initializer)),
+                    value: names.slot(&c.cell),
+                    next: names.slot(&c.next),
+                })
+            })
+            .collect::<Result<_, RunError>>()?;
+        Ok(Self {
+            path: path.doc().to_string().into(),
+            continue_slot: names.slot(&l.continue_when),
+            carried,
+            iteration: l.iteration.as_ref().map(|it| IterationValues {
+                slot: names.slot(&it.value),
+                kept: Vec::new(),
+                shape: Vec::new(),
+            }),
+        })
+    }
+}
+
+impl IterationValues {
+    /// The iteration value of `index` kept from the last run, when it has
+    /// the current iteration shape.
+    pub(crate) fn kept(&mut self, index: usize) -> Option<Preset> {
+        let kept = self.kept.get_mut(index)?.take()?;
+        (kept.tensor().shape == self.shape).then_some(kept)
+    }
+
+    /// Keeps the iteration value of `index` for the next run, when nothing
+    /// else holds it (and the loop has run few enough iterations).
+    pub(crate) fn keep(&mut self, index: usize, held: Rc<Held>) {
+        let Some(preset) = Preset::reclaim(held).filter(|_| index < MOST_KEPT) else {
+            return;
+        };
+        if self.kept.len() <= index {
+            self.kept.resize_with(index + 1, || None);
+        }
+        self.kept[index] = Some(preset);
     }
 }
 
