@@ -303,6 +303,9 @@ impl<'r, 'c> Exec<'r, 'c> {
             invokes: Vec::with_capacity(plan.last_calls),
             ..RunOutput::default()
         };
+        plan.invokes.rewind();
+        plan.emits.rewind();
+        plan.loops.rewind();
         Self {
             wf,
             sessions,
@@ -779,10 +782,10 @@ impl<'r, 'c> Exec<'r, 'c> {
         // now change.
         drop(bound);
         let listening = self.control.observer.is_some();
-        let mut shapes = Vec::new();
+        let mut shapes = listening.then(Vec::new);
         for (output, held) in prepared.outputs.iter_mut().zip(produced) {
             let tensor = held.tensor();
-            if listening {
+            if let Some(shapes) = shapes.as_mut() {
                 shapes.push((output.value.clone(), tensor.shape.clone()));
             }
             self.keep(&output.value, &prepared.path, tensor);
@@ -799,7 +802,7 @@ impl<'r, 'c> Exec<'r, 'c> {
             start: start.since(self.started_tick),
             reused,
         });
-        if listening {
+        if let Some(shapes) = shapes {
             self.notify(|| Event::InvokeFinished {
                 path: prepared.path.clone(),
                 component: prepared.component.clone(),

@@ -164,10 +164,17 @@ fn cpu_memory() -> Result<&'static CpuMemory, String> {
 }
 
 /// Turns an ONNX Runtime status into a result (releasing the status).
+#[inline]
 fn status(code: OrtStatusPtr) -> Result<(), String> {
     if code.0.is_null() {
         return Ok(());
     }
+    failure(code)
+}
+
+/// The message of a failed status (releasing the status).
+#[cold]
+fn failure(code: OrtStatusPtr) -> Result<(), String> {
     let api = ort::api();
     // SAFETY: a non-null status carries a NUL-terminated message and is
     // released once, after the message is copied.

@@ -42,17 +42,24 @@ pub(crate) struct ShapeMemo {
 
 /// Whether `key` spells `inputs`.
 fn spells<'a>(key: &[usize], inputs: impl IntoIterator<Item = Seen<'a>>) -> bool {
-    let mut at = 0;
+    let mut rest = key;
     for (dtype, shape) in inputs {
-        let rank = shape.len();
-        if key.get(at..at + 2) != Some(&[dtype as usize, rank])
-            || key.get(at + 2..at + 2 + rank) != Some(shape)
-        {
+        let Some(([kind, rank], tail)) = rest.split_first_chunk::<2>() else {
+            return false;
+        };
+        if *kind != dtype as usize || *rank != shape.len() {
             return false;
         }
-        at += 2 + rank;
+        let Some((dims, tail)) = tail.split_at_checked(shape.len()) else {
+            return false;
+        };
+        // Short, so compared in place rather than by `memcmp`.
+        if dims.iter().zip(shape).any(|(a, b)| a != b) {
+            return false;
+        }
+        rest = tail;
     }
-    at == key.len()
+    rest.is_empty()
 }
 
 /// The entries of the key of `inputs`, in order.

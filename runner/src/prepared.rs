@@ -100,23 +100,41 @@ impl InputBindings {
 
 /// What steps of one kind need on every run, prepared on their first, by
 /// step address; an entry is taken out while its step runs (boxed, so that
-/// is a pointer move) and put back after.
+/// is a pointer move) and put back after. The steps a run takes are
+/// recorded in order, so a run that takes them in the same order as the
+/// last one (every run of a workflow whose control flow did not change)
+/// finds each by one comparison instead of a lookup.
 #[derive(Debug)]
 pub(crate) struct StepTable<T> {
     index: FastMap<usize, usize>,
     entries: Vec<Option<Box<T>>>,
+    /// Step addresses and places in the order the last run took them.
+    trail: Vec<(usize, usize)>,
+    /// How many steps the current run has taken.
+    cursor: usize,
 }
+
+/// Takes recorded per run at most (a long generation's later steps are
+/// looked up).
+const MOST_RECORDED: usize = 1 << 16;
 
 impl<T> Default for StepTable<T> {
     fn default() -> Self {
         Self {
             index: FastMap::default(),
             entries: Vec::new(),
+            trail: Vec::new(),
+            cursor: 0,
         }
     }
 }
 
 impl<T> StepTable<T> {
+    /// Starts a run: its steps are compared with the last run's from the first.
+    pub(crate) fn rewind(&mut self) {
+        self.cursor = 0;
+    }
+
     /// The entry of the step at `key` and its place, made by `prepare` the
     /// first time.
     pub(crate) fn take(
@@ -124,16 +142,34 @@ impl<T> StepTable<T> {
         key: usize,
         prepare: impl FnOnce() -> Result<T, RunError>,
     ) -> Result<Option<(usize, Box<T>)>, RunError> {
-        let at = match self.index.get(&key) {
-            Some(at) => *at,
-            None => {
-                self.entries.push(Some(Box::new(prepare()?)));
-                let at = self.entries.len() - 1;
-                self.index.insert(key, at);
+        let at = match self.trail.get(self.cursor) {
+            Some(&(recorded, at)) if recorded == key => at,
+            _ => {
+                let at = self.find(key, prepare)?;
+                if self.cursor < MOST_RECORDED {
+                    self.trail.truncate(self.cursor);
+                    self.trail.push((key, at));
+                }
                 at
             }
         };
+        self.cursor += 1;
         Ok(self.entries[at].take().map(|entry| (at, entry)))
+    }
+
+    /// The place of the step at `key`, prepared when new.
+    fn find(
+        &mut self,
+        key: usize,
+        prepare: impl FnOnce() -> Result<T, RunError>,
+    ) -> Result<usize, RunError> {
+        if let Some(at) = self.index.get(&key) {
+            return Ok(*at);
+        }
+        self.entries.push(Some(Box::new(prepare()?)));
+        let at = self.entries.len() - 1;
+        self.index.insert(key, at);
+        Ok(at)
     }
 
     /// Puts back the entry taken from `at`.
