@@ -11,6 +11,7 @@ use crate::literal::encode_default;
 use crate::request::Request;
 use crate::reuse::ReuseCache;
 use crate::session::ComponentSession;
+use crate::supplied::Supplied;
 use crate::tensor::{DType, Data, Tensor};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -158,6 +159,8 @@ pub(crate) struct Plan {
     input_checks: InputChecks,
     /// What the current run's supplied inputs bound.
     input_bindings: InputBindings,
+    /// The declared inputs' names, and the values the current run gave them.
+    supplied: Supplied,
     /// Output buffers of earlier values, for reuse.
     pool: Pool,
     /// Invoke calls of the last run (the next run's timing records are
@@ -190,6 +193,7 @@ impl Plan {
             names,
             input_order,
             input_bindings: input_checks.bindings(),
+            supplied: Supplied::new(wf),
             input_checks,
             ..Self::default()
         }
@@ -212,6 +216,7 @@ pub(crate) struct Exec<'r, 'c> {
     input_order: &'r [(usize, u32)],
     input_checks: &'r InputChecks,
     input_bindings: &'r mut InputBindings,
+    supplied: &'r mut Supplied,
     dynamic: &'r [String],
     symbols: Symbols<'r>,
     out: RunOutput,
@@ -321,6 +326,7 @@ impl<'r, 'c> Exec<'r, 'c> {
             input_order: &plan.input_order,
             input_checks: &plan.input_checks,
             input_bindings: &mut plan.input_bindings,
+            supplied: &mut plan.supplied,
             dynamic: &plan.dynamic,
             symbols: Symbols::new(&plan.dynamic),
             out,
@@ -335,17 +341,20 @@ impl<'r, 'c> Exec<'r, 'c> {
 
     /// Binds `supplied` to the declared inputs (two passes: supplied values
     /// bind symbols first, then literal defaults are materialised).
-    pub(crate) fn bind_inputs(
+    pub(crate) fn bind_inputs<K, V>(
         &mut self,
-        supplied: impl IntoIterator<Item = (String, Tensor)>,
+        supplied: impl IntoIterator<Item = (K, V)>,
         request: &Request,
-    ) -> Result<(), RunError> {
+    ) -> Result<(), RunError>
+    where
+        K: AsRef<str>,
+        V: Into<Arc<Tensor>>,
+    {
         let pipeline = At::root("pipeline");
         let workflow = pipeline.key("workflow");
         let inputs_path = workflow.key("inputs");
         self.input_bindings.reset();
-        // Looked up by name once per declared input: a fast hasher.
-        let mut supplied: FastMap<String, Tensor> = supplied.into_iter().collect();
+        let unmatched = self.supplied.sort(supplied);
         let mut defaults = Vec::new();
         let declared = self.wf.inputs.as_ref();
         for &(index, slot) in self.input_order {
@@ -353,20 +362,15 @@ impl<'r, 'c> Exec<'r, 'c> {
                 continue;
             };
             let at = inputs_path.key(name.as_str());
-            let alias = match &input.source {
-                InputSource::Application(a) => Some(a.name.as_str()),
-                _ => None,
-            };
-            let mut value = supplied
-                .remove(name.as_str())
-                .or_else(|| alias.and_then(|a| supplied.remove(a)));
+            let mut value = self.supplied.take(index);
             if value.is_none()
                 && let (InputSource::Request, InputRole::Runtime(role)) =
                     (&input.source, &input.role)
             {
                 value = request
                     .bind(role.role, &input.contract)
-                    .map_err(|why| fail(&at, format!("input '{name}' from the request: {why}")))?;
+                    .map_err(|why| fail(&at, format!("input '{name}' from the request: {why}")))?
+                    .map(Arc::new);
             }
             let present = value.is_some() || input.default.is_some();
             match value {
@@ -400,15 +404,13 @@ impl<'r, 'c> Exec<'r, 'c> {
             }
             if let Some(presence) = &input.present_as {
                 let slot = self.names.slot(presence);
-                self.put_input(slot, Tensor::scalar_bool(present));
+                self.put_input(slot, Arc::new(Tensor::scalar_bool(present)));
             }
         }
-        if !supplied.is_empty() {
-            let mut names: Vec<_> = supplied.into_keys().collect();
-            names.sort();
+        if !unmatched.is_empty() {
             return Err(RunError::Input(format!(
                 "supplied undeclared application inputs: {}",
-                names.join(", ")
+                unmatched.join(", ")
             )));
         }
         for (name, input, slot, at) in defaults {
@@ -429,16 +431,20 @@ impl<'r, 'c> Exec<'r, 'c> {
             let tensor = Tensor::new(shape, data).map_err(|e| fail(&at, e.0))?;
             check(&tensor, &input.contract, &mut self.symbols, None)
                 .map_err(|why| fail(&at, format!("default of '{name}' {why}")))?;
-            self.put_input(slot, tensor);
+            self.put_input(slot, Arc::new(tensor));
         }
         Ok(())
     }
 
-    pub(crate) fn run(
+    pub(crate) fn run<K, V>(
         mut self,
-        inputs: impl IntoIterator<Item = (String, Tensor)>,
+        inputs: impl IntoIterator<Item = (K, V)>,
         request: &Request,
-    ) -> Result<RunOutput, RunError> {
+    ) -> Result<RunOutput, RunError>
+    where
+        K: AsRef<str>,
+        V: Into<Arc<Tensor>>,
+    {
         self.notify(|| Event::Started);
         if let Some(cache) = self.control.reuse.as_mut() {
             cache.begin_run();
@@ -456,6 +462,11 @@ impl<'r, 'c> Exec<'r, 'c> {
                 self.out.wall = self.started.elapsed();
                 *self.last_calls = self.out.invokes.len();
                 self.out.steps = Arc::clone(self.invoked);
+                for &(_, slot) in self.input_order {
+                    if let Some(held) = self.env.take(slot) {
+                        self.pool.park_input(slot, held);
+                    }
+                }
                 for (slot, held) in self.env.drain() {
                     self.pool.park(slot, held);
                 }
@@ -495,12 +506,13 @@ impl<'r, 'c> Exec<'r, 'c> {
     }
 
     /// Binds the workflow input of `slot` to `tensor`, or to the last run's
-    /// value when that was the same small tensor (its view is reused).
-    fn put_input(&mut self, slot: u32, tensor: Tensor) {
+    /// value when that was the same tensor, shared or the same small one bit
+    /// for bit (its view is reused).
+    fn put_input(&mut self, slot: u32, tensor: Arc<Tensor>) {
         let held = self
             .pool
             .same_as_parked(slot, &tensor)
-            .unwrap_or_else(|| Held::new(Arc::new(tensor)));
+            .unwrap_or_else(|| Held::new(tensor));
         self.put_slot(slot, held);
     }
 

@@ -26,6 +26,7 @@ pub mod request;
 pub mod reuse;
 pub mod session;
 pub mod stats;
+mod supplied;
 pub mod tensor;
 pub mod text;
 
@@ -42,6 +43,7 @@ pub use request::{Request, Sampling};
 pub use tensor::{DType, Data, Tensor};
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wfstudio_core::artifacts::{check_files, resolve_inside};
 use wfstudio_core::{Options, validate};
@@ -223,23 +225,34 @@ impl Runner {
     }
 
     /// Runs the workflow on `inputs` (workflow input name -> tensor; a
-    /// `HashMap` or any other list of pairs).
-    pub fn run(
+    /// `HashMap` or any other list of pairs). A tensor may be shared
+    /// (`Arc<Tensor>`): given again in a later run, it is not compared or
+    /// copied, and ONNX Runtime's view of it is reused.
+    pub fn run<K, V>(
         &mut self,
-        inputs: impl IntoIterator<Item = (String, Tensor)>,
+        inputs: impl IntoIterator<Item = (K, V)>,
         control: RunControl<'_>,
-    ) -> Result<RunOutput, RunError> {
+    ) -> Result<RunOutput, RunError>
+    where
+        K: AsRef<str>,
+        V: Into<Arc<Tensor>>,
+    {
         self.run_request(inputs, &Request::default(), control)
     }
 
-    /// Runs the workflow on `inputs`; `source: request` inputs that are not
-    /// supplied take their value from `request` by runtime role.
-    pub fn run_request(
+    /// Runs the workflow on `inputs` (as [`Runner::run`]); `source: request`
+    /// inputs that are not supplied take their value from `request` by
+    /// runtime role.
+    pub fn run_request<K, V>(
         &mut self,
-        inputs: impl IntoIterator<Item = (String, Tensor)>,
+        inputs: impl IntoIterator<Item = (K, V)>,
         request: &Request,
         control: RunControl<'_>,
-    ) -> Result<RunOutput, RunError> {
+    ) -> Result<RunOutput, RunError>
+    where
+        K: AsRef<str>,
+        V: Into<Arc<Tensor>>,
+    {
         let wf = workflow(&self.document)?;
         exec::Exec::new(wf, &mut self.plan, &mut self.sessions, control).run(inputs, request)
     }

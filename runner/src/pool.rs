@@ -5,12 +5,14 @@
 //! When a run ends, each value nobody else holds is parked under its slot:
 //! the next run's output of that slot takes it back without a look-up, and
 //! a workflow input given the same small value again reuses it, view and
-//! all.
+//! all. A workflow input the caller shares (and so may give again) is
+//! parked too, for its view alone.
 
 use crate::ortcall::{Held, Preset};
 use crate::tensor::{DType, Tensor};
 use std::hash::BuildHasher;
 use std::rc::Rc;
+use std::sync::Arc;
 
 /// Bytes the pool may hold in all.
 const BUDGET: usize = 64 << 20;
@@ -30,7 +32,20 @@ pub(crate) struct Pool {
     bytes: usize,
     parked: Vec<Option<Preset>>,
     parked_bytes: usize,
+    /// Workflow inputs whose tensor the caller shares, by slot.
+    shared: Vec<Option<SharedInput>>,
 }
+
+/// A workflow input whose tensor the caller also holds: the one reference
+/// to its held value (the tensor is never written, so it is not a buffer
+/// for outputs), kept for its view.
+struct SharedInput(Rc<Held>);
+
+// SAFETY: the `Rc` is the only one to its held value (checked when it is
+// parked), so moving it to another thread shares no reference count; the
+// tensor is behind an `Arc` and never written; an ONNX Runtime value has no
+// affinity to the thread that made it.
+unsafe impl Send for SharedInput {}
 
 impl std::fmt::Debug for Pool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -86,9 +101,32 @@ impl Pool {
         Some(preset)
     }
 
-    /// The value parked under `slot` when it is `tensor`, bit for bit (only
-    /// small tensors are compared): a workflow input given again.
-    pub(crate) fn same_as_parked(&mut self, slot: u32, tensor: &Tensor) -> Option<Rc<Held>> {
+    /// Parks `held`, the value of workflow input `slot` when a run ended, if
+    /// nobody else in the run holds it: as a buffer when the caller does not
+    /// hold its tensor either, else as a shared input.
+    pub(crate) fn park_input(&mut self, slot: u32, held: Rc<Held>) {
+        if Rc::strong_count(&held) != 1 || Rc::weak_count(&held) != 0 || held.home().is_some() {
+            return self.park(slot, held);
+        }
+        if Arc::strong_count(held.tensor()) == 1 {
+            return self.park(slot, held);
+        }
+        let at = slot as usize;
+        if self.shared.len() <= at {
+            self.shared.resize_with(at + 1, || None);
+        }
+        self.shared[at] = Some(SharedInput(held));
+    }
+
+    /// The value parked under `slot` when it is `tensor`: the same shared
+    /// tensor, or the same small one bit for bit (only small tensors are
+    /// compared). A workflow input given again.
+    pub(crate) fn same_as_parked(&mut self, slot: u32, tensor: &Arc<Tensor>) -> Option<Rc<Held>> {
+        if let Some(shared) = self.shared.get_mut(slot as usize).and_then(Option::take) {
+            if Arc::ptr_eq(shared.0.tensor(), tensor) {
+                return Some(shared.0);
+            }
+        }
         if tensor.numel() * tensor.dtype().size() > MOST_COMPARED {
             return None;
         }
@@ -192,7 +230,7 @@ mod tests {
         }
         let mut pool = Pool::default();
         pool.park(3, viewed(vec![2], Data::F32(vec![0.0, 1.5])));
-        let same = |v: Vec<f32>| Tensor::new(vec![2], Data::F32(v)).expect("shape");
+        let same = |v: Vec<f32>| Arc::new(Tensor::new(vec![2], Data::F32(v)).expect("shape"));
         assert!(
             pool.same_as_parked(2, &same(vec![0.0, 1.5])).is_none(),
             "other slot"
@@ -217,13 +255,44 @@ mod tests {
         // Large inputs are not compared.
         let big = vec![0.0f32; 2048];
         pool.park(5, viewed(vec![2048], Data::F32(big.clone())));
-        let big = Tensor::new(vec![2048], Data::F32(big)).expect("shape");
+        let big = Arc::new(Tensor::new(vec![2048], Data::F32(big)).expect("shape"));
         assert!(pool.same_as_parked(5, &big).is_none());
         // A value someone else holds is not parked.
         let shared = viewed(vec![1], Data::I64(vec![7]));
         pool.park(6, shared.clone());
-        let seven = Tensor::new(vec![1], Data::I64(vec![7])).expect("shape");
+        let seven = Arc::new(Tensor::new(vec![1], Data::I64(vec![7])).expect("shape"));
         assert!(pool.same_as_parked(6, &seven).is_none());
         drop(shared);
+    }
+
+    #[test]
+    fn a_shared_input_comes_back_only_for_the_same_tensor() {
+        if crate::ortlib::environment().is_err() {
+            return;
+        }
+        let mut pool = Pool::default();
+        let big = Arc::new(Tensor::new(vec![2048], Data::F32(vec![0.5; 2048])).expect("shape"));
+        pool.park_input(1, viewed_shared(&big));
+        let copy = Arc::new((*big).clone());
+        assert!(
+            pool.same_as_parked(1, &copy).is_none(),
+            "a copy, too large to compare"
+        );
+        pool.park_input(1, viewed_shared(&big));
+        assert!(pool.same_as_parked(2, &big).is_none(), "other slot");
+        let back = pool.same_as_parked(1, &big).expect("the same tensor");
+        assert!(Arc::ptr_eq(back.tensor(), &big));
+        assert!(back.view().is_ok());
+        assert!(pool.same_as_parked(1, &big).is_none(), "taken once");
+        // Nor is it a buffer for outputs: the caller may read it.
+        pool.park_input(1, back);
+        assert!(pool.take_for(1, DType::F32, &[2048]).is_none());
+        assert!(pool.take(DType::F32, &[2048]).is_none());
+    }
+
+    fn viewed_shared(tensor: &Arc<Tensor>) -> std::rc::Rc<Held> {
+        let held = Held::new(tensor.clone());
+        held.view().expect("view");
+        held
     }
 }

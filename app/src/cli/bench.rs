@@ -2,12 +2,15 @@
 //! prints the median wall time per run against the time spent inside ONNX
 //! Runtime in the same runs (the overhead ratio). With `--reuse`, the same
 //! runs again with the reuse cache (filled by the warm-up run, so every
-//! call is reused) give the speed-up of an unchanged re-run.
+//! call is reused) give the speed-up of an unchanged re-run. The recipe's
+//! inputs are shared with every run, as an application re-running a
+//! request shares its tensors.
 
 use super::run::{gather_inputs, load_runner};
 use super::{EXIT_ERRORS, InputPath, OutputFormat};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 use wfstudio_runner::reuse::ReuseCache;
@@ -51,6 +54,8 @@ fn median(mut values: Vec<Duration>) -> Duration {
 /// Benchmarks one package.
 pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     let (inputs, _) = gather_inputs(args.recipe.as_deref(), &[])?;
+    let inputs: Vec<(String, Arc<Tensor>)> =
+        inputs.into_iter().map(|(n, t)| (n, Arc::new(t))).collect();
     let mut runner = match load_runner(&args.path, args.device)? {
         Ok(runner) => runner,
         Err(code) => return Ok(code),
@@ -130,7 +135,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
 /// One untimed warm-up run, then `runs` timed ones; medians.
 fn timed_runs(
     runner: &mut Runner,
-    inputs: &std::collections::HashMap<String, Tensor>,
+    inputs: &[(String, Arc<Tensor>)],
     runs: usize,
     mut cache: Option<&mut ReuseCache>,
 ) -> Result<Timed, RunError> {
@@ -138,7 +143,9 @@ fn timed_runs(
     let (mut walls, mut orts, mut iterations, mut reused) = (Vec::new(), Vec::new(), 0, 0);
     for i in 0..=runs.max(1) {
         let output = runner.run(
-            inputs.clone(),
+            inputs
+                .iter()
+                .map(|(name, t)| (name.as_str(), Arc::clone(t))),
             RunControl {
                 observer: None,
                 cancel: &cancel,
@@ -148,16 +155,6 @@ fn timed_runs(
         )?;
         if i == 0 {
             continue;
-        }
-        if std::env::var_os("WF_DEBUG").is_some() && i == runs {
-            let inv: Duration = output.invokes.iter().map(|c| c.wall).sum();
-            eprintln!(
-                "wall {:?} invokes {:?} ort {:?} calls {}",
-                output.wall,
-                inv,
-                output.ort_time(),
-                output.invokes.len()
-            );
         }
         walls.push(output.wall);
         orts.push(output.ort_time());
