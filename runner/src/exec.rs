@@ -947,7 +947,13 @@ impl<'r, 'c> Exec<'r, 'c> {
         prepared: &mut PreparedLoop,
         path: &At<'_>,
     ) -> Result<(), RunError> {
-        let limit = self.value(&l.max_iterations, &path.key("max_iterations"))?;
+        let limit = self
+            .held_at(
+                prepared.limit,
+                &l.max_iterations,
+                &path.key("max_iterations"),
+            )?
+            .tensor();
         let limit = (limit.numel() == 1)
             .then(|| limit.data.get_i64(0))
             .flatten()
@@ -1224,22 +1230,38 @@ impl<'r, 'c> Exec<'r, 'c> {
     }
 
     fn emit(&mut self, e: &'r EmitStep, path: &At<'_>) -> Result<(), RunError> {
-        let output = self
-            .wf
-            .outputs
-            .as_ref()
-            .and_then(|o| o.get(&e.output))
-            .ok_or_else(|| fail(path, format!("emits undeclared output '{}'", e.output)))?;
         let key = e as *const EmitStep as usize;
-        let rowwise = self.rowwise.get(&e.output).copied().unwrap_or(false);
-        let names = &mut *self.names;
+        let (wf, rowwise, names) = (self.wf, self.rowwise, &mut *self.names);
         let (at, mut prepared) = self
             .emits
             .take(key, || {
-                Ok(PreparedEmit::new(e, &output.contract, rowwise, names))
+                let (index, _, output) = wf
+                    .outputs
+                    .as_ref()
+                    .and_then(|o| o.get_full(&e.output))
+                    .ok_or_else(|| fail(path, format!("emits undeclared output '{}'", e.output)))?;
+                let rowwise = rowwise.get(&e.output).copied().unwrap_or(false);
+                Ok(PreparedEmit::new(
+                    e,
+                    index,
+                    &output.contract,
+                    rowwise,
+                    names,
+                ))
             })?
             .ok_or_else(|| fail(path, "an emit step re-entered itself"))?;
-        let result = self.emit_prepared(e, &output.contract, &mut prepared, path);
+        let contract = wf
+            .outputs
+            .as_ref()
+            .and_then(|o| o.get_index(prepared.output))
+            .map(|(_, output)| &output.contract);
+        let result = match contract {
+            Some(contract) => self.emit_prepared(e, contract, &mut prepared, path),
+            None => Err(fail(
+                path,
+                format!("emits undeclared output '{}'", e.output),
+            )),
+        };
         self.emits.put_back(at, prepared);
         result
     }

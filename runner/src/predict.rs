@@ -41,6 +41,7 @@ pub(crate) struct ShapeMemo {
 }
 
 /// Whether `key` spells `inputs`.
+#[inline]
 fn spells<'a>(key: &[usize], inputs: impl IntoIterator<Item = Seen<'a>>) -> bool {
     let mut rest = key;
     for (dtype, shape) in inputs {
@@ -83,18 +84,23 @@ fn hash(parts: impl Iterator<Item = usize>) -> u64 {
 impl ShapeMemo {
     /// The output shapes of an earlier call whose inputs had the same
     /// dtypes and shapes (which therefore pass their checks).
+    #[inline]
     pub(crate) fn predict<'a, I>(&self, inputs: I) -> Option<&[Vec<usize>]>
     where
         I: IntoIterator<Item = Seen<'a>> + Clone,
     {
-        if self.volatile {
-            return None;
+        // A step that stopped being predicted keeps no calls.
+        match &self.last {
+            Some((key, outputs)) if spells(key, inputs.clone()) => Some(outputs),
+            _ => self.predict_earlier(inputs),
         }
-        if let Some((key, outputs)) = &self.last
-            && spells(key, inputs.clone())
-        {
-            return Some(outputs);
-        }
+    }
+
+    /// [`Self::predict`] among the calls before the last.
+    fn predict_earlier<'a, I>(&self, inputs: I) -> Option<&[Vec<usize>]>
+    where
+        I: IntoIterator<Item = Seen<'a>> + Clone,
+    {
         if self.earlier.is_empty() {
             return None;
         }

@@ -137,6 +137,7 @@ impl<T> StepTable<T> {
 
     /// The entry of the step at `key` and its place, made by `prepare` the
     /// first time.
+    #[inline]
     pub(crate) fn take(
         &mut self,
         key: usize,
@@ -144,17 +145,26 @@ impl<T> StepTable<T> {
     ) -> Result<Option<(usize, Box<T>)>, RunError> {
         let at = match self.trail.get(self.cursor) {
             Some(&(recorded, at)) if recorded == key => at,
-            _ => {
-                let at = self.find(key, prepare)?;
-                if self.cursor < MOST_RECORDED {
-                    self.trail.truncate(self.cursor);
-                    self.trail.push((key, at));
-                }
-                at
-            }
+            _ => self.look_up(key, prepare)?,
         };
         self.cursor += 1;
         Ok(self.entries[at].take().map(|entry| (at, entry)))
+    }
+
+    /// The place of the step at `key` when the run left the last run's
+    /// order, recorded for the next run.
+    #[cold]
+    fn look_up(
+        &mut self,
+        key: usize,
+        prepare: impl FnOnce() -> Result<T, RunError>,
+    ) -> Result<usize, RunError> {
+        let at = self.find(key, prepare)?;
+        if self.cursor < MOST_RECORDED {
+            self.trail.truncate(self.cursor);
+            self.trail.push((key, at));
+        }
+        Ok(at)
     }
 
     /// The place of the step at `key`, prepared when new.
@@ -173,6 +183,7 @@ impl<T> StepTable<T> {
     }
 
     /// Puts back the entry taken from `at`.
+    #[inline]
     pub(crate) fn put_back(&mut self, at: usize, entry: Box<T>) {
         self.entries[at] = Some(entry);
     }
@@ -262,6 +273,8 @@ impl PreparedOutput {
 pub(crate) struct PreparedLoop {
     /// Display form of the loop's path.
     pub(crate) path: Arc<str>,
+    /// Slot of the iteration limit.
+    pub(crate) limit: u32,
     pub(crate) continue_slot: u32,
     /// Per carried cell, in order.
     pub(crate) carried: SmallVec<[CarriedSlots; 4]>,
@@ -322,6 +335,7 @@ impl PreparedLoop {
             .collect::<Result<_, RunError>>()?;
         Ok(Self {
             path: path.doc().to_string().into(),
+            limit: names.slot(&l.max_iterations),
             continue_slot: names.slot(&l.continue_when),
             carried,
             iteration: l.iteration.as_ref().map(|it| IterationValues {
@@ -358,6 +372,8 @@ impl IterationValues {
 /// per row, and the contract of what it publishes ready to check.
 #[derive(Debug)]
 pub(crate) struct PreparedEmit {
+    /// Index of the output among the workflow's outputs.
+    pub(crate) output: usize,
     pub(crate) value: u32,
     pub(crate) when: Option<u32>,
     pub(crate) valid_length: Option<u32>,
@@ -375,6 +391,7 @@ pub(crate) struct PreparedEmit {
 impl PreparedEmit {
     pub(crate) fn new(
         e: &EmitStep,
+        output: usize,
         contract: &TensorContract,
         rowwise: bool,
         names: &mut Names,
@@ -387,6 +404,7 @@ impl PreparedEmit {
             published.free_axis(axis);
         }
         Self {
+            output,
             value: names.slot(&e.value),
             when: e.when.as_deref().map(|w| names.slot(w)),
             valid_length: e.valid_length.as_deref().map(|v| names.slot(v)),
