@@ -21,8 +21,8 @@ use crate::ortcall::{Held, Produced};
 use crate::pool::Pool;
 use crate::predict::Seen;
 use crate::prepared::{
-    InputBindings, InputChecks, IterationValues, Outcome, Prepared, PreparedEmit, PreparedLoop,
-    StepTable, prepare, row_contract, run_session,
+    CallKind, InputBindings, InputChecks, IterationValues, Outcome, Prepared, PreparedEmit,
+    PreparedLoop, StepTable, prepare, row_contract, run_session,
 };
 use smallvec::SmallVec;
 use std::rc::Rc;
@@ -58,7 +58,8 @@ pub struct InvokeTiming {
     /// The step that made the call: its index in [`RunOutput::steps`]
     /// (an index rather than the names, so timing a call copies nothing).
     pub step: usize,
-    /// Wall time.
+    /// Wall time, from the start of the call until its outputs were in hand
+    /// (binding them to their values after is the run's time).
     pub wall: Duration,
     /// Time inside ONNX Runtime.
     pub ort: Duration,
@@ -590,11 +591,22 @@ impl<'r, 'c> Exec<'r, 'c> {
         result
     }
 
+    /// The component `prepared` calls.
+    fn component(&self, prepared: &Prepared) -> Option<&'r Component> {
+        let wf: &'r WorkflowSpec = self.wf;
+        wf.components
+            .get_index(prepared.component_index)
+            .map(|(_, c)| c)
+    }
+
     /// Why the inputs of `invoke` do not fit their ports: the checks of
     /// every call again, by name, for the message.
-    fn explain_inputs(&self, invoke: &'r InvokeStep, component: &'r Component) -> String {
+    fn explain_inputs(&self, invoke: &'r InvokeStep, prepared: &Prepared) -> String {
         let mut local = self.symbols.fresh();
-        let ports = component.ports.as_ref().and_then(|p| p.inputs.as_ref());
+        let ports = self
+            .component(prepared)
+            .and_then(|c| c.ports.as_ref())
+            .and_then(|p| p.inputs.as_ref());
         for (port, value) in invoke.inputs.iter().flatten() {
             let (Some(held), Some(contract)) = (self.bound(value), ports.and_then(|p| p.get(port)))
             else {
@@ -608,14 +620,12 @@ impl<'r, 'c> Exec<'r, 'c> {
     }
 
     /// Why `produced` does not fit the output ports (as [`Self::explain_inputs`]).
-    fn explain_outputs(
-        &self,
-        component: &'r Component,
-        prepared: &Prepared,
-        produced: &[Rc<Held>],
-    ) -> String {
+    fn explain_outputs(&self, prepared: &Prepared, produced: &[Rc<Held>]) -> String {
         let mut local = self.symbols.fresh();
-        let ports = component.ports.as_ref().and_then(|p| p.outputs.as_ref());
+        let ports = self
+            .component(prepared)
+            .and_then(|c| c.ports.as_ref())
+            .and_then(|p| p.outputs.as_ref());
         for (output, held) in prepared.outputs.iter().zip(produced) {
             let Some(contract) = ports.and_then(|p| p.get(&*output.port)) else {
                 continue;
@@ -634,12 +644,6 @@ impl<'r, 'c> Exec<'r, 'c> {
         path: &At<'_>,
     ) -> Result<(), RunError> {
         let at = |why: String| fail(path, format!("component '{}': {why}", invoke.component));
-        let component = self
-            .wf
-            .components
-            .get_index(prepared.component_index)
-            .map(|(_, c)| c)
-            .ok_or_else(|| at("is not declared".into()))?;
         if self.control.observer.is_some() {
             self.notify(|| Event::InvokeStarted {
                 path: prepared.path.clone(),
@@ -648,11 +652,15 @@ impl<'r, 'c> Exec<'r, 'c> {
         }
         let start = Tick::now();
         let mut bound: SmallVec<[&Rc<Held>; 8]> = SmallVec::new();
-        for ((port, value), input) in invoke.inputs.iter().flatten().zip(&prepared.inputs) {
-            let held = self.env.get(input.slot).ok_or_else(|| {
+        for (i, input) in prepared.inputs.iter().enumerate() {
+            let Some(held) = self.env.get(input.slot) else {
+                let (port, value) = invoke.inputs.as_ref().and_then(|m| m.get_index(i)).unzip();
                 let inputs = path.key("inputs");
-                undefined(&inputs.key(port.as_str()), value)
-            })?;
+                return Err(undefined(
+                    &inputs.key(port.map_or("", String::as_str)),
+                    value.map_or("", String::as_str),
+                ));
+            };
             bound.push(held);
         }
         // Inputs like those of a remembered call pass their checks as its did.
@@ -664,7 +672,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                 if let Some(contract) = &input.contract
                     && !contract.fits(held.tensor(), &mut prepared.bound)
                 {
-                    return Err(at(self.explain_inputs(invoke, component)));
+                    return Err(at(self.explain_inputs(invoke, prepared)));
                 }
             }
         }
@@ -673,9 +681,11 @@ impl<'r, 'c> Exec<'r, 'c> {
         let mut ort = Duration::ZERO;
         // How the outputs compare with the prediction, for calls run on ONNX Runtime.
         let mut outcome = None;
+        // When the outputs were in hand, if ONNX Runtime said.
+        let mut in_hand = None;
         let mut produced = Produced::new();
-        match &component.implementation {
-            Implementation::Onnx(_) => {
+        match prepared.kind {
+            CallKind::Onnx => {
                 let session = self
                     .sessions
                     .get_mut(prepared.component_index)
@@ -721,7 +731,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                             &mut produced,
                         )
                         .map_err(at)?;
-                        (ort, outcome) = (ran.0, Some(ran.1));
+                        (ort, in_hand, outcome) = (ran.0, Some(ran.1), Some(ran.2));
                         if let (Some(cache), Some((key, tensors, _))) =
                             (self.control.reuse.as_deref_mut(), remembered)
                         {
@@ -736,7 +746,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                     }
                 }
             }
-            Implementation::Binding => {
+            CallKind::Binding => {
                 for output in &prepared.outputs {
                     let source = invoke
                         .inputs
@@ -753,13 +763,18 @@ impl<'r, 'c> Exec<'r, 'c> {
                     produced.push(Rc::clone(source.1));
                 }
             }
-            Implementation::Adapter(a) => {
-                return Err(at(format!(
-                    "adapter {}@{} is not implemented by this runner",
-                    a.abi, a.version
-                )));
+            CallKind::Adapter => {
+                let why = match self.component(prepared).map(|c| &c.implementation) {
+                    Some(Implementation::Adapter(a)) => format!(
+                        "adapter {}@{} is not implemented by this runner",
+                        a.abi, a.version
+                    ),
+                    _ => "is not declared".into(),
+                };
+                return Err(at(why));
             }
         }
+        let wall = in_hand.unwrap_or_else(Tick::now).since(start);
         if outcome != Some(Outcome::AsPredicted) {
             // Outputs are checked with their own fresh table: an append
             // graph's output legitimately differs from its input under one
@@ -776,7 +791,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                         .is_none_or(|c| c.fits(held.tensor(), &mut prepared.bound))
                 });
             if !fits {
-                return Err(at(self.explain_outputs(component, prepared, &produced)));
+                return Err(at(self.explain_outputs(prepared, &produced)));
             }
         }
         match outcome {
@@ -806,7 +821,6 @@ impl<'r, 'c> Exec<'r, 'c> {
                 output.recycle(replaced, self.pool);
             }
         }
-        let wall = start.elapsed();
         self.out.invokes.push(InvokeTiming {
             step: prepared.step,
             wall,

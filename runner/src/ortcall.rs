@@ -400,14 +400,16 @@ impl Preset {
 /// Runs `session` once (with `options`, if any) on the views of `inputs`
 /// (one per input port of `site`, in order), writing into the site's
 /// presets (which the call takes). Appends each output to `produced` as a
-/// held value and returns the time spent inside ONNX Runtime's `Run` call.
+/// held value; returns the time spent inside ONNX Runtime's `Run` call and
+/// when the outputs were in hand (as `Run` returned, unless some had to be
+/// copied out of ONNX Runtime's memory).
 pub(crate) fn run(
     session: &mut Session,
     options: Option<&RunOptions>,
     site: &mut CallSite,
     inputs: &[&Rc<Held>],
     produced: &mut Produced,
-) -> Result<Duration, String> {
+) -> Result<(Duration, Tick), String> {
     if inputs.len() != site.input_names.len() || site.presets.len() != site.output_names.len() {
         return Err("port names and values differ in number".into());
     }
@@ -440,8 +442,9 @@ pub(crate) fn run(
             site.output_values.as_mut_ptr(),
         )
     });
-    let inside = Tick::now().since(start);
+    let end = Tick::now();
     ran?;
+    let mut copied = false;
     for (preset, &value) in site.presets.iter_mut().zip(&site.output_values) {
         match preset.take() {
             Some(p) if value == p.output_slot() => produced.push(p.into_held()),
@@ -450,8 +453,10 @@ pub(crate) fn run(
                     .map(OrtTensor)
                     .ok_or("ONNX Runtime returned no output value")?;
                 produced.push(Held::new(Arc::new(read(&value)?)));
+                copied = true;
             }
         }
     }
-    Ok(inside)
+    let in_hand = if copied { Tick::now() } else { end };
+    Ok((end.since(start), in_hand))
 }

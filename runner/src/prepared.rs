@@ -8,6 +8,7 @@
 use crate::RunError;
 use crate::at::At;
 use crate::check::{Compiled, Symbols, UNBOUND};
+use crate::clock::Tick;
 use crate::env::Names;
 use crate::exec::{FastMap, InvokedStep, MAX_LITERAL_BYTES, fail};
 use crate::ortcall::{CallSite, Held, Preset, Produced};
@@ -189,6 +190,17 @@ impl<T> StepTable<T> {
     }
 }
 
+/// How an invoke's component runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CallKind {
+    /// On ONNX Runtime.
+    Onnx,
+    /// A plain copy of inputs to outputs of the same port names.
+    Binding,
+    /// A host ABI this runner does not implement.
+    Adapter,
+}
+
 /// An invoke step made ready to call: where its values live, its contracts
 /// ready to check, its names as ONNX Runtime takes them, and the output
 /// shapes its earlier calls gave, which become the buffers ONNX Runtime
@@ -197,6 +209,8 @@ impl<T> StepTable<T> {
 pub(crate) struct Prepared {
     /// Index of the component in the workflow's components.
     pub(crate) component_index: usize,
+    /// How the component runs.
+    pub(crate) kind: CallKind,
     /// Per input port, in order.
     pub(crate) inputs: SmallVec<[PreparedInput; 8]>,
     pub(crate) path: Arc<str>,
@@ -446,8 +460,10 @@ pub(crate) enum Outcome {
 
 /// Runs `session` on the views of `bound` at `site`, writing the outputs
 /// into host buffers of the `predicted` shapes when there are some, and
-/// appending them to `produced`. A wrong prediction fails the run inside
-/// ONNX Runtime; the call is then made again with ONNX Runtime allocating.
+/// appending them to `produced`; returns the time inside ONNX Runtime, when
+/// the outputs were in hand, and how they compare with the prediction. A
+/// wrong prediction fails the run inside ONNX Runtime; the call is then
+/// made again with ONNX Runtime allocating.
 pub(crate) fn run_session(
     session: &mut ComponentSession,
     site: &mut CallSite,
@@ -456,7 +472,7 @@ pub(crate) fn run_session(
     bound: &[&Rc<Held>],
     pool: &mut Pool,
     produced: &mut Produced,
-) -> Result<(Duration, Outcome), String> {
+) -> Result<(Duration, Tick, Outcome), String> {
     let mut preset_any = false;
     if let Some(shapes) = predicted {
         for ((slot, output), shape) in site.presets.iter_mut().zip(outputs).zip(shapes) {
@@ -464,15 +480,15 @@ pub(crate) fn run_session(
             preset_any |= slot.is_some();
         }
     }
-    let ort = match session.run(site, bound, produced) {
-        Ok(ort) => ort,
+    let (ort, in_hand) = match session.run(site, bound, produced) {
+        Ok(ran) => ran,
         // A buffer of the wrong shape (or refused): run again with ONNX
         // Runtime allocating.
         Err(_) if preset_any => {
             produced.clear();
             site.presets.iter_mut().for_each(|p| *p = None);
-            let ort = session.run(site, bound, produced)?;
-            return Ok((ort, Outcome::Refused));
+            let (ort, in_hand) = session.run(site, bound, produced)?;
+            return Ok((ort, in_hand, Outcome::Refused));
         }
         Err(e) => return Err(e),
     };
@@ -487,7 +503,7 @@ pub(crate) fn run_session(
     } else {
         Outcome::Unpredicted
     };
-    Ok((ort, outcome))
+    Ok((ort, in_hand, outcome))
 }
 
 /// What every call of `invoke` needs, made on its first; the step is added
@@ -555,6 +571,11 @@ pub(crate) fn prepare(
         ),
         _ => None,
     };
+    let kind = match &component.implementation {
+        Implementation::Onnx(_) => CallKind::Onnx,
+        Implementation::Binding => CallKind::Binding,
+        Implementation::Adapter(_) => CallKind::Adapter,
+    };
     let step = InvokedStep {
         path: path.doc().to_string().into(),
         component: invoke.component.as_str().into(),
@@ -564,6 +585,7 @@ pub(crate) fn prepare(
     steps.push(step);
     Ok(Prepared {
         component_index,
+        kind,
         inputs,
         path,
         component,

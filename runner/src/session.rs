@@ -1,5 +1,6 @@
 //! ONNX Runtime sessions, one per component, created once and reused.
 
+use crate::clock::Tick;
 use crate::device::Device;
 use crate::model::model_bytes;
 use crate::ortcall::{self, CallSite, Held, Produced};
@@ -118,13 +119,13 @@ impl ComponentSession {
 
     /// Runs the graph once (see [`ortcall::run`]); appends the outputs to
     /// `produced` in the order of the site's output ports and returns the
-    /// time inside ONNX Runtime's `Run`.
+    /// time inside ONNX Runtime's `Run` and when the outputs were in hand.
     pub(crate) fn run(
         &mut self,
         site: &mut CallSite,
         inputs: &[&Rc<Held>],
         produced: &mut Produced,
-    ) -> Result<Duration, String> {
+    ) -> Result<(Duration, Tick), String> {
         let options = site
             .presets
             .iter()
