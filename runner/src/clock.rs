@@ -4,7 +4,7 @@
 //! clock read (about 20 ns) is a visible share of the runner's own time. This reads the processor's time-stamp counter
 //! through `quanta` where it is invariant (calibrated once per process
 //! against the OS clock), and the OS clock elsewhere. Readings are turned
-//! into durations by one multiplication.
+//! into durations by one fixed-point multiplication.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -12,8 +12,12 @@ use std::time::Duration;
 /// The counter and its rate.
 struct Clock {
     counter: quanta::Clock,
-    nanos_per_tick: f64,
+    /// Nanoseconds per tick, times 2^32.
+    scale: u128,
 }
+
+/// Fraction bits of [`Clock::scale`].
+const FRACTION: u32 = 32;
 
 fn clock() -> &'static Clock {
     static CLOCK: OnceLock<Clock> = OnceLock::new();
@@ -21,10 +25,10 @@ fn clock() -> &'static Clock {
         let counter = quanta::Clock::new();
         // The rate over a span long enough that rounding does not show.
         const SPAN: u64 = 1 << 40;
-        let nanos_per_tick = counter.delta_as_nanos(0, SPAN) as f64 / SPAN as f64;
+        let nanos = u128::from(counter.delta_as_nanos(0, SPAN));
         Clock {
             counter,
-            nanos_per_tick,
+            scale: (nanos << FRACTION) / u128::from(SPAN),
         }
     })
 }
@@ -49,8 +53,9 @@ impl Tick {
     /// The time from `earlier` to this reading (zero if it is later).
     #[inline]
     pub(crate) fn since(self, earlier: Tick) -> Duration {
-        let ticks = self.0.saturating_sub(earlier.0);
-        Duration::from_nanos((ticks as f64 * clock().nanos_per_tick) as u64)
+        let ticks = u128::from(self.0.saturating_sub(earlier.0));
+        let nanos = (ticks * clock().scale) >> FRACTION;
+        Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
     }
 }
 

@@ -400,16 +400,17 @@ impl Preset {
 /// Runs `session` once (with `options`, if any) on the views of `inputs`
 /// (one per input port of `site`, in order), writing into the site's
 /// presets (which the call takes). Appends each output to `produced` as a
-/// held value; returns the time spent inside ONNX Runtime's `Run` call and
+/// held value; returns the time spent inside ONNX Runtime's `Run` call,
 /// when the outputs were in hand (as `Run` returned, unless some had to be
-/// copied out of ONNX Runtime's memory).
+/// copied out of ONNX Runtime's memory), and whether all were written into
+/// the presets.
 pub(crate) fn run(
     session: &mut Session,
     options: Option<&RunOptions>,
     site: &mut CallSite,
     inputs: &[&Rc<Held>],
     produced: &mut Produced,
-) -> Result<(Duration, Tick), String> {
+) -> Result<(Duration, Tick, bool), String> {
     if inputs.len() != site.input_names.len() || site.presets.len() != site.output_names.len() {
         return Err("port names and values differ in number".into());
     }
@@ -458,5 +459,5 @@ pub(crate) fn run(
         }
     }
     let in_hand = if copied { Tick::now() } else { end };
-    Ok((end.since(start), in_hand))
+    Ok((end.since(start), in_hand, !copied))
 }

@@ -119,13 +119,14 @@ impl ComponentSession {
 
     /// Runs the graph once (see [`ortcall::run`]); appends the outputs to
     /// `produced` in the order of the site's output ports and returns the
-    /// time inside ONNX Runtime's `Run` and when the outputs were in hand.
+    /// time inside ONNX Runtime's `Run`, when the outputs were in hand and
+    /// whether all were written into the presets.
     pub(crate) fn run(
         &mut self,
         site: &mut CallSite,
         inputs: &[&Rc<Held>],
         produced: &mut Produced,
-    ) -> Result<(Duration, Tick), String> {
+    ) -> Result<(Duration, Tick, bool), String> {
         let options = site
             .presets
             .iter()
