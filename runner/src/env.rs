@@ -33,14 +33,35 @@ impl Names {
     }
 }
 
-/// The values bound so far in a run, by slot.
+/// The values bound so far in a run, by slot. The room is kept from run to
+/// run; the values are not (a run empties it when it ends, however it ends).
 #[derive(Clone, Default)]
 pub(crate) struct Env(Vec<Option<Rc<Held>>>);
 
+// SAFETY: between runs the environment holds no values (see `Exec`'s drop),
+// so moving it with its runner to another thread moves no reference count;
+// during a run it stays on the run's thread, borrowed by the run.
+unsafe impl Send for Env {}
+
+impl std::fmt::Debug for Env {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Env({} slots)", self.0.len())
+    }
+}
+
 impl Env {
-    /// An environment with room for `slots` values.
-    pub(crate) fn with_slots(slots: usize) -> Self {
-        Self(vec![None; slots])
+    /// Makes room for `slots` values in an empty environment.
+    pub(crate) fn reset(&mut self, slots: usize) -> &mut Self {
+        self.clear();
+        if self.0.len() < slots {
+            self.0.resize(slots, None);
+        }
+        self
+    }
+
+    /// Drops every value.
+    pub(crate) fn clear(&mut self) {
+        self.0.iter_mut().for_each(|value| *value = None);
     }
 
     /// The value in `slot`.

@@ -169,6 +169,8 @@ pub(crate) struct Plan {
     last_calls: usize,
     /// The invoke steps prepared so far, which timing records name by index.
     invoked: Arc<Vec<InvokedStep>>,
+    /// The values of the run in progress (room kept between runs).
+    env: Env,
 }
 
 impl Plan {
@@ -206,7 +208,7 @@ pub(crate) struct Exec<'r, 'c> {
     /// Sessions by component index (`None` for non-ONNX components).
     sessions: &'r mut [Option<ComponentSession>],
     control: RunControl<'c>,
-    env: Env,
+    env: &'r mut Env,
     names: &'r mut Names,
     loops: &'r mut StepTable<PreparedLoop>,
     invokes: &'r mut StepTable<Prepared>,
@@ -223,11 +225,19 @@ pub(crate) struct Exec<'r, 'c> {
     out: RunOutput,
     events: HashMap<String, usize>,
     rowwise: &'r HashMap<String, bool>,
-    iterations: Vec<usize>,
+    /// Loop iterations enclosing the current step (outermost first).
+    iterations: SmallVec<[usize; 4]>,
     kept_bytes: usize,
     started: Instant,
     /// The run's start on the invoke clock.
     started_tick: Tick,
+}
+
+impl Drop for Exec<'_, '_> {
+    /// A run ends with an empty environment, however it ends.
+    fn drop(&mut self) {
+        self.env.clear();
+    }
 }
 
 pub(crate) fn fail(path: &At<'_>, message: impl Into<String>) -> RunError {
@@ -316,7 +326,7 @@ impl<'r, 'c> Exec<'r, 'c> {
             wf,
             sessions,
             control,
-            env: Env::with_slots(plan.names.len()),
+            env: plan.env.reset(plan.names.len()),
             names: &mut plan.names,
             loops: &mut plan.loops,
             invokes: &mut plan.invokes,
@@ -333,7 +343,7 @@ impl<'r, 'c> Exec<'r, 'c> {
             out,
             events: HashMap::new(),
             rowwise: &plan.rowwise,
-            iterations: Vec::new(),
+            iterations: SmallVec::new(),
             kept_bytes: 0,
             started: Instant::now(),
             started_tick: Tick::now(),
@@ -473,7 +483,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                 }
                 let wall = self.out.wall;
                 self.notify(|| Event::Finished { wall });
-                Ok(self.out)
+                Ok(std::mem::take(&mut self.out))
             }
             Err(RunError::Cancelled) => {
                 self.notify(|| Event::Cancelled);
@@ -570,7 +580,7 @@ impl<'r, 'c> Exec<'r, 'c> {
         self.out.kept.push(KeptValue {
             name: name.to_string(),
             path: path.to_string(),
-            iterations: self.iterations.clone(),
+            iterations: self.iterations.to_vec(),
             tensor: tensor.clone(),
         });
     }
@@ -1219,7 +1229,7 @@ impl<'r, 'c> Exec<'r, 'c> {
         };
         let saved = self.env.clone();
         let result = self.step(step, &case_path);
-        let case_env = std::mem::replace(&mut self.env, saved);
+        let case_env = std::mem::replace(self.env, saved);
         result?;
         for (phi, output) in b.outputs.iter().flatten() {
             let source = match selected {
