@@ -3,7 +3,7 @@
 //! values, and collects outputs, timing and events.
 
 use crate::RunError;
-use crate::check::{Symbols, UNBOUND, check};
+use crate::check::{Symbols, check};
 use crate::clock::Tick;
 use crate::env::{Env, Names};
 use crate::events::Event;
@@ -662,8 +662,8 @@ impl<'r, 'c> Exec<'r, 'c> {
         }
         let start = Tick::now();
         let mut bound: SmallVec<[&Rc<Held>; 8]> = SmallVec::new();
-        for (i, input) in prepared.inputs.iter().enumerate() {
-            let Some(held) = self.env.get(input.slot) else {
+        for (i, &slot) in prepared.inputs.iter().enumerate() {
+            let Some(held) = self.env.get(slot) else {
                 let (port, value) = invoke.inputs.as_ref().and_then(|m| m.get_index(i)).unzip();
                 let inputs = path.key("inputs");
                 return Err(undefined(
@@ -675,16 +675,8 @@ impl<'r, 'c> Exec<'r, 'c> {
         }
         // Inputs like those of a remembered call pass their checks as its did.
         let predicted = prepared.shapes.predict(seen(&bound));
-        if predicted.is_none() {
-            // Component-local symbols: fresh per invocation; growing state axes stay free.
-            prepared.bound.fill(UNBOUND);
-            for (held, input) in bound.iter().zip(&prepared.inputs) {
-                if let Some(contract) = &input.contract
-                    && !contract.fits(held.tensor(), &mut prepared.bound)
-                {
-                    return Err(at(self.explain_inputs(invoke, prepared)));
-                }
-            }
+        if predicted.is_none() && !prepared.checks.inputs_fit(&bound) {
+            return Err(at(self.explain_inputs(invoke, prepared)));
         }
         self.check_capacity(&invoke.component, invoke, path)?;
         let mut reused = false;
@@ -785,24 +777,8 @@ impl<'r, 'c> Exec<'r, 'c> {
             }
         }
         let wall = in_hand.unwrap_or_else(Tick::now).since(start);
-        if outcome != Some(Outcome::AsPredicted) {
-            // Outputs are checked with their own fresh table: an append
-            // graph's output legitimately differs from its input under one
-            // symbol.
-            prepared.bound.fill(UNBOUND);
-            let fits = prepared
-                .outputs
-                .iter()
-                .zip(&produced)
-                .all(|(output, held)| {
-                    output
-                        .contract
-                        .as_ref()
-                        .is_none_or(|c| c.fits(held.tensor(), &mut prepared.bound))
-                });
-            if !fits {
-                return Err(at(self.explain_outputs(prepared, &produced)));
-            }
+        if outcome != Some(Outcome::AsPredicted) && !prepared.checks.outputs_fit(&produced) {
+            return Err(at(self.explain_outputs(prepared, &produced)));
         }
         match outcome {
             Some(Outcome::Unpredicted) => {

@@ -211,8 +211,8 @@ pub(crate) struct Prepared {
     pub(crate) component_index: usize,
     /// How the component runs.
     pub(crate) kind: CallKind,
-    /// Per input port, in order.
-    pub(crate) inputs: SmallVec<[PreparedInput; 8]>,
+    /// Slot of the value bound to each input port, in order.
+    pub(crate) inputs: SmallVec<[u32; 8]>,
     pub(crate) path: Arc<str>,
     pub(crate) component: Arc<str>,
     /// Index of the step among the invoked steps of timing records.
@@ -220,25 +220,55 @@ pub(crate) struct Prepared {
     /// `None` for components that do not run on ONNX Runtime.
     pub(crate) site: Option<CallSite>,
     pub(crate) outputs: SmallVec<[PreparedOutput; 4]>,
-    /// Room for the symbols one side of a call binds (the inputs' and the
-    /// outputs' are numbered apart; see [`Compiled`]).
-    pub(crate) bound: Vec<usize>,
     /// Output shapes by input shapes, for the buffers of the next calls.
     pub(crate) shapes: ShapeMemo,
+    /// The port contracts, needed only by calls unlike any remembered one
+    /// (kept apart, so a steady call's data stays in few cache lines).
+    pub(crate) checks: Box<PortChecks>,
 }
 
+/// An invoke's port contracts made ready to check.
 #[derive(Debug)]
-pub(crate) struct PreparedInput {
-    /// Slot of the bound value.
-    pub(crate) slot: u32,
-    /// The port's contract made ready to check.
-    pub(crate) contract: Option<Compiled>,
+pub(crate) struct PortChecks {
+    /// By input port, in order.
+    inputs: Vec<Option<Compiled>>,
+    /// By output port, in order.
+    outputs: Vec<Option<Compiled>>,
+    /// Room for the symbols one side of a call binds (the inputs' and the
+    /// outputs' are numbered apart; see [`Compiled`]).
+    bound: Vec<usize>,
+}
+
+impl PortChecks {
+    /// Whether `inputs` fit their ports, with symbols fresh for the call
+    /// (growing state axes stay free).
+    pub(crate) fn inputs_fit(&mut self, inputs: &[&Rc<Held>]) -> bool {
+        Self::fit(&self.inputs, inputs, &mut self.bound)
+    }
+
+    /// Whether `outputs` fit their ports, with their own fresh symbols: an
+    /// append graph's output legitimately differs from its input under one
+    /// symbol.
+    pub(crate) fn outputs_fit(&mut self, outputs: &[Rc<Held>]) -> bool {
+        Self::fit(&self.outputs, outputs, &mut self.bound)
+    }
+
+    fn fit<H: AsRef<Held>>(
+        contracts: &[Option<Compiled>],
+        values: &[H],
+        bound: &mut [usize],
+    ) -> bool {
+        bound.fill(UNBOUND);
+        contracts.iter().zip(values).all(|(contract, held)| {
+            contract
+                .as_ref()
+                .is_none_or(|c| c.fits(held.as_ref().tensor(), bound))
+        })
+    }
 }
 
 #[derive(Debug)]
 pub(crate) struct PreparedOutput {
-    /// The port's contract made ready to check.
-    pub(crate) contract: Option<Compiled>,
     pub(crate) port: Arc<str>,
     pub(crate) value: Arc<str>,
     /// Slot of the produced value.
@@ -537,13 +567,18 @@ pub(crate) fn prepare(
     let mut numbering = Vec::new();
     let session = sessions.get(component_index).and_then(Option::as_ref);
     let mut outputs: SmallVec<[PreparedOutput; 4]> = SmallVec::new();
+    let mut output_contracts = Vec::new();
     for (port, value) in invoke.outputs.iter().flatten() {
         let index = session.map(|s| s.outputs.iter().position(|o| o == port));
         if index == Some(None) {
             return Err(at(format!("the graph has no output '{port}'")));
         }
+        output_contracts.push(compile(
+            ports.and_then(|p| p.outputs.as_ref()),
+            port,
+            &mut numbering,
+        ));
         outputs.push(PreparedOutput {
-            contract: compile(ports.and_then(|p| p.outputs.as_ref()), port, &mut numbering),
             port: port.as_str().into(),
             value: value.as_str().into(),
             slot: names.slot(value),
@@ -559,10 +594,13 @@ pub(crate) fn prepare(
         .inputs
         .iter()
         .flatten()
-        .map(|(port, value)| PreparedInput {
-            slot: names.slot(value),
-            contract: compile(ports.and_then(|p| p.inputs.as_ref()), port, &mut numbering),
-        })
+        .map(|(_, value)| names.slot(value))
+        .collect();
+    let input_contracts = invoke
+        .inputs
+        .iter()
+        .flatten()
+        .map(|(port, _)| compile(ports.and_then(|p| p.inputs.as_ref()), port, &mut numbering))
         .collect();
     let site = match &component.implementation {
         Implementation::Onnx(_) => Some(
@@ -595,8 +633,12 @@ pub(crate) fn prepare(
         step: steps.len() - 1,
         site,
         outputs,
-        bound: vec![UNBOUND; output_symbols.max(numbering.len())],
         shapes: ShapeMemo::default(),
+        checks: Box::new(PortChecks {
+            inputs: input_contracts,
+            outputs: output_contracts,
+            bound: vec![UNBOUND; output_symbols.max(numbering.len())],
+        }),
     })
 }
 
