@@ -28,7 +28,7 @@ use smallvec::SmallVec;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use wfstudio_schema::types::contract::{BatchLayout, Dim, TensorContract};
 use wfstudio_schema::types::state::{Recurrence, StateCell, StateUpdate};
 use wfstudio_schema::types::steps::{
@@ -228,7 +228,6 @@ pub(crate) struct Exec<'r, 'c> {
     /// Loop iterations enclosing the current step (outermost first).
     iterations: SmallVec<[usize; 4]>,
     kept_bytes: usize,
-    started: Instant,
     /// The run's start on the invoke clock.
     started_tick: Tick,
 }
@@ -345,7 +344,6 @@ impl<'r, 'c> Exec<'r, 'c> {
             rowwise: &plan.rowwise,
             iterations: SmallVec::new(),
             kept_bytes: 0,
-            started: Instant::now(),
             started_tick: Tick::now(),
         }
     }
@@ -470,7 +468,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                 if let Some(cache) = self.control.reuse.as_mut() {
                     cache.end_run();
                 }
-                self.out.wall = self.started.elapsed();
+                self.out.wall = Tick::now().since(self.started_tick);
                 *self.last_calls = self.out.invokes.len();
                 self.out.steps = Arc::clone(self.invoked);
                 for &(_, slot) in self.input_order {
