@@ -40,8 +40,22 @@ pub(crate) fn calibrate() {
 }
 
 /// One reading of the clock.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Tick(u64);
+
+/// Two readings: a span of time, turned into a duration only when asked.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Span {
+    pub(crate) start: Tick,
+    pub(crate) end: Tick,
+}
+
+impl Span {
+    /// The span's length.
+    pub(crate) fn duration(self) -> Duration {
+        self.end.since(self.start)
+    }
+}
 
 impl Tick {
     /// The time now.

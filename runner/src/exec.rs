@@ -4,7 +4,7 @@
 
 use crate::RunError;
 use crate::check::{Symbols, check};
-use crate::clock::Tick;
+use crate::clock::{Span, Tick};
 use crate::env::{Env, Names};
 use crate::events::Event;
 use crate::literal::encode_default;
@@ -67,6 +67,32 @@ pub struct InvokeTiming {
     pub start: Duration,
     /// Whether the outputs were reused from an earlier run instead of run.
     pub reused: bool,
+}
+
+/// An invoke call as timed on the hot path (clock readings), turned into
+/// an [`InvokeTiming`] when the run ends.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TimedCall {
+    step: usize,
+    start: Tick,
+    /// When the outputs were in hand.
+    in_hand: Tick,
+    /// Inside ONNX Runtime (empty for calls that did not run on it).
+    ort: Span,
+    reused: bool,
+}
+
+impl TimedCall {
+    /// The call's timing, its start counted from `run_start`.
+    fn timing(self, run_start: Tick) -> InvokeTiming {
+        InvokeTiming {
+            step: self.step,
+            wall: self.in_hand.since(self.start),
+            ort: self.ort.duration(),
+            start: self.start.since(run_start),
+            reused: self.reused,
+        }
+    }
 }
 
 /// A value kept for inspection.
@@ -164,9 +190,9 @@ pub(crate) struct Plan {
     supplied: Supplied,
     /// Output buffers of earlier values, for reuse.
     pool: Pool,
-    /// Invoke calls of the last run (the next run's timing records are
-    /// made room for at once).
-    last_calls: usize,
+    /// The invoke calls of the run in progress as timed (room kept between
+    /// runs).
+    calls: Vec<TimedCall>,
     /// The invoke steps prepared so far, which timing records name by index.
     invoked: Arc<Vec<InvokedStep>>,
     /// The values of the run in progress (room kept between runs).
@@ -214,7 +240,7 @@ pub(crate) struct Exec<'r, 'c> {
     invokes: &'r mut StepTable<Prepared>,
     emits: &'r mut StepTable<PreparedEmit>,
     pool: &'r mut Pool,
-    last_calls: &'r mut usize,
+    calls: &'r mut Vec<TimedCall>,
     invoked: &'r mut Arc<Vec<InvokedStep>>,
     input_order: &'r [(usize, u32)],
     input_checks: &'r InputChecks,
@@ -314,10 +340,8 @@ impl<'r, 'c> Exec<'r, 'c> {
         sessions: &'r mut [Option<ComponentSession>],
         control: RunControl<'c>,
     ) -> Self {
-        let out = RunOutput {
-            invokes: Vec::with_capacity(plan.last_calls),
-            ..RunOutput::default()
-        };
+        let out = RunOutput::default();
+        plan.calls.clear();
         plan.invokes.rewind();
         plan.emits.rewind();
         plan.loops.rewind();
@@ -331,7 +355,7 @@ impl<'r, 'c> Exec<'r, 'c> {
             invokes: &mut plan.invokes,
             emits: &mut plan.emits,
             pool: &mut plan.pool,
-            last_calls: &mut plan.last_calls,
+            calls: &mut plan.calls,
             invoked: &mut plan.invoked,
             input_order: &plan.input_order,
             input_checks: &plan.input_checks,
@@ -469,7 +493,8 @@ impl<'r, 'c> Exec<'r, 'c> {
                     cache.end_run();
                 }
                 self.out.wall = Tick::now().since(self.started_tick);
-                *self.last_calls = self.out.invokes.len();
+                let started = self.started_tick;
+                self.out.invokes = self.calls.iter().map(|c| c.timing(started)).collect();
                 self.out.steps = Arc::clone(self.invoked);
                 for &(_, slot) in self.input_order {
                     if let Some(held) = self.env.take(slot) {
@@ -678,7 +703,7 @@ impl<'r, 'c> Exec<'r, 'c> {
         }
         self.check_capacity(&invoke.component, invoke, path)?;
         let mut reused = false;
-        let mut ort = Duration::ZERO;
+        let mut ort = Span::default();
         // How the outputs compare with the prediction, for calls run on ONNX Runtime.
         let mut outcome = None;
         // When the outputs were in hand, if ONNX Runtime said.
@@ -774,7 +799,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                 return Err(at(why));
             }
         }
-        let wall = in_hand.unwrap_or_else(Tick::now).since(start);
+        let in_hand = in_hand.unwrap_or_else(Tick::now);
         if outcome != Some(Outcome::AsPredicted) && !prepared.checks.outputs_fit(&produced) {
             return Err(at(self.explain_outputs(prepared, &produced)));
         }
@@ -805,19 +830,21 @@ impl<'r, 'c> Exec<'r, 'c> {
                 output.recycle(replaced, self.pool);
             }
         }
-        self.out.invokes.push(InvokeTiming {
+        let call = TimedCall {
             step: prepared.step,
-            wall,
+            start,
+            in_hand,
             ort,
-            start: start.since(self.started_tick),
             reused,
-        });
+        };
+        self.calls.push(call);
         if let Some(shapes) = shapes {
+            let timing = call.timing(self.started_tick);
             self.notify(|| Event::InvokeFinished {
                 path: prepared.path.clone(),
                 component: prepared.component.clone(),
-                wall,
-                ort,
+                wall: timing.wall,
+                ort: timing.ort,
                 outputs: shapes,
                 reused,
             });

@@ -10,7 +10,7 @@
 //! view first; an output buffer is owned by the caller across the run) and
 //! that memory is never written while ONNX Runtime reads it.
 
-use crate::clock::Tick;
+use crate::clock::{Span, Tick};
 use crate::tensor::{DType, Data, Tensor};
 use half::{bf16, f16};
 use ort::AsPointer;
@@ -21,7 +21,6 @@ use std::ffi::{CStr, CString, c_char, c_void};
 use std::ptr::{self, NonNull};
 use std::rc::Rc;
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 /// An ONNX Runtime tensor value, released when dropped. It either views
 /// host memory owned elsewhere or owns memory ONNX Runtime allocated.
@@ -400,7 +399,7 @@ impl Preset {
 /// Runs `session` once (with `options`, if any) on the views of `inputs`
 /// (one per input port of `site`, in order), writing into the site's
 /// presets (which the call takes). Appends each output to `produced` as a
-/// held value; returns the time spent inside ONNX Runtime's `Run` call,
+/// held value; returns the span of ONNX Runtime's `Run` call,
 /// when the outputs were in hand (as `Run` returned, unless some had to be
 /// copied out of ONNX Runtime's memory), and whether all were written into
 /// the presets.
@@ -410,7 +409,7 @@ pub(crate) fn run(
     site: &mut CallSite,
     inputs: &[&Rc<Held>],
     produced: &mut Produced,
-) -> Result<(Duration, Tick, bool), String> {
+) -> Result<(Span, Tick, bool), String> {
     if inputs.len() != site.input_names.len() || site.presets.len() != site.output_names.len() {
         return Err("port names and values differ in number".into());
     }
@@ -459,5 +458,5 @@ pub(crate) fn run(
         }
     }
     let in_hand = if copied { Tick::now() } else { end };
-    Ok((end.since(start), in_hand, !copied))
+    Ok((Span { start, end }, in_hand, !copied))
 }

@@ -8,7 +8,7 @@
 use crate::RunError;
 use crate::at::At;
 use crate::check::{Compiled, Symbols, UNBOUND};
-use crate::clock::Tick;
+use crate::clock::{Span, Tick};
 use crate::env::Names;
 use crate::exec::{FastMap, InvokedStep, MAX_LITERAL_BYTES, fail};
 use crate::ortcall::{CallSite, Held, Preset, Produced};
@@ -21,7 +21,6 @@ use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
 use wfstudio_schema::types::contract::{Dim, TensorContract};
 use wfstudio_schema::types::steps::{EmitMode, EmitStep, InvokeStep, LoopStep};
 use wfstudio_schema::types::workflow::{Implementation, WorkflowSpec};
@@ -490,7 +489,7 @@ pub(crate) enum Outcome {
 
 /// Runs `session` on the views of `bound` at `site`, writing the outputs
 /// into host buffers of the `predicted` shapes when there are some, and
-/// appending them to `produced`; returns the time inside ONNX Runtime, when
+/// appending them to `produced`; returns the span inside ONNX Runtime, when
 /// the outputs were in hand, and how they compare with the prediction. A
 /// wrong prediction fails the run inside ONNX Runtime; the call is then
 /// made again with ONNX Runtime allocating.
@@ -502,7 +501,7 @@ pub(crate) fn run_session(
     bound: &[&Rc<Held>],
     pool: &mut Pool,
     produced: &mut Produced,
-) -> Result<(Duration, Tick, Outcome), String> {
+) -> Result<(Span, Tick, Outcome), String> {
     let mut preset_any = false;
     if let Some(shapes) = predicted {
         for ((slot, output), shape) in site.presets.iter_mut().zip(outputs).zip(shapes) {

@@ -1,6 +1,6 @@
 //! ONNX Runtime sessions, one per component, created once and reused.
 
-use crate::clock::Tick;
+use crate::clock::{Span, Tick};
 use crate::device::Device;
 use crate::model::model_bytes;
 use crate::ortcall::{self, CallSite, Held, Produced};
@@ -11,7 +11,6 @@ use ort::session::{RunOptions, Session};
 use ort::value::ValueType;
 use std::path::Path;
 use std::rc::Rc;
-use std::time::Duration;
 
 /// One component's session.
 pub struct ComponentSession {
@@ -119,14 +118,14 @@ impl ComponentSession {
 
     /// Runs the graph once (see [`ortcall::run`]); appends the outputs to
     /// `produced` in the order of the site's output ports and returns the
-    /// time inside ONNX Runtime's `Run`, when the outputs were in hand and
+    /// span of ONNX Runtime's `Run`, when the outputs were in hand and
     /// whether all were written into the presets.
     pub(crate) fn run(
         &mut self,
         site: &mut CallSite,
         inputs: &[&Rc<Held>],
         produced: &mut Produced,
-    ) -> Result<(Duration, Tick, bool), String> {
+    ) -> Result<(Span, Tick, bool), String> {
         let options = site
             .presets
             .iter()
