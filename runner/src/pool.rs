@@ -122,10 +122,10 @@ impl Pool {
     /// tensor, or the same small one bit for bit (only small tensors are
     /// compared). A workflow input given again.
     pub(crate) fn same_as_parked(&mut self, slot: u32, tensor: &Arc<Tensor>) -> Option<Rc<Held>> {
-        if let Some(shared) = self.shared.get_mut(slot as usize).and_then(Option::take) {
-            if Arc::ptr_eq(shared.0.tensor(), tensor) {
-                return Some(shared.0);
-            }
+        if let Some(shared) = self.shared.get_mut(slot as usize).and_then(Option::take)
+            && Arc::ptr_eq(shared.0.tensor(), tensor)
+        {
+            return Some(shared.0);
         }
         if tensor.numel() * tensor.dtype().size() > MOST_COMPARED {
             return None;
