@@ -19,7 +19,7 @@ pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 use crate::at::At;
 use crate::ortcall::{Held, Produced};
 use crate::pool::Pool;
-use crate::predict::Seen;
+use crate::predict::{Ids, ShapeIds};
 use crate::prepared::{
     CallKind, InputBindings, InputChecks, IterationValues, Outcome, Prepared, PreparedEmit,
     PreparedLoop, StepTable, prepare, row_contract, run_session,
@@ -197,6 +197,8 @@ pub(crate) struct Plan {
     invoked: Arc<Vec<InvokedStep>>,
     /// The values of the run in progress (room kept between runs).
     env: Env,
+    /// Numbers of the dtype-and-shape pairs met, for the shape memory.
+    shape_ids: ShapeIds,
 }
 
 impl Plan {
@@ -241,6 +243,7 @@ pub(crate) struct Exec<'r, 'c> {
     emits: &'r mut StepTable<PreparedEmit>,
     pool: &'r mut Pool,
     calls: &'r mut Vec<TimedCall>,
+    shape_ids: &'r mut ShapeIds,
     invoked: &'r mut Arc<Vec<InvokedStep>>,
     input_order: &'r [(usize, u32)],
     input_checks: &'r InputChecks,
@@ -278,13 +281,6 @@ fn undefined(at: &At<'_>, name: &str) -> RunError {
         at,
         format!("value '{name}' is not defined when this step runs"),
     )
-}
-
-/// The dtypes and shapes of a call's inputs, as the shape memory sees them.
-fn seen<'a>(bound: &'a [&'a Rc<Held>]) -> impl Iterator<Item = Seen<'a>> + Clone {
-    bound
-        .iter()
-        .map(|h| (h.tensor().dtype(), h.tensor().shape.as_slice()))
 }
 
 /// Symbols on growing or bounded state axes; they are never bound.
@@ -356,6 +352,7 @@ impl<'r, 'c> Exec<'r, 'c> {
             emits: &mut plan.emits,
             pool: &mut plan.pool,
             calls: &mut plan.calls,
+            shape_ids: &mut plan.shape_ids,
             invoked: &mut plan.invoked,
             input_order: &plan.input_order,
             input_checks: &plan.input_checks,
@@ -697,7 +694,8 @@ impl<'r, 'c> Exec<'r, 'c> {
             bound.push(held);
         }
         // Inputs like those of a remembered call pass their checks as its did.
-        let predicted = prepared.shapes.predict(seen(&bound));
+        let ids: Ids = bound.iter().map(|h| h.shape_id(self.shape_ids)).collect();
+        let predicted = prepared.shapes.predict(&ids);
         if predicted.is_none() && !prepared.checks.inputs_fit(&bound) {
             return Err(at(self.explain_inputs(invoke, prepared)));
         }
@@ -809,7 +807,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                     .iter()
                     .map(|h| h.tensor().shape.as_slice())
                     .collect();
-                prepared.shapes.remember(seen(&bound), &shapes);
+                prepared.shapes.remember(&ids, &shapes);
             }
             Some(Outcome::Refused) => prepared.shapes.forget(),
             Some(Outcome::AsPredicted) | None => {}

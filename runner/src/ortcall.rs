@@ -11,6 +11,7 @@
 //! that memory is never written while ONNX Runtime reads it.
 
 use crate::clock::{Span, Tick};
+use crate::predict::{ShapeId, ShapeIds, UNKNOWN};
 use crate::tensor::{DType, Data, Tensor};
 use half::{bf16, f16};
 use ort::AsPointer;
@@ -45,6 +46,8 @@ pub(crate) struct Held {
     /// The slot of the invoke output that produced it ([`NO_HOME`] for
     /// other values), where its buffer is parked when a run ends.
     home: Cell<u32>,
+    /// The number of the tensor's dtype and shape, once asked for.
+    shape_id: Cell<ShapeId>,
 }
 
 impl std::fmt::Debug for Held {
@@ -63,7 +66,22 @@ impl Held {
             view: OnceCell::new(),
             tensor,
             home: Cell::new(NO_HOME),
+            shape_id: Cell::new(UNKNOWN),
         })
+    }
+
+    /// The number of the tensor's dtype and shape in `ids` (which numbers
+    /// it the first time; the tensor never changes, so neither does it).
+    #[inline]
+    pub(crate) fn shape_id(&self, ids: &mut ShapeIds) -> ShapeId {
+        match self.shape_id.get() {
+            UNKNOWN => {
+                let id = ids.of(self.tensor.dtype(), &self.tensor.shape);
+                self.shape_id.set(id);
+                id
+            }
+            id => id,
+        }
     }
 
     /// The slot of the invoke output that produced it, if one did.
@@ -370,6 +388,7 @@ impl Preset {
             view: OnceCell::from(view),
             tensor: Arc::new(tensor),
             home: Cell::new(NO_HOME),
+            shape_id: Cell::new(UNKNOWN),
         })))
     }
 

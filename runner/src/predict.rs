@@ -10,143 +10,117 @@
 //! remembered. Those checks look at dtypes and shapes alone, so a call
 //! whose inputs match a remembered one passes the input checks, and
 //! outputs of the predicted shapes pass the output checks.
+//!
+//! Inputs are compared by number: each dtype-and-shape pair a runner meets
+//! is numbered once ([`ShapeIds`]) and a value keeps its number, so telling
+//! whether a call's inputs are like the last call's reads one number per
+//! input from the value in hand.
 
 use crate::exec::FastMap;
 use crate::tensor::DType;
-use std::hash::{BuildHasher, Hasher};
+use smallvec::SmallVec;
 
 /// Calls remembered per step besides the last (a decoder loop's calls
 /// differ in shape on every iteration; past this, no more are added).
 const REMEMBERED: usize = 1024;
 
-/// The inputs of one call, flattened as dtype, rank, then extents per input.
-type Key = Vec<usize>;
+/// Dtype-and-shape pairs numbered per runner; past this, new pairs get no
+/// number (and calls with them are not predicted).
+const MOST_IDS: usize = 1 << 16;
 
-/// One input as the memory sees it: its dtype and shape.
-pub(crate) type Seen<'a> = (DType, &'a [usize]);
+/// The number of a dtype-and-shape pair; [`UNKNOWN`] for none.
+pub(crate) type ShapeId = u32;
 
-/// One remembered call: its inputs and the output shapes they gave.
-type Call = (Key, Vec<Vec<usize>>);
+/// The number of no pair: a value not numbered yet, or past the table.
+pub(crate) const UNKNOWN: ShapeId = 0;
 
-/// What one step's calls produced, by their inputs' dtypes and shapes.
+/// Numbers for the dtype-and-shape pairs a runner meets.
+#[derive(Debug, Default)]
+pub(crate) struct ShapeIds {
+    /// Dtype then extents -> number (from 1).
+    ids: FastMap<Vec<usize>, ShapeId>,
+}
+
+impl ShapeIds {
+    /// The number of `dtype` and `shape`, made when new; [`UNKNOWN`] when
+    /// the table is full.
+    pub(crate) fn of(&mut self, dtype: DType, shape: &[usize]) -> ShapeId {
+        let mut key: SmallVec<[usize; 8]> = SmallVec::with_capacity(shape.len() + 1);
+        key.push(dtype as usize);
+        key.extend_from_slice(shape);
+        if let Some(id) = self.ids.get(key.as_slice()) {
+            return *id;
+        }
+        if self.ids.len() >= MOST_IDS {
+            return UNKNOWN;
+        }
+        let id = ShapeId::try_from(self.ids.len() + 1).unwrap_or(UNKNOWN);
+        self.ids.insert(key.to_vec(), id);
+        id
+    }
+}
+
+/// The numbers of one call's inputs, in port order.
+pub(crate) type Ids = SmallVec<[ShapeId; 8]>;
+
+/// What one step's calls produced, by their inputs' numbers.
 #[derive(Debug, Default)]
 pub(crate) struct ShapeMemo {
     /// The last call, looked at first and with no hashing.
-    last: Option<Call>,
-    /// Earlier calls by the hash of their input shapes.
-    earlier: FastMap<u64, Vec<Call>>,
-    remembered: usize,
-    /// Set once the same input shapes gave other output shapes.
+    last: Option<(Ids, Vec<Vec<usize>>)>,
+    /// Earlier calls.
+    earlier: FastMap<Ids, Vec<Vec<usize>>>,
+    /// Set once the same inputs gave other output shapes.
     volatile: bool,
-}
-
-/// Whether `key` spells `inputs`.
-#[inline]
-fn spells<'a>(key: &[usize], inputs: impl IntoIterator<Item = Seen<'a>>) -> bool {
-    let mut rest = key;
-    for (dtype, shape) in inputs {
-        let Some(([kind, rank], tail)) = rest.split_first_chunk::<2>() else {
-            return false;
-        };
-        if *kind != dtype as usize || *rank != shape.len() {
-            return false;
-        }
-        let Some((dims, tail)) = tail.split_at_checked(shape.len()) else {
-            return false;
-        };
-        // Short, so compared in place rather than by `memcmp`.
-        if dims.iter().zip(shape).any(|(a, b)| a != b) {
-            return false;
-        }
-        rest = tail;
-    }
-    rest.is_empty()
-}
-
-/// The entries of the key of `inputs`, in order.
-fn parts<'a>(inputs: impl IntoIterator<Item = Seen<'a>>) -> impl Iterator<Item = usize> {
-    inputs.into_iter().flat_map(|(dtype, shape)| {
-        [dtype as usize, shape.len()]
-            .into_iter()
-            .chain(shape.iter().copied())
-    })
-}
-
-/// The hash of a key, from its entries (so a lookup builds no key).
-fn hash(parts: impl Iterator<Item = usize>) -> u64 {
-    let mut hasher = foldhash::fast::FixedState::default().build_hasher();
-    for part in parts {
-        hasher.write_usize(part);
-    }
-    hasher.finish()
 }
 
 impl ShapeMemo {
     /// The output shapes of an earlier call whose inputs had the same
     /// dtypes and shapes (which therefore pass their checks).
     #[inline]
-    pub(crate) fn predict<'a, I>(&self, inputs: I) -> Option<&[Vec<usize>]>
-    where
-        I: IntoIterator<Item = Seen<'a>> + Clone,
-    {
+    pub(crate) fn predict(&self, inputs: &[ShapeId]) -> Option<&[Vec<usize>]> {
         // A step that stopped being predicted keeps no calls.
         match &self.last {
-            Some((key, outputs)) if spells(key, inputs.clone()) => Some(outputs),
+            Some((ids, outputs)) if ids.as_slice() == inputs && !inputs.contains(&UNKNOWN) => {
+                Some(outputs)
+            }
             _ => self.predict_earlier(inputs),
         }
     }
 
     /// [`Self::predict`] among the calls before the last.
-    fn predict_earlier<'a, I>(&self, inputs: I) -> Option<&[Vec<usize>]>
-    where
-        I: IntoIterator<Item = Seen<'a>> + Clone,
-    {
-        if self.earlier.is_empty() {
+    fn predict_earlier(&self, inputs: &[ShapeId]) -> Option<&[Vec<usize>]> {
+        if self.earlier.is_empty() || inputs.contains(&UNKNOWN) {
             return None;
         }
-        self.earlier
-            .get(&hash(parts(inputs.clone())))?
-            .iter()
-            .find(|(key, _)| spells(key, inputs.clone()))
-            .map(|(_, outputs)| outputs.as_slice())
+        self.earlier.get(inputs).map(Vec::as_slice)
     }
 
     /// Remembers what a call with these inputs produced (both passed their
     /// checks); other output shapes than before for the same inputs end all
     /// predictions.
-    pub(crate) fn remember<'a, I>(&mut self, inputs: I, outputs: &[&[usize]])
-    where
-        I: IntoIterator<Item = Seen<'a>> + Clone,
-    {
-        if let Some(known) = self.predict(inputs.clone()) {
+    pub(crate) fn remember(&mut self, inputs: &[ShapeId], outputs: &[&[usize]]) {
+        if let Some(known) = self.predict(inputs) {
             if !known.iter().map(Vec::as_slice).eq(outputs.iter().copied()) {
                 self.forget();
             }
             return;
         }
-        if self.volatile {
+        if self.volatile || inputs.contains(&UNKNOWN) {
             return;
         }
         let call = (
-            parts(inputs).collect(),
+            Ids::from_slice(inputs),
             outputs.iter().map(|s| s.to_vec()).collect(),
         );
-        let Some(previous) = self.last.replace(call) else {
+        let Some((ids, shapes)) = self.last.replace(call) else {
             return;
         };
-        let bucket = self
-            .earlier
-            .entry(hash(previous.0.iter().copied()))
-            .or_default();
-        if bucket.iter().any(|(key, _)| *key == previous.0) || self.remembered >= REMEMBERED {
-            return;
+        if self.earlier.len() < REMEMBERED {
+            self.earlier.entry(ids).or_insert(shapes);
         }
-        self.remembered += 1;
-        bucket.push(previous);
     }
-}
 
-impl ShapeMemo {
     /// Ends all predictions for the step (its output shapes do not follow
     /// from its input shapes, or ONNX Runtime refused a buffer).
     pub(crate) fn forget(&mut self) {
@@ -158,49 +132,68 @@ impl ShapeMemo {
 
 #[cfg(test)]
 mod tests {
-    use super::{Seen, ShapeMemo};
+    use super::{ShapeIds, ShapeMemo, UNKNOWN};
     use crate::tensor::DType;
 
-    fn call<'a>(shapes: &'a [&'a [usize]]) -> impl Iterator<Item = Seen<'a>> + Clone {
-        shapes.iter().map(|s| (DType::F32, *s))
+    /// The numbers of float inputs of `shapes`.
+    fn call(ids: &mut ShapeIds, shapes: &[&[usize]]) -> Vec<u32> {
+        shapes.iter().map(|s| ids.of(DType::F32, s)).collect()
     }
 
     #[test]
-    fn predicts_the_outputs_of_seen_input_shapes() {
+    fn pairs_are_numbered_once_and_apart() {
+        let mut ids = ShapeIds::default();
+        let a = ids.of(DType::F32, &[1, 4]);
+        assert_ne!(a, UNKNOWN);
+        assert_eq!(ids.of(DType::F32, &[1, 4]), a);
+        assert_ne!(ids.of(DType::I64, &[1, 4]), a, "another dtype");
+        assert_ne!(ids.of(DType::F32, &[4, 1]), a, "another shape");
+        assert_ne!(ids.of(DType::F32, &[1, 4, 1]), a, "another rank");
+        assert_ne!(ids.of(DType::F32, &[]), ids.of(DType::F32, &[1]));
+    }
+
+    #[test]
+    fn predicts_the_outputs_of_seen_inputs() {
+        let mut ids = ShapeIds::default();
         let mut memo = ShapeMemo::default();
-        assert!(memo.predict(call(&[&[1, 4], &[]])).is_none());
+        let first = call(&mut ids, &[&[1, 4], &[]]);
+        assert!(memo.predict(&first).is_none());
         // A growing cache: each iteration's input is one longer.
         for len in 4..8 {
-            memo.remember(call(&[&[1, len], &[]]), &[&[1, len + 1], &[2]]);
+            let inputs = call(&mut ids, &[&[1, len], &[]]);
+            memo.remember(&inputs, &[&[1, len + 1], &[2]]);
         }
         for len in 4..8 {
-            let predicted = memo.predict(call(&[&[1, len], &[]])).expect("seen");
+            let inputs = call(&mut ids, &[&[1, len], &[]]);
+            let predicted = memo.predict(&inputs).expect("seen");
             assert_eq!(predicted, &[vec![1, len + 1], vec![2]]);
         }
-        assert!(memo.predict(call(&[&[1, 8], &[]])).is_none(), "not seen");
-        assert!(memo.predict(call(&[&[1, 4]])).is_none(), "fewer inputs");
         assert!(
-            memo.predict(call(&[&[1, 4], &[0]])).is_none(),
-            "another rank"
+            memo.predict(&call(&mut ids, &[&[1, 8], &[]])).is_none(),
+            "not seen"
         );
-        let other_dtype = [(DType::F32, &[1, 4][..]), (DType::I64, &[][..])];
         assert!(
-            memo.predict(other_dtype.iter().copied()).is_none(),
-            "another dtype"
+            memo.predict(&call(&mut ids, &[&[1, 4]])).is_none(),
+            "fewer inputs"
         );
+        let other_dtype = [ids.of(DType::F32, &[1, 4]), ids.of(DType::I64, &[])];
+        assert!(memo.predict(&other_dtype).is_none(), "another dtype");
+        assert!(memo.predict(&[UNKNOWN, UNKNOWN]).is_none(), "not numbered");
     }
 
     #[test]
     fn value_dependent_shapes_end_the_predictions() {
+        let mut ids = ShapeIds::default();
         let mut memo = ShapeMemo::default();
-        memo.remember(call(&[&[1]]), &[&[5]]);
-        memo.remember(call(&[&[2]]), &[&[3]]);
-        assert!(memo.predict(call(&[&[1]])).is_some());
+        let (one, two) = (call(&mut ids, &[&[1]]), call(&mut ids, &[&[2]]));
+        memo.remember(&one, &[&[5]]);
+        memo.remember(&two, &[&[3]]);
+        assert!(memo.predict(&one).is_some());
         // Same input shape, another output shape: a schedule of `steps + 1`.
-        memo.remember(call(&[&[1]]), &[&[9]]);
-        assert!(memo.predict(call(&[&[1]])).is_none());
-        assert!(memo.predict(call(&[&[2]])).is_none());
-        memo.remember(call(&[&[2]]), &[&[3]]);
-        assert!(memo.predict(call(&[&[2]])).is_none(), "never again");
+        memo.remember(&one, &[&[9]]);
+        assert!(memo.predict(&one).is_none());
+        assert!(memo.predict(&two).is_none());
+        memo.remember(&two, &[&[3]]);
+        assert!(memo.predict(&two).is_none(), "never again");
     }
 }
