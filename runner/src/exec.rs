@@ -673,7 +673,6 @@ impl<'r, 'c> Exec<'r, 'c> {
         prepared: &mut Prepared,
         path: &At<'_>,
     ) -> Result<(), RunError> {
-        let at = |why: String| fail(path, format!("component '{}': {why}", invoke.component));
         if self.control.observer.is_some() {
             self.notify(|| Event::InvokeStarted {
                 path: prepared.path.clone(),
@@ -681,6 +680,98 @@ impl<'r, 'c> Exec<'r, 'c> {
             });
         }
         let start = Tick::now();
+        let mut produced = Produced::new();
+        let (ort, in_hand, reused) = match self.steady(prepared, &mut produced) {
+            Some((ort, in_hand)) => (ort, in_hand, false),
+            None => self.checked(invoke, prepared, path, &mut produced)?,
+        };
+        let listening = self.control.observer.is_some();
+        let mut shapes = listening.then(Vec::new);
+        for (output, held) in prepared.outputs.iter_mut().zip(produced) {
+            let tensor = held.tensor();
+            if let Some(shapes) = shapes.as_mut() {
+                shapes.push((output.value.clone(), tensor.shape.clone()));
+            }
+            self.keep(&output.value, &prepared.path, tensor);
+            held.set_home(output.slot);
+            if let Some(replaced) = self.env.set(output.slot, held) {
+                output.recycle(replaced, self.pool);
+            }
+        }
+        let call = TimedCall {
+            step: prepared.step,
+            start,
+            in_hand,
+            ort,
+            reused,
+        };
+        self.calls.push(call);
+        if let Some(shapes) = shapes {
+            let timing = call.timing(self.started_tick);
+            self.notify(|| Event::InvokeFinished {
+                path: prepared.path.clone(),
+                component: prepared.component.clone(),
+                wall: timing.wall,
+                ort: timing.ort,
+                outputs: shapes,
+                reused,
+            });
+        }
+        Ok(())
+    }
+
+    /// Runs a call like the step's last one, the common case of a steady
+    /// loop and of a repeated run: on ONNX Runtime, no reuse cache, every
+    /// input of the last call's dtype and shape (so no check runs) and a
+    /// buffer of the last call's shape for every output. Appends the outputs
+    /// to `produced` and returns the span inside ONNX Runtime and when the
+    /// outputs were in hand; `None` for any other call (or a failed one),
+    /// which the checked path then makes, explaining any failure.
+    #[inline]
+    fn steady(&mut self, prepared: &mut Prepared, produced: &mut Produced) -> Option<(Span, Tick)> {
+        if self.control.reuse.is_some() || prepared.kind != CallKind::Onnx || prepared.scatter {
+            return None;
+        }
+        let (ids, shapes) = prepared.shapes.last()?;
+        if ids.len() != prepared.inputs.len() {
+            return None;
+        }
+        let mut bound: SmallVec<[&Rc<Held>; 8]> = SmallVec::new();
+        for (&slot, &id) in prepared.inputs.iter().zip(ids) {
+            let held = self.env.get(slot)?;
+            if held.shape_id(self.shape_ids) != id {
+                return None;
+            }
+            bound.push(held);
+        }
+        let session = self.sessions.get_mut(prepared.component_index)?.as_mut()?;
+        let site = prepared.site.as_mut()?;
+        let outputs = site.presets.iter_mut().zip(prepared.outputs.iter_mut());
+        for ((preset, output), shape) in outputs.zip(shapes) {
+            *preset = Some(output.preset(shape, self.pool)?);
+        }
+        match session.run(site, &bound, produced) {
+            Ok((ort, in_hand, true)) => Some((ort, in_hand)),
+            _ => {
+                produced.clear();
+                None
+            }
+        }
+    }
+
+    /// Runs a call with every check: inputs against their ports (unless
+    /// like a remembered call's), capacities, outputs against their ports;
+    /// reuses remembered results when a reuse cache is given. Appends the
+    /// outputs to `produced`; returns the span inside ONNX Runtime, when the
+    /// outputs were in hand, and whether they were reused.
+    fn checked(
+        &mut self,
+        invoke: &'r InvokeStep,
+        prepared: &mut Prepared,
+        path: &At<'_>,
+        produced: &mut Produced,
+    ) -> Result<(Span, Tick, bool), RunError> {
+        let at = |why: String| fail(path, format!("component '{}': {why}", invoke.component));
         let mut bound: SmallVec<[&Rc<Held>; 8]> = SmallVec::new();
         for (i, &slot) in prepared.inputs.iter().enumerate() {
             let Some(held) = self.env.get(slot) else {
@@ -706,7 +797,6 @@ impl<'r, 'c> Exec<'r, 'c> {
         let mut outcome = None;
         // When the outputs were in hand, if ONNX Runtime said.
         let mut in_hand = None;
-        let mut produced = Produced::new();
         match prepared.kind {
             CallKind::Onnx => {
                 let session = self
@@ -751,7 +841,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                             predicted,
                             &bound,
                             self.pool,
-                            &mut produced,
+                            produced,
                         )
                         .map_err(at)?;
                         (ort, in_hand, outcome) = (ran.0, Some(ran.1), Some(ran.2));
@@ -812,42 +902,7 @@ impl<'r, 'c> Exec<'r, 'c> {
             Some(Outcome::Refused) => prepared.shapes.forget(),
             Some(Outcome::AsPredicted) | None => {}
         }
-        // The inputs are borrowed from the environment, which the outputs
-        // now change.
-        drop(bound);
-        let listening = self.control.observer.is_some();
-        let mut shapes = listening.then(Vec::new);
-        for (output, held) in prepared.outputs.iter_mut().zip(produced) {
-            let tensor = held.tensor();
-            if let Some(shapes) = shapes.as_mut() {
-                shapes.push((output.value.clone(), tensor.shape.clone()));
-            }
-            self.keep(&output.value, &prepared.path, tensor);
-            held.set_home(output.slot);
-            if let Some(replaced) = self.env.set(output.slot, held) {
-                output.recycle(replaced, self.pool);
-            }
-        }
-        let call = TimedCall {
-            step: prepared.step,
-            start,
-            in_hand,
-            ort,
-            reused,
-        };
-        self.calls.push(call);
-        if let Some(shapes) = shapes {
-            let timing = call.timing(self.started_tick);
-            self.notify(|| Event::InvokeFinished {
-                path: prepared.path.clone(),
-                component: prepared.component.clone(),
-                wall: timing.wall,
-                ort: timing.ort,
-                outputs: shapes,
-                reused,
-            });
-        }
-        Ok(())
+        Ok((ort, in_hand, reused))
     }
 
     /// Fixed-capacity enforcement before an invoke of a component that

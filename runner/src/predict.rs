@@ -88,6 +88,14 @@ impl ShapeMemo {
         }
     }
 
+    /// The last call remembered: its inputs' numbers and its output shapes.
+    #[inline]
+    pub(crate) fn last(&self) -> Option<(&[ShapeId], &[Vec<usize>])> {
+        self.last
+            .as_ref()
+            .map(|(ids, outputs)| (ids.as_slice(), outputs.as_slice()))
+    }
+
     /// [`Self::predict`] among the calls before the last.
     fn predict_earlier(&self, inputs: &[ShapeId]) -> Option<&[Vec<usize>]> {
         if self.earlier.is_empty() || inputs.contains(&UNKNOWN) {

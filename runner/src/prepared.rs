@@ -22,6 +22,7 @@ use std::borrow::Cow;
 use std::rc::Rc;
 use std::sync::Arc;
 use wfstudio_schema::types::contract::{Dim, TensorContract};
+use wfstudio_schema::types::state::StateUpdate;
 use wfstudio_schema::types::steps::{EmitMode, EmitStep, InvokeStep, LoopStep};
 use wfstudio_schema::types::workflow::{Implementation, WorkflowSpec};
 
@@ -210,6 +211,9 @@ pub(crate) struct Prepared {
     pub(crate) component_index: usize,
     /// How the component runs.
     pub(crate) kind: CallKind,
+    /// Whether the component receives the write indices of an
+    /// indexed-scatter group (whose capacity is checked before each call).
+    pub(crate) scatter: bool,
     /// Slot of the value bound to each input port, in order.
     pub(crate) inputs: SmallVec<[u32; 8]>,
     pub(crate) path: Arc<str>,
@@ -503,11 +507,15 @@ pub(crate) fn run_session(
     produced: &mut Produced,
 ) -> Result<(Span, Tick, Outcome), String> {
     let mut preset_any = false;
-    if let Some(shapes) = predicted {
-        for ((slot, output), shape) in site.presets.iter_mut().zip(outputs).zip(shapes) {
-            *slot = output.preset(shape, pool);
-            preset_any |= slot.is_some();
+    match predicted {
+        Some(shapes) => {
+            for ((slot, output), shape) in site.presets.iter_mut().zip(outputs).zip(shapes) {
+                *slot = output.preset(shape, pool);
+                preset_any |= slot.is_some();
+            }
         }
+        // Buffers an earlier attempt left are not this call's.
+        None => site.presets.iter_mut().for_each(|p| *p = None),
     }
     let (ort, in_hand, into_presets) = match session.run(site, bound, produced) {
         Ok(ran) => ran,
@@ -623,9 +631,23 @@ pub(crate) fn prepare(
     let (path, component) = (step.path.clone(), step.component.clone());
     let steps = Arc::make_mut(invoked);
     steps.push(step);
+    let scatter = wf
+        .serving
+        .as_ref()
+        .and_then(|s| s.state_service.groups.as_ref())
+        .into_iter()
+        .flatten()
+        .any(|(_, group)| match &group.update {
+            Some(StateUpdate::IndexedScatter(scatter)) => scatter
+                .write_indices_ports
+                .as_ref()
+                .is_some_and(|ports| ports.contains_key(&invoke.component)),
+            _ => false,
+        });
     Ok(Prepared {
         component_index,
         kind,
+        scatter,
         inputs,
         path,
         component,
