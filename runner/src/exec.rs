@@ -888,8 +888,8 @@ impl<'r, 'c> Exec<'r, 'c> {
             }
         }
         let in_hand = in_hand.unwrap_or_else(Tick::now);
-        if outcome != Some(Outcome::AsPredicted) && !prepared.checks.outputs_fit(&produced) {
-            return Err(at(self.explain_outputs(prepared, &produced)));
+        if outcome != Some(Outcome::AsPredicted) && !prepared.checks.outputs_fit(produced) {
+            return Err(at(self.explain_outputs(prepared, produced)));
         }
         match outcome {
             Some(Outcome::Unpredicted) => {
