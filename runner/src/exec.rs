@@ -692,7 +692,9 @@ impl<'r, 'c> Exec<'r, 'c> {
             if let Some(shapes) = shapes.as_mut() {
                 shapes.push((output.value.clone(), tensor.shape.clone()));
             }
-            self.keep(&output.value, &prepared.path, tensor);
+            if self.control.keep_bytes > 0 {
+                self.keep(&output.value, &prepared.path, tensor);
+            }
             held.set_home(output.slot);
             if let Some(replaced) = self.env.set(output.slot, held) {
                 output.recycle(replaced, self.pool);
