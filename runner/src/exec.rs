@@ -734,7 +734,7 @@ impl<'r, 'c> Exec<'r, 'c> {
         if self.control.reuse.is_some() || prepared.kind != CallKind::Onnx || prepared.scatter {
             return None;
         }
-        let (ids, shapes) = prepared.shapes.last()?;
+        let (ids, known) = prepared.shapes.last()?;
         if ids.len() != prepared.inputs.len() {
             return None;
         }
@@ -749,8 +749,8 @@ impl<'r, 'c> Exec<'r, 'c> {
         let session = self.sessions.get_mut(prepared.component_index)?.as_mut()?;
         let site = prepared.site.as_mut()?;
         let outputs = site.presets.iter_mut().zip(prepared.outputs.iter_mut());
-        for ((preset, output), shape) in outputs.zip(shapes) {
-            *preset = Some(output.preset(shape, self.pool)?);
+        for ((preset, output), (shape, &id)) in outputs.zip(known.shapes.iter().zip(&known.ids)) {
+            *preset = Some(output.preset(shape, id, self.pool)?);
         }
         match session.run(site, &bound, produced) {
             Ok((ort, in_hand, true)) => Some((ort, in_hand)),
@@ -899,7 +899,11 @@ impl<'r, 'c> Exec<'r, 'c> {
                     .iter()
                     .map(|h| h.tensor().shape.as_slice())
                     .collect();
-                prepared.shapes.remember(&ids, &shapes);
+                let numbers: Ids = produced
+                    .iter()
+                    .map(|h| h.shape_id(self.shape_ids))
+                    .collect();
+                prepared.shapes.remember(&ids, &shapes, &numbers);
             }
             Some(Outcome::Refused) => prepared.shapes.forget(),
             Some(Outcome::AsPredicted) | None => {}

@@ -70,6 +70,16 @@ impl Held {
         })
     }
 
+    /// Whether the tensor has `dtype` and `shape`, whose number is `id`
+    /// ([`UNKNOWN`] if not known): told by the number when both are known.
+    #[inline]
+    pub(crate) fn is(&self, dtype: DType, shape: &[usize], id: ShapeId) -> bool {
+        match self.shape_id.get() {
+            known if known != UNKNOWN && id != UNKNOWN => known == id,
+            _ => self.tensor.dtype() == dtype && self.tensor.shape == shape,
+        }
+    }
+
     /// The number of the tensor's dtype and shape in `ids` (which numbers
     /// it the first time; the tensor never changes, so neither does it).
     #[inline]
@@ -375,8 +385,19 @@ impl Preset {
         &self.0.tensor
     }
 
-    /// A zeroed buffer of `dtype` and `shape`; `None` past `max_bytes`.
-    pub(crate) fn new(dtype: DType, shape: &[usize], max_bytes: usize) -> Option<Preset> {
+    /// The buffer's value.
+    pub(crate) fn held(&self) -> &Held {
+        &self.0
+    }
+
+    /// A zeroed buffer of `dtype` and `shape` (numbered `id`, or
+    /// [`UNKNOWN`]); `None` past `max_bytes`.
+    pub(crate) fn new(
+        dtype: DType,
+        shape: &[usize],
+        id: ShapeId,
+        max_bytes: usize,
+    ) -> Option<Preset> {
         let numel = crate::tensor::checked_numel(shape, dtype, max_bytes).ok()?;
         let mut tensor = Tensor::new(shape.to_vec(), Data::zeros(dtype, numel)).ok()?;
         let data = tensor.data.as_mut_ptr();
@@ -388,7 +409,7 @@ impl Preset {
             view: OnceCell::from(view),
             tensor: Arc::new(tensor),
             home: Cell::new(NO_HOME),
-            shape_id: Cell::new(UNKNOWN),
+            shape_id: Cell::new(id),
         })))
     }
 

@@ -9,6 +9,7 @@
 //! parked too, for its view alone.
 
 use crate::ortcall::{Held, Preset};
+use crate::predict::ShapeId;
 use crate::tensor::{DType, Tensor};
 use std::hash::BuildHasher;
 use std::rc::Rc;
@@ -91,9 +92,9 @@ impl Pool {
         }
     }
 
-    fn unpark(&mut self, slot: u32, fits: impl FnOnce(&Tensor) -> bool) -> Option<Preset> {
+    fn unpark(&mut self, slot: u32, fits: impl FnOnce(&Held) -> bool) -> Option<Preset> {
         let parked = self.parked.get_mut(slot as usize)?;
-        if !parked.as_ref().is_some_and(|p| fits(p.tensor())) {
+        if !parked.as_ref().is_some_and(|p| fits(p.held())) {
             return None;
         }
         let preset = parked.take()?;
@@ -131,15 +132,23 @@ impl Pool {
             return None;
         }
         self.unpark(slot, |p| {
-            p.shape == tensor.shape && p.data.same_bits(&tensor.data)
+            let t = p.tensor();
+            t.shape == tensor.shape && t.data.same_bits(&tensor.data)
         })
         .map(Preset::into_held)
     }
 
     /// A buffer of `dtype` and `shape` for the output of `slot`: the one
     /// parked there, or a free one.
-    pub(crate) fn take_for(&mut self, slot: u32, dtype: DType, shape: &[usize]) -> Option<Preset> {
-        self.unpark(slot, |p| p.dtype() == dtype && p.shape == shape)
+    /// (`id` is the pair's number, or [`crate::predict::UNKNOWN`].)
+    pub(crate) fn take_for(
+        &mut self,
+        slot: u32,
+        dtype: DType,
+        shape: &[usize],
+        id: ShapeId,
+    ) -> Option<Preset> {
+        self.unpark(slot, |p| p.is(dtype, shape, id))
             .or_else(|| self.take(dtype, shape))
     }
 
@@ -187,6 +196,7 @@ impl Pool {
 mod tests {
     use super::Pool;
     use crate::ortcall::Held;
+    use crate::predict::UNKNOWN;
     use crate::tensor::{DType, Data, Tensor};
     use std::sync::Arc;
 
@@ -249,8 +259,10 @@ mod tests {
         );
         // An output of the slot takes it as its buffer; another dtype does not.
         pool.park(4, viewed(vec![2, 2], Data::I64(vec![1, 2, 3, 4])));
-        assert!(pool.take_for(4, DType::F32, &[2, 2]).is_none());
-        let buffer = pool.take_for(4, DType::I64, &[2, 2]).expect("parked");
+        assert!(pool.take_for(4, DType::F32, &[2, 2], UNKNOWN).is_none());
+        let buffer = pool
+            .take_for(4, DType::I64, &[2, 2], UNKNOWN)
+            .expect("parked");
         assert_eq!(buffer.tensor().shape, vec![2, 2]);
         // Large inputs are not compared.
         let big = vec![0.0f32; 2048];
@@ -286,8 +298,29 @@ mod tests {
         assert!(pool.same_as_parked(1, &big).is_none(), "taken once");
         // Nor is it a buffer for outputs: the caller may read it.
         pool.park_input(1, back);
-        assert!(pool.take_for(1, DType::F32, &[2048]).is_none());
+        assert!(pool.take_for(1, DType::F32, &[2048], UNKNOWN).is_none());
         assert!(pool.take(DType::F32, &[2048]).is_none());
+    }
+
+    #[test]
+    fn a_value_is_told_by_its_number_when_both_are_known() {
+        let mut ids = crate::predict::ShapeIds::default();
+        let held = Held::new(Arc::new(
+            Tensor::new(vec![2, 3], Data::zeros(DType::F32, 6)).expect("shape"),
+        ));
+        let (same, other) = (ids.of(DType::F32, &[2, 3]), ids.of(DType::F32, &[3, 2]));
+        assert!(
+            held.is(DType::F32, &[2, 3], same),
+            "not numbered yet: by shape"
+        );
+        assert!(!held.is(DType::I64, &[2, 3], UNKNOWN));
+        assert_eq!(held.shape_id(&mut ids), same);
+        assert!(held.is(DType::F32, &[2, 3], same));
+        assert!(!held.is(DType::F32, &[3, 2], other));
+        assert!(
+            held.is(DType::F32, &[2, 3], UNKNOWN),
+            "no number asked: by shape"
+        );
     }
 
     fn viewed_shared(tensor: &Arc<Tensor>) -> std::rc::Rc<Held> {

@@ -63,13 +63,21 @@ impl ShapeIds {
 /// The numbers of one call's inputs, in port order.
 pub(crate) type Ids = SmallVec<[ShapeId; 8]>;
 
+/// The outputs a remembered call gave: their shapes, and the numbers of
+/// their dtypes and shapes (by which a buffer is told to fit).
+#[derive(Debug)]
+pub(crate) struct Outputs {
+    pub(crate) shapes: Vec<Vec<usize>>,
+    pub(crate) ids: Ids,
+}
+
 /// What one step's calls produced, by their inputs' numbers.
 #[derive(Debug, Default)]
 pub(crate) struct ShapeMemo {
     /// The last call, looked at first and with no hashing.
-    last: Option<(Ids, Vec<Vec<usize>>)>,
+    last: Option<(Ids, Outputs)>,
     /// Earlier calls.
-    earlier: FastMap<Ids, Vec<Vec<usize>>>,
+    earlier: FastMap<Ids, Outputs>,
     /// Set once the same inputs gave other output shapes.
     volatile: bool,
 }
@@ -78,7 +86,7 @@ impl ShapeMemo {
     /// The output shapes of an earlier call whose inputs had the same
     /// dtypes and shapes (which therefore pass their checks).
     #[inline]
-    pub(crate) fn predict(&self, inputs: &[ShapeId]) -> Option<&[Vec<usize>]> {
+    pub(crate) fn predict(&self, inputs: &[ShapeId]) -> Option<&Outputs> {
         // A step that stopped being predicted keeps no calls.
         match &self.last {
             Some((ids, outputs)) if ids.as_slice() == inputs && !inputs.contains(&UNKNOWN) => {
@@ -88,28 +96,33 @@ impl ShapeMemo {
         }
     }
 
-    /// The last call remembered: its inputs' numbers and its output shapes.
+    /// The last call remembered: its inputs' numbers and its outputs.
     #[inline]
-    pub(crate) fn last(&self) -> Option<(&[ShapeId], &[Vec<usize>])> {
+    pub(crate) fn last(&self) -> Option<(&[ShapeId], &Outputs)> {
         self.last
             .as_ref()
-            .map(|(ids, outputs)| (ids.as_slice(), outputs.as_slice()))
+            .map(|(ids, outputs)| (ids.as_slice(), outputs))
     }
 
     /// [`Self::predict`] among the calls before the last.
-    fn predict_earlier(&self, inputs: &[ShapeId]) -> Option<&[Vec<usize>]> {
+    fn predict_earlier(&self, inputs: &[ShapeId]) -> Option<&Outputs> {
         if self.earlier.is_empty() || inputs.contains(&UNKNOWN) {
             return None;
         }
-        self.earlier.get(inputs).map(Vec::as_slice)
+        self.earlier.get(inputs)
     }
 
     /// Remembers what a call with these inputs produced (both passed their
-    /// checks); other output shapes than before for the same inputs end all
-    /// predictions.
-    pub(crate) fn remember(&mut self, inputs: &[ShapeId], outputs: &[&[usize]]) {
+    /// checks): the outputs' shapes and their numbers. Other output shapes
+    /// than before for the same inputs end all predictions.
+    pub(crate) fn remember(&mut self, inputs: &[ShapeId], outputs: &[&[usize]], ids: &[ShapeId]) {
         if let Some(known) = self.predict(inputs) {
-            if !known.iter().map(Vec::as_slice).eq(outputs.iter().copied()) {
+            if !known
+                .shapes
+                .iter()
+                .map(Vec::as_slice)
+                .eq(outputs.iter().copied())
+            {
                 self.forget();
             }
             return;
@@ -119,7 +132,10 @@ impl ShapeMemo {
         }
         let call = (
             Ids::from_slice(inputs),
-            outputs.iter().map(|s| s.to_vec()).collect(),
+            Outputs {
+                shapes: outputs.iter().map(|s| s.to_vec()).collect(),
+                ids: Ids::from_slice(ids),
+            },
         );
         let Some((ids, shapes)) = self.last.replace(call) else {
             return;
@@ -169,12 +185,12 @@ mod tests {
         // A growing cache: each iteration's input is one longer.
         for len in 4..8 {
             let inputs = call(&mut ids, &[&[1, len], &[]]);
-            memo.remember(&inputs, &[&[1, len + 1], &[2]]);
+            memo.remember(&inputs, &[&[1, len + 1], &[2]], &[]);
         }
         for len in 4..8 {
             let inputs = call(&mut ids, &[&[1, len], &[]]);
             let predicted = memo.predict(&inputs).expect("seen");
-            assert_eq!(predicted, &[vec![1, len + 1], vec![2]]);
+            assert_eq!(predicted.shapes, [vec![1, len + 1], vec![2]]);
         }
         assert!(
             memo.predict(&call(&mut ids, &[&[1, 8], &[]])).is_none(),
@@ -194,14 +210,14 @@ mod tests {
         let mut ids = ShapeIds::default();
         let mut memo = ShapeMemo::default();
         let (one, two) = (call(&mut ids, &[&[1]]), call(&mut ids, &[&[2]]));
-        memo.remember(&one, &[&[5]]);
-        memo.remember(&two, &[&[3]]);
+        memo.remember(&one, &[&[5]], &[]);
+        memo.remember(&two, &[&[3]], &[]);
         assert!(memo.predict(&one).is_some());
         // Same input shape, another output shape: a schedule of `steps + 1`.
-        memo.remember(&one, &[&[9]]);
+        memo.remember(&one, &[&[9]], &[]);
         assert!(memo.predict(&one).is_none());
         assert!(memo.predict(&two).is_none());
-        memo.remember(&two, &[&[3]]);
+        memo.remember(&two, &[&[3]], &[]);
         assert!(memo.predict(&two).is_none(), "never again");
     }
 }

@@ -13,7 +13,7 @@ use crate::env::Names;
 use crate::exec::{FastMap, InvokedStep, MAX_LITERAL_BYTES, fail};
 use crate::ortcall::{CallSite, Held, Preset, Produced};
 use crate::pool::Pool;
-use crate::predict::ShapeMemo;
+use crate::predict::{Outputs, ShapeId, ShapeMemo};
 use crate::session::ComponentSession;
 use crate::tensor::{DType, Tensor};
 use indexmap::IndexMap;
@@ -285,19 +285,23 @@ pub(crate) struct PreparedOutput {
 }
 
 impl PreparedOutput {
-    /// The buffer for this call's output, of its predicted `shape`.
-    pub(crate) fn preset(&mut self, shape: &[usize], pool: &mut Pool) -> Option<Preset> {
+    /// The buffer for this call's output, of its predicted `shape`
+    /// (numbered `id`).
+    pub(crate) fn preset(
+        &mut self,
+        shape: &[usize],
+        id: ShapeId,
+        pool: &mut Pool,
+    ) -> Option<Preset> {
         let dtype = self.dtype?;
         match self.spare.take() {
-            Some(spare) if spare.tensor().dtype() == dtype && spare.tensor().shape == shape => {
-                Some(spare)
-            }
+            Some(spare) if spare.held().is(dtype, shape, id) => Some(spare),
             other => {
                 if let Some(other) = other {
                     pool.keep(other);
                 }
-                pool.take_for(self.slot, dtype, shape)
-                    .or_else(|| Preset::new(dtype, shape, MAX_LITERAL_BYTES))
+                pool.take_for(self.slot, dtype, shape, id)
+                    .or_else(|| Preset::new(dtype, shape, id, MAX_LITERAL_BYTES))
             }
         }
     }
@@ -501,16 +505,17 @@ pub(crate) fn run_session(
     session: &mut ComponentSession,
     site: &mut CallSite,
     outputs: &mut [PreparedOutput],
-    predicted: Option<&[Vec<usize>]>,
+    predicted: Option<&Outputs>,
     bound: &[&Rc<Held>],
     pool: &mut Pool,
     produced: &mut Produced,
 ) -> Result<(Span, Tick, Outcome), String> {
     let mut preset_any = false;
     match predicted {
-        Some(shapes) => {
-            for ((slot, output), shape) in site.presets.iter_mut().zip(outputs).zip(shapes) {
-                *slot = output.preset(shape, pool);
+        Some(known) => {
+            let shapes = known.shapes.iter().zip(&known.ids);
+            for ((slot, output), (shape, &id)) in site.presets.iter_mut().zip(outputs).zip(shapes) {
+                *slot = output.preset(shape, id, pool);
                 preset_any |= slot.is_some();
             }
         }
@@ -534,6 +539,7 @@ pub(crate) fn run_session(
     let as_predicted = predicted.is_some_and(|known| {
         (into_presets && preset_any)
             || known
+                .shapes
                 .iter()
                 .map(Vec::as_slice)
                 .eq(produced.iter().map(|h| h.tensor().shape.as_slice()))
