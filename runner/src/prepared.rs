@@ -361,6 +361,7 @@ pub(crate) struct CarriedSlots {
 const MOST_KEPT: usize = 1024;
 
 impl PreparedLoop {
+    /// Prepares loop `l` (its carried cells must be declared state cells).
     pub(crate) fn new(
         wf: &WorkflowSpec,
         l: &LoopStep,

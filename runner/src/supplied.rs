@@ -18,6 +18,7 @@ pub(crate) struct Supplied {
 }
 
 impl Supplied {
+    /// The name table of `wf`'s declared inputs.
     pub(crate) fn new(wf: &WorkflowSpec) -> Self {
         let declared: Vec<_> = wf.inputs.iter().flatten().collect();
         let mut names = FastMap::default();
