@@ -441,6 +441,8 @@ pub(crate) struct PreparedEmit {
 }
 
 impl PreparedEmit {
+    /// Prepares emit `e` into output `output` (its index among the
+    /// workflow's outputs), whose contract is `contract`.
     pub(crate) fn new(
         e: &EmitStep,
         output: usize,
