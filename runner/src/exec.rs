@@ -24,13 +24,16 @@ use crate::prepared::{
     CallKind, InputBindings, InputChecks, IterationValues, Outcome, Prepared, PreparedEmit,
     PreparedLoop, StepTable, prepare, row_contract, run_session,
 };
+use indexmap::IndexMap;
 use smallvec::SmallVec;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use wfstudio_schema::types::contract::{BatchLayout, Dim, TensorContract};
-use wfstudio_schema::types::state::{Recurrence, StateCell, StateUpdate};
+use wfstudio_schema::types::state::{
+    IndexedScatter, Recurrence, StateCell, StateGroup, StateUpdate,
+};
 use wfstudio_schema::types::steps::{
     BranchStep, EmitMode, EmitStep, InvokeStep, LoopIteration, LoopStep, Step,
 };
@@ -281,6 +284,28 @@ fn undefined(at: &At<'_>, name: &str) -> RunError {
         at,
         format!("value '{name}' is not defined when this step runs"),
     )
+}
+
+/// The indexed-scatter groups whose write indices `component` receives:
+/// each group's name, the group, its update and the port that takes them.
+pub(crate) fn scatter_groups<'w>(
+    wf: &'w WorkflowSpec,
+    component: &'w str,
+) -> impl Iterator<Item = (&'w String, &'w StateGroup, &'w IndexedScatter, &'w String)> + 'w {
+    let groups = wf
+        .serving
+        .as_ref()
+        .and_then(|s| s.state_service.groups.as_ref());
+    groups
+        .into_iter()
+        .flatten()
+        .filter_map(move |(name, group)| {
+            let Some(StateUpdate::IndexedScatter(scatter)) = &group.update else {
+                return None;
+            };
+            let port = scatter.write_indices_ports.as_ref()?.get(component)?;
+            Some((name, group, scatter, port))
+        })
 }
 
 /// Symbols on growing or bounded state axes; they are never bound.
@@ -629,42 +654,59 @@ impl<'r, 'c> Exec<'r, 'c> {
             .map(|(_, c)| c)
     }
 
+    /// The first of `values` (port, tensor) that does not fit its port's
+    /// contract in `ports`, by the named check with symbols fresh for the
+    /// side of the call: the port and why.
+    fn misfit<'a>(
+        &self,
+        ports: Option<&'r IndexMap<String, TensorContract>>,
+        values: impl IntoIterator<Item = (&'a str, &'a Tensor)>,
+    ) -> Option<(&'a str, String)> {
+        let mut local = self.symbols.fresh();
+        values.into_iter().find_map(|(port, tensor)| {
+            let contract = ports?.get(port)?;
+            let why = check(tensor, contract, &mut local, None).err()?;
+            Some((port, why))
+        })
+    }
+
     /// Why the inputs of `invoke` do not fit their ports: the checks of
     /// every call again, by name, for the message.
     fn explain_inputs(&self, invoke: &'r InvokeStep, prepared: &Prepared) -> String {
-        let mut local = self.symbols.fresh();
         let ports = self
             .component(prepared)
             .and_then(|c| c.ports.as_ref())
             .and_then(|p| p.inputs.as_ref());
-        for (port, value) in invoke.inputs.iter().flatten() {
-            let (Some(held), Some(contract)) = (self.bound(value), ports.and_then(|p| p.get(port)))
-            else {
-                continue;
-            };
-            if let Err(why) = check(held.tensor(), contract, &mut local, None) {
-                return format!("input port '{port}' (value '{value}') {why}");
+        let values = invoke
+            .inputs
+            .iter()
+            .flatten()
+            .filter_map(|(port, value)| Some((port.as_str(), &**self.bound(value)?.tensor())));
+        match self.misfit(ports, values) {
+            Some((port, why)) => {
+                let value = invoke.inputs.as_ref().and_then(|i| i.get(port));
+                let value = value.map_or("", String::as_str);
+                format!("input port '{port}' (value '{value}') {why}")
             }
+            None => "inputs do not fit their ports".into(),
         }
-        "inputs do not fit their ports".into()
     }
 
     /// Why `produced` does not fit the output ports (as [`Self::explain_inputs`]).
     fn explain_outputs(&self, prepared: &Prepared, produced: &[Rc<Held>]) -> String {
-        let mut local = self.symbols.fresh();
         let ports = self
             .component(prepared)
             .and_then(|c| c.ports.as_ref())
             .and_then(|p| p.outputs.as_ref());
-        for (output, held) in prepared.outputs.iter().zip(produced) {
-            let Some(contract) = ports.and_then(|p| p.get(&*output.port)) else {
-                continue;
-            };
-            if let Err(why) = check(held.tensor(), contract, &mut local, None) {
-                return format!("output port '{}' {why}", output.port);
-            }
+        let values = prepared
+            .outputs
+            .iter()
+            .zip(produced)
+            .map(|(output, held)| (&*output.port, &**held.tensor()));
+        match self.misfit(ports, values) {
+            Some((port, why)) => format!("output port '{port}' {why}"),
+            None => "outputs do not fit their ports".into(),
         }
-        "outputs do not fit their ports".into()
     }
 
     fn call(
@@ -674,10 +716,9 @@ impl<'r, 'c> Exec<'r, 'c> {
         path: &At<'_>,
     ) -> Result<(), RunError> {
         if self.control.observer.is_some() {
-            self.notify(|| Event::InvokeStarted {
-                path: prepared.path.clone(),
-                component: prepared.component.clone(),
-            });
+            let step = &self.invoked[prepared.step];
+            let (path, component) = (step.path.clone(), step.component.clone());
+            self.notify(|| Event::InvokeStarted { path, component });
         }
         let start = Tick::now();
         let mut produced = Produced::new();
@@ -693,7 +734,8 @@ impl<'r, 'c> Exec<'r, 'c> {
                 shapes.push((output.value.clone(), tensor.shape.clone()));
             }
             if self.control.keep_bytes > 0 {
-                self.keep(&output.value, &prepared.path, tensor);
+                let path = Arc::clone(&self.invoked[prepared.step].path);
+                self.keep(&output.value, &path, tensor);
             }
             held.set_home(output.slot);
             if let Some(replaced) = self.env.set(output.slot, held) {
@@ -710,9 +752,11 @@ impl<'r, 'c> Exec<'r, 'c> {
         self.calls.push(call);
         if let Some(shapes) = shapes {
             let timing = call.timing(self.started_tick);
+            let step = &self.invoked[prepared.step];
+            let (path, component) = (step.path.clone(), step.component.clone());
             self.notify(|| Event::InvokeFinished {
-                path: prepared.path.clone(),
-                component: prepared.component.clone(),
+                path,
+                component,
                 wall: timing.wall,
                 ort: timing.ort,
                 outputs: shapes,
@@ -792,7 +836,9 @@ impl<'r, 'c> Exec<'r, 'c> {
         if predicted.is_none() && !prepared.checks.inputs_fit(&bound) {
             return Err(at(self.explain_inputs(invoke, prepared)));
         }
-        self.check_capacity(&invoke.component, invoke, path)?;
+        if prepared.scatter {
+            self.check_capacity(&invoke.component, invoke, path)?;
+        }
         let mut reused = false;
         let mut ort = Span::default();
         // How the outputs compare with the prediction, for calls run on ONNX Runtime.
@@ -919,22 +965,7 @@ impl<'r, 'c> Exec<'r, 'c> {
         invoke: &InvokeStep,
         path: &At<'_>,
     ) -> Result<(), RunError> {
-        let groups = self
-            .wf
-            .serving
-            .as_ref()
-            .and_then(|s| s.state_service.groups.as_ref());
-        for (name, group) in groups.into_iter().flatten() {
-            let Some(StateUpdate::IndexedScatter(scatter)) = &group.update else {
-                continue;
-            };
-            let Some(port) = scatter
-                .write_indices_ports
-                .as_ref()
-                .and_then(|m| m.get(component))
-            else {
-                continue;
-            };
+        for (name, group, scatter, port) in scatter_groups(self.wf, component) {
             let fault = |why: String| fail(path, format!("indexed_scatter group '{name}': {why}"));
             let capacity = self.value(&scatter.capacity, path)?;
             if capacity.numel() != 1 {

@@ -10,7 +10,7 @@ use crate::at::At;
 use crate::check::{Compiled, Symbols, UNBOUND};
 use crate::clock::{Span, Tick};
 use crate::env::Names;
-use crate::exec::{FastMap, InvokedStep, MAX_LITERAL_BYTES, fail};
+use crate::exec::{FastMap, InvokedStep, MAX_LITERAL_BYTES, fail, scatter_groups};
 use crate::ortcall::{CallSite, Held, Preset, Produced};
 use crate::pool::Pool;
 use crate::predict::{Outputs, ShapeId, ShapeMemo};
@@ -22,7 +22,6 @@ use std::borrow::Cow;
 use std::rc::Rc;
 use std::sync::Arc;
 use wfstudio_schema::types::contract::{Dim, TensorContract};
-use wfstudio_schema::types::state::StateUpdate;
 use wfstudio_schema::types::steps::{EmitMode, EmitStep, InvokeStep, LoopStep};
 use wfstudio_schema::types::workflow::{Implementation, WorkflowSpec};
 
@@ -216,9 +215,8 @@ pub(crate) struct Prepared {
     pub(crate) scatter: bool,
     /// Slot of the value bound to each input port, in order.
     pub(crate) inputs: SmallVec<[u32; 8]>,
-    pub(crate) path: Arc<str>,
-    pub(crate) component: Arc<str>,
-    /// Index of the step among the invoked steps of timing records.
+    /// Index of the step among the invoked steps of timing records (its
+    /// path and component are kept there).
     pub(crate) step: usize,
     /// `None` for components that do not run on ONNX Runtime.
     pub(crate) site: Option<CallSite>,
@@ -618,48 +616,33 @@ pub(crate) fn prepare(
         .flatten()
         .map(|(port, _)| compile(ports.and_then(|p| p.inputs.as_ref()), port, &mut numbering))
         .collect();
-    let site = match &component.implementation {
-        Implementation::Onnx(_) => Some(
+    let kind = match &component.implementation {
+        Implementation::Onnx(_) => CallKind::Onnx,
+        Implementation::Binding => CallKind::Binding,
+        Implementation::Adapter(_) => CallKind::Adapter,
+    };
+    let site = match kind {
+        CallKind::Onnx => Some(
             CallSite::new(
                 invoke.inputs.iter().flatten().map(|(p, _)| p.as_str()),
                 outputs.iter().map(|o| &*o.port),
             )
             .ok_or_else(|| at("a port name holds a NUL character".into()))?,
         ),
-        _ => None,
-    };
-    let kind = match &component.implementation {
-        Implementation::Onnx(_) => CallKind::Onnx,
-        Implementation::Binding => CallKind::Binding,
-        Implementation::Adapter(_) => CallKind::Adapter,
+        CallKind::Binding | CallKind::Adapter => None,
     };
     let step = InvokedStep {
         path: path.doc().to_string().into(),
         component: invoke.component.as_str().into(),
     };
-    let (path, component) = (step.path.clone(), step.component.clone());
     let steps = Arc::make_mut(invoked);
     steps.push(step);
-    let scatter = wf
-        .serving
-        .as_ref()
-        .and_then(|s| s.state_service.groups.as_ref())
-        .into_iter()
-        .flatten()
-        .any(|(_, group)| match &group.update {
-            Some(StateUpdate::IndexedScatter(scatter)) => scatter
-                .write_indices_ports
-                .as_ref()
-                .is_some_and(|ports| ports.contains_key(&invoke.component)),
-            _ => false,
-        });
+    let scatter = scatter_groups(wf, &invoke.component).next().is_some();
     Ok(Prepared {
         component_index,
         kind,
         scatter,
         inputs,
-        path,
-        component,
         step: steps.len() - 1,
         site,
         outputs,
