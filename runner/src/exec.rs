@@ -22,7 +22,7 @@ use crate::pool::Pool;
 use crate::predict::{Ids, ShapeIds};
 use crate::prepared::{
     CallKind, InputBindings, InputChecks, IterationValues, Outcome, Prepared, PreparedEmit,
-    PreparedLoop, StepTable, prepare, row_contract, run_session,
+    PreparedLoop, PreparedOutput, StepTable, prepare, row_contract, run_session,
 };
 use indexmap::IndexMap;
 use smallvec::SmallVec;
@@ -721,27 +721,17 @@ impl<'r, 'c> Exec<'r, 'c> {
             self.notify(|| Event::InvokeStarted { path, component });
         }
         let start = Tick::now();
-        let mut produced = Produced::new();
-        let (ort, in_hand, reused) = match self.steady(prepared, &mut produced) {
-            Some((ort, in_hand)) => (ort, in_hand, false),
-            None => self.checked(invoke, prepared, path, &mut produced)?,
+        let (ort, in_hand, reused) = match self.steady(prepared) {
+            Some(ort) => (ort, ort.end, false),
+            None => {
+                let mut produced = Produced::new();
+                let ran = self.checked(invoke, prepared, path, &mut produced)?;
+                for (output, held) in prepared.outputs.iter_mut().zip(produced) {
+                    self.bind_output(output, held);
+                }
+                ran
+            }
         };
-        let listening = self.control.observer.is_some();
-        let mut shapes = listening.then(Vec::new);
-        for (output, held) in prepared.outputs.iter_mut().zip(produced) {
-            let tensor = held.tensor();
-            if let Some(shapes) = shapes.as_mut() {
-                shapes.push((output.value.clone(), tensor.shape.clone()));
-            }
-            if self.control.keep_bytes > 0 {
-                let path = Arc::clone(&self.invoked[prepared.step].path);
-                self.keep(&output.value, &path, tensor);
-            }
-            held.set_home(output.slot);
-            if let Some(replaced) = self.env.set(output.slot, held) {
-                output.recycle(replaced, self.pool);
-            }
-        }
         let call = TimedCall {
             step: prepared.step,
             start,
@@ -750,31 +740,53 @@ impl<'r, 'c> Exec<'r, 'c> {
             reused,
         };
         self.calls.push(call);
-        if let Some(shapes) = shapes {
-            let timing = call.timing(self.started_tick);
-            let step = &self.invoked[prepared.step];
-            let (path, component) = (step.path.clone(), step.component.clone());
-            self.notify(|| Event::InvokeFinished {
-                path,
-                component,
-                wall: timing.wall,
-                ort: timing.ort,
-                outputs: shapes,
-                reused,
-            });
+        if self.control.observer.is_none() && self.control.keep_bytes == 0 {
+            return Ok(());
         }
+        let step = &self.invoked[prepared.step];
+        let (path, component) = (Arc::clone(&step.path), step.component.clone());
+        let mut shapes = Vec::new();
+        for output in &prepared.outputs {
+            let Some(held) = self.env.get(output.slot) else {
+                continue;
+            };
+            let tensor = Arc::clone(held.tensor());
+            shapes.push((output.value.clone(), tensor.shape.clone()));
+            if self.control.keep_bytes > 0 {
+                self.keep(&output.value, &path, &tensor);
+            }
+        }
+        let timing = call.timing(self.started_tick);
+        self.notify(|| Event::InvokeFinished {
+            path,
+            component,
+            wall: timing.wall,
+            ort: timing.ort,
+            outputs: shapes,
+            reused,
+        });
         Ok(())
+    }
+
+    /// Binds an invoke output's value; the buffer of the value it replaces
+    /// is kept for the output's next call.
+    #[inline]
+    fn bind_output(&mut self, output: &mut PreparedOutput, held: Rc<Held>) {
+        held.set_home(output.slot);
+        if let Some(replaced) = self.env.set(output.slot, held) {
+            output.recycle(replaced, self.pool);
+        }
     }
 
     /// Runs a call like the step's last one, the common case of a steady
     /// loop and of a repeated run: on ONNX Runtime, no reuse cache, every
     /// input of the last call's dtype and shape (so no check runs) and a
-    /// buffer of the last call's shape for every output. Appends the outputs
-    /// to `produced` and returns the span inside ONNX Runtime and when the
-    /// outputs were in hand; `None` for any other call (or a failed one),
-    /// which the checked path then makes, explaining any failure.
+    /// buffer of the last call's shape for every output. Binds the outputs
+    /// and returns the span inside ONNX Runtime (the outputs are in hand as
+    /// it ends); `None` for any other call (or a failed one), which the
+    /// checked path then makes, explaining any failure.
     #[inline]
-    fn steady(&mut self, prepared: &mut Prepared, produced: &mut Produced) -> Option<(Span, Tick)> {
+    fn steady(&mut self, prepared: &mut Prepared) -> Option<Span> {
         if self.control.reuse.is_some() || prepared.kind != CallKind::Onnx || prepared.scatter {
             return None;
         }
@@ -782,27 +794,30 @@ impl<'r, 'c> Exec<'r, 'c> {
         if ids.len() != prepared.inputs.len() {
             return None;
         }
-        let mut bound: SmallVec<[&Rc<Held>; 8]> = SmallVec::new();
+        let session = self.sessions.get_mut(prepared.component_index)?.as_mut()?;
+        let site = prepared.site.as_mut()?;
+        let mut call = site.call();
         for (&slot, &id) in prepared.inputs.iter().zip(ids) {
             let held = self.env.get(slot)?;
             if held.shape_id(self.shape_ids) != id {
                 return None;
             }
-            bound.push(held);
+            call.input(held).ok()?;
         }
-        let session = self.sessions.get_mut(prepared.component_index)?.as_mut()?;
-        let site = prepared.site.as_mut()?;
-        let outputs = site.presets.iter_mut().zip(prepared.outputs.iter_mut());
-        for ((preset, output), (shape, &id)) in outputs.zip(known.shapes.iter().zip(&known.ids)) {
-            *preset = Some(output.preset(shape, id, self.pool)?);
+        let outputs = prepared.outputs.iter_mut();
+        for (output, (shape, &id)) in outputs.zip(known.shapes.iter().zip(&known.ids)) {
+            call.output(Some(output.preset(shape, id, self.pool)?));
         }
-        match session.run(site, &bound, produced) {
-            Ok((ort, in_hand, true)) => Some((ort, in_hand)),
-            _ => {
-                produced.clear();
-                None
-            }
+        let ort = session.run_call(call).ok()?;
+        if !site.written() {
+            // A value ONNX Runtime allocated has a shape no check saw.
+            site.collect(&mut Produced::new()).ok()?;
+            return None;
         }
+        for (output, preset) in prepared.outputs.iter_mut().zip(&mut site.presets) {
+            self.bind_output(output, preset.take()?.into_held());
+        }
+        Some(ort)
     }
 
     /// Runs a call with every check: inputs against their ports (unless

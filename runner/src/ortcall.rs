@@ -19,6 +19,7 @@ use ort::session::{RunOptions, Session};
 use ort::sys::{self, ONNXTensorElementDataType as Element, OrtStatusPtr, OrtValue};
 use std::cell::{Cell, OnceCell};
 use std::ffi::{CStr, CString, c_char, c_void};
+use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
 use std::rc::Rc;
 use std::sync::{Arc, OnceLock};
@@ -436,67 +437,132 @@ impl Preset {
     }
 }
 
-/// Runs `session` once (with `options`, if any) on the views of `inputs`
-/// (one per input port of `site`, in order), writing into the site's
-/// presets (which the call takes). Appends each output to `produced` as a
-/// held value; returns the span of ONNX Runtime's `Run` call,
-/// when the outputs were in hand (as `Run` returned, unless some had to be
-/// copied out of ONNX Runtime's memory), and whether all were written into
-/// the presets.
-pub(crate) fn run(
-    session: &mut Session,
-    options: Option<&RunOptions>,
-    site: &mut CallSite,
-    inputs: &[&Rc<Held>],
-    produced: &mut Produced,
-) -> Result<(Span, Tick, bool), String> {
-    if inputs.len() != site.input_names.len() || site.presets.len() != site.output_names.len() {
-        return Err("port names and values differ in number".into());
-    }
-    site.input_values.clear();
-    for held in inputs {
-        let view = held.view()?;
-        site.input_values.push(view.0.as_ptr().cast_const());
-    }
-    site.output_values.clear();
-    site.output_values.extend(
-        site.presets
-            .iter()
-            .map(|p| p.as_ref().map_or(ptr::null_mut(), Preset::output_slot)),
-    );
-    let start = Tick::now();
-    // SAFETY: every array has the length passed with it; the names are
-    // NUL-terminated and live in `site`; the input views (held by
-    // `inputs`) outlive the call; each preset is the only reference to its
-    // buffer, held here across the call; null output slots receive new
-    // values.
-    let ran = status(unsafe {
-        (ort::api().Run)(
-            session.ptr_mut(),
-            options.map_or(ptr::null(), |o| o.ptr()),
-            site.input_names.as_ptr(),
-            site.input_values.as_ptr(),
-            site.input_values.len(),
-            site.output_names.as_ptr(),
-            site.output_names.len(),
-            site.output_values.as_mut_ptr(),
-        )
-    });
-    let end = Tick::now();
-    ran?;
-    let mut copied = false;
-    for (preset, &value) in site.presets.iter_mut().zip(&site.output_values) {
-        match preset.take() {
-            Some(p) if value == p.output_slot() => produced.push(p.into_held()),
-            _ => {
-                let value = NonNull::new(value)
-                    .map(OrtTensor)
-                    .ok_or("ONNX Runtime returned no output value")?;
-                produced.push(Held::new(Arc::new(read(&value)?)));
-                copied = true;
-            }
+/// A call being put together on its site: the views of its inputs, each
+/// borrowed for as long as the call (so none can go before ONNX Runtime has
+/// read it), and for each output a buffer, or none for ONNX Runtime to
+/// allocate. Started by [`CallSite::call`], made by [`Call::run`].
+pub(crate) struct Call<'a> {
+    site: &'a mut CallSite,
+    /// Whether some output has a buffer.
+    buffered: bool,
+    _inputs: PhantomData<&'a Held>,
+}
+
+impl CallSite {
+    /// Starts a call on this site, with no inputs or outputs yet.
+    #[inline]
+    pub(crate) fn call(&mut self) -> Call<'_> {
+        self.input_values.clear();
+        self.output_values.clear();
+        Call {
+            site: self,
+            buffered: false,
+            _inputs: PhantomData,
         }
     }
-    let in_hand = if copied { Tick::now() } else { end };
-    Ok((Span { start, end }, in_hand, !copied))
+
+    /// Whether the last call wrote every output into its buffer.
+    #[inline]
+    pub(crate) fn written(&self) -> bool {
+        self.presets.len() == self.output_values.len()
+            && self
+                .presets
+                .iter()
+                .zip(&self.output_values)
+                .all(|(p, &v)| p.as_ref().is_some_and(|p| p.output_slot() == v))
+    }
+
+    /// Appends the outputs of the last (successful) call to `produced`, in
+    /// order: each buffer written into, or a host copy of each value ONNX
+    /// Runtime allocated (released after). Returns whether all were written
+    /// into buffers.
+    pub(crate) fn collect(&mut self, produced: &mut Produced) -> Result<bool, String> {
+        let mut written = true;
+        for (preset, &value) in self.presets.iter_mut().zip(&self.output_values) {
+            match preset.take() {
+                Some(p) if value == p.output_slot() => produced.push(p.into_held()),
+                _ => {
+                    let value = NonNull::new(value)
+                        .map(OrtTensor)
+                        .ok_or("ONNX Runtime returned no output value")?;
+                    produced.push(Held::new(Arc::new(read(&value)?)));
+                    written = false;
+                }
+            }
+        }
+        Ok(written)
+    }
+}
+
+impl<'a> Call<'a> {
+    /// Adds the next input (its view is made on first use).
+    #[inline]
+    pub(crate) fn input(&mut self, held: &'a Held) -> Result<(), String> {
+        let view = held.view()?;
+        self.site.input_values.push(view.0.as_ptr().cast_const());
+        Ok(())
+    }
+
+    /// Adds the next output, written into `preset` or, for `None`, into a
+    /// value ONNX Runtime allocates.
+    #[inline]
+    pub(crate) fn output(&mut self, preset: Option<Preset>) {
+        let at = self.site.output_values.len();
+        let slot = preset.as_ref().map_or(ptr::null_mut(), Preset::output_slot);
+        self.site.output_values.push(slot);
+        self.buffered |= preset.is_some();
+        if let Some(room) = self.site.presets.get_mut(at) {
+            *room = preset;
+        }
+    }
+
+    /// Adds every output, each with the buffer the site holds for it.
+    pub(crate) fn outputs_as_preset(&mut self) {
+        for at in 0..self.site.presets.len() {
+            let preset = self.site.presets[at].take();
+            self.output(preset);
+        }
+    }
+
+    /// Whether some output has a buffer.
+    pub(crate) fn buffered(&self) -> bool {
+        self.buffered
+    }
+
+    /// Runs `session` (with `options`, if any) once on the call; the span of
+    /// ONNX Runtime's `Run`. The outputs are then on the site
+    /// ([`CallSite::written`], [`CallSite::collect`]).
+    #[inline]
+    pub(crate) fn run(
+        self,
+        session: &mut Session,
+        options: Option<&RunOptions>,
+    ) -> Result<Span, String> {
+        let site = self.site;
+        if site.input_values.len() != site.input_names.len()
+            || site.output_values.len() != site.output_names.len()
+        {
+            return Err("port names and values differ in number".into());
+        }
+        let start = Tick::now();
+        // SAFETY: every array has the length passed with it; the names are
+        // NUL-terminated and live in `site`; the input views are borrowed
+        // for the call's life (`input`), so they outlive it; each buffer is
+        // the only reference to its memory, held by `site` across the call;
+        // null output slots receive new values.
+        let ran = status(unsafe {
+            (ort::api().Run)(
+                session.ptr_mut(),
+                options.map_or(ptr::null(), |o| o.ptr()),
+                site.input_names.as_ptr(),
+                site.input_values.as_ptr(),
+                site.input_values.len(),
+                site.output_names.as_ptr(),
+                site.output_names.len(),
+                site.output_values.as_mut_ptr(),
+            )
+        });
+        let end = Tick::now();
+        ran.map(|()| Span { start, end })
+    }
 }

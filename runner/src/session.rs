@@ -3,7 +3,7 @@
 use crate::clock::{Span, Tick};
 use crate::device::Device;
 use crate::model::model_bytes;
-use crate::ortcall::{self, CallSite, Held, Produced};
+use crate::ortcall::{self, Call, CallSite, Held, Produced};
 use crate::tensor::DType;
 use crate::{RunError, ortlib};
 use ort::logging::LogLevel;
@@ -116,21 +116,35 @@ impl ComponentSession {
         self.output_dtypes.get(index).copied().flatten()
     }
 
-    /// Runs the graph once (see [`ortcall::run`]); appends the outputs to
-    /// `produced` in the order of the site's output ports and returns the
-    /// span of ONNX Runtime's `Run`, when the outputs were in hand and
-    /// whether all were written into the presets.
+    /// Makes `call` (quietly when some output has a buffer: a buffer of
+    /// the wrong shape is a failure the caller handles, not news); the span
+    /// of ONNX Runtime's `Run`.
+    #[inline]
+    pub(crate) fn run_call(&mut self, call: Call<'_>) -> Result<Span, String> {
+        let options = call.buffered().then_some(&self.quiet);
+        call.run(&mut self.session, options)
+    }
+
+    /// Runs the graph once on `inputs` (one per input port of `site`, in
+    /// order), writing into the site's presets (which the call takes);
+    /// appends the outputs to `produced` in the order of the site's output
+    /// ports and returns the span of ONNX Runtime's `Run`, when the outputs
+    /// were in hand (as `Run` returned, unless some had to be copied out of
+    /// ONNX Runtime's memory) and whether all were written into the presets.
     pub(crate) fn run(
         &mut self,
         site: &mut CallSite,
         inputs: &[&Rc<Held>],
         produced: &mut Produced,
     ) -> Result<(Span, Tick, bool), String> {
-        let options = site
-            .presets
-            .iter()
-            .any(Option::is_some)
-            .then_some(&self.quiet);
-        ortcall::run(&mut self.session, options, site, inputs, produced)
+        let mut call = site.call();
+        for held in inputs {
+            call.input(held)?;
+        }
+        call.outputs_as_preset();
+        let ort = self.run_call(call)?;
+        let written = site.collect(produced)?;
+        let in_hand = if written { ort.end } else { Tick::now() };
+        Ok((ort, in_hand, written))
     }
 }
