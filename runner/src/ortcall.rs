@@ -517,7 +517,7 @@ impl<'a> Call<'a> {
     }
 
     /// Adds every output, each with the buffer the site holds for it.
-    pub(crate) fn outputs_as_preset(&mut self) {
+    pub(crate) fn outputs_from_presets(&mut self) {
         for at in 0..self.site.presets.len() {
             let preset = self.site.presets[at].take();
             self.output(preset);

@@ -141,7 +141,7 @@ impl ComponentSession {
         for held in inputs {
             call.input(held)?;
         }
-        call.outputs_as_preset();
+        call.outputs_from_presets();
         let ort = self.run_call(call)?;
         let written = site.collect(produced)?;
         let in_hand = if written { ort.end } else { Tick::now() };
