@@ -504,7 +504,8 @@ impl<'a> Call<'a> {
     }
 
     /// Adds the next output, written into `preset` or, for `None`, into a
-    /// value ONNX Runtime allocates.
+    /// value ONNX Runtime allocates. (An output past the site's ports is
+    /// dropped here, and the call fails its count check before `Run`.)
     #[inline]
     pub(crate) fn output(&mut self, preset: Option<Preset>) {
         let at = self.site.output_values.len();
