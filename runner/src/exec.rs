@@ -718,9 +718,7 @@ impl<'r, 'c> Exec<'r, 'c> {
         path: &At<'_>,
     ) -> Result<(), RunError> {
         if self.control.observer.is_some() {
-            let step = &self.invoked[prepared.step];
-            let (path, component) = (step.path.clone(), step.component.clone());
-            self.notify(|| Event::InvokeStarted { path, component });
+            self.report_start(prepared);
         }
         // A steady call starts as it enters ONNX Runtime (its few
         // comparisons before are the run's time): one clock reading fewer.
@@ -744,9 +742,27 @@ impl<'r, 'c> Exec<'r, 'c> {
             reused,
         };
         self.calls.push(call);
-        if self.control.observer.is_none() && self.control.keep_bytes == 0 {
-            return Ok(());
+        if self.control.observer.is_some() || self.control.keep_bytes > 0 {
+            self.report_outputs(prepared, call);
         }
+        Ok(())
+    }
+
+    /// Tells the observer that the call of `prepared` starts (kept out of
+    /// the call's own code, which a run nobody watches runs alone).
+    #[cold]
+    #[inline(never)]
+    fn report_start(&mut self, prepared: &Prepared) {
+        let step = &self.invoked[prepared.step];
+        let (path, component) = (step.path.clone(), step.component.clone());
+        self.notify(|| Event::InvokeStarted { path, component });
+    }
+
+    /// Keeps the outputs `call` bound (within the byte budget) and tells
+    /// the observer it finished, with their shapes.
+    #[cold]
+    #[inline(never)]
+    fn report_outputs(&mut self, prepared: &Prepared, call: TimedCall) {
         let step = &self.invoked[prepared.step];
         let (path, component) = (Arc::clone(&step.path), step.component.clone());
         let mut shapes = Vec::new();
@@ -767,9 +783,8 @@ impl<'r, 'c> Exec<'r, 'c> {
             wall: timing.wall,
             ort: timing.ort,
             outputs: shapes,
-            reused,
+            reused: call.reused,
         });
-        Ok(())
     }
 
     /// Binds an invoke output's value; the buffer of the value it replaces
