@@ -66,6 +66,11 @@ fn io_and_usage_failures_exit_two() {
     let (code, _, stderr) = support::run_wfstudio(&["check", "no/such/file.yaml"]);
     assert_eq!(code, 2);
     assert!(stderr.contains("cannot read no/such/file.yaml"), "{stderr}");
+    assert_eq!(
+        stderr.matches("(os error 2)").count(),
+        1,
+        "the reason is said once: {stderr}"
+    );
     let (code, _, stderr) = support::run_wfstudio(&["check", "fixtures"]);
     assert_eq!(code, 2);
     assert!(stderr.contains("holds no inference_metadata"), "{stderr}");

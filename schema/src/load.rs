@@ -58,12 +58,13 @@ pub struct Loaded {
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     /// The file or folder could not be read.
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}: {error}", path.display())]
     Io {
         /// The path.
         path: PathBuf,
-        /// The OS error.
-        source: std::io::Error,
+        /// The OS error (in the message, so not also its source: a report
+        /// of the error chain would say it twice).
+        error: std::io::Error,
     },
     /// A folder holds no metadata document.
     #[error("{} holds no inference_metadata.yaml, .yml or .json", path.display())]
@@ -91,9 +92,9 @@ pub enum LoadError {
 
 /// Resolves a file or package folder to the document file.
 pub fn locate_document(path: &Path) -> Result<PathBuf, LoadError> {
-    let meta = std::fs::metadata(path).map_err(|source| LoadError::Io {
+    let meta = std::fs::metadata(path).map_err(|error| LoadError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     })?;
     if !meta.is_dir() {
         return Ok(path.to_path_buf());
@@ -109,9 +110,9 @@ pub fn locate_document(path: &Path) -> Result<PathBuf, LoadError> {
 
 /// Reads a document file's text within the size bound.
 pub fn read_text(path: &Path, limits: &Limits) -> Result<String, LoadError> {
-    let io = |source| LoadError::Io {
+    let io = |error| LoadError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     };
     let size = std::fs::metadata(path).map_err(io)?.len();
     if size > limits.max_bytes as u64 {
