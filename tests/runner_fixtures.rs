@@ -380,3 +380,51 @@ fn a_rerun_reuses_only_the_calls_whose_inputs_did_not_change() {
         ["world , this tiny model speaks one word at a time ."]
     );
 }
+
+#[test]
+fn a_bare_input_value_takes_the_declared_dtype_and_rank() {
+    if !support::runtime_available() {
+        return;
+    }
+    let run = |input: &str| {
+        support::run_wfstudio(&[
+            "run",
+            "fixtures/examples/tiny-denoise",
+            "--recipe",
+            "fixtures/examples/tiny-denoise/recipes/smiley.json",
+            "--input",
+            input,
+            "--format",
+            "json",
+        ])
+    };
+    let outputs = |stdout: &str| {
+        let value: serde_json::Value = serde_json::from_str(stdout).expect("json");
+        (
+            value["outputs"].clone(),
+            value["timing"]["loop_iterations"].clone(),
+        )
+    };
+    // Two steps instead of the recipe's four: the outputs differ from the
+    // recipe's (exit 1), and the bare and the full form agree.
+    let (code, bare, _) = run("request.steps=2");
+    assert_eq!(code, 1);
+    let (code, full, _) = run(r#"request.steps={"dtype":"int64","shape":[1],"data":[2]}"#);
+    assert_eq!(code, 1);
+    let (bare, full) = (outputs(&bare), outputs(&full));
+    assert_eq!(bare.1, serde_json::json!({"pipeline.workflow.steps[0]": 2}));
+    assert_eq!(bare, full);
+
+    let (code, _, stderr) = run("request.latent=[[1, 2], [3]]");
+    assert_eq!(code, 2);
+    assert_eq!(
+        stderr,
+        "wfstudio: --input request.latent: the nested lists are not rectangular (expected a list of 2)\n"
+    );
+    let (code, _, stderr) = run("request.stepz=2");
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("--input request.stepz: the package declares no input of this name"),
+        "{stderr}"
+    );
+}

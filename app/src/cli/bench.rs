@@ -6,7 +6,7 @@
 //! inputs are shared with every run, as an application re-running a
 //! request shares its tensors.
 
-use super::run::{gather_inputs, load_runner};
+use super::run::{load_runner, read_recipe};
 use super::{EXIT_ERRORS, InputPath, OutputFormat};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -53,9 +53,13 @@ fn median(mut values: Vec<Duration>) -> Duration {
 
 /// Benchmarks one package.
 pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
-    let (inputs, _) = gather_inputs(args.recipe.as_deref(), &[])?;
-    let inputs: Vec<(String, Arc<Tensor>)> =
-        inputs.into_iter().map(|(n, t)| (n, Arc::new(t))).collect();
+    let recipe = read_recipe(args.recipe.as_deref())?;
+    let inputs: Vec<(String, Arc<Tensor>)> = recipe
+        .map(|r| r.inputs)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(n, t)| (n, Arc::new(t)))
+        .collect();
     let mut runner = match load_runner(&args.path, args.device)? {
         Ok(runner) => runner,
         Err(code) => return Ok(code),

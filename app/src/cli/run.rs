@@ -9,7 +9,8 @@ use std::sync::atomic::AtomicBool;
 use wfstudio_runner::recipe::{self, Recipe};
 use wfstudio_runner::text::PackageTokenizer;
 use wfstudio_runner::{
-    Device, Event, LoadOptions, Request, RunControl, RunError, RunOutput, Runner, Sampling, Tensor,
+    DType, Device, Event, LoadOptions, Request, RunControl, RunError, RunOutput, Runner, Sampling,
+    Tensor,
 };
 
 /// Arguments of `wfstudio run`.
@@ -20,7 +21,8 @@ pub struct RunArgs {
     /// A recipe JSON file (the format of shared/corpus/expected/*/*.json).
     #[arg(long)]
     recipe: Option<PathBuf>,
-    /// An input tensor: NAME={"dtype":..,"shape":..,"data":..} (overrides the recipe).
+    /// An input (overrides the recipe): NAME={"dtype":..,"shape":..,"data":..},
+    /// or a bare value typed by the declared input: NAME=8, NAME=[[1,2,3]].
     #[arg(long = "input", value_name = "NAME=JSON")]
     inputs: Vec<String>,
     /// Write each output as .npy into this folder.
@@ -100,36 +102,52 @@ fn request_of_tokens(args: &RunArgs) -> anyhow::Result<Request> {
     })
 }
 
-/// The inputs of a recipe file plus `--input` overrides.
-pub fn gather_inputs(
-    recipe: Option<&Path>,
-    overrides: &[String],
-) -> anyhow::Result<(HashMap<String, Tensor>, Option<Recipe>)> {
-    let recipe = match recipe {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            Some(
-                recipe::parse(&text)
-                    .with_context(|| format!("reading recipe {}", path.display()))?,
-            )
-        }
-        None => None,
+/// The recipe at `path`, when one is given.
+pub fn read_recipe(path: Option<&Path>) -> anyhow::Result<Option<Recipe>> {
+    let Some(path) = path else {
+        return Ok(None);
     };
-    let mut inputs = recipe
-        .as_ref()
-        .map(|r| r.inputs.clone())
-        .unwrap_or_default();
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let recipe =
+        recipe::parse(&text).with_context(|| format!("reading recipe {}", path.display()))?;
+    Ok(Some(recipe))
+}
+
+/// The inputs of `recipe` plus `--input` overrides for `runner`'s package.
+fn gather_inputs(
+    recipe: Option<&Recipe>,
+    overrides: &[String],
+    runner: &Runner,
+) -> anyhow::Result<HashMap<String, Tensor>> {
+    let mut inputs = recipe.map(|r| r.inputs.clone()).unwrap_or_default();
     for item in overrides {
         let Some((name, json)) = item.split_once('=') else {
             bail!("--input needs NAME=JSON, got {item:?}");
         };
-        let value: serde_json::Value =
-            serde_json::from_str(json).with_context(|| format!("--input {name}: not JSON"))?;
-        let tensor = Tensor::from_json(&value).with_context(|| format!("--input {name}"))?;
+        let tensor = input_value(name, json, runner).with_context(|| format!("--input {name}"))?;
         inputs.insert(name.to_string(), tensor);
     }
-    Ok((inputs, recipe))
+    Ok(inputs)
+}
+
+/// One `--input` value: a tensor `{"dtype", "shape", "data"}`, or a bare
+/// number, bool or nested list, which takes the dtype (and, for a single
+/// scalar, the rank) of the declared input `name`.
+fn input_value(name: &str, json: &str, runner: &Runner) -> anyhow::Result<Tensor> {
+    let value: serde_json::Value = serde_json::from_str(json).context("not JSON")?;
+    if value.is_object() {
+        return Ok(Tensor::from_json(&value)?);
+    }
+    let Some(contract) = runner.input_contract(name) else {
+        bail!(
+            "the package declares no input of this name, so a bare value has no dtype; \
+             give {{\"dtype\", \"shape\", \"data\"}}"
+        );
+    };
+    let dtype = DType::from_contract(&contract.dtype)
+        .with_context(|| format!("dtype {} cannot be held on the host", contract.dtype))?;
+    Ok(Tensor::from_nested(dtype, &value, contract.rank as usize)?)
 }
 
 fn write_npy(path: &Path, tensor: &Tensor) -> std::io::Result<()> {
@@ -298,11 +316,12 @@ fn texts(
 
 /// Runs one package.
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
-    let (inputs, recipe) = gather_inputs(args.recipe.as_deref(), &args.inputs)?;
+    let recipe = read_recipe(args.recipe.as_deref())?;
     let mut runner = match load_runner(&args.path, args.device)? {
         Ok(runner) => runner,
         Err(code) => return Ok(code),
     };
+    let inputs = gather_inputs(recipe.as_ref(), &args.inputs, &runner)?;
     let tokenizer = package_tokenizer(&runner)?;
     let request = request_of(args, tokenizer.as_ref())?;
     if let Some(note) = &runner.device_note {

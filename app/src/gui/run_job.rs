@@ -130,9 +130,10 @@ fn execute(
     sink: &mut dyn FnMut(RunMessage),
 ) -> Result<Box<Finished>, String> {
     let mut inputs: std::collections::HashMap<String, Tensor> =
-        crate::cli::run::gather_inputs(spec.recipe.as_deref(), &[])
+        crate::cli::run::read_recipe(spec.recipe.as_deref())
             .map_err(|e| format!("{e:#}"))?
-            .0;
+            .map(|r| r.inputs)
+            .unwrap_or_default();
     inputs.extend(spec.overrides.clone());
     let options = LoadOptions {
         device: spec.device,
