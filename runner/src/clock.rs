@@ -1,7 +1,8 @@
-//! The clock of invoke timing. Every invoke reads the time three times (its
-//! start, and around ONNX Runtime's `Run`, whose end is also when its
-//! outputs are in hand); on graphs whose calls take microseconds an OS
-//! clock read (about 20 ns) is a visible share of the runner's own time. This reads the processor's time-stamp counter
+//! The clock of invoke timing. A call reads the time around ONNX Runtime's
+//! `Run` (whose end is also when its outputs are in hand), and once more
+//! before its checks when it is not steady; on graphs whose calls take
+//! microseconds an OS clock read (about 20 ns) is a visible share of the
+//! runner's own time. This reads the processor's time-stamp counter
 //! through `quanta` where it is invariant (calibrated once per process
 //! against the OS clock), and the OS clock elsewhere. Readings are turned
 //! into durations by one fixed-point multiplication.

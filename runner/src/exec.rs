@@ -234,6 +234,12 @@ impl Plan {
             ..Self::default()
         }
     }
+
+    /// The declared index of the workflow input a run binds a value
+    /// supplied as `name` to (see [`Supplied`]).
+    pub(crate) fn declared_input(&self, name: &str) -> Option<usize> {
+        self.supplied.index_of(name)
+    }
 }
 
 pub(crate) struct Exec<'r, 'c> {

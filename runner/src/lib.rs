@@ -48,7 +48,7 @@ use std::time::{Duration, Instant};
 use wfstudio_core::artifacts::{check_files, resolve_inside};
 use wfstudio_core::{Options, validate};
 use wfstudio_schema::types::contract::TensorContract;
-use wfstudio_schema::types::workflow::{Implementation, InputSource, WorkflowSpec};
+use wfstudio_schema::types::workflow::{Implementation, WorkflowSpec};
 use wfstudio_schema::{Diagnostic, Document, Limits, load_file};
 
 /// Why a package could not be loaded or run.
@@ -225,19 +225,13 @@ impl Runner {
         &self.root
     }
 
-    /// The contract of the workflow input a run would bind `name` to: the
-    /// input declared under that name, else the one whose application
-    /// alias it is (as [`Runner::run`] matches supplied names).
+    /// The contract of the workflow input a run binds a value supplied as
+    /// `name` to: the input declared under that name, else the one whose
+    /// application alias it is (the matching [`Runner::run`] does).
     pub fn input_contract(&self, name: &str) -> Option<&TensorContract> {
+        let index = self.plan.declared_input(name)?;
         let inputs = self.document.pipeline.as_ref()?.workflow.inputs.as_ref()?;
-        inputs
-            .get(name)
-            .or_else(|| {
-                inputs.values().find(
-                    |input| matches!(&input.source, InputSource::Application(a) if a.name == name),
-                )
-            })
-            .map(|input| &input.contract)
+        inputs.get_index(index).map(|(_, input)| &input.contract)
     }
 
     /// Runs the workflow on `inputs` (workflow input name -> tensor; a

@@ -69,6 +69,12 @@ impl Supplied {
         unmatched
     }
 
+    /// The declared index of the input a value supplied as `name` goes to:
+    /// the input of that name, else the one whose alias it is.
+    pub(crate) fn index_of(&self, name: &str) -> Option<usize> {
+        self.names.get(name).map(|&(index, _)| index)
+    }
+
     /// Takes the value this run gave declared input `index`.
     pub(crate) fn take(&mut self, index: usize) -> Option<Arc<Tensor>> {
         self.given.get_mut(index)?.take().map(|(value, _)| value)
@@ -115,6 +121,10 @@ mod tests {
         assert_eq!(s.take(1), Some(value(2)), "by name");
         assert_eq!(s.take(2), None, "not given");
         assert_eq!(s.take(0), None, "taken once");
+        assert_eq!(s.index_of("latent"), Some(0), "an alias");
+        assert_eq!(s.index_of("request.latent"), Some(0), "a name");
+        assert_eq!(s.index_of("request.steps"), Some(1));
+        assert_eq!(s.index_of("steps"), None);
     }
 
     #[test]
