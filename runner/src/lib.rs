@@ -30,11 +30,7 @@ mod supplied;
 pub mod tensor;
 pub mod text;
 
-pub mod onnx {
-    //! Generated ONNX protobuf types (from the `onnx` wheel's `onnx.proto`).
-    #![allow(missing_docs, clippy::all, unused)]
-    include!(concat!(env!("OUT_DIR"), "/onnx_proto/mod.rs"));
-}
+pub use wfstudio_onnx::proto as onnx;
 
 pub use device::Device;
 pub use events::Event;

@@ -2,14 +2,18 @@
 //! `{"prompt": ...}` request body, or a PNG or WebP with the graph embedded).
 //! `--emit-api` prints the API prompt ComfyUI would submit for it; otherwise
 //! the graph is lowered to a `pipeline.workflow` document (exit 0), or
-//! refused with diagnostics in the `check` format (exit 1).
+//! refused with diagnostics in the `check` format (exit 1). With
+//! `--package-out DIR` the whole package is written: the document, every
+//! policy synthesized, and the model components from `--models` (checked
+//! against the lowered contracts) or made as `--stand-in-models`.
 
 use super::report::{JsonDiagnostic, text};
 use super::{EXIT_ERRORS, InputPath, OutputFormat};
 use anyhow::Context;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use wfstudio_core::comfyui::import::{ApiOf, api_of};
+use wfstudio_core::comfyui::package::{Models, PackageOptions, write_package};
 use wfstudio_core::comfyui::{NodeDefs, lower, read};
 use wfstudio_schema::{Diagnostic, DocPath};
 
@@ -36,6 +40,30 @@ pub struct ImportArgs {
     /// `{component: path}` (applied after the target package's own paths).
     #[arg(long, value_name = "LAYOUT.json")]
     layout: Option<PathBuf>,
+    /// Write a whole runnable package into this folder (document, policies
+    /// and model components); refused if it exists and is not empty,
+    /// unless `--force`.
+    #[arg(long, value_name = "DIR")]
+    package_out: Option<PathBuf>,
+    /// With `--package-out`: take the model components from this folder
+    /// laid out as a package (its document's artifact paths, else
+    /// `<component>/model.onnx[.textproto]`); their ports are checked
+    /// against the lowered contracts. Defaults to `--package`.
+    #[arg(long, value_name = "DIR", conflicts_with = "stand_in_models")]
+    models: Option<PathBuf>,
+    /// With `--models`: link the model files instead of copying them.
+    #[arg(long, requires = "models")]
+    link: bool,
+    /// With `--package-out`: make deterministic stand-in models with exactly
+    /// the declared contracts instead of taking real ones.
+    #[arg(long)]
+    stand_in_models: bool,
+    /// The stand-in models' seed.
+    #[arg(long, default_value_t = 0, requires = "stand_in_models")]
+    stand_in_seed: u64,
+    /// With `--package-out`: replace a non-empty destination.
+    #[arg(long, requires = "package_out")]
+    force: bool,
     /// Output style of refusals.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     format: OutputFormat,
@@ -61,7 +89,11 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&api)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let target = match &args.package {
+    let models = args.models.as_ref().or(args.package.as_ref());
+    if args.package_out.is_some() && models.is_none() && !args.stand_in_models {
+        anyhow::bail!("--package-out needs --models DIR (or --package DIR) or --stand-in-models");
+    }
+    let target = match models {
         Some(dir) => lower::Target::from_package(dir)
             .map_err(anyhow::Error::msg)
             .with_context(|| format!("reading the target package {}", dir.display()))?,
@@ -81,6 +113,37 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
         None => target,
     };
     match lower::lower_for(&api, &target) {
+        Ok(lowered) if args.package_out.is_some() => {
+            let out = args.package_out.as_deref().unwrap_or(Path::new("."));
+            let models = match (models, args.stand_in_models) {
+                (Some(dir), false) => Models::Folder {
+                    dir: dir.clone(),
+                    link: args.link,
+                },
+                _ => Models::StandIns {
+                    seed: args.stand_in_seed,
+                },
+            };
+            let options = PackageOptions {
+                models,
+                force: args.force,
+                prompts: lowered.prompts.iter().map(|(_, t)| t.clone()).collect(),
+            };
+            let written = write_package(&lowered.document, out, &options)
+                .with_context(|| format!("writing the package {}", out.display()))?;
+            eprintln!(
+                "wrote {}: {} policies synthesized, {} model components from the models folder, {} stand-ins",
+                out.display(),
+                written.synthesized.len(),
+                written.taken.len(),
+                written.stand_ins.len()
+            );
+            let recipe = super::package_recipe::write_default_recipe(out, &lowered)
+                .with_context(|| format!("writing the default recipe of {}", out.display()))?;
+            eprintln!("inputs the graph gives: {}", recipe.display());
+            report_lowering(&lowered);
+            Ok(ExitCode::SUCCESS)
+        }
         Ok(lowered) => {
             let yaml = wfstudio_schema::emit::to_yaml(&lowered.document);
             let target = args.output.clone().or_else(|| {
@@ -93,15 +156,7 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
                     .with_context(|| format!("writing {}", path.display()))?,
                 None => print!("{yaml}"),
             }
-            for (input, text) in &lowered.prompts {
-                eprintln!("prompt: {input} <- {text:?} (tokenize it into that input)");
-            }
-            for note in &lowered.notes {
-                eprintln!("note: {note}");
-            }
-            for id in &lowered.ignored {
-                eprintln!("ignored: node {id} does not reach the image sink");
-            }
+            report_lowering(&lowered);
             Ok(ExitCode::SUCCESS)
         }
         Err(refusals) => {
@@ -142,6 +197,19 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::from(EXIT_ERRORS))
         }
+    }
+}
+
+/// The lowering's prompts, notes and ignored nodes, on standard error.
+fn report_lowering(lowered: &lower::Lowered) {
+    for (input, text) in &lowered.prompts {
+        eprintln!("prompt: {input} <- {text:?} (tokenize it into that input)");
+    }
+    for note in &lowered.notes {
+        eprintln!("note: {note}");
+    }
+    for id in &lowered.ignored {
+        eprintln!("ignored: node {id} does not reach the image sink");
     }
 }
 

@@ -8,6 +8,7 @@ mod check;
 mod fmt;
 mod identity;
 mod import;
+mod package_recipe;
 mod report;
 pub mod run;
 

@@ -316,7 +316,12 @@ fn texts(
 
 /// Runs one package.
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
-    let recipe = read_recipe(args.recipe.as_deref())?;
+    let recipe_path = args.recipe.clone().or_else(|| {
+        let default = super::package_recipe::default_recipe_of(&args.path)?;
+        eprintln!("note: inputs from {} (pass --recipe to choose another)", default.display());
+        Some(default)
+    });
+    let recipe = read_recipe(recipe_path.as_deref())?;
     let mut runner = match load_runner(&args.path, args.device)? {
         Ok(runner) => runner,
         Err(code) => return Ok(code),

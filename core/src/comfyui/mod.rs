@@ -8,8 +8,10 @@ pub mod embedded;
 pub mod import;
 pub mod link;
 pub mod lower;
+pub mod package;
 pub mod read;
 pub mod subgraph;
+pub mod synth;
 pub mod to_api;
 pub mod view;
 

@@ -232,7 +232,8 @@ pub(super) fn build(plan: &Plan) -> Built {
 
     // The schedule: its length is the step count (folded into the schedule
     // policies' contracts); a flow-matching shift is a typed input.
-    let mut schedule_parameters = json!({"solver": s.sampler_name, "spacing": s.scheduler, "prediction": prediction, "steps": s.steps});
+    let model_sampling = plan.model.flow.as_ref().map_or("discrete", |f| f.family);
+    let mut schedule_parameters = json!({"solver": s.sampler_name, "spacing": s.scheduler, "prediction": prediction, "model_sampling": model_sampling, "steps": s.steps});
     let mut schedule_inputs = json!({});
     let mut schedule_binds = json!({});
     let mut schedule_from = vec![sampler];
@@ -344,7 +345,8 @@ pub(super) fn build(plan: &Plan) -> Built {
     components.insert("latent_noise".into(), policy("latent_noise",
         json!({"seed": row("int64"), "offset": row("int64"), "row_shape": contract("int64", json!(["row_rank"]), false)}),
         json!({"noise": latent(), "next_offset": row("int64")}),
-        Some(json!({"id": "onnx-genai.counter-rng", "version": "1", "bindings": {"seed": "seed", "offset": "offset", "row_shape": "row_shape", "noise": "noise", "next_offset": "next_offset"}}))));
+        Some(json!({"id": "onnx-genai.counter-rng", "version": "1", "bindings": {"seed": "seed", "offset": "offset", "row_shape": "row_shape", "noise": "noise", "next_offset": "next_offset"},
+            "parameters": {"distribution": "normal", "scale": if windowed { "unit" } else { "initial_sigma" }}}))));
 
     setup.push(
         invoke(
@@ -820,17 +822,34 @@ pub(super) fn build(plan: &Plan) -> Built {
             "full_denoise"
         });
     }
-    components.insert("solver_step".into(), policy("solver_step", solver_ports, json!({"next_state": latent()}),
+    let mut solver_outputs = json!({"next_state": latent()});
+    let memory = s.sampler_name == "dpmpp_2m";
+    match s.sampler_name.as_str() {
+        "euler_ancestral" => {
+            solver_ports["seed"] = row("int64");
+            solver_bind["seed"] = json!("request.seed");
+        }
+        "dpmpp_2m" => {
+            solver_ports["previous"] = latent();
+            solver_ports["iteration"] = row("int64");
+            solver_bind["previous"] = json!("solver_memory");
+            solver_bind["iteration"] = json!("loop.iteration");
+            solver_outputs["denoised"] = latent();
+        }
+        _ => {}
+    }
+    components.insert("solver_step".into(), policy("solver_step", solver_ports, solver_outputs,
         Some(json!({"id": "onnx-genai.solver-step", "version": "1", "bindings": solver_bindings, "parameters": solver_parameters}))));
     let solved = if mask.is_some() {
         "latent.solved"
     } else {
         "latent.body"
     };
-    body.push(
-        invoke("solver_step", solver_bind, json!({"next_state": solved})),
-        &[sampler],
-    );
+    let mut solver_out = json!({"next_state": solved});
+    if memory {
+        solver_out["denoised"] = json!("solver.denoised");
+    }
+    body.push(invoke("solver_step", solver_bind, solver_out), &[sampler]);
     if let Some((mask, _)) = mask {
         components.insert("masked_blend".into(), policy("masked_blend",
             json!({"solved": latent(), "source": latent(), "noise": latent(), "mask": contract("float32", json!(["batch", 1, "latent_height", "latent_width"]), true), "step": row("int64"), "schedule": schedule}),
@@ -862,8 +881,22 @@ pub(super) fn build(plan: &Plan) -> Built {
         ),
     );
     let mut after = Steps::default();
+    let mut carried = vec![
+        json!({"cell": "latent_state", "next": "latent.body"}),
+        json!({"cell": "loop_0_active", "next": "loop.continue"}),
+    ];
+    let mut state = json!({
+        "latent_state": {"contract": latent(), "scope": "invocation", "initializer": initializer, "recurrence": {"kind": "invariant"}},
+        "loop_0_active": {"contract": one("bool"), "scope": "invocation", "initializer": "package.loop_0_active", "recurrence": {"kind": "invariant"}},
+    });
+    if memory {
+        // The multistep solver's previous denoised estimate; its first
+        // step (iteration 0) does not read it.
+        carried.push(json!({"cell": "solver_memory", "next": "solver.denoised"}));
+        state["solver_memory"] = json!({"contract": latent(), "scope": "invocation", "initializer": "diffusion.noise", "recurrence": {"kind": "invariant"}});
+    }
     after.push(json!({"kind": "loop", "setup": setup.steps, "steps": body.steps, "continue_when": "loop_0_active", "max_iterations": max_iterations,
-        "carried": [{"cell": "latent_state", "next": "latent.body"}, {"cell": "loop_0_active", "next": "loop.continue"}],
+        "carried": carried,
         "iteration": {"value": "loop.iteration", "contract": contract("int64", json!(["batch"]), false)}}), &[sampler, loader]);
     after.push(
         invoke(
@@ -898,10 +931,7 @@ pub(super) fn build(plan: &Plan) -> Built {
             "latent": {"contract": latent(), "role": "tensor", "stage": "pre_adapter"},
         },
         "components": components,
-        "state": {
-            "latent_state": {"contract": latent(), "scope": "invocation", "initializer": initializer, "recurrence": {"kind": "invariant"}},
-            "loop_0_active": {"contract": one("bool"), "scope": "invocation", "initializer": "package.loop_0_active", "recurrence": {"kind": "invariant"}},
-        },
+        "state": state,
         "steps": after.steps,
     }});
     let mut provenance = Provenance::new();

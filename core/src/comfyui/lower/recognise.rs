@@ -78,6 +78,8 @@ pub(super) struct FlowSampling {
     /// Latent channels the model family works in (16 for SD3 and Flux,
     /// 4 for AuraFlow), as ComfyUI corrects empty latents to.
     pub channels: i64,
+    /// The model sampling family: `sd3`, `aura_flow` or `flux`.
+    pub family: &'static str,
 }
 
 /// The flow-matching time shift.
@@ -401,6 +403,11 @@ fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Refusal> {
                         4
                     } else {
                         16
+                    },
+                    family: match class {
+                        "ModelSamplingAuraFlow" => "aura_flow",
+                        "ModelSamplingFlux" => "flux",
+                        _ => "sd3",
                     },
                 });
             }

@@ -1,0 +1,142 @@
+//! What a written package needs to run with the graph's own inputs: a
+//! stand-in tokenizer (a word-level vocabulary of the graph's prompts) when
+//! the models are stand-ins, and generated pictures for picture inputs
+//! (ComfyUI's `LoadImage` names a file in its own input folder, which the
+//! graph does not carry).
+
+use serde_json::{Map, Value, json};
+use std::collections::BTreeSet;
+
+/// Special tokens of the stand-in tokenizer, at ids 0, 1, 2.
+pub const SPECIALS: [&str; 3] = ["<unk>", "<bos>", "<eos>"];
+
+/// The words of `text` as the stand-in tokenizer splits them: lower-cased
+/// runs of letters, digits and `_`, and runs of other non-space characters.
+pub fn words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut word_run = false;
+    for c in text.to_lowercase().chars() {
+        let is_word = c.is_alphanumeric() || c == '_';
+        if c.is_whitespace() || (!current.is_empty() && is_word != word_run) {
+            if !current.is_empty() {
+                out.push(std::mem::take(&mut current));
+            }
+        }
+        if !c.is_whitespace() {
+            word_run = is_word;
+            current.push(c);
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// A Hugging Face `tokenizer.json` (word level, lower-cased, between
+/// `<bos>` and `<eos>`) whose vocabulary is the specials and every word of `prompts`.
+pub fn stand_in_tokenizer(prompts: &[String]) -> String {
+    let vocabulary: BTreeSet<String> = prompts.iter().flat_map(|p| words(p)).collect();
+    let mut vocab = Map::new();
+    for (id, token) in SPECIALS
+        .iter()
+        .map(|s| s.to_string())
+        .chain(vocabulary)
+        .enumerate()
+    {
+        vocab.insert(token, json!(id));
+    }
+    let special = |id: usize| {
+        json!({"id": id, "content": SPECIALS[id], "single_word": false, "lstrip": false,
+               "rstrip": false, "normalized": false, "special": true})
+    };
+    let tokenizer = json!({
+        "version": "1.0",
+        "truncation": null,
+        "padding": null,
+        "added_tokens": [special(0), special(1), special(2)],
+        "normalizer": {"type": "Lowercase"},
+        "pre_tokenizer": {"type": "Whitespace"},
+        "post_processor": {
+            "type": "TemplateProcessing",
+            "single": [{"SpecialToken": {"id": "<bos>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "<eos>", "type_id": 0}}],
+            "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+            "special_tokens": {"<bos>": {"id": "<bos>", "ids": [1], "tokens": ["<bos>"]},
+                               "<eos>": {"id": "<eos>", "ids": [2], "tokens": ["<eos>"]}},
+        },
+        "decoder": null,
+        "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "<unk>"},
+    });
+    let mut text = serde_json::to_string_pretty(&tokenizer).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// Side of the generated pictures, in pixels (a multiple of the latent scale).
+pub const PICTURE_SIZE: usize = 64;
+
+/// Recipe tensors (`{dtype, shape, data}`) for the document's picture
+/// inputs (role `media`, float rank 4): a colour gradient in [0, 1] for
+/// three channels, a centred square for a one-channel mask.
+pub fn generated_pictures(document: &Value) -> Map<String, Value> {
+    let inputs = document
+        .pointer("/pipeline/workflow/inputs")
+        .and_then(Value::as_object);
+    let mut out = Map::new();
+    for (name, input) in inputs.into_iter().flatten() {
+        let media = input.pointer("/role/role").and_then(Value::as_str) == Some("media");
+        let contract = &input["contract"];
+        let float = contract["dtype"].as_str() == Some("float32");
+        let channels = contract.pointer("/shape/1").and_then(Value::as_u64);
+        let (true, true, Some(channels @ (1 | 3))) = (media, float, channels) else {
+            continue;
+        };
+        let n = PICTURE_SIZE;
+        let mut data = Vec::with_capacity(channels as usize * n * n);
+        for c in 0..channels as usize {
+            for y in 0..n {
+                for x in 0..n {
+                    let (fx, fy) = (x as f64 / (n - 1) as f64, y as f64 / (n - 1) as f64);
+                    let v = if channels == 1 {
+                        let inside = (n / 4..3 * n / 4).contains(&x) && (n / 4..3 * n / 4).contains(&y);
+                        f64::from(u8::from(inside))
+                    } else {
+                        [fx, fy, 1.0 - (fx + fy) / 2.0][c]
+                    };
+                    data.push(json!(v));
+                }
+            }
+        }
+        out.insert(
+            name.clone(),
+            json!({"dtype": "float32", "shape": [1, channels, n, n], "data": data}),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_split_like_the_whitespace_pre_tokenizer() {
+        assert_eq!(
+            words("A Lighthouse, on a_cliff... at dusk!"),
+            ["a", "lighthouse", ",", "on", "a_cliff", "...", "at", "dusk", "!"]
+        );
+    }
+
+    #[test]
+    fn the_vocabulary_holds_the_specials_then_the_sorted_words() {
+        let text = stand_in_tokenizer(&["red fox".into(), "fox, snow".into()]);
+        let value: Value = serde_json::from_str(&text).expect("json");
+        let vocab = &value["model"]["vocab"];
+        assert_eq!(vocab["<unk>"], 0);
+        assert_eq!(vocab["<eos>"], 2);
+        assert_eq!(vocab[","], 3);
+        assert_eq!(vocab["fox"], 4);
+        assert_eq!(vocab["snow"], 6);
+    }
+}

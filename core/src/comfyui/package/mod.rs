@@ -1,0 +1,324 @@
+//! Writing a lowered ComfyUI graph as a whole package: the document, every
+//! policy synthesized under `policies/`, and the model components either
+//! taken from a models folder (copied or linked, their ports checked
+//! against the declared contracts) or made as stand-ins. Everything is
+//! written into a temporary folder beside the destination and renamed into
+//! place, so a refusal leaves nothing half-written.
+
+pub mod inputs;
+pub mod ports;
+
+use super::synth::{self, SynthError, standin::stand_in};
+use ports::PortMismatch;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use wfstudio_onnx::signature::Signature;
+
+/// Where the model components (everything that is not a policy) come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Models {
+    /// Deterministic stand-ins with the declared contracts, from this seed.
+    StandIns {
+        /// The generator seed.
+        seed: u64,
+    },
+    /// Files of a folder laid out as a package.
+    Folder {
+        /// The folder.
+        dir: PathBuf,
+        /// Symbolic links instead of copies.
+        link: bool,
+    },
+}
+
+/// How a package is written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PackageOptions {
+    /// Where the models come from.
+    pub models: Models,
+    /// Replace an existing non-empty destination.
+    pub force: bool,
+    /// The graph's prompt texts: the stand-in tokenizer's vocabulary.
+    pub prompts: Vec<String>,
+}
+
+/// Where each component of a written package came from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Written {
+    /// Policies synthesized by the importer.
+    pub synthesized: Vec<String>,
+    /// Components taken from the models folder, with the source file.
+    pub taken: Vec<(String, PathBuf)>,
+    /// Components made as stand-ins.
+    pub stand_ins: Vec<String>,
+    /// Other files taken from the models folder (the tokenizer).
+    pub extras: Vec<PathBuf>,
+    /// Whether a stand-in tokenizer was written.
+    pub stand_in_tokenizer: bool,
+}
+
+/// Why a package could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum PackageError {
+    /// The destination exists, is not empty, and `force` was not given.
+    #[error("{0} exists and is not empty (use --force to replace it)")]
+    NotEmpty(PathBuf),
+    /// The models folder lacks components the document needs.
+    #[error("the models folder {dir} has no file for: {}", .missing.join(", "))]
+    Missing {
+        /// The models folder.
+        dir: PathBuf,
+        /// `component (looked for: paths)` per missing component.
+        missing: Vec<String>,
+    },
+    /// Model files whose ports differ from the declared contracts.
+    #[error("model ports differ from the lowered contracts:\n  {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n  "))]
+    Ports(Vec<PortMismatch>),
+    /// A model file that cannot be read as ONNX.
+    #[error(transparent)]
+    Model(#[from] wfstudio_onnx::ModelError),
+    /// A policy that cannot be synthesized.
+    #[error(transparent)]
+    Synth(#[from] SynthError),
+    /// A file-system failure.
+    #[error("{path}: {reason}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The OS reason.
+        reason: String,
+    },
+    /// The document has no components to write.
+    #[error("the document has no pipeline.workflow.components")]
+    NoComponents,
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> PackageError + '_ {
+    move |e| PackageError::Io {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    }
+}
+
+/// What goes into the package for one component.
+enum Source {
+    Bytes(Vec<u8>),
+    File(PathBuf),
+}
+
+/// Writes `document` (a lowered graph) with all its components to `out`.
+pub fn write_package(
+    document: &Value,
+    out: &Path,
+    options: &PackageOptions,
+) -> Result<Written, PackageError> {
+    if out.exists() && !options.force && !is_empty_dir(out)? {
+        return Err(PackageError::NotEmpty(out.to_path_buf()));
+    }
+    let mut document = document.clone();
+    let components = document
+        .pointer("/pipeline/workflow/components")
+        .and_then(Value::as_object)
+        .ok_or(PackageError::NoComponents)?
+        .clone();
+    let mut written = Written::default();
+    let mut files: Vec<(String, String, Source)> = Vec::new();
+    let folder = match &options.models {
+        Models::Folder { dir, .. } => Some(ModelsFolder::open(dir)?),
+        Models::StandIns { .. } => None,
+    };
+    let mut synthesized = synth::policies(&document)?.into_iter().collect::<std::collections::BTreeMap<_, _>>();
+    let mut missing = Vec::new();
+    let mut mismatches = Vec::new();
+    for (name, component) in &components {
+        let own = folder.as_ref().and_then(|f| f.file_of(name));
+        if let Some(bytes) = synthesized.remove(name).filter(|_| own.is_none()) {
+            written.synthesized.push(name.clone());
+            files.push((name.clone(), format!("policies/{name}.onnx"), Source::Bytes(bytes)));
+            continue;
+        }
+        match (&options.models, own) {
+            (Models::StandIns { seed }, _) => {
+                written.stand_ins.push(name.clone());
+                let bytes = stand_in(name, component, *seed)?;
+                files.push((name.clone(), format!("{name}/model.onnx"), Source::Bytes(bytes)));
+            }
+            (Models::Folder { .. }, Some((relative, file))) => {
+                let model = wfstudio_onnx::read_model(&file)?;
+                mismatches.extend(ports::check(name, component, &Signature::of(&model)));
+                written.taken.push((name.clone(), file.clone()));
+                files.push((name.clone(), relative, Source::File(file)));
+            }
+            (Models::Folder { .. }, None) => {
+                let tried = folder.as_ref().map(|f| f.candidates(name)).unwrap_or_default();
+                missing.push(format!("{name} (looked for {})", tried.join(", ")));
+            }
+        }
+    }
+    if let Some(folder) = &folder {
+        if !missing.is_empty() {
+            return Err(PackageError::Missing {
+                dir: folder.dir.clone(),
+                missing,
+            });
+        }
+        let tokenizer = folder.dir.join("tokenizer.json");
+        if tokenizer.is_file() {
+            written.extras.push(tokenizer);
+        }
+    }
+    if !mismatches.is_empty() {
+        return Err(PackageError::Ports(mismatches));
+    }
+    let mut generated = Vec::new();
+    if folder.is_none() {
+        written.stand_in_tokenizer = true;
+        generated.push((
+            "tokenizer.json".to_string(),
+            inputs::stand_in_tokenizer(&options.prompts).into_bytes(),
+        ));
+    }
+    for (name, relative, _) in &files {
+        document["pipeline"]["workflow"]["components"][name]["implementation"]["artifact"] =
+            Value::String(relative.clone());
+    }
+    let link = matches!(options.models, Models::Folder { link: true, .. });
+    let staging = staging_dir(out)?;
+    let result = (|| {
+        for (_, relative, source) in &files {
+            let target = staging.join(relative);
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent).map_err(io(parent))?;
+            }
+            match source {
+                Source::Bytes(bytes) => std::fs::write(&target, bytes).map_err(io(&target))?,
+                Source::File(file) => place(file, &target, link)?,
+            }
+        }
+        for (relative, bytes) in &generated {
+            let target = staging.join(relative);
+            std::fs::write(&target, bytes).map_err(io(&target))?;
+        }
+        for extra in &written.extras {
+            let name = extra.file_name().unwrap_or_default();
+            place(extra, &staging.join(name), link)?;
+        }
+        let text = wfstudio_schema::emit::to_yaml(&document);
+        let path = staging.join("inference_metadata.yaml");
+        std::fs::write(&path, text).map_err(io(&path))?;
+        replace(&staging, out)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&staging);
+    }
+    result.map(|()| written)
+}
+
+fn is_empty_dir(path: &Path) -> Result<bool, PackageError> {
+    if !path.is_dir() {
+        return Ok(false);
+    }
+    Ok(std::fs::read_dir(path).map_err(io(path))?.next().is_none())
+}
+
+/// A fresh folder beside `out` for the package under construction.
+fn staging_dir(out: &Path) -> Result<PathBuf, PackageError> {
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent).map_err(io(&parent))?;
+    let stem = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    for attempt in 0..1000u32 {
+        let candidate = parent.join(format!(".{stem}.wfstudio-{}-{attempt}", std::process::id()));
+        match std::fs::create_dir(&candidate) {
+            Ok(()) => return Ok(candidate),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(io(&candidate)(e)),
+        }
+    }
+    Err(PackageError::Io {
+        path: parent,
+        reason: "no free staging folder name".into(),
+    })
+}
+
+/// Moves the finished `staging` folder to `out`, replacing what is there.
+fn replace(staging: &Path, out: &Path) -> Result<(), PackageError> {
+    if out.exists() {
+        let old = staging.with_extension("old");
+        std::fs::rename(out, &old).map_err(io(out))?;
+        std::fs::rename(staging, out).map_err(io(out))?;
+        if old.is_dir() {
+            std::fs::remove_dir_all(&old).map_err(io(&old))?;
+        } else {
+            std::fs::remove_file(&old).map_err(io(&old))?;
+        }
+        Ok(())
+    } else {
+        std::fs::rename(staging, out).map_err(io(out))
+    }
+}
+
+/// Copies `file` to `target`, or links it (absolute path) when `link`.
+fn place(file: &Path, target: &Path, link: bool) -> Result<(), PackageError> {
+    if link {
+        let absolute = std::fs::canonicalize(file).map_err(io(file))?;
+        std::os::unix::fs::symlink(&absolute, target).map_err(io(target))
+    } else {
+        std::fs::copy(file, target).map(|_| ()).map_err(io(file))
+    }
+}
+
+/// A folder of model files laid out as a package.
+struct ModelsFolder {
+    dir: PathBuf,
+    /// Artifact paths its own document gives, by component.
+    declared: std::collections::BTreeMap<String, String>,
+}
+
+impl ModelsFolder {
+    fn open(dir: &Path) -> Result<ModelsFolder, PackageError> {
+        if !dir.is_dir() {
+            return Err(PackageError::Io {
+                path: dir.to_path_buf(),
+                reason: "not a folder".into(),
+            });
+        }
+        let declared = crate::comfyui::lower::Target::from_package(dir)
+            .map_err(|reason| PackageError::Io {
+                path: dir.to_path_buf(),
+                reason,
+            })?
+            .artifacts;
+        Ok(ModelsFolder {
+            dir: dir.to_path_buf(),
+            declared,
+        })
+    }
+
+    /// The relative paths tried for `component`, in order.
+    fn candidates(&self, component: &str) -> Vec<String> {
+        let mut out: Vec<String> = self.declared.get(component).cloned().into_iter().collect();
+        if !synth::is_policy(component) {
+            out.push(format!("{component}/model.onnx"));
+            out.push(format!("{component}/model.onnx.textproto"));
+        }
+        out
+    }
+
+    /// The folder's file for `component` (relative path, full path): its
+    /// document's artifact, else the default layout (model components only;
+    /// a policy the folder does not declare is synthesized). Paths that
+    /// leave the folder are not followed.
+    fn file_of(&self, component: &str) -> Option<(String, PathBuf)> {
+        self.candidates(component).into_iter().find_map(|relative| {
+            let inside = !Path::new(&relative).is_absolute()
+                && Path::new(&relative)
+                    .components()
+                    .all(|c| matches!(c, std::path::Component::Normal(_)));
+            let full = self.dir.join(&relative);
+            (inside && full.is_file()).then_some((relative, full))
+        })
+    }
+}

@@ -1,0 +1,201 @@
+//! The graph of one policy under construction, with its ports taken from
+//! the component's declared contracts, and the sampling facts every policy
+//! of a document shares.
+
+use super::SynthError;
+use super::sampling::ModelSampling;
+use serde_json::{Map, Value};
+use wfstudio_onnx::builder::{Attr, Dim, GraphBuilder};
+use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
+
+/// Who made a synthesized model (its `producer_name`).
+pub const PRODUCER: &str = "wfstudio";
+
+/// What the lowering recorded about the sampling, from the
+/// `diffusion_schedule` component's contract parameters.
+#[derive(Clone, Debug)]
+pub struct Family {
+    /// How the model maps noise levels to timesteps.
+    pub sampling: ModelSampling,
+    /// The sampler (`euler`, `euler_ancestral`, `ddim`, `dpmpp_2m`).
+    pub solver: String,
+    /// The scheduler (`normal`, `karras`, ...).
+    pub scheduler: String,
+    /// The schedule's step count.
+    pub steps: usize,
+}
+
+impl Family {
+    /// Reads the sampling facts from the document's components.
+    pub fn of(components: &Map<String, Value>) -> Result<Family, SynthError> {
+        let fail = |reason: &str| SynthError {
+            component: "diffusion_schedule".into(),
+            reason: reason.into(),
+        };
+        let parameters = components
+            .get("diffusion_schedule")
+            .and_then(|c| c.pointer("/contract/parameters"))
+            .ok_or_else(|| fail("the document declares no diffusion_schedule contract parameters"))?;
+        let text = |key: &str| {
+            parameters
+                .get(key)
+                .and_then(Value::as_str)
+                .ok_or_else(|| fail(&format!("its contract parameters lack `{key}`")))
+        };
+        let family = parameters
+            .get("model_sampling")
+            .and_then(Value::as_str)
+            .unwrap_or("discrete");
+        let sampling = ModelSampling::of_family(family)
+            .ok_or_else(|| fail(&format!("unknown model_sampling `{family}`")))?;
+        let steps = parameters
+            .get("steps")
+            .and_then(Value::as_u64)
+            .filter(|s| (1..=10_000).contains(s))
+            .ok_or_else(|| fail("its contract parameter `steps` is not a step count in 1..=10000"))?;
+        Ok(Family {
+            sampling,
+            solver: text("solver")?.to_string(),
+            scheduler: text("spacing")?.to_string(),
+            steps: steps as usize,
+        })
+    }
+
+    /// Whether the model predicts a flow velocity (else epsilon noise).
+    pub fn is_flow(&self) -> bool {
+        matches!(self.sampling, ModelSampling::Flow { .. })
+    }
+}
+
+/// A policy graph whose ports follow the component's declaration.
+pub struct PolicyGraph<'a> {
+    /// The graph builder.
+    pub b: GraphBuilder,
+    name: &'a str,
+    component: &'a Value,
+}
+
+impl<'a> PolicyGraph<'a> {
+    /// An empty graph for component `name`, declared as `component`.
+    pub fn new(name: &'a str, component: &'a Value) -> PolicyGraph<'a> {
+        PolicyGraph {
+            b: GraphBuilder::new(name, PRODUCER),
+            name,
+            component,
+        }
+    }
+
+    /// The component's name.
+    pub fn name(&self) -> &'a str {
+        self.name
+    }
+
+    /// An error about this policy.
+    pub fn error(&self, reason: impl Into<String>) -> SynthError {
+        SynthError {
+            component: self.name.to_string(),
+            reason: reason.into(),
+        }
+    }
+
+    /// The component's contract parameter `key`.
+    pub fn parameter(&self, key: &str) -> Option<&'a Value> {
+        self.component.pointer(&format!("/contract/parameters/{key}"))
+    }
+
+    /// Whether the component declares input port `port`.
+    pub fn has_input(&self, port: &str) -> bool {
+        self.component.pointer(&format!("/ports/inputs/{port}")).is_some()
+    }
+
+    /// Declares input `port` with its declared contract; returns its name.
+    pub fn input(&mut self, port: &str) -> Result<String, SynthError> {
+        let (dtype, dims) = self.contract("inputs", port)?;
+        Ok(self.b.input(port, dtype, &dims))
+    }
+
+    /// Declares output `port` carrying `value`.
+    pub fn output(&mut self, value: &str, port: &str) -> Result<(), SynthError> {
+        let (dtype, dims) = self.contract("outputs", port)?;
+        self.b.output(value, port, dtype, &dims);
+        Ok(())
+    }
+
+    fn contract(&self, side: &str, port: &str) -> Result<(DataType, Vec<Dim>), SynthError> {
+        let c = self
+            .component
+            .pointer(&format!("/ports/{side}/{port}"))
+            .ok_or_else(|| self.error(format!("it declares no {side} port `{port}`")))?;
+        port_type(c).map_err(|reason| self.error(format!("port `{port}`: {reason}")))
+    }
+
+    /// Adds a node with one output.
+    pub fn op(&mut self, op: &str, inputs: &[&str]) -> String {
+        self.b.op(op, inputs)
+    }
+
+    /// Adds a node with one output and attributes.
+    pub fn op_with(&mut self, op: &str, inputs: &[&str], attrs: &[(&str, Attr)]) -> String {
+        self.b.op_with(op, inputs, attrs)
+    }
+
+    /// `Cast` to `to`.
+    pub fn cast(&mut self, x: &str, to: DataType) -> String {
+        self.op_with("Cast", &[x], &[("to", Attr::Int(to as i64))])
+    }
+
+    /// A float32 scalar constant.
+    pub fn f(&mut self, value: f64) -> String {
+        self.b.scalar_f32(value as f32)
+    }
+
+    /// An int64 scalar constant.
+    pub fn i(&mut self, value: i64) -> String {
+        self.b.scalar_i64(value)
+    }
+
+    /// `values[index]` along axis 0.
+    pub fn gather(&mut self, values: &str, index: &str) -> String {
+        self.op_with("Gather", &[values, index], &[("axis", Attr::Int(0))])
+    }
+
+    /// A per-row value `[batch]` reshaped to broadcast over a rank-4 tensor.
+    pub fn rows4(&mut self, x: &str) -> String {
+        let shape = self.b.vec_i64(&[-1, 1, 1, 1]);
+        self.op("Reshape", &[x, &shape])
+    }
+
+    /// The finished model's bytes.
+    pub fn finish(self) -> Vec<u8> {
+        self.b.to_bytes()
+    }
+}
+
+/// The ONNX element type and dims of a declared tensor contract.
+pub fn port_type(contract: &Value) -> Result<(DataType, Vec<Dim>), String> {
+    let dtype_name = contract
+        .get("dtype")
+        .and_then(Value::as_str)
+        .ok_or("no dtype")?;
+    let dtype = wfstudio_onnx::dtype::elem_type(dtype_name)
+        .ok_or_else(|| format!("dtype `{dtype_name}` has no ONNX element type"))?;
+    let dims = match contract.get("shape").and_then(Value::as_array) {
+        Some(shape) => shape
+            .iter()
+            .map(|d| match d {
+                Value::String(s) => Ok(Dim::Named(s.clone())),
+                Value::Number(n) => n
+                    .as_i64()
+                    .filter(|n| *n >= 0)
+                    .map(Dim::Fixed)
+                    .ok_or_else(|| format!("extent {n} is not a size")),
+                other => Err(format!("extent {other} is not a size or a name")),
+            })
+            .collect::<Result<_, _>>()?,
+        None => {
+            let rank = contract.get("rank").and_then(Value::as_u64).unwrap_or(0);
+            (0..rank).map(|i| Dim::Named(format!("d{i}"))).collect()
+        }
+    };
+    Ok((dtype, dims))
+}

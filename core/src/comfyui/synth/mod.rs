@@ -1,0 +1,90 @@
+//! Synthesis of the policy components a lowered ComfyUI graph names
+//! (`diffusion_schedule`, `solver_step`, `guidance_combine`, ...): real ONNX
+//! models, built in code from the document's port contracts and the
+//! parameters the lowering recorded (sampler, scheduler, steps, model
+//! sampling family). Stand-in model components (`standin`) are made the
+//! same way.
+
+mod graph;
+mod noise;
+mod policies;
+pub mod sampling;
+mod schedule;
+mod solver;
+pub mod standin;
+
+use graph::Family;
+use serde_json::Value;
+
+/// The policy components the lowering can name, each synthesized here.
+pub const POLICIES: &[&str] = &[
+    "diffusion_schedule",
+    "diffusion_timesteps",
+    "schedule_lookup",
+    "model_input",
+    "continue_predicate",
+    "latent_row_shape",
+    "latent_noise",
+    "guidance_combine",
+    "solver_step",
+    "denoise_window",
+    "step_window",
+    "step_offset",
+    "empty_latent",
+    "add_noise",
+    "inpaint_pixels",
+    "latent_mask",
+    "masked_blend",
+    "sdxl_conditioning",
+    "control_scale",
+];
+
+/// Why a policy could not be synthesized.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("cannot synthesize policy `{component}`: {reason}")]
+pub struct SynthError {
+    /// The component.
+    pub component: String,
+    /// What is missing or unsupported.
+    pub reason: String,
+}
+
+/// Whether `component` names a policy this module makes.
+pub fn is_policy(component: &str) -> bool {
+    POLICIES.contains(&component)
+}
+
+/// Every policy component of the lowered `document`, by component name,
+/// as binary ONNX model bytes.
+pub fn policies(document: &Value) -> Result<Vec<(String, Vec<u8>)>, SynthError> {
+    let components = document
+        .pointer("/pipeline/workflow/components")
+        .and_then(Value::as_object)
+        .ok_or_else(|| SynthError {
+            component: "-".into(),
+            reason: "the document has no pipeline.workflow.components".into(),
+        })?;
+    let family = Family::of(components)?;
+    components
+        .iter()
+        .filter(|(name, _)| is_policy(name))
+        .map(|(name, component)| {
+            let bytes = policy(name, component, &family)?;
+            Ok((name.clone(), bytes))
+        })
+        .collect()
+}
+
+fn policy(name: &str, component: &Value, family: &Family) -> Result<Vec<u8>, SynthError> {
+    let mut g = graph::PolicyGraph::new(name, component);
+    match name {
+        "diffusion_schedule" => schedule::sigmas(&mut g, family)?,
+        "diffusion_timesteps" => schedule::timesteps(&mut g, family)?,
+        "solver_step" => solver::step(&mut g, family)?,
+        "latent_noise" => noise::latent_noise(&mut g, family)?,
+        "add_noise" => noise::add_noise(&mut g, family)?,
+        "masked_blend" => noise::masked_blend(&mut g, family)?,
+        _ => policies::build(&mut g, family)?,
+    }
+    Ok(g.finish())
+}

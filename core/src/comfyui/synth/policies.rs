@@ -1,0 +1,238 @@
+//! The small policies: schedule lookups, the model's input scaling,
+//! classifier-free guidance, the loop predicate, step windows, latent
+//! shapes, inpainting masks, SDXL conditioning and the ControlNet window.
+
+use super::SynthError;
+use super::graph::{Family, PolicyGraph};
+use serde_json::Value;
+use wfstudio_onnx::builder::Attr;
+use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
+
+/// Builds the policy named by the graph.
+pub fn build(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {
+    let name = g.name();
+    match name {
+        "schedule_lookup" => schedule_lookup(g),
+        "model_input" => model_input(g, family),
+        "continue_predicate" => continue_predicate(g),
+        "latent_row_shape" => latent_row_shape(g),
+        "guidance_combine" => guidance_combine(g),
+        "denoise_window" => denoise_window(g),
+        "step_window" => step_window(g),
+        "step_offset" => step_offset(g),
+        "empty_latent" => empty_latent(g),
+        "inpaint_pixels" => inpaint_pixels(g),
+        "latent_mask" => latent_mask(g),
+        "sdxl_conditioning" => sdxl_conditioning(g),
+        "control_scale" => control_scale(g),
+        other => Err(g.error(format!("`{other}` is not a policy this importer makes"))),
+    }
+}
+
+/// `schedule[step]`.
+fn schedule_lookup(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let schedule = g.input("schedule")?;
+    let step = g.input("step")?;
+    let out = g.gather(&schedule, &step);
+    g.output(&out, "timestep")
+}
+
+/// The denoiser's input: `x / sqrt(sigma^2 + 1)` for epsilon models
+/// (k-diffusion's c_in), the sample itself for flow models.
+fn model_input(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {
+    let sample = g.input("sample")?;
+    let step = g.input("step")?;
+    let schedule = g.input("schedule")?;
+    let out = if family.is_flow() {
+        sample
+    } else {
+        let sigma = g.gather(&schedule, &step);
+        let s = g.rows4(&sigma);
+        let s2 = g.op("Mul", &[&s, &s]);
+        let one = g.f(1.0);
+        let v = g.op("Add", &[&s2, &one]);
+        let r = g.op("Sqrt", &[&v]);
+        g.op("Div", &[&sample, &r])
+    };
+    g.output(&out, "model_input")
+}
+
+/// Continue while any row is not done.
+fn continue_predicate(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let done = g.input("done")?;
+    let as_int = g.cast(&done, DataType::INT32);
+    let axes = g.b.vec_i64(&[0]);
+    let all = g.op_with("ReduceMin", &[&as_int, &axes], &[("keepdims", Attr::Int(1))]);
+    let all = g.cast(&all, DataType::BOOL);
+    let out = g.op("Not", &[&all]);
+    g.output(&out, "continue")
+}
+
+/// `[channels, height / scale, width / scale]` of the empty latent, or of
+/// the input picture.
+fn latent_row_shape(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let number = |g: &PolicyGraph<'_>, key: &str| {
+        g.parameter(key)
+            .and_then(Value::as_i64)
+            .filter(|n| *n > 0)
+            .ok_or_else(|| g.error(format!("its contract parameter `{key}` is not a positive integer")))
+    };
+    let channels = number(g, "channels")?;
+    let scale = number(g, "scale")?;
+    let out = if g.has_input("image") {
+        let image = g.input("image")?;
+        let hw = g.op_with("Shape", &[&image], &[("start", Attr::Int(2))]);
+        let s = g.b.vec_i64(&[scale]);
+        let latent_hw = g.op("Div", &[&hw, &s]);
+        let c = g.b.vec_i64(&[channels]);
+        g.op_with("Concat", &[&c, &latent_hw], &[("axis", Attr::Int(0))])
+    } else {
+        let (width, height) = (number(g, "width")?, number(g, "height")?);
+        g.b.vec_i64(&[channels, height / scale, width / scale])
+    };
+    g.output(&out, "shape")
+}
+
+/// `unconditional + (conditional - unconditional) * scale`.
+fn guidance_combine(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let unconditional = g.input("unconditional")?;
+    let conditional = g.input("conditional")?;
+    let scale = g.input("scale")?;
+    let d = g.op("Sub", &[&conditional, &unconditional]);
+    let s = g.rows4(&scale);
+    let m = g.op("Mul", &[&d, &s]);
+    let out = g.op("Add", &[&unconditional, &m]);
+    g.output(&out, "estimate")
+}
+
+/// `start = steps - round_half_even(steps * denoise)`, `iterations = steps - start`.
+fn denoise_window(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let steps = g.input("steps")?;
+    let denoise = g.input("denoise")?;
+    let sf = g.cast(&steps, DataType::FLOAT);
+    let p = g.op("Mul", &[&sf, &denoise]);
+    let r = g.op("Round", &[&p]);
+    let ri = g.cast(&r, DataType::INT64);
+    let start = g.op("Sub", &[&steps, &ri]);
+    let iterations = g.op("Sub", &[&steps, &start]);
+    g.output(&start, "start")?;
+    g.output(&iterations, "iterations")
+}
+
+/// `last_end = min(end, steps)`, `iterations = max(last_end - start, 0)`.
+fn step_window(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let steps = g.input("steps")?;
+    let start = g.input("start")?;
+    let end = g.input("end")?;
+    let last_end = g.op("Min", &[&end, &steps]);
+    let span = g.op("Sub", &[&last_end, &start]);
+    let zero = g.b.vec_i64(&[0]);
+    let iterations = g.op("Max", &[&span, &zero]);
+    g.output(&start, "first_step")?;
+    g.output(&iterations, "iterations")?;
+    g.output(&last_end, "last_end")
+}
+
+/// `iteration + start`.
+fn step_offset(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let iteration = g.input("iteration")?;
+    let start = g.input("start")?;
+    let out = g.op("Add", &[&iteration, &start]);
+    g.output(&out, "step")
+}
+
+/// Zeros shaped like the noise (ComfyUI's empty latent).
+fn empty_latent(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let _row_shape = g.input("row_shape")?;
+    let like = g.input("like")?;
+    let shape = g.op("Shape", &[&like]);
+    let out = g.op("ConstantOfShape", &[&shape]);
+    g.output(&out, "latent")
+}
+
+/// The picture with masked pixels set to `masked_value`.
+fn inpaint_pixels(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let number = |g: &PolicyGraph<'_>, key: &str, default: f64| {
+        g.parameter(key).and_then(Value::as_f64).unwrap_or(default)
+    };
+    let (value, threshold) = (number(g, "masked_value", 0.5), number(g, "threshold", 0.5));
+    let image = g.input("image")?;
+    let mask = g.input("mask")?;
+    let t = g.f(threshold);
+    let masked = g.op("Greater", &[&mask, &t]);
+    let v = g.f(value);
+    let out = g.op("Where", &[&masked, &v, &image]);
+    g.output(&out, "pixels")
+}
+
+/// The mask grown by `grow_mask_by` pixels, then the maximum over each
+/// `scale` x `scale` cell (the latent grid).
+fn latent_mask(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let grow = g.parameter("grow_mask_by").and_then(Value::as_i64).unwrap_or(0);
+    let scale = g.parameter("scale").and_then(Value::as_i64).unwrap_or(8);
+    if !(0..=256).contains(&grow) || !(1..=64).contains(&scale) {
+        return Err(g.error("grow_mask_by must be 0..=256 and scale 1..=64"));
+    }
+    let mask = g.input("mask")?;
+    let _like = g.input("like")?;
+    let mut grown = mask;
+    if grow > 0 {
+        let size = 2 * grow + 1;
+        grown = g.op_with(
+            "MaxPool",
+            &[&grown],
+            &[
+                ("kernel_shape", Attr::Ints(vec![size, size])),
+                ("pads", Attr::Ints(vec![grow; 4])),
+                ("strides", Attr::Ints(vec![1, 1])),
+            ],
+        );
+    }
+    let out = g.op_with(
+        "MaxPool",
+        &[&grown],
+        &[
+            ("kernel_shape", Attr::Ints(vec![scale, scale])),
+            ("strides", Attr::Ints(vec![scale, scale])),
+        ],
+    );
+    g.output(&out, "latent_mask")
+}
+
+/// CLIP-L and bigG states side by side, the pooled bigG embedding, and the
+/// six size numbers per row.
+fn sdxl_conditioning(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let hidden_l = g.input("hidden_l")?;
+    let hidden_g = g.input("hidden_g")?;
+    let pooled = g.input("pooled")?;
+    let size = g.input("size")?;
+    let states = g.op_with("Concat", &[&hidden_l, &hidden_g], &[("axis", Attr::Int(2))]);
+    let rows = g.op_with("Shape", &[&pooled], &[("end", Attr::Int(1))]);
+    let six = g.b.vec_i64(&[6]);
+    let shape = g.op_with("Concat", &[&rows, &six], &[("axis", Attr::Int(0))]);
+    let time_ids = g.op("Expand", &[&size, &shape]);
+    g.output(&states, "encoder_hidden_states")?;
+    g.output(&pooled, "text_embeds")?;
+    g.output(&time_ids, "time_ids")
+}
+
+/// The ControlNet strength while `start <= step / steps < end`, else 0.
+fn control_scale(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let strength = g.input("strength")?;
+    let start = g.input("start")?;
+    let end = g.input("end")?;
+    let step = g.input("step")?;
+    let schedule = g.input("schedule")?;
+    let length = g.op("Shape", &[&schedule]);
+    let unit = g.b.vec_i64(&[1]);
+    let steps = g.op("Sub", &[&length, &unit]);
+    let sf = g.cast(&steps, DataType::FLOAT);
+    let k = g.cast(&step, DataType::FLOAT);
+    let percent = g.op("Div", &[&k, &sf]);
+    let after = g.op("GreaterOrEqual", &[&percent, &start]);
+    let before = g.op("Less", &[&percent, &end]);
+    let active = g.op("And", &[&after, &before]);
+    let zero = g.b.vec_f32(&[0.0]);
+    let out = g.op("Where", &[&active, &strength, &zero]);
+    g.output(&out, "scale")
+}

@@ -1,0 +1,213 @@
+//! Model sampling and noise schedules, as ComfyUI computes them
+//! (`comfy/model_sampling.py`, `comfy/samplers.py`): the discrete sigma
+//! table of Stable Diffusion's scaled-linear beta schedule, the time shift
+//! of flow-matching models, and the schedulers that pick a run's sigmas
+//! (Karras et al. 2022 for `karras` and `exponential`).
+
+/// How a model maps noise levels to its timestep input.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ModelSampling {
+    /// Epsilon prediction over a 1000-step discrete schedule (SD 1.x,
+    /// SD 2 base, SDXL): betas linear in sqrt between 0.00085 and 0.012.
+    Discrete {
+        /// sigma of each training timestep, ascending.
+        sigmas: Vec<f64>,
+    },
+    /// Flow matching (SD3, AuraFlow, Flux): sigma = shift(t) over a table of
+    /// `table` evenly spaced times; the model's timestep is sigma times
+    /// `multiplier`. The shift itself is a run-time input.
+    Flow {
+        /// Entries of the time table (1000, or 10000 for Flux).
+        table: usize,
+        /// Timestep = sigma * multiplier (1000 for SD3, 1 otherwise).
+        multiplier: f64,
+    },
+}
+
+/// Number of training timesteps of the discrete schedule.
+pub const DISCRETE_TIMESTEPS: usize = 1000;
+
+impl ModelSampling {
+    /// The sampling of a `model_sampling` family name from the lowering.
+    pub fn of_family(family: &str) -> Option<ModelSampling> {
+        Some(match family {
+            "discrete" => ModelSampling::Discrete {
+                sigmas: discrete_sigmas(0.00085, 0.012),
+            },
+            "sd3" => ModelSampling::Flow {
+                table: 1000,
+                multiplier: 1000.0,
+            },
+            "aura_flow" => ModelSampling::Flow {
+                table: 1000,
+                multiplier: 1.0,
+            },
+            "flux" => ModelSampling::Flow {
+                table: 10000,
+                multiplier: 1.0,
+            },
+            _ => return None,
+        })
+    }
+}
+
+/// The sigma of every training timestep for a scaled-linear beta schedule,
+/// rounded to float32 as ComfyUI keeps them.
+pub fn discrete_sigmas(linear_start: f64, linear_end: f64) -> Vec<f64> {
+    let n = DISCRETE_TIMESTEPS;
+    let (a, b) = (linear_start.sqrt(), linear_end.sqrt());
+    let mut alpha_cumprod = 1.0;
+    (0..n)
+        .map(|i| {
+            let root = a + (b - a) * i as f64 / (n - 1) as f64;
+            alpha_cumprod *= 1.0 - root * root;
+            f64::from((((1.0 - alpha_cumprod) / alpha_cumprod).sqrt()) as f32)
+        })
+        .collect()
+}
+
+/// sigma at a fractional timestep `t`: log-linear interpolation of the table.
+pub fn sigma_at(sigmas: &[f64], t: f64) -> f64 {
+    let t = t.clamp(0.0, (sigmas.len() - 1) as f64);
+    let low = t.floor() as usize;
+    let high = t.ceil() as usize;
+    let w = t - low as f64;
+    ((1.0 - w) * sigmas[low].ln() + w * sigmas[high].ln()).exp()
+}
+
+/// The fractional timestep of `sigma`: the inverse of `sigma_at`.
+pub fn timestep_of(sigmas: &[f64], sigma: f64) -> f64 {
+    let log_sigma = sigma.ln();
+    let n = sigmas.len();
+    // The last table entry whose log sigma is at most log_sigma, clamped so
+    // that it has a successor.
+    let low = sigmas
+        .iter()
+        .rposition(|s| log_sigma - s.ln() >= 0.0)
+        .unwrap_or(0)
+        .min(n - 2);
+    let high = low + 1;
+    let (l, h) = (sigmas[low].ln(), sigmas[high].ln());
+    let w = ((l - log_sigma) / (l - h)).clamp(0.0, 1.0);
+    (1.0 - w) * low as f64 + w * high as f64
+}
+
+/// Evenly spaced values from `start` to `end` inclusive (numpy's linspace).
+pub fn linspace(start: f64, end: f64, n: usize) -> Vec<f64> {
+    match n {
+        0 => vec![],
+        1 => vec![start],
+        _ => (0..n)
+            .map(|i| start + (end - start) * i as f64 / (n - 1) as f64)
+            .collect(),
+    }
+}
+
+/// The sigmas of a discrete model's schedule of `steps` steps by
+/// `scheduler`, ending in 0 (`steps + 1` values, fewer for `ddim_uniform`
+/// with step counts that do not divide the table).
+pub fn discrete_schedule(sigmas: &[f64], scheduler: &str, steps: usize) -> Option<Vec<f64>> {
+    let (sigma_min, sigma_max) = (sigmas[0], sigmas[sigmas.len() - 1]);
+    let mut out = match scheduler {
+        "normal" => {
+            let start = timestep_of(sigmas, sigma_max);
+            let end = timestep_of(sigmas, sigma_min);
+            linspace(start, end, steps)
+                .into_iter()
+                .map(|t| sigma_at(sigmas, t))
+                .collect()
+        }
+        "simple" => simple_indices(sigmas.len(), steps)
+            .into_iter()
+            .map(|i| sigmas[i])
+            .collect(),
+        "ddim_uniform" => ddim_uniform_indices(sigmas.len(), steps)
+            .into_iter()
+            .map(|i| sigmas[i])
+            .collect(),
+        "karras" => karras(sigma_min, sigma_max, steps),
+        "exponential" => linspace(sigma_max.ln(), sigma_min.ln(), steps)
+            .into_iter()
+            .map(f64::exp)
+            .collect(),
+        _ => return None,
+    };
+    out.push(0.0);
+    Some(out)
+}
+
+/// Karras et al. (2022), eq. 5 with rho = 7: `steps` sigmas from
+/// `sigma_max` down to `sigma_min`.
+pub fn karras(sigma_min: f64, sigma_max: f64, steps: usize) -> Vec<f64> {
+    let rho = 7.0;
+    let (min_inv, max_inv) = (sigma_min.powf(1.0 / rho), sigma_max.powf(1.0 / rho));
+    linspace(0.0, 1.0, steps)
+        .into_iter()
+        .map(|r| (max_inv + r * (min_inv - max_inv)).powf(rho))
+        .collect()
+}
+
+/// The table indices the `simple` scheduler takes, highest first.
+pub fn simple_indices(table: usize, steps: usize) -> Vec<usize> {
+    let ss = table as f64 / steps as f64;
+    (0..steps)
+        .map(|x| table - 1 - (x as f64 * ss) as usize)
+        .collect()
+}
+
+/// The table indices the `ddim_uniform` scheduler takes, highest first.
+pub fn ddim_uniform_indices(table: usize, steps: usize) -> Vec<usize> {
+    let ss = (table / steps).max(1);
+    let mut picked: Vec<usize> = (1..table).step_by(ss).collect();
+    picked.reverse();
+    picked
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn the_sd_table_spans_comfyuis_sigma_range() {
+        let s = discrete_sigmas(0.00085, 0.012);
+        assert_eq!(s.len(), 1000);
+        // ComfyUI's SD 1.5 sigma_min and sigma_max.
+        assert!(close(s[0], 0.029168, 1e-4), "{}", s[0]);
+        assert!(close(s[999], 14.614642, 1e-5), "{}", s[999]);
+    }
+
+    #[test]
+    fn timesteps_invert_sigmas() {
+        let s = discrete_sigmas(0.00085, 0.012);
+        for t in [0.0, 1.5, 250.25, 998.0, 999.0] {
+            assert!(close(timestep_of(&s, sigma_at(&s, t)), t, 1e-9), "{t}");
+        }
+    }
+
+    #[test]
+    fn karras_matches_the_papers_formula_at_its_ends() {
+        let k = karras(0.03, 4.0, 4);
+        assert!(close(k[0], 4.0, 1e-12) && close(k[3], 0.03, 1e-12));
+        // The corpus txt2img package's schedule (sigma range 0.03..4).
+        assert!(close(k[1], 1.107_270_6, 1e-6), "{}", k[1]);
+        assert!(close(k[2], 0.229_387_48, 1e-6), "{}", k[2]);
+    }
+
+    #[test]
+    fn schedules_have_steps_plus_one_sigmas_ending_in_zero() {
+        let s = discrete_sigmas(0.00085, 0.012);
+        for scheduler in ["normal", "simple", "karras", "exponential", "ddim_uniform"] {
+            let sched = discrete_schedule(&s, scheduler, 20).expect("known");
+            assert_eq!(sched.len(), 21, "{scheduler}");
+            assert_eq!(sched[20], 0.0);
+            assert!(sched.windows(2).all(|w| w[0] > w[1]), "{scheduler}: {sched:?}");
+        }
+        let normal = discrete_schedule(&s, "normal", 20).expect("normal");
+        assert!(close(normal[0], 14.614642, 1e-5) && close(normal[19], 0.029168, 1e-4));
+        assert_eq!(discrete_schedule(&s, "beta", 20), None);
+    }
+}

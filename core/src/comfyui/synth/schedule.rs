@@ -1,0 +1,175 @@
+//! `diffusion_schedule` (the run's sigmas, ending in 0) and
+//! `diffusion_timesteps` (the denoiser's timestep input per step). For
+//! discrete models both are constants computed at import; for flow models
+//! they are computed from the run-time shift inputs.
+
+use super::SynthError;
+use super::graph::{Family, PolicyGraph};
+use super::sampling::{
+    ModelSampling, ddim_uniform_indices, discrete_schedule, linspace, simple_indices, timestep_of,
+};
+use wfstudio_onnx::builder::Attr;
+
+/// `diffusion_schedule`: `steps + 1` sigmas.
+pub fn sigmas(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {
+    let sigmas = schedule(g, family)?;
+    g.output(&sigmas, "schedule")
+}
+
+/// `diffusion_timesteps`: the model's timestep for each of the `steps`
+/// sigmas (the fractional training timestep for discrete models, sigma
+/// times the multiplier for flow models).
+pub fn timesteps(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {
+    let out = match &family.sampling {
+        ModelSampling::Discrete { sigmas } => {
+            let schedule = constant_schedule(g, family, sigmas)?;
+            let ts: Vec<f32> = schedule[..family.steps]
+                .iter()
+                .map(|s| timestep_of(sigmas, *s) as f32)
+                .collect();
+            g.b.vec_f32(&ts)
+        }
+        ModelSampling::Flow { multiplier, .. } => {
+            let all = schedule(g, family)?;
+            let (start, end) = (g.b.vec_i64(&[0]), g.b.vec_i64(&[family.steps as i64]));
+            let head = g.op("Slice", &[&all, &start, &end]);
+            let m = g.f(*multiplier);
+            g.op("Mul", &[&head, &m])
+        }
+    };
+    g.output(&out, "schedule")
+}
+
+fn constant_schedule(
+    g: &PolicyGraph<'_>,
+    family: &Family,
+    sigmas: &[f64],
+) -> Result<Vec<f64>, SynthError> {
+    let schedule = discrete_schedule(sigmas, &family.scheduler, family.steps).ok_or_else(|| {
+        g.error(format!(
+            "the `{}` scheduler is not synthesized (normal, simple, karras, exponential, ddim_uniform are)",
+            family.scheduler
+        ))
+    })?;
+    if schedule.len() != family.steps + 1 {
+        return Err(g.error(format!(
+            "the `{}` scheduler gives {} sigmas for {} steps, not {}",
+            family.scheduler,
+            schedule.len(),
+            family.steps,
+            family.steps + 1
+        )));
+    }
+    Ok(schedule)
+}
+
+/// The schedule's sigmas (with the final 0) as a graph value.
+fn schedule(g: &mut PolicyGraph<'_>, family: &Family) -> Result<String, SynthError> {
+    match &family.sampling {
+        ModelSampling::Discrete { sigmas } => {
+            let values: Vec<f32> = constant_schedule(g, family, sigmas)?
+                .iter()
+                .map(|s| *s as f32)
+                .collect();
+            Ok(g.b.vec_f32(&values))
+        }
+        ModelSampling::Flow { table, .. } => flow_schedule(g, family, *table),
+    }
+}
+
+/// The flow schedule: `sigma = a t / (1 + (a - 1) t)` with `a` the shift
+/// (SD3, AuraFlow) or `exp(mu)` for Flux's resolution-dependent `mu`.
+fn flow_schedule(g: &mut PolicyGraph<'_>, family: &Family, table: usize) -> Result<String, SynthError> {
+    let alpha = shift_alpha(g)?;
+    let steps = family.steps;
+    let n = table as f64;
+    let sigmas = match family.scheduler.as_str() {
+        "simple" | "ddim_uniform" => {
+            let indices = if family.scheduler == "simple" {
+                simple_indices(table, steps)
+            } else {
+                ddim_uniform_indices(table, steps)
+            };
+            if indices.len() != steps {
+                return Err(g.error(format!(
+                    "the ddim_uniform scheduler gives {} sigmas for {steps} steps",
+                    indices.len()
+                )));
+            }
+            let t: Vec<f32> = indices.iter().map(|i| ((*i + 1) as f64 / n) as f32).collect();
+            let t = g.b.vec_f32(&t);
+            shifted(g, &alpha, &t)
+        }
+        "normal" | "karras" | "exponential" => {
+            let first = g.f(1.0 / n);
+            let sigma_min = shifted(g, &alpha, &first);
+            let one = g.f(1.0);
+            let ramp: Vec<f32> = linspace(0.0, 1.0, steps).iter().map(|r| *r as f32).collect();
+            let ramp = g.b.vec_f32(&ramp);
+            match family.scheduler.as_str() {
+                "normal" => {
+                    // Timesteps evenly spaced from sigma_max (1) to sigma_min.
+                    let span = g.op("Sub", &[&sigma_min, &one]);
+                    let step = g.op("Mul", &[&ramp, &span]);
+                    let t = g.op("Add", &[&one, &step]);
+                    shifted(g, &alpha, &t)
+                }
+                "karras" => {
+                    let inv_rho = g.f(1.0 / 7.0);
+                    let rho = g.f(7.0);
+                    let min_inv = g.op("Pow", &[&sigma_min, &inv_rho]);
+                    let span = g.op("Sub", &[&min_inv, &one]);
+                    let step = g.op("Mul", &[&ramp, &span]);
+                    let base = g.op("Add", &[&one, &step]);
+                    g.op("Pow", &[&base, &rho])
+                }
+                _ => {
+                    let log_min = g.op("Log", &[&sigma_min]);
+                    let scaled = g.op("Mul", &[&ramp, &log_min]);
+                    g.op("Exp", &[&scaled])
+                }
+            }
+        }
+        other => {
+            return Err(g.error(format!(
+                "the `{other}` scheduler is not synthesized for flow models (normal, simple, karras, exponential, ddim_uniform are)"
+            )));
+        }
+    };
+    let zero = g.b.vec_f32(&[0.0]);
+    Ok(g.op_with("Concat", &[&sigmas, &zero], &[("axis", Attr::Int(0))]))
+}
+
+/// `a t / (1 + (a - 1) t)`.
+fn shifted(g: &mut PolicyGraph<'_>, alpha: &str, t: &str) -> String {
+    let one = g.f(1.0);
+    let top = g.op("Mul", &[alpha, t]);
+    let a1 = g.op("Sub", &[alpha, &one]);
+    let a1t = g.op("Mul", &[&a1, t]);
+    let bottom = g.op("Add", &[&one, &a1t]);
+    g.op("Div", &[&top, &bottom])
+}
+
+/// The shift factor `a` from the schedule's shift input ports: `shift`
+/// itself, or Flux's `exp(mu)` with `mu` linear in the latent token count
+/// between (256, base_shift) and (4096, max_shift).
+fn shift_alpha(g: &mut PolicyGraph<'_>) -> Result<String, SynthError> {
+    if g.has_input("shift") {
+        return g.input("shift");
+    }
+    let max_shift = g.input("max_shift")?;
+    let base_shift = g.input("base_shift")?;
+    let width = g.input("width")?;
+    let height = g.input("height")?;
+    let span = g.op("Sub", &[&max_shift, &base_shift]);
+    let per_token_scale = g.f(1.0 / (4096.0 - 256.0));
+    let slope = g.op("Mul", &[&span, &per_token_scale]);
+    let area = g.op("Mul", &[&width, &height]);
+    let per_token = g.f(1.0 / (8.0 * 8.0 * 2.0 * 2.0));
+    let tokens = g.op("Mul", &[&area, &per_token]);
+    let x1 = g.f(256.0);
+    let above = g.op("Sub", &[&tokens, &x1]);
+    let rise = g.op("Mul", &[&slope, &above]);
+    let mu = g.op("Add", &[&base_shift, &rise]);
+    Ok(g.op("Exp", &[&mu]))
+}

@@ -1,0 +1,183 @@
+//! `solver_step`: one sampler update from sigma `s = schedule[step]` to
+//! `s' = schedule[step + 1]` (0 at the end step of a KSamplerAdvanced window
+//! that fully denoises), given the sample `x` and the guided estimate `d`
+//! (the predicted noise of an epsilon model, the velocity of a flow model;
+//! both are the ODE derivative dx/dsigma, so the denoised sample is
+//! `D = x - s d`). The rules are k-diffusion's as ComfyUI runs them:
+//! - `euler` (and `ddim`, which ComfyUI runs as Euler): `x + d (s' - s)`.
+//! - `euler_ancestral` (eta 1): epsilon models step to
+//!   `s_down = sqrt(s'^2 - s_up^2)` with `s_up = min(s', sqrt(s'^2 (s^2 - s'^2) / s^2))`
+//!   and add `s_up` of fresh noise; flow models use the rectified-flow form
+//!   (`s_down = s'^2 / s`, the step rescaled by `(1 - s') / (1 - s_down)`
+//!   and renoised by `sqrt(s'^2 - s_down^2 (1 - s')^2 / (1 - s_down)^2)`).
+//!   The fresh noise is the seeded noise at offset `step + 1`.
+//! - `dpmpp_2m` (DPM-Solver++(2M), Lu et al. 2022): with `h = ln(s / s')`,
+//!   `x' = (s'/s) x + (1 - s'/s) D'` where `D' = D` on the first iteration
+//!   and the last step, else `D' = (1 + 1/(2r)) D - 1/(2r) D_prev` with
+//!   `r = ln(s_prev / s) / h`; the step's `D` is returned as `denoised`.
+
+use super::SynthError;
+use super::graph::{Family, PolicyGraph};
+use super::noise::gaussian;
+use wfstudio_onnx::builder::Attr;
+
+/// Builds the solver of the family's sampler.
+pub fn step(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {
+    let x = g.input("sample")?;
+    let d = g.input("estimate")?;
+    let step = g.input("step")?;
+    let schedule = g.input("schedule")?;
+    let sigma = g.gather(&schedule, &step);
+    let one_i = g.i(1);
+    let next = g.op("Add", &[&step, &one_i]);
+    let mut sigma_next = g.gather(&schedule, &next);
+    if g.has_input("end_step") {
+        let end = g.input("end_step")?;
+        let full = g
+            .parameter("final_step")
+            .and_then(|v| v.as_str())
+            .is_none_or(|s| s == "full_denoise");
+        if full {
+            let last = g.op("Equal", &[&next, &end]);
+            let zero = g.f(0.0);
+            sigma_next = g.op("Where", &[&last, &zero, &sigma_next]);
+        }
+    }
+    let s = g.rows4(&sigma);
+    let sn = g.rows4(&sigma_next);
+    let out = match family.solver.as_str() {
+        "euler" | "ddim" => {
+            let dt = g.op("Sub", &[&sn, &s]);
+            let move_ = g.op("Mul", &[&d, &dt]);
+            g.op("Add", &[&x, &move_])
+        }
+        "euler_ancestral" => ancestral(g, family, &x, &d, &s, &sn, &step)?,
+        "dpmpp_2m" => {
+            let (out, denoised) = dpmpp_2m(g, &x, &d, &s, &sn, &schedule, &step)?;
+            g.output(&denoised, "denoised")?;
+            out
+        }
+        other => return Err(g.error(format!("the `{other}` sampler is not synthesized"))),
+    };
+    g.output(&out, "next_state")
+}
+
+fn denoised(g: &mut PolicyGraph<'_>, x: &str, d: &str, s: &str) -> String {
+    let sd = g.op("Mul", &[s, d]);
+    g.op("Sub", &[x, &sd])
+}
+
+fn ancestral(
+    g: &mut PolicyGraph<'_>,
+    family: &Family,
+    x: &str,
+    d: &str,
+    s: &str,
+    sn: &str,
+    step: &str,
+) -> Result<String, SynthError> {
+    let seed = g.input("seed")?;
+    let one_i = g.i(1);
+    let offset = g.op("Add", &[step, &one_i]);
+    let row_shape = g.op_with("Shape", &[x], &[("start", Attr::Int(1))]);
+    let noise = gaussian(g, &seed, &offset, &row_shape);
+    let sn2 = g.op("Mul", &[sn, sn]);
+    let out = if family.is_flow() {
+        // Rectified flow: x' = (1 - s') / (1 - s_down) * ((s_down / s) x + (1 - s_down / s) D) + renoise * noise.
+        let big_d = denoised(g, x, d, s);
+        let safe_s = positive(g, s);
+        let s_down = g.op("Div", &[&sn2, &safe_s]);
+        let ratio = g.op("Div", &[&s_down, &safe_s]);
+        let one = g.f(1.0);
+        let rest = g.op("Sub", &[&one, &ratio]);
+        let a = g.op("Mul", &[&ratio, x]);
+        let b = g.op("Mul", &[&rest, &big_d]);
+        let moved = g.op("Add", &[&a, &b]);
+        let alpha_next = g.op("Sub", &[&one, sn]);
+        let alpha_down = g.op("Sub", &[&one, &s_down]);
+        let alpha_down = positive(g, &alpha_down);
+        let rescale = g.op("Div", &[&alpha_next, &alpha_down]);
+        let rescaled = g.op("Mul", &[&moved, &rescale]);
+        let down2 = g.op("Mul", &[&s_down, &s_down]);
+        let r2 = g.op("Mul", &[&rescale, &rescale]);
+        let lost = g.op("Mul", &[&down2, &r2]);
+        let var = g.op("Sub", &[&sn2, &lost]);
+        let zero = g.f(0.0);
+        let var = g.op("Max", &[&var, &zero]);
+        let renoise = g.op("Sqrt", &[&var]);
+        let fresh = g.op("Mul", &[&noise, &renoise]);
+        g.op("Add", &[&rescaled, &fresh])
+    } else {
+        let s2 = g.op("Mul", &[s, s]);
+        let gap = g.op("Sub", &[&s2, &sn2]);
+        let top = g.op("Mul", &[&sn2, &gap]);
+        let frac = g.op("Div", &[&top, &s2]);
+        let zero = g.f(0.0);
+        let frac = g.op("Max", &[&frac, &zero]);
+        let up = g.op("Sqrt", &[&frac]);
+        let up = g.op("Min", &[sn, &up]);
+        let up2 = g.op("Mul", &[&up, &up]);
+        let down2 = g.op("Sub", &[&sn2, &up2]);
+        let down2 = g.op("Max", &[&down2, &zero]);
+        let down = g.op("Sqrt", &[&down2]);
+        let dt = g.op("Sub", &[&down, s]);
+        let move_ = g.op("Mul", &[d, &dt]);
+        let stepped = g.op("Add", &[x, &move_]);
+        let fresh = g.op("Mul", &[&noise, &up]);
+        g.op("Add", &[&stepped, &fresh])
+    };
+    Ok(out)
+}
+
+/// `max(x, 1e-12)`, so a division by it never divides by zero.
+fn positive(g: &mut PolicyGraph<'_>, x: &str) -> String {
+    let tiny = g.f(1e-12);
+    g.op("Max", &[x, &tiny])
+}
+
+fn dpmpp_2m(
+    g: &mut PolicyGraph<'_>,
+    x: &str,
+    d: &str,
+    s: &str,
+    sn: &str,
+    schedule: &str,
+    step: &str,
+) -> Result<(String, String), SynthError> {
+    let previous = g.input("previous")?;
+    let iteration = g.input("iteration")?;
+    let big_d = denoised(g, x, d, s);
+    // The previous step's sigma (step - 1, clamped at 0 for the first).
+    let one_i = g.i(1);
+    let zero_i = g.i(0);
+    let before = g.op("Sub", &[step, &one_i]);
+    let before = g.op("Max", &[&before, &zero_i]);
+    let sigma_prev = g.gather(schedule, &before);
+    let sp = g.rows4(&sigma_prev);
+    let safe_sn = positive(g, sn);
+    let h_ratio = g.op("Div", &[s, &safe_sn]);
+    let h = g.op("Log", &[&h_ratio]);
+    let h_last_ratio = g.op("Div", &[&sp, s]);
+    let h_last = g.op("Log", &[&h_last_ratio]);
+    let safe_h_last = positive(g, &h_last);
+    // 1 / (2r) = h / (2 h_last).
+    let two = g.f(2.0);
+    let twice_last = g.op("Mul", &[&safe_h_last, &two]);
+    let c = g.op("Div", &[&h, &twice_last]);
+    let one = g.f(1.0);
+    let one_c = g.op("Add", &[&one, &c]);
+    let a = g.op("Mul", &[&one_c, &big_d]);
+    let b = g.op("Mul", &[&c, &previous]);
+    let corrected = g.op("Sub", &[&a, &b]);
+    let first = g.op("Equal", &[&iteration, &zero_i]);
+    let zero = g.f(0.0);
+    let last = g.op("Equal", &[sn, &zero]);
+    let first4 = g.rows4(&first);
+    let plain = g.op("Or", &[&first4, &last]);
+    let effective = g.op("Where", &[&plain, &big_d, &corrected]);
+    let ratio = g.op("Div", &[sn, s]);
+    let rest = g.op("Sub", &[&one, &ratio]);
+    let kept = g.op("Mul", &[&ratio, x]);
+    let pulled = g.op("Mul", &[&rest, &effective]);
+    Ok((g.op("Add", &[&kept, &pulled]), big_d))
+}

@@ -1,0 +1,193 @@
+//! Stand-in model components: tiny deterministic models with exactly the
+//! declared port contracts, so a workflow's structure runs before any
+//! weights exist. Each output is `a * carrier + b * context + c`:
+//! - `carrier` is the first float input of the output's rank resized
+//!   (nearest) to the output's shape, or, without one, `sin(0.7 i + phase)`
+//!   over the output's elements;
+//! - `context` is the mean of every input (each cast to float), so every
+//!   port changes the result;
+//! - `a`, `b`, `c` and `phase` come from a seeded generator per output.
+//!
+//! An output extent is the same-named extent of an input; `height`/`width`
+//! are 8 times an input's `latent_height`/`latent_width` (and the reverse);
+//! a fixed extent is itself; any other name is 8.
+
+use super::SynthError;
+use super::graph::{PRODUCER, port_type};
+use serde_json::Value;
+use wfstudio_onnx::builder::{Attr, Dim, GraphBuilder};
+use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
+
+/// The extent given to an output name no input explains.
+pub const UNEXPLAINED_EXTENT: i64 = 8;
+
+/// A stand-in for `component` (its declared `ports`), seeded by `seed`.
+pub fn stand_in(name: &str, component: &Value, seed: u64) -> Result<Vec<u8>, SynthError> {
+    let fail = |reason: String| SynthError {
+        component: name.to_string(),
+        reason,
+    };
+    let ports = |side: &str| -> Result<Vec<(String, DataType, Vec<Dim>)>, SynthError> {
+        component
+            .pointer(&format!("/ports/{side}"))
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .map(|(port, c)| {
+                let (dtype, dims) = port_type(c).map_err(|e| fail(format!("port `{port}`: {e}")))?;
+                Ok((port.clone(), dtype, dims))
+            })
+            .collect()
+    };
+    let inputs = ports("inputs")?;
+    let outputs = ports("outputs")?;
+    if outputs.is_empty() {
+        return Err(fail("it declares no output ports".into()));
+    }
+    let mut g = GraphBuilder::new(name, PRODUCER);
+    let mut rng = SplitMix(seed ^ hash(name));
+    for (port, dtype, dims) in &inputs {
+        g.input(port, *dtype, dims);
+    }
+    let context = context(&mut g, &inputs);
+    for (port, dtype, dims) in &outputs {
+        let shape = output_shape(&mut g, dims, &inputs);
+        let carrier = carrier(&mut g, &mut rng, &shape, dims.len(), &inputs);
+        let a = g.scalar_f32(0.5 + 0.4 * rng.unit());
+        let b = g.scalar_f32(0.1 * rng.unit());
+        let c = g.scalar_f32(0.2 * (rng.unit() - 0.5));
+        let scaled = g.op("Mul", &[&carrier, &a]);
+        let mut value = scaled;
+        if let Some(context) = &context {
+            let mixed = g.op("Mul", &[context, &b]);
+            value = g.op("Add", &[&value, &mixed]);
+        }
+        let value = g.op("Add", &[&value, &c]);
+        let value = if *dtype == DataType::FLOAT {
+            value
+        } else {
+            g.op_with("Cast", &[&value], &[("to", Attr::Int(*dtype as i64))])
+        };
+        g.output(&value, port, *dtype, dims);
+    }
+    Ok(g.to_bytes())
+}
+
+/// The mean of every input's elements, summed (a float scalar).
+fn context(g: &mut GraphBuilder, inputs: &[(String, DataType, Vec<Dim>)]) -> Option<String> {
+    let mut sum: Option<String> = None;
+    for (port, dtype, _) in inputs {
+        let as_float = if *dtype == DataType::FLOAT {
+            port.clone()
+        } else {
+            g.op_with("Cast", &[port], &[("to", Attr::Int(DataType::FLOAT as i64))])
+        };
+        let mean = g.op_with("ReduceMean", &[&as_float], &[("keepdims", Attr::Int(0))]);
+        sum = Some(match sum {
+            None => mean,
+            Some(s) => g.op("Add", &[&s, &mean]),
+        });
+    }
+    sum
+}
+
+/// The output's shape as an int64 vector.
+fn output_shape(g: &mut GraphBuilder, dims: &[Dim], inputs: &[(String, DataType, Vec<Dim>)]) -> String {
+    if dims.is_empty() {
+        return g.i64s(&[], &[0]);
+    }
+    let parts: Vec<String> = dims.iter().map(|d| extent(g, d, inputs)).collect();
+    let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+    g.op_with("Concat", &refs, &[("axis", Attr::Int(0))])
+}
+
+/// One extent as a 1-element int64 vector.
+fn extent(g: &mut GraphBuilder, dim: &Dim, inputs: &[(String, DataType, Vec<Dim>)]) -> String {
+    let name = match dim {
+        Dim::Fixed(n) => return g.vec_i64(&[*n]),
+        Dim::Named(name) => name,
+    };
+    let find = |wanted: &str| {
+        inputs.iter().find_map(|(port, _, dims)| {
+            dims.iter()
+                .position(|d| matches!(d, Dim::Named(n) if n == wanted))
+                .map(|axis| (port.clone(), axis as i64))
+        })
+    };
+    let axis_of = |g: &mut GraphBuilder, (port, axis): (String, i64)| {
+        g.op_with(
+            "Shape",
+            &[&port],
+            &[("start", Attr::Int(axis)), ("end", Attr::Int(axis + 1))],
+        )
+    };
+    if let Some(found) = find(name) {
+        return axis_of(g, found);
+    }
+    if let Some(found) = find(&format!("latent_{name}")) {
+        let e = axis_of(g, found);
+        let eight = g.vec_i64(&[8]);
+        return g.op("Mul", &[&e, &eight]);
+    }
+    if let Some(found) = name.strip_prefix("latent_").and_then(find) {
+        let e = axis_of(g, found);
+        let eight = g.vec_i64(&[8]);
+        return g.op("Div", &[&e, &eight]);
+    }
+    g.vec_i64(&[UNEXPLAINED_EXTENT])
+}
+
+/// A float tensor of the output's shape that varies by element.
+fn carrier(
+    g: &mut GraphBuilder,
+    rng: &mut SplitMix,
+    shape: &str,
+    rank: usize,
+    inputs: &[(String, DataType, Vec<Dim>)],
+) -> String {
+    let source = inputs
+        .iter()
+        .find(|(_, dtype, dims)| *dtype == DataType::FLOAT && dims.len() == rank && rank > 0);
+    if let Some((port, _, _)) = source {
+        return g.op_with(
+            "Resize",
+            &[port, "", "", shape],
+            &[("mode", Attr::Str("nearest".into()))],
+        );
+    }
+    let count = g.op_with("ReduceProd", &[shape], &[("keepdims", Attr::Int(0))]);
+    let (zero, one) = (g.scalar_i64(0), g.scalar_i64(1));
+    let index = g.op("Range", &[&zero, &count, &one]);
+    let index = g.op_with("Cast", &[&index], &[("to", Attr::Int(DataType::FLOAT as i64))]);
+    let k = g.scalar_f32(0.7);
+    let phase = g.scalar_f32(6.0 * rng.unit());
+    let angle = g.op("Mul", &[&index, &k]);
+    let angle = g.op("Add", &[&angle, &phase]);
+    let wave = g.op("Sin", &[&angle]);
+    g.op("Reshape", &[&wave, shape])
+}
+
+/// SplitMix64: a small seeded generator for the stand-in constants.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A float in [0, 1).
+    fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 24) as f32
+    }
+}
+
+/// FNV-1a of a name, so each component gets its own constants.
+fn hash(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}

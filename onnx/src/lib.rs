@@ -1,0 +1,19 @@
+//! ONNX models for Workflow Studio: the protobuf types generated from the
+//! `onnx` wheel's `onnx.proto`, reading a model file (binary or TextFormat),
+//! building graphs in code (`builder`), and reading a model's typed ports
+//! (`signature`).
+
+pub mod builder;
+pub mod dtype;
+pub mod model;
+pub mod signature;
+
+pub mod proto {
+    //! Generated ONNX protobuf types (from the `onnx` wheel's `onnx.proto`).
+    #![allow(missing_docs, clippy::all, unused)]
+    include!(concat!(env!("OUT_DIR"), "/onnx_proto/mod.rs"));
+}
+
+pub use builder::{Dim, GraphBuilder};
+pub use model::{ModelError, is_textproto, model_bytes, parse_textproto, read_model};
+pub use signature::{Port, PortDim, Signature};
