@@ -225,7 +225,12 @@ mod tests {
         );
         let one = g.scalar_f32(1.0);
         let y = g.op("Add", &[&x, &one]);
-        g.output(&y, "y", DataType::FLOAT, &[Dim::Named("batch".into()), Dim::Fixed(4)]);
+        g.output(
+            &y,
+            "y",
+            DataType::FLOAT,
+            &[Dim::Named("batch".into()), Dim::Fixed(4)],
+        );
         let bytes = g.to_bytes();
         let model = ModelProto::parse_from_bytes(&bytes).expect("decodes");
         assert_eq!(model.ir_version(), IR_VERSION);

@@ -56,7 +56,9 @@ mod tests {
 
     #[test]
     fn names_and_element_types_agree() {
-        for name in ["float32", "float16", "bfloat16", "int64", "int32", "uint8", "bool"] {
+        for name in [
+            "float32", "float16", "bfloat16", "int64", "int32", "uint8", "bool",
+        ] {
             let elem = elem_type(name).expect("known dtype") as i32;
             assert_eq!(dtype_name(elem), name);
         }

@@ -42,7 +42,9 @@ pub fn parse_textproto(text: &str) -> Result<ModelProto, String> {
 pub fn model_bytes(path: &Path) -> Result<Vec<u8>, ModelError> {
     if is_textproto(path) {
         let model = read_model(path)?;
-        model.write_to_bytes().map_err(|e| invalid(path, e.to_string()))
+        model
+            .write_to_bytes()
+            .map_err(|e| invalid(path, e.to_string()))
     } else {
         std::fs::read(path).map_err(|e| ModelError::Io {
             path: path.to_path_buf(),

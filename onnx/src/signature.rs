@@ -3,7 +3,7 @@
 //! the outputs, each with dtype and shape.
 
 use crate::dtype::dtype_name;
-use crate::proto::onnx::{ModelProto, ValueInfoProto, type_proto, tensor_shape_proto};
+use crate::proto::onnx::{ModelProto, ValueInfoProto, tensor_shape_proto, type_proto};
 use std::collections::HashSet;
 use std::fmt;
 

@@ -51,7 +51,8 @@ pub struct ImportArgs {
     /// against the lowered contracts. Defaults to `--package`.
     #[arg(long, value_name = "DIR", conflicts_with = "stand_in_models")]
     models: Option<PathBuf>,
-    /// With `--models`: link the model files instead of copying them.
+    /// With `--models`: hard-link the model files instead of copying them
+    /// (copied where the file systems differ).
     #[arg(long, requires = "models")]
     link: bool,
     /// With `--package-out`: make deterministic stand-in models with exactly
@@ -138,6 +139,13 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
                 written.taken.len(),
                 written.stand_ins.len()
             );
+            if args.link {
+                let files = written.taken.len() + written.extras.len();
+                eprintln!(
+                    "linked {} of {files} files (hard links; the others were copied: another file system)",
+                    written.linked
+                );
+            }
             let recipe = super::package_recipe::write_default_recipe(out, &lowered)
                 .with_context(|| format!("writing the default recipe of {}", out.display()))?;
             eprintln!("inputs the graph gives: {}", recipe.display());

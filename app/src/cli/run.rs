@@ -318,7 +318,10 @@ fn texts(
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let recipe_path = args.recipe.clone().or_else(|| {
         let default = super::package_recipe::default_recipe_of(&args.path)?;
-        eprintln!("note: inputs from {} (pass --recipe to choose another)", default.display());
+        eprintln!(
+            "note: inputs from {} (pass --recipe to choose another)",
+            default.display()
+        );
         Some(default)
     });
     let recipe = read_recipe(recipe_path.as_deref())?;

@@ -99,7 +99,8 @@ pub fn generated_pictures(document: &Value) -> Map<String, Value> {
                 for x in 0..n {
                     let (fx, fy) = (x as f64 / (n - 1) as f64, y as f64 / (n - 1) as f64);
                     let v = if channels == 1 {
-                        let inside = (n / 4..3 * n / 4).contains(&x) && (n / 4..3 * n / 4).contains(&y);
+                        let inside =
+                            (n / 4..3 * n / 4).contains(&x) && (n / 4..3 * n / 4).contains(&y);
                         f64::from(u8::from(inside))
                     } else {
                         [fx, fy, 1.0 - (fx + fy) / 2.0][c]
@@ -124,7 +125,17 @@ mod tests {
     fn words_split_like_the_whitespace_pre_tokenizer() {
         assert_eq!(
             words("A Lighthouse, on a_cliff... at dusk!"),
-            ["a", "lighthouse", ",", "on", "a_cliff", "...", "at", "dusk", "!"]
+            [
+                "a",
+                "lighthouse",
+                ",",
+                "on",
+                "a_cliff",
+                "...",
+                "at",
+                "dusk",
+                "!"
+            ]
         );
     }
 

@@ -8,7 +8,8 @@
 pub mod inputs;
 pub mod ports;
 
-use super::synth::{self, SynthError, standin::stand_in};
+use super::synth::standin::{KnownExtents, stand_in};
+use super::synth::{self, SynthError};
 use ports::PortMismatch;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -53,6 +54,8 @@ pub struct Written {
     pub stand_ins: Vec<String>,
     /// Other files taken from the models folder (the tokenizer).
     pub extras: Vec<PathBuf>,
+    /// How many files were hard-linked rather than copied.
+    pub linked: usize,
     /// Whether a stand-in tokenizer was written.
     pub stand_in_tokenizer: bool,
 }
@@ -127,21 +130,32 @@ pub fn write_package(
         Models::Folder { dir, .. } => Some(ModelsFolder::open(dir)?),
         Models::StandIns { .. } => None,
     };
-    let mut synthesized = synth::policies(&document)?.into_iter().collect::<std::collections::BTreeMap<_, _>>();
+    let mut synthesized = synth::policies(&document)?
+        .into_iter()
+        .collect::<std::collections::BTreeMap<_, _>>();
+    let known = known_extents(&components);
     let mut missing = Vec::new();
     let mut mismatches = Vec::new();
     for (name, component) in &components {
         let own = folder.as_ref().and_then(|f| f.file_of(name));
         if let Some(bytes) = synthesized.remove(name).filter(|_| own.is_none()) {
             written.synthesized.push(name.clone());
-            files.push((name.clone(), format!("policies/{name}.onnx"), Source::Bytes(bytes)));
+            files.push((
+                name.clone(),
+                format!("policies/{name}.onnx"),
+                Source::Bytes(bytes),
+            ));
             continue;
         }
         match (&options.models, own) {
             (Models::StandIns { seed }, _) => {
                 written.stand_ins.push(name.clone());
-                let bytes = stand_in(name, component, *seed)?;
-                files.push((name.clone(), format!("{name}/model.onnx"), Source::Bytes(bytes)));
+                let bytes = stand_in(name, component, *seed, &known)?;
+                files.push((
+                    name.clone(),
+                    format!("{name}/model.onnx"),
+                    Source::Bytes(bytes),
+                ));
             }
             (Models::Folder { .. }, Some((relative, file))) => {
                 let model = wfstudio_onnx::read_model(&file)?;
@@ -150,7 +164,10 @@ pub fn write_package(
                 files.push((name.clone(), relative, Source::File(file)));
             }
             (Models::Folder { .. }, None) => {
-                let tried = folder.as_ref().map(|f| f.candidates(name)).unwrap_or_default();
+                let tried = folder
+                    .as_ref()
+                    .map(|f| f.candidates(name))
+                    .unwrap_or_default();
                 missing.push(format!("{name} (looked for {})", tried.join(", ")));
             }
         }
@@ -184,6 +201,7 @@ pub fn write_package(
     }
     let link = matches!(options.models, Models::Folder { link: true, .. });
     let staging = staging_dir(out)?;
+    let mut linked = 0;
     let result = (|| {
         for (_, relative, source) in &files {
             let target = staging.join(relative);
@@ -192,7 +210,7 @@ pub fn write_package(
             }
             match source {
                 Source::Bytes(bytes) => std::fs::write(&target, bytes).map_err(io(&target))?,
-                Source::File(file) => place(file, &target, link)?,
+                Source::File(file) => linked += usize::from(place(file, &target, link)?),
             }
         }
         for (relative, bytes) in &generated {
@@ -201,7 +219,7 @@ pub fn write_package(
         }
         for extra in &written.extras {
             let name = extra.file_name().unwrap_or_default();
-            place(extra, &staging.join(name), link)?;
+            linked += usize::from(place(extra, &staging.join(name), link)?);
         }
         let text = wfstudio_schema::emit::to_yaml(&document);
         let path = staging.join("inference_metadata.yaml");
@@ -211,7 +229,22 @@ pub fn write_package(
     if result.is_err() {
         let _ = std::fs::remove_dir_all(&staging);
     }
+    written.linked = linked;
     result.map(|()| written)
+}
+
+/// Extents the lowered document fixes: the latent's `channels` (the
+/// `latent_row_shape` policy's parameter).
+fn known_extents(components: &serde_json::Map<String, Value>) -> KnownExtents {
+    let mut known = KnownExtents::new();
+    if let Some(channels) = components
+        .get("latent_row_shape")
+        .and_then(|c| c.pointer("/contract/parameters/channels"))
+        .and_then(Value::as_i64)
+    {
+        known.insert("channels".into(), channels);
+    }
+    known
 }
 
 fn is_empty_dir(path: &Path) -> Result<bool, PackageError> {
@@ -228,7 +261,10 @@ fn staging_dir(out: &Path) -> Result<PathBuf, PackageError> {
         _ => PathBuf::from("."),
     };
     std::fs::create_dir_all(&parent).map_err(io(&parent))?;
-    let stem = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let stem = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     for attempt in 0..1000u32 {
         let candidate = parent.join(format!(".{stem}.wfstudio-{}-{attempt}", std::process::id()));
         match std::fs::create_dir(&candidate) {
@@ -260,14 +296,16 @@ fn replace(staging: &Path, out: &Path) -> Result<(), PackageError> {
     }
 }
 
-/// Copies `file` to `target`, or links it (absolute path) when `link`.
-fn place(file: &Path, target: &Path, link: bool) -> Result<(), PackageError> {
-    if link {
-        let absolute = std::fs::canonicalize(file).map_err(io(file))?;
-        std::os::unix::fs::symlink(&absolute, target).map_err(io(target))
-    } else {
-        std::fs::copy(file, target).map(|_| ()).map_err(io(file))
+/// Copies `file` to `target`, or hard-links it when `link` (a symbolic
+/// link would point outside the package, which the artifact rules refuse;
+/// where a hard link cannot be made, across file systems, it is copied).
+/// Returns whether it was linked.
+fn place(file: &Path, target: &Path, link: bool) -> Result<bool, PackageError> {
+    if link && std::fs::hard_link(file, target).is_ok() {
+        return Ok(true);
     }
+    std::fs::copy(file, target).map_err(io(file))?;
+    Ok(false)
 }
 
 /// A folder of model files laid out as a package.
@@ -301,8 +339,14 @@ impl ModelsFolder {
     fn candidates(&self, component: &str) -> Vec<String> {
         let mut out: Vec<String> = self.declared.get(component).cloned().into_iter().collect();
         if !synth::is_policy(component) {
-            out.push(format!("{component}/model.onnx"));
-            out.push(format!("{component}/model.onnx.textproto"));
+            for default in [
+                format!("{component}/model.onnx"),
+                format!("{component}/model.onnx.textproto"),
+            ] {
+                if !out.contains(&default) {
+                    out.push(default);
+                }
+            }
         }
         out
     }

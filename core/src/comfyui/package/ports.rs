@@ -111,10 +111,13 @@ fn fits(contract: &Value, port: &Port) -> bool {
         return true;
     };
     shape.len() == dims.len()
-        && shape.iter().zip(dims).all(|(want, have)| match (want.as_i64(), have) {
-            (Some(n), PortDim::Fixed(m)) => n == *m,
-            _ => true,
-        })
+        && shape
+            .iter()
+            .zip(dims)
+            .all(|(want, have)| match (want.as_i64(), have) {
+                (Some(n), PortDim::Fixed(m)) => n == *m,
+                _ => true,
+            })
 }
 
 #[cfg(test)]
@@ -138,10 +141,18 @@ mod tests {
             "outputs": {"noise_pred": {"dtype": "float32", "rank": 2, "shape": ["batch", 4]}}}});
         let signature = Signature {
             inputs: vec![
-                port("sample", "float16", vec![PortDim::Fixed(1), PortDim::Fixed(4)]),
+                port(
+                    "sample",
+                    "float16",
+                    vec![PortDim::Fixed(1), PortDim::Fixed(4)],
+                ),
                 port("extra", "int64", vec![PortDim::Open]),
             ],
-            outputs: vec![port("noise_pred", "float32", vec![PortDim::Named("b".into()), PortDim::Fixed(5)])],
+            outputs: vec![port(
+                "noise_pred",
+                "float32",
+                vec![PortDim::Named("b".into()), PortDim::Fixed(5)],
+            )],
         };
         let found: Vec<String> = check("denoiser", &declared, &signature)
             .iter()

@@ -35,7 +35,9 @@ impl Family {
         let parameters = components
             .get("diffusion_schedule")
             .and_then(|c| c.pointer("/contract/parameters"))
-            .ok_or_else(|| fail("the document declares no diffusion_schedule contract parameters"))?;
+            .ok_or_else(|| {
+                fail("the document declares no diffusion_schedule contract parameters")
+            })?;
         let text = |key: &str| {
             parameters
                 .get(key)
@@ -52,7 +54,9 @@ impl Family {
             .get("steps")
             .and_then(Value::as_u64)
             .filter(|s| (1..=10_000).contains(s))
-            .ok_or_else(|| fail("its contract parameter `steps` is not a step count in 1..=10000"))?;
+            .ok_or_else(|| {
+                fail("its contract parameter `steps` is not a step count in 1..=10000")
+            })?;
         Ok(Family {
             sampling,
             solver: text("solver")?.to_string(),
@@ -100,12 +104,15 @@ impl<'a> PolicyGraph<'a> {
 
     /// The component's contract parameter `key`.
     pub fn parameter(&self, key: &str) -> Option<&'a Value> {
-        self.component.pointer(&format!("/contract/parameters/{key}"))
+        self.component
+            .pointer(&format!("/contract/parameters/{key}"))
     }
 
     /// Whether the component declares input port `port`.
     pub fn has_input(&self, port: &str) -> bool {
-        self.component.pointer(&format!("/ports/inputs/{port}")).is_some()
+        self.component
+            .pointer(&format!("/ports/inputs/{port}"))
+            .is_some()
     }
 
     /// Declares input `port` with its declared contract; returns its name.

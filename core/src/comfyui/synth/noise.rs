@@ -93,7 +93,13 @@ pub fn latent_noise(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), Synt
 
 /// The noised latent at `sigma` (per row, broadcastable): epsilon models
 /// add `noise * sigma`; flow models mix `sigma * noise + (1 - sigma) * latent`.
-fn noised(g: &mut PolicyGraph<'_>, family: &Family, latent: &str, noise: &str, sigma: &str) -> String {
+fn noised(
+    g: &mut PolicyGraph<'_>,
+    family: &Family,
+    latent: &str,
+    noise: &str,
+    sigma: &str,
+) -> String {
     let scaled = g.op("Mul", &[noise, sigma]);
     if family.is_flow() {
         let one = g.f(1.0);

@@ -62,7 +62,11 @@ fn continue_predicate(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let done = g.input("done")?;
     let as_int = g.cast(&done, DataType::INT32);
     let axes = g.b.vec_i64(&[0]);
-    let all = g.op_with("ReduceMin", &[&as_int, &axes], &[("keepdims", Attr::Int(1))]);
+    let all = g.op_with(
+        "ReduceMin",
+        &[&as_int, &axes],
+        &[("keepdims", Attr::Int(1))],
+    );
     let all = g.cast(&all, DataType::BOOL);
     let out = g.op("Not", &[&all]);
     g.output(&out, "continue")
@@ -75,7 +79,11 @@ fn latent_row_shape(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
         g.parameter(key)
             .and_then(Value::as_i64)
             .filter(|n| *n > 0)
-            .ok_or_else(|| g.error(format!("its contract parameter `{key}` is not a positive integer")))
+            .ok_or_else(|| {
+                g.error(format!(
+                    "its contract parameter `{key}` is not a positive integer"
+                ))
+            })
     };
     let channels = number(g, "channels")?;
     let scale = number(g, "scale")?;
@@ -168,7 +176,10 @@ fn inpaint_pixels(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
 /// The mask grown by `grow_mask_by` pixels, then the maximum over each
 /// `scale` x `scale` cell (the latent grid).
 fn latent_mask(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
-    let grow = g.parameter("grow_mask_by").and_then(Value::as_i64).unwrap_or(0);
+    let grow = g
+        .parameter("grow_mask_by")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
     let scale = g.parameter("scale").and_then(Value::as_i64).unwrap_or(8);
     if !(0..=256).contains(&grow) || !(1..=64).contains(&scale) {
         return Err(g.error("grow_mask_by must be 0..=256 and scale 1..=64"));

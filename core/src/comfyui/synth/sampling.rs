@@ -204,7 +204,10 @@ mod tests {
             let sched = discrete_schedule(&s, scheduler, 20).expect("known");
             assert_eq!(sched.len(), 21, "{scheduler}");
             assert_eq!(sched[20], 0.0);
-            assert!(sched.windows(2).all(|w| w[0] > w[1]), "{scheduler}: {sched:?}");
+            assert!(
+                sched.windows(2).all(|w| w[0] > w[1]),
+                "{scheduler}: {sched:?}"
+            );
         }
         let normal = discrete_schedule(&s, "normal", 20).expect("normal");
         assert!(close(normal[0], 14.614642, 1e-5) && close(normal[19], 0.029168, 1e-4));

