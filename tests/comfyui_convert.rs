@@ -8,6 +8,42 @@ use serde_json::Value;
 use std::path::Path;
 use wfstudio_core::comfyui::{NodeDefs, read, ui_to_api};
 
+#[test]
+fn the_bundled_node_definitions_are_the_compacted_corpus_file() {
+    let Some(shared) = support::shared() else {
+        return;
+    };
+    let full: Value = serde_json::from_str(
+        &std::fs::read_to_string(shared.join("corpus/comfyui/node_defs.json")).expect("node_defs"),
+    )
+    .expect("json");
+    let mut want = serde_json::to_string_pretty(&wfstudio_core::comfyui::defs::compact(&full))
+        .expect("serializes");
+    want.push('\n');
+    let asset = support::workspace().join("assets/comfyui/node_defs.json");
+    if std::env::var("WFSTUDIO_UPDATE_ASSETS").as_deref() == Ok("1") {
+        std::fs::write(&asset, &want).expect("write the asset");
+    }
+    let have = std::fs::read_to_string(&asset).expect("the asset");
+    assert!(
+        have == want,
+        "assets/comfyui/node_defs.json is stale: rerun this test with WFSTUDIO_UPDATE_ASSETS=1"
+    );
+    // Every class of the corpus file is bundled, with the same facts.
+    let bundled = NodeDefs::builtin();
+    let corpus = defs(&shared);
+    assert_eq!(bundled.len(), 382);
+    for class in [
+        "KSampler",
+        "CLIPTextEncode",
+        "LoadImage",
+        "PrimitiveNode",
+        "SaveImage",
+    ] {
+        assert_eq!(bundled.class(class), corpus.class(class), "{class}");
+    }
+}
+
 fn defs(shared: &Path) -> NodeDefs {
     let text = std::fs::read_to_string(shared.join("corpus/comfyui/node_defs.json"))
         .expect("node_defs.json");
@@ -284,16 +320,29 @@ fn import_comfyui_emit_api_prints_the_api_prompt() {
         ]
     );
 
+    // The bundled definitions convert it with no flag or variable; the
+    // LoRA then needs a target package, so the lowering refuses it.
+    let out = std::process::Command::new(support::wfstudio())
+        .args(["import-comfyui", "--emit-api"])
+        .env_remove("WFSTUDIO_NODE_DEFS")
+        .arg(dir.join("sd15-lora.ui.json"))
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0));
+    let offline: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(offline, emitted);
     let out = std::process::Command::new(support::wfstudio())
         .args(["import-comfyui"])
         .env_remove("WFSTUDIO_NODE_DEFS")
         .arg(dir.join("sd15-lora.ui.json"))
         .output()
         .expect("runs");
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "lowering is not there yet: a usage error, not a crash"
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("error[C001]: 10.inputs.lora_name: node 10 (LoraLoader)"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
     );
 }
 

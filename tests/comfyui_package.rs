@@ -198,6 +198,144 @@ fn the_corpus_txt2img_graph_with_its_packages_models_reproduces_the_reference() 
     }
 }
 
+/// The txt2img fixture graph with another sampler and scheduler.
+fn txt2img_with(sampler: &str, scheduler: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(support::fixtures().join("comfyui/txt2img-sd15.api.json"))
+        .expect("txt2img");
+    let mut graph: serde_json::Value = serde_json::from_str(&text).expect("json");
+    graph["14"]["inputs"]["sampler_name"] = sampler.into();
+    graph["14"]["inputs"]["scheduler"] = scheduler.into();
+    graph
+}
+
+/// The flow pattern with Flux's resolution-dependent shift instead of SD3's.
+fn flux_flow(scheduler: &str) -> serde_json::Value {
+    let text =
+        std::fs::read_to_string(support::fixtures().join("comfyui/patterns/flow-sd3.api.json"))
+            .expect("flow");
+    let mut graph: serde_json::Value = serde_json::from_str(&text).expect("json");
+    let graph_map = graph.as_object_mut().expect("object");
+    for node in graph_map.values_mut() {
+        match node["class_type"].as_str() {
+            Some("ModelSamplingSD3") => {
+                node["class_type"] = "ModelSamplingFlux".into();
+                let model = node["inputs"]["model"].clone();
+                node["inputs"] = serde_json::json!({"model": model, "max_shift": 1.15, "base_shift": 0.5, "width": 1024, "height": 1024});
+            }
+            Some("KSampler") => node["inputs"]["scheduler"] = scheduler.into(),
+            _ => {}
+        }
+    }
+    graph
+}
+
+#[test]
+fn synthesized_models_pass_the_onnx_checker_and_every_sampler_and_schedule_runs() {
+    if !support::runtime_available() {
+        return;
+    }
+    let Some(python) = support::python() else {
+        return;
+    };
+    let root = scratch("checker");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    let mut graphs: Vec<(String, serde_json::Value)> = Vec::new();
+    for sampler in ["euler", "euler_ancestral", "ddim", "dpmpp_2m"] {
+        for scheduler in ["normal", "simple", "karras", "exponential", "ddim_uniform"] {
+            graphs.push((
+                format!("{sampler}-{scheduler}"),
+                txt2img_with(sampler, scheduler),
+            ));
+        }
+    }
+    for scheduler in ["normal", "simple", "karras", "exponential"] {
+        graphs.push((format!("flux-{scheduler}"), flux_flow(scheduler)));
+    }
+    let mut models = Vec::new();
+    for (name, graph) in &graphs {
+        let file = root.join(format!("{name}.json"));
+        std::fs::write(&file, graph.to_string()).expect("write graph");
+        let (dir, out) = (root.join(name), root.join(format!("{name}-out")));
+        import_check_run(&file, &dir, &out, &[]);
+        for sub in ["policies", "text_encoder", "denoiser", "vae_decoder"] {
+            for entry in std::fs::read_dir(dir.join(sub)).expect("folder") {
+                models.push(entry.expect("entry").path());
+            }
+        }
+    }
+    let check = "import onnx, sys\nfor p in sys.argv[1:]:\n    onnx.checker.check_model(onnx.load(p), full_check=True)\nprint(len(sys.argv) - 1)";
+    let out = std::process::Command::new(&python)
+        .arg("-c")
+        .arg(check)
+        .args(&models)
+        .output()
+        .expect("python runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        models.len().to_string()
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn synthesized_solvers_match_an_independent_numpy_reference() {
+    if !support::runtime_available() {
+        return;
+    }
+    let Some(python) = support::python() else {
+        return;
+    };
+    let reference = support::workspace().join("tests/reference/sampler_reference.py");
+    let root = scratch("numpy");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    let mut figures = Vec::new();
+    for sampler in ["euler", "euler_ancestral", "dpmpp_2m", "ddim"] {
+        for scheduler in ["normal", "karras"] {
+            let name = format!("{sampler}-{scheduler}");
+            let file = root.join(format!("{name}.json"));
+            std::fs::write(&file, txt2img_with(sampler, scheduler).to_string()).expect("graph");
+            let (dir, out) = (root.join(&name), root.join(format!("{name}-out")));
+            import_check_run(&file, &dir, &out, &[]);
+            let numpy_out = root.join(format!("{name}-numpy"));
+            let status = std::process::Command::new(&python)
+                .arg(&reference)
+                .args([&dir, &numpy_out])
+                .output()
+                .expect("python runs");
+            assert!(
+                status.status.success(),
+                "{}",
+                String::from_utf8_lossy(&status.stderr)
+            );
+            let compare = "import numpy as np, sys\na, b = np.load(sys.argv[1]), np.load(sys.argv[2])\nassert a.shape == b.shape, (a.shape, b.shape)\nprint(float(np.max(np.abs(a - b) / (1 + np.abs(b)))))";
+            let diff = std::process::Command::new(&python)
+                .args(["-c", compare])
+                .arg(out.join("latent.npy"))
+                .arg(numpy_out.join("latent.npy"))
+                .output()
+                .expect("python runs");
+            assert!(
+                diff.status.success(),
+                "{}",
+                String::from_utf8_lossy(&diff.stderr)
+            );
+            let worst: f64 = String::from_utf8_lossy(&diff.stdout)
+                .trim()
+                .parse()
+                .expect("a number");
+            figures.push(format!("{name}: {worst:.2e}"));
+            assert!(worst <= 1e-5, "{name}: worst |a - b| / (1 + |b|) = {worst}");
+        }
+    }
+    eprintln!("latent agreement with numpy: {}", figures.join(", "));
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");
     for entry in std::fs::read_dir(from).expect("read_dir") {

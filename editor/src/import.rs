@@ -1,5 +1,5 @@
 //! Opening a ComfyUI file in the studio (on the worker): recognise it,
-//! import it with the node definitions named by `$WFSTUDIO_NODE_DEFS`, and
+//! import it with the bundled node definitions (plus any `$WFSTUDIO_NODE_DEFS` names), and
 //! turn a lowered graph into an in-memory document proposed at
 //! `<folder>/<stem>/inference_metadata.yaml` until it is saved as a package.
 
@@ -60,12 +60,11 @@ fn read_bounded(source: &Path) -> Result<Vec<u8>, String> {
     std::fs::read(source).map_err(|e| format!("reading {}: {e}", source.display()))
 }
 
-/// The node definitions `$WFSTUDIO_NODE_DEFS` names, if it is set.
+/// The bundled node definitions, with those of the file
+/// `$WFSTUDIO_NODE_DEFS` names (if set) added or overriding them.
 fn node_defs() -> Result<Option<NodeDefs>, String> {
-    let Some(path) = std::env::var_os("WFSTUDIO_NODE_DEFS").map(PathBuf::from) else {
-        return Ok(None);
-    };
-    NodeDefs::read(&path).map(Some)
+    let extra = std::env::var_os("WFSTUDIO_NODE_DEFS").map(PathBuf::from);
+    NodeDefs::builtin_with(extra.as_deref()).map(Some)
 }
 
 /// Where the lowered document of `source` is proposed to be saved.

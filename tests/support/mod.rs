@@ -111,3 +111,24 @@ pub fn validated(document: &serde_json::Value, context: &str) -> wfstudio_schema
     );
     loaded
 }
+
+/// The project's Python (`.venv`, made by `scripts/setup.sh`), which runs
+/// the independent references (`onnx` checker, numpy). Under `CI=true` it
+/// must be there; elsewhere a missing one skips the test with a note.
+pub fn python() -> Option<PathBuf> {
+    let python = workspace().join(".venv/bin/python");
+    if python.is_file() {
+        return Some(python);
+    }
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!(
+            "{} is missing; CI runs scripts/setup.sh first",
+            python.display()
+        );
+    }
+    eprintln!(
+        "skipping: {} not found (run scripts/setup.sh)",
+        python.display()
+    );
+    None
+}

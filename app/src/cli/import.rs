@@ -25,7 +25,8 @@ pub struct ImportArgs {
     /// Print the API prompt (node ids as strings, inputs in ComfyUI's order).
     #[arg(long)]
     emit_api: bool,
-    /// Node class definitions (`node_defs.json`); default `$WFSTUDIO_NODE_DEFS`.
+    /// Node class definitions (`node_defs.json`) that add to or override
+    /// the bundled core classes (custom nodes); default `$WFSTUDIO_NODE_DEFS`.
     #[arg(long)]
     node_defs: Option<PathBuf>,
     /// Write the lowered document here (atomically) instead of standard output.
@@ -75,9 +76,11 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
     let bytes =
         std::fs::read(&args.input).with_context(|| format!("reading {}", args.input.display()))?;
     let found = read(&bytes).with_context(|| format!("reading {}", args.input.display()))?;
-    let defs = match (&found.ui, node_defs_path(args)) {
-        (Some(_), Some(path)) => Some(NodeDefs::read(&path).map_err(anyhow::Error::msg)?),
-        _ => None,
+    let defs = match &found.ui {
+        Some(_) => Some(
+            NodeDefs::builtin_with(node_defs_path(args).as_deref()).map_err(anyhow::Error::msg)?,
+        ),
+        None => None,
     };
     let ApiOf { api, issues } = api_of(&found, defs.as_ref())?;
     for issue in &issues {

@@ -1,5 +1,9 @@
 //! Per-class node facts (inputs in order, widget layout, outputs), read
-//! from a `node_defs.json` such as the shared corpus's.
+//! from a `node_defs.json` such as the shared corpus's. The core classes
+//! ship with the product (`assets/comfyui/node_defs.json`, made by
+//! [`compact`] from the corpus file, whose provenance it keeps), so a UI
+//! workflow converts offline; a file given by the user adds or overrides
+//! classes.
 
 use serde_json::Value;
 use std::collections::HashMap;
@@ -39,7 +43,25 @@ fn text(v: &Value) -> Option<String> {
     v.as_str().map(str::to_string)
 }
 
+/// The bundled definitions of ComfyUI's core node classes.
+pub const BUILTIN_JSON: &str = include_str!("../../../assets/comfyui/node_defs.json");
+
 impl NodeDefs {
+    /// The bundled core node classes.
+    pub fn builtin() -> NodeDefs {
+        NodeDefs::parse(BUILTIN_JSON).unwrap_or_default()
+    }
+
+    /// The bundled classes, with those of the file at `extra` (if any)
+    /// added or overriding them.
+    pub fn builtin_with(extra: Option<&std::path::Path>) -> Result<NodeDefs, String> {
+        let mut defs = NodeDefs::builtin();
+        if let Some(path) = extra {
+            defs.classes.extend(NodeDefs::read(path)?.classes);
+        }
+        Ok(defs)
+    }
+
     /// Reads a `node_defs.json` file; the error names the file.
     pub fn read(path: &std::path::Path) -> Result<NodeDefs, String> {
         std::fs::read_to_string(path)
@@ -113,6 +135,66 @@ impl NodeDefs {
     pub fn is_empty(&self) -> bool {
         self.classes.is_empty()
     }
+}
+
+/// The bundled form of a full `node_defs.json` (as `GET /object_info`
+/// gives it): per class only what the importer reads (inputs with name,
+/// type, widget flag, default and the frontend-widget flags; output types;
+/// an explicit widget layout), and the source's provenance.
+pub fn compact(full: &Value) -> Value {
+    let keep_input = |input: &Value| {
+        let mut kept = serde_json::Map::new();
+        for key in ["name", "type", "widget", "default"] {
+            if let Some(v) = input.get(key) {
+                kept.insert(key.into(), v.clone());
+            }
+        }
+        for flag in [
+            "control_after_generate",
+            "image_upload",
+            "video_upload",
+            "audio_upload",
+        ] {
+            if input.get(flag).and_then(Value::as_bool) == Some(true) {
+                kept.insert(flag.into(), Value::Bool(true));
+            }
+        }
+        Value::Object(kept)
+    };
+    let mut nodes = serde_json::Map::new();
+    for (name, class) in full
+        .get("nodes")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        let mut kept = serde_json::Map::new();
+        let inputs: Vec<Value> = class
+            .get("inputs")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(keep_input)
+            .collect();
+        kept.insert("inputs".into(), Value::Array(inputs));
+        let outputs: Vec<Value> = class
+            .get("outputs")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|o| serde_json::json!({"type": o.get("type").cloned().unwrap_or(Value::Null)}))
+            .collect();
+        kept.insert("outputs".into(), Value::Array(outputs));
+        if let Some(layout) = class.get("widgets_values_layout") {
+            kept.insert("widgets_values_layout".into(), layout.clone());
+        }
+        nodes.insert(name.clone(), Value::Object(kept));
+    }
+    serde_json::json!({
+        "source": full.get("source").cloned().unwrap_or(Value::Null),
+        "derived": "shared/corpus/comfyui/node_defs.json compacted by wfstudio_core::comfyui::defs::compact (tests/comfyui_convert.rs checks it; WFSTUDIO_UPDATE_ASSETS=1 rewrites it)",
+        "nodes": nodes,
+    })
 }
 
 /// The widget layout from the inputs: widgets in order, a control slot after

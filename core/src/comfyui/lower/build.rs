@@ -6,6 +6,7 @@
 
 use super::recognise::{FlowShift, LatentSource, Plan, Prompt, Window};
 use super::target::AdapterUse;
+use crate::comfyui::synth::sampling::ModelSampling;
 use serde_json::{Map, Value, json};
 
 /// Where the ComfyUI nodes went: document path -> node ids.
@@ -182,6 +183,12 @@ pub(super) fn build(plan: &Plan) -> Built {
     } else {
         "epsilon"
     };
+    let model_sampling = plan.model.flow.as_ref().map_or("discrete", |f| f.family);
+    // The schedule's length: the graph's steps, or what ddim_uniform's
+    // stride picks (ComfyUI runs that many).
+    let steps = ModelSampling::of_family(model_sampling).map_or(s.steps, |m| {
+        m.run_steps(&s.scheduler, s.steps.max(0) as usize) as i64
+    });
     let mut inputs = Map::new();
     let mut components = Map::new();
     let mut setup = Steps::default();
@@ -200,7 +207,7 @@ pub(super) fn build(plan: &Plan) -> Built {
             one("int64"),
             runtime("max_iterations"),
             "max_iterations",
-            json!(s.steps),
+            json!(steps),
         ),
     );
     inputs.insert(
@@ -232,7 +239,6 @@ pub(super) fn build(plan: &Plan) -> Built {
 
     // The schedule: its length is the step count (folded into the schedule
     // policies' contracts); a flow-matching shift is a typed input.
-    let model_sampling = plan.model.flow.as_ref().map_or("discrete", |f| f.family);
     let mut schedule_parameters = json!({"solver": s.sampler_name, "spacing": s.scheduler, "prediction": prediction, "model_sampling": model_sampling, "steps": s.steps});
     let mut schedule_inputs = json!({});
     let mut schedule_binds = json!({});
@@ -278,7 +284,7 @@ pub(super) fn build(plan: &Plan) -> Built {
         policy(
             "diffusion_schedule",
             schedule_inputs.clone(),
-            json!({"schedule": contract("float32", json!([s.steps + 1]), false)}),
+            json!({"schedule": contract("float32", json!([steps + 1]), false)}),
             Some(schedule_contract.clone()),
         ),
     );
@@ -287,7 +293,7 @@ pub(super) fn build(plan: &Plan) -> Built {
         policy(
             "diffusion_timesteps",
             schedule_inputs,
-            json!({"schedule": contract("float32", json!([s.steps]), false)}),
+            json!({"schedule": contract("float32", json!([steps]), false)}),
             Some(schedule_contract),
         ),
     );
@@ -505,7 +511,7 @@ pub(super) fn build(plan: &Plan) -> Built {
         // The schedule's length, which the schedule policies' contracts fix.
         inputs.insert(
             "package.steps".into(),
-            opaque_literal(one("int64"), json!(s.steps)),
+            opaque_literal(one("int64"), json!(steps)),
         );
         let window_out = json!({"start": one("int64"), "iterations": one("int64")});
         match &s.window {

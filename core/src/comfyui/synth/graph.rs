@@ -65,6 +65,11 @@ impl Family {
         })
     }
 
+    /// The solver steps the schedule has (see `ModelSampling::run_steps`).
+    pub fn run_steps(&self) -> usize {
+        self.sampling.run_steps(&self.scheduler, self.steps)
+    }
+
     /// Whether the model predicts a flow velocity (else epsilon noise).
     pub fn is_flow(&self) -> bool {
         matches!(self.sampling, ModelSampling::Flow { .. })

@@ -66,6 +66,25 @@ pub fn discrete_sigmas(linear_start: f64, linear_end: f64) -> Vec<f64> {
         .collect()
 }
 
+impl ModelSampling {
+    /// Entries of the model's sigma table.
+    pub fn table_len(&self) -> usize {
+        match self {
+            ModelSampling::Discrete { sigmas } => sigmas.len(),
+            ModelSampling::Flow { table, .. } => *table,
+        }
+    }
+
+    /// The solver steps ComfyUI runs for `steps` with `scheduler`: `steps`,
+    /// except for `ddim_uniform`, whose stride over the table can pick more.
+    pub fn run_steps(&self, scheduler: &str, steps: usize) -> usize {
+        match scheduler {
+            "ddim_uniform" => ddim_uniform_indices(self.table_len(), steps).len(),
+            _ => steps,
+        }
+    }
+}
+
 /// sigma at a fractional timestep `t`: log-linear interpolation of the table.
 pub fn sigma_at(sigmas: &[f64], t: f64) -> f64 {
     let t = t.clamp(0.0, (sigmas.len() - 1) as f64);
@@ -212,5 +231,19 @@ mod tests {
         let normal = discrete_schedule(&s, "normal", 20).expect("normal");
         assert!(close(normal[0], 14.614642, 1e-5) && close(normal[19], 0.029168, 1e-4));
         assert_eq!(discrete_schedule(&s, "beta", 20), None);
+    }
+
+    #[test]
+    fn ddim_uniform_runs_as_many_steps_as_its_stride_picks() {
+        let sd = ModelSampling::of_family("discrete").expect("sd");
+        // 1000 // 6 = 166: timesteps 1, 167, ..., 997 are seven.
+        assert_eq!(sd.run_steps("ddim_uniform", 6), 7);
+        assert_eq!(sd.run_steps("ddim_uniform", 20), 20);
+        assert_eq!(sd.run_steps("karras", 6), 6);
+        let sched = match &sd {
+            ModelSampling::Discrete { sigmas } => discrete_schedule(sigmas, "ddim_uniform", 6),
+            ModelSampling::Flow { .. } => None,
+        };
+        assert_eq!(sched.map(|s| s.len()), Some(8));
     }
 }

@@ -23,7 +23,7 @@ pub fn timesteps(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthEr
     let out = match &family.sampling {
         ModelSampling::Discrete { sigmas } => {
             let schedule = constant_schedule(g, family, sigmas)?;
-            let ts: Vec<f32> = schedule[..family.steps]
+            let ts: Vec<f32> = schedule[..family.run_steps()]
                 .iter()
                 .map(|s| timestep_of(sigmas, *s) as f32)
                 .collect();
@@ -31,7 +31,7 @@ pub fn timesteps(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthEr
         }
         ModelSampling::Flow { multiplier, .. } => {
             let all = schedule(g, family)?;
-            let (start, end) = (g.b.vec_i64(&[0]), g.b.vec_i64(&[family.steps as i64]));
+            let (start, end) = (g.b.vec_i64(&[0]), g.b.vec_i64(&[family.run_steps() as i64]));
             let head = g.op("Slice", &[&all, &start, &end]);
             let m = g.f(*multiplier);
             g.op("Mul", &[&head, &m])
@@ -51,13 +51,13 @@ fn constant_schedule(
             family.scheduler
         ))
     })?;
-    if schedule.len() != family.steps + 1 {
+    if schedule.len() != family.run_steps() + 1 {
         return Err(g.error(format!(
             "the `{}` scheduler gives {} sigmas for {} steps, not {}",
             family.scheduler,
             schedule.len(),
             family.steps,
-            family.steps + 1
+            family.run_steps() + 1
         )));
     }
     Ok(schedule)
@@ -94,9 +94,10 @@ fn flow_schedule(
             } else {
                 ddim_uniform_indices(table, steps)
             };
-            if indices.len() != steps {
+            if indices.len() != family.run_steps() {
                 return Err(g.error(format!(
-                    "the ddim_uniform scheduler gives {} sigmas for {steps} steps",
+                    "the {} scheduler gives {} sigmas for {steps} steps",
+                    family.scheduler,
                     indices.len()
                 )));
             }

@@ -4,8 +4,9 @@
 //! - `carrier` is the first float input of the output's rank resized
 //!   (nearest) to the output's shape, or, without one, `sin(0.7 i + phase)`
 //!   over the output's elements;
-//! - `context` is `tanh` of the sum of every input's mean (each cast to
-//!   float), so every port changes the result and none can make it blow up;
+//! - `context` is the sum over every input of `sin(k * mean + phase)` (the
+//!   input cast to float; `k` in [0.01, 0.06)), so every port, a timestep
+//!   in the hundreds included, changes the result and none can blow it up;
 //! - `a`, `b`, `c` and `phase` come from a seeded generator per output.
 //!
 //! An output extent is the same-named extent of an input; `height`/`width`
@@ -59,7 +60,7 @@ pub fn stand_in(
     for (port, dtype, dims) in &inputs {
         g.input(port, *dtype, dims);
     }
-    let context = context(&mut g, &inputs);
+    let context = context(&mut g, &mut rng, &inputs);
     for (port, dtype, dims) in &outputs {
         let shape = output_shape(&mut g, dims, &inputs, known);
         let carrier = carrier(&mut g, &mut rng, &shape, dims.len(), &inputs);
@@ -83,8 +84,12 @@ pub fn stand_in(
     Ok(g.to_bytes())
 }
 
-/// `tanh` of the sum of every input's mean (a float scalar).
-fn context(g: &mut GraphBuilder, inputs: &[(String, DataType, Vec<Dim>)]) -> Option<String> {
+/// `sum_j sin(k_j * mean(input_j) + phase_j)` (a float scalar).
+fn context(
+    g: &mut GraphBuilder,
+    rng: &mut SplitMix,
+    inputs: &[(String, DataType, Vec<Dim>)],
+) -> Option<String> {
     let mut sum: Option<String> = None;
     for (port, dtype, _) in inputs {
         let as_float = if *dtype == DataType::FLOAT {
@@ -97,12 +102,17 @@ fn context(g: &mut GraphBuilder, inputs: &[(String, DataType, Vec<Dim>)]) -> Opt
             )
         };
         let mean = g.op_with("ReduceMean", &[&as_float], &[("keepdims", Attr::Int(0))]);
+        let k = g.scalar_f32(0.01 + 0.05 * rng.unit());
+        let phase = g.scalar_f32(6.0 * rng.unit());
+        let scaled = g.op("Mul", &[&mean, &k]);
+        let shifted = g.op("Add", &[&scaled, &phase]);
+        let term = g.op("Sin", &[&shifted]);
         sum = Some(match sum {
-            None => mean,
-            Some(s) => g.op("Add", &[&s, &mean]),
+            None => term,
+            Some(s) => g.op("Add", &[&s, &term]),
         });
     }
-    sum.map(|s| g.op("Tanh", &[&s]))
+    sum
 }
 
 /// The output's shape as an int64 vector.
