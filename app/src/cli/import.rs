@@ -131,9 +131,17 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
             let options = PackageOptions {
                 models,
                 force: args.force,
-                prompts: lowered.prompts.iter().map(|(_, t)| t.clone()).collect(),
+                prompts: lowered.prompts.clone(),
             };
-            let written = write_package(&lowered.document, out, &options)
+            let tokenizer = match &options.models {
+                Models::Folder { dir, .. } => super::package_recipe::models_tokenizer(dir)?,
+                Models::StandIns { .. } => None,
+            };
+            let encode = tokenizer.map(|t| move |text: &str| t.encode(text).map_err(|e| e.to_string()));
+            let encoder = encode
+                .as_ref()
+                .map(|f| f as &dyn Fn(&str) -> Result<Vec<i64>, String>);
+            let written = write_package(&lowered.document, out, &options, encoder)
                 .with_context(|| format!("writing the package {}", out.display()))?;
             eprintln!(
                 "wrote {}: {} policies synthesized, {} model components from the models folder, {} stand-ins",
@@ -149,9 +157,9 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
                     written.linked
                 );
             }
-            let recipe = super::package_recipe::write_default_recipe(out, &lowered)
-                .with_context(|| format!("writing the default recipe of {}", out.display()))?;
-            eprintln!("inputs the graph gives: {}", recipe.display());
+            for note in &written.notes {
+                eprintln!("note: {note}");
+            }
             report_lowering(&lowered);
             Ok(ExitCode::SUCCESS)
         }

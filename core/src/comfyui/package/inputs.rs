@@ -34,17 +34,30 @@ pub fn words(text: &str) -> Vec<String> {
     out
 }
 
+/// The stand-in vocabulary: the specials, then every word of `prompts`
+/// sorted, numbered from 0.
+fn vocabulary<'a>(prompts: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let words: BTreeSet<String> = prompts.flat_map(words).collect();
+    SPECIALS.iter().map(|s| s.to_string()).chain(words).collect()
+}
+
+/// Encodes `text` as the stand-in tokenizer of `prompts` does: `<bos>`,
+/// each word's id (`<unk>` for others), `<eos>`.
+pub fn stand_in_encode(prompts: &[&str], text: &str) -> Vec<i64> {
+    let vocab = vocabulary(prompts.iter().copied());
+    let id = |w: &str| vocab.iter().position(|v| v == w).unwrap_or(0) as i64;
+    std::iter::once(1)
+        .chain(words(text).iter().map(|w| id(w)))
+        .chain(std::iter::once(2))
+        .collect()
+}
+
 /// A Hugging Face `tokenizer.json` (word level, lower-cased, between
-/// `<bos>` and `<eos>`) whose vocabulary is the specials and every word of `prompts`.
-pub fn stand_in_tokenizer(prompts: &[String]) -> String {
-    let vocabulary: BTreeSet<String> = prompts.iter().flat_map(|p| words(p)).collect();
+/// `<bos>` and `<eos>`) whose vocabulary is the specials and every word of
+/// `prompts`.
+pub fn stand_in_tokenizer(prompts: &[&str]) -> String {
     let mut vocab = Map::new();
-    for (id, token) in SPECIALS
-        .iter()
-        .map(|s| s.to_string())
-        .chain(vocabulary)
-        .enumerate()
-    {
+    for (id, token) in vocabulary(prompts.iter().copied()).into_iter().enumerate() {
         vocab.insert(token, json!(id));
     }
     let special = |id: usize| {
@@ -71,6 +84,50 @@ pub fn stand_in_tokenizer(prompts: &[String]) -> String {
     let mut text = serde_json::to_string_pretty(&tokenizer).unwrap_or_default();
     text.push('\n');
     text
+}
+
+/// A prompt encoder: text to token ids.
+pub type Encode<'a> = &'a dyn Fn(&str) -> Result<Vec<i64>, String>;
+
+/// The default recipe (`recipes/default.json`) of a package: generated
+/// pictures for its picture inputs and each `(input, text)` prompt encoded
+/// with `encode` (without one, prompts are left out and named in the
+/// returned notes). The prompts share one sequence length: shorter ones
+/// repeat their last id (the end-of-text token, as CLIP pads).
+pub fn default_recipe(
+    document: &Value,
+    prompts: &[(String, String)],
+    encode: Option<Encode<'_>>,
+) -> Result<(String, Vec<String>), String> {
+    let mut inputs = generated_pictures(document);
+    let mut notes = Vec::new();
+    let mut encoded = Vec::new();
+    for (input, text) in prompts {
+        match encode {
+            Some(encode) => encoded.push((input, encode(text).map_err(|e| format!("{input}: {e}"))?)),
+            None => notes.push(format!(
+                "{input}: no tokenizer to encode the graph's prompt with; pass its token ids when running"
+            )),
+        }
+    }
+    let length = encoded.iter().map(|(_, ids)| ids.len()).max().unwrap_or(0);
+    for (input, mut ids) in encoded {
+        if let Some(&last) = ids.last() {
+            ids.resize(length, last);
+        }
+        inputs.insert(
+            input.clone(),
+            json!({"dtype": "int64", "shape": [1, ids.len()], "data": ids}),
+        );
+    }
+    let recipe = json!({
+        "description": "the ComfyUI graph's prompts and generated pictures for its picture inputs, written by the importer",
+        "inputs": Value::Object(inputs),
+        "outputs": {},
+    });
+    let mut text = serde_json::to_string_pretty(&recipe).map_err(|e| e.to_string())?;
+    text.push('\n');
+    Ok((text, notes))
 }
 
 /// Side of the generated pictures, in pixels (a multiple of the latent scale).
@@ -141,7 +198,7 @@ mod tests {
 
     #[test]
     fn the_vocabulary_holds_the_specials_then_the_sorted_words() {
-        let text = stand_in_tokenizer(&["red fox".into(), "fox, snow".into()]);
+        let text = stand_in_tokenizer(&["red fox", "fox, snow"]);
         let value: Value = serde_json::from_str(&text).expect("json");
         let vocab = &value["model"]["vocab"];
         assert_eq!(vocab["<unk>"], 0);
@@ -149,5 +206,6 @@ mod tests {
         assert_eq!(vocab[","], 3);
         assert_eq!(vocab["fox"], 4);
         assert_eq!(vocab["snow"], 6);
+        assert_eq!(stand_in_encode(&["red fox", "fox, snow"], "Snow fox wolf"), [1, 6, 4, 0, 2]);
     }
 }

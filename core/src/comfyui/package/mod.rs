@@ -39,8 +39,9 @@ pub struct PackageOptions {
     pub models: Models,
     /// Replace an existing non-empty destination.
     pub force: bool,
-    /// The graph's prompt texts: the stand-in tokenizer's vocabulary.
-    pub prompts: Vec<String>,
+    /// The graph's prompts, `(input, text)`: the stand-in tokenizer's
+    /// vocabulary and the default recipe's prompt inputs.
+    pub prompts: Vec<(String, String)>,
 }
 
 /// Where each component of a written package came from.
@@ -58,7 +59,12 @@ pub struct Written {
     pub linked: usize,
     /// Whether a stand-in tokenizer was written.
     pub stand_in_tokenizer: bool,
+    /// What the default recipe lacks (prompts with no tokenizer to encode them).
+    pub notes: Vec<String>,
 }
+
+/// The default recipe's path inside a package.
+pub const DEFAULT_RECIPE: &str = "recipes/default.json";
 
 /// Why a package could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -109,11 +115,15 @@ enum Source {
     File(PathBuf),
 }
 
-/// Writes `document` (a lowered graph) with all its components to `out`.
+/// Writes `document` (a lowered graph) with all its components to `out`,
+/// and the default recipe (`recipes/default.json`: the graph's prompts and
+/// generated pictures). Prompts are encoded with the stand-in tokenizer for
+/// stand-in models, else with `encode` (the models folder's tokenizer).
 pub fn write_package(
     document: &Value,
     out: &Path,
     options: &PackageOptions,
+    encode: Option<inputs::Encode<'_>>,
 ) -> Result<Written, PackageError> {
     if out.exists() && !options.force && !is_empty_dir(out)? {
         return Err(PackageError::NotEmpty(out.to_path_buf()));
@@ -188,13 +198,25 @@ pub fn write_package(
         return Err(PackageError::Ports(mismatches));
     }
     let mut generated = Vec::new();
-    if folder.is_none() {
+    let texts: Vec<&str> = options.prompts.iter().map(|(_, t)| t.as_str()).collect();
+    let stand_in_encode = |text: &str| Ok(inputs::stand_in_encode(&texts, text));
+    let encode = if folder.is_none() {
         written.stand_in_tokenizer = true;
         generated.push((
             "tokenizer.json".to_string(),
-            inputs::stand_in_tokenizer(&options.prompts).into_bytes(),
+            inputs::stand_in_tokenizer(&texts).into_bytes(),
         ));
-    }
+        Some(&stand_in_encode as inputs::Encode<'_>)
+    } else {
+        encode
+    };
+    let (recipe, notes) = inputs::default_recipe(&document, &options.prompts, encode)
+        .map_err(|reason| PackageError::Io {
+            path: out.join(DEFAULT_RECIPE),
+            reason: format!("encoding the graph's prompts: {reason}"),
+        })?;
+    written.notes = notes;
+    generated.push((DEFAULT_RECIPE.to_string(), recipe.into_bytes()));
     for (name, relative, _) in &files {
         document["pipeline"]["workflow"]["components"][name]["implementation"]["artifact"] =
             Value::String(relative.clone());
@@ -215,6 +237,9 @@ pub fn write_package(
         }
         for (relative, bytes) in &generated {
             let target = staging.join(relative);
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent).map_err(io(parent))?;
+            }
             std::fs::write(&target, bytes).map_err(io(&target))?;
         }
         for extra in &written.extras {
