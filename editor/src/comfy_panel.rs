@@ -15,8 +15,12 @@ use wfstudio_schema::DocPath;
 pub enum ComfyAction {
     /// Select these lowered steps (the ones a clicked node became).
     SelectSteps(Vec<DocPath>),
-    /// Write the lowered document into a package folder.
+    /// Open the Save as package dialog.
     SaveAsPackage,
+    /// Write the package with stand-in models to a scratch folder and run it.
+    RunWithStandIns,
+    /// Write the package with a models folder's files and run it.
+    RunWithModels,
     /// Lower again for a package folder (its adapters serve LoRA loaders).
     ChooseTarget,
 }
@@ -41,6 +45,8 @@ pub struct ComfyPanel {
     pub selected: Option<usize>,
     /// Pan and zoom.
     pub state: ComfyViewState,
+    /// The graph's prompts, `(input, text)`.
+    pub prompts: Vec<(String, String)>,
     /// The document revision the provenance describes (the links are off
     /// once the lowered document is edited, since step paths shift).
     pub revision: Option<u64>,
@@ -92,6 +98,12 @@ impl ComfyPanel {
             provenance,
             selected: None,
             state: ComfyViewState::default(),
+            prompts: graph
+                .imported
+                .outcome
+                .as_ref()
+                .map(|l| l.prompts.clone())
+                .unwrap_or_default(),
             revision: None,
         }
     }
@@ -153,6 +165,22 @@ impl ComfyPanel {
             }
             if ui.button("Lower for package…").clicked() {
                 action = Some(ComfyAction::ChooseTarget);
+            }
+        });
+        ui.horizontal(|ui| {
+            if ui
+                .add_enabled(lowered, egui::Button::new("▶ Run with stand-ins"))
+                .on_hover_text("Write the package with tiny stand-in models and run it")
+                .clicked()
+            {
+                action = Some(ComfyAction::RunWithStandIns);
+            }
+            if ui
+                .add_enabled(lowered, egui::Button::new("▶ Run with models…"))
+                .on_hover_text("Write the package with the files of a models folder and run it")
+                .clicked()
+            {
+                action = Some(ComfyAction::RunWithModels);
             }
         });
         if let Some(target) = &self.target {

@@ -67,17 +67,22 @@ fn node_defs() -> Result<Option<NodeDefs>, String> {
     NodeDefs::builtin_with(extra.as_deref()).map(Some)
 }
 
-/// Where the lowered document of `source` is proposed to be saved.
-pub fn proposed_document(source: &Path) -> PathBuf {
+/// The name of a ComfyUI file without any extension (`txt2img.api.json`
+/// gives `txt2img`).
+pub fn graph_stem(source: &Path) -> &str {
     let name = source
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or("comfyui");
-    let stem = name
-        .split('.')
+    name.split('.')
         .next()
         .filter(|s| !s.is_empty())
-        .unwrap_or("comfyui");
+        .unwrap_or("comfyui")
+}
+
+/// Where the lowered document of `source` is proposed to be saved.
+pub fn proposed_document(source: &Path) -> PathBuf {
+    let stem = graph_stem(source);
     source
         .parent()
         .unwrap_or(Path::new("."))

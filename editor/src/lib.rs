@@ -13,6 +13,8 @@ pub mod document;
 pub mod fields;
 pub mod import;
 pub mod inspector;
+pub mod package_dialog;
+mod package_flow;
 pub mod palette;
 pub mod recent;
 pub mod sidecar;

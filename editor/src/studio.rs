@@ -15,6 +15,7 @@ use egui::{Key, KeyboardShortcut, Modifiers};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use wfstudio_core::comfyui::package::Models;
 use wfstudio_core::edit::templates::{self, NewItem};
 use wfstudio_core::edit::{Command, top_level_steps, tree, values};
 use wfstudio_schema::DocPath;
@@ -40,7 +41,7 @@ pub struct Status {
 
 /// The whole studio state.
 pub struct Studio {
-    worker: Worker,
+    pub(crate) worker: Worker,
     /// The open document, if any.
     pub doc: Option<OpenDocument>,
     /// Files or folders being opened.
@@ -84,6 +85,11 @@ pub struct Studio {
     pub inspected_value: Option<String>,
     /// The imported ComfyUI graph shown beside its lowered workflow.
     pub comfy: Option<ComfyPanel>,
+    /// The Save as package dialog, while open.
+    pub package_dialog: Option<crate::package_dialog::PackageDialog>,
+    /// The document of a package written to be run (Run with stand-ins /
+    /// with models): the run panel runs it once it is open.
+    pub(crate) run_requested: Option<PathBuf>,
 }
 
 /// How long edits wait before their recovery copy is written.
@@ -125,6 +131,8 @@ impl Studio {
             run_overlay: RunOverlay::default(),
             inspected_value: None,
             comfy: None,
+            package_dialog: None,
+            run_requested: None,
         }
     }
 
@@ -190,7 +198,7 @@ impl Studio {
         }
     }
 
-    fn say(&mut self, text: impl Into<String>, error: bool) {
+    pub(crate) fn say(&mut self, text: impl Into<String>, error: bool) {
         self.status = Some(Status {
             text: text.into(),
             error,
@@ -352,8 +360,14 @@ impl Studio {
                             // A recovered state's copy is already on disk; a clean one has none.
                             self.autosaved = doc.history.is_dirty().then(|| doc.history.revision());
                             self.autosave_due = None;
+                            // A package written to run the imported graph keeps
+                            // the ComfyUI pane: its document is the lowered one.
+                            let ran = self.run_requested.as_ref() == Some(&doc.path);
+                            match &mut self.comfy {
+                                Some(comfy) if ran => comfy.revision = Some(doc.history.revision()),
+                                _ => self.comfy = None,
+                            }
                             self.doc = Some(doc);
-                            self.comfy = None;
                             self.selection.clear();
                             self.canvas = CanvasState::default();
                             self.yaml = YamlState::default();
@@ -400,6 +414,9 @@ impl Studio {
                             });
                         }
                     }
+                }
+                Outcome::PackageWritten { out, result, run } => {
+                    self.package_written(out, result, run);
                 }
                 Outcome::Autosaved => self.autosave_pending = false,
                 Outcome::AutosaveFailed(message) => {
@@ -478,6 +495,7 @@ impl Studio {
         });
         self.shortcuts(ctx);
         self.dropped_files(ctx);
+        self.package_dialog_ui(ctx);
         self.menu_bar(ui);
         self.status_bar(ui);
         if self.doc.is_none() {
@@ -627,9 +645,8 @@ impl Studio {
                     if ui
                         .add_enabled(imported, egui::Button::new("Save as package…"))
                         .clicked()
-                        && let Some(dir) = rfd_dialog().pick_folder()
                     {
-                        self.save_as_package(&dir);
+                        self.open_package_dialog();
                     }
                 });
                 ui.menu_button("Edit", |ui| {
@@ -839,9 +856,13 @@ impl Studio {
                 }
                 self.selection = steps;
             }
-            Some(ComfyAction::SaveAsPackage) => {
+            Some(ComfyAction::SaveAsPackage) => self.open_package_dialog(),
+            Some(ComfyAction::RunWithStandIns) => {
+                self.run_in_place(Models::StandIns { seed: 0 });
+            }
+            Some(ComfyAction::RunWithModels) => {
                 if let Some(dir) = rfd_dialog().pick_folder() {
-                    self.save_as_package(&dir);
+                    self.run_in_place(Models::Folder { dir, link: true });
                 }
             }
             Some(ComfyAction::ChooseTarget) => {
@@ -1235,7 +1256,7 @@ fn sort_key(path: &DocPath) -> Vec<(usize, String)> {
 }
 
 /// The file dialog, starting in the current folder.
-fn rfd_dialog() -> rfd::FileDialog {
+pub(crate) fn rfd_dialog() -> rfd::FileDialog {
     let dialog = rfd::FileDialog::new()
         .add_filter("inference metadata", &["yaml", "yml", "json"])
         .add_filter("ComfyUI graph", &["json", "png", "webp"]);

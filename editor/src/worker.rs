@@ -8,6 +8,7 @@ use crate::import::ImportedGraph;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, Sender, channel};
+use wfstudio_core::comfyui::package::{PackageOptions, Written, write_package};
 use wfstudio_core::graph::{Layout, ViewGraph};
 use wfstudio_core::{Options, Report};
 use wfstudio_schema::types::document::Document;
@@ -41,6 +42,8 @@ pub enum Job {
         /// Its unsaved text.
         text: Option<String>,
     },
+    /// Write a lowered ComfyUI graph as a whole package.
+    WritePackage(Box<PackageJob>),
     /// Parse YAML text typed in the YAML tab.
     ParseText {
         /// The revision the text was edited from.
@@ -48,6 +51,19 @@ pub enum Job {
         /// The text.
         text: String,
     },
+}
+
+/// A package to write.
+#[derive(Debug)]
+pub struct PackageJob {
+    /// The lowered document.
+    pub document: Document,
+    /// The destination folder.
+    pub out: PathBuf,
+    /// Models, force and the graph's prompts.
+    pub options: PackageOptions,
+    /// Run the package once it is written and open.
+    pub run: bool,
 }
 
 /// One revision to analyze.
@@ -106,6 +122,15 @@ pub enum Outcome {
         base_revision: u64,
         /// The document, or the syntax/structure diagnostics.
         result: Result<Box<Document>, Vec<Diagnostic>>,
+    },
+    /// A package was written (or refused).
+    PackageWritten {
+        /// The destination folder.
+        out: PathBuf,
+        /// What was written, or why nothing was.
+        result: Result<Written, String>,
+        /// Whether a run was asked for.
+        run: bool,
     },
     /// The recovery copy was written or removed.
     Autosaved,
@@ -167,6 +192,7 @@ fn run_caught(job: Job) -> Outcome {
         Job::Analyze(a) => format!("validating revision {}", a.revision),
         Job::ParseText { .. } => "parsing the YAML text".to_string(),
         Job::Autosave { .. } => "writing the recovery copy".to_string(),
+        Job::WritePackage(job) => format!("writing the package {}", job.out.display()),
     };
     caught(&name, || run(job)).unwrap_or_else(Outcome::Failed)
 }
@@ -204,6 +230,18 @@ pub fn run(job: Job) -> Outcome {
         }
         Job::Import { path, target } => imported(path, target),
         Job::Analyze(job) => Outcome::Analyzed(Box::new(analyze(*job))),
+        Job::WritePackage(job) => {
+            let result = serde_json::to_value(&job.document)
+                .map_err(|e| e.to_string())
+                .and_then(|value| {
+                    write_package(&value, &job.out, &job.options, None).map_err(|e| e.to_string())
+                });
+            Outcome::PackageWritten {
+                out: job.out,
+                result,
+                run: job.run,
+            }
+        }
         Job::Autosave {
             config,
             document,

@@ -248,3 +248,102 @@ fn edits_turn_the_links_off_and_save_as_package_never_overwrites() {
     let doc = harness.state().doc.as_ref().expect("lowered again");
     assert_eq!(doc.path, relower.join("inference_metadata.yaml"));
 }
+
+/// Steps frames until `done` holds (the worker writes and opens packages).
+fn wait_for(harness: &mut Harness<'static, Studio>, done: impl Fn(&Studio) -> bool) {
+    for _ in 0..1000 {
+        harness.step();
+        if done(harness.state()) && harness.state().settled() {
+            harness.run_steps(2);
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    panic!("not done: {:?}", harness.state().status);
+}
+
+#[test]
+fn save_as_package_writes_a_runnable_package_with_the_chosen_models() {
+    let mut harness = harness();
+    drop_file(
+        &mut harness,
+        &fixtures().join("comfyui/patterns/img2img.api.json"),
+    );
+    harness.get_by_label("Save as package…").click();
+    harness.run_steps(2);
+    harness.get_by_label("Stand-in models (tiny, seeded, with the declared ports)");
+    harness.get_by_label("From a models folder (ports checked against the workflow)");
+    harness.get_by_label("The workflow document only");
+    // The folder comes from a native dialog; set it as the dialog would.
+    let out = temp_dir("written").join("img2img");
+    harness
+        .state_mut()
+        .package_dialog
+        .as_mut()
+        .expect("the dialog is open")
+        .out = Some(out.clone());
+    harness.run_steps(2);
+    harness.get_by_label("Write package").click();
+    wait_for(&mut harness, |s| {
+        s.doc
+            .as_ref()
+            .is_some_and(|d| d.path == out.join("inference_metadata.yaml"))
+    });
+    assert!(harness.state().package_dialog.is_none());
+    for file in [
+        "inference_metadata.yaml",
+        "policies/solver_step.onnx",
+        "vae_encoder/model.onnx",
+        "tokenizer.json",
+        "recipes/default.json",
+    ] {
+        assert!(out.join(file).is_file(), "{file}");
+    }
+    let doc = harness
+        .state()
+        .doc
+        .as_ref()
+        .expect("the written package is open");
+    assert!(!doc.history.is_dirty());
+    assert!(
+        harness.state().comfy.is_none(),
+        "a saved package opens as itself"
+    );
+    let analysis = doc.analysis.as_ref().expect("analysed");
+    assert!(
+        analysis.report.diagnostics.is_empty(),
+        "{:?}",
+        analysis.report.diagnostics
+    );
+}
+
+#[test]
+fn run_with_stand_ins_writes_a_scratch_package_keeps_the_pane_and_asks_for_a_run() {
+    let mut harness = harness();
+    drop_file(
+        &mut harness,
+        &fixtures().join("comfyui/txt2img-sd15.api.json"),
+    );
+    harness.get_by_label("▶ Run with stand-ins").click();
+    wait_for(&mut harness, |s| {
+        s.doc.as_ref().is_some_and(|d| {
+            d.path
+                .ends_with("comfyui-runs/txt2img-sd15/inference_metadata.yaml")
+        })
+    });
+    let studio = harness.state_mut();
+    assert!(
+        studio.comfy.is_some(),
+        "the ComfyUI pane stays beside the run"
+    );
+    assert!(
+        studio.take_run_request(),
+        "the run panel is asked to run it"
+    );
+    assert!(!studio.take_run_request(), "once");
+    let status = studio.status.clone().expect("status");
+    assert!(
+        status.text.starts_with("Opened") || status.text.starts_with("Wrote the package"),
+        "{status:?}"
+    );
+}

@@ -137,7 +137,8 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
                 Models::Folder { dir, .. } => super::package_recipe::models_tokenizer(dir)?,
                 Models::StandIns { .. } => None,
             };
-            let encode = tokenizer.map(|t| move |text: &str| t.encode(text).map_err(|e| e.to_string()));
+            let encode =
+                tokenizer.map(|t| move |text: &str| t.encode(text).map_err(|e| e.to_string()));
             let encoder = encode
                 .as_ref()
                 .map(|f| f as &dyn Fn(&str) -> Result<Vec<i64>, String>);

@@ -241,7 +241,8 @@ impl RunPanel {
             self.recipe.as_deref(),
         );
         let shortcut = ctx.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::Enter));
-        if shortcut || std::mem::take(&mut self.autostart) {
+        let requested = studio.take_run_request();
+        if shortcut || requested || std::mem::take(&mut self.autostart) {
             self.start(studio, &ctx);
         }
         egui::Panel::left("run")

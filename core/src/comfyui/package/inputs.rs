@@ -38,7 +38,11 @@ pub fn words(text: &str) -> Vec<String> {
 /// sorted, numbered from 0.
 fn vocabulary<'a>(prompts: impl Iterator<Item = &'a str>) -> Vec<String> {
     let words: BTreeSet<String> = prompts.flat_map(words).collect();
-    SPECIALS.iter().map(|s| s.to_string()).chain(words).collect()
+    SPECIALS
+        .iter()
+        .map(|s| s.to_string())
+        .chain(words)
+        .collect()
 }
 
 /// Encodes `text` as the stand-in tokenizer of `prompts` does: `<bos>`,
@@ -206,6 +210,9 @@ mod tests {
         assert_eq!(vocab[","], 3);
         assert_eq!(vocab["fox"], 4);
         assert_eq!(vocab["snow"], 6);
-        assert_eq!(stand_in_encode(&["red fox", "fox, snow"], "Snow fox wolf"), [1, 6, 4, 0, 2]);
+        assert_eq!(
+            stand_in_encode(&["red fox", "fox, snow"], "Snow fox wolf"),
+            [1, 6, 4, 0, 2]
+        );
     }
 }

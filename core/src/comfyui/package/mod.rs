@@ -210,10 +210,12 @@ pub fn write_package(
     } else {
         encode
     };
-    let (recipe, notes) = inputs::default_recipe(&document, &options.prompts, encode)
-        .map_err(|reason| PackageError::Io {
-            path: out.join(DEFAULT_RECIPE),
-            reason: format!("encoding the graph's prompts: {reason}"),
+    let (recipe, notes) =
+        inputs::default_recipe(&document, &options.prompts, encode).map_err(|reason| {
+            PackageError::Io {
+                path: out.join(DEFAULT_RECIPE),
+                reason: format!("encoding the graph's prompts: {reason}"),
+            }
         })?;
     written.notes = notes;
     generated.push((DEFAULT_RECIPE.to_string(), recipe.into_bytes()));
