@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Run one cargo-fuzz target for a chosen time with a seed corpus built from
 # our fixtures (and the shared corpus when it is beside the checkout).
-#   scripts/fuzz.sh TARGET [SECONDS]     TARGET: document|comfyui|textproto|recipe
+#   scripts/fuzz.sh TARGET [SECONDS]     TARGET: document|comfyui|textproto|recipe|signature
 # Needs cargo-fuzz (`cargo install cargo-fuzz`); libFuzzer needs nightly
 # features, enabled on the stable toolchain with RUSTC_BOOTSTRAP=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target=${1:?target: document|comfyui|textproto|recipe}
+target=${1:?target: document|comfyui|textproto|recipe|signature}
 seconds=${2:-60}
 shared=${WFSTUDIO_SHARED:-../shared}
 seeds=fuzz/corpus/$target
@@ -28,6 +28,7 @@ case $target in
                seed "$shared/corpus/packages" -name '*.onnx.textproto' ;;
     recipe)    seed fixtures -path '*recipes*' -name '*.json'
                seed "$shared/corpus/expected" -name '*.json' ;;
+    signature) seed fixtures -name '*.onnx' ;;
     *) echo "unknown target $target" >&2; exit 2 ;;
 esac
 echo "seeds: $(find "$seeds" -type f | wc -l) files in $seeds"

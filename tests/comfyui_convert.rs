@@ -361,15 +361,6 @@ fn copy_components(from: &Path, to: &Path) {
     }
 }
 
-fn lower_file(
-    path: &Path,
-) -> Result<wfstudio_core::comfyui::lower::Lowered, Vec<wfstudio_core::comfyui::lower::Refusal>> {
-    let api = read(&std::fs::read(path).expect("file"))
-        .expect("graph")
-        .api
-        .expect("api graph");
-    wfstudio_core::comfyui::lower::lower(&api)
-}
 
 #[test]
 fn txt2img_lowers_validates_and_reproduces_the_reference() {
@@ -377,7 +368,13 @@ fn txt2img_lowers_validates_and_reproduces_the_reference() {
         return;
     };
     let package = shared.join("corpus/packages/comfyui_txt2img_sd15");
-    let lowered = lower_file(&package.join("workflow.json")).expect("lowers");
+    // Lowered for its package, so the components keep the package's paths.
+    let api = read(&std::fs::read(package.join("workflow.json")).expect("file"))
+        .expect("graph")
+        .api
+        .expect("an API graph");
+    let target = wfstudio_core::comfyui::lower::Target::from_package(&package).expect("target");
+    let lowered = wfstudio_core::comfyui::lower::lower_for(&api, &target).expect("lowers");
     assert_eq!(
         lowered.prompts,
         [

@@ -135,10 +135,10 @@ fn the_example_diffusion_packages_are_the_lowered_graphs() {
         ("sdxl", "tiny-sdxl"),
         ("flow-sd3", "tiny-flow"),
     ] {
-        let l = lowered(&pattern(graph), &Target::default());
-        let want = std::fs::read_to_string(
-            support::fixtures().join(format!("examples/{package}/inference_metadata.yaml")),
-        )
+        let dir = support::fixtures().join(format!("examples/{package}"));
+        let target = Target::from_package(&dir).expect("the example package");
+        let l = lowered(&pattern(graph), &target);
+        let want = std::fs::read_to_string(dir.join("inference_metadata.yaml"))
         .expect("the example document");
         assert_eq!(
             wfstudio_schema::emit::to_yaml(&l.document),
@@ -676,7 +676,7 @@ fn the_default_layout_is_overridden_by_the_target_and_an_explicit_layout() {
     let artifact = |c: &str| workflow(&l)["components"][c]["implementation"]["artifact"].clone();
     assert_eq!(artifact("denoiser"), "unet/model.onnx");
     assert_eq!(artifact("vae_decoder"), "vae/decoder.onnx");
-    assert_eq!(artifact("vae_encoder"), "vae_encoder/model.onnx.textproto");
+    assert_eq!(artifact("vae_encoder"), "vae_encoder/model.onnx");
     assert_eq!(
         Target::default().with_layout(&json!({"denoiser": 3})),
         Err("layout entry 'denoiser' is not a path string".to_string())

@@ -64,7 +64,7 @@ impl ComfyPanel {
             Ok(lowered) => {
                 if graph.target.is_none() {
                     notes.push(
-                        "Components follow the default package layout (docs/COMFYUI.md): missing-artifact errors go once the package folder holds them."
+                        "Components follow the default package layout (docs/COMFYUI.md): Save as package… or ▶ Run with stand-ins writes the policies and models."
                             .into(),
                     );
                 }

@@ -92,7 +92,7 @@ fn component(artifact: &str, inputs: Value, outputs: Value, contract: Option<Val
 
 fn policy(name: &str, inputs: Value, outputs: Value, contract: Option<Value>) -> Value {
     component(
-        &format!("policies/{name}.onnx.textproto"),
+        &format!("policies/{name}.onnx"),
         inputs,
         outputs,
         contract,
@@ -412,7 +412,7 @@ pub(super) fn build(plan: &Plan) -> Built {
     components.insert(
         "text_encoder".into(),
         component(
-            "text_encoder/model.onnx.textproto",
+            "text_encoder/model.onnx",
             json!({"input_ids": tokens()}),
             encoder_out,
             None,
@@ -424,7 +424,7 @@ pub(super) fn build(plan: &Plan) -> Built {
         components.insert(
             "text_encoder_2".into(),
             component(
-                "text_encoder_2/model.onnx.textproto",
+                "text_encoder_2/model.onnx",
                 json!({"input_ids": tokens()}),
                 json!({"encoder_hidden_states": hidden(), "text_embeds": pooled.clone()}),
                 None,
@@ -611,7 +611,7 @@ pub(super) fn build(plan: &Plan) -> Built {
             components.insert(
                 "vae_encoder".into(),
                 component(
-                    "vae_encoder/model.onnx.textproto",
+                    "vae_encoder/model.onnx",
                     json!({"image": picture(json!(3))}),
                     json!({"latent": latent()}),
                     None,
@@ -727,7 +727,7 @@ pub(super) fn build(plan: &Plan) -> Built {
         components.insert(
             "controlnet".into(),
             component(
-                "controlnet/model.onnx.textproto",
+                "controlnet/model.onnx",
                 control_ports,
                 json!({"down_residuals": down, "mid_residual": mid}),
                 None,
@@ -785,7 +785,7 @@ pub(super) fn build(plan: &Plan) -> Built {
     components.insert(
         "denoiser".into(),
         component(
-            "denoiser/model.onnx.textproto",
+            "denoiser/model.onnx",
             denoiser_ports,
             json!({"noise_pred": latent()}),
             None,
@@ -880,7 +880,7 @@ pub(super) fn build(plan: &Plan) -> Built {
     components.insert(
         "vae_decoder".into(),
         component(
-            "vae_decoder/model.onnx.textproto",
+            "vae_decoder/model.onnx",
             json!({"latent": latent()}),
             json!({"image": picture(json!(3))}),
             None,

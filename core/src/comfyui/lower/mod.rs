@@ -18,8 +18,8 @@
 //!
 //! Default package layout (the component files the document names): the
 //! models `text_encoder/`, `text_encoder_2/` (SDXL), `denoiser/`,
-//! `controlnet/`, `vae_encoder/`, `vae_decoder/`, each `model.onnx.textproto`,
-//! and the policies `policies/<component>.onnx.textproto`. A [`Target`]
+//! `controlnet/`, `vae_encoder/`, `vae_decoder/`, each `model.onnx`,
+//! and the policies `policies/<component>.onnx` (what `package` writes). A [`Target`]
 //! overrides any of them: the target package's own components keep their
 //! artifact paths, and an explicit layout maps names to paths.
 

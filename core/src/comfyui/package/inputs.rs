@@ -18,10 +18,8 @@ pub fn words(text: &str) -> Vec<String> {
     let mut word_run = false;
     for c in text.to_lowercase().chars() {
         let is_word = c.is_alphanumeric() || c == '_';
-        if c.is_whitespace() || (!current.is_empty() && is_word != word_run) {
-            if !current.is_empty() {
-                out.push(std::mem::take(&mut current));
-            }
+        if (c.is_whitespace() || is_word != word_run) && !current.is_empty() {
+            out.push(std::mem::take(&mut current));
         }
         if !c.is_whitespace() {
             word_run = is_word;
