@@ -361,7 +361,6 @@ fn copy_components(from: &Path, to: &Path) {
     }
 }
 
-
 #[test]
 fn txt2img_lowers_validates_and_reproduces_the_reference() {
     let Some(shared) = support::shared() else {

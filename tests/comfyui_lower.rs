@@ -139,7 +139,7 @@ fn the_example_diffusion_packages_are_the_lowered_graphs() {
         let target = Target::from_package(&dir).expect("the example package");
         let l = lowered(&pattern(graph), &target);
         let want = std::fs::read_to_string(dir.join("inference_metadata.yaml"))
-        .expect("the example document");
+            .expect("the example document");
         assert_eq!(
             wfstudio_schema::emit::to_yaml(&l.document),
             want,

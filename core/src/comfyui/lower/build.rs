@@ -91,12 +91,7 @@ fn component(artifact: &str, inputs: Value, outputs: Value, contract: Option<Val
 }
 
 fn policy(name: &str, inputs: Value, outputs: Value, contract: Option<Value>) -> Value {
-    component(
-        &format!("policies/{name}.onnx"),
-        inputs,
-        outputs,
-        contract,
-    )
+    component(&format!("policies/{name}.onnx"), inputs, outputs, contract)
 }
 
 fn invoke(component: &str, inputs: Value, outputs: Value) -> Value {
