@@ -15,5 +15,5 @@ pub mod proto {
 }
 
 pub use builder::{Dim, GraphBuilder};
-pub use model::{ModelError, is_textproto, model_bytes, parse_textproto, read_model};
+pub use model::{ModelError, is_textproto, model_bytes, parse_textproto, read_model, to_textproto};
 pub use signature::{Port, PortDim, Signature};

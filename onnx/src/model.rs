@@ -38,6 +38,11 @@ pub fn parse_textproto(text: &str) -> Result<ModelProto, String> {
     protobuf::text_format::parse_from_str::<ModelProto>(text).map_err(|e| e.to_string())
 }
 
+/// `model` as protobuf TextFormat (what `.onnx.textproto` files hold).
+pub fn to_textproto(model: &ModelProto) -> String {
+    protobuf::text_format::print_to_string_pretty(model)
+}
+
 /// The serialized model bytes of the file at `path` (TextFormat re-encoded).
 pub fn model_bytes(path: &Path) -> Result<Vec<u8>, ModelError> {
     if is_textproto(path) {
