@@ -13,7 +13,7 @@ use anyhow::Context;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use wfstudio_core::comfyui::import::{ApiOf, api_of};
-use wfstudio_core::comfyui::package::{Models, PackageOptions, write_package};
+use wfstudio_core::comfyui::package::{DEFAULT_RECIPE, Models, PackageOptions, write_package};
 use wfstudio_core::comfyui::{NodeDefs, lower, read};
 use wfstudio_schema::{Diagnostic, DocPath};
 
@@ -161,7 +161,8 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
             for note in &written.notes {
                 eprintln!("note: {note}");
             }
-            report_lowering(&lowered);
+            let encoded = written.notes.is_empty().then(|| out.join(DEFAULT_RECIPE));
+            report_lowering(&lowered, encoded.as_deref());
             Ok(ExitCode::SUCCESS)
         }
         Ok(lowered) => {
@@ -176,7 +177,7 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
                     .with_context(|| format!("writing {}", path.display()))?,
                 None => print!("{yaml}"),
             }
-            report_lowering(&lowered);
+            report_lowering(&lowered, None);
             Ok(ExitCode::SUCCESS)
         }
         Err(refusals) => {
@@ -220,10 +221,14 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The lowering's prompts, notes and ignored nodes, on standard error.
-fn report_lowering(lowered: &lower::Lowered) {
+/// The lowering's prompts, notes and ignored nodes, on standard error;
+/// `recipe` names where the prompts were written encoded, if anywhere.
+fn report_lowering(lowered: &lower::Lowered, recipe: Option<&Path>) {
     for (input, text) in &lowered.prompts {
-        eprintln!("prompt: {input} <- {text:?} (tokenize it into that input)");
+        match recipe {
+            Some(recipe) => eprintln!("prompt: {input} <- {text:?} (encoded in {})", recipe.display()),
+            None => eprintln!("prompt: {input} <- {text:?} (tokenize it into that input)"),
+        }
     }
     for note in &lowered.notes {
         eprintln!("note: {note}");
