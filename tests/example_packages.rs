@@ -59,7 +59,8 @@ fn is_reference_recipe(relative: &Path) -> bool {
 fn the_diffusion_examples_are_what_the_importer_writes() {
     let mut stale = Vec::new();
     for (graph, package) in DIFFUSION {
-        let out = std::env::temp_dir().join(format!("wfstudio-example-{package}-{}", std::process::id()));
+        let out =
+            std::env::temp_dir().join(format!("wfstudio-example-{package}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&out);
         let pattern = support::fixtures().join(format!("comfyui/patterns/{graph}.api.json"));
         let (code, _, stderr) = support::run_wfstudio(&[

@@ -124,19 +124,26 @@ def timestep_of_sigma(sigma):
     return (1.0 - w) * low + w * high
 
 
-def schedule(spacing, steps):
+def schedule(spacing, steps, sigmas=None, sigma_of_t=sigma_of_t, timestep_of_sigma=timestep_of_sigma):
+    """ComfyUI's scheduler `spacing` over `steps` steps, with a final 0 (float64).
+
+    The model sampling defaults to the discrete SD 1.x table above; another one
+    (flow matching, say) passes its own ascending sigma table `sigmas` and its
+    `sigma_of_t` / `timestep_of_sigma` (timesteps on the table's 0..1000 scale)."""
+    table = SIGMAS if sigmas is None else np.asarray(sigmas, dtype=np.float64)
+    sigma_min, sigma_max = table[0], table[-1]
     if spacing == "normal":
-        ts = np.linspace(timestep_of_sigma(SIGMA_MAX), timestep_of_sigma(SIGMA_MIN), steps)
+        ts = np.linspace(timestep_of_sigma(sigma_max), timestep_of_sigma(sigma_min), steps)
         sig = [sigma_of_t(t) for t in ts]
     elif spacing == "karras":
         ramp = np.linspace(0.0, 1.0, steps)
-        lo, hi = SIGMA_MIN ** (1 / 7), SIGMA_MAX ** (1 / 7)
+        lo, hi = sigma_min ** (1 / 7), sigma_max ** (1 / 7)
         sig = list((hi + ramp * (lo - hi)) ** 7)
     elif spacing == "simple":
-        ss = len(SIGMAS) / steps
-        sig = [SIGMAS[-(1 + int(x * ss))] for x in range(steps)]
+        ss = len(table) / steps
+        sig = [table[-(1 + int(x * ss))] for x in range(steps)]
     elif spacing == "exponential":
-        sig = list(np.exp(np.linspace(math.log(SIGMA_MAX), math.log(SIGMA_MIN), steps)))
+        sig = list(np.exp(np.linspace(math.log(sigma_max), math.log(sigma_min), steps)))
     else:
         raise ValueError(f"unsupported scheduler {spacing!r}")
     return np.asarray(list(sig) + [0.0], dtype=np.float64)

@@ -26,7 +26,8 @@ fn smiley_latent() -> Vec<f32> {
     for y in 0..8 {
         for x in 0..8 {
             let face = ((x as f32 - 3.5).hypot(y as f32 - 3.5)) < 3.7;
-            let feature = matches!((y, x), (2, 2) | (2, 5) | (4, 1) | (4, 6)) || (y == 5 && (2..6).contains(&x));
+            let feature = matches!((y, x), (2, 2) | (2, 5) | (4, 1) | (4, 6))
+                || (y == 5 && (2..6).contains(&x));
             let at = |c: usize| c * 64 + y * 8 + x;
             if face && !feature {
                 latent[at(0)] = 1.0;
@@ -61,10 +62,19 @@ pub fn denoise() -> Vec<ModelFile> {
     let latent = g.input("latent", DataType::FLOAT, &latent_dims);
     let weights = g.f32s(&mix, &[3, 4, 1, 1]);
     let scales = g.vec_f32(&[1.0, 1.0, 4.0, 4.0]);
-    let up = g.op_with("Resize", &[&latent, "", &scales], &[("mode", Attr::Str("nearest".into()))]);
+    let up = g.op_with(
+        "Resize",
+        &[&latent, "", &scales],
+        &[("mode", Attr::Str("nearest".into()))],
+    );
     let rgb = g.op("Conv", &[&up, &weights]);
     let image = g.op("Tanh", &[&rgb]);
-    g.output(&image, "image", DataType::FLOAT, &[named("batch"), fixed(3), fixed(32), fixed(32)]);
+    g.output(
+        &image,
+        "image",
+        DataType::FLOAT,
+        &[named("batch"), fixed(3), fixed(32), fixed(32)],
+    );
     vec![
         ("tiny-denoise/denoiser/model.onnx", denoiser),
         ("tiny-denoise/decoder/model.onnx", g.to_bytes()),
@@ -76,7 +86,9 @@ pub fn denoise() -> Vec<ModelFile> {
 pub fn tone() -> Vec<ModelFile> {
     const RATE: f32 = 16000.0;
     const CHUNK: usize = 1600;
-    let scale = [261.63f32, 293.66, 329.63, 349.23, 392.0, 440.0, 493.88, 523.25];
+    let scale = [
+        261.63f32, 293.66, 329.63, 349.23, 392.0, 440.0, 493.88, 523.25,
+    ];
     let mut g = GraphBuilder::new("synth", PRODUCER);
     let step = g.input("step", DataType::INT64, &[fixed(1)]);
     let phase = g.input("phase", DataType::FLOAT, &[fixed(1)]);
@@ -97,7 +109,12 @@ pub fn tone() -> Vec<ModelFile> {
     let turn = g.op("Mul", &[&omega, &advance]);
     let unwrapped = g.op("Add", &[&phase, &turn]);
     let next = g.op_with("Mod", &[&unwrapped, &two_pi], &[("fmod", Attr::Int(1))]);
-    g.output(&chunk, "chunk", DataType::FLOAT, &[fixed(1), fixed(1), fixed(CHUNK as i64)]);
+    g.output(
+        &chunk,
+        "chunk",
+        DataType::FLOAT,
+        &[fixed(1), fixed(1), fixed(CHUNK as i64)],
+    );
     g.output(&next, "next_phase", DataType::FLOAT, &[fixed(1)]);
     vec![("tiny-tone/synth/model.onnx.textproto", text(g))]
 }
@@ -123,8 +140,9 @@ pub fn words() -> Vec<ModelFile> {
     let eos = 2i64;
     let mut successor = vec![eos; VOCAB.len()];
     successor[1] = 3; // <bos> -> hello
-    for id in 3..VOCAB.len() - 1 {
-        successor[id] = id as i64 + 1;
+    // Each word of the sentence (ids 3..) leads to the next; "." to <eos>.
+    for (id, next) in successor.iter_mut().enumerate().take(VOCAB.len() - 1).skip(3) {
+        *next = id as i64 + 1;
     }
     let mut g = GraphBuilder::new("next_word", PRODUCER);
     let word = g.input("word", DataType::INT64, &[fixed(1), fixed(1)]);

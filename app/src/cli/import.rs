@@ -226,7 +226,10 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
 fn report_lowering(lowered: &lower::Lowered, recipe: Option<&Path>) {
     for (input, text) in &lowered.prompts {
         match recipe {
-            Some(recipe) => eprintln!("prompt: {input} <- {text:?} (encoded in {})", recipe.display()),
+            Some(recipe) => eprintln!(
+                "prompt: {input} <- {text:?} (encoded in {})",
+                recipe.display()
+            ),
             None => eprintln!("prompt: {input} <- {text:?} (tokenize it into that input)"),
         }
     }

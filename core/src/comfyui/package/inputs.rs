@@ -127,7 +127,7 @@ pub fn default_recipe(
         "inputs": Value::Object(inputs),
         "outputs": {},
     });
-    let mut text = serde_json::to_string_pretty(&recipe).map_err(|e| e.to_string())?;
+    let mut text = serde_json::to_string(&recipe).map_err(|e| e.to_string())?;
     text.push('\n');
     Ok((text, notes))
 }
@@ -136,7 +136,8 @@ pub fn default_recipe(
 pub const PICTURE_SIZE: usize = 64;
 
 /// Recipe tensors (`{dtype, shape, data}`) for the document's picture
-/// inputs (role `media`, float rank 4): a colour gradient in [0, 1] for
+/// inputs (role `media`, float rank 4): a colour gradient in [0, 1) (steps
+/// of 1/64, short in JSON) for
 /// three channels, a centred square for a one-channel mask.
 pub fn generated_pictures(document: &Value) -> Map<String, Value> {
     let inputs = document
@@ -156,7 +157,7 @@ pub fn generated_pictures(document: &Value) -> Map<String, Value> {
         for c in 0..channels as usize {
             for y in 0..n {
                 for x in 0..n {
-                    let (fx, fy) = (x as f64 / (n - 1) as f64, y as f64 / (n - 1) as f64);
+                    let (fx, fy) = (x as f64 / n as f64, y as f64 / n as f64);
                     let v = if channels == 1 {
                         let inside =
                             (n / 4..3 * n / 4).contains(&x) && (n / 4..3 * n / 4).contains(&y);
