@@ -141,7 +141,12 @@ pub fn words() -> Vec<ModelFile> {
     let mut successor = vec![eos; VOCAB.len()];
     successor[1] = 3; // <bos> -> hello
     // Each word of the sentence (ids 3..) leads to the next; "." to <eos>.
-    for (id, next) in successor.iter_mut().enumerate().take(VOCAB.len() - 1).skip(3) {
+    for (id, next) in successor
+        .iter_mut()
+        .enumerate()
+        .take(VOCAB.len() - 1)
+        .skip(3)
+    {
         *next = id as i64 + 1;
     }
     let mut g = GraphBuilder::new("next_word", PRODUCER);
