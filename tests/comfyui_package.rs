@@ -411,6 +411,25 @@ fn bad_models_folders_and_destinations_are_refused_before_anything_is_written() 
     }
     assert!(!out.exists(), "nothing is written");
 
+    // A file is never replaced by a package, not even with --force.
+    let file = out.with_extension("file");
+    std::fs::write(&file, "mine").expect("write");
+    let (code, _, stderr) = wf(&[
+        "import-comfyui",
+        s(&support::fixtures().join("comfyui/txt2img-sd15.api.json")),
+        "--package-out",
+        s(&file),
+        "--stand-in-models",
+        "--force",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains(&format!("{} exists and is not a folder", file.display())),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).expect("kept"), "mine");
+    let _ = std::fs::remove_file(&file);
+
     // A non-empty destination needs --force.
     std::fs::create_dir_all(&out).expect("mkdir");
     std::fs::write(out.join("keep.txt"), "mine").expect("write");

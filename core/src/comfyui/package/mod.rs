@@ -72,6 +72,9 @@ pub enum PackageError {
     /// The destination exists, is not empty, and `force` was not given.
     #[error("{0} exists and is not empty (use --force to replace it)")]
     NotEmpty(PathBuf),
+    /// The destination exists and is not a folder.
+    #[error("{0} exists and is not a folder")]
+    NotAFolder(PathBuf),
     /// The models folder lacks components the document needs.
     #[error("the models folder {dir} has no file for: {}", .missing.join(", "))]
     Missing {
@@ -125,6 +128,9 @@ pub fn write_package(
     options: &PackageOptions,
     encode: Option<inputs::Encode<'_>>,
 ) -> Result<Written, PackageError> {
+    if out.exists() && !out.is_dir() {
+        return Err(PackageError::NotAFolder(out.to_path_buf()));
+    }
     if out.exists() && !options.force && !is_empty_dir(out)? {
         return Err(PackageError::NotEmpty(out.to_path_buf()));
     }
@@ -312,12 +318,7 @@ fn replace(staging: &Path, out: &Path) -> Result<(), PackageError> {
         let old = staging.with_extension("old");
         std::fs::rename(out, &old).map_err(io(out))?;
         std::fs::rename(staging, out).map_err(io(out))?;
-        if old.is_dir() {
-            std::fs::remove_dir_all(&old).map_err(io(&old))?;
-        } else {
-            std::fs::remove_file(&old).map_err(io(&old))?;
-        }
-        Ok(())
+        std::fs::remove_dir_all(&old).map_err(io(&old))
     } else {
         std::fs::rename(staging, out).map_err(io(out))
     }
