@@ -122,33 +122,6 @@ fn no_lowered_component_reuses_an_input_name_for_an_output() {
 }
 
 #[test]
-fn the_example_diffusion_packages_are_the_lowered_graphs() {
-    // fixtures/examples/tiny-{img2img,inpaint,advanced,controlnet,sdxl,flow}
-    // hold components of the default layout and recipes with numpy
-    // references (runner_fixtures runs them); each document is exactly what
-    // the importer writes.
-    for (graph, package) in [
-        ("img2img", "tiny-img2img"),
-        ("inpaint", "tiny-inpaint"),
-        ("ksampler-advanced", "tiny-advanced"),
-        ("controlnet", "tiny-controlnet"),
-        ("sdxl", "tiny-sdxl"),
-        ("flow-sd3", "tiny-flow"),
-    ] {
-        let dir = support::fixtures().join(format!("examples/{package}"));
-        let target = Target::from_package(&dir).expect("the example package");
-        let l = lowered(&pattern(graph), &target);
-        let want = std::fs::read_to_string(dir.join("inference_metadata.yaml"))
-            .expect("the example document");
-        assert_eq!(
-            wfstudio_schema::emit::to_yaml(&l.document),
-            want,
-            "regenerate: wfstudio import-comfyui fixtures/comfyui/patterns/{graph}.api.json --package fixtures/examples/{package}"
-        );
-    }
-}
-
-#[test]
 fn ksampler_advanced_takes_its_start_and_end_steps_as_inputs() {
     let l = lowered(&pattern("ksampler-advanced"), &Target::default());
     assert_eq!(default_of(&l, "request.start_step"), &json!(2));
