@@ -411,6 +411,50 @@ fn bad_models_folders_and_destinations_are_refused_before_anything_is_written() 
     }
     assert!(!out.exists(), "nothing is written");
 
+    // A models folder whose file is a symbolic link (to weights elsewhere):
+    // the package gets the file itself, hard-linked or copied.
+    std::fs::copy(
+        corpus.join("denoiser/model.onnx.textproto"),
+        out.with_extension("weights"),
+    )
+    .expect("weights");
+    std::fs::remove_file(models.join("denoiser/model.onnx.textproto")).expect("rm");
+    std::os::unix::fs::symlink(
+        out.with_extension("weights"),
+        models.join("denoiser/model.onnx.textproto"),
+    )
+    .expect("symlink");
+    let (code, _, stderr) = wf(&[
+        "import-comfyui",
+        s(&graph),
+        "--package-out",
+        s(&out),
+        "--models",
+        s(&models),
+        "--link",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!out.join("denoiser/model.onnx.textproto").is_symlink());
+    let (code, stdout, stderr) = wf(&["check", s(&out)]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    std::fs::remove_dir_all(&out).expect("rm");
+    let _ = std::fs::remove_file(out.with_extension("weights"));
+
+    // A scheduler the synthesis does not make is refused by the lowering.
+    let beta = out.with_extension("beta.json");
+    std::fs::write(&beta, txt2img_with("euler", "beta").to_string()).expect("graph");
+    let (code, stdout, _) = wf(&[
+        "import-comfyui",
+        s(&beta),
+        "--package-out",
+        s(&out),
+        "--stand-in-models",
+    ]);
+    assert_eq!(code, 1);
+    assert!(stdout.contains("input `scheduler`"), "{stdout}");
+    assert!(!out.exists());
+    let _ = std::fs::remove_file(&beta);
+
     // A file is never replaced by a package, not even with --force.
     let file = out.with_extension("file");
     std::fs::write(&file, "mine").expect("write");

@@ -153,10 +153,13 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
             );
             if args.link {
                 let files = written.taken.len() + written.extras.len();
-                eprintln!(
-                    "linked {} of {files} files (hard links; the others were copied: another file system)",
-                    written.linked
-                );
+                match files - written.linked {
+                    0 => eprintln!("hard-linked all {files} files"),
+                    copied => eprintln!(
+                        "hard-linked {} of {files} files; {copied} copied (another file system)",
+                        written.linked
+                    ),
+                }
             }
             for note in &written.notes {
                 eprintln!("note: {note}");

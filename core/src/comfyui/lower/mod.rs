@@ -36,17 +36,7 @@ use recognise::{Plan, Window};
 use serde_json::Value;
 use std::collections::BTreeSet;
 
-/// Samplers the solver-step policy contract names.
-pub const SAMPLERS: &[&str] = &["euler", "euler_ancestral", "ddim", "dpmpp_2m"];
-/// Schedules the diffusion-schedule policy contract names.
-pub const SCHEDULES: &[&str] = &[
-    "normal",
-    "simple",
-    "karras",
-    "exponential",
-    "ddim_uniform",
-    "beta",
-];
+pub use crate::comfyui::synth::sampling::{SAMPLERS, SCHEDULES};
 /// Classes that save or preview an image.
 const IMAGE_SINKS: &[&str] = &["SaveImage", "PreviewImage"];
 

@@ -27,7 +27,7 @@ pub enum Models {
     Folder {
         /// The folder.
         dir: PathBuf,
-        /// Symbolic links instead of copies.
+        /// Hard links instead of copies.
         link: bool,
     },
 }
@@ -312,16 +312,24 @@ fn staging_dir(out: &Path) -> Result<PathBuf, PackageError> {
     })
 }
 
-/// Moves the finished `staging` folder to `out`, replacing what is there.
+/// Moves the finished `staging` folder to `out`. An existing `out` is first
+/// moved aside under a name of this write's own; if the new package cannot
+/// take its place the old one is put back.
 fn replace(staging: &Path, out: &Path) -> Result<(), PackageError> {
-    if out.exists() {
-        let old = staging.with_extension("old");
-        std::fs::rename(out, &old).map_err(io(out))?;
-        std::fs::rename(staging, out).map_err(io(out))?;
-        std::fs::remove_dir_all(&old).map_err(io(&old))
-    } else {
-        std::fs::rename(staging, out).map_err(io(out))
+    if !out.exists() {
+        return std::fs::rename(staging, out).map_err(io(out));
     }
+    let mut aside = staging.as_os_str().to_owned();
+    aside.push(".replaced");
+    let aside = PathBuf::from(aside);
+    std::fs::rename(out, &aside).map_err(io(out))?;
+    if let Err(e) = std::fs::rename(staging, out) {
+        let _ = std::fs::rename(&aside, out);
+        return Err(io(out)(e));
+    }
+    // The new package is in place; a leftover old copy is only untidy.
+    let _ = std::fs::remove_dir_all(&aside);
+    Ok(())
 }
 
 /// Copies `file` to `target`, or hard-links it when `link` (a symbolic
@@ -329,6 +337,9 @@ fn replace(staging: &Path, out: &Path) -> Result<(), PackageError> {
 /// where a hard link cannot be made, across file systems, it is copied).
 /// Returns whether it was linked.
 fn place(file: &Path, target: &Path, link: bool) -> Result<bool, PackageError> {
+    // A symbolic link in the models folder is followed: the package gets
+    // the file it points to, the one whose ports were checked.
+    let file = &std::fs::canonicalize(file).map_err(io(file))?;
     if link && std::fs::hard_link(file, target).is_ok() {
         return Ok(true);
     }

@@ -4,6 +4,14 @@
 //! of flow-matching models, and the schedulers that pick a run's sigmas
 //! (Karras et al. 2022 for `karras` and `exponential`).
 
+/// The samplers the synthesized `solver_step` implements (the lowering
+/// refuses others).
+pub const SAMPLERS: &[&str] = &["euler", "euler_ancestral", "ddim", "dpmpp_2m"];
+
+/// The schedulers the synthesized `diffusion_schedule` implements (the
+/// lowering refuses others).
+pub const SCHEDULES: &[&str] = &["normal", "simple", "karras", "exponential", "ddim_uniform"];
+
 /// How a model maps noise levels to its timestep input.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ModelSampling {
