@@ -336,6 +336,34 @@ fn synthesized_solvers_match_an_independent_numpy_reference() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+#[test]
+fn a_models_folders_policy_for_another_schedule_is_synthesized_anew() {
+    let root = scratch("stale-policies");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    let write = |name: &str, scheduler: &str, extra: &[&str]| {
+        let graph = root.join(format!("{name}.json"));
+        std::fs::write(&graph, txt2img_with("euler", scheduler).to_string()).expect("graph");
+        let dir = root.join(name);
+        let mut args = vec!["import-comfyui", s(&graph), "--package-out", s(&dir)];
+        args.extend_from_slice(extra);
+        let (code, _, stderr) = wf(&args);
+        assert_eq!(code, 0, "{stderr}");
+        (dir, stderr)
+    };
+    let (normal, _) = write("normal", "normal", &["--stand-in-models"]);
+    let (karras, _) = write("karras", "karras", &["--stand-in-models"]);
+    let models = normal.to_str().expect("utf-8").to_string();
+    let (mixed, stderr) = write("mixed", "karras", &["--models", &models]);
+    // The schedule policies and the solver record the scheduler: made anew;
+    // the others are the folder's.
+    assert!(stderr.contains("3 policies synthesized"), "{stderr}");
+    let read =
+        |dir: &Path| std::fs::read(dir.join("policies/diffusion_schedule.onnx")).expect("policy");
+    assert_eq!(read(&mixed), read(&karras));
+    assert_ne!(read(&mixed), read(&normal));
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");
     for entry in std::fs::read_dir(from).expect("read_dir") {

@@ -16,6 +16,8 @@ pub struct Target {
     /// Artifact paths that replace the default layout's, by component name
     /// (the target's own components, then any explicit layout).
     pub artifacts: BTreeMap<String, String>,
+    /// Its components' contract parameters, by component name.
+    pub parameters: BTreeMap<String, Value>,
 }
 
 impl Target {
@@ -39,9 +41,20 @@ impl Target {
                 Some((name.clone(), artifact.to_string()))
             })
             .collect();
+        let parameters = value
+            .pointer("/pipeline/workflow/components")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(name, c)| {
+                let parameters = c.pointer("/contract/parameters")?;
+                Some((name.clone(), parameters.clone()))
+            })
+            .collect();
         Ok(Target {
             adapters: value.get("adapters").cloned(),
             artifacts,
+            parameters,
         })
     }
 

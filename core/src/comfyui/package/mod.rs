@@ -153,7 +153,10 @@ pub fn write_package(
     let mut missing = Vec::new();
     let mut mismatches = Vec::new();
     for (name, component) in &components {
-        let own = folder.as_ref().and_then(|f| f.file_of(name));
+        let own = folder
+            .as_ref()
+            .filter(|f| !synth::is_policy(name) || f.policy_fits(name, component))
+            .and_then(|f| f.file_of(name));
         if let Some(bytes) = synthesized.remove(name).filter(|_| own.is_none()) {
             written.synthesized.push(name.clone());
             files.push((
@@ -352,6 +355,8 @@ struct ModelsFolder {
     dir: PathBuf,
     /// Artifact paths its own document gives, by component.
     declared: std::collections::BTreeMap<String, String>,
+    /// Its document's contract parameters, by component.
+    parameters: std::collections::BTreeMap<String, Value>,
 }
 
 impl ModelsFolder {
@@ -362,16 +367,30 @@ impl ModelsFolder {
                 reason: "not a folder".into(),
             });
         }
-        let declared = crate::comfyui::lower::Target::from_package(dir)
-            .map_err(|reason| PackageError::Io {
+        let target = crate::comfyui::lower::Target::from_package(dir).map_err(|reason| {
+            PackageError::Io {
                 path: dir.to_path_buf(),
                 reason,
-            })?
-            .artifacts;
+            }
+        })?;
         Ok(ModelsFolder {
             dir: dir.to_path_buf(),
-            declared,
+            declared: target.artifacts,
+            parameters: target.parameters,
         })
+    }
+
+    /// Whether the folder's own `policy` was made for `lowered` (the
+    /// component as lowered): every contract parameter the folder declares
+    /// has the lowered value (a schedule for another sampler, scheduler or
+    /// step count is not kept).
+    fn policy_fits(&self, policy: &str, lowered: &Value) -> bool {
+        let Some(own) = self.parameters.get(policy).and_then(Value::as_object) else {
+            return true;
+        };
+        let wanted = lowered.pointer("/contract/parameters");
+        own.iter()
+            .all(|(key, value)| wanted.and_then(|w| w.get(key)) == Some(value))
     }
 
     /// The relative paths tried for `component`, in order.
