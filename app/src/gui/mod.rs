@@ -3,6 +3,7 @@
 
 mod audio_player;
 mod inputs_form;
+mod previews;
 mod run_job;
 mod run_panel;
 mod screenshot;

@@ -9,8 +9,9 @@
 //! calls whose inputs did not change since the previous run (the canvas
 //! marks those steps), unless asked to run every call.
 
+use super::previews::{MediaState, previews, texture};
 use super::run_job::{Finished, RunJob, RunMessage, RunSpec};
-use crate::output_media::{Media, png_bytes, wav_bytes};
+use crate::output_media::Media;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -18,19 +19,6 @@ use wfstudio_editor::Studio;
 use wfstudio_editor::canvas::RunOverlay;
 use wfstudio_runner::reuse::ReuseCache;
 use wfstudio_runner::{Device, Event};
-
-/// What the output previews keep between frames.
-#[derive(Default)]
-struct MediaState {
-    /// Image textures per output, one per batch row.
-    textures: BTreeMap<String, Vec<egui::TextureHandle>>,
-    /// Video players per output.
-    videos: BTreeMap<String, super::video_player::VideoPlayer>,
-    /// Audio playback (one output at a time).
-    audio: super::audio_player::AudioPlayer,
-    /// Why the last Play made no sound.
-    audio_note: Option<String>,
-}
 
 /// Where a run stands.
 #[derive(Default)]
@@ -435,93 +423,6 @@ impl RunPanel {
     }
 }
 
-/// The output previews, the selected output first.
-fn previews(
-    ui: &mut egui::Ui,
-    finished: &Finished,
-    media: &mut MediaState,
-    zoom: f32,
-    selected: Option<&str>,
-) {
-    let mut keys: Vec<&String> = finished.media.keys().collect();
-    if let Some(first) = selected {
-        keys.sort_by_key(|k| k.as_str() != first);
-    }
-    let zoom = if zoom > 0.0 { zoom } else { 4.0 };
-    for key in keys {
-        let tensor = &finished.output.outputs[key];
-        ui.strong(format!("{key}: {:?} {:?}", tensor.dtype(), tensor.shape));
-        match &finished.media[key] {
-            Media::Image(rows) => {
-                for (b, handle) in media.textures.get(key).into_iter().flatten().enumerate() {
-                    let size = handle.size_vec2() * zoom;
-                    ui.add(egui::Image::new((handle.id(), size)));
-                    if ui
-                        .small_button(format!("Save {key} row {b} as PNG…"))
-                        .clicked()
-                        && let Some(file) = rfd::FileDialog::new()
-                            .set_file_name(format!("{key}.png"))
-                            .save_file()
-                        && let Ok(bytes) = png_bytes(&rows[b])
-                    {
-                        let _ = wfstudio_schema::save::write_atomic(&file, &bytes);
-                    }
-                }
-            }
-            Media::Audio {
-                channels,
-                rate,
-                samples,
-            } => {
-                waveform(ui, *channels, samples);
-                ui.label(format!(
-                    "{channels} ch, {rate} Hz, {:.2} s",
-                    samples.len() as f64 / (*channels).max(1) as f64 / f64::from(*rate)
-                ));
-                ui.horizontal(|ui| {
-                    if media.audio.is_playing() {
-                        if ui.small_button("⏹ Stop").clicked() {
-                            media.audio.stop();
-                        }
-                        ui.ctx()
-                            .request_repaint_after(std::time::Duration::from_millis(200));
-                    } else if ui.small_button("▶ Play").clicked() {
-                        media.audio_note = media.audio.play(*channels, *rate, samples).err();
-                    }
-                    if ui.small_button("Save WAV…").clicked()
-                        && let Some(file) = rfd::FileDialog::new()
-                            .set_file_name(format!("{key}.wav"))
-                            .save_file()
-                        && let Ok(bytes) = wav_bytes(*channels, *rate, samples)
-                    {
-                        let _ = wfstudio_schema::save::write_atomic(&file, &bytes);
-                    }
-                });
-                if let Some(note) = &media.audio_note {
-                    ui.weak(note);
-                }
-            }
-            Media::Video(rows) => {
-                if let Some(player) = media.videos.get_mut(key.as_str()) {
-                    player.show(ui, key, rows, zoom);
-                }
-            }
-            Media::Tensor => {}
-        }
-    }
-}
-
-/// A picture as a texture that zooms without blur (nearest-neighbour), as
-/// every preview shows pixels.
-pub(super) fn texture(
-    ctx: &egui::Context,
-    name: String,
-    rgb: &wfstudio_runner::media::Rgb8,
-) -> egui::TextureHandle {
-    let image = egui::ColorImage::from_rgb([rgb.width, rgb.height], &rgb.pixels);
-    ctx.load_texture(name, image, egui::TextureOptions::NEAREST)
-}
-
 /// Recipe files in the package's `recipes/` folder, sorted.
 fn recipes(document: &Path) -> Vec<PathBuf> {
     let Some(folder) = document.parent().map(|p| p.join("recipes")) else {
@@ -609,37 +510,6 @@ fn overlay(finished: &Finished) -> RunOverlay {
             })
             .collect(),
         ..RunOverlay::default()
-    }
-}
-
-/// A min/max waveform of the first channel, one column per pixel.
-fn waveform(ui: &mut egui::Ui, channels: usize, samples: &[f32]) {
-    let (rect, _) = ui.allocate_exact_size(
-        egui::vec2(ui.available_width().min(280.0), 80.0),
-        egui::Sense::hover(),
-    );
-    let painter = ui.painter_at(rect);
-    painter.rect_filled(rect, 2.0, ui.visuals().extreme_bg_color);
-    let mono: Vec<f32> = samples.iter().step_by(channels.max(1)).copied().collect();
-    let columns = rect.width() as usize;
-    if mono.is_empty() || columns == 0 {
-        return;
-    }
-    let color = ui.visuals().selection.stroke.color;
-    for x in 0..columns {
-        let chunk = &mono[x * mono.len() / columns
-            ..((x + 1) * mono.len() / columns)
-                .max(x * mono.len() / columns + 1)
-                .min(mono.len())];
-        let (lo, hi) = chunk
-            .iter()
-            .fold((0f32, 0f32), |(lo, hi), s| (lo.min(*s), hi.max(*s)));
-        let px = rect.left() + x as f32;
-        let y = |v: f32| rect.center().y - v.clamp(-1.0, 1.0) * rect.height() / 2.0;
-        painter.line_segment(
-            [egui::pos2(px, y(hi)), egui::pos2(px, y(lo))],
-            egui::Stroke::new(1.0, color),
-        );
     }
 }
 

@@ -29,7 +29,7 @@ impl VideoPlayer {
                 row.iter()
                     .enumerate()
                     .map(|(f, rgb)| {
-                        super::run_panel::texture(ctx, format!("{key}.{b}.frame{f}"), rgb)
+                        super::previews::texture(ctx, format!("{key}.{b}.frame{f}"), rgb)
                     })
                     .collect()
             })
