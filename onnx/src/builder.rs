@@ -32,8 +32,6 @@ pub enum Attr {
     Int(i64),
     /// A list of integers.
     Ints(Vec<i64>),
-    /// One float.
-    Float(f32),
     /// A string.
     Str(String),
 }
@@ -197,10 +195,6 @@ fn attribute(name: &str, value: &Attr) -> AttributeProto {
         Attr::Ints(v) => {
             a.ints = v.clone();
             a.set_type(AttributeType::INTS);
-        }
-        Attr::Float(f) => {
-            a.set_f(*f);
-            a.set_type(AttributeType::FLOAT);
         }
         Attr::Str(s) => {
             a.set_s(s.as_bytes().to_vec());

@@ -57,24 +57,7 @@ impl ModelSampling {
             _ => return None,
         })
     }
-}
 
-/// The sigma of every training timestep for a scaled-linear beta schedule,
-/// rounded to float32 as ComfyUI keeps them.
-pub fn discrete_sigmas(linear_start: f64, linear_end: f64) -> Vec<f64> {
-    let n = DISCRETE_TIMESTEPS;
-    let (a, b) = (linear_start.sqrt(), linear_end.sqrt());
-    let mut alpha_cumprod = 1.0;
-    (0..n)
-        .map(|i| {
-            let root = a + (b - a) * i as f64 / (n - 1) as f64;
-            alpha_cumprod *= 1.0 - root * root;
-            f64::from((((1.0 - alpha_cumprod) / alpha_cumprod).sqrt()) as f32)
-        })
-        .collect()
-}
-
-impl ModelSampling {
     /// Entries of the model's sigma table.
     pub fn table_len(&self) -> usize {
         match self {
@@ -91,6 +74,21 @@ impl ModelSampling {
             _ => steps,
         }
     }
+}
+
+/// The sigma of every training timestep for a scaled-linear beta schedule,
+/// rounded to float32 as ComfyUI keeps them.
+pub fn discrete_sigmas(linear_start: f64, linear_end: f64) -> Vec<f64> {
+    let n = DISCRETE_TIMESTEPS;
+    let (a, b) = (linear_start.sqrt(), linear_end.sqrt());
+    let mut alpha_cumprod = 1.0;
+    (0..n)
+        .map(|i| {
+            let root = a + (b - a) * i as f64 / (n - 1) as f64;
+            alpha_cumprod *= 1.0 - root * root;
+            f64::from((((1.0 - alpha_cumprod) / alpha_cumprod).sqrt()) as f32)
+        })
+        .collect()
 }
 
 /// sigma at a fractional timestep `t`: log-linear interpolation of the table.

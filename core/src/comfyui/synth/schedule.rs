@@ -111,7 +111,6 @@ fn flow_schedule(
         "normal" | "karras" | "exponential" => {
             let first = g.f(1.0 / n);
             let sigma_min = shifted(g, &alpha, &first);
-            let one = g.f(1.0);
             let ramp: Vec<f32> = linspace(0.0, 1.0, steps)
                 .iter()
                 .map(|r| *r as f32)
@@ -120,12 +119,14 @@ fn flow_schedule(
             match family.scheduler.as_str() {
                 "normal" => {
                     // Timesteps evenly spaced from sigma_max (1) to sigma_min.
+                    let one = g.f(1.0);
                     let span = g.op("Sub", &[&sigma_min, &one]);
                     let step = g.op("Mul", &[&ramp, &span]);
                     let t = g.op("Add", &[&one, &step]);
                     shifted(g, &alpha, &t)
                 }
                 "karras" => {
+                    let one = g.f(1.0);
                     let inv_rho = g.f(1.0 / 7.0);
                     let rho = g.f(7.0);
                     let min_inv = g.op("Pow", &[&sigma_min, &inv_rho]);
