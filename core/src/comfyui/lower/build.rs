@@ -4,8 +4,12 @@
 //! setup and body grow with the plan (img2img window, inpaint mask,
 //! ControlNet, SDXL conditioning, flow-matching shift, LoRA selection).
 
+use super::parts::{
+    Steps, component, contract, hidden, invoke, latent, media, one, one_of, opaque_literal,
+    parameter, picture, policy, row, runtime, tokens,
+};
 use super::recognise::{FlowShift, LatentSource, Plan, Prompt, Window};
-use super::target::AdapterUse;
+use super::solver::solver_step;
 use crate::comfyui::synth::sampling::ModelSampling;
 use serde_json::{Map, Value, json};
 
@@ -17,107 +21,6 @@ pub(super) struct Built {
     pub document: Value,
     pub prompts: Vec<(String, String)>,
     pub provenance: Provenance,
-}
-
-/// A tensor contract; `aligned` adds the request-aligned batch layout.
-pub(super) fn contract(dtype: &str, shape: Value, aligned: bool) -> Value {
-    let rank = shape.as_array().map_or(0, Vec::len);
-    let mut c = json!({"dtype": dtype, "rank": rank, "shape": shape});
-    if aligned {
-        c["batch_layout"] = json!({"kind": "request_aligned", "axis": 0});
-    }
-    c
-}
-
-fn latent() -> Value {
-    contract(
-        "float32",
-        json!(["batch", "channels", "latent_height", "latent_width"]),
-        true,
-    )
-}
-
-fn picture(channels: Value) -> Value {
-    contract(
-        "float32",
-        json!(["batch", channels, "height", "width"]),
-        true,
-    )
-}
-
-fn row(dtype: &str) -> Value {
-    contract(dtype, json!(["batch"]), true)
-}
-
-fn one(dtype: &str) -> Value {
-    contract(dtype, json!([1]), false)
-}
-
-fn tokens() -> Value {
-    contract("int64", json!(["batch", "prompt_sequence"]), true)
-}
-
-fn hidden() -> Value {
-    contract(
-        "float32",
-        json!(["batch", "prompt_sequence", "hidden"]),
-        true,
-    )
-}
-
-fn runtime(role: &str) -> Value {
-    json!({"kind": "runtime", "version": "1.0", "role": role})
-}
-
-/// An input the caller may override by name; its default is the graph's value.
-fn parameter(c: Value, role: Value, name: &str, default: Value) -> Value {
-    json!({"contract": c, "role": role, "source": {"kind": "application", "name": name}, "required": false, "default": default})
-}
-
-fn opaque_literal(c: Value, default: Value) -> Value {
-    json!({"contract": c, "role": {"kind": "opaque"}, "source": {"kind": "literal"}, "required": false, "default": default})
-}
-
-fn media(c: Value) -> Value {
-    json!({"contract": c, "role": runtime("media"), "source": {"kind": "request"}, "required": true})
-}
-
-fn component(artifact: &str, inputs: Value, outputs: Value, contract: Option<Value>) -> Value {
-    let mut c = json!({"implementation": {"kind": "onnx", "artifact": artifact}, "ports": {"inputs": inputs, "outputs": outputs}});
-    if let Some(contract) = contract {
-        c["contract"] = contract;
-    }
-    c
-}
-
-fn policy(name: &str, inputs: Value, outputs: Value, contract: Option<Value>) -> Value {
-    component(&format!("policies/{name}.onnx"), inputs, outputs, contract)
-}
-
-fn invoke(component: &str, inputs: Value, outputs: Value) -> Value {
-    json!({"kind": "invoke", "component": component, "inputs": inputs, "outputs": outputs})
-}
-
-/// A step list that remembers which ComfyUI nodes each step came from.
-#[derive(Default)]
-struct Steps {
-    steps: Vec<Value>,
-    from: Vec<Vec<String>>,
-}
-
-impl Steps {
-    fn push(&mut self, step: Value, from: &[&String]) {
-        self.steps.push(step);
-        self.from.push(from.iter().map(|s| s.to_string()).collect());
-    }
-
-    fn provenance(&self, prefix: &str, out: &mut Provenance) {
-        for (i, from) in self.from.iter().enumerate() {
-            if !from.is_empty() {
-                out.push((format!("{prefix}[{i}]"), from.clone()));
-            }
-        }
-    }
 }
 
 /// Which prompt a set of conditioning values belongs to.
@@ -132,32 +35,6 @@ struct PromptSide<'a> {
     alias: &'static str,
     size_input: &'static str,
     controlled: bool,
-}
-
-/// Routes the graph's LoRAs through the target's adapters: the block, its
-/// selection inputs (after the others), the capabilities it requires and
-/// the LoRA loaders' provenance.
-pub(super) fn add_adapters(built: &mut Built, adapters: &AdapterUse) {
-    let workflow = &mut built.document["pipeline"]["workflow"];
-    if let Some(capabilities) = workflow["manifest"]["capabilities"].as_array_mut() {
-        capabilities.extend([
-            json!("parameter_adapters"),
-            json!("heterogeneous_adapter_batching"),
-        ]);
-    }
-    for (name, c, role) in adapters.selection_inputs() {
-        workflow["inputs"][name] = json!({"contract": c, "role": runtime(role), "source": {"kind": "request"}, "required": true});
-    }
-    // `adapters` goes before `pipeline`, as the schema lists them.
-    if let Some(document) = built.document.as_object_mut()
-        && let Some(pipeline) = document.remove("pipeline")
-    {
-        document.insert("adapters".into(), adapters.block.clone());
-        document.insert("pipeline".into(), pipeline);
-    }
-    built
-        .provenance
-        .push(("adapters".into(), adapters.nodes.clone()));
 }
 
 /// Builds the document for `plan`.
@@ -809,48 +686,15 @@ pub(super) fn build(plan: &Plan) -> Built {
         json!({"unconditional": latent(), "conditional": latent(), "scale": row("float32")}), json!({"estimate": latent()}),
         Some(json!({"id": "onnx-genai.guidance-combine", "version": "1", "bindings": {"unconditional": "unconditional", "conditional": "conditional", "scale": "scale", "estimate": "estimate"}}))));
     body.push(invoke("guidance_combine", json!({"unconditional": "denoiser.unconditional", "conditional": "denoiser.conditional", "scale": "request.guidance_scale"}), json!({"estimate": "denoiser.estimate"})), &[sampler]);
-    let mut solver_ports = json!({"sample": latent(), "estimate": latent(), "step": row("int64"), "schedule": schedule});
-    let mut solver_bind = json!({"sample": "latent_state", "estimate": "denoiser.estimate", "step": step_value, "schedule": "diffusion.schedule"});
-    let solver_bindings = json!({"state": "sample", "estimate": "estimate", "step": "step", "schedule": "schedule", "next_state": "next_state"});
-    let mut solver_parameters =
-        json!({"solver": s.sampler_name, "spacing": s.scheduler, "prediction": prediction});
-    if let Window::Steps { leftover_noise, .. } = s.window {
-        solver_ports["end_step"] = one("int64");
-        solver_bind["end_step"] = json!("diffusion.end_step");
-        solver_parameters["final_step"] = json!(if leftover_noise {
-            "keep_leftover_noise"
-        } else {
-            "full_denoise"
-        });
-    }
-    let mut solver_outputs = json!({"next_state": latent()});
-    let memory = s.sampler_name == "dpmpp_2m";
-    match s.sampler_name.as_str() {
-        "euler_ancestral" => {
-            solver_ports["seed"] = row("int64");
-            solver_bind["seed"] = json!("request.seed");
-        }
-        "dpmpp_2m" => {
-            solver_ports["previous"] = latent();
-            solver_ports["iteration"] = row("int64");
-            solver_bind["previous"] = json!("solver_memory");
-            solver_bind["iteration"] = json!("loop.iteration");
-            solver_outputs["denoised"] = latent();
-        }
-        _ => {}
-    }
-    components.insert("solver_step".into(), policy("solver_step", solver_ports, solver_outputs,
-        Some(json!({"id": "onnx-genai.solver-step", "version": "1", "bindings": solver_bindings, "parameters": solver_parameters}))));
     let solved = if mask.is_some() {
         "latent.solved"
     } else {
         "latent.body"
     };
-    let mut solver_out = json!({"next_state": solved});
-    if memory {
-        solver_out["denoised"] = json!("solver.denoised");
-    }
-    body.push(invoke("solver_step", solver_bind, solver_out), &[sampler]);
+    let memory = s.sampler_name == "dpmpp_2m";
+    let (solver, step) = solver_step(s, step_value, prediction, &schedule, solved);
+    components.insert("solver_step".into(), solver);
+    body.push(step, &[sampler]);
     if let Some((mask, _)) = mask {
         components.insert("masked_blend".into(), policy("masked_blend",
             json!({"solved": latent(), "source": latent(), "noise": latent(), "mask": contract("float32", json!(["batch", 1, "latent_height", "latent_width"]), true), "step": row("int64"), "schedule": schedule}),
@@ -945,8 +789,4 @@ pub(super) fn build(plan: &Plan) -> Built {
         prompts,
         provenance,
     }
-}
-
-fn one_of(n: i64) -> Value {
-    contract("float32", json!([n]), false)
 }

@@ -25,7 +25,9 @@
 
 mod build;
 mod graph;
+mod parts;
 mod recognise;
+mod solver;
 mod target;
 
 pub use recognise::denoise_start_step;
@@ -123,7 +125,7 @@ fn lower_from(g: &Graph<'_>, sink: &str, target: &Target) -> Result<Lowered, Ref
         .unwrap_or_default();
     let adapters = target::route_loras(g, &plan, target, &components)?;
     if let Some(adapters) = &adapters {
-        build::add_adapters(&mut built, adapters);
+        target::add_adapters(&mut built, adapters);
     }
     target.apply_layout(&mut built.document);
     let mut used = BTreeSet::new();

@@ -2,8 +2,9 @@
 //! the adapters it declares (top-level `adapters`), and refused without them.
 
 use super::Refusal;
-use super::build::contract;
+use super::build::Built;
 use super::graph::Graph;
+use super::parts::{contract, runtime};
 use super::recognise::Plan;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -282,4 +283,30 @@ pub(super) fn route_loras(
         nodes: plan.model.loras.iter().map(|l| l.node.clone()).collect(),
         selection,
     }))
+}
+
+/// Routes the graph's LoRAs through the target's adapters: the block, its
+/// selection inputs (after the others), the capabilities it requires and
+/// the LoRA loaders' provenance.
+pub(super) fn add_adapters(built: &mut Built, adapters: &AdapterUse) {
+    let workflow = &mut built.document["pipeline"]["workflow"];
+    if let Some(capabilities) = workflow["manifest"]["capabilities"].as_array_mut() {
+        capabilities.extend([
+            json!("parameter_adapters"),
+            json!("heterogeneous_adapter_batching"),
+        ]);
+    }
+    for (name, c, role) in adapters.selection_inputs() {
+        workflow["inputs"][name] = json!({"contract": c, "role": runtime(role), "source": {"kind": "request"}, "required": true});
+    }
+    // `adapters` goes before `pipeline`, as the schema lists them.
+    if let Some(document) = built.document.as_object_mut()
+        && let Some(pipeline) = document.remove("pipeline")
+    {
+        document.insert("adapters".into(), adapters.block.clone());
+        document.insert("pipeline".into(), pipeline);
+    }
+    built
+        .provenance
+        .push(("adapters".into(), adapters.nodes.clone()));
 }

@@ -1,0 +1,120 @@
+//! The JSON parts a lowered document is made of: tensor contracts, workflow
+//! inputs, components of the default package layout, invoke steps, and a
+//! step list that remembers which ComfyUI nodes each step came from.
+
+use super::build::Provenance;
+use serde_json::{Value, json};
+
+/// A tensor contract; `aligned` adds the request-aligned batch layout.
+pub(super) fn contract(dtype: &str, shape: Value, aligned: bool) -> Value {
+    let rank = shape.as_array().map_or(0, Vec::len);
+    let mut c = json!({"dtype": dtype, "rank": rank, "shape": shape});
+    if aligned {
+        c["batch_layout"] = json!({"kind": "request_aligned", "axis": 0});
+    }
+    c
+}
+
+pub(super) fn latent() -> Value {
+    contract(
+        "float32",
+        json!(["batch", "channels", "latent_height", "latent_width"]),
+        true,
+    )
+}
+
+pub(super) fn picture(channels: Value) -> Value {
+    contract(
+        "float32",
+        json!(["batch", channels, "height", "width"]),
+        true,
+    )
+}
+
+pub(super) fn row(dtype: &str) -> Value {
+    contract(dtype, json!(["batch"]), true)
+}
+
+pub(super) fn one(dtype: &str) -> Value {
+    contract(dtype, json!([1]), false)
+}
+
+pub(super) fn tokens() -> Value {
+    contract("int64", json!(["batch", "prompt_sequence"]), true)
+}
+
+pub(super) fn hidden() -> Value {
+    contract(
+        "float32",
+        json!(["batch", "prompt_sequence", "hidden"]),
+        true,
+    )
+}
+
+pub(super) fn runtime(role: &str) -> Value {
+    json!({"kind": "runtime", "version": "1.0", "role": role})
+}
+
+/// An input the caller may override by name; its default is the graph's value.
+pub(super) fn parameter(c: Value, role: Value, name: &str, default: Value) -> Value {
+    json!({"contract": c, "role": role, "source": {"kind": "application", "name": name}, "required": false, "default": default})
+}
+
+pub(super) fn opaque_literal(c: Value, default: Value) -> Value {
+    json!({"contract": c, "role": {"kind": "opaque"}, "source": {"kind": "literal"}, "required": false, "default": default})
+}
+
+pub(super) fn media(c: Value) -> Value {
+    json!({"contract": c, "role": runtime("media"), "source": {"kind": "request"}, "required": true})
+}
+
+pub(super) fn component(
+    artifact: &str,
+    inputs: Value,
+    outputs: Value,
+    contract: Option<Value>,
+) -> Value {
+    let mut c = json!({"implementation": {"kind": "onnx", "artifact": artifact}, "ports": {"inputs": inputs, "outputs": outputs}});
+    if let Some(contract) = contract {
+        c["contract"] = contract;
+    }
+    c
+}
+
+pub(super) fn policy(name: &str, inputs: Value, outputs: Value, contract: Option<Value>) -> Value {
+    component(&format!("policies/{name}.onnx"), inputs, outputs, contract)
+}
+
+pub(super) fn invoke(component: &str, inputs: Value, outputs: Value) -> Value {
+    json!({"kind": "invoke", "component": component, "inputs": inputs, "outputs": outputs})
+}
+
+/// A step list that remembers which ComfyUI nodes each step came from.
+#[derive(Default)]
+pub(super) struct Steps {
+    /// The steps.
+    pub steps: Vec<Value>,
+    from: Vec<Vec<String>>,
+}
+
+impl Steps {
+    /// Appends `step`, made from the nodes `from`.
+    pub(super) fn push(&mut self, step: Value, from: &[&String]) {
+        self.steps.push(step);
+        self.from.push(from.iter().map(|s| s.to_string()).collect());
+    }
+
+    /// Each step's nodes, by document path under `prefix`.
+    pub(super) fn provenance(&self, prefix: &str, out: &mut Provenance) {
+        for (i, from) in self.from.iter().enumerate() {
+            if !from.is_empty() {
+                out.push((format!("{prefix}[{i}]"), from.clone()));
+            }
+        }
+    }
+}
+
+/// A fixed-length float vector contract.
+pub(super) fn one_of(n: i64) -> Value {
+    contract("float32", json!([n]), false)
+}
