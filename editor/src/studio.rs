@@ -8,18 +8,16 @@ use crate::comfy_panel::{ComfyAction, ComfyPanel};
 use crate::diagnostics::{self, DiagnosticAction};
 use crate::document::OpenDocument;
 use crate::inspector::{self, InspectorState};
-use crate::palette::{self, PaletteState};
+use crate::palette::PaletteState;
 use crate::worker::{Job, Outcome, Worker};
 use crate::yaml_view::{self, YamlState};
-use egui::{Key, KeyboardShortcut, Modifiers};
+use egui::Key;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use wfstudio_core::comfyui::package::Models;
-use wfstudio_core::edit::templates::{self, NewItem};
-use wfstudio_core::edit::{Command, top_level_steps, tree, values};
+use wfstudio_core::edit::Command;
 use wfstudio_schema::DocPath;
-use wfstudio_schema::path::Segment;
 
 /// Which view fills the centre.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,7 +43,7 @@ pub struct Studio {
     /// The open document, if any.
     pub doc: Option<OpenDocument>,
     /// Files or folders being opened.
-    opening: Vec<PathBuf>,
+    pub(crate) opening: Vec<PathBuf>,
     /// The newest status line.
     pub status: Option<Status>,
     /// Recently opened documents, newest first.
@@ -54,30 +52,30 @@ pub struct Studio {
     pub selection: Vec<DocPath>,
     /// The centre tab.
     pub tab: Tab,
-    canvas: CanvasState,
-    inspector: InspectorState,
-    yaml: YamlState,
-    palette: PaletteState,
-    search: Option<String>,
-    clipboard: Vec<Value>,
-    confirm_close: bool,
+    pub(crate) canvas: CanvasState,
+    pub(crate) inspector: InspectorState,
+    pub(crate) yaml: YamlState,
+    pub(crate) palette: PaletteState,
+    pub(crate) search: Option<String>,
+    pub(crate) clipboard: Vec<Value>,
+    pub(crate) confirm_close: bool,
     /// A file to open once the user has said what to do with unsaved edits.
     /// A ComfyUI graph to lower again for a package folder, once the user
     /// has said what to do with unsaved edits.
-    relower_for: Option<PathBuf>,
-    replace_with: Option<PathBuf>,
+    pub(crate) relower_for: Option<PathBuf>,
+    pub(crate) replace_with: Option<PathBuf>,
     /// Set once the user agreed to close (the app then closes the window).
     pub close_confirmed: bool,
     /// Dark theme on.
     pub dark: bool,
     /// The revision whose recovery copy was last written.
-    autosaved: Option<u64>,
+    pub(crate) autosaved: Option<u64>,
     /// When the pending recovery copy is due (edits are batched).
-    autosave_due: Option<Instant>,
+    pub(crate) autosave_due: Option<Instant>,
     /// A recovery-copy job was sent and has not reported back.
-    autosave_pending: bool,
+    pub(crate) autosave_pending: bool,
     /// The config folder (recent files, recovery copies).
-    config: Option<PathBuf>,
+    pub(crate) config: Option<PathBuf>,
     /// Run progress and timing shown on the canvas (set by the run panel).
     pub run_overlay: RunOverlay,
     /// The SSA value last clicked on the canvas (a wire or a bound port),
@@ -275,7 +273,7 @@ impl Studio {
         }
     }
 
-    fn relower_now(&mut self, dir: &Path) {
+    pub(crate) fn relower_now(&mut self, dir: &Path) {
         if let Some(comfy) = &self.comfy {
             let path = comfy.source.clone();
             self.opening.push(path.clone());
@@ -286,7 +284,7 @@ impl Studio {
         }
     }
 
-    fn imported(&mut self, graph: crate::import::ImportedGraph) {
+    pub(crate) fn imported(&mut self, graph: crate::import::ImportedGraph) {
         let _ = crate::recent::remember(self.config.as_deref(), &mut self.recent, &graph.source);
         let mut panel = ComfyPanel::new(&graph);
         let name = graph.source.display();
@@ -320,7 +318,7 @@ impl Studio {
         self.comfy = Some(panel);
     }
 
-    fn receive(&mut self) {
+    pub(crate) fn receive(&mut self) {
         for outcome in self.worker.poll() {
             match outcome {
                 Outcome::Imported { requested, result } => {
@@ -434,7 +432,7 @@ impl Studio {
     /// Keeps the crash-recovery copy in step with the unsaved state: written
     /// [`AUTOSAVE_DELAY`] after the last edit, removed once saved (or undone
     /// back to the saved state). Returns when it next needs a frame.
-    fn autosave(&mut self) -> Option<Duration> {
+    pub(crate) fn autosave(&mut self) -> Option<Duration> {
         let doc = self.doc.as_ref()?;
         let revision = doc.history.revision();
         if !doc.history.is_dirty() {
@@ -520,248 +518,7 @@ impl Studio {
         }
     }
 
-    fn shortcuts(&mut self, ctx: &egui::Context) {
-        let pressed = |ctx: &egui::Context, modifiers, key| {
-            ctx.input_mut(|i| i.consume_shortcut(&KeyboardShortcut::new(modifiers, key)))
-        };
-        let typing = ctx.egui_wants_keyboard_input();
-        if pressed(ctx, Modifiers::COMMAND | Modifiers::SHIFT, Key::Z)
-            || pressed(ctx, Modifiers::COMMAND, Key::Y)
-        {
-            self.redo();
-        }
-        if pressed(ctx, Modifiers::COMMAND, Key::Z) {
-            self.undo();
-        }
-        if pressed(ctx, Modifiers::COMMAND, Key::S) {
-            self.save(None);
-        }
-        if pressed(ctx, Modifiers::COMMAND, Key::O) {
-            self.pick_and_open(false);
-        }
-        if pressed(ctx, Modifiers::COMMAND, Key::F) {
-            self.search = Some(String::new());
-        }
-        if !typing {
-            if ctx.input_mut(|i| i.consume_key(Modifiers::NONE, Key::Delete)) {
-                self.delete_selection();
-            }
-            if ctx.input_mut(|i| i.consume_key(Modifiers::NONE, Key::F)) {
-                self.canvas.fit_pending = true;
-            }
-            let copied = ctx.input(|i| i.events.iter().any(|e| matches!(e, egui::Event::Copy)));
-            if copied || pressed(ctx, Modifiers::COMMAND, Key::C) {
-                self.copy(ctx);
-            }
-            let pasted = ctx.input(|i| i.events.iter().any(|e| matches!(e, egui::Event::Paste(_))));
-            if pasted || pressed(ctx, Modifiers::COMMAND, Key::V) {
-                self.paste();
-            }
-        }
-        if pressed(ctx, Modifiers::NONE, Key::Escape) {
-            self.search = None;
-            self.palette.open = false;
-        }
-    }
-
-    fn dropped_files(&mut self, ctx: &egui::Context) {
-        let dropped: Vec<PathBuf> = ctx.input(|i| {
-            i.raw
-                .dropped_files
-                .iter()
-                .map(|f| f.path().to_path_buf())
-                .collect()
-        });
-        if let Some(path) = dropped.into_iter().next() {
-            self.request_open(path);
-        }
-        // While files are dragged over the window, say what a drop does.
-        let hovering = ctx.input(|i| {
-            i.raw
-                .hovered_files
-                .first()
-                .and_then(|f| f.path.as_ref())
-                .map(|p| p.display().to_string())
-        });
-        if let Some(name) = hovering {
-            let painter = ctx.layer_painter(egui::LayerId::new(
-                egui::Order::Foreground,
-                egui::Id::new("drop_overlay"),
-            ));
-            let screen = ctx.content_rect();
-            painter.rect_filled(screen, 0.0, egui::Color32::from_black_alpha(170));
-            painter.text(
-                screen.center(),
-                egui::Align2::CENTER_CENTER,
-                format!("Drop to open {name}"),
-                egui::FontId::proportional(22.0),
-                egui::Color32::WHITE,
-            );
-        }
-    }
-
-    fn pick_and_open(&mut self, folder: bool) {
-        let dialog = rfd_dialog();
-        let picked = if folder {
-            dialog.pick_folder()
-        } else {
-            dialog.pick_file()
-        };
-        if let Some(path) = picked {
-            self.request_open(path);
-        }
-    }
-
-    fn menu_bar(&mut self, ui: &mut egui::Ui) {
-        egui::Panel::top("menu").show(ui, |ui| {
-            egui::MenuBar::new().ui(ui, |ui| {
-                ui.menu_button("File", |ui| {
-                    if ui.button("Open file…").clicked() {
-                        self.pick_and_open(false);
-                    }
-                    if ui.button("Open package folder…").clicked() {
-                        self.pick_and_open(true);
-                    }
-                    ui.menu_button("Open recent", |ui| {
-                        for path in self.recent.clone() {
-                            if ui.button(path.display().to_string()).clicked() {
-                                self.request_open(path);
-                            }
-                        }
-                    });
-                    ui.separator();
-                    let has_doc = self.doc.is_some();
-                    if ui.add_enabled(has_doc, egui::Button::new("Save")).clicked() {
-                        self.save(None);
-                    }
-                    if ui
-                        .add_enabled(has_doc, egui::Button::new("Save as…"))
-                        .clicked()
-                        && let Some(target) = rfd_dialog().save_file()
-                    {
-                        self.save(Some(&target));
-                    }
-                    let imported = has_doc && self.comfy.is_some();
-                    if ui
-                        .add_enabled(imported, egui::Button::new("Save as package…"))
-                        .clicked()
-                    {
-                        self.open_package_dialog();
-                    }
-                });
-                ui.menu_button("Edit", |ui| {
-                    let undo = self
-                        .doc
-                        .as_ref()
-                        .and_then(|d| d.history.undo_label())
-                        .map(str::to_string);
-                    let redo = self
-                        .doc
-                        .as_ref()
-                        .and_then(|d| d.history.redo_label())
-                        .map(str::to_string);
-                    if ui
-                        .add_enabled(
-                            undo.is_some(),
-                            egui::Button::new(format!("Undo {}", undo.unwrap_or_default())),
-                        )
-                        .clicked()
-                    {
-                        self.undo();
-                    }
-                    if ui
-                        .add_enabled(
-                            redo.is_some(),
-                            egui::Button::new(format!("Redo {}", redo.unwrap_or_default())),
-                        )
-                        .clicked()
-                    {
-                        self.redo();
-                    }
-                    if ui.button("Add invoke…").clicked() {
-                        self.palette.open = true;
-                    }
-                    ui.menu_button("Add", |ui| {
-                        for item in NewItem::ALL {
-                            if ui.button(item.label()).clicked() {
-                                self.add_item(item);
-                            }
-                        }
-                    });
-                    if ui.button("Delete selection").clicked() {
-                        self.delete_selection();
-                    }
-                });
-                ui.menu_button("View", |ui| {
-                    if ui.button("Fit to view (F)").clicked() {
-                        self.canvas.fit_pending = true;
-                    }
-                    if ui.button("Find… (Ctrl+F)").clicked() {
-                        self.search = Some(String::new());
-                    }
-                    let theme = if self.dark {
-                        "Light theme"
-                    } else {
-                        "Dark theme"
-                    };
-                    if ui.button(theme).clicked() {
-                        self.dark = !self.dark;
-                    }
-                });
-                ui.separator();
-                ui.selectable_value(&mut self.tab, Tab::Graph, "Graph");
-                ui.selectable_value(&mut self.tab, Tab::Yaml, "YAML");
-            });
-        });
-    }
-
-    fn status_bar(&mut self, ui: &mut egui::Ui) {
-        egui::Panel::bottom("status").show(ui, |ui| {
-            ui.horizontal(|ui| {
-                if !self.opening.is_empty() {
-                    ui.spinner();
-                    ui.label("opening…");
-                }
-                if let Some(status) = &self.status {
-                    if status.error {
-                        ui.colored_label(
-                            crate::style::severity_color(wfstudio_schema::Severity::Error),
-                            &status.text,
-                        );
-                    } else {
-                        ui.label(&status.text);
-                    }
-                }
-            });
-        });
-    }
-
-    fn welcome(&mut self, ui: &mut egui::Ui) {
-        egui::CentralPanel::default().show(ui, |ui| {
-            ui.vertical_centered(|ui| {
-                ui.add_space(60.0);
-                ui.heading("Workflow Studio");
-                ui.label("Open an inference_metadata.yaml, a package folder or a ComfyUI graph (.json, .png, .webp), or drop one here.");
-                if ui.button("Open file…").clicked() {
-                    self.pick_and_open(false);
-                }
-                if ui.button("Open package folder…").clicked() {
-                    self.pick_and_open(true);
-                }
-                if !self.recent.is_empty() {
-                    ui.add_space(20.0);
-                    ui.strong("Recent");
-                    for path in self.recent.clone() {
-                        if ui.link(path.display().to_string()).clicked() {
-                            self.request_open(path);
-                        }
-                    }
-                }
-            });
-        });
-    }
-
-    fn side_panels(&mut self, ui: &mut egui::Ui) {
+    pub(crate) fn side_panels(&mut self, ui: &mut egui::Ui) {
         let Some(doc) = &self.doc else { return };
         let stale = !doc.settled();
         let mut picked = None;
@@ -828,7 +585,7 @@ impl Studio {
         }
     }
 
-    fn centre(&mut self, ui: &mut egui::Ui) {
+    pub(crate) fn centre(&mut self, ui: &mut egui::Ui) {
         egui::CentralPanel::default().show(ui, |ui| match self.tab {
             Tab::Graph => self.graph_tab(ui),
             Tab::Yaml => {
@@ -846,7 +603,7 @@ impl Studio {
     }
 
     /// The ComfyUI pane and what its buttons and clicks ask for.
-    fn comfy_pane(&mut self, ui: &mut egui::Ui) {
+    pub(crate) fn comfy_pane(&mut self, ui: &mut egui::Ui) {
         let Some(comfy) = &mut self.comfy else { return };
         let revision = self.doc.as_ref().map(|d| d.history.revision());
         match comfy.show(ui, &self.selection, revision) {
@@ -874,7 +631,7 @@ impl Studio {
         }
     }
 
-    fn graph_tab(&mut self, ui: &mut egui::Ui) {
+    pub(crate) fn graph_tab(&mut self, ui: &mut egui::Ui) {
         if self.comfy.is_some() {
             let width = ui.available_width() * 0.45;
             egui::Panel::left("comfy_pane")
@@ -978,262 +735,10 @@ impl Studio {
             }
         }
     }
-
-    fn palette(&mut self, ctx: &egui::Context) {
-        if !self.palette.open {
-            return;
-        }
-        let Some(wf) = self
-            .doc
-            .as_ref()
-            .and_then(|d| d.history.document().pipeline.as_ref())
-            .map(|p| p.workflow.clone())
-        else {
-            return;
-        };
-        if let Some(component) = palette::show(ctx, &wf, &mut self.palette) {
-            let (list, index) = self.insertion_point();
-            if self.apply(&Command::AddInvoke {
-                list: list.clone(),
-                index,
-                component,
-            }) {
-                self.select_inserted(&list, index);
-            }
-        }
-    }
-
-    /// Adds a new input, output, cell, component or step from its template
-    /// and selects it.
-    pub fn add_item(&mut self, item: NewItem) {
-        let Some(wf) = self
-            .doc
-            .as_ref()
-            .and_then(|d| d.history.document().pipeline.as_ref())
-        else {
-            return;
-        };
-        let at = self.insertion_point();
-        let (command, path) = templates::add(&wf.workflow, item, Some(at));
-        if self.apply(&command) {
-            self.selection = vec![path];
-        }
-    }
-
-    /// Selects the step just inserted into `list` at `index` (clamped).
-    fn select_inserted(&mut self, list: &DocPath, index: usize) {
-        let Some(doc) = &self.doc else { return };
-        let root = tree::to_value(doc.history.document());
-        let len = tree::get(&root, list)
-            .and_then(Value::as_array)
-            .map_or(0, Vec::len);
-        if len > 0 {
-            self.selection = vec![list.index(index.min(len - 1))];
-        }
-    }
-
-    /// Where new steps go: after the last selected step, else at the end of
-    /// the top-level steps.
-    fn insertion_point(&self) -> (DocPath, usize) {
-        for path in self.selection.iter().rev() {
-            if let Some(Segment::Index(i)) = path.segments().last()
-                && path
-                    .parent()
-                    .last_key()
-                    .is_some_and(|k| k == "steps" || k == "setup")
-            {
-                return (path.parent(), i + 1);
-            }
-        }
-        (top_level_steps(), usize::MAX)
-    }
-
-    /// Deletes every selected item as one undo step (later items first, so
-    /// earlier indices stay valid).
-    pub fn delete_selection(&mut self) {
-        let mut paths = self.selection.clone();
-        paths.sort_by_key(|p| std::cmp::Reverse(sort_key(p)));
-        if paths.is_empty() {
-            return;
-        }
-        let commands = paths
-            .into_iter()
-            .map(|path| Command::Remove { path })
-            .collect();
-        if self.apply(&Command::Batch {
-            label: "Delete selection".into(),
-            commands,
-        }) {
-            self.selection.clear();
-        }
-    }
-
-    /// Copies the selected steps (as YAML to the system clipboard too).
-    pub fn copy(&mut self, ctx: &egui::Context) {
-        let Some(doc) = &self.doc else { return };
-        let root = tree::to_value(doc.history.document());
-        self.clipboard = self
-            .selection
-            .iter()
-            .filter(|p| p.to_string().contains(".steps["))
-            .filter_map(|p| tree::get(&root, p).cloned())
-            .collect();
-        if !self.clipboard.is_empty() {
-            ctx.copy_text(wfstudio_schema::emit::to_yaml(&Value::Array(
-                self.clipboard.clone(),
-            )));
-            self.say(format!("Copied {} steps", self.clipboard.len()), false);
-        }
-    }
-
-    /// Pastes copied steps after the selection; invoke outputs get fresh
-    /// value names so single assignment holds.
-    pub fn paste(&mut self) {
-        let Some(doc) = &self.doc else { return };
-        let Some(wf) = doc
-            .history
-            .document()
-            .pipeline
-            .as_ref()
-            .map(|p| &p.workflow)
-        else {
-            return;
-        };
-        if self.clipboard.is_empty() {
-            return;
-        }
-        let mut taken = values::value_names(wf);
-        let (list, mut index) = self.insertion_point();
-        let mut commands = Vec::new();
-        for step in &self.clipboard {
-            let mut step = step.clone();
-            if let Some(outputs) = step.get_mut("outputs").and_then(Value::as_object_mut) {
-                for value in outputs.values_mut() {
-                    if let Some(name) = value.as_str() {
-                        let fresh = values::fresh_name(name, &taken);
-                        taken.insert(fresh.clone());
-                        *value = Value::String(fresh);
-                    }
-                }
-            }
-            commands.push(Command::Insert {
-                list: list.clone(),
-                index,
-                value: step,
-            });
-            index = index.saturating_add(1);
-        }
-        self.apply(&Command::Batch {
-            label: format!("Paste {} steps", commands.len()),
-            commands,
-        });
-    }
-
-    fn close_prompt(&mut self, ctx: &egui::Context) {
-        let dirty = self.doc.as_ref().is_some_and(|d| d.history.is_dirty());
-        if ctx.input(|i| i.viewport().close_requested()) && dirty && !self.close_confirmed {
-            ctx.send_viewport_cmd(egui::ViewportCommand::CancelClose);
-            self.confirm_close = true;
-        }
-        if !self.confirm_close {
-            return;
-        }
-        egui::Modal::new(egui::Id::new("close_prompt")).show(ctx, |ui| {
-            ui.heading("Unsaved changes");
-            ui.label("Save the document before closing?");
-            ui.horizontal(|ui| {
-                if ui.button("Save").clicked() {
-                    self.save(None);
-                    // A failed save keeps the window (and the edits) open.
-                    if !self.is_dirty() {
-                        self.finish_close(ctx);
-                    }
-                }
-                if ui.button("Discard").clicked() {
-                    self.discard_recovery();
-                    self.finish_close(ctx);
-                }
-                if ui.button("Cancel").clicked() {
-                    self.confirm_close = false;
-                }
-            });
-        });
-    }
-
-    /// The user threw the unsaved edits away: so does the recovery copy.
-    fn discard_recovery(&mut self) {
-        if let Some(doc) = &self.doc {
-            let _ = crate::autosave::discard(self.config.as_deref(), &doc.path);
-        }
-    }
-
-    fn is_dirty(&self) -> bool {
-        self.doc.as_ref().is_some_and(|d| d.history.is_dirty())
-    }
-
-    /// Opens `path` from a user action (menu, recent list, drop): with
-    /// unsaved edits, asks first.
-    fn request_open(&mut self, path: PathBuf) {
-        if self.is_dirty() {
-            self.replace_with = Some(path);
-        } else {
-            self.open(&path);
-        }
-    }
-
-    /// "Save changes before …?" while a [`Self::request_open`] or a
-    /// [`Self::lower_for_package`] waits.
-    fn replace_prompt(&mut self, ctx: &egui::Context) {
-        let (what, relower) = match (&self.replace_with, &self.relower_for) {
-            (Some(next), _) => (format!("opening {}", next.display()), false),
-            (None, Some(dir)) => (format!("lowering again for {}", dir.display()), true),
-            (None, None) => return,
-        };
-        let current = self
-            .doc
-            .as_ref()
-            .map(|d| d.path.display().to_string())
-            .unwrap_or_default();
-        let verb = if relower { "lower" } else { "open" };
-        let mut proceed = false;
-        egui::Modal::new(egui::Id::new("replace_prompt")).show(ctx, |ui| {
-            ui.heading("Unsaved changes");
-            ui.label(format!("Save the changes to {current} before {what}?"));
-            ui.horizontal(|ui| {
-                if ui.button(format!("Save and {verb}")).clicked() {
-                    self.save(None);
-                    proceed = !self.is_dirty();
-                }
-                if ui.button(format!("Discard and {verb}")).clicked() {
-                    self.discard_recovery();
-                    proceed = true;
-                }
-                if ui.button("Cancel").clicked() {
-                    self.replace_with = None;
-                    self.relower_for = None;
-                }
-            });
-        });
-        if proceed {
-            if relower {
-                if let Some(dir) = self.relower_for.take() {
-                    self.relower_now(&dir);
-                }
-            } else if let Some(next) = self.replace_with.take() {
-                self.open(&next);
-            }
-        }
-    }
-
-    fn finish_close(&mut self, ctx: &egui::Context) {
-        self.confirm_close = false;
-        self.close_confirmed = true;
-        ctx.send_viewport_cmd(egui::ViewportCommand::Close);
-    }
 }
 
 /// "3 min ago"-style age of a Unix timestamp.
-fn age(unix: u64) -> String {
+pub(crate) fn age(unix: u64) -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(unix, |d| d.as_secs());
@@ -1242,17 +747,6 @@ fn age(unix: u64) -> String {
         s if s < 7200 => format!("{} min ago", s / 60),
         s => format!("{} h ago", s / 3600),
     }
-}
-
-/// A comparable key for a document path (indices numerically).
-fn sort_key(path: &DocPath) -> Vec<(usize, String)> {
-    path.segments()
-        .into_iter()
-        .map(|s| match s {
-            Segment::Index(i) => (i, String::new()),
-            Segment::Key(k) => (0, k),
-        })
-        .collect()
 }
 
 /// The file dialog, starting in the current folder.
