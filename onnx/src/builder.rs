@@ -116,6 +116,11 @@ impl GraphBuilder {
         self.i64s(&[value], &[])
     }
 
+    /// A uint64 scalar (rank 0) initializer.
+    pub fn scalar_u64(&mut self, value: u64) -> String {
+        self.initializer(DataType::UINT64, &[], value.to_le_bytes().to_vec())
+    }
+
     /// A float32 vector initializer.
     pub fn vec_f32(&mut self, values: &[f32]) -> String {
         self.f32s(values, &[values.len() as i64])

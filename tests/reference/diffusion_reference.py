@@ -31,22 +31,23 @@ What is recomputed (batch 1, Euler, the stand-in components aside):
   spacing, prediction, model_sampling, steps) and every input not in the
   recipe from its `default:` in inference_metadata.yaml.
 * Schedules: `discrete` (SD 1.x / SDXL) sigma table, schedulers and
-  fractional timesteps from tests/reference/sampler_reference.py; flow
+  nearest-index timesteps from tests/reference/sampler_reference.py; flow
   matching (`sd3`): the table `sigma_k = a t_k / (1 + (a - 1) t_k)`,
   `t_k = k / 1000` (k = 1..1000, `a` the shift input), the same schedulers
   over it (`normal` spaces the times evenly from 1 to sigma_min), timesteps
   `sigma * 1000`.  A final 0 closes every schedule.
 * Noise: the `onnx-genai.counter-rng` counter hash + Box-Muller (from
   sampler_reference.py), offset `package.rng_offset`; contract parameter
-  `scale: initial_sigma` scales it by sqrt(1 + sigma_0^2) (epsilon) or
-  sigma_0 (flow) where the loop starts from the noise; `unit` leaves it.
+  `scale: initial_sigma` scales it by first_sample_scale(sigma_0) (epsilon:
+  sqrt(1 + sigma_0^2) at sigma_max, else sigma_0) or sigma_0 (flow) where
+  the loop starts from the noise; `unit` leaves it.
 * Windows: `denoise_window` start = steps - round_half_even(steps * denoise)
   (float32 product), iterations = steps - start; `step_window` last_end =
   min(end, steps), iterations = max(last_end - start, 0), and the solver's
   `final_step: full_denoise` steps to sigma 0 where step + 1 == last_end.
   The loop runs step = iteration + start.
 * Start latent (windowed runs): add_noise(source, noise, sigma[start]) with
-  epsilon `source + sigma * noise`, flow `sigma * noise + (1 - sigma) *
+  epsilon `source + first_sample_scale(sigma) * noise`, flow `sigma * noise + (1 - sigma) *
   source`; source = vae_encoder(image) (img2img), vae_encoder(inpaint
   pixels) (inpaint) or zeros (empty latent).
 * Inpainting: pixels = where(mask > threshold, masked_value, image); latent
@@ -220,10 +221,12 @@ def schedules(pkg, family, value):
     return np.asarray(sigmas, F32).astype(np.float64), np.asarray(timesteps, F32)
 
 
-def add_noise(prediction, latent, noise, sigma):
+def add_noise(prediction, latent, noise, sigma, first=False):
+    """The latent noised to sigma; the run's first sample of an epsilon model
+    takes ComfyUI's first_sample_scale(sigma) in place of sigma."""
     if prediction == "flow":
         return sigma * noise + (1.0 - sigma) * latent
-    return latent + sigma * noise
+    return latent + (sr.first_sample_scale(sigma) if first else sigma) * noise
 
 
 def max_pool(x, size, stride, pad=0):
@@ -326,11 +329,11 @@ def reference(pkg_dir, inputs, controlled=("positive", "negative")):
         source = np.zeros_like(noise, dtype=F32)
     if source is not None:
         source = source.astype(np.float64)
-        x = add_noise(prediction, source, noise, sigmas[start])
+        x = add_noise(prediction, source, noise, sigmas[start], first=True)
     else:
         noise_scale = pkg.params("latent_noise")["scale"]
         if noise_scale == "initial_sigma":
-            x = noise * (sigmas[0] if prediction == "flow" else math.sqrt(1.0 + sigmas[0] ** 2))
+            x = noise * (sigmas[0] if prediction == "flow" else sr.first_sample_scale(sigmas[0]))
         else:
             x = noise
     x = x.astype(F32).astype(np.float64)

@@ -9,22 +9,23 @@ formulas, and onnxruntime is used only to run the three model files
 
     python tests/reference/sampler_reference.py PACKAGE_DIR OUT_DIR
 
-writes OUT_DIR/latent.npy (float32 [1, C, h, w]) and OUT_DIR/image.npy.
+writes OUT_DIR/latent.npy (float32 [batch, C, h, w]) and OUT_DIR/image.npy.
 
-Formulas implemented (batch 1, txt2img, full denoise, epsilon prediction):
+Formulas implemented (txt2img, full denoise, epsilon prediction; the batch is
+the recipe prompts' rows, each row its own noise):
 
 * ComfyUI `ModelSamplingDiscrete` (SD1.x "scaled_linear" betas): sigma table
   stored as float32, `sigma(t)` by log-linear interpolation and `timestep(sigma)`
-  by the inverse lookup (comfy/model_sampling.py).
+  the nearest table index (comfy/model_sampling.py).
 * Schedulers `normal`, `karras` (Karras et al. 2022, rho = 7), `simple` and
   `exponential` (comfy/samplers.py, k-diffusion sampling.py), each with a final 0.
 * Noise: the counter-hash + Box-Muller generator of the `onnx-genai.counter-rng`
-  contract (int64 LCG hash of (seed, offset, element index)).
+  contract (SplitMix64 of (seed, offset, element index)).
 * Classifier-free guidance: uncond + (cond - uncond) * cfg.
 * Solvers from k-diffusion sampling.py: `euler` (also used for ComfyUI's
   `ddim`), `euler_ancestral` (eta = 1, get_ancestral_step) and `dpmpp_2m`.
 * Model input scaling for epsilon models: x / sqrt(sigma^2 + 1); the initial
-  latent is noise * sqrt(1 + sigma_max^2).
+  latent is noise * sqrt(1 + sigma_0^2) where sigma_0 is sigma_max, else noise * sigma_0.
 
 Only the standard library, numpy and onnxruntime are needed; the package's
 inference_metadata.yaml is read with a tiny indentation-based lookup so that
@@ -114,14 +115,8 @@ def sigma_of_t(t):
 
 
 def timestep_of_sigma(sigma):
-    log_sigma = math.log(sigma)
-    dists = log_sigma - LOG_SIGMAS
-    nonneg = np.nonzero(dists >= 0)[0]
-    low = int(min(max(nonneg[-1] if len(nonneg) else 0, 0), len(SIGMAS) - 2))
-    high = low + 1
-    w = (LOG_SIGMAS[low] - log_sigma) / (LOG_SIGMAS[low] - LOG_SIGMAS[high])
-    w = min(max(w, 0.0), 1.0)
-    return (1.0 - w) * low + w * high
+    """ComfyUI's ModelSamplingDiscrete.timestep: the nearest table index in log sigma."""
+    return float(np.argmin(np.abs(LOG_SIGMAS - math.log(sigma))))
 
 
 def schedule(spacing, steps, sigmas=None, sigma_of_t=sigma_of_t, timestep_of_sigma=timestep_of_sigma):
@@ -151,20 +146,42 @@ def schedule(spacing, steps, sigmas=None, sigma_of_t=sigma_of_t, timestep_of_sig
 
 # --- counter-hash noise ---------------------------------------------------------
 
-def noise(seed, offset, row):
-    m = np.int64(2 ** 31 - 1)
-    key = (np.int64(seed) % m) * np.int64(1000003) + (np.int64(offset) % m) * np.int64(9176)
-    i = np.arange(int(np.prod(row)), dtype=np.int64)
-    c1 = key + 2 * i
-    c2 = c1 + 1
+MASK64 = (1 << 64) - 1
+GOLDEN = 0x9E3779B97F4A7C15
 
-    def uniform(c):
-        h = ((c % m) * np.int64(1103515245) + np.int64(12345)) % m
-        return (h.astype(np.float32) + np.float32(0.5)) / np.float32(2.0 ** 31)
 
-    u1, u2 = uniform(c1).astype(np.float64), uniform(c2).astype(np.float64)
+def mix64(z):
+    """SplitMix64's finaliser (Steele, Lea and Flood 2014) on a uint64 array."""
+    z = z ^ (z >> np.uint64(30))
+    z = z * np.uint64(0xBF58476D1CE4E5B9)
+    z = z ^ (z >> np.uint64(27))
+    z = z * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def noise(seed, offset, row, rows=1):
+    """Standard normal noise [rows, *row]: row b's key mix(mix(seed + G) ^ offset),
+    element n = b * count + i hashed as mix(key + G * (n + 1)); the top 24 bits and
+    the 24 below them are the Box-Muller uniforms (bits + 0.5) / 2^24."""
+    seed_u = np.asarray([(seed + GOLDEN) & MASK64], dtype=np.uint64)
+    key = mix64(mix64(seed_u) ^ np.asarray([offset & MASK64], dtype=np.uint64))
+    count = int(np.prod(row))
+    n = np.arange(1, rows * count + 1, dtype=np.uint64)
+    h = mix64(key + np.uint64(GOLDEN) * n)
+    scale = np.float32(2.0 ** -24)
+    u1 = ((h >> np.uint64(40)).astype(np.float32) + np.float32(0.5)) * scale
+    u2 = (((h >> np.uint64(16)) & np.uint64(0xFFFFFF)).astype(np.float32) + np.float32(0.5)) * scale
+    u1, u2 = u1.astype(np.float64), u2.astype(np.float64)
     z = np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
-    return z.reshape((1,) + tuple(row))
+    return z.reshape((rows,) + tuple(row))
+
+
+def first_sample_scale(sigma, sigma_max=None):
+    """ComfyUI's noise_scaling for epsilon models: sqrt(1 + sigma^2) where the run
+    starts at sigma_max (math.isclose, rel_tol 1e-5, or above), else sigma."""
+    sigma_max = SIGMA_MAX if sigma_max is None else sigma_max
+    at_max = math.isclose(sigma, sigma_max, rel_tol=1e-5) or sigma > sigma_max
+    return math.sqrt(1.0 + sigma ** 2) if at_max else sigma
 
 
 # --- the sampler ----------------------------------------------------------------
@@ -181,12 +198,13 @@ def run(pkg, out_dir):
 
     steps, solver, seed, cfg = p["steps"], p["solver"], p["seed"], p["cfg"]
     sigmas = schedule(p["spacing"], steps)
-    x = noise(seed, 0, p["row"]) * math.sqrt(1.0 + sigmas[0] ** 2)
+    rows = p["ids"].shape[0]
+    x = noise(seed, 0, p["row"], rows) * first_sample_scale(sigmas[0])
     denoised_prev = None
     for i in range(steps):
         sigma, sigma_next = sigmas[i], sigmas[i + 1]
         feed = {"sample": (x / math.sqrt(sigma ** 2 + 1.0)).astype(np.float32),
-                "timestep": np.asarray([timestep_of_sigma(sigma)], dtype=np.float32)}
+                "timestep": np.full([rows], timestep_of_sigma(sigma), dtype=np.float32)}
         eps_u = denoiser.run(None, dict(feed, encoder_hidden_states=uncond))[0].astype(np.float64)
         eps_c = denoiser.run(None, dict(feed, encoder_hidden_states=cond))[0].astype(np.float64)
         d = eps_u + (eps_c - eps_u) * cfg
@@ -197,7 +215,7 @@ def run(pkg, out_dir):
             sigma_up = min(sigma_next,
                            math.sqrt(sigma_next ** 2 * (sigma ** 2 - sigma_next ** 2) / sigma ** 2))
             sigma_down = math.sqrt(sigma_next ** 2 - sigma_up ** 2)
-            x = x + d * (sigma_down - sigma) + noise(seed, i + 1, p["row"]) * sigma_up
+            x = x + d * (sigma_down - sigma) + noise(seed, i + 1, p["row"], rows) * sigma_up
         elif solver == "dpmpp_2m":
             if sigma_next == 0:
                 x = denoised

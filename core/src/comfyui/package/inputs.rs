@@ -95,13 +95,16 @@ pub type Encode<'a> = &'a dyn Fn(&str) -> Result<Vec<i64>, String>;
 /// pictures for its picture inputs and each `(input, text)` prompt encoded
 /// with `encode` (without one, prompts are left out and named in the
 /// returned notes). The prompts share one sequence length: shorter ones
-/// repeat their last id (the end-of-text token, as CLIP pads).
+/// repeat their last id (the end-of-text token, as CLIP pads). The batch is
+/// the graph's own (`EmptyLatentImage`'s `batch_size`): every row the same
+/// prompt, the noise differing row by row.
 pub fn default_recipe(
     document: &Value,
     prompts: &[(String, String)],
     encode: Option<Encode<'_>>,
 ) -> Result<(String, Vec<String>), String> {
-    let mut inputs = generated_pictures(document);
+    let rows = batch_size(document);
+    let mut inputs = generated_pictures(document, rows);
     let mut notes = Vec::new();
     let mut encoded = Vec::new();
     for (input, text) in prompts {
@@ -117,9 +120,10 @@ pub fn default_recipe(
         if let Some(&last) = ids.last() {
             ids.resize(length, last);
         }
+        let data = ids.repeat(rows);
         inputs.insert(
             input.clone(),
-            json!({"dtype": "int64", "shape": [1, ids.len()], "data": ids}),
+            json!({"dtype": "int64", "shape": [rows, length], "data": data}),
         );
     }
     let recipe = json!({
@@ -132,14 +136,25 @@ pub fn default_recipe(
     Ok((text, notes))
 }
 
+/// The graph's batch size: the `batch_size` its empty latent records, else 1.
+fn batch_size(document: &Value) -> usize {
+    document
+        .pointer("/pipeline/workflow/components/latent_row_shape/contract/parameters/batch_size")
+        .and_then(Value::as_u64)
+        .and_then(|rows| usize::try_from(rows).ok())
+        .filter(|&rows| rows > 0)
+        .unwrap_or(1)
+}
+
 /// Side of the generated pictures, in pixels (a multiple of the latent scale).
 pub const PICTURE_SIZE: usize = 64;
 
 /// Recipe tensors (`{dtype, shape, data}`) for the document's picture
 /// inputs (role `media`, float rank 4): a colour gradient in [0, 1) (steps
 /// of 1/64, short in JSON) for
-/// three channels, a centred square for a one-channel mask.
-pub fn generated_pictures(document: &Value) -> Map<String, Value> {
+/// three channels, a centred square for a one-channel mask; `rows` equal
+/// rows.
+fn generated_pictures(document: &Value, rows: usize) -> Map<String, Value> {
     let inputs = document
         .pointer("/pipeline/workflow/inputs")
         .and_then(Value::as_object);
@@ -169,9 +184,10 @@ pub fn generated_pictures(document: &Value) -> Map<String, Value> {
                 }
             }
         }
+        let data: Vec<Value> = std::iter::repeat_n(data, rows).flatten().collect();
         out.insert(
             name.clone(),
-            json!({"dtype": "float32", "shape": [1, channels, n, n], "data": data}),
+            json!({"dtype": "float32", "shape": [rows, channels, n, n], "data": data}),
         );
     }
     out

@@ -100,21 +100,14 @@ pub fn sigma_at(sigmas: &[f64], t: f64) -> f64 {
     ((1.0 - w) * sigmas[low].ln() + w * sigmas[high].ln()).exp()
 }
 
-/// The fractional timestep of `sigma`: the inverse of `sigma_at`.
-pub fn timestep_of(sigmas: &[f64], sigma: f64) -> f64 {
+/// The model's timestep for `sigma`, as ComfyUI feeds a discrete model:
+/// the index of the table entry nearest in log sigma (ties to the lower).
+pub fn nearest_timestep(sigmas: &[f64], sigma: f64) -> usize {
     let log_sigma = sigma.ln();
-    let n = sigmas.len();
-    // The last table entry whose log sigma is at most log_sigma, clamped so
-    // that it has a successor.
-    let low = sigmas
-        .iter()
-        .rposition(|s| log_sigma - s.ln() >= 0.0)
+    let distance = |s: &f64| (s.ln() - log_sigma).abs();
+    (0..sigmas.len())
+        .min_by(|&a, &b| distance(&sigmas[a]).total_cmp(&distance(&sigmas[b])))
         .unwrap_or(0)
-        .min(n - 2);
-    let high = low + 1;
-    let (l, h) = (sigmas[low].ln(), sigmas[high].ln());
-    let w = ((l - log_sigma) / (l - h)).clamp(0.0, 1.0);
-    (1.0 - w) * low as f64 + w * high as f64
 }
 
 /// Evenly spaced values from `start` to `end` inclusive (numpy's linspace).
@@ -135,8 +128,8 @@ pub fn discrete_schedule(sigmas: &[f64], scheduler: &str, steps: usize) -> Optio
     let (sigma_min, sigma_max) = (sigmas[0], sigmas[sigmas.len() - 1]);
     let mut out = match scheduler {
         "normal" => {
-            let start = timestep_of(sigmas, sigma_max);
-            let end = timestep_of(sigmas, sigma_min);
+            let start = nearest_timestep(sigmas, sigma_max) as f64;
+            let end = nearest_timestep(sigmas, sigma_min) as f64;
             linspace(start, end, steps)
                 .into_iter()
                 .map(|t| sigma_at(sigmas, t))
@@ -206,11 +199,13 @@ mod tests {
     }
 
     #[test]
-    fn timesteps_invert_sigmas() {
+    fn timesteps_are_the_nearest_table_index() {
         let s = discrete_sigmas(0.00085, 0.012);
-        for t in [0.0, 1.5, 250.25, 998.0, 999.0] {
-            assert!(close(timestep_of(&s, sigma_at(&s, t)), t, 1e-9), "{t}");
+        for (t, nearest) in [(0.0, 0), (1.4, 1), (1.6, 2), (250.25, 250), (998.7, 999)] {
+            assert_eq!(nearest_timestep(&s, sigma_at(&s, t)), nearest, "{t}");
         }
+        assert_eq!(nearest_timestep(&s, 1e3), 999);
+        assert_eq!(nearest_timestep(&s, 1e-6), 0);
     }
 
     #[test]

@@ -6,7 +6,8 @@
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
 use super::sampling::{
-    ModelSampling, ddim_uniform_indices, discrete_schedule, linspace, simple_indices, timestep_of,
+    ModelSampling, ddim_uniform_indices, discrete_schedule, linspace, nearest_timestep,
+    simple_indices,
 };
 use wfstudio_onnx::builder::Attr;
 
@@ -17,15 +18,15 @@ pub fn sigmas(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError
 }
 
 /// `diffusion_timesteps`: the model's timestep for each of the `steps`
-/// sigmas (the fractional training timestep for discrete models, sigma
-/// times the multiplier for flow models).
+/// sigmas: for discrete models the nearest training timestep, the integer
+/// ComfyUI feeds them; for flow models sigma times the multiplier.
 pub fn timesteps(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {
     let out = match &family.sampling {
         ModelSampling::Discrete { sigmas } => {
             let schedule = constant_schedule(g, family, sigmas)?;
             let ts: Vec<f32> = schedule[..family.run_steps()]
                 .iter()
-                .map(|s| timestep_of(sigmas, *s) as f32)
+                .map(|s| nearest_timestep(sigmas, *s) as f32)
                 .collect();
             g.b.vec_f32(&ts)
         }
