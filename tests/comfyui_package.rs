@@ -426,6 +426,91 @@ fn a_models_folders_policy_for_another_schedule_is_synthesized_anew() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+#[test]
+fn a_models_external_data_comes_with_it_and_bad_locations_are_refused() {
+    if !support::runtime_available() {
+        return;
+    }
+    let Some(python) = support::python() else {
+        return;
+    };
+    let root = scratch("external-data");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    let graph = root.join("txt2img.json");
+    std::fs::write(&graph, txt2img_with("euler", "normal").to_string()).expect("graph");
+    let (stand_ins, stand_ins_out) = (root.join("stand-ins"), root.join("stand-ins-out"));
+    import_check_run(&graph, &stand_ins, &stand_ins_out, &[]);
+    // The same denoiser, its weights moved to denoiser/weights.bin.
+    let models = root.join("models");
+    copy_dir(&stand_ins, &models);
+    let save_external = |location: &str| {
+        // onnx writes only locations inside the folder: others are recorded
+        // afterwards, as a hostile file would.
+        let script = "import onnx, sys\nm = onnx.load(sys.argv[1])\nonnx.save_model(m, sys.argv[1], save_as_external_data=True, all_tensors_to_one_file=True, location='weights.bin', size_threshold=0)\nm = onnx.load(sys.argv[1], load_external_data=False)\nfor t in m.graph.initializer:\n    for e in t.external_data:\n        if e.key == 'location': e.value = sys.argv[2]\nopen(sys.argv[1], 'wb').write(m.SerializeToString())";
+        let status = std::process::Command::new(&python)
+            .args(["-c", script])
+            .arg(models.join("denoiser/model.onnx"))
+            .arg(location)
+            .output()
+            .expect("python runs");
+        assert!(
+            status.status.success(),
+            "{}",
+            String::from_utf8_lossy(&status.stderr)
+        );
+    };
+    save_external("weights.bin");
+    let import = |out: &Path| {
+        wf(&[
+            "import-comfyui",
+            s(&graph),
+            "--package-out",
+            s(out),
+            "--models",
+            s(&models),
+            "--force",
+        ])
+    };
+    let (package, out) = (root.join("package"), root.join("package-out"));
+    let (code, _, stderr) = import(&package);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("external data taken with the models: denoiser/weights.bin"),
+        "{stderr}"
+    );
+    assert!(package.join("denoiser/weights.bin").is_file());
+    let (code, stdout, stderr) = wf(&["run", s(&package), "--out", s(&out)]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert_eq!(
+        std::fs::read(out.join("latent.npy")).expect("latent"),
+        std::fs::read(stand_ins_out.join("latent.npy")).expect("latent"),
+        "the denoiser with external data gives another latent"
+    );
+    // A missing data file, and one outside the model's folder.
+    std::fs::remove_file(models.join("denoiser/weights.bin")).expect("rm");
+    let refused = root.join("refused");
+    let (code, _, stderr) = import(&refused);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("its external data `weights.bin` is missing"),
+        "{stderr}"
+    );
+    std::fs::copy(
+        stand_ins.join("denoiser/model.onnx"),
+        models.join("denoiser/model.onnx"),
+    )
+    .expect("copy");
+    save_external("../outside.bin");
+    let (code, _, stderr) = import(&refused);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("its external data `../outside.bin` leaves the model's folder"),
+        "{stderr}"
+    );
+    assert!(!refused.exists(), "a refused package was written");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");
     for entry in std::fs::read_dir(from).expect("read_dir") {

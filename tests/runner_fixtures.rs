@@ -374,9 +374,7 @@ fn a_rerun_reuses_only_the_calls_whose_inputs_did_not_change() {
         "an unchanged re-run runs nothing"
     );
     assert_eq!(
-        tokenizer
-            .decode_rows(&third.outputs["tokens"])
-            .expect("decodes"),
+        wfstudio_runner::text::decode_rows(&tokenizer, &third.outputs["tokens"]).expect("decodes"),
         ["world , this tiny model speaks one word at a time ."]
     );
 }

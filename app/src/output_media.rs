@@ -7,7 +7,7 @@
 use anyhow::Context;
 use wfstudio_runner::Tensor;
 use wfstudio_runner::media::Rgb8;
-use wfstudio_runner::text::{PackageTokenizer, TextError};
+use wfstudio_runner::text::{PackageTokenizer, TextError, decode_rows};
 use wfstudio_schema::Document;
 use wfstudio_schema::types::workflow::{OutputRole, WorkflowOutput};
 
@@ -63,7 +63,7 @@ pub fn text_of(
     tensor: &Tensor,
 ) -> Option<Result<Vec<String>, TextError>> {
     let tokenizer = tokenizer?;
-    is_tokens(document, key).then(|| tokenizer.decode_rows(tensor))
+    is_tokens(document, key).then(|| decode_rows(tokenizer, tensor))
 }
 
 /// The media form of output `key` (`image`, `audio.row.1`, ...) of `document`.

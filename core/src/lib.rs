@@ -10,6 +10,7 @@ pub mod edit;
 pub mod fix;
 pub mod graph;
 pub mod identity;
+pub mod text;
 pub mod validate;
 
 pub use validate::{Options, Report, validate};

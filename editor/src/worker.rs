@@ -234,7 +234,7 @@ pub fn run(job: Job) -> Outcome {
             let result = serde_json::to_value(&job.document)
                 .map_err(|e| e.to_string())
                 .and_then(|value| {
-                    write_package(&value, &job.out, &job.options, None).map_err(|e| e.to_string())
+                    write_package(&value, &job.out, &job.options).map_err(|e| e.to_string())
                 });
             Outcome::PackageWritten {
                 out: job.out,

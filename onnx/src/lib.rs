@@ -1,10 +1,11 @@
 //! ONNX models for Workflow Studio: the protobuf types generated from the
 //! `onnx` wheel's `onnx.proto`, reading a model file (binary or TextFormat),
-//! building graphs in code (`builder`), and reading a model's typed ports
-//! (`signature`).
+//! building graphs in code (`builder`), reading a model's typed ports
+//! (`signature`) and the external-data files it needs (`external`).
 
 pub mod builder;
 pub mod dtype;
+pub mod external;
 pub mod model;
 pub mod signature;
 
@@ -15,5 +16,6 @@ pub mod proto {
 }
 
 pub use builder::{Dim, GraphBuilder};
+pub use external::external_data_locations;
 pub use model::{ModelError, is_textproto, model_bytes, parse_textproto, read_model, to_textproto};
 pub use signature::{Port, PortDim, Signature};

@@ -5,7 +5,7 @@
 
 Runs the policy with onnxruntime and checks that its noise
 * equals the independent generator in sampler_reference.py (SplitMix64 +
-  Box-Muller) to 1e-5,
+  Box-Muller) to 1e-5, also for a seed above 2^63 (stored as a negative int64),
 * is standard normal: mean, standard deviation, kurtosis and the
   Kolmogorov-Smirnov distance to the normal CDF over 65,536 values,
 * is uncorrelated between the rows of a batch, between neighbouring seeds,
@@ -51,6 +51,8 @@ def main(policy):
     z = draw(session, 42, 0)
     check("largest difference from the reference generator",
           float(np.abs(z - sr.noise(42, 0, ROW, rows=ROWS)).max()), 1e-5)
+    check("seed 2^64 - 1 (int64 -1): largest difference from the reference",
+          float(np.abs(draw(session, -1, 0) - sr.noise(2 ** 64 - 1, 0, ROW, rows=ROWS)).max()), 1e-5)
     flat = np.sort(z.ravel())
     n = flat.size
     check("mean", float(flat.mean()), 0.02)

@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod lowering;
 pub mod mutation;
 
 /// The workspace root.

@@ -52,9 +52,9 @@ pub struct ImportArgs {
     /// against the lowered contracts. Defaults to `--package`.
     #[arg(long, value_name = "DIR", conflicts_with = "stand_in_models")]
     models: Option<PathBuf>,
-    /// With `--models`: hard-link the model files instead of copying them
-    /// (copied where the file systems differ).
-    #[arg(long, requires = "models")]
+    /// Hard-link the models folder's files (`--models`, or `--package`)
+    /// instead of copying them (copied where the file systems differ).
+    #[arg(long, conflicts_with = "stand_in_models")]
     link: bool,
     /// With `--package-out`: make deterministic stand-in models with exactly
     /// the declared contracts instead of taking real ones.
@@ -97,6 +97,9 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
     if args.package_out.is_some() && models.is_none() && !args.stand_in_models {
         anyhow::bail!("--package-out needs --models DIR (or --package DIR) or --stand-in-models");
     }
+    if args.link && (models.is_none() || args.package_out.is_none()) {
+        anyhow::bail!("--link hard-links a models folder's files into --package-out: give both");
+    }
     let target = match models {
         Some(dir) => lower::Target::from_package(dir)
             .map_err(anyhow::Error::msg)
@@ -133,16 +136,7 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
                 force: args.force,
                 prompts: lowered.prompts.clone(),
             };
-            let tokenizer = match &options.models {
-                Models::Folder { dir, .. } => super::package_recipe::models_tokenizer(dir)?,
-                Models::StandIns { .. } => None,
-            };
-            let encode =
-                tokenizer.map(|t| move |text: &str| t.encode(text).map_err(|e| e.to_string()));
-            let encoder = encode
-                .as_ref()
-                .map(|f| f as &dyn Fn(&str) -> Result<Vec<i64>, String>);
-            let written = write_package(&lowered.document, out, &options, encoder)
+            let written = write_package(&lowered.document, out, &options)
                 .with_context(|| format!("writing the package {}", out.display()))?;
             eprintln!(
                 "wrote {}: {} policies synthesized, {} model components from the models folder, {} stand-ins",
@@ -151,8 +145,15 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
                 written.taken.len(),
                 written.stand_ins.len()
             );
+            if !written.external_data.is_empty() {
+                eprintln!(
+                    "external data taken with the models: {}",
+                    written.external_data.join(", ")
+                );
+            }
             if args.link {
-                let files = written.taken.len() + written.extras.len();
+                let files =
+                    written.taken.len() + written.extras.len() + written.external_data.len();
                 match files - written.linked {
                     0 => eprintln!("hard-linked all {files} files"),
                     copied => eprintln!(

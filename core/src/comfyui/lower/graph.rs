@@ -98,21 +98,20 @@ impl<'a> Graph<'a> {
         Ok(value as i64)
     }
 
-    /// A seed: a whole number from 0 to 2^63 - 1 (the workflow's seeds are
-    /// int64).
+    /// A seed: a whole number from 0 to 2^64 - 1, as ComfyUI's seed widgets
+    /// allow. The workflow's seeds are int64: seeds from 2^63 up are kept as
+    /// the int64 with the same 64 bits (`seed - 2^64`), which the noise
+    /// generator reads back as the same unsigned number.
     pub fn seed(&self, id: &str, name: &str) -> Result<i64, Refusal> {
         let value = self.literal(id, name)?;
-        value
-            .as_u64()
-            .and_then(|s| i64::try_from(s).ok())
-            .ok_or_else(|| {
-                self.refuse(
-                    id,
-                    Some(name),
-                    format!("is {value}, not a whole number from 0 to 2^63 - 1"),
-                    "use a smaller non-negative seed",
-                )
-            })
+        value.as_u64().map(|s| s as i64).ok_or_else(|| {
+            self.refuse(
+                id,
+                Some(name),
+                format!("is {value}, not a whole number from 0 to 2^64 - 1"),
+                "enter a non-negative whole seed",
+            )
+        })
     }
 
     /// Whether node `id` carries input `name` at all.

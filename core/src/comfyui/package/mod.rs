@@ -5,11 +5,14 @@
 //! written into a temporary folder beside the destination and renamed into
 //! place, so a refusal leaves nothing half-written.
 
+mod files;
 pub mod inputs;
 pub mod ports;
 
 use super::synth::standin::{KnownExtents, stand_in};
 use super::synth::{self, SynthError};
+use crate::text::PackageTokenizer;
+use files::{is_empty_dir, place, replace, staging_dir, stays_inside, write_file};
 use ports::PortMismatch;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -55,6 +58,8 @@ pub struct Written {
     pub stand_ins: Vec<String>,
     /// Other files taken from the models folder (the tokenizer).
     pub extras: Vec<PathBuf>,
+    /// External-data files taken with the model files, by package path.
+    pub external_data: Vec<String>,
     /// How many files were hard-linked rather than copied.
     pub linked: usize,
     /// Whether a stand-in tokenizer was written.
@@ -86,6 +91,19 @@ pub enum PackageError {
     /// Model files whose ports differ from the declared contracts.
     #[error("model ports differ from the lowered contracts:\n  {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n  "))]
     Ports(Vec<PortMismatch>),
+    /// A model file whose external data is missing or lies outside its folder.
+    #[error("{model}: its external data `{location}` {reason}")]
+    ExternalData {
+        /// The model file.
+        model: PathBuf,
+        /// The location the model records.
+        location: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The models folder's tokenizer cannot be read.
+    #[error(transparent)]
+    Tokenizer(#[from] crate::text::TextError),
     /// A model file that cannot be read as ONNX.
     #[error(transparent)]
     Model(#[from] wfstudio_onnx::ModelError),
@@ -105,13 +123,6 @@ pub enum PackageError {
     NoComponents,
 }
 
-fn io(path: &Path) -> impl Fn(std::io::Error) -> PackageError + '_ {
-    move |e| PackageError::Io {
-        path: path.to_path_buf(),
-        reason: e.to_string(),
-    }
-}
-
 /// What goes into the package for one component.
 enum Source {
     Bytes(Vec<u8>),
@@ -121,12 +132,12 @@ enum Source {
 /// Writes `document` (a lowered graph) with all its components to `out`,
 /// and the default recipe (`recipes/default.json`: the graph's prompts and
 /// generated pictures). Prompts are encoded with the stand-in tokenizer for
-/// stand-in models, else with `encode` (the models folder's tokenizer).
+/// stand-in models, else with the models folder's `tokenizer.json` (left
+/// out, and named in the notes, where it has none).
 pub fn write_package(
     document: &Value,
     out: &Path,
     options: &PackageOptions,
-    encode: Option<inputs::Encode<'_>>,
 ) -> Result<Written, PackageError> {
     if out.exists() && !out.is_dir() {
         return Err(PackageError::NotAFolder(out.to_path_buf()));
@@ -152,6 +163,7 @@ pub fn write_package(
     let known = known_extents(&components);
     let mut missing = Vec::new();
     let mut mismatches = Vec::new();
+    let mut data_files: Vec<(String, PathBuf)> = Vec::new();
     for (name, component) in &components {
         let own = folder
             .as_ref()
@@ -179,6 +191,7 @@ pub fn write_package(
             (Models::Folder { .. }, Some((relative, file))) => {
                 let model = wfstudio_onnx::read_model(&file)?;
                 mismatches.extend(ports::check(name, component, &Signature::of(&model)));
+                data_files.extend(external_data(&model, &relative, &file)?);
                 written.taken.push((name.clone(), file.clone()));
                 files.push((name.clone(), relative, Source::File(file)));
             }
@@ -191,24 +204,33 @@ pub fn write_package(
             }
         }
     }
-    if let Some(folder) = &folder {
-        if !missing.is_empty() {
-            return Err(PackageError::Missing {
-                dir: folder.dir.clone(),
-                missing,
-            });
-        }
-        let tokenizer = folder.dir.join("tokenizer.json");
-        if tokenizer.is_file() {
-            written.extras.push(tokenizer);
-        }
+    if let Some(folder) = &folder
+        && !missing.is_empty()
+    {
+        return Err(PackageError::Missing {
+            dir: folder.dir.clone(),
+            missing,
+        });
     }
+    let folder_tokenizer = match &folder {
+        Some(folder) if folder.dir.join("tokenizer.json").is_file() => {
+            let file = folder.dir.join("tokenizer.json");
+            let tokenizer = PackageTokenizer::from_file(&file)?;
+            written.extras.push(file);
+            Some(tokenizer)
+        }
+        _ => None,
+    };
     if !mismatches.is_empty() {
         return Err(PackageError::Ports(mismatches));
     }
     let mut generated = Vec::new();
     let texts: Vec<&str> = options.prompts.iter().map(|(_, t)| t.as_str()).collect();
     let stand_in_encode = |text: &str| Ok(inputs::stand_in_encode(&texts, text));
+    let folder_encode = |text: &str| {
+        let tokenizer = folder_tokenizer.as_ref().ok_or("no tokenizer")?;
+        tokenizer.encode(text).map_err(|e| e.to_string())
+    };
     let encode = if folder.is_none() {
         written.stand_in_tokenizer = true;
         generated.push((
@@ -217,7 +239,9 @@ pub fn write_package(
         ));
         Some(&stand_in_encode as inputs::Encode<'_>)
     } else {
-        encode
+        folder_tokenizer
+            .as_ref()
+            .map(|_| &folder_encode as inputs::Encode<'_>)
     };
     let (recipe, notes) =
         inputs::default_recipe(&document, &options.prompts, encode).map_err(|reason| {
@@ -238,35 +262,65 @@ pub fn write_package(
     let result = (|| {
         for (_, relative, source) in &files {
             let target = staging.join(relative);
-            if let Some(parent) = target.parent() {
-                std::fs::create_dir_all(parent).map_err(io(parent))?;
-            }
             match source {
-                Source::Bytes(bytes) => std::fs::write(&target, bytes).map_err(io(&target))?,
+                Source::Bytes(bytes) => write_file(&target, bytes)?,
                 Source::File(file) => linked += usize::from(place(file, &target, link)?),
             }
         }
+        for (relative, file) in &data_files {
+            linked += usize::from(place(file, &staging.join(relative), link)?);
+        }
         for (relative, bytes) in &generated {
-            let target = staging.join(relative);
-            if let Some(parent) = target.parent() {
-                std::fs::create_dir_all(parent).map_err(io(parent))?;
-            }
-            std::fs::write(&target, bytes).map_err(io(&target))?;
+            write_file(&staging.join(relative), bytes)?;
         }
         for extra in &written.extras {
             let name = extra.file_name().unwrap_or_default();
             linked += usize::from(place(extra, &staging.join(name), link)?);
         }
         let text = wfstudio_schema::emit::to_yaml(&document);
-        let path = staging.join("inference_metadata.yaml");
-        std::fs::write(&path, text).map_err(io(&path))?;
+        write_file(&staging.join("inference_metadata.yaml"), text.as_bytes())?;
         replace(&staging, out)
     })();
     if result.is_err() {
         let _ = std::fs::remove_dir_all(&staging);
     }
     written.linked = linked;
+    written.external_data = data_files
+        .into_iter()
+        .map(|(relative, _)| relative)
+        .collect();
     result.map(|()| written)
+}
+
+/// The external-data files of `model` (the folder's file `file`, at
+/// `relative` in the package): `(package path, source file)` each, refused
+/// when missing or outside the model's folder.
+fn external_data(
+    model: &wfstudio_onnx::proto::onnx::ModelProto,
+    relative: &str,
+    file: &Path,
+) -> Result<Vec<(String, PathBuf)>, PackageError> {
+    let folder = Path::new(relative).parent().unwrap_or(Path::new(""));
+    let source_folder = file.parent().unwrap_or(Path::new("."));
+    wfstudio_onnx::external_data_locations(model)
+        .into_iter()
+        .map(|location| {
+            let refuse = |reason| PackageError::ExternalData {
+                model: file.to_path_buf(),
+                location: location.clone(),
+                reason,
+            };
+            if !stays_inside(&location) {
+                return Err(refuse("leaves the model's folder"));
+            }
+            let source = source_folder.join(&location);
+            if !source.is_file() {
+                return Err(refuse("is missing"));
+            }
+            let packaged = folder.join(&location).to_string_lossy().replace('\\', "/");
+            Ok((packaged, source))
+        })
+        .collect()
 }
 
 /// Extents the lowered document fixes: the latent's `channels` (the
@@ -281,73 +335,6 @@ fn known_extents(components: &serde_json::Map<String, Value>) -> KnownExtents {
         known.insert("channels".into(), channels);
     }
     known
-}
-
-fn is_empty_dir(path: &Path) -> Result<bool, PackageError> {
-    if !path.is_dir() {
-        return Ok(false);
-    }
-    Ok(std::fs::read_dir(path).map_err(io(path))?.next().is_none())
-}
-
-/// A fresh folder beside `out` for the package under construction.
-fn staging_dir(out: &Path) -> Result<PathBuf, PackageError> {
-    let parent = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&parent).map_err(io(&parent))?;
-    let stem = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    for attempt in 0..1000u32 {
-        let candidate = parent.join(format!(".{stem}.wfstudio-{}-{attempt}", std::process::id()));
-        match std::fs::create_dir(&candidate) {
-            Ok(()) => return Ok(candidate),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(io(&candidate)(e)),
-        }
-    }
-    Err(PackageError::Io {
-        path: parent,
-        reason: "no free staging folder name".into(),
-    })
-}
-
-/// Moves the finished `staging` folder to `out`. An existing `out` is first
-/// moved aside under a name of this write's own; if the new package cannot
-/// take its place the old one is put back.
-fn replace(staging: &Path, out: &Path) -> Result<(), PackageError> {
-    if !out.exists() {
-        return std::fs::rename(staging, out).map_err(io(out));
-    }
-    let mut aside = staging.as_os_str().to_owned();
-    aside.push(".replaced");
-    let aside = PathBuf::from(aside);
-    std::fs::rename(out, &aside).map_err(io(out))?;
-    if let Err(e) = std::fs::rename(staging, out) {
-        let _ = std::fs::rename(&aside, out);
-        return Err(io(out)(e));
-    }
-    // The new package is in place; a leftover old copy is only untidy.
-    let _ = std::fs::remove_dir_all(&aside);
-    Ok(())
-}
-
-/// Copies `file` to `target`, or hard-links it when `link` (a symbolic
-/// link would point outside the package, which the artifact rules refuse;
-/// where a hard link cannot be made, across file systems, it is copied).
-/// Returns whether it was linked.
-fn place(file: &Path, target: &Path, link: bool) -> Result<bool, PackageError> {
-    // A symbolic link in the models folder is followed: the package gets
-    // the file it points to, the one whose ports were checked.
-    let file = &std::fs::canonicalize(file).map_err(io(file))?;
-    if link && std::fs::hard_link(file, target).is_ok() {
-        return Ok(true);
-    }
-    std::fs::copy(file, target).map_err(io(file))?;
-    Ok(false)
 }
 
 /// A folder of model files laid out as a package.
@@ -415,12 +402,8 @@ impl ModelsFolder {
     /// leave the folder are not followed.
     fn file_of(&self, component: &str) -> Option<(String, PathBuf)> {
         self.candidates(component).into_iter().find_map(|relative| {
-            let inside = !Path::new(&relative).is_absolute()
-                && Path::new(&relative)
-                    .components()
-                    .all(|c| matches!(c, std::path::Component::Normal(_)));
             let full = self.dir.join(&relative);
-            (inside && full.is_file()).then_some((relative, full))
+            (stays_inside(&relative) && full.is_file()).then_some((relative, full))
         })
     }
 }

@@ -175,6 +175,9 @@ pub fn simple_indices(table: usize, steps: usize) -> Vec<usize> {
 
 /// The table indices the `ddim_uniform` scheduler takes, highest first.
 pub fn ddim_uniform_indices(table: usize, steps: usize) -> Vec<usize> {
+    if steps == 0 {
+        return Vec::new();
+    }
     let ss = (table / steps).max(1);
     let mut picked: Vec<usize> = (1..table).step_by(ss).collect();
     picked.reverse();
@@ -246,5 +249,6 @@ mod tests {
             ModelSampling::Flow { .. } => None,
         };
         assert_eq!(sched.map(|s| s.len()), Some(8));
+        assert!(ddim_uniform_indices(1000, 0).is_empty() && simple_indices(1000, 0).is_empty());
     }
 }
