@@ -122,8 +122,31 @@ impl PackageTokenizer {
         let encoding = self
             .tokenizer
             .encode(text, true)
-            .map_err(|e| TextError::Codec(e.to_string()))?;
+            .map_err(|e| self.refusal(text, &e.to_string()))?;
         Ok(encoding.get_ids().iter().map(|&id| i64::from(id)).collect())
+    }
+
+    /// Why `text` was refused: a tokenizer without an unknown token (a
+    /// character-level one) refuses characters outside its vocabulary,
+    /// which are named; any other failure as the tokenizer says it.
+    fn refusal(&self, text: &str, message: &str) -> TextError {
+        if !message.contains("[UNK]") {
+            return TextError::Codec(message.to_string());
+        }
+        let mut unknown: Vec<char> = Vec::new();
+        for c in text.chars() {
+            if self.tokenizer.token_to_id(&c.to_string()).is_none() && !unknown.contains(&c) {
+                unknown.push(c);
+            }
+        }
+        let named: Vec<String> = unknown
+            .iter()
+            .map(|c| format!("'{c}' (U+{:04X})", u32::from(*c)))
+            .collect();
+        TextError::Codec(format!(
+            "characters outside the vocabulary: {}",
+            named.join(", ")
+        ))
     }
 
     /// The text of `ids`, special tokens left out. Ids outside the
@@ -135,7 +158,7 @@ impl PackageTokenizer {
             .map(|&id| {
                 u32::try_from(id)
                     .ok()
-                    .filter(|&id| (id as usize) < size)
+                    .filter(|&id| self.tokenizer.id_to_token(id).is_some())
                     .ok_or_else(|| {
                         TextError::Codec(format!(
                             "token id {id} is outside the vocabulary (size {size})"

@@ -6,8 +6,8 @@
 use crate::proto::onnx::attribute_proto::AttributeType;
 use crate::proto::onnx::tensor_proto::DataType;
 use crate::proto::onnx::{
-    AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
-    TensorShapeProto, TypeProto, ValueInfoProto, tensor_shape_proto, type_proto,
+    AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, StringStringEntryProto,
+    TensorProto, TensorShapeProto, TypeProto, ValueInfoProto, tensor_shape_proto, type_proto,
 };
 use protobuf::{Message, MessageField};
 
@@ -60,6 +60,18 @@ impl GraphBuilder {
     pub fn input(&mut self, name: &str, dtype: DataType, dims: &[Dim]) -> String {
         self.graph.input.push(value_info(name, dtype, dims));
         name.to_string()
+    }
+
+    /// Records `key: value` in the metadata of the graph input `input`
+    /// (ONNX IR 10's per-value `metadata_props`); an unknown input is
+    /// left alone.
+    pub fn input_metadata(&mut self, input: &str, key: &str, value: &str) {
+        if let Some(info) = self.graph.input.iter_mut().find(|i| i.name() == input) {
+            let mut entry = StringStringEntryProto::new();
+            entry.set_key(key.to_string());
+            entry.set_value(value.to_string());
+            info.metadata_props.push(entry);
+        }
     }
 
     /// Declares the graph output `name` carrying `value` (through an

@@ -2,9 +2,7 @@
 //! decoding a tensor of generated ids row by row.
 
 use crate::tensor::Tensor;
-pub use wfstudio_core::text::{
-    MAX_TOKENIZER_BYTES, PackageTokenizer, TextError, takes_prompt_tokens, tokenizer_location,
-};
+pub use wfstudio_core::text::{PackageTokenizer, TextError, takes_prompt_tokens};
 
 /// The text of each row of a token-id tensor (the last axis holds the ids;
 /// every leading index is one row).

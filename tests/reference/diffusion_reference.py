@@ -269,6 +269,8 @@ def reference(pkg_dir, inputs, controlled=("positive", "negative")):
     pkg.expect("latent_noise", seed="request.seed", offset="package.rng_offset")
     pkg.expect("guidance_combine", scale="request.guidance_scale")
     seed = int(value("request.seed")[0])
+    if value("request.input_ids").shape[0] != 1:
+        raise ValueError(f"{pkg_dir}: this reference recomputes batch 1 only")
     noise = sr.noise(seed, int(value("package.rng_offset")[0]), row).astype(F32).astype(np.float64)
     cfg = float(value("request.guidance_scale")[0])
 

@@ -165,7 +165,7 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
             for note in &written.notes {
                 eprintln!("note: {note}");
             }
-            let encoded = written.notes.is_empty().then(|| out.join(DEFAULT_RECIPE));
+            let encoded = written.prompts_encoded.then(|| out.join(DEFAULT_RECIPE));
             report_lowering(&lowered, encoded.as_deref());
             Ok(ExitCode::SUCCESS)
         }

@@ -48,9 +48,10 @@ pub struct RunArgs {
     /// Request `max_new_tokens` (for `max_iterations` / `max_output_tokens` inputs).
     #[arg(long)]
     max_new_tokens: Option<i64>,
-    /// Request seed (for `seed` inputs).
+    /// Request seed (for `seed` inputs), 0 to 2^64 - 1 as ComfyUI's; seeds
+    /// from 2^63 reach the int64 input with the same 64 bits.
     #[arg(long)]
-    seed: Option<i64>,
+    seed: Option<u64>,
     /// Greedy sampling controls for `sampling_*` inputs.
     #[arg(long)]
     greedy: bool,
@@ -97,7 +98,7 @@ fn request_of_tokens(args: &RunArgs) -> anyhow::Result<Request> {
     Ok(Request {
         prompt_tokens,
         max_new_tokens: args.max_new_tokens,
-        seed: args.seed,
+        seed: args.seed.map(|s| s as i64),
         sampling: args.greedy.then_some(Sampling::Greedy),
     })
 }

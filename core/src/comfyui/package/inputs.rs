@@ -96,16 +96,23 @@ pub type Encode<'a> = &'a dyn Fn(&str) -> Result<Vec<i64>, String>;
 /// with `encode` (without one, prompts are left out and named in the
 /// returned notes). The prompts share one sequence length: shorter ones
 /// repeat their last id (the end-of-text token, as CLIP pads). The batch is
-/// the graph's own (`EmptyLatentImage`'s `batch_size`): every row the same
-/// prompt, the noise differing row by row.
+/// the graph's own (`EmptyLatentImage`'s `batch_size`, at most
+/// [`MAX_RECIPE_ROWS`], noted when cut): every row the same prompt, the
+/// noise differing row by row.
 pub fn default_recipe(
     document: &Value,
     prompts: &[(String, String)],
     encode: Option<Encode<'_>>,
 ) -> Result<(String, Vec<String>), String> {
-    let rows = batch_size(document);
-    let mut inputs = generated_pictures(document, rows);
     let mut notes = Vec::new();
+    let batch = batch_size(document);
+    let rows = batch.min(MAX_RECIPE_ROWS);
+    if rows < batch {
+        notes.push(format!(
+            "the graph's batch_size {batch} is more than the default recipe's {rows} rows; pass {batch} rows when running"
+        ));
+    }
+    let mut inputs = generated_pictures(document, rows);
     let mut encoded = Vec::new();
     for (input, text) in prompts {
         match encode {
@@ -135,6 +142,9 @@ pub fn default_recipe(
     text.push('\n');
     Ok((text, notes))
 }
+
+/// The most rows the default recipe repeats its prompts and pictures in.
+pub const MAX_RECIPE_ROWS: usize = 16;
 
 /// The graph's batch size: the `batch_size` its empty latent records, else 1.
 fn batch_size(document: &Value) -> usize {

@@ -12,7 +12,7 @@ pub mod ports;
 use super::synth::standin::{KnownExtents, stand_in};
 use super::synth::{self, SynthError};
 use crate::text::PackageTokenizer;
-use files::{is_empty_dir, place, replace, staging_dir, stays_inside, write_file};
+use files::{Staging, is_empty_dir, stays_inside};
 use ports::PortMismatch;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -64,8 +64,11 @@ pub struct Written {
     pub linked: usize,
     /// Whether a stand-in tokenizer was written.
     pub stand_in_tokenizer: bool,
-    /// What the default recipe lacks (prompts with no tokenizer to encode them).
+    /// What the default recipe lacks (prompts with no tokenizer to encode
+    /// them, rows past its limit).
     pub notes: Vec<String>,
+    /// Whether the default recipe holds the graph's prompts, encoded.
+    pub prompts_encoded: bool,
 }
 
 /// The default recipe's path inside a package.
@@ -243,6 +246,7 @@ pub fn write_package(
             .as_ref()
             .map(|_| &folder_encode as inputs::Encode<'_>)
     };
+    written.prompts_encoded = encode.is_some();
     let (recipe, notes) =
         inputs::default_recipe(&document, &options.prompts, encode).map_err(|reason| {
             PackageError::Io {
@@ -257,38 +261,39 @@ pub fn write_package(
             Value::String(relative.clone());
     }
     let link = matches!(options.models, Models::Folder { link: true, .. });
-    let staging = staging_dir(out)?;
+    let mut staging = Staging::new(out)?;
     let mut linked = 0;
     let result = (|| {
         for (_, relative, source) in &files {
-            let target = staging.join(relative);
             match source {
-                Source::Bytes(bytes) => write_file(&target, bytes)?,
-                Source::File(file) => linked += usize::from(place(file, &target, link)?),
+                Source::Bytes(bytes) => staging.write(relative, bytes)?,
+                Source::File(file) => linked += usize::from(staging.place(relative, file, link)?),
             }
         }
         for (relative, file) in &data_files {
-            linked += usize::from(place(file, &staging.join(relative), link)?);
+            linked += usize::from(staging.place(relative, file, link)?);
         }
         for (relative, bytes) in &generated {
-            write_file(&staging.join(relative), bytes)?;
+            staging.write(relative, bytes)?;
         }
         for extra in &written.extras {
-            let name = extra.file_name().unwrap_or_default();
-            linked += usize::from(place(extra, &staging.join(name), link)?);
+            let name = extra.file_name().unwrap_or_default().to_string_lossy();
+            linked += usize::from(staging.place(&name, extra, link)?);
         }
         let text = wfstudio_schema::emit::to_yaml(&document);
-        write_file(&staging.join("inference_metadata.yaml"), text.as_bytes())?;
-        replace(&staging, out)
+        staging.write("inference_metadata.yaml", text.as_bytes())?;
+        staging.finish(out)
     })();
     if result.is_err() {
-        let _ = std::fs::remove_dir_all(&staging);
+        let _ = std::fs::remove_dir_all(&staging.dir);
     }
     written.linked = linked;
     written.external_data = data_files
         .into_iter()
         .map(|(relative, _)| relative)
         .collect();
+    written.external_data.sort();
+    written.external_data.dedup();
     result.map(|()| written)
 }
 
@@ -302,7 +307,13 @@ fn external_data(
 ) -> Result<Vec<(String, PathBuf)>, PackageError> {
     let folder = Path::new(relative).parent().unwrap_or(Path::new(""));
     let source_folder = file.parent().unwrap_or(Path::new("."));
-    wfstudio_onnx::external_data_locations(model)
+    let locations = wfstudio_onnx::external_data_locations(model).map_err(|reason| {
+        PackageError::Model(wfstudio_onnx::ModelError::Invalid {
+            path: file.to_path_buf(),
+            reason,
+        })
+    })?;
+    locations
         .into_iter()
         .map(|location| {
             let refuse = |reason| PackageError::ExternalData {

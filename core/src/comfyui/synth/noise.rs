@@ -211,3 +211,22 @@ pub fn masked_blend(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), Synt
     let out = g.op("Add", &[&inside, &outside]);
     g.output(&out, "next_state")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::first_sample_scale;
+
+    #[test]
+    fn the_first_sample_takes_sqrt_one_plus_sigma_squared_only_at_the_top() {
+        let sigma_max = 14.614642;
+        let grown = |s: f64| (1.0 + s * s).sqrt();
+        assert_eq!(first_sample_scale(sigma_max, sigma_max), grown(sigma_max));
+        // Within a relative 1e-5 below, and anything above, counts as the top.
+        let near = sigma_max * (1.0 - 0.9e-5);
+        assert_eq!(first_sample_scale(near, sigma_max), grown(near));
+        assert_eq!(first_sample_scale(20.0, sigma_max), grown(20.0));
+        let below = sigma_max * (1.0 - 1.1e-5);
+        assert_eq!(first_sample_scale(below, sigma_max), below);
+        assert_eq!(first_sample_scale(3.0, sigma_max), 3.0);
+    }
+}
