@@ -10,6 +10,7 @@ pub mod edit;
 pub mod fix;
 pub mod graph;
 pub mod identity;
+pub mod make;
 pub mod text;
 pub mod validate;
 
