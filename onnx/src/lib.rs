@@ -6,6 +6,7 @@
 pub mod builder;
 pub mod dtype;
 pub mod external;
+pub mod labels;
 pub mod model;
 pub mod signature;
 

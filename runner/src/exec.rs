@@ -7,6 +7,7 @@ use crate::check::{Symbols, check};
 use crate::clock::{Span, Tick};
 use crate::env::{Env, Names};
 use crate::events::Event;
+use crate::input_limits::InputLimits;
 use crate::literal::encode_default;
 use crate::request::Request;
 use crate::reuse::ReuseCache;
@@ -204,10 +205,12 @@ pub(crate) struct Plan {
     env: Env,
     /// Numbers of the dtype-and-shape pairs met, for the shape memory.
     shape_ids: ShapeIds,
+    /// What supplied inputs may hold beyond their contracts.
+    pub(crate) limits: InputLimits,
 }
 
 impl Plan {
-    pub(crate) fn new(wf: &WorkflowSpec) -> Self {
+    pub(crate) fn new(wf: &WorkflowSpec, limits: InputLimits) -> Self {
         let mut names = Names::default();
         let mut order: Vec<(usize, &String)> = wf
             .inputs
@@ -231,6 +234,7 @@ impl Plan {
             input_bindings: input_checks.bindings(),
             supplied: Supplied::new(wf),
             input_checks,
+            limits,
             ..Self::default()
         }
     }
@@ -260,6 +264,7 @@ pub(crate) struct Exec<'r, 'c> {
     input_checks: &'r InputChecks,
     input_bindings: &'r mut InputBindings,
     supplied: &'r mut Supplied,
+    limits: &'r InputLimits,
     dynamic: &'r [String],
     symbols: Symbols<'r>,
     out: RunOutput,
@@ -391,6 +396,7 @@ impl<'r, 'c> Exec<'r, 'c> {
             input_checks: &plan.input_checks,
             input_bindings: &mut plan.input_bindings,
             supplied: &mut plan.supplied,
+            limits: &plan.limits,
             dynamic: &plan.dynamic,
             symbols: Symbols::new(&plan.dynamic),
             out,
@@ -438,6 +444,9 @@ impl<'r, 'c> Exec<'r, 'c> {
             let present = value.is_some() || input.default.is_some();
             match value {
                 Some(tensor) => {
+                    self.limits
+                        .check(name, input, &tensor)
+                        .map_err(|why| fail(&at, why))?;
                     let checks = self.input_checks;
                     if !checks.fits(index, &tensor, self.input_bindings, &mut self.symbols) {
                         check(&tensor, &input.contract, &mut self.symbols, None)

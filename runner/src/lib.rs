@@ -12,6 +12,7 @@ pub mod device;
 mod env;
 pub mod events;
 mod exec;
+mod input_limits;
 pub mod literal;
 pub mod media;
 pub mod media_input;
@@ -35,6 +36,7 @@ pub use wfstudio_onnx::proto as onnx;
 pub use device::Device;
 pub use events::Event;
 pub use exec::{InvokeTiming, InvokedStep, KeptValue, RunControl, RunOutput};
+pub use input_limits::package_input_labels;
 pub use request::{Request, Sampling};
 pub use tensor::{DType, Data, Tensor};
 
@@ -199,7 +201,8 @@ impl Runner {
             };
             sessions.push(session);
         }
-        let plan = exec::Plan::new(wf);
+        let limits = input_limits::InputLimits::of(&document, wf, &sessions);
+        let plan = exec::Plan::new(wf, limits);
         Ok(Runner {
             plan,
             document,
@@ -209,6 +212,12 @@ impl Runner {
             device_note,
             load_time: start.elapsed(),
         })
+    }
+
+    /// The value labels of workflow input `name` (the names of the values
+    /// of the labelled model input it is bound to), if it has any.
+    pub fn input_labels(&self, name: &str) -> Option<&[String]> {
+        self.plan.limits.labels(name)
     }
 
     /// The package document.

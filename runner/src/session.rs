@@ -9,8 +9,12 @@ use crate::{RunError, ortlib};
 use ort::logging::LogLevel;
 use ort::session::{RunOptions, Session};
 use ort::value::ValueType;
+use protobuf::Message;
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::rc::Rc;
+use wfstudio_onnx::labels::{LABELS_KEY, input_labels};
+use wfstudio_onnx::proto::onnx::ModelProto;
 
 /// One component's session.
 pub struct ComponentSession {
@@ -28,6 +32,8 @@ pub struct ComponentSession {
     pub(crate) fingerprint: u64,
     /// Whether results may be reused (no random operators).
     pub(crate) reusable: bool,
+    /// Value labels of the graph inputs that have them, by input name.
+    pub labels: BTreeMap<String, Vec<String>>,
 }
 
 /// Creates the session for the model at `artifact` on `device`.
@@ -40,6 +46,7 @@ pub fn create(
     let bytes = model_bytes(artifact)?;
     let fingerprint = crate::reuse::fingerprint(&bytes);
     let reusable = crate::reuse::is_deterministic(&bytes);
+    let labels = labels_of(&bytes);
     let folder = artifact.parent().unwrap_or(Path::new("."));
     let fail = |e: ort::Error| RunError::Artifact {
         path: artifact.to_path_buf(),
@@ -83,7 +90,19 @@ pub fn create(
         output_dtypes,
         fingerprint,
         reusable,
+        labels,
     })
+}
+
+/// The value labels of a model's inputs; the bytes are parsed only when
+/// they hold the labels key at all.
+pub(crate) fn labels_of(bytes: &[u8]) -> BTreeMap<String, Vec<String>> {
+    if memchr::memmem::find(bytes, LABELS_KEY.as_bytes()).is_none() {
+        return BTreeMap::new();
+    }
+    ModelProto::parse_from_bytes(bytes)
+        .map(|model| input_labels(&model))
+        .unwrap_or_default()
 }
 
 #[cfg(feature = "cuda")]

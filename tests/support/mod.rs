@@ -61,6 +61,38 @@ pub fn corpus_documents(shared: &Path) -> Vec<PathBuf> {
     docs
 }
 
+/// The Kokoro text-to-speech package (`fixtures/real/kokoro-tts`) when set
+/// up (its model and the parts the product makes from it). Under `CI=true`
+/// a missing one fails the test (the README's set-up installs it); elsewhere
+/// it is skipped with a note.
+pub fn kokoro() -> Option<PathBuf> {
+    let dir = fixtures().join("real/kokoro-tts");
+    let needed = [
+        "model/kokoro-v1.0.int8.onnx",
+        "source/vocab.json",
+        "source/voices_ja.npz",
+        "tokenizer.json",
+        "policies/style_table.onnx",
+    ];
+    let missing: Vec<&str> = needed
+        .into_iter()
+        .filter(|f| !dir.join(f).is_file())
+        .collect();
+    if missing.is_empty() {
+        return Some(dir);
+    }
+    let why = format!(
+        "{} lacks {} (scripts/real_models.sh fetch, then package target/debug/wfstudio)",
+        dir.display(),
+        missing.join(", ")
+    );
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("{why}; CI sets it up");
+    }
+    eprintln!("skipping: {why}");
+    None
+}
+
 /// Path of the built `wfstudio` binary.
 pub fn wfstudio() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_wfstudio"))

@@ -8,6 +8,7 @@ mod check;
 mod fmt;
 mod identity;
 mod import;
+mod make;
 mod package_recipe;
 mod report;
 pub mod run;
@@ -45,6 +46,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Read a ComfyUI graph (API/UI JSON, or a PNG or WebP that embeds one); `--emit-api` prints its API prompt.
     ImportComfyui(import::ImportArgs),
+    /// Make a package part from a real model's own data (tokenizer, style table).
+    Make(make::MakeArgs),
 }
 
 /// Output style of diagnostics.
@@ -71,6 +74,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Identity(args) => identity::run(&args),
         Command::Run(args) => run::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Make(args) => make::run(&args),
         Command::ImportComfyui(args) => import::run(&args),
     }
 }

@@ -12,6 +12,7 @@ use wfstudio_runner::{
     DType, Device, Event, LoadOptions, Request, RunControl, RunError, RunOutput, Runner, Sampling,
     Tensor,
 };
+use wfstudio_schema::types::workflow::{InputRole, InputSource};
 
 /// Arguments of `wfstudio run`.
 #[derive(Debug, clap::Args)]
@@ -68,6 +69,9 @@ fn request_of(args: &RunArgs, tokenizer: Option<&PackageTokenizer>) -> anyhow::R
             .prompt
             .iter()
             .map(|text| {
+                if text.is_empty() {
+                    bail!("--prompt is empty: give the text to encode");
+                }
                 tokenizer
                     .encode(text)
                     .with_context(|| format!("--prompt {text:?}"))
@@ -115,13 +119,28 @@ pub fn read_recipe(path: Option<&Path>) -> anyhow::Result<Option<Recipe>> {
     Ok(Some(recipe))
 }
 
-/// The inputs of `recipe` plus `--input` overrides for `runner`'s package.
+/// The inputs of `recipe`, less those the request's flags bind (`--prompt`
+/// over the recipe's prompt tokens, `--seed` over its seed, ...), plus
+/// `--input` overrides for `runner`'s package.
 fn gather_inputs(
     recipe: Option<&Recipe>,
+    request: &Request,
     overrides: &[String],
     runner: &Runner,
 ) -> anyhow::Result<HashMap<String, Tensor>> {
     let mut inputs = recipe.map(|r| r.inputs.clone()).unwrap_or_default();
+    let declared = runner
+        .document()
+        .pipeline
+        .as_ref()
+        .and_then(|p| p.workflow.inputs.as_ref());
+    for (name, input) in declared.into_iter().flatten() {
+        if let (InputSource::Request, InputRole::Runtime(role)) = (&input.source, &input.role)
+            && matches!(request.bind(role.role, &input.contract), Ok(Some(_)))
+        {
+            inputs.remove(name);
+        }
+    }
     for item in overrides {
         let Some((name, json)) = item.split_once('=') else {
             bail!("--input needs NAME=JSON, got {item:?}");
@@ -134,9 +153,20 @@ fn gather_inputs(
 
 /// One `--input` value: a tensor `{"dtype", "shape", "data"}`, or a bare
 /// number, bool or nested list, which takes the dtype (and, for a single
-/// scalar, the rank) of the declared input `name`.
+/// scalar, the rank) of the declared input `name`; for an input with value
+/// labels (a voice, say), also one of its labels.
 fn input_value(name: &str, json: &str, runner: &Runner) -> anyhow::Result<Tensor> {
-    let value: serde_json::Value = serde_json::from_str(json).context("not JSON")?;
+    let labels = runner.input_labels(name);
+    let label = json.trim().trim_matches('"');
+    let index = labels.and_then(|l| l.iter().position(|l| l == label));
+    let value: serde_json::Value = match (index, serde_json::from_str(json)) {
+        (Some(index), _) => index.into(),
+        (None, Ok(value)) => value,
+        (None, Err(_)) => match labels {
+            Some(labels) => bail!("{label:?} is not one of its values: {}", labels.join(", ")),
+            None => bail!("{json:?} is not JSON"),
+        },
+    };
     if value.is_object() {
         return Ok(Tensor::from_json(&value)?);
     }
@@ -330,9 +360,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         Ok(runner) => runner,
         Err(code) => return Ok(code),
     };
-    let inputs = gather_inputs(recipe.as_ref(), &args.inputs, &runner)?;
     let tokenizer = package_tokenizer(&runner)?;
     let request = request_of(args, tokenizer.as_ref())?;
+    let inputs = gather_inputs(recipe.as_ref(), &request, &args.inputs, &runner)?;
     if let Some(note) = &runner.device_note {
         eprintln!("note: {note}");
     }

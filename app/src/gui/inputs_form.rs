@@ -9,12 +9,11 @@
 //! remembered per package in the config folder (prompts as text, files as
 //! their paths), and saved with the recipe inputs by "Save as recipe".
 
+use super::input_widgets::{ERROR_COLOR, RANGES, pick_file, range_name, value_widget};
+use super::package_facts::FactsSlot;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
-use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::mpsc::Receiver;
 use wfstudio_runner::media_input::{InputMedia, input_media};
 use wfstudio_runner::text::{PackageTokenizer, takes_prompt_tokens};
 use wfstudio_runner::{Data, Tensor};
@@ -22,13 +21,9 @@ use wfstudio_schema::types::contract::{Dim, LiteralValue, ScalarValue, TensorCon
 use wfstudio_schema::types::document::Document;
 use wfstudio_schema::types::workflow::{InputRole, RuntimeInputRole, ValueRange};
 
-/// Longest tensor JSON edited in a text box; larger tensors (latents,
-/// images) come from the recipe and are only described.
-const MAX_EDITABLE_TEXT: usize = 512;
-
 /// How a row is edited.
 #[derive(Clone, Debug, PartialEq)]
-enum Widget {
+pub(super) enum Widget {
     Int(i64),
     Float(f64),
     Bool(bool),
@@ -46,45 +41,32 @@ enum Widget {
     },
 }
 
-/// The package tokenizer as the form sees it: loading on a background
-/// thread, then loaded (or absent, or broken).
-#[derive(Default)]
-enum TokenizerSlot {
-    #[default]
-    None,
-    Loading(Receiver<Result<Option<PackageTokenizer>, String>>),
-    Ready(Arc<PackageTokenizer>),
-    Failed(String),
-}
-
-impl TokenizerSlot {
-    fn get(&self) -> Option<&PackageTokenizer> {
-        match self {
-            TokenizerSlot::Ready(t) => Some(t),
-            _ => None,
-        }
-    }
-}
-
 /// One input.
 #[derive(Clone, Debug)]
-struct Row {
-    name: String,
+pub(super) struct Row {
+    /// The input's name.
+    pub(super) name: String,
     /// `int64 [1]`, for the hover text.
-    contract: String,
-    dtype: String,
+    pub(super) contract: String,
+    /// Its dtype.
+    pub(super) dtype: String,
     /// The shape of a single-element input (`[]` or `[1, ...]`).
     scalar_shape: Option<Vec<usize>>,
-    seed: bool,
+    /// Whether it is a seed (it gets a dice button).
+    pub(super) seed: bool,
     /// The full contract (for prompt shapes and file decoding).
     full_contract: TensorContract,
     /// The kind of file the input can be filled from.
-    media: Option<InputMedia>,
+    pub(super) media: Option<InputMedia>,
     /// The ids the prompt text encodes to (or why it does not).
     prompt_ids: Option<Result<Vec<i64>, String>>,
+    /// The names of an integer input's values (a voice's name for its
+    /// number), from the model it feeds.
+    pub(super) labels: Option<Vec<String>>,
     /// Where the starting value came from.
-    origin: &'static str,
-    widget: Widget,
+    pub(super) origin: &'static str,
+    /// Its editor and value.
+    pub(super) widget: Widget,
     /// The value from the recipe or default (what ↺ goes back to).
     start: Widget,
     /// Changed by the user (sent to the run, remembered).
@@ -99,7 +81,7 @@ pub struct InputsForm {
     /// The recipe's inputs (recipe JSON form), read when the recipe changes.
     recipe_inputs: BTreeMap<String, Value>,
     rows: Vec<Row>,
-    tokenizer: TokenizerSlot,
+    facts: FactsSlot,
     /// The config folder (remembered values live under it).
     pub config: Option<PathBuf>,
 }
@@ -153,31 +135,6 @@ fn recipe_inputs(recipe: Option<&Path>) -> BTreeMap<String, Value> {
         .unwrap_or_default()
 }
 
-/// A random seed that fits every integer dtype's positive range.
-fn dice() -> i64 {
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    (hasher.finish() % (i32::MAX as u64)) as i64
-}
-
-fn range_name(range: ValueRange) -> &'static str {
-    match range {
-        ValueRange::ZeroToOne => "zero_to_one",
-        ValueRange::NegativeOneToOne => "negative_one_to_one",
-        ValueRange::ZeroTo255 => "zero_to_255",
-    }
-}
-
-const RANGES: [ValueRange; 3] = [
-    ValueRange::ZeroToOne,
-    ValueRange::NegativeOneToOne,
-    ValueRange::ZeroTo255,
-];
-
 impl Row {
     /// What is remembered of the row: a tensor in the recipe JSON form, or
     /// `{"prompt": text}`, or `{"file": path, "range": ...}`.
@@ -217,7 +174,7 @@ impl Row {
     }
 
     /// A file widget for `path`, read once to say what it holds.
-    fn file_widget(&self, path: PathBuf, range: ValueRange) -> Widget {
+    pub(super) fn file_widget(&self, path: PathBuf, range: ValueRange) -> Widget {
         let summary = match self.media {
             Some(media) => crate::input_media::read_input(&path, media, &self.full_contract, range)
                 .map_or_else(|_| "could not be read".into(), |(_, summary)| summary),
@@ -231,17 +188,10 @@ impl Row {
     }
 
     /// The row's value as a tensor for the run.
-    fn tensor(&self, tokenizer: &TokenizerSlot) -> Result<Tensor, String> {
+    fn tensor(&self, facts: &FactsSlot) -> Result<Tensor, String> {
         match &self.widget {
             Widget::Prompt(text) => {
-                let tokenizer = match tokenizer {
-                    TokenizerSlot::Ready(t) => t,
-                    TokenizerSlot::Loading(_) => {
-                        return Err("the tokenizer is still loading".into());
-                    }
-                    TokenizerSlot::Failed(why) => return Err(why.clone()),
-                    TokenizerSlot::None => return Err("the package has no tokenizer".into()),
-                };
+                let tokenizer = facts.prompt_tokenizer()?;
                 let ids = tokenizer.encode(text).map_err(|e| e.to_string())?;
                 prompt_tensor(ids, &self.full_contract)
             }
@@ -297,17 +247,11 @@ impl InputsForm {
     /// Rebuilds the rows when the package, its revision or the recipe changed.
     pub fn sync(&mut self, document: &Document, path: &Path, revision: u64, recipe: Option<&Path>) {
         if self.loaded_for.as_ref().is_none_or(|(p, _, _)| p != path) {
-            self.tokenizer = load_tokenizer(document, path);
+            self.facts = FactsSlot::load(document, path);
         }
-        if let TokenizerSlot::Loading(receiver) = &self.tokenizer
-            && let Ok(result) = receiver.try_recv()
-        {
-            self.tokenizer = match result {
-                Ok(Some(t)) => TokenizerSlot::Ready(Arc::new(t)),
-                Ok(None) => TokenizerSlot::None,
-                Err(why) => TokenizerSlot::Failed(why),
-            };
-            // Rebuild the rows: prompt inputs now get their text box.
+        if self.facts.poll() {
+            // Rebuild the rows: prompt inputs now get their text box,
+            // labelled inputs their names.
             self.loaded_for = self.loaded_for.take().map(|(p, r, _)| (p, r, u64::MAX));
         }
         let key = (path.to_path_buf(), recipe.map(Path::to_path_buf), revision);
@@ -338,7 +282,8 @@ impl InputsForm {
             self.remembered(path)
         };
         let from_recipe = &self.recipe_inputs;
-        let has_tokenizer = self.tokenizer.get().is_some();
+        let has_tokenizer = self.facts.tokenizer().is_some();
+        let facts = &self.facts;
         let Some(wf) = document.pipeline.as_ref().map(|p| &p.workflow) else {
             self.rows.clear();
             return;
@@ -380,6 +325,7 @@ impl InputsForm {
                     full_contract: c.clone(),
                     media: input_media(input),
                     prompt_ids: None,
+                    labels: facts.labels(name).map(<[String]>::to_vec),
                     origin: start.0,
                     start: widget.clone(),
                     widget,
@@ -396,7 +342,7 @@ impl InputsForm {
                 row
             })
             .collect();
-        let tokenizer = self.tokenizer.get();
+        let tokenizer = self.facts.tokenizer();
         for row in &mut self.rows {
             row.encode_prompt(tokenizer);
         }
@@ -408,7 +354,7 @@ impl InputsForm {
             .iter()
             .filter(|r| r.overridden)
             .map(|r| {
-                r.tensor(&self.tokenizer)
+                r.tensor(&self.facts)
                     .map(|t| (r.name.clone(), t))
                     .map_err(|e| format!("input {}: {e}", r.name))
             })
@@ -418,7 +364,7 @@ impl InputsForm {
     /// Draws the rows.
     pub fn show(&mut self, ui: &mut egui::Ui) {
         let mut changed = false;
-        let tokenizer = &self.tokenizer;
+        let facts = &self.facts;
         let recipe_inputs = &self.recipe_inputs;
         egui::Grid::new("run_inputs")
             .num_columns(2)
@@ -466,10 +412,10 @@ impl InputsForm {
                         }
                     });
                     if row.widget != before {
-                        row.encode_prompt(tokenizer.get());
+                        row.encode_prompt(facts.tokenizer());
                         if row.widget != row.start {
                             row.overridden = true;
-                            row.error = row.tensor(tokenizer).err();
+                            row.error = row.tensor(facts).err();
                             changed = true;
                         }
                     }
@@ -481,16 +427,13 @@ impl InputsForm {
                     }
                 }
             });
-        match &self.tokenizer {
-            TokenizerSlot::Loading(_) => {
-                ui.weak("loading the package tokenizer…");
-                ui.ctx()
-                    .request_repaint_after(std::time::Duration::from_millis(50));
-            }
-            TokenizerSlot::Failed(why) => {
-                ui.colored_label(ERROR_COLOR, why);
-            }
-            TokenizerSlot::Ready(_) | TokenizerSlot::None => {}
+        if self.facts.loading() {
+            ui.weak("reading the package tokenizer and models…");
+            ui.ctx()
+                .request_repaint_after(std::time::Duration::from_millis(50));
+        }
+        if let Some(why) = self.facts.tokenizer_error() {
+            ui.colored_label(ERROR_COLOR, why);
         }
         if changed {
             self.remember();
@@ -501,7 +444,7 @@ impl InputsForm {
     pub fn recipe_json(&self) -> Result<String, String> {
         let mut inputs = self.recipe_inputs.clone();
         for row in self.rows.iter().filter(|r| r.overridden) {
-            inputs.insert(row.name.clone(), row.tensor(&self.tokenizer)?.to_json());
+            inputs.insert(row.name.clone(), row.tensor(&self.facts)?.to_json());
         }
         serde_json::to_string_pretty(&json!({
             "description": "saved from Workflow Studio's run panel",
@@ -543,129 +486,6 @@ impl InputsForm {
         if let Ok(text) = serde_json::to_string_pretty(&values) {
             let _ = wfstudio_schema::save::write_atomic(&file, text.as_bytes());
         }
-    }
-}
-
-const ERROR_COLOR: egui::Color32 = egui::Color32::from_rgb(230, 70, 60);
-
-/// Starts reading the package tokenizer on a background thread (a real
-/// vocabulary takes a noticeable moment to parse).
-fn load_tokenizer(document: &Document, path: &Path) -> TokenizerSlot {
-    let document = document.clone();
-    let root = path
-        .parent()
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    let (sender, receiver) = std::sync::mpsc::channel();
-    let started = std::thread::Builder::new()
-        .name("wfstudio-tokenizer".into())
-        .spawn(move || {
-            let loaded = wfstudio_editor::worker::caught("loading the tokenizer", || {
-                PackageTokenizer::for_package(&document, &root).map_err(|e| e.to_string())
-            })
-            .unwrap_or_else(Err);
-            let _ = sender.send(loaded);
-        });
-    match started {
-        Ok(_) => TokenizerSlot::Loading(receiver),
-        Err(e) => TokenizerSlot::Failed(format!("could not start the tokenizer thread: {e}")),
-    }
-}
-
-/// The editor of one row's value.
-fn value_widget(ui: &mut egui::Ui, row: &mut Row, label: egui::Id, recipe: Option<&Value>) {
-    match &mut row.widget {
-        Widget::Int(i) => {
-            ui.add(egui::DragValue::new(i)).labelled_by(label);
-            if row.seed && ui.button("🎲").on_hover_text("random seed").clicked() {
-                *i = dice();
-            }
-        }
-        Widget::Float(f) => {
-            ui.add(egui::DragValue::new(f).speed(0.01))
-                .labelled_by(label);
-        }
-        Widget::Bool(b) => {
-            ui.checkbox(b, "");
-        }
-        Widget::Json(text) if text.len() > MAX_EDITABLE_TEXT => {
-            // Too big to edit as text: say what it is.
-            ui.weak(format!("{} (from {})", row.contract, row.origin));
-        }
-        Widget::Json(text) => {
-            let hint = match row.origin {
-                "runtime" => "(bound by the runtime)",
-                "required" => "(required) {dtype, shape, data}",
-                _ => "{dtype, shape, data}",
-            };
-            ui.add(
-                egui::TextEdit::singleline(text)
-                    .hint_text(hint)
-                    .desired_width(160.0),
-            )
-            .labelled_by(label);
-        }
-        Widget::Prompt(text) => {
-            let hint = match recipe.and_then(|r| r.get("data")) {
-                Some(ids) => format!("prompt text (empty: the recipe's ids {ids})"),
-                None => "prompt text".to_string(),
-            };
-            ui.add(
-                egui::TextEdit::multiline(text)
-                    .hint_text(hint)
-                    .desired_rows(2)
-                    .desired_width(200.0),
-            )
-            .labelled_by(label);
-        }
-        Widget::File {
-            path,
-            range,
-            summary,
-        } => {
-            let name = path
-                .file_name()
-                .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-            ui.label(format!("{name}: {summary}"))
-                .on_hover_text(path.display().to_string());
-            if matches!(row.media, Some(InputMedia::Image { .. })) && row.dtype != "uint8" {
-                let mut chosen = *range;
-                egui::ComboBox::from_id_salt(("range", &row.name))
-                    .selected_text(range_name(chosen))
-                    .show_ui(ui, |ui| {
-                        for r in RANGES {
-                            ui.selectable_value(&mut chosen, r, range_name(r));
-                        }
-                    });
-                if chosen != *range {
-                    let path = path.clone();
-                    row.widget = row.file_widget(path, chosen);
-                }
-            }
-        }
-    }
-}
-
-/// The file picker of a row whose input takes a picture, sound or file.
-fn pick_file(ui: &mut egui::Ui, row: &mut Row, media: InputMedia) {
-    let what = match media {
-        InputMedia::Image { .. } => "Choose a picture…",
-        InputMedia::Waveform => "Choose a WAV file…",
-        InputMedia::EncodedFile => "Choose a file…",
-    };
-    if !ui.small_button("📂").on_hover_text(what).clicked() {
-        return;
-    }
-    let mut dialog = rfd::FileDialog::new().set_title(what);
-    let extensions = crate::input_media::extensions(media);
-    if !extensions.is_empty() {
-        dialog = dialog.add_filter(what.trim_end_matches('…'), extensions);
-    }
-    if let Some(path) = dialog.pick_file() {
-        let range = match &row.widget {
-            Widget::File { range, .. } => *range,
-            _ => ValueRange::ZeroToOne,
-        };
-        row.widget = row.file_widget(path, range);
     }
 }
 
@@ -761,7 +581,7 @@ mod tests {
         // The tokenizer arrives from its thread; the rows are then rebuilt.
         for _ in 0..400 {
             form.sync(&document, file, 1, None);
-            if !matches!(form.tokenizer, super::TokenizerSlot::Loading(_)) {
+            if !form.facts.loading() {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
@@ -792,6 +612,36 @@ mod tests {
         let again = open_form(&config, &file, &text);
         assert_eq!(again.rows[0].widget, Widget::Prompt("Hello world".into()));
         assert_eq!(again.rows[0].prompt_ids, Some(Ok(vec![1, 3, 4])));
+        let _ = std::fs::remove_dir_all(&config);
+    }
+
+    /// An integer input bound to a model input with value labels (a voice)
+    /// gets the names from the model file, read on the facts thread.
+    #[test]
+    fn labelled_inputs_get_the_names_from_the_model_they_feed() {
+        use wfstudio_onnx::builder::{Dim, GraphBuilder};
+        use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
+        let config = std::env::temp_dir().join(format!("wfstudio-labels-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&config);
+        std::fs::create_dir_all(config.join("package")).expect("temp");
+        let mut g = GraphBuilder::new("pick", "test");
+        let voice = g.input("voice", DataType::INT64, &[Dim::Fixed(1)]);
+        g.input_metadata(
+            "voice",
+            wfstudio_onnx::labels::LABELS_KEY,
+            r#"["alto","bass","tenor"]"#,
+        );
+        g.output(&voice, "picked", DataType::INT64, &[Dim::Fixed(1)]);
+        std::fs::write(config.join("package/pick.onnx"), g.to_bytes()).expect("model");
+        let file = config.join("package/inference_metadata.yaml");
+        let text = "schema_version: v1\npipeline:\n  workflow:\n    manifest: {capabilities: [workflow_ssa, typed_emit]}\n    inputs:\n      request.voice:\n        contract: {dtype: int64, rank: 1, shape: [1]}\n        role: {kind: opaque}\n        source: {kind: application, name: voice}\n        required: false\n        default: 1\n    outputs:\n      picked: {contract: {dtype: int64, rank: 1, shape: [1]}, role: tensor, stage: pre_adapter}\n    components:\n      pick:\n        implementation: {kind: onnx, artifact: pick.onnx}\n        ports:\n          inputs: {voice: {dtype: int64, rank: 1, shape: [1]}}\n          outputs: {picked: {dtype: int64, rank: 1, shape: [1]}}\n    steps:\n    - {kind: invoke, component: pick, inputs: {voice: request.voice}, outputs: {picked: v}}\n    - {kind: emit, value: v, output: picked, mode: replace}\n";
+        let form = open_form(&config, &file, text);
+        let row = &form.rows[0];
+        assert_eq!(row.widget, Widget::Int(1));
+        assert_eq!(
+            row.labels.as_deref(),
+            Some(&["alto".to_string(), "bass".into(), "tenor".into()][..])
+        );
         let _ = std::fs::remove_dir_all(&config);
     }
 

@@ -2,7 +2,9 @@
 //! and the scripted mode `wfstudio open PATH --screenshot FILE --quit`.
 
 mod audio_player;
+mod input_widgets;
 mod inputs_form;
+mod package_facts;
 mod previews;
 mod run_job;
 mod run_panel;
@@ -38,7 +40,7 @@ pub struct OpenArgs {
     /// Run the package once it is open (with `--screenshot`: wait for the run).
     #[arg(long)]
     pub run: bool,
-    /// Recipe JSON whose inputs the run uses (default: the first in `recipes/`).
+    /// Recipe JSON whose inputs the run uses (default: `recipes/default.json`, else the first in `recipes/`).
     #[arg(long, value_name = "FILE.json")]
     pub recipe: Option<PathBuf>,
     /// Output whose preview is shown first.

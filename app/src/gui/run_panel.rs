@@ -423,7 +423,8 @@ impl RunPanel {
     }
 }
 
-/// Recipe files in the package's `recipes/` folder, sorted.
+/// Recipe files in the package's `recipes/` folder, sorted, `default.json`
+/// (the one `wfstudio run` takes) first.
 fn recipes(document: &Path) -> Vec<PathBuf> {
     let Some(folder) = document.parent().map(|p| p.join("recipes")) else {
         return Vec::new();
@@ -435,7 +436,7 @@ fn recipes(document: &Path) -> Vec<PathBuf> {
                 .collect()
         })
         .unwrap_or_default();
-    found.sort();
+    found.sort_by_key(|p| (p.file_name().is_none_or(|n| n != "default.json"), p.clone()));
     found
 }
 

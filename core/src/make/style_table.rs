@@ -8,11 +8,8 @@
 use super::MakeError;
 use super::npz::Array;
 use wfstudio_onnx::builder::{Attr, Dim, GraphBuilder};
+use wfstudio_onnx::labels::LABELS_KEY;
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
-
-/// The ONNX input metadata key of value labels: a JSON array of names, the
-/// name of value `i` at index `i`.
-pub const LABELS_KEY: &str = "labels";
 
 /// The policy model's bytes for the voices `arrays` (every array the same
 /// shape), named by their array names.

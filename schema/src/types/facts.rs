@@ -17,6 +17,9 @@ open_struct! {
         "sharding" => sharding: Sharding,
         /// Runtime-configurable features.
         "runtime_configurable" => runtime_configurable: RuntimeConfigurable,
+        /// The longest token sequence the model takes; prompt-token inputs
+        /// beyond it are refused before a run.
+        "max_sequence_length" => max_sequence_length: u64,
     }
 }
 

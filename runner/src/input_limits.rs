@@ -1,0 +1,173 @@
+//! What a supplied input may hold beyond its contract, checked before the
+//! first step runs so that a bad request is refused by name instead of
+//! failing inside a model: prompt tokens within the package's
+//! `model.max_sequence_length`, an input bound to a labelled model input
+//! (see `wfstudio_onnx::labels`) within its labels, and no NaN in a float
+//! input. The labels are also read without a session, for a form
+//! (`package_input_labels`).
+
+use crate::model::model_bytes;
+use crate::session::{ComponentSession, labels_of};
+use crate::tensor::{Data, Tensor};
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use wfstudio_core::artifacts::resolve_inside;
+use wfstudio_core::text::takes_prompt_tokens;
+use wfstudio_schema::Document;
+use wfstudio_schema::types::contract::Dim;
+use wfstudio_schema::types::steps::Step;
+use wfstudio_schema::types::workflow::{Implementation, WorkflowInput, WorkflowSpec};
+
+/// The limits of a package's inputs.
+#[derive(Debug, Default)]
+pub(crate) struct InputLimits {
+    /// `model.max_sequence_length`, for prompt-token inputs.
+    token_limit: Option<u64>,
+    /// The labels of each workflow input bound to a labelled model input.
+    labels: HashMap<String, Vec<String>>,
+}
+
+impl InputLimits {
+    /// The limits of `document`'s workflow `wf`, whose components have the
+    /// `sessions` (in component order).
+    pub(crate) fn of(
+        document: &Document,
+        wf: &WorkflowSpec,
+        sessions: &[Option<ComponentSession>],
+    ) -> InputLimits {
+        let token_limit = document.model.as_ref().and_then(|m| m.max_sequence_length);
+        let labels = labelled_inputs(wf, |index, port| {
+            let session = sessions.get(index)?.as_ref()?;
+            session.labels.get(port).cloned()
+        });
+        InputLimits {
+            token_limit,
+            labels,
+        }
+    }
+
+    /// The value labels of workflow input `name`, if it has any.
+    pub(crate) fn labels(&self, name: &str) -> Option<&[String]> {
+        self.labels.get(name).map(Vec::as_slice)
+    }
+
+    /// Why `tensor` cannot be workflow input `name` (declared as `input`).
+    pub(crate) fn check(
+        &self,
+        name: &str,
+        input: &WorkflowInput,
+        tensor: &Tensor,
+    ) -> Result<(), String> {
+        if let Some(limit) = self.token_limit
+            && takes_prompt_tokens(input)
+            && let Some(&length) = tensor.shape.last()
+            && length as u64 > limit
+        {
+            return Err(format!(
+                "input '{name}' has {length} tokens, more than the {limit} the model takes (model.max_sequence_length); shorten the prompt"
+            ));
+        }
+        if let Some(labels) = self.labels.get(name) {
+            for i in 0..tensor.numel() {
+                let value = tensor.data.get_i64(i);
+                if !value.is_some_and(|v| usize::try_from(v).is_ok_and(|v| v < labels.len())) {
+                    let shown = value.map_or_else(|| "not an integer".into(), |v| v.to_string());
+                    return Err(format!(
+                        "input '{name}' is {shown}, not one of its {} values: {}",
+                        labels.len(),
+                        numbered(labels)
+                    ));
+                }
+            }
+        }
+        let nan = match &tensor.data {
+            Data::F32(v) => v.iter().position(|x| x.is_nan()),
+            Data::F64(v) => v.iter().position(|x| x.is_nan()),
+            _ => None,
+        };
+        if let Some(at) = nan {
+            return Err(format!("input '{name}' holds NaN (element {at})"));
+        }
+        Ok(())
+    }
+}
+
+/// The labels of each workflow input that an invoke binds straight to a
+/// model input with labels: `port_labels(component index, port)`.
+fn labelled_inputs(
+    wf: &WorkflowSpec,
+    mut port_labels: impl FnMut(usize, &str) -> Option<Vec<String>>,
+) -> HashMap<String, Vec<String>> {
+    let declared = |name: &str| wf.inputs.as_ref().is_some_and(|i| i.contains_key(name));
+    let mut labels = HashMap::new();
+    wfstudio_core::validate::for_each_step(
+        &wf.steps,
+        &wfstudio_schema::DocPath::root(),
+        &mut |step, _| {
+            let Step::Invoke(invoke) = step else { return };
+            let Some(index) = wf.components.get_index_of(&invoke.component) else {
+                return;
+            };
+            for (port, value) in invoke.inputs.iter().flatten() {
+                if declared(value)
+                    && let Some(names) = port_labels(index, port)
+                {
+                    labels.insert(value.clone(), names);
+                }
+            }
+        },
+    );
+    labels
+}
+
+/// The value labels of `document`'s single-element workflow inputs, read
+/// from the model files (in the package folder `root`) of the components
+/// they are bound to, without loading a session: what a form offers before
+/// any run. Unreadable models give no labels (the run reports them).
+pub fn package_input_labels(document: &Document, root: &Path) -> HashMap<String, Vec<String>> {
+    let Some(wf) = document.pipeline.as_ref().map(|p| &p.workflow) else {
+        return HashMap::new();
+    };
+    let single = |name: &str| {
+        wf.inputs
+            .as_ref()
+            .and_then(|i| i.get(name))
+            .is_some_and(|input| {
+                let c = &input.contract;
+                c.shape
+                    .as_deref()
+                    .is_some_and(|s| s.iter().all(|d| *d == Dim::Fixed(1)))
+            })
+    };
+    let mut read: HashMap<usize, BTreeMap<String, Vec<String>>> = HashMap::new();
+    let labels = labelled_inputs(wf, |index, port| {
+        let model = read.entry(index).or_insert_with(|| {
+            let Some((_, component)) = wf.components.get_index(index) else {
+                return BTreeMap::new();
+            };
+            let Implementation::Onnx(onnx) = &component.implementation else {
+                return BTreeMap::new();
+            };
+            resolve_inside(root, &onnx.artifact)
+                .ok()
+                .and_then(|file| model_bytes(&file).ok())
+                .map(|bytes| labels_of(&bytes))
+                .unwrap_or_default()
+        });
+        model.get(port).cloned()
+    });
+    labels
+        .into_iter()
+        .filter(|(name, _)| single(name))
+        .collect()
+}
+
+/// `0 jf_alpha, 1 jf_gongitsune, ...`.
+fn numbered(labels: &[String]) -> String {
+    labels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| format!("{i} {l}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

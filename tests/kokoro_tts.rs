@@ -1,0 +1,221 @@
+//! The real Kokoro-82M text-to-speech package (`fixtures/real/kokoro-tts`,
+//! installed by `scripts/real_models.sh`): `wfstudio run` speaks exactly
+//! what onnxruntime fed directly says (tests/reference/kokoro_reference.py),
+//! writes a 24 kHz 16-bit WAV, and refuses bad requests before the model
+//! runs, each by name.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("wfstudio-kokoro-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn s(path: &Path) -> &str {
+    path.to_str().expect("utf-8 path")
+}
+
+/// `wfstudio run` on the package with `--prompt` and `--input` flags.
+fn speak(package: &Path, phonemes: &str, extra: &[&str], out: &Path) -> (i32, String) {
+    let mut args = vec!["run", s(package), "--prompt", phonemes, "--out", s(out)];
+    args.extend_from_slice(extra);
+    let (code, stdout, stderr) = support::run_wfstudio(&args);
+    (code, format!("{stdout}{stderr}"))
+}
+
+#[test]
+fn the_package_speaks_what_onnxruntime_fed_directly_says() {
+    let (Some(package), Some(python)) = (support::kokoro(), support::python()) else {
+        return;
+    };
+    let reference = support::workspace().join("tests/reference/kokoro_reference.py");
+    let root = scratch("speak");
+    let utterances = [
+        ("koɲɲiʨiβa.", "jf_alpha", "1.0", Some(42_000)),
+        ("aɾiɡatoː.", "jf_nezumi", "1.25", None),
+        ("ohajoː ɡozaimasɯ.", "jm_kumo", "0.8", None),
+    ];
+    for (i, (phonemes, voice, speed, expected_samples)) in utterances.into_iter().enumerate() {
+        let out = root.join(format!("run-{i}"));
+        let voice_flag = format!("request.voice={voice}");
+        let speed_flag = format!("request.speed={speed}");
+        let (code, log) = speak(
+            &package,
+            phonemes,
+            &["--input", &voice_flag, "--input", &speed_flag],
+            &out,
+        );
+        assert_eq!(code, 0, "{phonemes}: {log}");
+        let direct = root.join(format!("reference-{i}.npy"));
+        let status = Command::new(&python)
+            .arg(&reference)
+            .args([s(&package), phonemes, voice, speed, s(&direct)])
+            .output()
+            .expect("python runs");
+        assert!(
+            status.status.success(),
+            "{}",
+            String::from_utf8_lossy(&status.stderr)
+        );
+        let compare = "import numpy as np, sys\na, b = np.load(sys.argv[1]), np.load(sys.argv[2])\nassert a.shape == b.shape, (a.shape, b.shape)\nprint(a.size, float(np.abs(a - b).max()))";
+        let diff = Command::new(&python)
+            .args(["-c", compare])
+            .arg(out.join("audio.npy"))
+            .arg(&direct)
+            .output()
+            .expect("python runs");
+        assert!(
+            diff.status.success(),
+            "{}",
+            String::from_utf8_lossy(&diff.stderr)
+        );
+        let report = String::from_utf8_lossy(&diff.stdout);
+        let (samples, worst) = report.trim().split_once(' ').expect("two numbers");
+        let samples: usize = samples.parse().expect("count");
+        let worst: f64 = worst.parse().expect("difference");
+        eprintln!(
+            "{phonemes} ({voice}, speed {speed}): {samples} samples, largest difference {worst:e}"
+        );
+        assert!(worst <= 1e-6, "{phonemes}: largest difference {worst}");
+        assert_eq!(samples % 600, 0, "{phonemes}: {samples} samples");
+        if let Some(expected) = expected_samples {
+            assert_eq!(samples, expected, "{phonemes}");
+        }
+        let wav = hound::WavReader::open(out.join("audio.wav")).expect("a WAV file");
+        let spec = wav.spec();
+        assert_eq!(
+            (spec.sample_rate, spec.bits_per_sample, spec.channels),
+            (24_000, 16, 1)
+        );
+        assert_eq!(wav.len() as usize, samples);
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn bad_requests_are_refused_by_name_before_the_model_runs() {
+    let Some(package) = support::kokoro() else {
+        return;
+    };
+    let out = scratch("refused");
+    let too_long = "a".repeat(511);
+    let cases: [(&str, &[&str], &str); 5] = [
+        ("", &[], "--prompt is empty: give the text to encode"),
+        (
+            "kaX",
+            &[],
+            "tokenizer: characters outside the vocabulary: 'X' (U+0058)",
+        ),
+        (
+            &too_long,
+            &[],
+            "input 'request.input_ids' has 513 tokens, more than the 512 the model takes (model.max_sequence_length)",
+        ),
+        (
+            "ka",
+            &["--input", "request.voice=7"],
+            "input 'request.voice' is 7, not one of its 5 values: 0 jf_alpha, 1 jf_gongitsune, 2 jf_nezumi, 3 jf_tebukuro, 4 jm_kumo",
+        ),
+        (
+            "ka",
+            &["--input", "request.voice=af_heart"],
+            "\"af_heart\" is not one of its values: jf_alpha, jf_gongitsune, jf_nezumi, jf_tebukuro, jm_kumo",
+        ),
+    ];
+    for (phonemes, extra, message) in cases {
+        let (code, log) = speak(&package, phonemes, extra, &out);
+        assert_ne!(code, 0, "{phonemes:?} {extra:?} ran");
+        assert!(log.contains(message), "{phonemes:?} {extra:?}: {log}");
+        assert!(
+            !out.join("audio.wav").exists(),
+            "a refused request wrote audio"
+        );
+    }
+}
+
+#[test]
+fn a_nan_speed_is_refused_through_the_library_too() {
+    let Some(package) = support::kokoro() else {
+        return;
+    };
+    if !support::runtime_available() {
+        return;
+    }
+    use wfstudio_runner::{Data, LoadOptions, RunControl, Runner, Tensor};
+    let mut runner = Runner::load(&package, &LoadOptions::default()).expect("loads");
+    assert_eq!(
+        runner.input_labels("request.voice").map(<[String]>::len),
+        Some(5)
+    );
+    let ids = Tensor::new(vec![1, 4], Data::I64(vec![0, 53, 43, 0])).expect("ids");
+    let speed = Tensor::new(vec![1], Data::F32(vec![f32::NAN])).expect("speed");
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let error = runner
+        .run(
+            [("request.input_ids", ids), ("request.speed", speed)],
+            RunControl {
+                observer: None,
+                cancel: &cancel,
+                keep_bytes: 0,
+                reuse: None,
+            },
+        )
+        .expect_err("refused");
+    assert!(
+        error
+            .to_string()
+            .contains("input 'request.speed' holds NaN (element 0)"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_missing_or_truncated_model_is_a_clear_error() {
+    let Some(package) = support::kokoro() else {
+        return;
+    };
+    let root = scratch("broken");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    for entry in [
+        "inference_metadata.yaml",
+        "tokenizer.json",
+        "policies",
+        "recipes",
+    ] {
+        let (from, to) = (package.join(entry), root.join(entry));
+        if from.is_dir() {
+            std::fs::create_dir_all(&to).expect("mkdir");
+            for file in std::fs::read_dir(&from).expect("read_dir") {
+                let file = file.expect("entry").path();
+                std::fs::copy(&file, to.join(file.file_name().expect("name"))).expect("copy");
+            }
+        } else {
+            std::fs::copy(&from, &to).expect("copy");
+        }
+    }
+    let out = root.join("out");
+    let (code, log) = speak(&root, "ka", &[], &out);
+    assert_ne!(code, 0);
+    assert!(
+        log.contains("model/kokoro-v1.0.int8.onnx"),
+        "the missing model is not named: {log}"
+    );
+    std::fs::create_dir_all(root.join("model")).expect("mkdir");
+    let model = std::fs::read(package.join("model/kokoro-v1.0.int8.onnx")).expect("model");
+    std::fs::write(
+        root.join("model/kokoro-v1.0.int8.onnx"),
+        &model[..model.len() / 2],
+    )
+    .expect("truncated");
+    let (code, log) = speak(&root, "ka", &[], &out);
+    assert_ne!(code, 0);
+    assert!(
+        log.contains("kokoro-v1.0.int8.onnx") && log.contains("ONNX Runtime refused the model"),
+        "{log}"
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}
