@@ -8,8 +8,11 @@ set -euo pipefail
 # (libasound2-dev, for audio playback through rodio) for -sys crates,
 # the Python venv for ONNX Runtime, and for the window under a virtual X
 # server (the screenshot tests): Xvfb, xauth, Mesa's OpenGL drivers and
-# xkbcommon's X11 library (winit loads them at run time).
-APT_PACKAGES=(pkg-config libasound2-dev python3-venv xvfb xauth libgl1-mesa-dri libegl-mesa0 libxkbcommon-x11-0)
+# xkbcommon's X11 library (winit loads them at run time); espeak-ng, which
+# turns plain text into phonemes for the text-to-speech package
+# (`wfstudio run --espeak`), and tesseract-ocr, with which the screenshot
+# tests read the window's text.
+APT_PACKAGES=(pkg-config libasound2-dev python3-venv xvfb xauth libgl1-mesa-dri libegl-mesa0 libxkbcommon-x11-0 espeak-ng tesseract-ocr)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

@@ -6,18 +6,7 @@ mod support;
 
 use std::process::Command;
 
-/// `xvfb-run` when it is installed (set-up installs it; under CI it must be).
-fn xvfb_run() -> Option<&'static str> {
-    let found = Command::new("xvfb-run").arg("--help").output().is_ok();
-    if !found {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "xvfb-run is missing under CI"
-        );
-        eprintln!("skipped: xvfb-run not installed");
-    }
-    found.then_some("xvfb-run")
-}
+use support::xvfb_run;
 
 /// The window's screenshot of `target` (the run must succeed; the PNG has
 /// the asked size).

@@ -1,8 +1,8 @@
 //! The real Kokoro-82M text-to-speech package (`fixtures/real/kokoro-tts`,
 //! installed by `scripts/real_models.sh`): `wfstudio run` speaks exactly
 //! what onnxruntime fed directly says (tests/reference/kokoro_reference.py),
-//! writes a 24 kHz 16-bit WAV, and refuses bad requests before the model
-//! runs, each by name.
+//! writes a 24 kHz 16-bit WAV, speaks plain text through espeak-ng, and
+//! refuses bad requests before the model runs, each by name.
 
 mod support;
 
@@ -94,6 +94,39 @@ fn the_package_speaks_what_onnxruntime_fed_directly_says() {
         assert_eq!(wav.len() as usize, samples);
     }
     let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn plain_text_speaks_through_espeak_phonemes() {
+    let Some(package) = support::kokoro() else {
+        return;
+    };
+    let installed = std::process::Command::new("espeak-ng")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !installed {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "espeak-ng is missing; scripts/setup.sh installs it"
+        );
+        eprintln!("skipping: espeak-ng is not installed");
+        return;
+    }
+    let out = scratch("espeak");
+    let (code, log) = speak(&package, "Hello world", &["--espeak", "en-us"], &out);
+    assert_eq!(code, 0, "{log}");
+    assert!(
+        log.contains("phonemes: \"Hello world\" -> \"həlˈoʊ wˈɜːld\" (espeak-ng -v en-us)"),
+        "{log}"
+    );
+    let wav = hound::WavReader::open(out.join("audio.wav")).expect("a WAV file");
+    assert!(wav.len() > 12_000, "{} samples", wav.len());
+    let (code, log) = speak(&package, "Hello", &["--espeak", "no-such-voice"], &out);
+    assert_ne!(code, 0);
+    assert!(log.contains("espeak-ng -v no-such-voice"), "{log}");
+    let _ = std::fs::remove_dir_all(&out);
 }
 
 #[test]
@@ -218,4 +251,52 @@ fn a_missing_or_truncated_model_is_a_clear_error() {
         "{log}"
     );
     let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn the_studio_runs_it_and_shows_the_waveform_voice_and_timing() {
+    let Some(package) = support::kokoro() else {
+        return;
+    };
+    let Some(xvfb) = support::xvfb_run() else {
+        return;
+    };
+    let png = scratch("studio").with_extension("png");
+    let output = Command::new(xvfb)
+        .args(["-a", "-s", "-screen 0 1600x1000x24"])
+        .arg(support::wfstudio())
+        .arg("open")
+        .arg(&package)
+        .args(["--run", "--screenshot"])
+        .arg(&png)
+        .args(["--quit", "--size", "1400x900"])
+        .output()
+        .expect("xvfb-run starts");
+    assert!(
+        output.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let Some(text) = support::ocr(&png) else {
+        return;
+    };
+    // The waveform's caption and the timing of the slowest steps
+    // (`957.14 ms × 1`), and the voice by name (OCR reads `jf_alpha` with
+    // or without its underscore).
+    for expected in ["24000 Hz", "Slowest steps", "ms x 1"] {
+        assert!(text.contains(expected), "{expected:?} not read in:\n{text}");
+    }
+    let letters: String = text.chars().filter(char::is_ascii_alphanumeric).collect();
+    assert!(
+        letters.contains("alpha"),
+        "the voice's name not read in:\n{text}"
+    );
+    let image = image::open(&png).expect("a PNG").to_rgba8();
+    // The waveform, drawn in the preview's light blue.
+    let wave = image
+        .pixels()
+        .filter(|p| p.0[..3] == [192, 222, 255])
+        .count();
+    assert!(wave > 1500, "waveform pixels: {wave}");
+    let _ = std::fs::remove_file(&png);
 }

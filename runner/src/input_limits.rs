@@ -7,6 +7,7 @@
 //! (`package_input_labels`).
 
 use crate::model::model_bytes;
+use crate::model_scan::scan;
 use crate::session::{ComponentSession, labels_of};
 use crate::tensor::{Data, Tensor};
 use std::collections::{BTreeMap, HashMap};
@@ -148,9 +149,16 @@ pub fn package_input_labels(document: &Document, root: &Path) -> HashMap<String,
             let Implementation::Onnx(onnx) = &component.implementation else {
                 return BTreeMap::new();
             };
-            resolve_inside(root, &onnx.artifact)
-                .ok()
-                .and_then(|file| model_bytes(&file).ok())
+            let Ok(file) = resolve_inside(root, &onnx.artifact) else {
+                return BTreeMap::new();
+            };
+            let labelled = match std::fs::File::open(&file).and_then(scan) {
+                Ok(scanned) => scanned.may_have_labels,
+                Err(_) => false,
+            };
+            labelled
+                .then(|| model_bytes(&file).ok())
+                .flatten()
                 .map(|bytes| labels_of(&bytes))
                 .unwrap_or_default()
         });

@@ -17,6 +17,7 @@ pub mod literal;
 pub mod media;
 pub mod media_input;
 pub mod model;
+mod model_scan;
 mod ortcall;
 pub mod ortlib;
 mod pool;
@@ -186,21 +187,20 @@ impl Runner {
         let wf = workflow(&document)?;
         refuse_unsupported(wf)?;
         let (device, device_note) = device::resolve(options.device);
-        let mut sessions = Vec::with_capacity(wf.components.len());
-        for component in wf.components.values() {
-            let session = match &component.implementation {
-                Implementation::Onnx(onnx) => {
-                    let artifact =
-                        resolve_inside(&root, &onnx.artifact).map_err(|_| RunError::Artifact {
-                            path: root.join(&onnx.artifact),
-                            message: "missing or outside the package".into(),
-                        })?;
-                    Some(session::create(&artifact, device, options.threads)?)
-                }
-                _ => None,
-            };
-            sessions.push(session);
-        }
+        let artifacts = wf
+            .components
+            .values()
+            .map(|component| match &component.implementation {
+                Implementation::Onnx(onnx) => resolve_inside(&root, &onnx.artifact)
+                    .map(Some)
+                    .map_err(|_| RunError::Artifact {
+                        path: root.join(&onnx.artifact),
+                        message: "missing or outside the package".into(),
+                    }),
+                _ => Ok(None),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let sessions = create_sessions(&artifacts, device, options.threads)?;
         let limits = input_limits::InputLimits::of(&document, wf, &sessions);
         let plan = exec::Plan::new(wf, limits);
         Ok(Runner {
@@ -271,6 +271,50 @@ impl Runner {
         let wf = workflow(&self.document)?;
         exec::Exec::new(wf, &mut self.plan, &mut self.sessions, control).run(inputs, request)
     }
+}
+
+/// The session of each component with a model file, created a few at a
+/// time on threads of their own (a large model's load then hides the small
+/// ones'), in component order.
+fn create_sessions(
+    artifacts: &[Option<PathBuf>],
+    device: Device,
+    threads: usize,
+) -> Result<Vec<Option<session::ComponentSession>>, RunError> {
+    let at_once = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
+    let mut sessions = Vec::with_capacity(artifacts.len());
+    for batch in artifacts.chunks(at_once) {
+        let created = std::thread::scope(|scope| {
+            let loading: Vec<_> = batch
+                .iter()
+                .map(|artifact| {
+                    artifact.as_ref().map(|path| {
+                        (
+                            path,
+                            scope.spawn(move || session::create(path, device, threads)),
+                        )
+                    })
+                })
+                .collect();
+            loading
+                .into_iter()
+                .map(|loading| {
+                    let Some((path, handle)) = loading else {
+                        return Ok(None);
+                    };
+                    let created = handle.join().unwrap_or_else(|_| {
+                        Err(RunError::Artifact {
+                            path: path.clone(),
+                            message: "loading the model panicked".into(),
+                        })
+                    });
+                    created.map(Some)
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })?;
+        sessions.extend(created);
+    }
+    Ok(sessions)
 }
 
 fn workflow(document: &Document) -> Result<&WorkflowSpec, RunError> {

@@ -196,29 +196,6 @@ impl ReuseCache {
     }
 }
 
-/// Operators whose output is not a function of their inputs alone; a
-/// model that contains one is never reused. Their names are looked for in
-/// the serialized model (an operator type is stored as its plain name), so a
-/// false match can only turn reuse off, never on.
-const RANDOM_OPERATORS: [&[u8]; 4] = [
-    b"RandomNormal",
-    b"RandomUniform",
-    b"Multinomial",
-    b"Bernoulli",
-];
-
-/// Whether the serialized `model` can be reused: it has no random operator.
-pub(crate) fn is_deterministic(model: &[u8]) -> bool {
-    !RANDOM_OPERATORS
-        .iter()
-        .any(|op| memchr::memmem::find(model, op).is_some())
-}
-
-/// The identity of a component's model, for the cache key.
-pub(crate) fn fingerprint(model: &[u8]) -> u64 {
-    foldhash::fast::FixedState::with_seed(0x0dd).hash_one(model)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,14 +241,11 @@ mod tests {
     }
 
     #[test]
-    fn the_budget_and_random_operators_stop_storing() {
+    fn the_budget_stops_storing() {
         let mut cache = ReuseCache::new(8);
         cache.begin_run();
         let a = [("x", t(vec![1.0, 2.0]))];
         cache.store(cache.key(1, &a), 1, &a, &[("y".into(), t(vec![3.0]))]);
         assert!(cache.is_empty(), "12 bytes is over the 8-byte budget");
-        assert!(!is_deterministic(b"\x0a\x0cRandomNormal"));
-        assert!(is_deterministic(b"\x0a\x03Add"));
-        assert_ne!(fingerprint(b"a"), fingerprint(b"b"));
     }
 }

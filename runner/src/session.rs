@@ -2,7 +2,8 @@
 
 use crate::clock::{Span, Tick};
 use crate::device::Device;
-use crate::model::model_bytes;
+use crate::model::{is_textproto, model_bytes};
+use crate::model_scan::scan;
 use crate::ortcall::{self, Call, CallSite, Held, Produced};
 use crate::tensor::DType;
 use crate::{RunError, ortlib};
@@ -13,7 +14,7 @@ use protobuf::Message;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::rc::Rc;
-use wfstudio_onnx::labels::{LABELS_KEY, input_labels};
+use wfstudio_onnx::labels::input_labels;
 use wfstudio_onnx::proto::onnx::ModelProto;
 
 /// One component's session.
@@ -43,28 +44,40 @@ pub fn create(
     threads: usize,
 ) -> Result<ComponentSession, RunError> {
     let (env, _) = ortlib::environment()?;
-    let bytes = model_bytes(artifact)?;
-    let fingerprint = crate::reuse::fingerprint(&bytes);
-    let reusable = crate::reuse::is_deterministic(&bytes);
-    let labels = labels_of(&bytes);
-    let folder = artifact.parent().unwrap_or(Path::new("."));
+    // A TextFormat model is encoded here and handed over as bytes; a binary
+    // one ONNX Runtime reads itself while the scan streams it on another
+    // thread, so no copy of its bytes stays in memory and the scan adds no
+    // time to the load.
+    let bytes = if is_textproto(artifact) {
+        Some(model_bytes(artifact)?)
+    } else {
+        None
+    };
     let fail = |e: ort::Error| RunError::Artifact {
         path: artifact.to_path_buf(),
         message: format!("ONNX Runtime refused the model: {e}"),
     };
-    let mut builder = Session::builder(env).map_err(fail)?;
-    builder = builder
-        .with_intra_threads(threads)
-        .map_err(|e| fail(e.into()))?
-        .with_config_entry(
-            "session.model_external_initializers_file_folder_path",
-            folder.to_string_lossy(),
-        )
-        .map_err(|e| fail(e.into()))?;
-    if device == Device::Cuda {
-        builder = with_cuda(builder).map_err(fail)?;
-    }
-    let session = builder.commit_from_memory(&bytes).map_err(fail)?;
+    let (scanned, session) = std::thread::scope(|threads_scope| {
+        let scanning = threads_scope.spawn(|| match &bytes {
+            Some(bytes) => scan(&bytes[..]),
+            None => std::fs::File::open(artifact).and_then(scan),
+        });
+        let session = open(env, artifact, bytes.as_deref(), device, threads).map_err(fail);
+        let scanned = scanning
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the model scan panicked")));
+        (scanned, session)
+    });
+    let scanned = scanned.map_err(|e| RunError::Artifact {
+        path: artifact.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    let session = session?;
+    let labels = match (&bytes, scanned.may_have_labels) {
+        (_, false) => BTreeMap::new(),
+        (Some(bytes), true) => labels_of(bytes),
+        (None, true) => labels_of(&model_bytes(artifact)?),
+    };
     let inputs = session
         .inputs()
         .iter()
@@ -88,18 +101,41 @@ pub fn create(
         inputs,
         outputs,
         output_dtypes,
-        fingerprint,
-        reusable,
+        fingerprint: scanned.fingerprint,
+        reusable: scanned.reusable,
         labels,
     })
 }
 
-/// The value labels of a model's inputs; the bytes are parsed only when
-/// they hold the labels key at all.
-pub(crate) fn labels_of(bytes: &[u8]) -> BTreeMap<String, Vec<String>> {
-    if memchr::memmem::find(bytes, LABELS_KEY.as_bytes()).is_none() {
-        return BTreeMap::new();
+/// The ONNX Runtime session of the model at `artifact` (from `bytes` when
+/// given, else read by ONNX Runtime from the file).
+fn open(
+    env: &ort::environment::Environment,
+    artifact: &Path,
+    bytes: Option<&[u8]>,
+    device: Device,
+    threads: usize,
+) -> Result<Session, ort::Error> {
+    let folder = artifact.parent().unwrap_or(Path::new("."));
+    let mut builder = Session::builder(env)?
+        .with_intra_threads(threads)
+        .map_err(|e| -> ort::Error { e.into() })?
+        .with_config_entry(
+            "session.model_external_initializers_file_folder_path",
+            folder.to_string_lossy(),
+        )
+        .map_err(|e| -> ort::Error { e.into() })?;
+    if device == Device::Cuda {
+        builder = with_cuda(builder)?;
     }
+    match bytes {
+        Some(bytes) => builder.commit_from_memory(bytes),
+        None => builder.commit_from_file(artifact),
+    }
+}
+
+/// The value labels of the inputs of the serialized model `bytes`.
+pub(crate) fn labels_of(bytes: &[u8]) -> BTreeMap<String, Vec<String>> {
     ModelProto::parse_from_bytes(bytes)
         .map(|model| input_labels(&model))
         .unwrap_or_default()

@@ -93,6 +93,42 @@ pub fn kokoro() -> Option<PathBuf> {
     None
 }
 
+/// `xvfb-run` when it is installed (set-up installs it; under CI it must be).
+pub fn xvfb_run() -> Option<&'static str> {
+    let found = std::process::Command::new("xvfb-run")
+        .arg("--help")
+        .output()
+        .is_ok();
+    if !found {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "xvfb-run is missing under CI"
+        );
+        eprintln!("skipped: xvfb-run not installed");
+    }
+    found.then_some("xvfb-run")
+}
+
+/// The text tesseract reads in the picture `png` (set-up installs it; under
+/// CI it must be there), or `None` with a note.
+pub fn ocr(png: &Path) -> Option<String> {
+    match std::process::Command::new("tesseract")
+        .arg(png)
+        .arg("stdout")
+        .output()
+    {
+        Ok(out) if out.status.success() => Some(String::from_utf8_lossy(&out.stdout).into_owned()),
+        other => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "tesseract is missing under CI: {other:?}"
+            );
+            eprintln!("skipped: tesseract not installed");
+            None
+        }
+    }
+}
+
 /// Path of the built `wfstudio` binary.
 pub fn wfstudio() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_wfstudio"))

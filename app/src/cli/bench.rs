@@ -30,6 +30,9 @@ pub struct BenchArgs {
     /// Execution device.
     #[arg(long, default_value = "cpu")]
     device: Device,
+    /// ONNX Runtime intra-op threads per session.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    threads: u16,
     /// Output style.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     format: OutputFormat,
@@ -60,7 +63,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         .into_iter()
         .map(|(n, t)| (n, Arc::new(t)))
         .collect();
-    let mut runner = match load_runner(&args.path, args.device)? {
+    let mut runner = match load_runner(&args.path, args.device, args.threads.into())? {
         Ok(runner) => runner,
         Err(code) => return Ok(code),
     };

@@ -10,6 +10,7 @@ mod identity;
 mod import;
 mod make;
 mod package_recipe;
+mod phonemes;
 mod report;
 pub mod run;
 

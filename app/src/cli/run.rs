@@ -32,6 +32,9 @@ pub struct RunArgs {
     /// Execution device.
     #[arg(long, default_value = "cpu")]
     device: Device,
+    /// ONNX Runtime intra-op threads per session.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    threads: u16,
     /// Output style.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     format: OutputFormat,
@@ -46,6 +49,11 @@ pub struct RunArgs {
     /// prompt tokens; repeat for several rows (instead of --prompt-tokens).
     #[arg(long = "prompt", value_name = "TEXT", conflicts_with = "prompt_tokens")]
     prompt: Vec<String>,
+    /// Turn each --prompt from plain text into IPA phonemes with espeak-ng
+    /// in this voice (e.g. `en-us`) before encoding: for packages whose
+    /// tokenizer takes phonemes (Kokoro).
+    #[arg(long, value_name = "VOICE", requires = "prompt")]
+    espeak: Option<String>,
     /// Request `max_new_tokens` (for `max_iterations` / `max_output_tokens` inputs).
     #[arg(long)]
     max_new_tokens: Option<i64>,
@@ -72,8 +80,16 @@ fn request_of(args: &RunArgs, tokenizer: Option<&PackageTokenizer>) -> anyhow::R
                 if text.is_empty() {
                     bail!("--prompt is empty: give the text to encode");
                 }
+                let text = match &args.espeak {
+                    Some(voice) => {
+                        let ipa = super::phonemes::espeak_ipa(text, voice)?;
+                        eprintln!("phonemes: {text:?} -> {ipa:?} (espeak-ng -v {voice})");
+                        ipa
+                    }
+                    None => text.clone(),
+                };
                 tokenizer
-                    .encode(text)
+                    .encode(&text)
                     .with_context(|| format!("--prompt {text:?}"))
             })
             .collect::<anyhow::Result<_>>()?;
@@ -315,8 +331,12 @@ pub fn timing_json(output: &RunOutput, load_ms: f64) -> serde_json::Value {
 
 /// Loads a package for running. An unreadable package is an I/O error
 /// (exit 2); an invalid or unsupported one is reported and gives exit 1.
-pub fn load_runner(path: &Path, device: Device) -> anyhow::Result<Result<Runner, ExitCode>> {
-    match Runner::load(path, &LoadOptions { device, threads: 1 }) {
+pub fn load_runner(
+    path: &Path,
+    device: Device,
+    threads: usize,
+) -> anyhow::Result<Result<Runner, ExitCode>> {
+    match Runner::load(path, &LoadOptions { device, threads }) {
         Ok(runner) => Ok(Ok(runner)),
         Err(RunError::Load(e)) => Err(e).context("loading the package"),
         Err(e) => {
@@ -356,7 +376,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         Some(default)
     });
     let recipe = read_recipe(recipe_path.as_deref())?;
-    let mut runner = match load_runner(&args.path, args.device)? {
+    let mut runner = match load_runner(&args.path, args.device, args.threads.into())? {
         Ok(runner) => runner,
         Err(code) => return Ok(code),
     };
