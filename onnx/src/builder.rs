@@ -106,6 +106,11 @@ impl GraphBuilder {
         self.graph.node.push(node);
     }
 
+    /// `Cast` of `x` to `to`.
+    pub fn cast(&mut self, x: &str, to: DataType) -> String {
+        self.op_with("Cast", &[x], &[("to", Attr::Int(to as i64))])
+    }
+
     /// A float32 initializer of the given shape; returns its name.
     pub fn f32s(&mut self, values: &[f32], dims: &[i64]) -> String {
         let raw = values.iter().flat_map(|v| v.to_le_bytes()).collect();

@@ -1,9 +1,10 @@
-//! Value labels of a model's inputs: names for the integer values an input
-//! takes (`voice` 0 is `jf_alpha`, ...), recorded in the input's metadata
-//! (ONNX IR 10's per-value `metadata_props`) under [`LABELS_KEY`] as a JSON
-//! array of strings, the name of value `i` at index `i`. The product writes
-//! them on the policies it makes; the studio offers the names and the
-//! runner refuses a value outside them.
+//! What a model says about the values its inputs take, recorded in each
+//! input's metadata (ONNX IR 10's per-value `metadata_props`): value labels
+//! under [`LABELS_KEY`] (a JSON array of strings, the name of value `i` at
+//! index `i`: `voice` 0 is `jf_alpha`), and a value range under
+//! [`RANGE_KEY`] (a JSON array `[minimum, maximum]`, both included). The
+//! product writes them on the policies it makes; the studio offers the
+//! names and the runner refuses a value outside them.
 
 use crate::proto::onnx::ModelProto;
 use std::collections::BTreeMap;
@@ -11,9 +12,21 @@ use std::collections::BTreeMap;
 /// The metadata key of an input's value labels.
 pub const LABELS_KEY: &str = "labels";
 
-/// The labels of each labelled graph input of `model`, by input name (an
-/// entry that is not a JSON array of strings is left out).
-pub fn input_labels(model: &ModelProto) -> BTreeMap<String, Vec<String>> {
+/// The metadata key of an input's value range.
+pub const RANGE_KEY: &str = "range";
+
+/// What one input's metadata says of its values.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ValueFacts {
+    /// The names of its values, value `i` at index `i`.
+    pub labels: Option<Vec<String>>,
+    /// Its smallest and largest value.
+    pub range: Option<(f64, f64)>,
+}
+
+/// The value facts of each graph input of `model` that has any, by input
+/// name (an entry that does not parse is left out).
+pub fn input_facts(model: &ModelProto) -> BTreeMap<String, ValueFacts> {
     let Some(graph) = model.graph.as_ref() else {
         return BTreeMap::new();
     };
@@ -21,12 +34,20 @@ pub fn input_labels(model: &ModelProto) -> BTreeMap<String, Vec<String>> {
         .input
         .iter()
         .filter_map(|input| {
-            let entry = input
-                .metadata_props
-                .iter()
-                .find(|e| e.key() == LABELS_KEY)?;
-            let labels: Vec<String> = serde_json::from_str(entry.value()).ok()?;
-            Some((input.name().to_string(), labels))
+            let entry = |key: &str| {
+                input
+                    .metadata_props
+                    .iter()
+                    .find(|e| e.key() == key)
+                    .map(|e| e.value())
+            };
+            let facts = ValueFacts {
+                labels: entry(LABELS_KEY).and_then(|v| serde_json::from_str(v).ok()),
+                range: entry(RANGE_KEY)
+                    .and_then(|v| serde_json::from_str::<(f64, f64)>(v).ok())
+                    .filter(|(low, high)| low <= high),
+            };
+            (facts != ValueFacts::default()).then(|| (input.name().to_string(), facts))
         })
         .collect()
 }
@@ -39,17 +60,24 @@ mod tests {
     use protobuf::Message;
 
     #[test]
-    fn labels_round_trip_through_the_model_bytes() {
+    fn labels_and_ranges_round_trip_through_the_model_bytes() {
         let mut g = GraphBuilder::new("t", "test");
         let voice = g.input("voice", DataType::INT64, &[Dim::Fixed(1)]);
         g.input("other", DataType::INT64, &[Dim::Fixed(1)]);
+        g.input("speed", DataType::FLOAT, &[Dim::Fixed(1)]);
+        g.input("upside_down", DataType::FLOAT, &[Dim::Fixed(1)]);
         g.input_metadata("voice", LABELS_KEY, r#"["a","b"]"#);
         g.input_metadata("other", LABELS_KEY, "not json");
+        g.input_metadata("speed", RANGE_KEY, "[0.5, 2]");
+        g.input_metadata("upside_down", RANGE_KEY, "[2, 1]");
         g.output(&voice, "out", DataType::INT64, &[Dim::Fixed(1)]);
-        let bytes = g.to_bytes();
-        let model = ModelProto::parse_from_bytes(&bytes).expect("parses");
-        let labels = input_labels(&model);
-        assert_eq!(labels.len(), 1);
-        assert_eq!(labels["voice"], ["a", "b"]);
+        let model = ModelProto::parse_from_bytes(&g.to_bytes()).expect("parses");
+        let facts = input_facts(&model);
+        assert_eq!(facts.len(), 2);
+        assert_eq!(
+            facts["voice"].labels.as_deref(),
+            Some(&["a".to_string(), "b".into()][..])
+        );
+        assert_eq!(facts["speed"].range, Some((0.5, 2.0)));
     }
 }

@@ -8,6 +8,7 @@ pub mod dtype;
 pub mod external;
 pub mod labels;
 pub mod model;
+pub mod random;
 pub mod signature;
 
 pub mod proto {

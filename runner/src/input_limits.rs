@@ -1,19 +1,20 @@
 //! What a supplied input may hold beyond its contract, checked before the
 //! first step runs so that a bad request is refused by name instead of
 //! failing inside a model: prompt tokens within the package's
-//! `model.max_sequence_length`, an input bound to a labelled model input
-//! (see `wfstudio_onnx::labels`) within its labels, and no NaN in a float
-//! input. The labels are also read without a session, for a form
-//! (`package_input_labels`).
+//! `model.max_sequence_length`; an input bound straight to a model input
+//! with value facts (see `wfstudio_onnx::labels`) within its labels and its
+//! range; no NaN in a float input. The value facts are also read without a
+//! session, for a form (`package_value_facts`).
 
 use crate::model::model_bytes;
 use crate::model_scan::scan;
-use crate::session::{ComponentSession, labels_of};
+use crate::session::{ComponentSession, value_facts_of};
 use crate::tensor::{Data, Tensor};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use wfstudio_core::artifacts::resolve_inside;
 use wfstudio_core::text::takes_prompt_tokens;
+use wfstudio_onnx::labels::ValueFacts;
 use wfstudio_schema::Document;
 use wfstudio_schema::types::contract::Dim;
 use wfstudio_schema::types::steps::Step;
@@ -24,8 +25,9 @@ use wfstudio_schema::types::workflow::{Implementation, WorkflowInput, WorkflowSp
 pub(crate) struct InputLimits {
     /// `model.max_sequence_length`, for prompt-token inputs.
     token_limit: Option<u64>,
-    /// The labels of each workflow input bound to a labelled model input.
-    labels: HashMap<String, Vec<String>>,
+    /// The value facts of each workflow input bound straight to a model
+    /// input that has some.
+    facts: HashMap<String, ValueFacts>,
 }
 
 impl InputLimits {
@@ -37,19 +39,16 @@ impl InputLimits {
         sessions: &[Option<ComponentSession>],
     ) -> InputLimits {
         let token_limit = document.model.as_ref().and_then(|m| m.max_sequence_length);
-        let labels = labelled_inputs(wf, |index, port| {
+        let facts = inputs_with_facts(wf, |index, port| {
             let session = sessions.get(index)?.as_ref()?;
-            session.labels.get(port).cloned()
+            session.value_facts.get(port).cloned()
         });
-        InputLimits {
-            token_limit,
-            labels,
-        }
+        InputLimits { token_limit, facts }
     }
 
     /// The value labels of workflow input `name`, if it has any.
     pub(crate) fn labels(&self, name: &str) -> Option<&[String]> {
-        self.labels.get(name).map(Vec::as_slice)
+        self.facts.get(name)?.labels.as_deref()
     }
 
     /// Why `tensor` cannot be workflow input `name` (declared as `input`).
@@ -68,7 +67,18 @@ impl InputLimits {
                 "input '{name}' has {length} tokens, more than the {limit} the model takes (model.max_sequence_length); shorten the prompt"
             ));
         }
-        if let Some(labels) = self.labels.get(name) {
+        let nan = match &tensor.data {
+            Data::F32(v) => v.iter().position(|x| x.is_nan()),
+            Data::F64(v) => v.iter().position(|x| x.is_nan()),
+            _ => None,
+        };
+        if let Some(at) = nan {
+            return Err(format!("input '{name}' holds NaN (element {at})"));
+        }
+        let Some(facts) = self.facts.get(name) else {
+            return Ok(());
+        };
+        if let Some(labels) = &facts.labels {
             for i in 0..tensor.numel() {
                 let value = tensor.data.get_i64(i);
                 if !value.is_some_and(|v| usize::try_from(v).is_ok_and(|v| v < labels.len())) {
@@ -81,26 +91,28 @@ impl InputLimits {
                 }
             }
         }
-        let nan = match &tensor.data {
-            Data::F32(v) => v.iter().position(|x| x.is_nan()),
-            Data::F64(v) => v.iter().position(|x| x.is_nan()),
-            _ => None,
-        };
-        if let Some(at) = nan {
-            return Err(format!("input '{name}' holds NaN (element {at})"));
+        if let Some((low, high)) = facts.range {
+            for i in 0..tensor.numel() {
+                let value = tensor.data.get_f64(i);
+                if !(low..=high).contains(&value) {
+                    return Err(format!(
+                        "input '{name}' is {value} (element {i}), outside {low}..={high}"
+                    ));
+                }
+            }
         }
         Ok(())
     }
 }
 
-/// The labels of each workflow input that an invoke binds straight to a
-/// model input with labels: `port_labels(component index, port)`.
-fn labelled_inputs(
+/// The value facts of each workflow input that an invoke binds straight
+/// to a model input with some: `port_facts(component index, port)`.
+fn inputs_with_facts(
     wf: &WorkflowSpec,
-    mut port_labels: impl FnMut(usize, &str) -> Option<Vec<String>>,
-) -> HashMap<String, Vec<String>> {
+    mut port_facts: impl FnMut(usize, &str) -> Option<ValueFacts>,
+) -> HashMap<String, ValueFacts> {
     let declared = |name: &str| wf.inputs.as_ref().is_some_and(|i| i.contains_key(name));
-    let mut labels = HashMap::new();
+    let mut facts = HashMap::new();
     wfstudio_core::validate::for_each_step(
         &wf.steps,
         &wfstudio_schema::DocPath::root(),
@@ -111,21 +123,21 @@ fn labelled_inputs(
             };
             for (port, value) in invoke.inputs.iter().flatten() {
                 if declared(value)
-                    && let Some(names) = port_labels(index, port)
+                    && let Some(found) = port_facts(index, port)
                 {
-                    labels.insert(value.clone(), names);
+                    facts.insert(value.clone(), found);
                 }
             }
         },
     );
-    labels
+    facts
 }
 
-/// The value labels of `document`'s single-element workflow inputs, read
+/// The value facts of `document`'s single-element workflow inputs, read
 /// from the model files (in the package folder `root`) of the components
 /// they are bound to, without loading a session: what a form offers before
-/// any run. Unreadable models give no labels (the run reports them).
-pub fn package_input_labels(document: &Document, root: &Path) -> HashMap<String, Vec<String>> {
+/// any run. Unreadable models give none (the run reports them).
+pub fn package_value_facts(document: &Document, root: &Path) -> HashMap<String, ValueFacts> {
     let Some(wf) = document.pipeline.as_ref().map(|p| &p.workflow) else {
         return HashMap::new();
     };
@@ -140,8 +152,8 @@ pub fn package_input_labels(document: &Document, root: &Path) -> HashMap<String,
                     .is_some_and(|s| s.iter().all(|d| *d == Dim::Fixed(1)))
             })
     };
-    let mut read: HashMap<usize, BTreeMap<String, Vec<String>>> = HashMap::new();
-    let labels = labelled_inputs(wf, |index, port| {
+    let mut read: HashMap<usize, BTreeMap<String, ValueFacts>> = HashMap::new();
+    let facts = inputs_with_facts(wf, |index, port| {
         let model = read.entry(index).or_insert_with(|| {
             let Some((_, component)) = wf.components.get_index(index) else {
                 return BTreeMap::new();
@@ -152,22 +164,19 @@ pub fn package_input_labels(document: &Document, root: &Path) -> HashMap<String,
             let Ok(file) = resolve_inside(root, &onnx.artifact) else {
                 return BTreeMap::new();
             };
-            let labelled = match std::fs::File::open(&file).and_then(scan) {
-                Ok(scanned) => scanned.may_have_labels,
+            let has_facts = match std::fs::File::open(&file).and_then(scan) {
+                Ok(scanned) => scanned.may_have_value_facts,
                 Err(_) => false,
             };
-            labelled
+            has_facts
                 .then(|| model_bytes(&file).ok())
                 .flatten()
-                .map(|bytes| labels_of(&bytes))
+                .map(|bytes| value_facts_of(&bytes))
                 .unwrap_or_default()
         });
         model.get(port).cloned()
     });
-    labels
-        .into_iter()
-        .filter(|(name, _)| single(name))
-        .collect()
+    facts.into_iter().filter(|(name, _)| single(name)).collect()
 }
 
 /// `0 jf_alpha, 1 jf_gongitsune, ...`.

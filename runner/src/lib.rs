@@ -37,9 +37,10 @@ pub use wfstudio_onnx::proto as onnx;
 pub use device::Device;
 pub use events::Event;
 pub use exec::{InvokeTiming, InvokedStep, KeptValue, RunControl, RunOutput};
-pub use input_limits::package_input_labels;
+pub use input_limits::package_value_facts;
 pub use request::{Request, Sampling};
 pub use tensor::{DType, Data, Tensor};
+pub use wfstudio_onnx::labels::ValueFacts;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1,7 +1,8 @@
 //! One streamed pass over a model's serialized bytes for what the runner
 //! keeps of them besides the session: the fingerprint that keys reused
 //! results, whether it holds a random operator (then it is never reused),
-//! and whether it holds value labels at all (then it is parsed for them).
+//! and whether it holds value labels or ranges at all (then it is parsed
+//! for them).
 //! A binary model file is streamed through a small buffer while ONNX
 //! Runtime reads the file itself, so no copy of a large model's bytes is
 //! kept.
@@ -9,6 +10,7 @@
 use memchr::memmem;
 use std::hash::{BuildHasher, Hasher};
 use std::io::Read;
+use wfstudio_onnx::labels::{LABELS_KEY, RANGE_KEY};
 
 /// Operators whose output is not a function of their inputs alone; a
 /// model that contains one is never reused. Their names are looked for in
@@ -31,22 +33,22 @@ pub(crate) struct Scan {
     pub fingerprint: u64,
     /// Whether results may be reused: no random operator.
     pub reusable: bool,
-    /// Whether the bytes hold the value-labels key.
-    pub may_have_labels: bool,
+    /// Whether the bytes hold a value-labels or value-range key.
+    pub may_have_value_facts: bool,
 }
 
 /// Scans the serialized model `reader` yields.
 pub(crate) fn scan(mut reader: impl Read) -> std::io::Result<Scan> {
-    let labels = memmem::Finder::new(wfstudio_onnx::labels::LABELS_KEY.as_bytes());
+    let fact_keys = [LABELS_KEY, RANGE_KEY].map(|key| memmem::Finder::new(key.as_bytes()));
     let random_operators: Vec<memmem::Finder<'_>> =
         RANDOM_OPERATORS.iter().map(memmem::Finder::new).collect();
     let patterns: Vec<&[u8]> = RANDOM_OPERATORS
         .iter()
         .copied()
-        .chain([labels.needle()])
+        .chain(fact_keys.iter().map(memmem::Finder::needle))
         .collect();
     let overlap = patterns.iter().map(|p| p.len()).max().unwrap_or(1) - 1;
-    let (mut random, mut may_have_labels) = (false, false);
+    let (mut random, mut may_have_value_facts) = (false, false);
     let mut hasher = foldhash::fast::FixedState::with_seed(0x0dd).build_hasher();
     // The window: the last `overlap` bytes of the previous chunk, then the chunk.
     let mut window = vec![0u8; overlap + CHUNK];
@@ -60,14 +62,15 @@ pub(crate) fn scan(mut reader: impl Read) -> std::io::Result<Scan> {
         hasher.write(&window[carried..filled]);
         let seen = &window[..filled];
         random = random || random_operators.iter().any(|f| f.find(seen).is_some());
-        may_have_labels = may_have_labels || labels.find(seen).is_some();
+        may_have_value_facts =
+            may_have_value_facts || fact_keys.iter().any(|f| f.find(seen).is_some());
         carried = overlap.min(filled);
         window.copy_within(filled - carried..filled, 0);
     }
     Ok(Scan {
         fingerprint: hasher.finish(),
         reusable: !random,
-        may_have_labels,
+        may_have_value_facts,
     })
 }
 
@@ -96,11 +99,11 @@ mod tests {
         model.extend_from_slice(b"\x0a\x0cRandomNormal");
         model.extend(vec![b'y'; CHUNK]);
         let scanned = scan(&model[..]).expect("scans");
-        assert!(!scanned.reusable && !scanned.may_have_labels);
+        assert!(!scanned.reusable && !scanned.may_have_value_facts);
         let mut labelled = vec![b'z'; 2 * CHUNK - 3];
         labelled.extend_from_slice(b"labels");
         let scanned = scan(&labelled[..]).expect("scans");
-        assert!(scanned.reusable && scanned.may_have_labels);
+        assert!(scanned.reusable && scanned.may_have_value_facts);
         assert!(scan(&b"\x0a\x03Add"[..]).expect("scans").reusable);
         assert_eq!(
             scan(&model[..]).expect("scans").fingerprint,

@@ -14,7 +14,7 @@ use protobuf::Message;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::rc::Rc;
-use wfstudio_onnx::labels::input_labels;
+use wfstudio_onnx::labels::{ValueFacts, input_facts};
 use wfstudio_onnx::proto::onnx::ModelProto;
 
 /// One component's session.
@@ -33,8 +33,9 @@ pub struct ComponentSession {
     pub(crate) fingerprint: u64,
     /// Whether results may be reused (no random operators).
     pub(crate) reusable: bool,
-    /// Value labels of the graph inputs that have them, by input name.
-    pub labels: BTreeMap<String, Vec<String>>,
+    /// What the model says of its inputs' values (labels, ranges), by
+    /// input name.
+    pub value_facts: BTreeMap<String, ValueFacts>,
 }
 
 /// Creates the session for the model at `artifact` on `device`.
@@ -73,10 +74,10 @@ pub fn create(
         message: e.to_string(),
     })?;
     let session = session?;
-    let labels = match (&bytes, scanned.may_have_labels) {
+    let value_facts = match (&bytes, scanned.may_have_value_facts) {
         (_, false) => BTreeMap::new(),
-        (Some(bytes), true) => labels_of(bytes),
-        (None, true) => labels_of(&model_bytes(artifact)?),
+        (Some(bytes), true) => value_facts_of(bytes),
+        (None, true) => value_facts_of(&model_bytes(artifact)?),
     };
     let inputs = session
         .inputs()
@@ -103,7 +104,7 @@ pub fn create(
         output_dtypes,
         fingerprint: scanned.fingerprint,
         reusable: scanned.reusable,
-        labels,
+        value_facts,
     })
 }
 
@@ -134,10 +135,10 @@ fn open(
     }
 }
 
-/// The value labels of the inputs of the serialized model `bytes`.
-pub(crate) fn labels_of(bytes: &[u8]) -> BTreeMap<String, Vec<String>> {
+/// The value facts of the inputs of the serialized model `bytes`.
+pub(crate) fn value_facts_of(bytes: &[u8]) -> BTreeMap<String, ValueFacts> {
     ModelProto::parse_from_bytes(bytes)
-        .map(|model| input_labels(&model))
+        .map(|model| input_facts(&model))
         .unwrap_or_default()
 }
 

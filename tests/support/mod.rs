@@ -66,16 +66,37 @@ pub fn corpus_documents(shared: &Path) -> Vec<PathBuf> {
 /// a missing one fails the test (the README's set-up installs it); elsewhere
 /// it is skipped with a note.
 pub fn kokoro() -> Option<PathBuf> {
-    let dir = fixtures().join("real/kokoro-tts");
-    let needed = [
-        "model/kokoro-v1.0.int8.onnx",
-        "source/vocab.json",
-        "source/voices_ja.npz",
-        "tokenizer.json",
-        "policies/style_table.onnx",
-    ];
+    real_package(
+        "kokoro-tts",
+        &[
+            "model/kokoro-v1.0.int8.onnx",
+            "source/vocab.json",
+            "source/voices_ja.npz",
+            "tokenizer.json",
+            "policies/style_table.onnx",
+        ],
+    )
+}
+
+/// The terrain diffusion package (`fixtures/real/terrain-diffusion`) when
+/// set up, under the same rule as [`kokoro`].
+pub fn terrain() -> Option<PathBuf> {
+    real_package(
+        "terrain-diffusion",
+        &[
+            "model/terrain_consistency_unet_difficulty100.onnx",
+            "policies/terrain_noise.onnx",
+            "policies/colour_map.onnx",
+        ],
+    )
+}
+
+/// `fixtures/real/NAME` when its `needed` files are there.
+fn real_package(name: &str, needed: &[&str]) -> Option<PathBuf> {
+    let dir = fixtures().join("real").join(name);
     let missing: Vec<&str> = needed
-        .into_iter()
+        .iter()
+        .copied()
         .filter(|f| !dir.join(f).is_file())
         .collect();
     if missing.is_empty() {

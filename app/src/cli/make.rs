@@ -5,7 +5,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use wfstudio_core::make::{char_tokenizer, npz, style_table};
+use wfstudio_core::make::{char_tokenizer, npz, style_table, terrain};
 
 /// `wfstudio make` arguments.
 #[derive(Args, Debug)]
@@ -30,12 +30,20 @@ enum Part {
     },
     /// A policy model that picks a voice's style vector by utterance length
     /// from a table of voices (a NumPy .npz, one float32 array
-    /// [rows, 1, width] per voice); its `voice` input is labelled with the
-    /// voice names.
+    /// [rows, 1, width] or [rows, width] per voice); its `voice` input is
+    /// labelled with the voice names.
     StyleTable {
         /// The voices .npz.
         voices: PathBuf,
         /// The .onnx to write.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// The policies of the terrain diffusion package (noise, model space,
+    /// starts, schedule, conditioning, re-noising, colour map), one
+    /// `<name>.onnx` each.
+    TerrainPolicies {
+        /// The folder to write them into.
         #[arg(long)]
         out: PathBuf,
     },
@@ -59,6 +67,13 @@ pub fn run(args: &MakeArgs) -> anyhow::Result<ExitCode> {
             write_atomically(out, &bytes)?;
             let names: Vec<&str> = arrays.iter().map(|a| a.name.as_str()).collect();
             eprintln!("wrote {} (voices: {})", out.display(), names.join(", "));
+        }
+        Part::TerrainPolicies { out } => {
+            let policies = terrain::terrain_policies();
+            for (name, bytes) in &policies {
+                write_atomically(&out.join(format!("{name}.onnx")), bytes)?;
+            }
+            eprintln!("wrote {} policies into {}", policies.len(), out.display());
         }
     }
     Ok(ExitCode::SUCCESS)

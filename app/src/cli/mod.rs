@@ -47,7 +47,7 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Read a ComfyUI graph (API/UI JSON, or a PNG or WebP that embeds one); `--emit-api` prints its API prompt.
     ImportComfyui(import::ImportArgs),
-    /// Make a package part from a real model's own data (tokenizer, style table).
+    /// Make package parts for real models (tokenizer, style table, terrain policies).
     Make(make::MakeArgs),
 }
 

@@ -1,5 +1,6 @@
-//! The editors of the run inputs form's rows: number boxes (a menu of
-//! names for a labelled input, a dice button for seeds), checkboxes, JSON
+//! The editors of the run inputs form's rows: number boxes (kept within
+//! the range the model gives; a menu of names for a labelled input, a dice
+//! button for seeds), checkboxes, JSON
 //! and prompt text boxes, and the file picker with its value range.
 
 use super::inputs_form::{Row, Widget};
@@ -70,14 +71,21 @@ pub(super) fn value_widget(
                 .on_hover_text(format!("{i}"));
         }
         Widget::Int(i) => {
-            ui.add(egui::DragValue::new(i)).labelled_by(label);
+            let mut value = egui::DragValue::new(i);
+            if let Some((low, high)) = row.range {
+                value = value.range(low..=high);
+            }
+            ui.add(value).labelled_by(label);
             if row.seed && ui.button("🎲").on_hover_text("random seed").clicked() {
                 *i = dice();
             }
         }
         Widget::Float(f) => {
-            ui.add(egui::DragValue::new(f).speed(0.01))
-                .labelled_by(label);
+            let mut value = egui::DragValue::new(f).speed(0.01);
+            if let Some((low, high)) = row.range {
+                value = value.range(low..=high);
+            }
+            ui.add(value).labelled_by(label);
         }
         Widget::Bool(b) => {
             ui.checkbox(b, "");

@@ -63,6 +63,8 @@ pub(super) struct Row {
     /// The names of an integer input's values (a voice's name for its
     /// number), from the model it feeds.
     pub(super) labels: Option<Vec<String>>,
+    /// The smallest and largest value the model takes, if it says.
+    pub(super) range: Option<(f64, f64)>,
     /// Where the starting value came from.
     pub(super) origin: &'static str,
     /// Its editor and value.
@@ -325,7 +327,8 @@ impl InputsForm {
                     full_contract: c.clone(),
                     media: input_media(input),
                     prompt_ids: None,
-                    labels: facts.labels(name).map(<[String]>::to_vec),
+                    labels: facts.values(name).and_then(|v| v.labels.clone()),
+                    range: facts.values(name).and_then(|v| v.range),
                     origin: start.0,
                     start: widget.clone(),
                     widget,

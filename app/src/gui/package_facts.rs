@@ -1,12 +1,14 @@
 //! What the run inputs form needs from a package's files beyond its
 //! document, read on a background thread (a real vocabulary takes a
-//! noticeable moment to parse): the package tokenizer, and the value labels
-//! of its inputs from the models they feed (a voice's name for its number).
+//! noticeable moment to parse): the package tokenizer, and what the models
+//! its inputs feed say of their values (a voice's name for its number, a
+//! difficulty's range).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::Receiver;
+use wfstudio_runner::ValueFacts;
 use wfstudio_runner::text::PackageTokenizer;
 use wfstudio_schema::types::document::Document;
 
@@ -15,8 +17,9 @@ use wfstudio_schema::types::document::Document;
 pub struct PackageFacts {
     /// Its tokenizer, none, or why it could not be read.
     tokenizer: Result<Option<PackageTokenizer>, String>,
-    /// The value labels of its labelled inputs, by input name.
-    labels: HashMap<String, Vec<String>>,
+    /// What the models say of its inputs' values (labels, ranges), by
+    /// input name.
+    values: HashMap<String, ValueFacts>,
 }
 
 /// The facts as the form sees them: none yet, loading, or read.
@@ -46,11 +49,11 @@ impl FactsSlot {
                     wfstudio_editor::worker::caught("reading the package", || PackageFacts {
                         tokenizer: PackageTokenizer::for_package(&document, &root)
                             .map_err(|e| e.to_string()),
-                        labels: wfstudio_runner::package_input_labels(&document, &root),
+                        values: wfstudio_runner::package_value_facts(&document, &root),
                     })
                     .unwrap_or_else(|why| PackageFacts {
                         tokenizer: Err(why),
-                        labels: HashMap::new(),
+                        values: HashMap::new(),
                     });
                 let _ = sender.send(facts);
             });
@@ -58,7 +61,7 @@ impl FactsSlot {
             Ok(_) => FactsSlot::Loading(receiver),
             Err(e) => FactsSlot::Ready(Arc::new(PackageFacts {
                 tokenizer: Err(format!("could not start the package thread: {e}")),
-                labels: HashMap::new(),
+                values: HashMap::new(),
             })),
         }
     }
@@ -108,10 +111,10 @@ impl FactsSlot {
         }
     }
 
-    /// The value labels of input `name`, if it has any.
-    pub fn labels(&self, name: &str) -> Option<&[String]> {
+    /// What the models say of input `name`'s values, if anything.
+    pub fn values(&self, name: &str) -> Option<&ValueFacts> {
         match self {
-            FactsSlot::Ready(facts) => facts.labels.get(name).map(Vec::as_slice),
+            FactsSlot::Ready(facts) => facts.values.get(name),
             _ => None,
         }
     }

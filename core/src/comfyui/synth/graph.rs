@@ -153,7 +153,7 @@ impl<'a> PolicyGraph<'a> {
 
     /// `Cast` to `to`.
     pub fn cast(&mut self, x: &str, to: DataType) -> String {
-        self.op_with("Cast", &[x], &[("to", Attr::Int(to as i64))])
+        self.b.cast(x, to)
     }
 
     /// A float32 scalar constant.

@@ -18,8 +18,8 @@
 
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
-use super::noise::gaussian;
 use wfstudio_onnx::builder::Attr;
+use wfstudio_onnx::random::gaussian;
 
 /// Builds the solver of the family's sampler.
 pub fn step(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {
@@ -80,7 +80,7 @@ fn ancestral(
     let one_i = g.i(1);
     let offset = g.op("Add", &[step, &one_i]);
     let row_shape = g.op_with("Shape", &[x], &[("start", Attr::Int(1))]);
-    let noise = gaussian(g, &seed, &offset, &row_shape);
+    let noise = gaussian(&mut g.b, &seed, &offset, &row_shape);
     let sn2 = g.op("Mul", &[sn, sn]);
     let out = if family.is_flow() {
         // Rectified flow: x' = (1 - s') / (1 - s_down) * ((s_down / s) x + (1 - s_down / s) D) + renoise * noise.

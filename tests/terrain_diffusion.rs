@@ -1,0 +1,178 @@
+//! The real terrain diffusion package (`fixtures/real/terrain-diffusion`,
+//! installed by `scripts/real_models.sh`): with the request's own noise the
+//! one-step terrain equals the model fed directly with onnxruntime, and the
+//! multistep and variation runs equal a numpy implementation of the rules
+//! (tests/reference/terrain_reference.py); bad inputs are refused by name
+//! before the model runs; the studio shows the terrain and each step.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("wfstudio-terrain-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn s(path: &Path) -> &str {
+    path.to_str().expect("utf-8 path")
+}
+
+#[test]
+fn the_package_matches_onnxruntime_and_the_multistep_rule() {
+    let (Some(package), Some(python)) = (support::terrain(), support::python()) else {
+        return;
+    };
+    let reference = support::workspace().join("tests/reference/terrain_reference.py");
+    let root = scratch("match");
+    for (steps, kind) in [("1", "fresh"), ("3", "fresh"), ("2", "variation")] {
+        let case = root.join(format!("{kind}-{steps}"));
+        let made = Command::new(&python)
+            .arg(&reference)
+            .args(["--case", steps, kind, s(&case)])
+            .output()
+            .expect("python runs");
+        assert!(
+            made.status.success(),
+            "{}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+        let out = case.join("out");
+        let (code, stdout, stderr) = support::run_wfstudio(&[
+            "run",
+            s(&package),
+            "--recipe",
+            s(&case.join("recipe.json")),
+            "--out",
+            s(&out),
+        ]);
+        assert_eq!(code, 0, "{kind} {steps}: {stdout}{stderr}");
+        assert!(out.join("terrain.0.png").is_file() && out.join("terrain.1.png").is_file());
+        let direct = case.join("reference.npy");
+        let ran = Command::new(&python)
+            .arg(&reference)
+            .args([s(&package), s(&case.join("inputs.npz")), s(&direct)])
+            .output()
+            .expect("python runs");
+        assert!(
+            ran.status.success(),
+            "{}",
+            String::from_utf8_lossy(&ran.stderr)
+        );
+        let compare = "import numpy as np, sys\na, b = np.load(sys.argv[1]), np.load(sys.argv[2])\nassert a.shape == b.shape == (2, 128, 128), (a.shape, b.shape)\nprint(float(np.abs(a - b).max() / 22.16864013671875), float(b.std()))";
+        let diff = Command::new(&python)
+            .args(["-c", compare])
+            .arg(out.join("heights.npy"))
+            .arg(&direct)
+            .output()
+            .expect("python runs");
+        assert!(
+            diff.status.success(),
+            "{}",
+            String::from_utf8_lossy(&diff.stderr)
+        );
+        let report = String::from_utf8_lossy(&diff.stdout);
+        let (worst, spread) = report.trim().split_once(' ').expect("two numbers");
+        let (worst, spread): (f64, f64) = (
+            worst.parse().expect("a number"),
+            spread.parse().expect("a number"),
+        );
+        eprintln!(
+            "{kind}, {steps} steps: largest difference {worst:.2e} of the height range (terrain std {spread:.2} m)"
+        );
+        // The heights are float32 here and float64 in numpy; 1e-5 of the
+        // range is below what float32 holds at the top of it.
+        assert!(worst <= 1e-5, "{kind} {steps}: {worst}");
+        assert!(spread > 0.5, "{kind} {steps}: a flat terrain ({spread})");
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn bad_inputs_are_refused_by_name_before_the_model_runs() {
+    let Some(package) = support::terrain() else {
+        return;
+    };
+    let out = scratch("refused");
+    let small =
+        serde_json::json!({"dtype": "float32", "shape": [1, 64, 64], "data": vec![0.0; 64 * 64]})
+            .to_string();
+    let small_flag = format!("request.source={small}");
+    let cases: [(&str, &str); 5] = [
+        (
+            "request.difficulty=[120]",
+            "input 'request.difficulty' is 120 (element 0), outside 0..=99",
+        ),
+        (
+            "request.difficulty=[-1]",
+            "input 'request.difficulty' is -1 (element 0), outside 0..=99",
+        ),
+        (
+            "request.steps=0",
+            "input 'request.steps' is 0 (element 0), outside 1..=64",
+        ),
+        (
+            "request.strength=1.5",
+            "input 'request.strength' is 1.5 (element 0), outside 0..=1",
+        ),
+        (&small_flag, "input 'request.source'"),
+    ];
+    for (flag, message) in cases {
+        let (code, stdout, stderr) =
+            support::run_wfstudio(&["run", s(&package), "--input", flag, "--out", s(&out)]);
+        assert_ne!(code, 0, "{flag} ran");
+        let log = format!("{stdout}{stderr}");
+        assert!(log.contains(message), "{flag}: {log}");
+        assert!(
+            !out.join("heights.npy").exists(),
+            "a refused run wrote its output"
+        );
+    }
+}
+
+#[test]
+fn the_studio_shows_the_terrain_and_each_steps_timing() {
+    let Some(package) = support::terrain() else {
+        return;
+    };
+    let Some(xvfb) = support::xvfb_run() else {
+        return;
+    };
+    let png = scratch("studio").with_extension("png");
+    let output = Command::new(xvfb)
+        .args(["-a", "-s", "-screen 0 1600x1000x24"])
+        .arg(support::wfstudio())
+        .arg("open")
+        .arg(&package)
+        .args(["--run", "--screenshot"])
+        .arg(&png)
+        .args(["--quit", "--size", "1400x900"])
+        .output()
+        .expect("xvfb-run starts");
+    assert!(
+        output.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let image = image::open(&png).expect("a PNG").to_rgba8();
+    // The preview's terrain colours: water blue and lowland green.
+    let (mut water, mut green) = (0, 0);
+    for p in image.pixels() {
+        let [r, g, b, _] = p.0.map(u16::from);
+        water += usize::from(b > 100 && b > r + 40 && b > g + 10);
+        green += usize::from(g > 80 && g > r + 25 && g > b + 25);
+    }
+    assert!(
+        water + green > 5000,
+        "terrain pixels: water {water}, green {green}"
+    );
+    if let Some(text) = support::ocr(&png) {
+        // The default recipe's four steps, each timed.
+        for expected in ["iteration 4 of 4", "ms x 4"] {
+            assert!(text.contains(expected), "{expected:?} not read in:\n{text}");
+        }
+    }
+    let _ = std::fs::remove_file(&png);
+}
