@@ -282,7 +282,8 @@ fn create_sessions(
     device: Device,
     threads: usize,
 ) -> Result<Vec<Option<session::ComponentSession>>, RunError> {
-    let at_once = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
+    // A few at a time: each large model holds its weights while it loads.
+    let at_once = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
     let mut sessions = Vec::with_capacity(artifacts.len());
     for batch in artifacts.chunks(at_once) {
         let created = std::thread::scope(|scope| {
@@ -297,20 +298,22 @@ fn create_sessions(
                     })
                 })
                 .collect();
-            loading
+            // Every thread is joined before the first error is reported.
+            let joined: Vec<_> = loading
                 .into_iter()
                 .map(|loading| {
-                    let Some((path, handle)) = loading else {
-                        return Ok(None);
-                    };
-                    let created = handle.join().unwrap_or_else(|_| {
+                    let (path, handle) = loading?;
+                    Some(handle.join().unwrap_or_else(|_| {
                         Err(RunError::Artifact {
                             path: path.clone(),
                             message: "loading the model panicked".into(),
                         })
-                    });
-                    created.map(Some)
+                    }))
                 })
+                .collect();
+            joined
+                .into_iter()
+                .map(Option::transpose)
                 .collect::<Result<Vec<_>, _>>()
         })?;
         sessions.extend(created);

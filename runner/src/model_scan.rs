@@ -1,8 +1,8 @@
 //! One streamed pass over a model's serialized bytes for what the runner
 //! keeps of them besides the session: the fingerprint that keys reused
 //! results, whether it holds a random operator (then it is never reused),
-//! and whether it holds value labels or ranges at all (then it is parsed
-//! for them).
+//! and whether it holds value facts (labels, ranges) at all, as metadata
+//! keys (then it is parsed for them).
 //! A binary model file is streamed through a small buffer while ONNX
 //! Runtime reads the file itself, so no copy of a large model's bytes is
 //! kept.
@@ -10,7 +10,7 @@
 use memchr::memmem;
 use std::hash::{BuildHasher, Hasher};
 use std::io::Read;
-use wfstudio_onnx::labels::{LABELS_KEY, RANGE_KEY};
+use wfstudio_onnx::labels::encoded_keys;
 
 /// Operators whose output is not a function of their inputs alone; a
 /// model that contains one is never reused. Their names are looked for in
@@ -39,7 +39,8 @@ pub(crate) struct Scan {
 
 /// Scans the serialized model `reader` yields.
 pub(crate) fn scan(mut reader: impl Read) -> std::io::Result<Scan> {
-    let fact_keys = [LABELS_KEY, RANGE_KEY].map(|key| memmem::Finder::new(key.as_bytes()));
+    let keys = encoded_keys();
+    let fact_keys: Vec<memmem::Finder<'_>> = keys.iter().map(memmem::Finder::new).collect();
     let random_operators: Vec<memmem::Finder<'_>> =
         RANDOM_OPERATORS.iter().map(memmem::Finder::new).collect();
     let patterns: Vec<&[u8]> = RANDOM_OPERATORS
@@ -101,9 +102,15 @@ mod tests {
         let scanned = scan(&model[..]).expect("scans");
         assert!(!scanned.reusable && !scanned.may_have_value_facts);
         let mut labelled = vec![b'z'; 2 * CHUNK - 3];
-        labelled.extend_from_slice(b"labels");
+        labelled.extend_from_slice(b"\x0a\x06labels");
         let scanned = scan(&labelled[..]).expect("scans");
         assert!(scanned.reusable && scanned.may_have_value_facts);
+        // The plain word is not a metadata key.
+        assert!(
+            !scan(&b"no labels here"[..])
+                .expect("scans")
+                .may_have_value_facts
+        );
         assert!(scan(&b"\x0a\x03Add"[..]).expect("scans").reusable);
         assert_eq!(
             scan(&model[..]).expect("scans").fingerprint,

@@ -8,6 +8,7 @@ use crate::ortcall::{self, Call, CallSite, Held, Produced};
 use crate::tensor::DType;
 use crate::{RunError, ortlib};
 use ort::logging::LogLevel;
+use ort::session::builder::GraphOptimizationLevel;
 use ort::session::{RunOptions, Session};
 use ort::value::ValueType;
 use protobuf::Message;
@@ -119,6 +120,8 @@ fn open(
 ) -> Result<Session, ort::Error> {
     let folder = artifact.parent().unwrap_or(Path::new("."));
     let mut builder = Session::builder(env)?
+        .with_optimization_level(GraphOptimizationLevel::All)
+        .map_err(|e| -> ort::Error { e.into() })?
         .with_intra_threads(threads)
         .map_err(|e| -> ort::Error { e.into() })?
         .with_config_entry(

@@ -3,10 +3,12 @@
 independent reference for fixtures/real/terrain-diffusion.
 
     python tests/reference/terrain_reference.py PACKAGE_DIR INPUTS.npz OUT.npy
-    python tests/reference/terrain_reference.py --case STEPS fresh|variation DIR
+    python tests/reference/terrain_reference.py --case STEPS fresh|seeded|variation DIR
 
-INPUTS.npz holds `noise` [b, 1, 128, 128], `seed` [b], `difficulty` [b],
-`steps` [1], and for a variation `source` [b, 128, 128] and `strength` [1].
+INPUTS.npz holds `seed` [b], `difficulty` [b] (classes 0..99, fed as
+class / 99 as generator.py feeds its 1..100 as (class - 1) / 99), `steps`
+[1], optionally `noise` [b, 1, 128, 128] (else the seeded noise at offset
+0), and for a variation `source` [b, 128, 128] and `strength` [1].
 Recomputes with numpy, from the published rules (the package's
 generator.py; Song et al. 2023 for the multistep rule), and writes the
 heights [b, 128, 128]:
@@ -20,12 +22,14 @@ heights [b, 128, 128]:
   x = denoised + sqrt(sigma_(k+1)^2 - 0.002^2) * z_k, z_k the counter-hash
   noise of each row's seed at offset k + 1 (sampler_reference.noise; row r
   continues its seed's stream after r rows' worth);
-* heights: 0.1 * sinh(clip((v + 1) / 2, 0, 1) * asinh(H / 0.1)), clip to [0, H].
+* heights: 0.1 * sinh(clip((v + 1) / 2, 0, 1) * asinh(H / 0.1)), clip to [0, H]
+  (in float32, the output's dtype).
 
 `--case` writes a test case into DIR: `inputs.npz` and the same inputs as
-the package's recipe `recipe.json` (two rows: numpy noise from seed 7,
-seeds 5 and 9, difficulties 50 and 20; a variation adds a source terrain
-and strength 0.4).
+the package's recipe `recipe.json` (two rows: seeds 5 and 9, difficulties
+50 and 20; `fresh` and `variation` give numpy noise from seed 7 as the
+request's noise, `seeded` leaves the noise to the seeds; a variation adds a
+source terrain and strength 0.4).
 """
 import json
 import os
@@ -49,14 +53,23 @@ def to_model(heights):
 
 
 def to_heights(model):
-    unit = np.clip((model[:, 0] + 1.0) * 0.5, 0.0, 1.0)
-    return np.clip(SCALE * np.sinh(unit * NORMALIZER), 0.0, H)
+    """In float32, as the package's output is."""
+    v = model[:, 0].astype(F32)
+    unit = np.clip((v + F32(1.0)) * F32(0.5), F32(0.0), F32(1.0))
+    return np.clip(F32(SCALE) * np.sinh(unit * F32(NORMALIZER)), F32(0.0), F32(H))
 
 
 def main(package, inputs, out):
     feed = np.load(inputs)
-    noise = feed["noise"].astype(np.float64)
-    seeds, difficulty = feed["seed"], feed["difficulty"].astype(F32)
+    rows = len(feed["seed"])
+    if "noise" in feed.files:
+        noise = feed["noise"].astype(np.float64)
+    else:  # the seeded noise at offset 0; row r continues its seed's stream
+        noise = np.stack([sr.noise(int(s), 0, (1, 128, 128), rows=r + 1)[r]
+                          for r, s in enumerate(feed["seed"])])
+    # The classes 0..99 as generator.py feeds its 1..100: (class - 1) / 99.
+    seeds = feed["seed"]
+    difficulty = (feed["difficulty"].astype(np.float64) / 99.0).astype(F32)
     steps = int(feed["steps"][0])
     if "source" in feed.files:
         sigma_start = SIGMA_MIN * (SIGMA_MAX / SIGMA_MIN) ** float(feed["strength"][0])
@@ -66,10 +79,11 @@ def main(package, inputs, out):
         x = noise * sigma_start
     a, b = sigma_start ** (1 / 7), SIGMA_MIN ** (1 / 7)
     sigmas = [(a + k / steps * (b - a)) ** 7 for k in range(steps)]
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1  # as `wfstudio run` (its default --threads)
     session = ort.InferenceSession(
         os.path.join(package, "model", "terrain_consistency_unet_difficulty100.onnx"),
-        providers=["CPUExecutionProvider"])
-    rows = x.shape[0]
+        sess_options=options, providers=["CPUExecutionProvider"])
     for k, sigma in enumerate(sigmas):
         denoised = session.run(None, {"noisy": x.astype(F32), "sigma": np.full(rows, sigma, F32),
                                       "difficulty": difficulty})[0].astype(np.float64)
@@ -85,10 +99,12 @@ def main(package, inputs, out):
 
 def write_case(steps, kind, out_dir):
     noise = np.random.default_rng(7).standard_normal((2, 1, 128, 128), dtype=F32)
-    arrays = {"noise": noise, "seed": np.asarray([5, 9], np.int64),
+    arrays = {"seed": np.asarray([5, 9], np.int64),
               "difficulty": np.asarray([50, 20], np.int64), "steps": np.asarray([int(steps)], np.int64)}
     names = {"noise": "request.noise", "seed": "request.seed", "difficulty": "request.difficulty",
              "steps": "request.steps"}
+    if kind != "seeded":
+        arrays["noise"] = noise
     if kind == "variation":
         y, x = np.mgrid[0:128, 0:128].astype(np.float64)
         hill = 12.0 * np.exp(-((x - 64) ** 2 + (y - 50) ** 2) / 800.0) + 0.02 * x

@@ -6,6 +6,7 @@
 mod bench;
 mod check;
 mod fmt;
+mod grey16;
 mod identity;
 mod import;
 mod make;

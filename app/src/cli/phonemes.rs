@@ -22,12 +22,19 @@ pub fn espeak_ipa(text: &str, voice: &str) -> anyhow::Result<String> {
         .stderr(Stdio::piped())
         .spawn()
         .context("running espeak-ng (install the Debian package espeak-ng)")?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(text.as_bytes())
+    // The text goes in from a thread while the phonemes are read, so a long
+    // text cannot fill both pipes and stall.
+    let writer = child.stdin.take().map(|mut stdin| {
+        let text = text.to_string();
+        std::thread::spawn(move || stdin.write_all(text.as_bytes()))
+    });
+    let output = child.wait_with_output().context("running espeak-ng")?;
+    if let Some(writer) = writer {
+        writer
+            .join()
+            .map_err(|_| anyhow::anyhow!("writing to espeak-ng panicked"))?
             .context("writing to espeak-ng")?;
     }
-    let output = child.wait_with_output().context("running espeak-ng")?;
     let stderr = String::from_utf8_lossy(&output.stderr);
     if !output.status.success() || !stderr.trim().is_empty() {
         bail!("espeak-ng -v {voice}: {}", stderr.trim());

@@ -29,6 +29,11 @@ pub struct RunArgs {
     /// Write each output as .npy into this folder.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Also write a float output of one channel per row (a heightmap) as
+    /// 16-bit greyscale PNGs: NAME, or NAME=LOW,HIGH for the values at
+    /// black and white (default: the output's own range). With --out.
+    #[arg(long, value_name = "NAME[=LOW,HIGH]", value_parser = super::grey16::parse, requires = "out")]
+    png16: Vec<super::grey16::Png16>,
     /// Execution device.
     #[arg(long, default_value = "cpu")]
     device: Device,
@@ -416,6 +421,17 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             let file = dir.join(format!("{name}.npy"));
             write_npy(&file, tensor).with_context(|| format!("writing {}", file.display()))?;
             write_media(&runner, dir, name, tensor)?;
+        }
+        for request in &args.png16 {
+            let tensor = output
+                .outputs
+                .get(&request.output)
+                .with_context(|| format!("--png16: the run has no output {:?}", request.output))?;
+            let (low, high) = super::grey16::write(dir, request, tensor)?;
+            eprintln!(
+                "{}: 16-bit PNG, {low} at black, {high} at white",
+                request.output
+            );
         }
     }
     if let Some(trace) = &args.trace {

@@ -1,8 +1,8 @@
 //! What the run inputs form needs from a package's files beyond its
 //! document, read on a background thread (a real vocabulary takes a
 //! noticeable moment to parse): the package tokenizer, and what the models
-//! its inputs feed say of their values (a voice's name for its number, a
-//! difficulty's range).
+//! its single-element inputs feed say of their values (a voice's name for
+//! its number, the range of a number of steps).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

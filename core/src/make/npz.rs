@@ -5,7 +5,7 @@ use super::MakeError;
 use std::io::Read;
 use std::path::Path;
 
-/// The largest array read, in bytes.
+/// The most bytes read, all arrays together.
 pub const MAX_ARRAY_BYTES: u64 = 1 << 30;
 
 /// One array: its name (the member name without `.npy`), shape and values.
@@ -25,6 +25,7 @@ pub fn read_f32_arrays(path: &Path) -> Result<Vec<Array>, MakeError> {
     let file = std::fs::File::open(path).map_err(|e| fail(e.to_string()))?;
     let mut archive = zip::ZipArchive::new(file).map_err(|e| fail(format!("not a zip: {e}")))?;
     let mut arrays = Vec::with_capacity(archive.len());
+    let mut left = MAX_ARRAY_BYTES;
     for index in 0..archive.len() {
         let member = archive
             .by_index(index)
@@ -38,7 +39,7 @@ pub fn read_f32_arrays(path: &Path) -> Result<Vec<Array>, MakeError> {
             .ok_or_else(|| fail(format!("{member_name} is not a .npy member")))?
             .to_string();
         let stored = member.size();
-        let npy = npyz::NpyFile::new(member.take(MAX_ARRAY_BYTES + 4096))
+        let npy = npyz::NpyFile::new(member.take(left + 4096))
             .map_err(|e| fail(format!("{member_name}: {e}")))?;
         let shape = npy.shape().to_vec();
         if npy.order() != npyz::Order::C {
@@ -47,12 +48,13 @@ pub fn read_f32_arrays(path: &Path) -> Result<Vec<Array>, MakeError> {
         let bytes = shape
             .iter()
             .try_fold(4u64, |acc, &d| acc.checked_mul(d))
-            .filter(|&b| b <= MAX_ARRAY_BYTES && b <= stored)
+            .filter(|&b| b <= left && b <= stored)
             .ok_or_else(|| {
                 fail(format!(
-                    "{member_name} of shape {shape:?} is larger than its {stored} bytes or the {MAX_ARRAY_BYTES}-byte limit"
+                    "{member_name} of shape {shape:?} is larger than its {stored} bytes or what is left of the {MAX_ARRAY_BYTES}-byte limit"
                 ))
             })?;
+        left -= bytes;
         let values: Vec<f32> = npy
             .into_vec()
             .map_err(|e| fail(format!("{member_name}: not float32 ({e})")))?;

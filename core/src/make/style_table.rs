@@ -3,13 +3,19 @@
 //! voice an array of a `.npz`) and a graph that picks voice `voice`'s row
 //! for an utterance of `n` phonemes: row `min(n, rows) - 1`, where `n` is
 //! the token count less the two pads. The voice names are recorded on the
-//! `voice` input as value labels, which the studio and the CLI offer.
+//! `voice` input as value labels, which the studio and the CLI offer, and
+//! the lengths an utterance may have (one phoneme to `rows`, pads included)
+//! on the `tokens` input, which the runner checks before a run.
 
 use super::MakeError;
 use super::npz::Array;
 use wfstudio_onnx::builder::{Attr, Dim, GraphBuilder};
-use wfstudio_onnx::labels::LABELS_KEY;
+use wfstudio_onnx::labels::{LABELS_KEY, LENGTH_KEY};
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
+
+/// The most float32 values a table may hold (256 MiB of them: well within
+/// the 2 GiB an ONNX model file can be).
+pub const MAX_TABLE_VALUES: usize = 64 << 20;
 
 /// The policy model's bytes for the voices `arrays` (every array the same
 /// shape), named by their array names.
@@ -39,6 +45,12 @@ pub fn style_table(arrays: &[Array]) -> Result<Vec<u8>, MakeError> {
         |v: u64| i64::try_from(v).map_err(|_| MakeError::Invalid("table too large".into()));
     let (rows, width) = (to_i64(rows)?, to_i64(width)?);
     let voices = to_i64(arrays.len() as u64)?;
+    let total = arrays.iter().map(|a| a.values.len()).sum::<usize>();
+    if total > MAX_TABLE_VALUES {
+        return Err(MakeError::Invalid(format!(
+            "the table holds {total} values, more than the {MAX_TABLE_VALUES} a policy model takes"
+        )));
+    }
     let values: Vec<f32> = arrays
         .iter()
         .flat_map(|a| a.values.iter().copied())
@@ -54,6 +66,8 @@ pub fn style_table(arrays: &[Array]) -> Result<Vec<u8>, MakeError> {
     let names: Vec<&str> = arrays.iter().map(|a| a.name.as_str()).collect();
     let labels = serde_json::to_string(&names).map_err(|e| MakeError::Invalid(e.to_string()))?;
     g.input_metadata("voice", LABELS_KEY, &labels);
+    // At least one phoneme, at most `rows`, with the two pads.
+    g.input_metadata("tokens", LENGTH_KEY, &format!("[3, {}]", rows + 2));
     let table = g.f32s(&values, &[voices, rows, width]);
     // n = sequence length - 2 pads; row = clip(n, 1, rows) - 1.
     let shape = g.op("Shape", &[&tokens]);

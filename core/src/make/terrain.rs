@@ -12,7 +12,7 @@
 //! `a = sigma_start^(1/7)`, `b = SIGMA_MIN^(1/7)`, `k = 0..steps-1`; one step
 //! is the package's own one-step sampler. Between steps (Song et al. 2023,
 //! multistep consistency sampling) the denoised terrain is noised to the
-//! next sigma: `x = denoised + sqrt(sigma_(k+1)^2 - SIGMA_MIN^2) * z_k`,
+//! next sigma (the last step's is kept): `x = denoised + sqrt(sigma_(k+1)^2 - SIGMA_MIN^2) * z_k`,
 //! with `z_k` the seeded noise at offset `k + 1` (the start's noise is at
 //! offset 0).
 
@@ -69,6 +69,7 @@ pub fn terrain_policies() -> Vec<(&'static str, Vec<u8>)> {
         ("terrain_schedule", terrain_schedule()),
         ("denoise_inputs", denoise_inputs()),
         ("renoise", renoise()),
+        ("keep_terrain", keep_terrain()),
         ("from_model_space", from_model_space()),
         ("colour_map", colour_map()),
     ]
@@ -171,6 +172,11 @@ fn terrain_schedule() -> Vec<u8> {
     let root = g.op("Add", &[&a, &along]);
     let rho = f(&mut g, 7.0);
     let sigmas = g.op("Pow", &[&root, &rho]);
+    // The first sigma is the start's exactly (the 7th power of its 7th
+    // root is not, in float32).
+    let (from, to) = (g.vec_i64(&[1]), g.vec_i64(&[i64::MAX]));
+    let later = g.op("Slice", &[&sigmas, &from, &to]);
+    let sigmas = g.op_with("Concat", &[&start, &later], &[("axis", Attr::Int(0))]);
     g.output(
         &sigmas,
         "sigmas",
@@ -181,7 +187,10 @@ fn terrain_schedule() -> Vec<u8> {
 }
 
 /// The model's conditioning at loop step `step`: that step's sigma for
-/// every row, and the difficulty classes (0..=99) as floats.
+/// every row, the difficulty classes (0..=99) as the model takes them
+/// (`class / 99`, in [0, 1], as the wheel's `generator.py` feeds its
+/// classes 1..=100 as `(class - 1) / 99`), and whether another step
+/// follows.
 fn denoise_inputs() -> Vec<u8> {
     let mut g = GraphBuilder::new("denoise_inputs", PRODUCER);
     let sigmas = g.input("sigmas", DataType::FLOAT, &[Dim::Named("steps".into())]);
@@ -193,13 +202,20 @@ fn denoise_inputs() -> Vec<u8> {
     let rows = g.op("Shape", &[&difficulty]);
     let sigma = g.op("Expand", &[&sigma, &rows]);
     let classes = g.cast(&difficulty, DataType::FLOAT);
+    let top_class = f(&mut g, DIFFICULTY_RANGE.1);
+    let classes = g.op("Div", &[&classes, &top_class]);
+    let one_i = g.vec_i64(&[1]);
+    let next = g.op("Add", &[&step, &one_i]);
+    let count = g.op("Shape", &[&sigmas]);
+    let more = g.op("Less", &[&next, &count]);
     g.output(&sigma, "sigma", DataType::FLOAT, &[batch()]);
     g.output(&classes, "difficulty_value", DataType::FLOAT, &[batch()]);
+    g.output(&more, "more", DataType::BOOL, &one());
     g.to_bytes()
 }
 
-/// After loop step `step`: the denoised terrain noised to the next sigma
-/// (the seeded noise at offset `step + 1`), or kept after the last step.
+/// After loop step `step`, when another follows: the denoised terrain
+/// noised to the next sigma (the seeded noise at offset `step + 1`).
 fn renoise() -> Vec<u8> {
     let mut g = GraphBuilder::new("renoise", PRODUCER);
     let denoised = g.input("denoised", DataType::FLOAT, &latent());
@@ -208,18 +224,13 @@ fn renoise() -> Vec<u8> {
     let sigmas = g.input("sigmas", DataType::FLOAT, &[Dim::Named("steps".into())]);
     let one_i = g.vec_i64(&[1]);
     let next = g.op("Add", &[&step, &one_i]);
-    let count = g.op("Shape", &[&sigmas]);
-    let more = g.op("Less", &[&next, &count]);
-    let last = g.op("Sub", &[&count, &one_i]);
-    let index = g.op("Min", &[&next, &last]);
-    let sigma = g.op_with("Gather", &[&sigmas, &index], &[("axis", Attr::Int(0))]);
+    let sigma = g.op_with("Gather", &[&sigmas, &next], &[("axis", Attr::Int(0))]);
     let squared = g.op("Mul", &[&sigma, &sigma]);
     let floor = f(&mut g, SIGMA_MIN * SIGMA_MIN);
     let excess = g.op("Sub", &[&squared, &floor]);
     let zero = f(&mut g, 0.0);
     let excess = g.op("Max", &[&excess, &zero]);
     let amount = g.op("Sqrt", &[&excess]);
-    let amount = g.op("Where", &[&more, &amount, &zero]);
     let rows = g.op("Shape", &[&seed]);
     let offset = g.op("Expand", &[&next, &rows]);
     let row = g.vec_i64(&[1, SIZE, SIZE]);
@@ -227,6 +238,14 @@ fn renoise() -> Vec<u8> {
     let added = g.op("Mul", &[&z, &amount]);
     let out = g.op("Add", &[&denoised, &added]);
     g.output(&out, "next", DataType::FLOAT, &latent());
+    g.to_bytes()
+}
+
+/// After the last step: the denoised terrain, kept.
+fn keep_terrain() -> Vec<u8> {
+    let mut g = GraphBuilder::new("keep_terrain", PRODUCER);
+    let denoised = g.input("denoised", DataType::FLOAT, &latent());
+    g.output(&denoised, "next", DataType::FLOAT, &latent());
     g.to_bytes()
 }
 
@@ -252,8 +271,8 @@ fn from_model_space() -> Vec<u8> {
     g.to_bytes()
 }
 
-/// Colour stops of the preview, by height as a share of the range: water,
-/// lowland green, highland, rock, snow.
+/// Colour stops of the preview, by height as a share of the terrain's
+/// relief: water, lowland green, highland, rock, snow.
 const COLOUR_STOPS: [(f64, [f64; 3]); 5] = [
     (0.0, [0.16, 0.34, 0.55]),
     (0.08, [0.24, 0.52, 0.25]),
@@ -262,41 +281,53 @@ const COLOUR_STOPS: [(f64, [f64; 3]); 5] = [
     (1.0, [0.96, 0.96, 0.96]),
 ];
 
+/// Entries of the colour map's table.
+const COLOUR_LEVELS: usize = 256;
+
 /// Heights `[batch, 128, 128]` -> a colour picture `[batch, 3, 128, 128]`
-/// in [0, 1]: the colour stops, linearly between them, by height over the
-/// range, lit by a light from the north-west (brighter where the ground
-/// rises towards it).
+/// in [0, 1]: the colour stops, linearly between them (a 256-entry
+/// table), by height within each terrain's own relief (its lowest point
+/// water, its highest snow: the model's terrains span centimetres to
+/// metres), lit by a light from the north-west (brighter where the ground
+/// rises towards it, by the slope over the relief).
 fn colour_map() -> Vec<u8> {
     let mut g = GraphBuilder::new("colour_map", PRODUCER);
     let heights = g.input("heights", DataType::FLOAT, &heightmap());
-    let top = f(&mut g, HEIGHT_RANGE);
-    let t = g.op("Div", &[&heights, &top]);
-    let (zero, one_f) = (f(&mut g, 0.0), f(&mut g, 1.0));
-    let t = g.op("Clip", &[&t, &zero, &one_f]);
-    let mut channels = Vec::new();
-    for c in 0..3 {
-        let mut value = f(&mut g, COLOUR_STOPS[0].1[c]);
-        for pair in COLOUR_STOPS.windows(2) {
-            let ((t0, c0), (t1, c1)) = (pair[0], pair[1]);
-            let start = f(&mut g, t0);
-            let width = f(&mut g, t1 - t0);
-            let into = g.op("Sub", &[&t, &start]);
-            let share = g.op("Div", &[&into, &width]);
-            let share = g.op("Clip", &[&share, &zero, &one_f]);
-            let rise = f(&mut g, c1[c] - c0[c]);
-            let part = g.op("Mul", &[&share, &rise]);
-            value = g.op("Add", &[&value, &part]);
+    let mut table = vec![0f32; COLOUR_LEVELS * 3];
+    for (level, rgb) in table.chunks_mut(3).enumerate() {
+        let t = level as f64 / (COLOUR_LEVELS - 1) as f64;
+        let colour = ramp(t);
+        for (out, value) in rgb.iter_mut().zip(colour) {
+            *out = value as f32;
         }
-        channels.push(value);
     }
-    let refs: Vec<&str> = channels.iter().map(String::as_str).collect();
-    let axis = g.vec_i64(&[1]);
-    let unsqueezed: Vec<String> = refs
-        .iter()
-        .map(|c| g.op("Unsqueeze", &[c, &axis]))
-        .collect();
-    let parts: Vec<&str> = unsqueezed.iter().map(String::as_str).collect();
-    let colour = g.op_with("Concat", &parts, &[("axis", Attr::Int(1))]);
+    let table = g.f32s(&table, &[COLOUR_LEVELS as i64, 3]);
+    // Each terrain's own relief, lowest to highest point.
+    let axes = g.vec_i64(&[1, 2]);
+    let floor = g.op("ReduceMin", &[&heights, &axes]);
+    let peak = g.op("ReduceMax", &[&heights, &axes]);
+    let span = g.op("Sub", &[&peak, &floor]);
+    let least = f(&mut g, 1e-3);
+    let span = g.op("Max", &[&span, &least]);
+    let lifted = g.op("Sub", &[&heights, &floor]);
+    let share = g.op("Div", &[&lifted, &span]);
+    let levels = f(&mut g, (COLOUR_LEVELS - 1) as f64);
+    let (zero, top, half) = (
+        f(&mut g, 0.0),
+        f(&mut g, (COLOUR_LEVELS - 1) as f64),
+        f(&mut g, 0.5),
+    );
+    let level = g.op("Mul", &[&share, &levels]);
+    let level = g.op("Add", &[&level, &half]);
+    let level = g.op("Clip", &[&level, &zero, &top]);
+    let level = g.cast(&level, DataType::INT64);
+    // [batch, 128, 128, 3] -> [batch, 3, 128, 128]
+    let colour = g.op_with("Gather", &[&table, &level], &[("axis", Attr::Int(0))]);
+    let colour = g.op_with(
+        "Transpose",
+        &[&colour],
+        &[("perm", Attr::Ints(vec![0, 3, 1, 2]))],
+    );
     // Shading: the slope towards the north-west, from the heights shifted
     // by one pixel (edge pixels repeat).
     let pads = g.vec_i64(&[0, 1, 1, 0, 0, 0]);
@@ -309,15 +340,31 @@ fn colour_map() -> Vec<u8> {
     );
     let north_west = g.op("Slice", &[&padded, &starts, &ends, &axes]);
     let rise = g.op("Sub", &[&heights, &north_west]);
-    let gain = f(&mut g, 0.35);
+    let rise = g.op("Div", &[&rise, &span]);
+    let gain = f(&mut g, 6.0);
     let lit = g.op("Mul", &[&rise, &gain]);
+    let one_f = f(&mut g, 1.0);
     let lit = g.op("Add", &[&lit, &one_f]);
     let (dark, bright) = (f(&mut g, 0.55), f(&mut g, 1.25));
     let lit = g.op("Clip", &[&lit, &dark, &bright]);
+    let axis = g.vec_i64(&[1]);
     let lit = g.op("Unsqueeze", &[&lit, &axis]);
     let shaded = g.op("Mul", &[&colour, &lit]);
     let image = g.op("Clip", &[&shaded, &zero, &one_f]);
     let dims = [batch(), Dim::Fixed(3), Dim::Fixed(SIZE), Dim::Fixed(SIZE)];
     g.output(&image, "image", DataType::FLOAT, &dims);
     g.to_bytes()
+}
+
+/// The colour at height share `t` in [0, 1]: linear between the stops.
+fn ramp(t: f64) -> [f64; 3] {
+    let mut colour = COLOUR_STOPS[0].1;
+    for pair in COLOUR_STOPS.windows(2) {
+        let ((t0, c0), (t1, c1)) = (pair[0], pair[1]);
+        let share = ((t - t0) / (t1 - t0)).clamp(0.0, 1.0);
+        for c in 0..3 {
+            colour[c] += share * (c1[c] - c0[c]);
+        }
+    }
+    colour
 }
