@@ -190,5 +190,27 @@ fn the_studio_shows_the_terrain_and_each_steps_timing() {
             assert!(text.contains(expected), "{expected:?} not read in:\n{text}");
         }
     }
+    // The value inspector on the denoised latent: one value per step, a
+    // slider through them.
+    let output = Command::new(xvfb)
+        .args(["-a", "-s", "-screen 0 1600x1000x24"])
+        .arg(support::wfstudio())
+        .arg("open")
+        .arg(&package)
+        .args(["--run", "--inspect", "denoised", "--screenshot"])
+        .arg(&png)
+        .args(["--quit", "--size", "1400x900"])
+        .output()
+        .expect("xvfb-run starts");
+    assert!(
+        output.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    if let Some(text) = support::ocr(&png) {
+        for expected in ["Value denoised", "loop iteration", "[1, 1, 128, 128]"] {
+            assert!(text.contains(expected), "{expected:?} not read in:\n{text}");
+        }
+    }
     let _ = std::fs::remove_file(&png);
 }
