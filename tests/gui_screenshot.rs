@@ -73,21 +73,7 @@ fn run_in_the_window_shows_the_preview() {
     }
     let png = std::env::temp_dir().join(format!("wfstudio-runshot-{}.png", std::process::id()));
     let example = support::fixtures().join("examples/tiny-denoise");
-    let output = Command::new("xvfb-run")
-        .args(["-a", "-s", "-screen 0 1280x1024x24"])
-        .arg(support::wfstudio())
-        .arg("open")
-        .arg(&example)
-        .args(["--run", "--screenshot"])
-        .arg(&png)
-        .args(["--quit", "--size", "1100x700"])
-        .output()
-        .expect("xvfb-run starts");
-    assert!(
-        output.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    support::screenshot_after_run(&example, &[], &png, "1100x700");
     let image = image::open(&png).expect("a PNG was written").to_rgba8();
     // The smiley preview: bright yellow face pixels drawn by the run panel.
     let yellow = image

@@ -7,7 +7,6 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("wfstudio-kokoro-{name}-{}", std::process::id()));
@@ -51,29 +50,22 @@ fn the_package_speaks_what_onnxruntime_fed_directly_says() {
         );
         assert_eq!(code, 0, "{phonemes}: {log}");
         let direct = root.join(format!("reference-{i}.npy"));
-        let status = Command::new(&python)
-            .arg(&reference)
-            .args([s(&package), phonemes, voice, speed, s(&direct)])
-            .output()
-            .expect("python runs");
-        assert!(
-            status.status.success(),
-            "{}",
-            String::from_utf8_lossy(&status.stderr)
+        support::python_stdout(
+            &python,
+            &[
+                s(&reference),
+                s(&package),
+                phonemes,
+                voice,
+                speed,
+                s(&direct),
+            ],
         );
         let compare = "import numpy as np, sys\na, b = np.load(sys.argv[1]), np.load(sys.argv[2])\nassert a.shape == b.shape, (a.shape, b.shape)\nprint(a.size, float(np.abs(a - b).max()))";
-        let diff = Command::new(&python)
-            .args(["-c", compare])
-            .arg(out.join("audio.npy"))
-            .arg(&direct)
-            .output()
-            .expect("python runs");
-        assert!(
-            diff.status.success(),
-            "{}",
-            String::from_utf8_lossy(&diff.stderr)
+        let report = support::python_stdout(
+            &python,
+            &["-c", compare, s(&out.join("audio.npy")), s(&direct)],
         );
-        let report = String::from_utf8_lossy(&diff.stdout);
         let (samples, worst) = report.trim().split_once(' ').expect("two numbers");
         let samples: usize = samples.parse().expect("count");
         let worst: f64 = worst.parse().expect("difference");
@@ -278,25 +270,11 @@ fn the_studio_runs_it_and_shows_the_waveform_voice_and_timing() {
     let Some(package) = support::kokoro() else {
         return;
     };
-    let Some(xvfb) = support::xvfb_run() else {
+    if support::xvfb_run().is_none() {
         return;
-    };
+    }
     let png = scratch("studio").with_extension("png");
-    let output = Command::new(xvfb)
-        .args(["-a", "-s", "-screen 0 1600x1000x24"])
-        .arg(support::wfstudio())
-        .arg("open")
-        .arg(&package)
-        .args(["--run", "--screenshot"])
-        .arg(&png)
-        .args(["--quit", "--size", "1400x900"])
-        .output()
-        .expect("xvfb-run starts");
-    assert!(
-        output.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    support::screenshot_after_run(&package, &[], &png, "1400x900");
     let image = image::open(&png).expect("a PNG").to_rgba8();
     // The waveform, drawn in the preview's light blue.
     let wave = image

@@ -9,7 +9,6 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("wfstudio-terrain-{name}-{}", std::process::id()));
@@ -35,16 +34,7 @@ fn the_package_matches_onnxruntime_and_the_multistep_rule() {
         ("2", "variation"),
     ] {
         let case = root.join(format!("{kind}-{steps}"));
-        let made = Command::new(&python)
-            .arg(&reference)
-            .args(["--case", steps, kind, s(&case)])
-            .output()
-            .expect("python runs");
-        assert!(
-            made.status.success(),
-            "{}",
-            String::from_utf8_lossy(&made.stderr)
-        );
+        support::python_stdout(&python, &[s(&reference), "--case", steps, kind, s(&case)]);
         let out = case.join("out");
         let (code, stdout, stderr) = support::run_wfstudio(&[
             "run",
@@ -65,29 +55,20 @@ fn the_package_matches_onnxruntime_and_the_multistep_rule() {
         assert_eq!(grey.dimensions(), (128, 128));
         assert!(grey.pixels().any(|p| p.0[0] > 1000), "a black heightmap");
         let direct = case.join("reference.npy");
-        let ran = Command::new(&python)
-            .arg(&reference)
-            .args([s(&package), s(&case.join("inputs.npz")), s(&direct)])
-            .output()
-            .expect("python runs");
-        assert!(
-            ran.status.success(),
-            "{}",
-            String::from_utf8_lossy(&ran.stderr)
+        support::python_stdout(
+            &python,
+            &[
+                s(&reference),
+                s(&package),
+                s(&case.join("inputs.npz")),
+                s(&direct),
+            ],
         );
         let compare = "import numpy as np, sys\na, b = np.load(sys.argv[1]), np.load(sys.argv[2])\nassert a.shape == b.shape == (2, 128, 128), (a.shape, b.shape)\nprint(float(np.abs(a - b).max() / 22.16864013671875), float(b.std()))";
-        let diff = Command::new(&python)
-            .args(["-c", compare])
-            .arg(out.join("heights.npy"))
-            .arg(&direct)
-            .output()
-            .expect("python runs");
-        assert!(
-            diff.status.success(),
-            "{}",
-            String::from_utf8_lossy(&diff.stderr)
+        let report = support::python_stdout(
+            &python,
+            &["-c", compare, s(&out.join("heights.npy")), s(&direct)],
         );
-        let report = String::from_utf8_lossy(&diff.stdout);
         let (worst, spread) = report.trim().split_once(' ').expect("two numbers");
         let (worst, spread): (f64, f64) = (
             worst.parse().expect("a number"),
@@ -153,25 +134,11 @@ fn the_studio_shows_the_terrain_and_each_steps_timing() {
     let Some(package) = support::terrain() else {
         return;
     };
-    let Some(xvfb) = support::xvfb_run() else {
+    if support::xvfb_run().is_none() {
         return;
-    };
+    }
     let png = scratch("studio").with_extension("png");
-    let output = Command::new(xvfb)
-        .args(["-a", "-s", "-screen 0 1600x1000x24"])
-        .arg(support::wfstudio())
-        .arg("open")
-        .arg(&package)
-        .args(["--run", "--screenshot"])
-        .arg(&png)
-        .args(["--quit", "--size", "1400x900"])
-        .output()
-        .expect("xvfb-run starts");
-    assert!(
-        output.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    support::screenshot_after_run(&package, &[], &png, "1400x900");
     let image = image::open(&png).expect("a PNG").to_rgba8();
     // The preview's terrain colours: water blue and lowland green.
     let (mut water, mut green) = (0, 0);
@@ -192,21 +159,7 @@ fn the_studio_shows_the_terrain_and_each_steps_timing() {
     }
     // The value inspector on the denoised latent: one value per step, a
     // slider through them.
-    let output = Command::new(xvfb)
-        .args(["-a", "-s", "-screen 0 1600x1000x24"])
-        .arg(support::wfstudio())
-        .arg("open")
-        .arg(&package)
-        .args(["--run", "--inspect", "denoised", "--screenshot"])
-        .arg(&png)
-        .args(["--quit", "--size", "1400x900"])
-        .output()
-        .expect("xvfb-run starts");
-    assert!(
-        output.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    support::screenshot_after_run(&package, &["--inspect", "denoised"], &png, "1400x900");
     if let Some(text) = support::ocr(&png) {
         for expected in ["Value denoised", "loop iteration", "[1, 1, 128, 128]"] {
             assert!(text.contains(expected), "{expected:?} not read in:\n{text}");

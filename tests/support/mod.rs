@@ -130,6 +130,48 @@ pub fn xvfb_run() -> Option<&'static str> {
     found.then_some("xvfb-run")
 }
 
+/// Runs the project's Python (see [`python`]) with `args`; its standard
+/// output. Panics with its standard error when it fails.
+pub fn python_stdout<S: AsRef<std::ffi::OsStr>>(python: &Path, args: &[S]) -> String {
+    let out = std::process::Command::new(python)
+        .args(args)
+        .output()
+        .expect("python runs");
+    assert!(
+        out.status.success(),
+        "python {:?}: {}",
+        args.iter()
+            .map(|a| a.as_ref().to_string_lossy())
+            .collect::<Vec<_>>(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The studio window on `target` under a virtual X server, opened with
+/// `wfstudio open TARGET --run EXTRA.. --screenshot PNG --quit --size
+/// SIZE`, its run done before the picture is taken; panics when the window
+/// fails, with its standard error. (Call after [`xvfb_run`] said it is there.)
+pub fn screenshot_after_run(target: &Path, extra: &[&str], png: &Path, size: &str) {
+    let output = std::process::Command::new("xvfb-run")
+        .args(["-a", "-s", "-screen 0 1600x1000x24"])
+        .arg(wfstudio())
+        .arg("open")
+        .arg(target)
+        .arg("--run")
+        .args(extra)
+        .arg("--screenshot")
+        .arg(png)
+        .args(["--quit", "--size", size])
+        .output()
+        .expect("xvfb-run starts");
+    assert!(
+        output.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 /// The text tesseract reads in the picture `png` (set-up installs it; under
 /// CI it must be there), or `None` with a note.
 pub fn ocr(png: &Path) -> Option<String> {
