@@ -5,11 +5,13 @@
 //! `validate` benchmark); the editor calls it from a background thread
 //! with the edited document and gets a [`Report`].
 
+mod adapters;
 mod components;
 mod document;
 mod emits;
 mod inputs;
 pub mod rules;
+mod speculative;
 mod state;
 mod walk;
 
