@@ -2,7 +2,6 @@
 //! and the scripted mode `wfstudio open PATH --screenshot FILE --quit`.
 
 mod audio_player;
-mod input_widgets;
 mod inputs_form;
 mod package_facts;
 mod previews;

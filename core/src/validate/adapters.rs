@@ -1,7 +1,7 @@
 //! Adapter rules (V-A*): the LoRA service, its selection inputs, targets
 //! and artifacts, and the parameter-overlay components.
 
-use super::document::{blank, positive_finite};
+use super::values::{blank, positive_finite};
 use super::{Ctx, workflow_path};
 use crate::contracts::FLOAT_DTYPES;
 use std::collections::{BTreeSet, HashMap, HashSet};

@@ -3,6 +3,7 @@
 //! (V-R*); adapters (V-A*) are in `adapters`, speculative decoding (V-S*)
 //! in `speculative`.
 
+use super::values::blank;
 use super::walk::for_each_step;
 use super::{Ctx, workflow_path};
 use crate::contracts::normalize_dtype;
@@ -26,14 +27,6 @@ pub(super) fn check(ctx: &mut Ctx<'_>, document: &Document, wf: Option<&Workflow
     if let Some(speculative) = &document.speculative {
         super::speculative::speculative_rules(ctx, speculative, wf);
     }
-}
-
-pub(super) fn blank(s: &str) -> bool {
-    s.trim().is_empty()
-}
-
-pub(super) fn positive_finite(n: &serde_json::Number) -> bool {
-    n.as_f64().is_some_and(|f| f.is_finite() && f > 0.0)
 }
 
 fn preprocessing(ctx: &mut Ctx<'_>, document: &Document, wf: &WorkflowSpec) {

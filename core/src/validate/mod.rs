@@ -13,6 +13,7 @@ mod inputs;
 pub mod rules;
 mod speculative;
 mod state;
+mod values;
 mod walk;
 
 pub use walk::for_each_step;

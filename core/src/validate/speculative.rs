@@ -1,7 +1,7 @@
 //! Speculative decoding rules (V-S*): proposer and target, chained
 //! proposals, rollback state and the speculative region.
 
-use super::document::blank;
+use super::values::blank;
 use super::walk::{for_each_step, inferred_ports};
 use super::{Ctx, workflow_path};
 use std::collections::{BTreeSet, HashSet};

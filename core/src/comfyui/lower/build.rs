@@ -5,16 +5,13 @@
 //! ControlNet, SDXL conditioning, flow-matching shift, LoRA selection).
 
 use super::parts::{
-    Steps, component, contract, hidden, invoke, latent, media, one, one_of, opaque_literal,
-    parameter, picture, policy, row, runtime, tokens,
+    Provenance, Steps, component, contract, hidden, invoke, latent, media, one, one_of,
+    opaque_literal, parameter, picture, policy, row, runtime, tokens,
 };
 use super::recognise::{FlowShift, LatentSource, Plan, Prompt, Window};
 use super::solver::solver_step;
 use crate::comfyui::synth::sampling::ModelSampling;
 use serde_json::{Map, Value, json};
-
-/// Where the ComfyUI nodes went: document path -> node ids.
-pub(super) type Provenance = Vec<(String, Vec<String>)>;
 
 /// The document and its provenance.
 pub(super) struct Built {

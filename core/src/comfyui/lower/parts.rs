@@ -2,8 +2,10 @@
 //! inputs, components of the default package layout, invoke steps, and a
 //! step list that remembers which ComfyUI nodes each step came from.
 
-use super::build::Provenance;
 use serde_json::{Value, json};
+
+/// Where the ComfyUI nodes went: document path -> node ids.
+pub(super) type Provenance = Vec<(String, Vec<String>)>;
 
 /// A tensor contract; `aligned` adds the request-aligned batch layout.
 pub(super) fn contract(dtype: &str, shape: Value, aligned: bool) -> Value {

@@ -3,7 +3,7 @@
 //! button for seeds), checkboxes, JSON
 //! and prompt text boxes, and the file picker with its value range.
 
-use super::inputs_form::{Row, Widget};
+use super::{Row, Widget};
 use serde_json::Value;
 use std::hash::{BuildHasher, Hasher};
 use wfstudio_runner::media_input::InputMedia;

@@ -9,7 +9,6 @@
 //! remembered per package in the config folder (prompts as text, files as
 //! their paths), and saved with the recipe inputs by "Save as recipe".
 
-use super::input_widgets::{ERROR_COLOR, RANGES, pick_file, range_name, value_widget};
 use super::package_facts::FactsSlot;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
@@ -20,6 +19,9 @@ use wfstudio_runner::{Data, Tensor};
 use wfstudio_schema::types::contract::{Dim, LiteralValue, ScalarValue, TensorContract};
 use wfstudio_schema::types::document::Document;
 use wfstudio_schema::types::workflow::{InputRole, RuntimeInputRole, ValueRange};
+use widgets::{ERROR_COLOR, RANGES, pick_file, range_name, value_widget};
+
+mod widgets;
 
 /// How a row is edited.
 #[derive(Clone, Debug, PartialEq)]
