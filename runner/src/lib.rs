@@ -30,6 +30,7 @@ pub mod session;
 pub mod stats;
 mod supplied;
 pub mod tensor;
+mod tensor_json;
 pub mod text;
 
 pub use wfstudio_onnx::proto as onnx;

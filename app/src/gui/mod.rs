@@ -4,6 +4,7 @@
 mod audio_player;
 mod inputs_form;
 mod package_facts;
+mod pixels;
 mod previews;
 mod run_job;
 mod run_panel;

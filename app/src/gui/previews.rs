@@ -95,17 +95,6 @@ pub(super) fn previews(
     }
 }
 
-/// A picture as a texture that zooms without blur (nearest-neighbour), as
-/// every preview shows pixels.
-pub(super) fn texture(
-    ctx: &egui::Context,
-    name: String,
-    rgb: &wfstudio_runner::media::Rgb8,
-) -> egui::TextureHandle {
-    let image = egui::ColorImage::from_rgb([rgb.width, rgb.height], &rgb.pixels);
-    ctx.load_texture(name, image, egui::TextureOptions::NEAREST)
-}
-
 /// A min/max waveform of the first channel, one column per pixel.
 fn waveform(ui: &mut egui::Ui, channels: usize, samples: &[f32]) {
     let (rect, _) = ui.allocate_exact_size(

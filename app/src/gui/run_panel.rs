@@ -9,7 +9,8 @@
 //! calls whose inputs did not change since the previous run (the canvas
 //! marks those steps), unless asked to run every call.
 
-use super::previews::{MediaState, previews, texture};
+use super::pixels::texture;
+use super::previews::{MediaState, previews};
 use super::run_job::{Finished, RunJob, RunMessage, RunSpec};
 use crate::output_media::Media;
 use std::collections::BTreeMap;

@@ -28,9 +28,7 @@ impl VideoPlayer {
             .map(|(b, row)| {
                 row.iter()
                     .enumerate()
-                    .map(|(f, rgb)| {
-                        super::previews::texture(ctx, format!("{key}.{b}.frame{f}"), rgb)
-                    })
+                    .map(|(f, rgb)| super::pixels::texture(ctx, format!("{key}.{b}.frame{f}"), rgb))
                     .collect()
             })
             .collect();
