@@ -2,8 +2,9 @@
 //! worker and the layout sidecar. Saving writes canonical YAML (or JSON for
 //! a `.json` file) atomically, keeping the previous file as a backup.
 
+use crate::opened::Opened;
 use crate::sidecar::Sidecar;
-use crate::worker::{Analysis, AnalyzeJob, Opened};
+use crate::worker::{Analysis, AnalyzeJob};
 use std::path::{Path, PathBuf};
 use wfstudio_core::edit::History;
 use wfstudio_schema::{Format, SourceMap};

@@ -3,7 +3,7 @@
 //! turn a lowered graph into an in-memory document proposed at
 //! `<folder>/<stem>/inference_metadata.yaml` until it is saved as a package.
 
-use crate::worker::Opened;
+use crate::opened::Opened;
 use std::path::{Path, PathBuf};
 use wfstudio_core::comfyui::lower::Target;
 use wfstudio_core::comfyui::{Imported, NodeDefs, import};

@@ -13,6 +13,7 @@ pub mod document;
 pub mod fields;
 pub mod import;
 pub mod inspector;
+pub mod opened;
 pub mod package_dialog;
 mod package_flow;
 pub mod palette;

@@ -5,6 +5,7 @@
 //! and the open documents carry on.
 
 use crate::import::ImportedGraph;
+use crate::opened::Opened;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -12,7 +13,7 @@ use wfstudio_core::comfyui::package::{PackageOptions, Written, write_package};
 use wfstudio_core::graph::{Layout, ViewGraph};
 use wfstudio_core::{Options, Report};
 use wfstudio_schema::types::document::Document;
-use wfstudio_schema::{Diagnostic, Format, Limits, Loaded, SourceMap, parse_text};
+use wfstudio_schema::{Diagnostic, Format, Limits, SourceMap, parse_text};
 
 /// Work for the background thread.
 #[derive(Debug)]
@@ -320,19 +321,6 @@ fn recovered(
             None
         }
     }
-}
-
-/// A document read from disk.
-#[derive(Debug)]
-pub struct Opened {
-    /// The document file (inside a package folder when a folder was given).
-    pub file: PathBuf,
-    /// Its text as read.
-    pub text: String,
-    /// Its parse.
-    pub loaded: Box<Loaded>,
-    /// Unsaved edits recovered after a crash.
-    pub recovered: Option<(crate::autosave::Recovery, Box<Document>)>,
 }
 
 /// Validation (semantic rules and, with a package folder, artifact files),

@@ -12,10 +12,12 @@ pub mod diagnostic;
 pub mod emit;
 pub mod limits;
 pub mod load;
+pub mod node;
 mod open_struct;
 pub mod path;
 pub mod save;
 pub mod source;
+pub mod span;
 pub mod tree;
 pub mod types;
 
