@@ -2,12 +2,12 @@
 //! manifest capability, used by the validator (V-C1, V-C2), `check --fix`
 //! and the studio.
 
-use crate::validate::{Ctx, workflow_path};
+use crate::paths::workflow_path;
 use std::collections::BTreeMap;
 use wfstudio_schema::types::state::{Recurrence, StateClass, StateScope};
 use wfstudio_schema::types::steps::Step;
 use wfstudio_schema::types::workflow::{Implementation, InputRole, RuntimeInputRole, WorkflowSpec};
-use wfstudio_schema::{Diagnostic, DocPath, Document, Fix, FixEdit};
+use wfstudio_schema::{DocPath, Document};
 
 /// A capability the structure of a workflow can require.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -205,7 +205,7 @@ pub fn derive(wf: &WorkflowSpec) -> BTreeMap<Capability, DocPath> {
             need(capability, &|| at.clone());
         }
     }
-    crate::validate::for_each_step(
+    crate::validate::walk::for_each_step(
         &wf.steps,
         &root.key("steps"),
         &mut |step, path| match step {
@@ -287,59 +287,5 @@ fn changes_effects(step: &Step, wf: &WorkflowSpec) -> bool {
             .values()
             .chain(b.default.as_deref())
             .any(|c| changes_effects(c, wf)),
-    }
-}
-
-fn missing_diagnostics(
-    ctx: &mut Ctx<'_>,
-    code: &'static str,
-    declared: &[String],
-    required: impl Iterator<Item = (&'static str, String)>,
-) {
-    let missing: Vec<(&str, String)> = required
-        .filter(|(id, _)| !declared.iter().any(|d| d == id))
-        .collect();
-    if missing.is_empty() {
-        return;
-    }
-    let ids: Vec<String> = missing.iter().map(|(id, _)| id.to_string()).collect();
-    let path = workflow_path().key("manifest").key("capabilities");
-    let help = format!(
-        "add to pipeline.workflow.manifest.capabilities: [{}]",
-        ids.join(", ")
-    );
-    for (id, why) in &missing {
-        ctx.push(
-            Diagnostic::error(
-                code,
-                path.clone(),
-                format!("manifest capabilities is missing used capability '{id}' ({why})"),
-            )
-            .with_help(help.clone())
-            .with_fix(Fix {
-                title: format!("Add {} to the manifest capabilities", ids.join(", ")),
-                edit: FixEdit::AppendToList {
-                    path: path.clone(),
-                    items: ids.clone(),
-                },
-            }),
-        );
-    }
-}
-
-/// V-C1 (structure-derived capabilities) and V-C2 (adapter capabilities).
-pub(crate) fn check_manifest(ctx: &mut Ctx<'_>, document: &Document, wf: &WorkflowSpec) {
-    let declared = wf.manifest.capabilities.as_deref().unwrap_or_default();
-    let derived = derive(wf);
-    let required = derived
-        .iter()
-        .filter(|(c, _)| !declared.iter().any(|d| d == c.id()))
-        .map(|(c, path)| (c.id(), format!("{} at {path}", c.reason())));
-    missing_diagnostics(ctx, "V-C1", declared, required);
-    if document.adapters.is_some() {
-        let required = ADAPTER_CAPABILITIES
-            .iter()
-            .map(|id| (*id, "top-level adapters are declared".to_string()));
-        missing_diagnostics(ctx, "V-C2", declared, required);
     }
 }

@@ -2,6 +2,7 @@
 //! turned into a [`DocPath`] only when a message or a step's display name
 //! needs it, so walking the steps of a run allocates nothing.
 
+use crate::RunError;
 use wfstudio_schema::DocPath;
 
 #[derive(Clone, Copy, Debug)]
@@ -49,6 +50,14 @@ impl<'a> At<'a> {
             Segment::Key(k) => parent.key(k),
             Segment::Index(i) => parent.index(i),
         }
+    }
+}
+
+/// A run error at `path`.
+pub(crate) fn fail(path: &At<'_>, message: impl Into<String>) -> RunError {
+    RunError::Step {
+        path: path.doc().to_string(),
+        message: message.into(),
     }
 }
 

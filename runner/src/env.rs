@@ -3,7 +3,7 @@
 //! that run on every call (an invoke's inputs and outputs) find their
 //! values by index instead of hashing names.
 
-use crate::exec::FastMap;
+use crate::fastmap::FastMap;
 use crate::ortcall::Held;
 use std::rc::Rc;
 

@@ -6,6 +6,10 @@ use half::{bf16, f16};
 use serde_json::Value;
 use wfstudio_schema::types::contract::{LiteralValue, ScalarValue};
 
+/// The largest tensor a literal default may materialise (checked before
+/// allocating, so a hostile shape cannot exhaust memory).
+pub const MAX_LITERAL_BYTES: usize = 1 << 30;
+
 /// One literal element.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Scalar {

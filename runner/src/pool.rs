@@ -29,7 +29,7 @@ const MOST_COMPARED: usize = 4096;
 /// Free buffers by dtype and shape, and the values parked by slot.
 #[derive(Default)]
 pub(crate) struct Pool {
-    free: crate::exec::FastMap<u64, Vec<Preset>>,
+    free: crate::fastmap::FastMap<u64, Vec<Preset>>,
     bytes: usize,
     parked: Vec<Option<Preset>>,
     parked_bytes: usize,

@@ -16,7 +16,7 @@
 //! whether a call's inputs are like the last call's reads one number per
 //! input from the value in hand.
 
-use crate::exec::FastMap;
+use crate::fastmap::FastMap;
 use crate::tensor::DType;
 use smallvec::SmallVec;
 

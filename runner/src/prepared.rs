@@ -7,11 +7,14 @@
 
 use crate::RunError;
 use crate::at::At;
+use crate::at::fail;
 use crate::check::{Compiled, Symbols, UNBOUND};
 use crate::clock::{Span, Tick};
 use crate::env::Names;
-use crate::exec::{FastMap, InvokedStep, MAX_LITERAL_BYTES, fail, scatter_groups};
+use crate::fastmap::FastMap;
+use crate::literal::MAX_LITERAL_BYTES;
 use crate::ortcall::{CallSite, Held, Preset, Produced};
+use crate::output::InvokedStep;
 use crate::pool::Pool;
 use crate::predict::{Outputs, ShapeId, ShapeMemo};
 use crate::session::ComponentSession;
@@ -22,6 +25,7 @@ use std::borrow::Cow;
 use std::rc::Rc;
 use std::sync::Arc;
 use wfstudio_schema::types::contract::{Dim, TensorContract};
+use wfstudio_schema::types::state::{IndexedScatter, StateGroup, StateUpdate};
 use wfstudio_schema::types::steps::{EmitMode, EmitStep, InvokeStep, LoopStep};
 use wfstudio_schema::types::workflow::{Implementation, WorkflowSpec};
 
@@ -668,4 +672,26 @@ pub(crate) fn row_contract(contract: &TensorContract, row: bool) -> Cow<'_, Tens
         }
         _ => Cow::Borrowed(contract),
     }
+}
+
+/// The indexed-scatter groups whose write indices `component` receives:
+/// each group's name, the group, its update and the port that takes them.
+pub(crate) fn scatter_groups<'w>(
+    wf: &'w WorkflowSpec,
+    component: &'w str,
+) -> impl Iterator<Item = (&'w String, &'w StateGroup, &'w IndexedScatter, &'w String)> + 'w {
+    let groups = wf
+        .serving
+        .as_ref()
+        .and_then(|s| s.state_service.groups.as_ref());
+    groups
+        .into_iter()
+        .flatten()
+        .filter_map(move |(name, group)| {
+            let Some(StateUpdate::IndexedScatter(scatter)) = &group.update else {
+                return None;
+            };
+            let port = scatter.write_indices_ports.as_ref()?.get(component)?;
+            Some((name, group, scatter, port))
+        })
 }

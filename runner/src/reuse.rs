@@ -6,7 +6,7 @@
 //! with random operators are never reused. The cache keeps only what the
 //! latest run used or produced, within a byte budget.
 
-use crate::exec::FastMap;
+use crate::fastmap::FastMap;
 use crate::tensor::{Data, Tensor};
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! name or application alias with one look-up each: the names are hashed
 //! into a table once per package, not collected into a map on every run.
 
-use crate::exec::FastMap;
+use crate::fastmap::FastMap;
 use crate::tensor::Tensor;
 use std::sync::Arc;
 use wfstudio_schema::types::workflow::{InputSource, WorkflowSpec};

@@ -10,15 +10,15 @@ mod components;
 mod document;
 mod emits;
 mod inputs;
+mod manifest;
 pub mod rules;
 mod speculative;
 mod state;
 mod values;
-mod walk;
+pub(crate) mod walk;
 
 pub use walk::for_each_step;
 
-use crate::capabilities;
 use std::collections::{BTreeMap, HashSet};
 use wfstudio_schema::types::workflow::WorkflowSpec;
 use wfstudio_schema::{Diagnostic, DocPath, Document, SourceMap};
@@ -95,10 +95,7 @@ impl Ctx<'_> {
     }
 }
 
-/// `pipeline.workflow`.
-pub fn workflow_path() -> DocPath {
-    DocPath::root().key("pipeline").key("workflow")
-}
+pub use crate::paths::workflow_path;
 
 /// Validates `document` with every rule.
 pub fn validate(document: &Document, options: &Options) -> Report {
@@ -126,5 +123,5 @@ fn validate_workflow(ctx: &mut Ctx<'_>, document: &Document, wf: &WorkflowSpec) 
     let walked = walk::walk(ctx, wf);
     emits::check(ctx, wf, &walked);
     state::check_serving_values(ctx, wf, &walked);
-    capabilities::check_manifest(ctx, document, wf);
+    manifest::check_manifest(ctx, document, wf);
 }

@@ -3,20 +3,24 @@
 //! values, and collects outputs, timing and events.
 
 use crate::RunError;
+use crate::at::fail;
 use crate::check::{Symbols, check};
 use crate::clock::{Span, Tick};
 use crate::env::{Env, Names};
 use crate::events::Event;
 use crate::input_limits::InputLimits;
+use crate::literal::MAX_LITERAL_BYTES;
 use crate::literal::encode_default;
+use crate::output::TimedCall;
+use crate::output::{InvokedStep, KeptValue, RunOutput};
+use crate::prepared::scatter_groups;
 use crate::request::Request;
 use crate::reuse::ReuseCache;
 use crate::session::ComponentSession;
 use crate::supplied::Supplied;
 use crate::tensor::{DType, Data, Tensor};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 
-pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 use crate::at::At;
 use crate::ortcall::{Held, Produced};
 use crate::pool::Pool;
@@ -30,127 +34,14 @@ use smallvec::SmallVec;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 use wfstudio_schema::types::contract::{BatchLayout, Dim, TensorContract};
-use wfstudio_schema::types::state::{
-    IndexedScatter, Recurrence, StateCell, StateGroup, StateUpdate,
-};
+use wfstudio_schema::types::state::{Recurrence, StateCell};
 use wfstudio_schema::types::steps::{
     BranchStep, EmitMode, EmitStep, InvokeStep, LoopIteration, LoopStep, Step,
 };
 use wfstudio_schema::types::workflow::{
     Component, Implementation, InputRole, InputSource, WorkflowSpec,
 };
-
-/// The largest tensor a literal default may materialise (checked before
-/// allocating, so a hostile shape cannot exhaust memory).
-pub const MAX_LITERAL_BYTES: usize = 1 << 30;
-
-/// An invoke step that ran: where it is and what it calls (shared by all
-/// of its calls, see [`RunOutput::steps`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InvokedStep {
-    /// Document path of the invoke step.
-    pub path: Arc<str>,
-    /// Component name.
-    pub component: Arc<str>,
-}
-
-/// Timing of one invoke call.
-#[derive(Clone, Debug, PartialEq)]
-pub struct InvokeTiming {
-    /// The step that made the call: its index in [`RunOutput::steps`]
-    /// (an index rather than the names, so timing a call copies nothing).
-    pub step: usize,
-    /// Wall time, from the start of the call until its outputs were in hand
-    /// (binding them to their values after is the run's time). A steady
-    /// call (one like its step's last, which checks nothing) starts as it
-    /// enters ONNX Runtime; any other starts before its checks.
-    pub wall: Duration,
-    /// Time inside ONNX Runtime.
-    pub ort: Duration,
-    /// Start offset from the beginning of the run.
-    pub start: Duration,
-    /// Whether the outputs were reused from an earlier run instead of run.
-    pub reused: bool,
-}
-
-/// An invoke call as timed on the hot path (clock readings), turned into
-/// an [`InvokeTiming`] when the run ends.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct TimedCall {
-    step: usize,
-    start: Tick,
-    /// When the outputs were in hand.
-    in_hand: Tick,
-    /// Inside ONNX Runtime (empty for calls that did not run on it).
-    ort: Span,
-    reused: bool,
-}
-
-impl TimedCall {
-    /// The call's timing, its start counted from `run_start`.
-    fn timing(self, run_start: Tick) -> InvokeTiming {
-        InvokeTiming {
-            step: self.step,
-            wall: self.in_hand.since(self.start),
-            ort: self.ort.duration(),
-            start: self.start.since(run_start),
-            reused: self.reused,
-        }
-    }
-}
-
-/// A value kept for inspection.
-#[derive(Clone, Debug, PartialEq)]
-pub struct KeptValue {
-    /// SSA value name.
-    pub name: String,
-    /// Document path of the step that produced it.
-    pub path: String,
-    /// Loop iterations enclosing the step (outermost first).
-    pub iterations: Vec<usize>,
-    /// The value.
-    pub tensor: Arc<Tensor>,
-}
-
-/// Everything a finished run produced.
-#[derive(Clone, Debug, Default)]
-pub struct RunOutput {
-    /// Output values by key (`image`, `tokens.row.0`, `audio.2`).
-    pub outputs: BTreeMap<String, Tensor>,
-    /// Every invoke call, in order.
-    pub invokes: Vec<InvokeTiming>,
-    /// The invoke steps the calls name (see [`InvokeTiming::step`]).
-    pub steps: Arc<Vec<InvokedStep>>,
-    /// Loop path -> iterations run.
-    pub loop_iterations: BTreeMap<String, usize>,
-    /// Wall time of the run.
-    pub wall: Duration,
-    /// Values kept for inspection (when asked for), within the budget.
-    pub kept: Vec<KeptValue>,
-    /// Whether the budget cut the kept values short.
-    pub kept_truncated: bool,
-}
-
-impl RunOutput {
-    /// Sum of the time spent inside ONNX Runtime.
-    pub fn ort_time(&self) -> Duration {
-        self.invokes.iter().map(|i| i.ort).sum()
-    }
-
-    /// The step that made `call`.
-    pub fn step_of(&self, call: &InvokeTiming) -> Option<&InvokedStep> {
-        self.steps.get(call.step)
-    }
-
-    /// Every invoke call with its step, in order.
-    pub fn calls(&self) -> impl Iterator<Item = (&InvokedStep, &InvokeTiming)> {
-        self.invokes
-            .iter()
-            .filter_map(|call| Some((self.step_of(call)?, call)))
-    }
-}
 
 /// Per-run settings.
 pub struct RunControl<'a> {
@@ -284,41 +175,12 @@ impl Drop for Exec<'_, '_> {
     }
 }
 
-pub(crate) fn fail(path: &At<'_>, message: impl Into<String>) -> RunError {
-    RunError::Step {
-        path: path.doc().to_string(),
-        message: message.into(),
-    }
-}
-
 /// The error for a value read before any step bound it.
 fn undefined(at: &At<'_>, name: &str) -> RunError {
     fail(
         at,
         format!("value '{name}' is not defined when this step runs"),
     )
-}
-
-/// The indexed-scatter groups whose write indices `component` receives:
-/// each group's name, the group, its update and the port that takes them.
-pub(crate) fn scatter_groups<'w>(
-    wf: &'w WorkflowSpec,
-    component: &'w str,
-) -> impl Iterator<Item = (&'w String, &'w StateGroup, &'w IndexedScatter, &'w String)> + 'w {
-    let groups = wf
-        .serving
-        .as_ref()
-        .and_then(|s| s.state_service.groups.as_ref());
-    groups
-        .into_iter()
-        .flatten()
-        .filter_map(move |(name, group)| {
-            let Some(StateUpdate::IndexedScatter(scatter)) = &group.update else {
-                return None;
-            };
-            let port = scatter.write_indices_ports.as_ref()?.get(component)?;
-            Some((name, group, scatter, port))
-        })
 }
 
 /// Symbols on growing or bounded state axes; they are never bound.
