@@ -2,9 +2,10 @@
 //! (`crate::a::b`, `super::x`, `use crate::{a, b::{c, d}}`): each crate's
 //! files read as a graph of modules, edges from a file to the modules its
 //! paths name (outside its `#[cfg(test)]` part), and any cycle among them is
-//! a failure naming the modules. A module naming one of its own ancestors
-//! (a child taking its parent's types) is not an edge: the parent declares
-//! the child, so that direction is the nesting, not a loop.
+//! a failure naming the modules. A parent reaches the children it declares;
+//! a module naming one of its own ancestors (a child taking its parent's
+//! types) is not an edge, so only loops through other modules count.
+//! Comments are not read.
 
 mod support;
 
@@ -33,14 +34,28 @@ fn modules(src: &Path, prefix: &Module, out: &mut BTreeMap<Module, String>) {
                 module.push(name);
             }
             let text = std::fs::read_to_string(&path).expect("readable");
-            let code = text
-                .split("#[cfg(test)]")
-                .next()
-                .unwrap_or_default()
-                .to_string();
-            out.insert(module, code);
+            out.insert(module, code_of(&text));
         }
     }
+}
+
+/// The code of a file to read paths in: comments dropped (doc links and
+/// prose may name modules), and nothing from its `#[cfg(test)]` module on.
+fn code_of(text: &str) -> String {
+    let mut code = String::new();
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        let test_module = line.trim_start().starts_with("#[cfg(test)]")
+            && lines
+                .peek()
+                .is_some_and(|next| next.trim_start().starts_with("mod "));
+        if test_module {
+            break;
+        }
+        code.push_str(line.split("//").next().unwrap_or_default());
+        code.push('\n');
+    }
+    code
 }
 
 /// The paths a use tree starting at `text` names, each under `prefix`.
@@ -118,6 +133,14 @@ fn cycles(crate_dir: &Path) -> Vec<Vec<String>> {
     let mut files = BTreeMap::new();
     modules(&crate_dir.join("src"), &Vec::new(), &mut files);
     let mut edges: BTreeMap<&Module, BTreeSet<&Module>> = BTreeMap::new();
+    // A parent reaches the children it declares.
+    for module in files.keys() {
+        if let Some((_, parent)) = module.split_last()
+            && let Some((parent, _)) = files.get_key_value(parent)
+        {
+            edges.entry(parent).or_default().insert(module);
+        }
+    }
     for (module, code) in &files {
         for path in named(module, code) {
             let target = (0..=path.len())
@@ -202,6 +225,28 @@ fn the_checker_sees_paths_in_use_trees_and_finds_a_loop() {
     assert_eq!(
         cycles(&dir),
         [vec!["a".to_string(), "b".into(), "c".into()]]
+    );
+    // A loop through a parent and the child it declares; a comment that
+    // names a module is no edge.
+    std::fs::write(dir.join("src/lib.rs"), "mod p;\nmod q;\n").expect("lib");
+    for f in ["a", "b", "c"] {
+        std::fs::remove_file(dir.join(format!("src/{f}.rs"))).expect("rm");
+    }
+    std::fs::create_dir_all(dir.join("src/p")).expect("mkdir");
+    std::fs::write(dir.join("src/p/mod.rs"), "mod child;\npub struct A;\n").expect("p");
+    std::fs::write(
+        dir.join("src/p/child.rs"),
+        "use crate::q::B;\nuse super::A;\n",
+    )
+    .expect("child");
+    std::fs::write(
+        dir.join("src/q.rs"),
+        "pub struct B;\n// see crate::r\nuse crate::p::A;\n",
+    )
+    .expect("q");
+    assert_eq!(
+        cycles(&dir),
+        [vec!["p".to_string(), "p::child".into(), "q".into()]]
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
