@@ -302,29 +302,10 @@ fn synthesized_solvers_match_an_independent_numpy_reference() {
             let (dir, out) = (root.join(&name), root.join(format!("{name}-out")));
             import_check_run(&file, &dir, &out, &[]);
             let numpy_out = root.join(format!("{name}-numpy"));
-            let status = std::process::Command::new(&python)
-                .arg(&reference)
-                .args([&dir, &numpy_out])
-                .output()
-                .expect("python runs");
-            assert!(
-                status.status.success(),
-                "{}",
-                String::from_utf8_lossy(&status.stderr)
-            );
+            support::python_stdout(&python, &[s(&reference), s(&dir), s(&numpy_out)]);
             let compare = "import numpy as np, sys\na, b = np.load(sys.argv[1]), np.load(sys.argv[2])\nassert a.shape == b.shape, (a.shape, b.shape)\nprint(float(np.max(np.abs(a - b) / (1 + np.abs(b)))))";
-            let diff = std::process::Command::new(&python)
-                .args(["-c", compare])
-                .arg(out.join("latent.npy"))
-                .arg(numpy_out.join("latent.npy"))
-                .output()
-                .expect("python runs");
-            assert!(
-                diff.status.success(),
-                "{}",
-                String::from_utf8_lossy(&diff.stderr)
-            );
-            let worst: f64 = String::from_utf8_lossy(&diff.stdout)
+            let (ours, numpy) = (out.join("latent.npy"), numpy_out.join("latent.npy"));
+            let worst: f64 = support::python_stdout(&python, &["-c", compare, s(&ours), s(&numpy)])
                 .trim()
                 .parse()
                 .expect("a number");
@@ -357,18 +338,12 @@ fn seeded_noise_is_standard_normal_and_a_batch_draws_each_row_anew() {
         "--stand-in-models",
     ]);
     assert_eq!(code, 0, "{stderr}");
-    let statistics = std::process::Command::new(&python)
-        .arg(support::workspace().join("tests/reference/noise_statistics.py"))
-        .arg(dir.join("policies/latent_noise.onnx"))
-        .output()
-        .expect("python runs");
-    let report = String::from_utf8_lossy(&statistics.stdout);
-    assert!(
-        statistics.status.success(),
-        "{report}{}",
-        String::from_utf8_lossy(&statistics.stderr)
+    let script = support::workspace().join("tests/reference/noise_statistics.py");
+    let policy = dir.join("policies/latent_noise.onnx");
+    eprintln!(
+        "{}",
+        support::python_stdout(&python, &[s(&script), s(&policy)])
     );
-    eprintln!("{report}");
     // EmptyLatentImage's batch_size: three pictures from one seed, each other.
     let mut graph = txt2img_with("euler", "normal");
     graph["13"]["inputs"]["batch_size"] = 3.into();
@@ -380,17 +355,8 @@ fn seeded_noise_is_standard_normal_and_a_batch_draws_each_row_anew() {
         assert!(out.join(format!("image.{row}.png")).is_file(), "row {row}");
     }
     let rows_differ = "import numpy as np, sys\nl = np.load(sys.argv[1])\nassert l.shape[0] == 3, l.shape\nprint(min(float(np.abs(l[i] - l[j]).max()) for i in range(3) for j in range(i)))";
-    let diff = std::process::Command::new(&python)
-        .args(["-c", rows_differ])
-        .arg(out.join("latent.npy"))
-        .output()
-        .expect("python runs");
-    assert!(
-        diff.status.success(),
-        "{}",
-        String::from_utf8_lossy(&diff.stderr)
-    );
-    let least: f64 = String::from_utf8_lossy(&diff.stdout)
+    let latent = out.join("latent.npy");
+    let least: f64 = support::python_stdout(&python, &["-c", rows_differ, s(&latent)])
         .trim()
         .parse()
         .expect("a number");
@@ -447,17 +413,8 @@ fn a_models_external_data_comes_with_it_and_bad_locations_are_refused() {
         // onnx writes only locations inside the folder: others are recorded
         // afterwards, as a hostile file would.
         let script = "import onnx, sys\nm = onnx.load(sys.argv[1])\nonnx.save_model(m, sys.argv[1], save_as_external_data=True, all_tensors_to_one_file=True, location='weights.bin', size_threshold=0)\nm = onnx.load(sys.argv[1], load_external_data=False)\nfor t in m.graph.initializer:\n    for e in t.external_data:\n        if e.key == 'location': e.value = sys.argv[2]\nopen(sys.argv[1], 'wb').write(m.SerializeToString())";
-        let status = std::process::Command::new(&python)
-            .args(["-c", script])
-            .arg(models.join("denoiser/model.onnx"))
-            .arg(location)
-            .output()
-            .expect("python runs");
-        assert!(
-            status.status.success(),
-            "{}",
-            String::from_utf8_lossy(&status.stderr)
-        );
+        let model = models.join("denoiser/model.onnx");
+        support::python_stdout(&python, &["-c", script, s(&model), location]);
     };
     save_external("weights.bin");
     let import = |out: &Path| {
