@@ -5,6 +5,7 @@ mod cli;
 mod gui;
 mod input_media;
 mod output_media;
+mod worker;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -25,6 +25,7 @@ mod output;
 mod pool;
 mod predict;
 mod prepared;
+pub mod raw;
 pub mod recipe;
 pub mod request;
 pub mod reuse;

@@ -39,6 +39,10 @@ pub struct BenchArgs {
     /// Also time the runs with the reuse cache (an unchanged re-run).
     #[arg(long)]
     reuse: bool,
+    /// Also time the runs through the studio's run worker (a child
+    /// process): the cost of the process boundary per run.
+    #[arg(long)]
+    worker: bool,
 }
 
 /// Medians of a series of warm runs.
@@ -49,7 +53,8 @@ struct Timed {
     reused: usize,
 }
 
-fn median(mut values: Vec<Duration>) -> Duration {
+/// The median of `values` (zero when empty).
+pub fn median(mut values: Vec<Duration>) -> Duration {
     values.sort();
     values.get(values.len() / 2).copied().unwrap_or_default()
 }
@@ -104,6 +109,29 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         iterations as f64 / wall.as_secs_f64()
     };
     let load_ms = ms(runner.load_time);
+    let worker = if args.worker {
+        let file = wfstudio_schema::locate_document(&args.path)?;
+        let owned: Vec<(String, Tensor)> = inputs
+            .iter()
+            .map(|(n, t)| (n.clone(), (**t).clone()))
+            .collect();
+        let timed = super::bench_worker::time_worker(
+            &file,
+            runner.document(),
+            &owned,
+            args.device,
+            args.threads.into(),
+            args.runs,
+        )?;
+        Some(timed)
+    } else {
+        None
+    };
+    // The worker's cost: its wall as the caller sees it less its runner's.
+    let boundary =
+        |w: &super::bench_worker::WorkerTimed| w.wall.as_secs_f64() - w.inside.as_secs_f64();
+    let against =
+        |w: &super::bench_worker::WorkerTimed| w.wall.as_secs_f64() / wall.as_secs_f64().max(1e-9);
     let speedup = |r: &Timed| wall.as_secs_f64() / r.wall.as_secs_f64().max(1e-9);
     match args.format {
         OutputFormat::Json => {
@@ -116,6 +144,13 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
                 json["reuse"] = serde_json::json!({
                     "median_wall_ms": ms(r.wall), "reused_calls": r.reused,
                     "speedup": speedup(r),
+                });
+            }
+            if let Some(w) = &worker {
+                json["worker"] = serde_json::json!({
+                    "median_wall_ms": ms(w.wall), "median_inside_ms": ms(w.inside),
+                    "boundary_ms": boundary(w) * 1e3, "output_bytes": w.output_bytes,
+                    "ratio_to_in_process": against(w),
                 });
             }
             println!("{json}");
@@ -134,6 +169,16 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
             ms(r.wall),
             r.reused,
             speedup(r)
+        );
+    }
+    if let (OutputFormat::Text, Some(w)) = (args.format, &worker) {
+        println!(
+            "through the run worker: wall {:.3} ms, its runner {:.3} ms: the process boundary costs {:.3} ms per run with {} bytes of outputs; {:.3}x the in-process wall",
+            ms(w.wall),
+            ms(w.inside),
+            boundary(w) * 1e3,
+            w.output_bytes,
+            against(w)
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -4,6 +4,7 @@
 //! 2 = usage or I/O failure.
 
 mod bench;
+mod bench_worker;
 mod check;
 mod fmt;
 mod grey16;
@@ -50,6 +51,9 @@ enum Command {
     ImportComfyui(import::ImportArgs),
     /// Make package parts for real models (tokenizer, style table, terrain policies).
     Make(make::MakeArgs),
+    /// Serve runs for the studio over stdin and stdout (started by the studio).
+    #[command(hide = true)]
+    Worker(crate::worker::serve::WorkerArgs),
 }
 
 /// Output style of diagnostics.
@@ -78,5 +82,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench(args) => bench::run(&args),
         Command::Make(args) => make::run(&args),
         Command::ImportComfyui(args) => import::run(&args),
+        Command::Worker(args) => crate::worker::serve::serve(&args),
     }
 }

@@ -50,6 +50,10 @@ pub struct OpenArgs {
     /// had been clicked).
     #[arg(long, value_name = "VALUE")]
     pub inspect: Option<String>,
+    /// Memory ceiling of the run worker in GiB (default: three quarters of
+    /// physical memory; 0: no ceiling).
+    #[arg(long, value_name = "GIB")]
+    pub worker_memory: Option<f64>,
 }
 
 impl Default for OpenArgs {
@@ -64,6 +68,7 @@ impl Default for OpenArgs {
             recipe: None,
             select_output: None,
             inspect: None,
+            worker_memory: None,
         }
     }
 }
@@ -120,6 +125,9 @@ pub fn run(args: &OpenArgs) -> anyhow::Result<ExitCode> {
         .map(|file| screenshot::Script::new(file, args.quit, args.run, exit.clone()));
     let mut run = run_panel::RunPanel::default();
     run.selected_output = args.select_output.clone();
+    if let Some(gib) = args.worker_memory {
+        run.worker_config.memory_limit = (gib > 0.0).then(|| (gib * f64::from(1u32 << 30)) as u64);
+    }
     let recipe = args.recipe.clone();
     let run_now = args.run && args.screenshot.is_none();
     let light = args.light;

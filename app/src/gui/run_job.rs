@@ -1,22 +1,29 @@
-//! A run of the open package on a background thread: loads the runner
-//! (sessions per component), reads the recipe's inputs, runs with events
-//! forwarded over a channel, and decodes the outputs into media and token
-//! outputs into text there (streaming the text as emits arrive), so the UI
-//! thread only draws. Calls whose inputs did not change since the previous
-//! run take its results from the panel's reuse cache. Cancel is an atomic flag the runner checks between
-//! invokes; a panic in the run is caught and reported as its failure.
+//! A run of the open package: a background thread reads the recipe's
+//! inputs, hands the run to the studio's run worker (a child process, see
+//! [`crate::worker`]; started on the first run and kept warm, restarted
+//! after it dies), forwards its events over a channel, and decodes the
+//! outputs into media and token outputs into text (streaming the text as
+//! emits arrive), so the UI thread only draws. The worker reuses the
+//! results of calls whose inputs did not change since the previous run.
+//! Cancel is an atomic flag watched while the worker runs; a worker that
+//! does not stop within a second is killed. A panic here is caught and
+//! reported as the run's failure.
 
 use crate::output_media::{self, Media};
+use crate::worker::client::{Failure, Worker, WorkerConfig, WorkerRun};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, channel};
 use std::sync::{Arc, Mutex};
 use wfstudio_editor::worker::caught;
-use wfstudio_runner::reuse::ReuseCache;
 use wfstudio_runner::text::PackageTokenizer;
-use wfstudio_runner::{Device, Event, LoadOptions, Request, RunControl, RunOutput, Runner, Tensor};
+use wfstudio_runner::{Device, Event, RunOutput, Tensor};
 use wfstudio_schema::types::steps::EmitMode;
+
+/// The studio's run worker, shared by its runs (empty until the first run
+/// and after the worker died).
+pub type WorkerSlot = Arc<Mutex<Option<Worker>>>;
 
 /// Memory for the values a run keeps for the value inspector.
 const KEEP_BYTES: usize = 256 << 20;
@@ -34,8 +41,12 @@ pub struct RunSpec {
     pub device: Device,
     /// Inputs set in the form, over the recipe's.
     pub overrides: std::collections::HashMap<String, Tensor>,
-    /// Results of earlier runs to reuse (`None` runs every call).
-    pub reuse: Option<Arc<Mutex<ReuseCache>>>,
+    /// Reuse results of earlier calls whose inputs did not change.
+    pub reuse: bool,
+    /// The worker that runs it.
+    pub worker: WorkerSlot,
+    /// How to start a worker when there is none.
+    pub config: WorkerConfig,
 }
 
 /// A finished run.
@@ -48,6 +59,8 @@ pub struct Finished {
     pub texts: BTreeMap<String, Vec<String>>,
     /// Why the device differs from the requested one, if it does.
     pub device_note: Option<String>,
+    /// Whether the worker still had the package loaded.
+    pub warm: bool,
 }
 
 /// Messages from the run thread.
@@ -135,20 +148,20 @@ fn execute(
             .map(|r| r.inputs)
             .unwrap_or_default();
     inputs.extend(spec.overrides.clone());
-    let options = LoadOptions {
-        device: spec.device,
-        threads: 1,
+    let inputs: Vec<(String, Tensor)> = inputs.into_iter().collect();
+    let document = match &spec.document {
+        Some(document) => (**document).clone(),
+        None => read_document(&spec.package)?,
     };
-    let mut runner = match &spec.document {
-        Some(document) => Runner::from_document((**document).clone(), &spec.package, &options),
-        None => Runner::load(&spec.package, &options),
-    }
-    .map_err(|e| e.to_string())?;
+    let root = spec
+        .package
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     // A broken tokenizer only loses the text view, never the run.
-    let tokenizer = PackageTokenizer::for_package(runner.document(), runner.root())
+    let tokenizer = PackageTokenizer::for_package(&document, root)
         .ok()
         .flatten();
-    let document = runner.document().clone();
     let mut stream = TextStream::default();
     let mut observer = |event: Event| {
         if let Event::Emitted {
@@ -166,22 +179,34 @@ fn execute(
         }
         sink(RunMessage::Event(event));
     };
-    let mut cache = spec
-        .reuse
-        .as_ref()
-        .map(|c| c.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
-    let output = runner
-        .run_request(
-            inputs,
-            &Request::default(),
-            RunControl {
-                observer: Some(&mut observer),
-                cancel,
-                keep_bytes: KEEP_BYTES,
-                reuse: cache.as_deref_mut(),
-            },
-        )
-        .map_err(|e| e.to_string())?;
+    let run = WorkerRun {
+        package: &spec.package,
+        document: &document,
+        device: spec.device,
+        threads: 1,
+        inputs: &inputs,
+        keep_bytes: KEEP_BYTES,
+        reuse: spec.reuse,
+    };
+    let mut slot = spec
+        .worker
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if slot.is_none() {
+        *slot = Some(Worker::start(&spec.config).map_err(|e| e.to_string())?);
+    }
+    let worker = slot.as_mut().ok_or("the run worker did not start")?;
+    let ran = match worker.run(&run, cancel, &mut observer) {
+        Ok(ran) => ran,
+        Err(failure) => {
+            if let Failure::Lost(_) = failure {
+                *slot = None;
+            }
+            return Err(failure.message().to_string());
+        }
+    };
+    drop(slot);
+    let output: RunOutput = ran.output;
     let texts = output
         .outputs
         .iter()
@@ -194,8 +219,7 @@ fn execute(
         .outputs
         .iter()
         .map(|(key, tensor)| {
-            let media =
-                output_media::decode(runner.document(), key, tensor).unwrap_or(Media::Tensor);
+            let media = output_media::decode(&document, key, tensor).unwrap_or(Media::Tensor);
             (key.clone(), media)
         })
         .collect();
@@ -203,8 +227,22 @@ fn execute(
         output,
         media,
         texts,
-        device_note: runner.device_note.clone(),
+        device_note: ran.device_note,
+        warm: ran.warm,
     }))
+}
+
+/// The document of the package at `path`, as saved.
+fn read_document(path: &Path) -> Result<wfstudio_schema::Document, String> {
+    let (file, parsed) = wfstudio_schema::load_file(path, &wfstudio_schema::Limits::default())
+        .map_err(|e| e.to_string())?;
+    parsed.map(|loaded| loaded.document).map_err(|diagnostics| {
+        let first = diagnostics
+            .first()
+            .map(|d| d.message.clone())
+            .unwrap_or_default();
+        format!("{} does not load: {first}", file.display())
+    })
 }
 
 #[cfg(test)]
@@ -258,7 +296,9 @@ mod tests {
                 recipe: None,
                 device: Device::Cpu,
                 overrides: [("request.latent".to_string(), latent.clone())].into(),
-                reuse: None,
+                reuse: false,
+                worker: Default::default(),
+                config: Default::default(),
             };
             let finished = execute(&spec, &AtomicBool::new(false), &mut |_| {})
                 .unwrap_or_else(|e| panic!("{e}"));

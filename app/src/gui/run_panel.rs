@@ -11,14 +11,13 @@
 
 use super::pixels::texture;
 use super::previews::{MediaState, previews};
-use super::run_job::{Finished, RunJob, RunMessage, RunSpec};
+use super::run_job::{Finished, RunJob, RunMessage, RunSpec, WorkerSlot};
 use crate::output_media::Media;
+use crate::worker::client::WorkerConfig;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use wfstudio_editor::Studio;
 use wfstudio_editor::canvas::RunOverlay;
-use wfstudio_runner::reuse::ReuseCache;
 use wfstudio_runner::{Device, Event};
 
 /// Where a run stands.
@@ -55,8 +54,10 @@ pub struct RunPanel {
     timeline: super::timeline::Timeline,
     value: super::value_view::ValueView,
     inputs: super::inputs_form::InputsForm,
-    /// Results of the previous run of this package, for reuse.
-    reuse: Arc<Mutex<ReuseCache>>,
+    /// The run worker (a child process, kept warm between runs).
+    worker: WorkerSlot,
+    /// How a run worker is started (memory ceiling).
+    pub worker_config: WorkerConfig,
     /// Run every call even when its inputs did not change.
     pub run_every_call: bool,
     /// Token outputs' text so far, while running.
@@ -122,7 +123,9 @@ impl RunPanel {
             recipe: self.recipe.clone(),
             device: self.device,
             overrides,
-            reuse: (!self.run_every_call).then(|| self.reuse.clone()),
+            reuse: !self.run_every_call,
+            worker: self.worker.clone(),
+            config: self.worker_config.clone(),
         };
         self.streamed.clear();
         self.invokes_done = 0;
@@ -214,7 +217,6 @@ impl RunPanel {
                     .and_then(|p| recipes(p).into_iter().next())
             });
             self.package = package;
-            self.reuse = Arc::default();
             self.phase = Phase::Idle;
             studio.run_overlay = RunOverlay::default();
         }
@@ -314,6 +316,13 @@ impl RunPanel {
         ui.checkbox(&mut reuse, "Reuse unchanged results")
             .on_hover_text("calls whose component and inputs equal the previous run's take its outputs instead of running");
         self.run_every_call = !reuse;
+        if let Some(limit) = self.worker_config.memory_limit {
+            ui.weak(format!(
+                "runs in a worker process (memory ceiling {})",
+                crate::worker::limits::human(limit)
+            ))
+            .on_hover_text("a crash or out-of-memory in a run ends the worker, not the studio");
+        }
         if let Some(note) = &self.note {
             ui.weak(note);
         }
@@ -351,6 +360,9 @@ impl RunPanel {
                 )));
                 if let Some(note) = &finished.device_note {
                     ui.weak(note);
+                }
+                if finished.warm {
+                    ui.weak("the run worker still had the package loaded");
                 }
                 let reused = finished.output.invokes.iter().filter(|i| i.reused).count();
                 if reused > 0 {
@@ -584,6 +596,123 @@ mod tests {
         harness.get_by_label("image: F32 [1, 3, 32, 32]");
         harness.get_by_label("Save image row 0 as PNG…");
         let _ = std::fs::remove_dir_all(config);
+    }
+
+    /// A worker that aborts, segfaults or hangs ends the run, not the
+    /// studio: the document keeps its unsaved edit, the panel says what
+    /// happened (signal, node), and the next Run starts a fresh worker that
+    /// runs the edited document.
+    #[test]
+    fn a_crashing_or_hanging_worker_leaves_the_studio_and_its_edits() {
+        let package =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/examples/tiny-denoise");
+        let config =
+            std::env::temp_dir().join(format!("wfstudio-run-crash-{}", std::process::id()));
+        let mut harness = harness_for(&package, &config);
+        let edit = wfstudio_core::edit::Command::RenameValue {
+            from: "decoded".into(),
+            to: "survivor".into(),
+        };
+        assert!(harness.state_mut().studio.apply(&edit));
+        harness.run_steps(3);
+        let revision = |h: &Harness<'static, App>| {
+            let doc = h
+                .state()
+                .studio
+                .doc
+                .as_ref()
+                .expect("the document stays open");
+            assert!(doc.history.is_dirty(), "the edit is still unsaved");
+            doc.history.revision()
+        };
+        let edited = revision(&harness);
+        for (fault, expected) in [
+            (
+                "abort:denoiser",
+                "killed by signal 6 (SIGABRT, aborted) while running denoiser",
+            ),
+            (
+                "segv:decoder",
+                "killed by signal 11 (SIGSEGV, invalid memory access) while running decoder",
+            ),
+            (
+                "exit:denoiser",
+                "exited with status 3 while running denoiser",
+            ),
+        ] {
+            harness.state_mut().run.worker_config.fault = Some(fault.into());
+            let message = run_to_failure(&mut harness);
+            assert!(
+                message.starts_with("the run crashed: the worker process ")
+                    && message.contains(expected)
+                    && message.ends_with(
+                        "The document and its edits are kept; the next Run starts a fresh worker."
+                    ),
+                "{fault}: {message}"
+            );
+            harness.get_by_label(&format!("Run failed: {message}"));
+            assert_eq!(revision(&harness), edited);
+        }
+        // Cancel stops a worker that does not listen within a second.
+        harness.state_mut().run.worker_config.fault = Some("hang:denoiser".into());
+        harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::Enter);
+        for _ in 0..2000 {
+            harness.step();
+            if harness.state().run.running.is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        harness.get_by_label("Cancel").click();
+        let cancelled = std::time::Instant::now();
+        let message = wait_for_failure(&mut harness);
+        assert!(cancelled.elapsed() < std::time::Duration::from_secs(5));
+        assert_eq!(
+            message,
+            "cancelled: the run worker did not stop within a second, so it was stopped; the \
+             next Run starts a fresh one"
+        );
+        // A fresh worker runs the edited document.
+        harness.state_mut().run.worker_config.fault = None;
+        run_to_the_end(&mut harness);
+        let super::Phase::Done(finished) = &harness.state().run.phase else {
+            panic!("the run finished")
+        };
+        assert!(
+            finished.output.kept.iter().any(|k| k.name == "survivor"),
+            "the renamed value was made"
+        );
+        assert_eq!(revision(&harness), edited);
+        let _ = std::fs::remove_dir_all(config);
+    }
+
+    /// Presses Ctrl+Enter and returns the failure the run ends with.
+    fn run_to_failure(harness: &mut Harness<'static, App>) -> String {
+        harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::Enter);
+        wait_for_failure(harness)
+    }
+
+    fn wait_for_failure(harness: &mut Harness<'static, App>) -> String {
+        harness.step();
+        for _ in 0..2000 {
+            harness.step();
+            if !harness.state().run.running() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        harness.run_steps(3);
+        harness
+            .state()
+            .run
+            .failure()
+            .unwrap_or_else(|| {
+                panic!(
+                    "the run failed, outcome {:?}",
+                    harness.state().run.outcome()
+                )
+            })
+            .to_string()
     }
 
     fn harness_for(package: &Path, config: &Path) -> Harness<'static, App> {
