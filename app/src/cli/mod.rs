@@ -4,7 +4,6 @@
 //! 2 = usage or I/O failure.
 
 mod bench;
-mod bench_worker;
 mod check;
 mod fmt;
 mod grey16;

@@ -60,8 +60,8 @@ pub fn time_worker(
             .sum();
     }
     Ok(WorkerTimed {
-        wall: super::bench::median(walls),
-        inside: super::bench::median(insides),
+        wall: super::median(walls),
+        inside: super::median(insides),
         output_bytes,
     })
 }

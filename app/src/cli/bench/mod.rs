@@ -6,6 +6,8 @@
 //! inputs are shared with every run, as an application re-running a
 //! request shares its tensors.
 
+mod worker;
+
 use super::run::{load_runner, read_recipe};
 use super::{EXIT_ERRORS, InputPath, OutputFormat};
 use std::path::PathBuf;
@@ -115,7 +117,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|(n, t)| (n.clone(), (**t).clone()))
             .collect();
-        let timed = super::bench_worker::time_worker(
+        let timed = worker::time_worker(
             &file,
             runner.document(),
             &owned,
@@ -128,10 +130,8 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         None
     };
     // The worker's cost: its wall as the caller sees it less its runner's.
-    let boundary =
-        |w: &super::bench_worker::WorkerTimed| w.wall.as_secs_f64() - w.inside.as_secs_f64();
-    let against =
-        |w: &super::bench_worker::WorkerTimed| w.wall.as_secs_f64() / wall.as_secs_f64().max(1e-9);
+    let boundary = |w: &worker::WorkerTimed| w.wall.as_secs_f64() - w.inside.as_secs_f64();
+    let against = |w: &worker::WorkerTimed| w.wall.as_secs_f64() / wall.as_secs_f64().max(1e-9);
     let speedup = |r: &Timed| wall.as_secs_f64() / r.wall.as_secs_f64().max(1e-9);
     match args.format {
         OutputFormat::Json => {

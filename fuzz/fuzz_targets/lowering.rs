@@ -1,0 +1,118 @@
+//! The ComfyUI lowering on graphs near every supported pattern: the input
+//! picks one of the pattern fixtures (txt2img, img2img, inpaint, LoRA,
+//! ControlNet, SDXL, SD3 flow, KSamplerAdvanced, latent noise mask) and
+//! spends its bytes on edits a user or a hostile file could make: numbers,
+//! strings from ComfyUI's vocabulary, links to other nodes and slots,
+//! removed and retyped nodes, removed inputs. Whatever lowers must be a
+//! document that loads and validates with no error.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use serde_json::{Value, json};
+use std::sync::OnceLock;
+use wfstudio_core::comfyui::lower;
+use wfstudio_schema::{Format, Limits, parse_text};
+
+const PATTERNS: [&str; 10] = [
+    include_str!("../../fixtures/comfyui/txt2img-sd15.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/controlnet-positive.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/controlnet.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/flow-sd3.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/img2img.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/inpaint.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/ksampler-advanced.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/latent-noise-mask.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/lora.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/sdxl.api.json"),
+];
+
+const CLASSES: [&str; 22] = [
+    "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
+    "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
+    "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
+    "LoraLoader", "ModelSamplingSD3", "SaveImage", "SetLatentNoiseMask", "UNETLoader",
+    "VAEDecode", "VAEEncode", "VAEEncodeForInpaint", "VAELoader",
+];
+
+const WORDS: [&str; 16] = [
+    "euler", "euler_ancestral", "dpmpp_2m", "ddim", "uni_pc", "normal", "karras", "simple",
+    "exponential", "enable", "disable", "default", "sd3", "", "a castle", "image.png",
+];
+
+fn patterns() -> &'static [Value] {
+    static PARSED: OnceLock<Vec<Value>> = OnceLock::new();
+    PARSED.get_or_init(|| {
+        PATTERNS.iter().map(|t| serde_json::from_str(t).expect("a pattern fixture")).collect()
+    })
+}
+
+/// Bytes taken one piece at a time; zeros when they run out.
+struct Bytes<'a>(&'a [u8]);
+
+impl Bytes<'_> {
+    fn byte(&mut self) -> u8 {
+        let (first, rest) = self.0.split_first().unwrap_or((&0, &[]));
+        self.0 = rest;
+        *first
+    }
+    fn pick(&mut self, n: usize) -> usize {
+        if n == 0 { 0 } else { usize::from(self.byte()) % n }
+    }
+    fn number(&mut self) -> Value {
+        let mut raw = [0u8; 8];
+        raw.iter_mut().for_each(|b| *b = self.byte());
+        match self.byte() % 4 {
+            0 => json!(i64::from(raw[0]) - 16),
+            1 => json!(i64::from_le_bytes(raw)),
+            2 => serde_json::Number::from_f64(f64::from_le_bytes(raw)).map_or(json!(0.5), Value::Number),
+            _ => json!(f64::from(raw[0]) / 64.0),
+        }
+    }
+}
+
+fn mutate(graph: &mut serde_json::Map<String, Value>, bytes: &mut Bytes) {
+    let ids: Vec<String> = graph.keys().cloned().collect();
+    let Some(id) = ids.get(bytes.pick(ids.len())).cloned() else { return };
+    let op = bytes.byte() % 8;
+    let node = &mut graph[&id];
+    let names: Vec<String> = node["inputs"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
+    let name = names.get(bytes.pick(names.len())).cloned();
+    match (op, name) {
+        (0, Some(name)) => node["inputs"][&name] = bytes.number(),
+        (1, Some(name)) => node["inputs"][&name] = json!(WORDS[bytes.pick(WORDS.len())]),
+        (2, Some(name)) => {
+            let target = ids[bytes.pick(ids.len())].clone();
+            node["inputs"][&name] = json!([target, bytes.pick(4)]);
+        }
+        (3, Some(name)) => {
+            if let Some(inputs) = node["inputs"].as_object_mut() {
+                inputs.remove(&name);
+            }
+        }
+        (4, _) => node["class_type"] = json!(CLASSES[bytes.pick(CLASSES.len())]),
+        (5, _) => {
+            graph.remove(&id);
+        }
+        (6, _) => {
+            let copy = node.clone();
+            graph.insert(format!("{}", 1000 + bytes.pick(50)), copy);
+        }
+        (_, Some(name)) => node["inputs"][&name] = json!(bytes.byte() % 2 == 0),
+        _ => {}
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let mut bytes = Bytes(data);
+    let mut graph = patterns()[bytes.pick(PATTERNS.len())].clone();
+    let Some(nodes) = graph.as_object_mut() else { return };
+    for _ in 0..(bytes.byte() % 8) {
+        mutate(nodes, &mut bytes);
+    }
+    let Ok(lowered) = lower::lower(&graph) else { return };
+    let text = lowered.document.to_string();
+    let loaded = parse_text(&text, Format::Json, &Limits::default())
+        .unwrap_or_else(|d| panic!("a lowered document does not load: {d:?}\n{graph:#}"));
+    let report = wfstudio_core::validate(&loaded.document, &wfstudio_core::Options::default());
+    assert!(report.diagnostics.is_empty(), "{:#?}\n{graph:#}", report.diagnostics);
+});
