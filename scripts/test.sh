@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# Runs every check and test: formatting, clippy (warnings are errors, also
-# with the `cuda` feature), the generated example fixtures are current, and
+# Runs every check and test: formatting, clippy (warnings are errors), the generated example fixtures are current, and
 # the whole test suite (the real models set up first: scripts/real_models.sh).
 # The recipes' reference outputs of the example
 # packages are current (numpy references, independent of the runner). The shared corpus is read from $WFSTUDIO_SHARED
@@ -12,7 +11,6 @@ cargo fmt --all -- --check
 .venv/bin/python scripts/gen_fixtures.py --check
 .venv/bin/python tests/reference/diffusion_reference.py check fixtures/examples
 cargo clippy --workspace --all-targets --locked -- -D warnings
-cargo clippy -p wfstudio-runner --features cuda --locked -- -D warnings
 cargo build --locked -p wfstudio
 scripts/real_models.sh package target/debug/wfstudio
 cargo test --workspace --locked

@@ -128,7 +128,7 @@ fn run_out_writes_a_smiley_png_and_a_scale_wav() {
 }
 
 #[test]
-fn run_json_bench_json_and_cuda_fallback() {
+fn run_json_bench_json_and_a_missing_device() {
     if !support::runtime_available() {
         return;
     }
@@ -179,11 +179,20 @@ fn run_json_bench_json_and_cuda_fallback() {
     }
     assert!(bench["overhead_ratio"].as_f64().unwrap_or(0.0) >= 1.0);
 
+    // A device asked for by name that is not there fails, naming why; only
+    // `auto` falls back (and says where it went).
     let (code, _, stderr) =
         support::run_wfstudio(&["run", "fixtures/examples/tiny-tone", "--device", "cuda"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.starts_with("wfstudio: CUDA is not available: "),
+        "{stderr}"
+    );
+    let (code, _, stderr) =
+        support::run_wfstudio(&["run", "fixtures/examples/tiny-tone", "--device", "auto"]);
     assert_eq!(code, 0, "{stderr}");
     assert!(
-        stderr.contains("note: CUDA unavailable: ") && stderr.contains("running on CPU"),
+        stderr.contains("note: auto: CPU (CUDA is not available: "),
         "{stderr}"
     );
 

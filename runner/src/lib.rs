@@ -22,9 +22,11 @@ mod model_scan;
 mod ortcall;
 pub mod ortlib;
 mod output;
+pub mod placement;
 mod pool;
 mod predict;
 mod prepared;
+pub mod providers;
 pub mod raw;
 pub mod recipe;
 pub mod request;
@@ -43,6 +45,7 @@ pub use events::Event;
 pub use exec::RunControl;
 pub use input_limits::package_value_facts;
 pub use output::{InvokeTiming, InvokedStep, KeptValue, RunOutput};
+pub use placement::Placement;
 pub use request::{Request, Sampling};
 pub use tensor::{DType, Data, Tensor};
 pub use wfstudio_onnx::labels::ValueFacts;
@@ -98,6 +101,9 @@ pub enum RunError {
     /// The run was cancelled.
     #[error("the run was cancelled")]
     Cancelled,
+    /// The requested device is not there.
+    #[error("{0}")]
+    Device(String),
 }
 
 /// Load settings.
@@ -192,7 +198,7 @@ impl Runner {
         }
         let wf = workflow(&document)?;
         refuse_unsupported(wf)?;
-        let (device, device_note) = device::resolve(options.device);
+        let (device, device_note) = device::resolve(&options.device)?;
         let artifacts = wf
             .components
             .values()
@@ -206,7 +212,7 @@ impl Runner {
                 _ => Ok(None),
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let sessions = create_sessions(&artifacts, device, options.threads)?;
+        let sessions = create_sessions(&artifacts, &device, options.threads)?;
         let limits = input_limits::InputLimits::of(&document, wf, &sessions);
         let plan = exec::Plan::new(wf, limits);
         Ok(Runner {
@@ -224,6 +230,26 @@ impl Runner {
     /// of the labelled model input it is bound to), if it has any.
     pub fn input_labels(&self, name: &str) -> Option<&[String]> {
         self.plan.limits.labels(name)
+    }
+
+    /// Where each component with a model runs (read when its session was
+    /// made), in component order.
+    pub fn placements(&self) -> Vec<Placement> {
+        let Some(wf) = self.document.pipeline.as_ref().map(|p| &p.workflow) else {
+            return Vec::new();
+        };
+        wf.components
+            .keys()
+            .zip(&self.sessions)
+            .filter_map(|(name, session)| {
+                let session = session.as_ref()?;
+                Some(Placement::new(
+                    name,
+                    &self.device,
+                    session.assignment.clone(),
+                ))
+            })
+            .collect()
     }
 
     /// The package document.
@@ -284,7 +310,7 @@ impl Runner {
 /// ones'), in component order.
 fn create_sessions(
     artifacts: &[Option<PathBuf>],
-    device: Device,
+    device: &Device,
     threads: usize,
 ) -> Result<Vec<Option<session::ComponentSession>>, RunError> {
     // A few at a time: each large model holds its weights while it loads.

@@ -567,3 +567,49 @@ impl<'a> Call<'a> {
         ran.map(|()| Span { start, end })
     }
 }
+
+/// How many nodes of `session`'s graph each execution provider was given,
+/// in the order ONNX Runtime lists them (recorded when the session was made
+/// with `session.record_ep_graph_assignment_info`).
+pub(crate) fn ep_assignment(session: &Session) -> Result<Vec<(String, usize)>, String> {
+    let api = ort::api();
+    let mut subgraphs: *const *const sys::OrtEpAssignedSubgraph = ptr::null();
+    let mut count = 0usize;
+    let mut by_ep: Vec<(String, usize)> = Vec::new();
+    // SAFETY: the session outlives the call; ONNX Runtime owns the arrays
+    // and strings it hands out for the session's life, and they are only
+    // read here, each pointer checked before use.
+    unsafe {
+        status((api.Session_GetEpGraphAssignmentInfo)(
+            session.ptr(),
+            &mut subgraphs,
+            &mut count,
+        ))?;
+        if subgraphs.is_null() {
+            return Ok(by_ep);
+        }
+        for i in 0..count {
+            let subgraph = *subgraphs.add(i);
+            if subgraph.is_null() {
+                continue;
+            }
+            let mut name: *const c_char = ptr::null();
+            status((api.EpAssignedSubgraph_GetEpName)(subgraph, &mut name))?;
+            let name = if name.is_null() {
+                "?".to_string()
+            } else {
+                CStr::from_ptr(name).to_string_lossy().into_owned()
+            };
+            let mut nodes: *const *const sys::OrtEpAssignedNode = ptr::null();
+            let mut n = 0usize;
+            status((api.EpAssignedSubgraph_GetNodes)(
+                subgraph, &mut nodes, &mut n,
+            ))?;
+            match by_ep.iter_mut().find(|(ep, _)| *ep == name) {
+                Some(entry) => entry.1 += n,
+                None => by_ep.push((name, n)),
+            }
+        }
+    }
+    Ok(by_ep)
+}

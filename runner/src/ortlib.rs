@@ -43,14 +43,10 @@ fn site_packages(prefix: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Where the library was looked for, in order, for error messages.
-pub fn candidates() -> Vec<PathBuf> {
-    let mut dirs = Vec::new();
-    if let Ok(exe) = std::env::current_exe()
-        && let Some(dir) = exe.parent()
-    {
-        dirs.push(dir.to_path_buf());
-    }
+/// The Python package folders searched for ONNX Runtime and for plugin
+/// execution providers: `$VIRTUAL_ENV`, every `.venv` above the executable
+/// and the working folder, the user's and the system's.
+pub(crate) fn site_packages_dirs() -> Vec<PathBuf> {
     let mut prefixes = Vec::new();
     if let Some(venv) = std::env::var_os("VIRTUAL_ENV") {
         prefixes.push(PathBuf::from(venv));
@@ -68,11 +64,22 @@ pub fn candidates() -> Vec<PathBuf> {
         prefixes.push(PathBuf::from(home).join(".local"));
     }
     prefixes.extend(["/usr/local", "/usr"].map(PathBuf::from));
-    for prefix in prefixes {
-        for packages in site_packages(&prefix) {
-            dirs.push(packages.join("onnxruntime/capi"));
-        }
+    prefixes.iter().flat_map(|p| site_packages(p)).collect()
+}
+
+/// Where the library was looked for, in order, for error messages.
+pub fn candidates() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Ok(exe) = std::env::current_exe()
+        && let Some(dir) = exe.parent()
+    {
+        dirs.push(dir.to_path_buf());
     }
+    dirs.extend(
+        site_packages_dirs()
+            .into_iter()
+            .map(|packages| packages.join("onnxruntime/capi")),
+    );
     dirs
 }
 

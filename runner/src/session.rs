@@ -37,12 +37,15 @@ pub struct ComponentSession {
     /// What the model says of its inputs' values (labels, ranges), by
     /// input name.
     pub value_facts: BTreeMap<String, ValueFacts>,
+    /// Nodes per execution provider, as ONNX Runtime assigned them (empty
+    /// when it could not say).
+    pub assignment: Vec<(String, usize)>,
 }
 
 /// Creates the session for the model at `artifact` on `device`.
 pub fn create(
     artifact: &Path,
-    device: Device,
+    device: &Device,
     threads: usize,
 ) -> Result<ComponentSession, RunError> {
     let (env, _) = ortlib::environment()?;
@@ -95,6 +98,7 @@ pub fn create(
         .iter()
         .map(|o| output_dtype(o.dtype()))
         .collect();
+    let assignment = ortcall::ep_assignment(&session).unwrap_or_default();
     let mut quiet = RunOptions::new().map_err(fail)?;
     quiet.set_log_level(LogLevel::Fatal).map_err(fail)?;
     Ok(ComponentSession {
@@ -106,6 +110,7 @@ pub fn create(
         fingerprint: scanned.fingerprint,
         reusable: scanned.reusable,
         value_facts,
+        assignment,
     })
 }
 
@@ -115,7 +120,7 @@ fn open(
     env: &ort::environment::Environment,
     artifact: &Path,
     bytes: Option<&[u8]>,
-    device: Device,
+    device: &Device,
     threads: usize,
 ) -> Result<Session, ort::Error> {
     let folder = artifact.parent().unwrap_or(Path::new("."));
@@ -129,8 +134,30 @@ fn open(
             folder.to_string_lossy(),
         )
         .map_err(|e| -> ort::Error { e.into() })?;
-    if device == Device::Cuda {
-        builder = with_cuda(builder)?;
+    builder = builder
+        .with_config_entry("session.record_ep_graph_assignment_info", "1")
+        .map_err(|e| -> ort::Error { e.into() })?;
+    match device {
+        Device::Cpu | Device::Auto => {}
+        Device::Cuda => {
+            builder = builder
+                .with_execution_providers([ort::ep::CUDA::default().build().error_on_failure()])
+                .map_err(|e| -> ort::Error { e.into() })?;
+        }
+        Device::Ep { ep, index } => {
+            let chosen: Vec<_> = env
+                .devices()
+                .filter(|d| d.ep().is_ok_and(|name| name == ep))
+                .skip(*index)
+                .take(1)
+                .collect();
+            if chosen.is_empty() {
+                return Err(ort::Error::new(format!("no device {device}")));
+            }
+            builder = builder
+                .with_devices(chosen, None)
+                .map_err(|e| -> ort::Error { e.into() })?;
+        }
     }
     match bytes {
         Some(bytes) => builder.commit_from_memory(bytes),
@@ -143,22 +170,6 @@ pub(crate) fn value_facts_of(bytes: &[u8]) -> BTreeMap<String, ValueFacts> {
     ModelProto::parse_from_bytes(bytes)
         .map(|model| input_facts(&model))
         .unwrap_or_default()
-}
-
-#[cfg(feature = "cuda")]
-fn with_cuda(
-    builder: ort::session::builder::SessionBuilder,
-) -> Result<ort::session::builder::SessionBuilder, ort::Error> {
-    builder
-        .with_execution_providers([ort::ep::CUDA::default().build()])
-        .map_err(Into::into)
-}
-
-#[cfg(not(feature = "cuda"))]
-fn with_cuda(
-    builder: ort::session::builder::SessionBuilder,
-) -> Result<ort::session::builder::SessionBuilder, ort::Error> {
-    Ok(builder)
 }
 
 /// The host dtype of a graph output, `None` when not a tensor the host holds.

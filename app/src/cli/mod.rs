@@ -5,6 +5,7 @@
 
 mod bench;
 mod check;
+pub mod devices;
 mod fmt;
 mod grey16;
 mod identity;
@@ -46,6 +47,8 @@ enum Command {
     Run(run::RunArgs),
     /// Time warm runs of a package against its ONNX Runtime time.
     Bench(bench::BenchArgs),
+    /// List the execution providers and devices this machine offers.
+    Devices(devices::DevicesArgs),
     /// Read a ComfyUI graph (API/UI JSON, or a PNG or WebP that embeds one); `--emit-api` prints its API prompt.
     ImportComfyui(import::ImportArgs),
     /// Make package parts for real models (tokenizer, style table, terrain policies).
@@ -79,6 +82,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Identity(args) => identity::run(&args),
         Command::Run(args) => run::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Devices(args) => devices::run(&args),
         Command::Make(args) => make::run(&args),
         Command::ImportComfyui(args) => import::run(&args),
         Command::Worker(args) => crate::worker::serve::serve(&args),

@@ -34,7 +34,10 @@ pub struct RunArgs {
     /// black and white (default: the output's own range). With --out.
     #[arg(long, value_name = "NAME[=LOW,HIGH]", value_parser = super::grey16::parse, requires = "out")]
     png16: Vec<super::grey16::Png16>,
-    /// Execution device.
+    /// Plugin execution provider libraries.
+    #[command(flatten)]
+    ep: super::devices::EpArgs,
+    /// Execution device (`wfstudio devices` lists them: cpu, cuda, auto, EP[:N]).
     #[arg(long, default_value = "cpu")]
     device: Device,
     /// ONNX Runtime intra-op threads per session.
@@ -313,6 +316,26 @@ fn chrome_trace(output: &RunOutput) -> serde_json::Value {
     serde_json::json!({"traceEvents": events, "displayTimeUnit": "ms"})
 }
 
+/// Where each component ran, in the `--format json` output: its provider,
+/// nodes per provider and the fallbacks.
+fn placement_json(placements: &[wfstudio_runner::Placement]) -> serde_json::Value {
+    placements
+        .iter()
+        .map(|p| {
+            let nodes: serde_json::Map<_, _> = p
+                .nodes
+                .iter()
+                .map(|(ep, n)| (ep.clone(), serde_json::json!(n)))
+                .collect();
+            (
+                p.component.clone(),
+                serde_json::json!({"ep": p.ep, "nodes": nodes, "fallbacks": p.fallbacks}),
+            )
+        })
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
 /// Timing summary in the `--format json` output.
 pub fn timing_json(output: &RunOutput, load_ms: f64) -> serde_json::Value {
     let mut per_component: std::collections::BTreeMap<&str, (usize, f64, f64)> = Default::default();
@@ -372,6 +395,7 @@ fn texts(
 
 /// Runs one package.
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
+    args.ep.add()?;
     let recipe_path = args.recipe.clone().or_else(|| {
         let default = super::package_recipe::default_recipe_of(&args.path)?;
         eprintln!(
@@ -381,7 +405,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         Some(default)
     });
     let recipe = read_recipe(recipe_path.as_deref())?;
-    let mut runner = match load_runner(&args.path, args.device, args.threads.into())? {
+    let mut runner = match load_runner(&args.path, args.device.clone(), args.threads.into())? {
         Ok(runner) => runner,
         Err(code) => return Ok(code),
     };
@@ -456,7 +480,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             println!(
                 "{}",
                 serde_json::to_string(
-                    &serde_json::json!({"outputs": outputs, "timing": timing_json(&output, load_ms)})
+                    &serde_json::json!({"outputs": outputs, "timing": timing_json(&output, load_ms),
+                        "placement": placement_json(&runner.placements())})
                 )?
             );
         }
@@ -473,6 +498,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
                 output.invokes.len(),
                 output.ort_time().as_secs_f64() * 1e3
             );
+            for placement in runner.placements().iter().filter(|p| p.fallbacks > 0) {
+                println!("{}: {}", placement.component, placement.label());
+            }
         }
     }
     if let Some(recipe) = recipe.filter(|r| !r.outputs.is_empty()) {

@@ -2,6 +2,7 @@
 //! and the scripted mode `wfstudio open PATH --screenshot FILE --quit`.
 
 mod audio_player;
+mod device_list;
 mod inputs_form;
 mod package_facts;
 mod pixels;
@@ -54,6 +55,9 @@ pub struct OpenArgs {
     /// physical memory; 0: no ceiling).
     #[arg(long, value_name = "GIB")]
     pub worker_memory: Option<f64>,
+    /// Plugin execution provider libraries for the run worker.
+    #[command(flatten)]
+    pub ep: crate::cli::devices::EpArgs,
 }
 
 impl Default for OpenArgs {
@@ -69,6 +73,7 @@ impl Default for OpenArgs {
             select_output: None,
             inspect: None,
             worker_memory: None,
+            ep: Default::default(),
         }
     }
 }
@@ -125,6 +130,7 @@ pub fn run(args: &OpenArgs) -> anyhow::Result<ExitCode> {
         .map(|file| screenshot::Script::new(file, args.quit, args.run, exit.clone()));
     let mut run = run_panel::RunPanel::default();
     run.selected_output = args.select_output.clone();
+    run.worker_config.ep_libraries = args.ep.ep_library.clone();
     if let Some(gib) = args.worker_memory {
         run.worker_config.memory_limit = (gib > 0.0).then(|| (gib * f64::from(1u32 << 30)) as u64);
     }

@@ -61,6 +61,8 @@ pub struct Finished {
     pub device_note: Option<String>,
     /// Whether the worker still had the package loaded.
     pub warm: bool,
+    /// Where each component ran.
+    pub placements: Vec<wfstudio_runner::Placement>,
 }
 
 /// Messages from the run thread.
@@ -182,7 +184,7 @@ fn execute(
     let run = WorkerRun {
         package: &spec.package,
         document: &document,
-        device: spec.device,
+        device: spec.device.clone(),
         threads: 1,
         inputs: &inputs,
         keep_bytes: KEEP_BYTES,
@@ -229,6 +231,7 @@ fn execute(
         texts,
         device_note: ran.device_note,
         warm: ran.warm,
+        placements: ran.placements,
     }))
 }
 

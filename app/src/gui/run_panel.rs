@@ -56,8 +56,10 @@ pub struct RunPanel {
     inputs: super::inputs_form::InputsForm,
     /// The run worker (a child process, kept warm between runs).
     worker: WorkerSlot,
-    /// How a run worker is started (memory ceiling).
+    /// How a run worker is started (memory ceiling, plugin libraries).
     pub worker_config: WorkerConfig,
+    /// The devices the picker offers.
+    devices: super::device_list::DeviceList,
     /// Run every call even when its inputs did not change.
     pub run_every_call: bool,
     /// Token outputs' text so far, while running.
@@ -121,7 +123,7 @@ impl RunPanel {
             package: doc.path.clone(),
             document: Some(Box::new(doc.history.document().clone())),
             recipe: self.recipe.clone(),
-            device: self.device,
+            device: self.device.clone(),
             overrides,
             reuse: !self.run_every_call,
             worker: self.worker.clone(),
@@ -266,21 +268,22 @@ impl RunPanel {
                     ui.selectable_value(&mut self.recipe, Some(path), name);
                 }
             });
+        let offers = self.devices.offers(&self.worker_config, ctx).to_vec();
         egui::ComboBox::from_label("device")
-            .selected_text(format!("{:?}", self.device))
+            .selected_text(self.device.to_string())
             .show_ui(ui, |ui| {
-                ui.selectable_value(&mut self.device, Device::Cpu, "Cpu");
-                let gpu = wfstudio_runner::device::discover_gpu();
-                let cuda = match &gpu {
-                    Ok(g) => format!(
-                        "Cuda ({}, {:.1} GiB)",
-                        g.name,
-                        g.memory_bytes as f64 / f64::from(1 << 30)
-                    ),
-                    Err(why) => format!("Cuda (not found: {why})"),
-                };
-                ui.selectable_value(&mut self.device, Device::Cuda, cuda);
-                ui.selectable_value(&mut self.device, Device::Auto, "Auto");
+                ui.selectable_value(&mut self.device, Device::Cpu, "cpu");
+                ui.selectable_value(
+                    &mut self.device,
+                    Device::Auto,
+                    "auto (CUDA, a plugin GPU, else CPU)",
+                );
+                for offer in offers {
+                    ui.selectable_value(&mut self.device, offer.device, offer.label);
+                }
+                if let Some(why) = self.devices.error() {
+                    ui.weak(format!("devices could not be listed: {why}"));
+                }
             });
         egui::CollapsingHeader::new("Inputs")
             .default_open(true)
@@ -363,6 +366,16 @@ impl RunPanel {
                 }
                 if finished.warm {
                     ui.weak("the run worker still had the package loaded");
+                }
+                for placement in &finished.placements {
+                    if placement.ep != "CPUExecutionProvider" || placement.fallbacks > 0 {
+                        let line = format!("{} ran on {}", placement.component, placement.label());
+                        if placement.fallbacks > 0 {
+                            ui.colored_label(egui::Color32::from_rgb(230, 160, 40), line);
+                        } else {
+                            ui.weak(line);
+                        }
+                    }
                 }
                 let reused = finished.output.invokes.iter().filter(|i| i.reused).count();
                 if reused > 0 {
@@ -506,6 +519,17 @@ fn slowest(finished: &Finished) -> Vec<(String, (f64, usize, usize))> {
 /// and how many calls were reused; steps reused in full are marked.
 fn overlay(finished: &Finished) -> RunOverlay {
     let steps = slowest(finished);
+    // Where each step's component ran, when that is worth saying (not the
+    // plain CPU provider with every node on it).
+    let placed = |path: &str| -> Option<String> {
+        let step = finished.output.steps.iter().find(|s| &*s.path == path)?;
+        let placement = finished
+            .placements
+            .iter()
+            .find(|p| p.component == *step.component)?;
+        (placement.ep != "CPUExecutionProvider" || placement.fallbacks > 0)
+            .then(|| placement.label())
+    };
     RunOverlay {
         reused: steps
             .iter()
@@ -519,6 +543,10 @@ fn overlay(finished: &Finished) -> RunOverlay {
                     0 => format!("{:.2} ms × {calls}", total * 1e3),
                     r if r == calls => format!("reused × {calls}"),
                     r => format!("{:.2} ms × {calls} ({r} reused)", total * 1e3),
+                };
+                let badge = match placed(&path) {
+                    Some(placement) => format!("{badge} · {placement}"),
+                    None => badge,
                 };
                 (path, badge)
             })
@@ -683,6 +711,47 @@ mod tests {
             "the renamed value was made"
         );
         assert_eq!(revision(&harness), edited);
+        let _ = std::fs::remove_dir_all(config);
+    }
+
+    /// On a plugin device, each invoke's badge says where its nodes ran,
+    /// and the panel marks the component whose nodes fell back to CPU.
+    #[test]
+    fn badges_say_where_each_component_ran() {
+        let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/lib");
+        let installed = std::fs::read_dir(&venv)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|python| python.path().join("site-packages/nxrt_ep_cpu").is_dir());
+        if !installed {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "the nxrt-ep-cpu plugin is missing from {} under CI",
+                venv.display()
+            );
+            return;
+        }
+        let package =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/examples/tiny-denoise");
+        let config =
+            std::env::temp_dir().join(format!("wfstudio-run-placed-{}", std::process::id()));
+        let mut harness = harness_for(&package, &config);
+        harness.state_mut().run.device = wfstudio_runner::Device::Ep {
+            ep: "cpu_ep".into(),
+            index: 0,
+        };
+        run_to_the_end(&mut harness);
+        let badges = &harness.state().studio.run_overlay.badges;
+        let denoiser = &badges["pipeline.workflow.steps[0].steps[0]"];
+        let decoder = &badges["pipeline.workflow.steps[1]"];
+        assert!(denoiser.ends_with(" ms × 4 · cpu_ep"), "{denoiser}");
+        assert!(
+            decoder.ends_with(" ms × 1 · cpu_ep, 3 of 3 nodes on CPU"),
+            "{decoder}"
+        );
+        harness.get_by_label("decoder ran on cpu_ep, 3 of 3 nodes on CPU");
+        harness.get_by_label("denoiser ran on cpu_ep");
         let _ = std::fs::remove_dir_all(config);
     }
 

@@ -34,6 +34,8 @@ pub struct WorkerConfig {
     pub program: PathBuf,
     /// The worker's memory ceiling in bytes (`None`: not limited).
     pub memory_limit: Option<u64>,
+    /// Plugin execution provider libraries (`NAME=PATH`) to register.
+    pub ep_libraries: Vec<String>,
     /// Test hook passed to the worker (see `serve::FAULT_VARIABLE`).
     pub fault: Option<String>,
 }
@@ -43,6 +45,7 @@ impl Default for WorkerConfig {
         WorkerConfig {
             program: worker_program(),
             memory_limit: default_memory_limit(),
+            ep_libraries: Vec::new(),
             fault: None,
         }
     }
@@ -85,6 +88,8 @@ pub struct Ran {
     pub device_note: Option<String>,
     /// Whether the worker still had the package loaded from an earlier run.
     pub warm: bool,
+    /// Where each component ran.
+    pub placements: Vec<wfstudio_runner::Placement>,
 }
 
 /// Why a run did not finish.
@@ -133,6 +138,9 @@ impl Worker {
             .env_remove("WFSTUDIO_WORKER_FAULT");
         if let Some(bytes) = config.memory_limit {
             command.arg("--memory-limit").arg(bytes.to_string());
+        }
+        for library in &config.ep_libraries {
+            command.arg("--ep-library").arg(library);
         }
         if let Some(fault) = &config.fault {
             command.env("WFSTUDIO_WORKER_FAULT", fault);
@@ -238,7 +246,7 @@ impl Worker {
         let request = RunRequest {
             package: run.package.to_path_buf(),
             document: (!same).then(|| wfstudio_schema::save::to_json(run.document)),
-            device: format!("{:?}", run.device).to_lowercase(),
+            device: run.device.to_string(),
             threads: run.threads,
             inputs,
             keep_bytes: run.keep_bytes,
@@ -255,6 +263,7 @@ impl Worker {
         let mut cancelled_at: Option<Instant> = None;
         let mut device_note = None;
         let mut warm = false;
+        let mut placements = Vec::new();
         loop {
             if cancelled_at.is_none() && cancel.load(Ordering::SeqCst) {
                 cancelled_at = Some(Instant::now());
@@ -292,9 +301,11 @@ impl Worker {
                 FromWorker::Loaded {
                     device_note: note,
                     warm: kept,
+                    placements: placed,
                 } => {
                     device_note = note;
                     warm = kept;
+                    placements = placed;
                 }
                 FromWorker::Event(wire) => {
                     let event = event_from_wire(wire, &body, max_bytes)
@@ -311,6 +322,7 @@ impl Worker {
                         output,
                         device_note,
                         warm,
+                        placements,
                     });
                 }
                 FromWorker::Done(Err(message)) => {

@@ -115,6 +115,8 @@ pub enum FromWorker {
         device_note: Option<String>,
         /// Whether the sessions of an earlier run were kept.
         warm: bool,
+        /// Where each component runs.
+        placements: Vec<wfstudio_runner::Placement>,
     },
     /// A runner event.
     Event(WireEvent),

@@ -29,6 +29,9 @@ pub struct WorkerArgs {
     /// Memory ceiling in bytes (the data segment: heap and private maps).
     #[arg(long, value_name = "BYTES")]
     pub memory_limit: Option<u64>,
+    /// Plugin execution provider libraries.
+    #[command(flatten)]
+    pub ep: crate::cli::devices::EpArgs,
 }
 
 /// The package kept loaded between runs.
@@ -42,6 +45,7 @@ struct Warm {
 
 /// Serves run requests until stdin ends.
 pub fn serve(args: &WorkerArgs) -> anyhow::Result<ExitCode> {
+    args.ep.add()?;
     let memory_limit = match args.memory_limit {
         Some(bytes) => Some(apply_memory_limit(bytes)?),
         None => None,
@@ -145,6 +149,7 @@ fn run_one(
     let loaded = FromWorker::Loaded {
         device_note: runner.device_note.clone(),
         warm: kept,
+        placements: runner.placements(),
     };
     write_frame(&mut *out, loaded, &Body::default(), spill)
         .map_err(|e| format!("the studio stopped listening: {e}"))?;

@@ -29,7 +29,10 @@ pub struct BenchArgs {
     /// Warm runs to time (after one untimed warm-up run).
     #[arg(long, default_value_t = 20)]
     runs: usize,
-    /// Execution device.
+    /// Plugin execution provider libraries.
+    #[command(flatten)]
+    ep: super::devices::EpArgs,
+    /// Execution device (`wfstudio devices` lists them: cpu, cuda, auto, EP[:N]).
     #[arg(long, default_value = "cpu")]
     device: Device,
     /// ONNX Runtime intra-op threads per session.
@@ -63,6 +66,7 @@ pub fn median(mut values: Vec<Duration>) -> Duration {
 
 /// Benchmarks one package.
 pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    args.ep.add()?;
     let recipe = read_recipe(args.recipe.as_deref())?;
     let inputs: Vec<(String, Arc<Tensor>)> = recipe
         .map(|r| r.inputs)
@@ -70,7 +74,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         .into_iter()
         .map(|(n, t)| (n, Arc::new(t)))
         .collect();
-    let mut runner = match load_runner(&args.path, args.device, args.threads.into())? {
+    let mut runner = match load_runner(&args.path, args.device.clone(), args.threads.into())? {
         Ok(runner) => runner,
         Err(code) => return Ok(code),
     };
@@ -121,7 +125,8 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
             &file,
             runner.document(),
             &owned,
-            args.device,
+            &args.device,
+            &args.ep.ep_library,
             args.threads.into(),
             args.runs,
         )?;

@@ -25,15 +25,20 @@ pub fn time_worker(
     file: &Path,
     document: &Document,
     inputs: &[(String, Tensor)],
-    device: Device,
+    device: &Device,
+    ep_libraries: &[String],
     threads: usize,
     runs: usize,
 ) -> anyhow::Result<WorkerTimed> {
-    let mut worker = Worker::start(&WorkerConfig::default())?;
+    let config = WorkerConfig {
+        ep_libraries: ep_libraries.to_vec(),
+        ..WorkerConfig::default()
+    };
+    let mut worker = Worker::start(&config)?;
     let run = WorkerRun {
         package: file,
         document,
-        device,
+        device: device.clone(),
         threads,
         inputs,
         keep_bytes: 0,

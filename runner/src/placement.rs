@@ -1,0 +1,96 @@
+//! Where a component's ONNX nodes run: the execution provider the device
+//! asked for, the nodes ONNX Runtime gave each provider when it made the
+//! session (read once per session, not per run), and how many of them fell
+//! back to another provider.
+
+use crate::device::Device;
+use serde::{Deserialize, Serialize};
+
+/// One component's placement.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    /// Component name.
+    pub component: String,
+    /// The execution provider the device asked for.
+    pub ep: String,
+    /// Nodes per execution provider, as ONNX Runtime assigned them.
+    pub nodes: Vec<(String, usize)>,
+    /// Nodes on a provider other than `ep`.
+    pub fallbacks: usize,
+}
+
+impl Placement {
+    /// The placement of `component` made for `device` with `nodes`.
+    pub fn new(component: &str, device: &Device, nodes: Vec<(String, usize)>) -> Self {
+        let ep = provider_of(device);
+        let fallbacks = nodes
+            .iter()
+            .filter(|(name, _)| *name != ep)
+            .map(|(_, n)| n)
+            .sum();
+        Placement {
+            component: component.to_string(),
+            ep,
+            nodes,
+            fallbacks,
+        }
+    }
+
+    /// A short label: the provider, and the fallbacks when there are any
+    /// (`cpu_ep`, `CUDA, 3 of 40 nodes on CPU`).
+    pub fn label(&self) -> String {
+        let total: usize = self.nodes.iter().map(|(_, n)| n).sum();
+        let ep = short(&self.ep);
+        if self.fallbacks == 0 {
+            return ep.to_string();
+        }
+        let elsewhere: Vec<&str> = self
+            .nodes
+            .iter()
+            .filter(|(name, _)| *name != self.ep)
+            .map(|(name, _)| short(name))
+            .collect();
+        format!(
+            "{ep}, {} of {total} nodes on {}",
+            self.fallbacks,
+            elsewhere.join(" and ")
+        )
+    }
+}
+
+/// The execution provider a device runs on.
+fn provider_of(device: &Device) -> String {
+    match device {
+        Device::Cpu | Device::Auto => "CPUExecutionProvider".into(),
+        Device::Cuda => "CUDAExecutionProvider".into(),
+        Device::Ep { ep, .. } => ep.clone(),
+    }
+}
+
+/// A provider's name without the `ExecutionProvider` suffix.
+fn short(ep: &str) -> &str {
+    ep.strip_suffix("ExecutionProvider").unwrap_or(ep)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Placement;
+    use crate::device::Device;
+
+    #[test]
+    fn fallbacks_are_the_nodes_elsewhere() {
+        let device = Device::Ep {
+            ep: "cpu_ep".into(),
+            index: 0,
+        };
+        let all = Placement::new("unet", &device, vec![("cpu_ep".into(), 40)]);
+        assert_eq!((all.fallbacks, all.label()), (0, "cpu_ep".to_string()));
+        let some = Placement::new(
+            "unet",
+            &device,
+            vec![("cpu_ep".into(), 37), ("CPUExecutionProvider".into(), 3)],
+        );
+        assert_eq!(some.fallbacks, 3);
+        assert_eq!(some.label(), "cpu_ep, 3 of 40 nodes on CPU");
+    }
+}
