@@ -53,3 +53,12 @@ else
     fi
 fi
 install_pinned ep_plugins.txt
+
+# The CUDA plugin's wheel, kept for the prepared GPU check
+# (scripts/gpu-check.sh prepare), which carries it to a GPU machine.
+if ((dry)); then
+    echo "would keep in .cache/gpu-check: $(grep -Eo '^[A-Za-z0-9._-]+==[^ ]+' "$ROOT/scripts/ep_plugins_gpu.txt")"
+elif ! ls "$ROOT"/.cache/gpu-check/nxrt_ep_cuda-*.whl >/dev/null 2>&1; then
+    "$VENV/bin/pip" download --quiet --disable-pip-version-check --no-deps --require-hashes \
+        -r "$ROOT/scripts/ep_plugins_gpu.txt" -d "$ROOT/.cache/gpu-check"
+fi

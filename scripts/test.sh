@@ -13,4 +13,7 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo build --locked -p wfstudio
 scripts/real_models.sh package target/debug/wfstudio
+# The prepared GPU check (a release build) must fit its budget; a test runs
+# it on the CPU plugin.
+scripts/gpu-check.sh prepare target/gpu-check >/dev/null
 cargo test --workspace --locked

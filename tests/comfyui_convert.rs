@@ -4,7 +4,7 @@
 
 mod support;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::path::Path;
 use wfstudio_core::comfyui::{NodeDefs, read, ui_to_api};
 
@@ -589,4 +589,37 @@ fn every_corpus_graph_lowers_and_validates_or_is_refused_by_name() {
         }
     }
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
+
+/// Inputs the fuzzer found crashing the readers or the conversion
+/// (`fixtures/comfyui/fuzz/`, see docs/RELIABILITY.md) now convert or are
+/// refused, as the fuzz target drives them.
+#[test]
+fn fuzz_findings_convert_without_a_panic() {
+    let dir = support::workspace().join("fixtures/comfyui/fuzz");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).expect("fuzz fixtures") {
+        let path = entry.expect("entry").path();
+        let bytes = std::fs::read(&path).expect("fixture");
+        let found = read(&bytes).expect("a ComfyUI file");
+        let ui = found.ui.expect("a UI workflow");
+        let (graph, _) = ui_to_api(&ui, &NodeDefs::default());
+        let api = wfstudio_core::comfyui::to_api::api_json(&graph);
+        let _ = wfstudio_core::comfyui::lower::lower(&api);
+        seen += 1;
+        if path.ends_with("legacy-group-malformed-inner.json") {
+            // The malformed inner node is left out; the other one is kept,
+            // bypassed with its group, its malformed input left alone.
+            let flat = wfstudio_core::comfyui::subgraph::flatten(&ui);
+            let nodes = flat["nodes"].as_array().expect("nodes");
+            let inner = nodes
+                .iter()
+                .find(|n| n["id"] == "7:1")
+                .expect("inner node 1");
+            assert_eq!(inner["mode"], 4);
+            assert_eq!(inner["inputs"][0], json!(["model"]));
+            assert!(!nodes.iter().any(|n| n["id"] == "7:0"));
+        }
+    }
+    assert_eq!(seen, 1);
 }

@@ -256,6 +256,7 @@ fn the_set_up_installs_the_gpu_runtime_only_where_there_is_a_gpu() {
             .as_str(),
             "would install: onnxruntime==1.31.1",
             "would install from scripts/ep_plugins.txt: nxrt-ep-cpu==0.1.0.dev6 onnxruntime-ep-webgpu==0.4.0",
+            "would keep in .cache/gpu-check: nxrt-ep-cuda==0.1.0.dev6",
         ]
     );
     // A fake nvidia-smi that lists a GPU.
@@ -294,4 +295,93 @@ fn the_set_up_installs_the_gpu_runtime_only_where_there_is_a_gpu() {
         "{by_proc}"
     );
     let _ = std::fs::remove_dir_all(&root);
+}
+
+/// The prepared GPU check (`scripts/test.sh` prepares it in
+/// `target/gpu-check`) fits its 64 MiB budget with the tracked files, and
+/// its `run` works end to end with the CPU plugin standing in for CUDA:
+/// every package on the plugin and on CPU, outputs compared, one table.
+#[test]
+fn the_prepared_gpu_check_fits_its_budget_and_runs_on_a_plugin() {
+    let Some(packages) = plugins() else { return };
+    let dir = workspace().join("target/gpu-check");
+    let Ok(manifest) = std::fs::read_to_string(dir.join("MANIFEST.txt")) else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "scripts/test.sh prepares target/gpu-check under CI"
+        );
+        eprintln!("skipping: run scripts/gpu-check.sh prepare target/gpu-check first");
+        return;
+    };
+    let size = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("size: "))
+        .expect("the size line");
+    let total: u64 = size
+        .split(" = ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|t| t.parse().ok())
+        .expect("a total");
+    assert!(total <= 64 << 20, "{size}");
+    for needed in [
+        "wfstudio.xz",
+        "lib/libasound.so.2",
+        "wheels/nxrt_ep_cuda-",
+        "wheels/adaptive_terrain_diffusion-",
+    ] {
+        assert!(manifest.contains(needed), "{needed} in {manifest}");
+    }
+    let runtime = std::fs::read_dir(packages.join("onnxruntime/capi"))
+        .expect("onnxruntime")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("libonnxruntime.so."))
+        })
+        .expect("libonnxruntime");
+    let plugin = std::fs::read_dir(packages.join("nxrt_ep_cpu"))
+        .expect("plugin")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "so"))
+        .expect("the plugin library");
+    let out = std::process::Command::new("bash")
+        .arg(workspace().join("scripts/gpu-check.sh"))
+        .args(["run", &dir.to_string_lossy(), "--ep-library"])
+        .arg(format!("nxrt_ep_cpu={}", plugin.display()))
+        .env("ORT_DYLIB_PATH", runtime)
+        .output()
+        .expect("bash runs");
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{table}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    for package in [
+        "tiny-denoise",
+        "tiny-tone",
+        "tiny-words",
+        "terrain-diffusion",
+    ] {
+        let on_plugin = rows
+            .iter()
+            .find(|r| r[0] == package && r[1] == "cpu_ep:0")
+            .unwrap_or_else(|| panic!("{package} in {table}"));
+        assert_eq!(on_plugin[6..9], ["same", "within", "1e-3"], "{table}");
+    }
+    let fallbacks = |package: &str| {
+        rows.iter()
+            .find(|r| r[0] == package && r[1] == "cpu_ep:0")
+            .map(|r| r[2].to_string())
+    };
+    assert_eq!(fallbacks("tiny-denoise").as_deref(), Some("3"));
+    assert_eq!(fallbacks("tiny-tone").as_deref(), Some("0"));
 }

@@ -358,6 +358,11 @@ fn expand_legacy_groups(ui: &Value) -> Value {
             .unwrap_or_default()
             .into_iter();
         for (i, node) in inner.iter().enumerate() {
+            // Anything but an object is not a node (a hand-edited or broken
+            // file); it is left out, keeping the others' indices.
+            if !node.is_object() {
+                continue;
+            }
             let mut node = (*node).clone();
             node["id"] = json!(format!("{group_id}:{i}"));
             // A muted or bypassed group mutes or bypasses its contents.
@@ -366,10 +371,10 @@ fn expand_legacy_groups(ui: &Value) -> Value {
             }
             if let Some(inputs) = node.get_mut("inputs").and_then(Value::as_array_mut) {
                 for (s, input) in inputs.iter_mut().enumerate() {
-                    input["link"] = feeds
-                        .get(&(i as i64, s as i64))
-                        .cloned()
-                        .unwrap_or(Value::Null);
+                    if let Some(input) = input.as_object_mut() {
+                        let feed = feeds.get(&(i as i64, s as i64)).cloned();
+                        input.insert("link".into(), feed.unwrap_or(Value::Null));
+                    }
                 }
             }
             if let Some(own) = node.get("widgets_values").and_then(Value::as_array) {
