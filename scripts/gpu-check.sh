@@ -34,6 +34,10 @@ fail() { echo "gpu-check: $*" >&2; exit 2; }
 
 prepare() {
   local dir=$1 shared=${WFSTUDIO_SHARED:-$ROOT/../shared}
+  if [ -e "$dir" ]; then
+    [ -f "$dir/MANIFEST.txt" ] || fail "$dir exists and is not a prepared GPU check"
+    rm -rf "$dir"
+  fi
   mkdir -p "$dir/lib" "$dir/wheels" "$dir/packages"
   : >"$dir/MANIFEST.txt"
   note() { echo "$*" >>"$dir/MANIFEST.txt"; }
@@ -99,7 +103,10 @@ run() {
   shift
   local library=""
   if [ "${1:-}" = --ep-library ]; then library=$2; fi
-  local work="$dir/work"
+  # Work happens outside DIR, which stays as prepared (and within budget).
+  local work
+  work=$(mktemp -d "${TMPDIR:-/tmp}/wfstudio-gpu-check.XXXXXX")
+  trap "rm -rf '$work'" EXIT
   mkdir -p "$work"
   xz -dkc "$dir/wfstudio.xz" >"$work/wfstudio"
   chmod +x "$work/wfstudio"

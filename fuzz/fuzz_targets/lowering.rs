@@ -3,14 +3,16 @@
 //! ControlNet, SDXL, SD3 flow, KSamplerAdvanced, latent noise mask) and
 //! spends its bytes on edits a user or a hostile file could make: numbers,
 //! strings from ComfyUI's vocabulary, links to other nodes and slots,
-//! removed and retyped nodes, removed inputs. Whatever lowers must be a
-//! document that loads and validates with no error.
+//! removed and retyped nodes, removed inputs. The LoRA pattern lowers for
+//! the LoRA target package (whose adapters its loaders use), the others for
+//! none. Whatever lowers must be a document that loads and validates with
+//! no diagnostic at all.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
 use std::sync::OnceLock;
-use wfstudio_core::comfyui::lower;
+use wfstudio_core::comfyui::lower::{self, Target};
 use wfstudio_schema::{Format, Limits, parse_text};
 
 const PATTERNS: [&str; 10] = [
@@ -25,6 +27,18 @@ const PATTERNS: [&str; 10] = [
     include_str!("../../fixtures/comfyui/patterns/lora.api.json"),
     include_str!("../../fixtures/comfyui/patterns/sdxl.api.json"),
 ];
+
+/// Index of the LoRA pattern in [`PATTERNS`].
+const LORA: usize = 8;
+
+/// The LoRA target package's adapters (`fixtures/comfyui/lora-target`).
+fn lora_target() -> &'static Target {
+    static TARGET: OnceLock<Target> = OnceLock::new();
+    TARGET.get_or_init(|| {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/comfyui/lora-target");
+        Target::from_package(std::path::Path::new(dir)).expect("the LoRA target package")
+    })
+}
 
 const CLASSES: [&str; 22] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
@@ -104,12 +118,15 @@ fn mutate(graph: &mut serde_json::Map<String, Value>, bytes: &mut Bytes) {
 
 fuzz_target!(|data: &[u8]| {
     let mut bytes = Bytes(data);
-    let mut graph = patterns()[bytes.pick(PATTERNS.len())].clone();
+    let pattern = bytes.pick(PATTERNS.len());
+    let mut graph = patterns()[pattern].clone();
     let Some(nodes) = graph.as_object_mut() else { return };
     for _ in 0..(bytes.byte() % 8) {
         mutate(nodes, &mut bytes);
     }
-    let Ok(lowered) = lower::lower(&graph) else { return };
+    let none = Target::default();
+    let target = if pattern == LORA { lora_target() } else { &none };
+    let Ok(lowered) = lower::lower_for(&graph, target) else { return };
     let text = lowered.document.to_string();
     let loaded = parse_text(&text, Format::Json, &Limits::default())
         .unwrap_or_else(|d| panic!("a lowered document does not load: {d:?}\n{graph:#}"));

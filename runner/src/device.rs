@@ -139,7 +139,8 @@ pub fn resolve(requested: &Device) -> Result<(Device, Option<String>), RunError>
             };
             if let Some(gpu) = providers::first_gpu() {
                 let note = format!("auto: {gpu} (CUDA is not available: {cuda_why})");
-                return Ok((gpu.device(), Some(note)));
+                let device = gpu.name().parse().map_err(RunError::Device)?;
+                return Ok((device, Some(note)));
             }
             Ok((
                 Device::Cpu,

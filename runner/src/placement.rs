@@ -36,6 +36,12 @@ impl Placement {
         }
     }
 
+    /// Whether there is anything to say: not everything on ONNX Runtime's
+    /// plain CPU provider as asked.
+    pub fn worth_showing(&self) -> bool {
+        self.ep != "CPUExecutionProvider" || self.fallbacks > 0
+    }
+
     /// A short label: the provider, and the fallbacks when there are any
     /// (`cpu_ep`, `CUDA, 3 of 40 nodes on CPU`).
     pub fn label(&self) -> String {

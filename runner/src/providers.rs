@@ -5,7 +5,6 @@
 //! (`--ep-library NAME=PATH`), registered with ONNX Runtime once per
 //! process, and the devices every provider offers.
 
-use crate::device::Device;
 use crate::{RunError, ortlib};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -60,16 +59,21 @@ pub struct EpDevice {
 }
 
 impl EpDevice {
-    /// The device to ask for to run on this one.
-    pub fn device(&self) -> Device {
+    /// Its name as `--device` takes it (`cpu`, `cuda`, `cpu_ep:0`).
+    pub fn name(&self) -> String {
         match self.ep.as_str() {
-            "CPUExecutionProvider" => Device::Cpu,
-            "CUDAExecutionProvider" => Device::Cuda,
-            _ => Device::Ep {
-                ep: self.ep.clone(),
-                index: self.index,
-            },
+            "CPUExecutionProvider" => "cpu".into(),
+            "CUDAExecutionProvider" => "cuda".into(),
+            ep => format!("{ep}:{}", self.index),
         }
+    }
+
+    /// Whether it is one of ONNX Runtime's own providers (CPU, CUDA).
+    pub fn built_in(&self) -> bool {
+        matches!(
+            self.ep.as_str(),
+            "CPUExecutionProvider" | "CUDAExecutionProvider"
+        )
     }
 }
 
@@ -78,7 +82,7 @@ impl fmt::Display for EpDevice {
         write!(
             f,
             "{} ({} {}, provider by {})",
-            self.device(),
+            self.name(),
             self.hardware_vendor,
             self.kind,
             self.ep_vendor
@@ -184,7 +188,7 @@ pub fn register_all() -> Result<Vec<Registration>, RunError> {
                 listed(env)
                     .into_iter()
                     .filter(|d| !before.contains(d))
-                    .map(|d| d.device().to_string())
+                    .map(|d| d.name())
                     .collect()
             })
             .map_err(|e| refusal(&library, &e.to_string()));
@@ -272,7 +276,7 @@ pub fn first_gpu() -> Option<EpDevice> {
     devices()
         .ok()?
         .into_iter()
-        .find(|d| d.kind == "GPU" && !matches!(d.device(), Device::Cpu | Device::Cuda))
+        .find(|d| d.kind == "GPU" && !d.built_in())
 }
 
 #[cfg(test)]

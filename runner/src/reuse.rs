@@ -23,7 +23,7 @@ struct Entry {
 }
 
 /// Stored invoke results, kept by the caller between runs (the studio's
-/// run panel keeps one per open package).
+/// run worker keeps one, emptied when it loads a different package).
 pub struct ReuseCache {
     entries: FastMap<u64, Vec<Entry>>,
     bytes: usize,

@@ -351,7 +351,11 @@ pub fn checked_numel(
                 "shape {shape:?} has more elements than can be counted"
             ))
         })?;
-    let bytes = count.saturating_mul(dtype.size());
+    let bytes = count.checked_mul(dtype.size()).ok_or_else(|| {
+        TensorError(format!(
+            "shape {shape:?} of {dtype} has more bytes than can be counted"
+        ))
+    })?;
     if bytes > max_bytes {
         return Err(TensorError(format!(
             "shape {shape:?} of {dtype} needs {bytes} bytes, over the {max_bytes}-byte tensor budget"

@@ -49,7 +49,7 @@ pub fn run(args: &DevicesArgs) -> anyhow::Result<ExitCode> {
         OutputFormat::Json => {
             let json = serde_json::json!({
                 "devices": devices.iter().map(|d| serde_json::json!({
-                    "device": d.device().to_string(), "ep": d.ep, "index": d.index,
+                    "device": d.name(), "ep": d.ep, "index": d.index,
                     "ep_vendor": d.ep_vendor, "type": d.kind, "vendor": d.hardware_vendor,
                 })).collect::<Vec<_>>(),
                 "cuda": match &cuda { Ok(gpu) => serde_json::json!({"gpu": gpu.to_string()}),

@@ -118,6 +118,13 @@ impl RunJob {
     }
 }
 
+impl Drop for RunJob {
+    /// A run nobody waits for any more (another package opened) stops.
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}
+
 /// The token ids a streamed output holds so far.
 #[derive(Default)]
 struct TextStream {
@@ -194,7 +201,9 @@ fn execute(
         .worker
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if slot.is_none() {
+    // A worker whose last run was given up on (its thread panicked) would
+    // answer with that run's results: it is replaced.
+    if slot.as_ref().is_none_or(Worker::busy) {
         *slot = Some(Worker::start(&spec.config).map_err(|e| e.to_string())?);
     }
     let worker = slot.as_mut().ok_or("the run worker did not start")?;

@@ -6,7 +6,7 @@
 //! stop; a worker that has not stopped a second later is killed.
 
 use super::convert::{event_from_wire, output_from_wire};
-use super::limits::{default_memory_limit, human};
+use super::limits::{byte_limit, default_memory_limit, human};
 use super::protocol::{Body, FromWorker, RunRequest, Spill, ToWorker, read_frame, write_frame};
 use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader};
@@ -26,6 +26,8 @@ const CANCEL_GRACE: Duration = Duration::from_secs(1);
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// Lines of the worker's stderr kept for a crash report.
 const STDERR_LINES: usize = 20;
+/// Characters of one stderr line kept.
+const STDERR_LINE_CHARS: usize = 400;
 
 /// How the studio starts its workers.
 #[derive(Clone, Debug)]
@@ -116,6 +118,9 @@ pub struct Worker {
     stdin: ChildStdin,
     frames: Receiver<io::Result<(FromWorker, Body)>>,
     stderr: Arc<Mutex<VecDeque<String>>>,
+    /// The thread that reads stderr (finished once the worker's stderr
+    /// closed, so its last line is in).
+    stderr_reader: std::thread::JoinHandle<()>,
     /// Where this process writes bodies for the worker.
     ours: Spill,
     /// Where the worker writes bodies for us.
@@ -124,14 +129,26 @@ pub struct Worker {
     pub memory_limit: Option<u64>,
     /// The package and document the worker holds from the last run.
     sent: Option<(PathBuf, Document)>,
+    /// A run was sent and its end not read (the caller gave up on it).
+    busy: bool,
 }
 
 impl Worker {
     /// Starts a worker and waits until it is ready.
     pub fn start(config: &WorkerConfig) -> io::Result<Worker> {
+        // Our bodies for this worker: a prefix of their own, so they can be
+        // cleared when it dies.
+        static STARTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let ours = Spill::named(format!(
+            "wfstudio-studio-{}-{}-",
+            std::process::id(),
+            STARTED.fetch_add(1, Ordering::Relaxed)
+        ));
         let mut command = Command::new(&config.program);
         command
             .arg("worker")
+            .arg("--peer-spill")
+            .arg(ours.prefix())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -163,9 +180,7 @@ impl Worker {
         let theirs = Spill::of(child.id());
         let (sender, frames) = channel();
         let spill = theirs.clone();
-        let max_body = config
-            .memory_limit
-            .map_or(usize::MAX, |b| usize::try_from(b).unwrap_or(usize::MAX));
+        let max_body = byte_limit(config.memory_limit);
         std::thread::Builder::new()
             .name("wfstudio-worker-out".into())
             .spawn(move || {
@@ -187,18 +202,19 @@ impl Worker {
             })?;
         let tail = Arc::new(Mutex::new(VecDeque::new()));
         let lines = tail.clone();
-        std::thread::Builder::new()
+        let stderr_reader = std::thread::Builder::new()
             .name("wfstudio-worker-err".into())
             .spawn(move || {
+                use std::io::Write as _;
                 for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                    eprintln!("[run worker] {line}");
+                    let _ = writeln!(io::stderr(), "[run worker] {line}");
                     let mut tail = lines
                         .lock()
                         .unwrap_or_else(std::sync::PoisonError::into_inner);
                     if tail.len() == STDERR_LINES {
                         tail.pop_front();
                     }
-                    tail.push_back(line);
+                    tail.push_back(line.chars().take(STDERR_LINE_CHARS).collect());
                 }
             })?;
         let mut worker = Worker {
@@ -206,23 +222,34 @@ impl Worker {
             stdin,
             frames,
             stderr: tail,
-            ours: Spill::of(std::process::id()),
+            stderr_reader,
+            ours,
             theirs,
             memory_limit: None,
             sent: None,
+            busy: false,
         };
         match worker.frames.recv_timeout(START_TIMEOUT) {
             Ok(Ok((FromWorker::Ready { memory_limit }, _))) => {
                 worker.memory_limit = memory_limit;
                 Ok(worker)
             }
+            Err(RecvTimeoutError::Timeout) => {
+                worker.kill();
+                Err(io::Error::other(format!(
+                    "the run worker did not become ready within {} s",
+                    START_TIMEOUT.as_secs()
+                )))
+            }
             _ => Err(io::Error::other(worker.died(None, "starting"))),
         }
     }
 
-    /// The worker's process id.
-    pub fn pid(&self) -> u32 {
-        self.child.id()
+    /// Whether a run was sent and its end never read (its caller gave up):
+    /// its answers would be taken for the next run's, so the worker must
+    /// not be used again.
+    pub fn busy(&self) -> bool {
+        self.busy
     }
 
     /// Runs `run`, passing each event to `on_event` as it arrives; `cancel`
@@ -252,13 +279,19 @@ impl Worker {
             keep_bytes: run.keep_bytes,
             reuse: run.reuse,
         };
-        if write_frame(&mut self.stdin, ToWorker::Run(request), &body, &self.ours).is_err() {
-            return Err(Failure::Lost(self.died(None, "running")));
+        if let Err(error) = write_frame(&mut self.stdin, ToWorker::Run(request), &body, &self.ours)
+        {
+            // A closed pipe is a dead worker; anything else (no room for
+            // the inputs' file, a header too large) fails only this run.
+            return Err(if error.kind() == io::ErrorKind::BrokenPipe {
+                Failure::Lost(self.died(None, "running"))
+            } else {
+                Failure::Run(format!("the run could not be sent to the worker: {error}"))
+            });
         }
+        self.busy = true;
         self.sent = Some((run.package.to_path_buf(), run.document.clone()));
-        let max_bytes = self
-            .memory_limit
-            .map_or(usize::MAX, |b| usize::try_from(b).unwrap_or(usize::MAX));
+        let max_bytes = byte_limit(self.memory_limit);
         let mut running: Option<String> = None;
         let mut cancelled_at: Option<Instant> = None;
         let mut device_note = None;
@@ -316,6 +349,7 @@ impl Worker {
                     on_event(event);
                 }
                 FromWorker::Done(Ok(wire)) => {
+                    self.busy = false;
                     let output = output_from_wire(wire, &body, max_bytes)
                         .map_err(|e| Failure::Lost(self.unreadable(e)))?;
                     return Ok(Ran {
@@ -326,6 +360,7 @@ impl Worker {
                     });
                 }
                 FromWorker::Done(Err(message)) => {
+                    self.busy = false;
                     // A load that failed leaves the worker without a package.
                     self.sent = None;
                     return Err(Failure::Run(message));
@@ -339,18 +374,26 @@ impl Worker {
         format!("the run worker sent a tensor the studio cannot read ({error}); it was stopped")
     }
 
-    /// Kills the worker and removes what it left behind.
+    /// Kills the worker and removes what both sides left for the other
+    /// (before the process is reaped, so its pid cannot have been reused).
     fn kill(&mut self) {
         let _ = self.child.kill();
-        let _ = self.child.wait();
         self.theirs.clear();
+        self.ours.clear();
+        let _ = self.child.wait();
     }
 
     /// The report of a worker that ended while `doing`, with the node that
     /// was `running`, its exit status or signal, and its last stderr line.
     fn died(&mut self, running: Option<&str>, doing: &str) -> String {
-        let status = wait_briefly(&mut self.child);
         self.theirs.clear();
+        self.ours.clear();
+        let status = wait_briefly(&mut self.child);
+        // The worker's stderr closes as it ends; its last line follows.
+        let until = Instant::now() + Duration::from_millis(500);
+        while !self.stderr_reader.is_finished() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
         let tail = self
             .stderr
             .lock()
@@ -363,7 +406,9 @@ impl Worker {
 
 impl std::fmt::Debug for Worker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Worker").field("pid", &self.pid()).finish()
+        f.debug_struct("Worker")
+            .field("pid", &self.child.id())
+            .finish()
     }
 }
 
@@ -489,8 +534,9 @@ mod tests {
         assert_eq!(
             refused,
             Failure::Run(
-                "the run's inputs take 268435456 bytes, more than the run worker's memory \
-                 ceiling of 268435456 allows (start the studio with a larger --worker-memory)"
+                "the run's inputs take 256 MiB and need twice that while they are read, more \
+                 than the run worker's memory ceiling of 256 MiB (start the studio with a \
+                 larger --worker-memory)"
                     .into()
             )
         );

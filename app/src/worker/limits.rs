@@ -9,7 +9,7 @@ use std::io;
 const DEFAULT_FRACTION: f64 = 0.75;
 
 /// Physical memory in bytes, if the system says.
-pub fn physical_memory() -> Option<u64> {
+fn physical_memory() -> Option<u64> {
     // SAFETY: sysconf has no preconditions; it returns -1 when unknown.
     let (pages, size) = unsafe {
         (
@@ -25,17 +25,32 @@ pub fn default_memory_limit() -> Option<u64> {
     physical_memory().map(|bytes| (bytes as f64 * DEFAULT_FRACTION) as u64)
 }
 
-/// Limits this process's data segment to `bytes`; returns the limit set.
+/// Limits this process's data segment to `bytes` (or to the hard limit
+/// it already has, when that is lower); returns the limit set.
 pub fn apply_memory_limit(bytes: u64) -> io::Result<u64> {
+    let mut current = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `current` is a valid rlimit to write for the call.
+    if unsafe { libc::getrlimit(libc::RLIMIT_DATA, &mut current) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let bytes = (bytes as libc::rlim_t).min(current.rlim_max);
     let limit = libc::rlimit {
-        rlim_cur: bytes as libc::rlim_t,
-        rlim_max: bytes as libc::rlim_t,
+        rlim_cur: bytes,
+        rlim_max: bytes,
     };
     // SAFETY: `limit` is a valid rlimit for the duration of the call.
     if unsafe { libc::setrlimit(libc::RLIMIT_DATA, &limit) } != 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(bytes)
+}
+
+/// A ceiling as a byte count to compare with (`None`: no ceiling).
+pub fn byte_limit(ceiling: Option<u64>) -> usize {
+    ceiling.map_or(usize::MAX, |b| usize::try_from(b).unwrap_or(usize::MAX))
 }
 
 /// `bytes` as a person reads it (`3.2 GiB`, `512 MiB`).

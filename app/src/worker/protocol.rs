@@ -124,40 +124,65 @@ pub enum FromWorker {
     Done(Result<WireOutput, String>),
 }
 
-/// [`wfstudio_runner::Event`] on the wire (durations in nanoseconds).
+/// [`wfstudio_runner::Event`] on the wire (durations in nanoseconds); the
+/// fields are the event's, see there.
 #[derive(Debug, Serialize, Deserialize)]
-#[allow(missing_docs)]
 pub enum WireEvent {
+    /// The run began.
     Started,
+    /// An invoke is about to run: its step path and component.
     InvokeStarted {
+        /// Step path.
         path: String,
+        /// Component.
         component: String,
     },
+    /// An invoke finished.
     InvokeFinished {
+        /// Step path.
         path: String,
+        /// Component.
         component: String,
+        /// Wall time of the step.
         wall_ns: u64,
+        /// Time inside ONNX Runtime.
         ort_ns: u64,
+        /// Produced values and their shapes.
         outputs: Vec<(String, Vec<usize>)>,
+        /// Whether the outputs were reused.
         reused: bool,
     },
+    /// A loop starts an iteration.
     LoopIteration {
+        /// Loop path.
         path: String,
+        /// Zero-based iteration.
         index: usize,
+        /// `max_iterations`.
         limit: usize,
     },
+    /// A value was published to an output.
     Emitted {
+        /// Output key.
         key: String,
+        /// The piece published (bytes in the body).
         chunk: WireTensor,
+        /// How it combines with earlier ones.
         mode: EmitMode,
+        /// The output's shape after it.
         shape: Vec<usize>,
     },
+    /// The run finished.
     Finished {
+        /// Wall time of the run.
         wall_ns: u64,
     },
+    /// The run failed.
     Failed {
+        /// Why.
         message: String,
     },
+    /// The run was cancelled.
     Cancelled,
 }
 
@@ -206,18 +231,25 @@ pub struct Spill {
 }
 
 impl Spill {
-    /// The spill place of process `pid`.
+    /// The spill place of worker process `pid`.
     pub fn of(pid: u32) -> Self {
+        Spill::named(format!("wfstudio-worker-{pid}-"))
+    }
+
+    /// The spill place whose files start with `prefix`.
+    pub fn named(prefix: String) -> Self {
         let shm = Path::new("/dev/shm");
         let mut dirs = Vec::new();
         if shm.is_dir() {
             dirs.push(shm.to_path_buf());
         }
         dirs.push(std::env::temp_dir());
-        Spill {
-            dirs,
-            prefix: format!("wfstudio-worker-{pid}-"),
-        }
+        Spill { dirs, prefix }
+    }
+
+    /// The prefix of its files.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
     }
 
     /// Removes every file left by this process (after it died).
@@ -238,8 +270,11 @@ impl Spill {
         }
     }
 
-    /// Writes `bytes` to a fresh file, in the first place with room.
+    /// Writes `bytes` to a fresh file (created new, readable by this user
+    /// only), in the first place with room.
     fn write(&self, bytes: &[u8]) -> io::Result<PathBuf> {
+        use std::io::Write as _;
+        use std::os::unix::fs::OpenOptionsExt;
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let name = format!(
             "{}{}.bin",
@@ -249,15 +284,51 @@ impl Spill {
         let mut last = io::Error::other("no spill folder");
         for dir in &self.dirs {
             let file = dir.join(&name);
-            match std::fs::write(&file, bytes) {
+            let written = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&file)
+                .and_then(|mut f| f.write_all(bytes));
+            match written {
                 Ok(()) => return Ok(file),
                 Err(error) => {
-                    let _ = std::fs::remove_file(&file);
+                    if error.kind() != io::ErrorKind::AlreadyExists {
+                        let _ = std::fs::remove_file(&file);
+                    }
                     last = error;
                 }
             }
         }
         Err(last)
+    }
+
+    /// The bytes of spill file `path` (a regular file, not followed through
+    /// a link), at most `max` of them.
+    fn read(path: &Path, max: usize) -> Result<Vec<u8>, String> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(path)
+            .map_err(|e| format!("opening {}: {e}", path.display()))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| format!("reading {}: {e}", path.display()))?;
+        if !meta.is_file() {
+            return Err(format!("{} is not a regular file", path.display()));
+        }
+        if meta.len() > max as u64 {
+            return Err(format!(
+                "a body of {} bytes is over the {max}-byte ceiling",
+                meta.len()
+            ));
+        }
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        file.take(max as u64)
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("reading {}: {e}", path.display()))?;
+        Ok(bytes)
     }
 
     /// `path` if it is a spill file of this process.
@@ -275,7 +346,7 @@ impl Spill {
             .is_some_and(|p| self.dirs.iter().any(|d| d == p));
         if !ok {
             return Err(invalid(format!(
-                "'{}' is not a spill file of this worker",
+                "'{}' is not a spill file of the other side",
                 path.display()
             )));
         }
@@ -291,23 +362,34 @@ pub fn write_frame<M: Serialize>(
     spill: &Spill,
 ) -> io::Result<()> {
     let bytes = &body.bytes;
-    let at = if bytes.len() > INLINE_BODY {
-        BodyAt::File(spill.write(bytes)?.to_string_lossy().into_owned())
+    let file = if bytes.len() > INLINE_BODY {
+        Some(spill.write(bytes)?)
     } else {
-        BodyAt::Inline(bytes.len())
+        None
     };
-    let inline = matches!(at, BodyAt::Inline(_));
-    let header = serde_json::to_vec(&Envelope { message, body: at }).map_err(io::Error::other)?;
-    let len = u32::try_from(header.len())
-        .ok()
-        .filter(|n| (*n as usize) <= MAX_HEADER)
-        .ok_or_else(|| invalid(format!("a {}-byte header is too large", header.len())))?;
-    out.write_all(&len.to_le_bytes())?;
-    out.write_all(&header)?;
-    if inline {
-        out.write_all(bytes)?;
+    let at = match &file {
+        Some(path) => BodyAt::File(path.to_string_lossy().into_owned()),
+        None => BodyAt::Inline(bytes.len()),
+    };
+    let sent = (|| {
+        let header =
+            serde_json::to_vec(&Envelope { message, body: at }).map_err(io::Error::other)?;
+        let len = u32::try_from(header.len())
+            .ok()
+            .filter(|n| (*n as usize) <= MAX_HEADER)
+            .ok_or_else(|| invalid(format!("a {}-byte header is too large", header.len())))?;
+        out.write_all(&len.to_le_bytes())?;
+        out.write_all(&header)?;
+        if file.is_none() {
+            out.write_all(bytes)?;
+        }
+        out.flush()
+    })();
+    // A body nobody will read is removed.
+    if let (Err(_), Some(path)) = (&sent, &file) {
+        let _ = std::fs::remove_file(path);
     }
-    out.flush()
+    sent
 }
 
 /// Reads one frame; `None` at the end of the stream. The body may take at
@@ -361,19 +443,7 @@ pub fn read_frame_if<M: DeserializeOwned>(
         }
         BodyAt::File(name) => {
             let file = spill.accept(&name)?;
-            let bytes = match admitted {
-                Ok(()) => {
-                    let size = std::fs::metadata(&file)?.len();
-                    if size > max_body as u64 {
-                        Err(format!(
-                            "a body of {size} bytes is over the {max_body}-byte ceiling"
-                        ))
-                    } else {
-                        std::fs::read(&file).map_err(|e| format!("reading {}: {e}", file.display()))
-                    }
-                }
-                Err(reason) => Err(reason),
-            };
+            let bytes = admitted.and_then(|()| Spill::read(&file, max_body));
             let _ = std::fs::remove_file(&file);
             bytes
         }
@@ -452,7 +522,7 @@ mod tests {
             .expect("refused");
         assert_eq!(
             error.to_string(),
-            "'../../etc/passwd' is not a spill file of this worker"
+            "'../../etc/passwd' is not a spill file of the other side"
         );
         let tensor = Tensor::new(vec![1000], Data::F32(vec![0.0; 1000])).expect("t");
         let bytes = frame(&tensor, &spill);

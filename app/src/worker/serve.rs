@@ -6,7 +6,7 @@
 //! while a run goes; the end of stdin (the studio closed) ends the worker.
 
 use super::convert::{event_to_wire, output_to_wire};
-use super::limits::apply_memory_limit;
+use super::limits::{apply_memory_limit, byte_limit, human};
 use super::protocol::{Body, FromWorker, RunRequest, Spill, ToWorker, read_frame_if, write_frame};
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -29,6 +29,9 @@ pub struct WorkerArgs {
     /// Memory ceiling in bytes (the data segment: heap and private maps).
     #[arg(long, value_name = "BYTES")]
     pub memory_limit: Option<u64>,
+    /// The name prefix of the studio's files for this worker.
+    #[arg(long, value_name = "PREFIX")]
+    pub peer_spill: String,
     /// Plugin execution provider libraries.
     #[command(flatten)]
     pub ep: crate::cli::devices::EpArgs,
@@ -50,8 +53,8 @@ pub fn serve(args: &WorkerArgs) -> anyhow::Result<ExitCode> {
         Some(bytes) => Some(apply_memory_limit(bytes)?),
         None => None,
     };
-    let max_body = memory_limit.map_or(usize::MAX, |b| usize::try_from(b).unwrap_or(usize::MAX));
-    let studio = Spill::of(std::os::unix::process::parent_id());
+    let max_body = byte_limit(memory_limit);
+    let studio = Spill::named(args.peer_spill.clone());
     let mine = Spill::of(std::process::id());
     let cancel = Arc::new(AtomicBool::new(false));
     let (requests, incoming) = channel::<io::Result<(RunRequest, Result<Body, String>)>>();
@@ -91,7 +94,7 @@ pub fn serve(args: &WorkerArgs) -> anyhow::Result<ExitCode> {
         let result = body.and_then(|body| {
             run_one(
                 request,
-                &body,
+                body,
                 max_body,
                 &mut warm,
                 &mut reuse,
@@ -101,11 +104,21 @@ pub fn serve(args: &WorkerArgs) -> anyhow::Result<ExitCode> {
                 &mine,
             )
         });
-        let (message, body) = match result {
-            Ok((wire, body)) => (FromWorker::Done(Ok(wire)), body),
-            Err(message) => (FromWorker::Done(Err(message)), Body::default()),
+        let sent = match result {
+            Ok((wire, body)) => write_frame(&mut out, FromWorker::Done(Ok(wire)), &body, &mine),
+            Err(message) => write_frame(
+                &mut out,
+                FromWorker::Done(Err(message)),
+                &Body::default(),
+                &mine,
+            ),
         };
-        write_frame(&mut out, message, &body, &mine)?;
+        if let Err(error) = sent {
+            // The outputs could not be sent (no room for their file): the
+            // run fails, the worker lives on; a closed pipe ends it.
+            let failed = FromWorker::Done(Err(format!("the outputs could not be sent: {error}")));
+            write_frame(&mut out, failed, &Body::default(), &mine)?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -120,8 +133,11 @@ fn fits(message: &ToWorker, max_body: usize) -> Result<(), String> {
     let needed = request.inputs.iter().map(|(_, w)| w.bytes()).sum::<usize>();
     if needed.saturating_mul(2) > max_body {
         return Err(format!(
-            "the run's inputs take {needed} bytes, more than the run worker's memory ceiling \
-             of {max_body} allows (start the studio with a larger --worker-memory)"
+            "the run's inputs take {} and need twice that while they are read, more than \
+             the run worker's memory ceiling of {} (start the studio with a larger \
+             --worker-memory)",
+            human(needed as u64),
+            human(max_body as u64)
         ));
     }
     Ok(())
@@ -130,7 +146,7 @@ fn fits(message: &ToWorker, max_body: usize) -> Result<(), String> {
 #[allow(clippy::too_many_arguments)]
 fn run_one(
     request: RunRequest,
-    body: &Body,
+    body: Body,
     max_body: usize,
     warm: &mut Option<Warm>,
     reuse: &mut ReuseCache,
@@ -145,6 +161,8 @@ fn run_one(
         .map(|(name, wire)| Ok((name.clone(), Arc::new(body.get(wire, max_body)?))))
         .collect::<io::Result<Vec<(String, Arc<Tensor>)>>>()
         .map_err(|e| format!("the run's inputs: {e}"))?;
+    // The tensors hold the inputs now; the message's copy goes.
+    drop(body);
     let (runner, kept) = warm_runner(&request, warm, reuse)?;
     let loaded = FromWorker::Loaded {
         device_note: runner.device_note.clone(),
@@ -163,6 +181,7 @@ fn run_one(
         let wire = event_to_wire(event, &mut chunk);
         if let Err(error) = write_frame(&mut *out, FromWorker::Event(wire), &chunk, spill) {
             send_error.get_or_insert(error);
+            cancel.store(true, Ordering::SeqCst);
         }
         if let (Some(fault), Some(component)) = (fault, starts) {
             trip(fault, &component);
@@ -179,7 +198,7 @@ fn run_one(
         },
     );
     if let Some(error) = send_error {
-        return Err(format!("the studio stopped listening: {error}"));
+        return Err(format!("an event of the run could not be sent: {error}"));
     }
     let output = output.map_err(|e| e.to_string())?;
     let mut body = Body::default();
