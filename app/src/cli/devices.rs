@@ -29,6 +29,21 @@ impl EpArgs {
     }
 }
 
+/// Where `run` and `bench` run: the device, ONNX Runtime's threads and
+/// the plugin libraries to register.
+#[derive(Debug, clap::Args)]
+pub struct DeviceArgs {
+    /// Plugin execution provider libraries.
+    #[command(flatten)]
+    pub ep: EpArgs,
+    /// Execution device (`wfstudio devices` lists them: cpu, cuda, auto, EP[:N]).
+    #[arg(long, default_value = "cpu")]
+    pub device: wfstudio_runner::Device,
+    /// ONNX Runtime intra-op threads per session.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub threads: u16,
+}
+
 /// Arguments of `wfstudio devices`.
 #[derive(Debug, clap::Args)]
 pub struct DevicesArgs {

@@ -9,8 +9,7 @@ use std::sync::atomic::AtomicBool;
 use wfstudio_runner::recipe::{self, Recipe};
 use wfstudio_runner::text::PackageTokenizer;
 use wfstudio_runner::{
-    DType, Device, Event, LoadOptions, Request, RunControl, RunError, RunOutput, Runner, Sampling,
-    Tensor,
+    DType, Event, LoadOptions, Request, RunControl, RunError, RunOutput, Runner, Sampling, Tensor,
 };
 use wfstudio_schema::types::workflow::{InputRole, InputSource};
 
@@ -34,15 +33,9 @@ pub struct RunArgs {
     /// black and white (default: the output's own range). With --out.
     #[arg(long, value_name = "NAME[=LOW,HIGH]", value_parser = super::grey16::parse, requires = "out")]
     png16: Vec<super::grey16::Png16>,
-    /// Plugin execution provider libraries.
+    /// Where to run: device, threads, plugin libraries.
     #[command(flatten)]
-    ep: super::devices::EpArgs,
-    /// Execution device (`wfstudio devices` lists them: cpu, cuda, auto, EP[:N]).
-    #[arg(long, default_value = "cpu")]
-    device: Device,
-    /// ONNX Runtime intra-op threads per session.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
-    threads: u16,
+    target: super::devices::DeviceArgs,
     /// Output style.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     format: OutputFormat,
@@ -357,14 +350,20 @@ pub fn timing_json(output: &RunOutput, load_ms: f64) -> serde_json::Value {
     })
 }
 
-/// Loads a package for running. An unreadable package is an I/O error
-/// (exit 2); an invalid or unsupported one is reported and gives exit 1.
+/// Loads a package for running on `target` (its plugin libraries
+/// registered first). An unreadable package or a library that is not a
+/// file is an I/O error (exit 2); an invalid or unsupported package, or a
+/// device that is not there, is reported and gives exit 1.
 pub fn load_runner(
     path: &Path,
-    device: Device,
-    threads: usize,
+    target: &super::devices::DeviceArgs,
 ) -> anyhow::Result<Result<Runner, ExitCode>> {
-    match Runner::load(path, &LoadOptions { device, threads }) {
+    target.ep.add()?;
+    let options = LoadOptions {
+        device: target.device.clone(),
+        threads: target.threads.into(),
+    };
+    match Runner::load(path, &options) {
         Ok(runner) => Ok(Ok(runner)),
         Err(RunError::Load(e)) => Err(e).context("loading the package"),
         Err(e) => {
@@ -395,7 +394,6 @@ fn texts(
 
 /// Runs one package.
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
-    args.ep.add()?;
     let recipe_path = args.recipe.clone().or_else(|| {
         let default = super::package_recipe::default_recipe_of(&args.path)?;
         eprintln!(
@@ -405,7 +403,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         Some(default)
     });
     let recipe = read_recipe(recipe_path.as_deref())?;
-    let mut runner = match load_runner(&args.path, args.device.clone(), args.threads.into())? {
+    let mut runner = match load_runner(&args.path, &args.target)? {
         Ok(runner) => runner,
         Err(code) => return Ok(code),
     };

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 use wfstudio_runner::reuse::ReuseCache;
-use wfstudio_runner::{Device, RunControl, RunError, Runner, Tensor};
+use wfstudio_runner::{RunControl, RunError, Runner, Tensor};
 
 /// Arguments of `wfstudio bench`.
 #[derive(Debug, clap::Args)]
@@ -29,15 +29,9 @@ pub struct BenchArgs {
     /// Warm runs to time (after one untimed warm-up run).
     #[arg(long, default_value_t = 20)]
     runs: usize,
-    /// Plugin execution provider libraries.
+    /// Where to run: device, threads, plugin libraries.
     #[command(flatten)]
-    ep: super::devices::EpArgs,
-    /// Execution device (`wfstudio devices` lists them: cpu, cuda, auto, EP[:N]).
-    #[arg(long, default_value = "cpu")]
-    device: Device,
-    /// ONNX Runtime intra-op threads per session.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
-    threads: u16,
+    target: super::devices::DeviceArgs,
     /// Output style.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     format: OutputFormat,
@@ -66,7 +60,6 @@ pub fn median(mut values: Vec<Duration>) -> Duration {
 
 /// Benchmarks one package.
 pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
-    args.ep.add()?;
     let recipe = read_recipe(args.recipe.as_deref())?;
     let inputs: Vec<(String, Arc<Tensor>)> = recipe
         .map(|r| r.inputs)
@@ -74,7 +67,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         .into_iter()
         .map(|(n, t)| (n, Arc::new(t)))
         .collect();
-    let mut runner = match load_runner(&args.path, args.device.clone(), args.threads.into())? {
+    let mut runner = match load_runner(&args.path, &args.target)? {
         Ok(runner) => runner,
         Err(code) => return Ok(code),
     };
@@ -125,9 +118,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
             &file,
             runner.document(),
             &owned,
-            &args.device,
-            &args.ep.ep_library,
-            args.threads.into(),
+            &args.target.device,
+            &args.target.ep.ep_library,
+            args.target.threads.into(),
             args.runs,
         )?;
         Some(timed)

@@ -200,15 +200,7 @@ fn run_to_failure(harness: &mut Harness<'static, App>) -> String {
 }
 
 fn wait_for_failure(harness: &mut Harness<'static, App>) -> String {
-    harness.step();
-    for _ in 0..2000 {
-        harness.step();
-        if !harness.state().run.running() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    harness.run_steps(3);
+    wait_until_idle(harness);
     harness
         .state()
         .run
@@ -248,9 +240,8 @@ fn harness_for(package: &Path, config: &Path) -> Harness<'static, App> {
     harness
 }
 
-/// Presses Ctrl+Enter and waits for the run to end successfully.
-fn run_to_the_end(harness: &mut Harness<'static, App>) {
-    harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::Enter);
+/// Steps the UI until the run in flight ends (at most about 10 s).
+fn wait_until_idle(harness: &mut Harness<'static, App>) {
     harness.step();
     for _ in 0..2000 {
         harness.step();
@@ -260,6 +251,12 @@ fn run_to_the_end(harness: &mut Harness<'static, App>) {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     harness.run_steps(5);
+}
+
+/// Presses Ctrl+Enter and waits for the run to end successfully.
+fn run_to_the_end(harness: &mut Harness<'static, App>) {
+    harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::Enter);
+    wait_until_idle(harness);
     assert_eq!(
         harness.state().run.outcome(),
         Some(true),
