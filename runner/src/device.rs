@@ -154,7 +154,12 @@ pub fn resolve(requested: &Device) -> Result<(Device, Option<String>), RunError>
 
 fn cuda_provider_available() -> bool {
     use ort::ep::ExecutionProvider;
-    crate::ortlib::environment().is_ok() && ort::ep::CUDA::is_available().unwrap_or(false)
+    if crate::ortlib::environment().is_err() {
+        return false;
+    }
+    // The NVIDIA wheels' libraries, which the CUDA provider needs.
+    crate::ortlib::preload_nvidia();
+    ort::ep::CUDA::is_available().unwrap_or(false)
 }
 
 #[cfg(test)]

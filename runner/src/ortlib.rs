@@ -122,3 +122,126 @@ pub fn environment() -> Result<(&'static ort::environment::Environment, &'static
         Err(message) => Err(RunError::Runtime(message.clone())),
     }
 }
+
+/// The NVIDIA runtime libraries that the `nvidia-*` wheels install
+/// (`site-packages/nvidia/*/lib`, beside `onnxruntime-gpu`), loaded so that
+/// ONNX Runtime's CUDA provider finds them without `LD_LIBRARY_PATH`, as
+/// Python's `onnxruntime.preload_dlls()` does. Once per process; returns the
+/// libraries loaded.
+pub fn preload_nvidia() -> &'static [PathBuf] {
+    static LOADED: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    LOADED.get_or_init(|| {
+        let dirs: Vec<PathBuf> = site_packages_dirs()
+            .iter()
+            .filter_map(|packages| std::fs::read_dir(packages.join("nvidia")).ok())
+            .flat_map(|entries| entries.flatten().map(|e| e.path().join("lib")))
+            .filter(|lib| lib.is_dir())
+            .collect();
+        preload_from(&dirs)
+    })
+}
+
+/// Loads every `lib*.so*` in `dirs`, in passes: a library whose
+/// dependencies are not loaded yet fails and is tried again in the next
+/// pass, until a pass loads nothing more. Returns those loaded, in order.
+pub(crate) fn preload_from(dirs: &[PathBuf]) -> Vec<PathBuf> {
+    let mut waiting: Vec<PathBuf> = dirs
+        .iter()
+        .filter_map(|dir| std::fs::read_dir(dir).ok())
+        .flat_map(|entries| entries.flatten().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("lib") && n.contains(".so"))
+        })
+        .collect();
+    waiting.sort();
+    load_in_passes(waiting, |path| ort::util::preload_dylib(path).is_ok())
+}
+
+/// `load` on each of `waiting` in passes until a pass loads nothing.
+fn load_in_passes(mut waiting: Vec<PathBuf>, load: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
+    let mut loaded = Vec::new();
+    loop {
+        let before = loaded.len();
+        waiting.retain(|path| {
+            let ok = load(path);
+            if ok {
+                loaded.push(path.clone());
+            }
+            !ok
+        });
+        if loaded.len() == before || waiting.is_empty() {
+            return loaded;
+        }
+    }
+}
+
+#[cfg(test)]
+mod preload_tests {
+    use super::{load_in_passes, preload_from};
+    use std::cell::RefCell;
+    use std::path::{Path, PathBuf};
+
+    /// A library loads once what it needs is loaded, whatever the order;
+    /// one that never can is left out.
+    #[test]
+    fn libraries_load_in_dependency_order() {
+        let needs = |name: &str| -> &[&str] {
+            match name {
+                "libcublas.so.13" => &["libcublasLt.so.13", "libcudart.so.13"],
+                "libcublasLt.so.13" => &["libcudart.so.13"],
+                "libbroken.so" => &["libmissing.so"],
+                _ => &[],
+            }
+        };
+        let loaded = RefCell::new(Vec::<String>::new());
+        let waiting: Vec<PathBuf> = [
+            "libbroken.so",
+            "libcublas.so.13",
+            "libcublasLt.so.13",
+            "libcudart.so.13",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        let order = load_in_passes(waiting, |path: &Path| {
+            let name = path.to_string_lossy().into_owned();
+            let ok = needs(&name)
+                .iter()
+                .all(|n| loaded.borrow().iter().any(|l| l == n));
+            if ok {
+                loaded.borrow_mut().push(name);
+            }
+            ok
+        });
+        assert_eq!(
+            order,
+            ["libcudart.so.13", "libcublasLt.so.13", "libcublas.so.13"].map(PathBuf::from)
+        );
+    }
+
+    /// A real shared library in a wheel-like folder is loaded; a file that
+    /// only looks like one is not, and nothing fails.
+    #[test]
+    fn a_real_library_is_preloaded_and_a_fake_one_skipped() {
+        let dir = std::env::temp_dir().join(format!("wfstudio-nvidia-{}/lib", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let real = [
+            "/lib/x86_64-linux-gnu/libz.so.1",
+            "/usr/lib/x86_64-linux-gnu/libz.so.1",
+        ]
+        .into_iter()
+        .map(Path::new)
+        .find(|p| p.exists());
+        let Some(real) = real else {
+            eprintln!("skipping: no libz to copy");
+            return;
+        };
+        std::fs::copy(real, dir.join("libzcopy.so.1")).expect("copy");
+        std::fs::write(dir.join("libfake.so.1"), b"not an ELF file").expect("fake");
+        let loaded = preload_from(std::slice::from_ref(&dir));
+        assert_eq!(loaded, [dir.join("libzcopy.so.1")]);
+        let _ = std::fs::remove_dir_all(dir.parent().expect("parent"));
+    }
+}

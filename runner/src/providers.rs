@@ -166,6 +166,8 @@ fn is_plugin_folder(path: &Path) -> bool {
 /// all registrations made in this process.
 pub fn register_all() -> Result<Vec<Registration>, RunError> {
     let (env, _) = ortlib::environment()?;
+    // A GPU plugin needs the NVIDIA runtime of the wheels beside it.
+    ortlib::preload_nvidia();
     let named = NAMED
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
