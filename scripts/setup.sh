@@ -12,8 +12,9 @@ set -euo pipefail
 # turns plain text into phonemes for the text-to-speech package
 # (`wfstudio run --espeak`), and tesseract-ocr, with which the screenshot
 # tests read the window's text.
-# libvulkan1 is the loader the WebGPU plugin EP links against.
-APT_PACKAGES=(pkg-config libasound2-dev python3-venv xvfb xauth libgl1-mesa-dri libegl-mesa0 libxkbcommon-x11-0 espeak-ng tesseract-ocr libvulkan1)
+# libvulkan1 is the loader the WebGPU plugin EP links against; binutils
+# (strip) and xz-utils pack the binary for the prepared GPU check.
+APT_PACKAGES=(pkg-config libasound2-dev python3-venv xvfb xauth libgl1-mesa-dri libegl-mesa0 libxkbcommon-x11-0 espeak-ng tesseract-ocr libvulkan1 binutils xz-utils)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
