@@ -199,25 +199,32 @@ fn input_value(name: &str, json: &str, runner: &Runner) -> anyhow::Result<Tensor
 }
 
 fn write_npy(path: &Path, tensor: &Tensor) -> std::io::Result<()> {
-    use wfstudio_runner::Data;
-    let (descr, bytes): (&str, Vec<u8>) = match &tensor.data {
-        Data::F32(v) => ("<f4", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
-        Data::F64(v) => ("<f8", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
-        Data::F16(v) => ("<f2", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
-        Data::I64(v) => ("<i8", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
-        Data::I32(v) => ("<i4", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
-        Data::I16(v) => ("<i2", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
-        Data::I8(v) => ("|i1", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
-        Data::U64(v) => ("<u8", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
-        Data::U32(v) => ("<u4", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
-        Data::U16(v) => ("<u2", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
-        Data::U8(v) => ("|u1", v.clone()),
-        Data::Bool(v) => ("|b1", v.iter().map(|b| u8::from(*b)).collect()),
-        Data::Bf16(v) => (
-            "<f4",
-            v.iter().flat_map(|x| x.to_f32().to_le_bytes()).collect(),
-        ),
+    use wfstudio_runner::{DType, Data};
+    // NumPy has no bfloat16: those are written as float32.
+    let widened;
+    let data = match &tensor.data {
+        Data::Bf16(v) => {
+            widened = Data::F32(v.iter().map(|x| x.to_f32()).collect());
+            &widened
+        }
+        data => data,
     };
+    let descr = match data.dtype() {
+        DType::F32 | DType::Bf16 => "<f4",
+        DType::F64 => "<f8",
+        DType::F16 => "<f2",
+        DType::I64 => "<i8",
+        DType::I32 => "<i4",
+        DType::I16 => "<i2",
+        DType::I8 => "|i1",
+        DType::U64 => "<u8",
+        DType::U32 => "<u4",
+        DType::U16 => "<u2",
+        DType::U8 => "|u1",
+        DType::Bool => "|b1",
+    };
+    let mut bytes = Vec::new();
+    wfstudio_runner::raw::write_le(data, &mut bytes);
     let shape = match tensor.shape.len() {
         1 => format!("({},)", tensor.shape[0]),
         _ => format!(

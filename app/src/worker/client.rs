@@ -290,7 +290,9 @@ impl Worker {
             });
         }
         self.busy = true;
-        self.sent = Some((run.package.to_path_buf(), run.document.clone()));
+        if !same {
+            self.sent = Some((run.package.to_path_buf(), run.document.clone()));
+        }
         let max_bytes = byte_limit(self.memory_limit);
         let mut running: Option<String> = None;
         let mut cancelled_at: Option<Instant> = None;

@@ -213,18 +213,21 @@ fn warm_runner<'w>(
     warm: &'w mut Option<Warm>,
     reuse: &mut ReuseCache,
 ) -> Result<(&'w mut Runner, bool), String> {
-    let document = match (&request.document, warm.as_ref()) {
-        (Some(text), _) => text.clone(),
-        (None, Some(w)) => w.document.clone(),
-        (None, None) => return Err("no document was sent to the worker".into()),
-    };
     let same = warm.as_ref().is_some_and(|w| {
         w.package == request.package
-            && w.document == document
+            && request
+                .document
+                .as_ref()
+                .is_none_or(|text| *text == w.document)
             && w.device == request.device
             && w.threads == request.threads
     });
     if !same {
+        let document = match (&request.document, warm.as_ref()) {
+            (Some(text), _) => text.clone(),
+            (None, Some(w)) => w.document.clone(),
+            (None, None) => return Err("no document was sent to the worker".into()),
+        };
         if warm.as_ref().is_some_and(|w| w.package != request.package) {
             *reuse = ReuseCache::default();
         }
