@@ -168,15 +168,34 @@ if cpu is None or gpu is None:
     row("cpu", cpu, "ran" if cpu else "FAILED")
     row(device, gpu, "ran" if gpu else "FAILED")
     sys.exit(1)
-worst = 0.0
+# Every output must be there on both sides with the same shape and count;
+# then the worst relative difference over every element.
+worst, problems = 0.0, []
+if set(cpu["outputs"]) != set(gpu["outputs"]):
+    problems.append(f"outputs {sorted(cpu['outputs'])} vs {sorted(gpu['outputs'])}")
 for key, ref in cpu["outputs"].items():
-    got = gpu["outputs"].get(key, {}).get("data", [])
-    for x, y in zip(got, ref["data"]):
-        worst = max(worst, abs(x - y) / max(abs(y), 1e-3))
-verdict = f"same within 1e-3 (worst {worst:.1e})" if worst <= 1e-3 else f"DIFFER (worst relative {worst:.1e})"
+    got = gpu["outputs"].get(key)
+    if got is None:
+        continue
+    if got.get("shape") != ref.get("shape") or len(got.get("data", [])) != len(ref.get("data", [])):
+        problems.append(f"{key}: shape {got.get('shape')} vs {ref.get('shape')}")
+        continue
+    for x, y in zip(got["data"], ref["data"]):
+        if isinstance(x, str) or isinstance(y, str):
+            worst = max(worst, 0.0 if x == y else float("inf"))
+        else:
+            worst = max(worst, abs(x - y) / max(abs(y), 1e-3))
+if not cpu["outputs"]:
+    problems.append("no outputs")
+if problems:
+    verdict = "DIFFER: " + "; ".join(problems)
+elif worst <= 1e-3:
+    verdict = f"same within 1e-3 (worst {worst:.1e})"
+else:
+    verdict = f"DIFFER (worst relative {worst:.1e})"
 row("cpu", cpu, "reference")
 row(device, gpu, verdict)
-sys.exit(0 if worst <= 1e-3 else 1)
+sys.exit(0 if verdict.startswith("same") else 1)
 EOF
   done
   return $status

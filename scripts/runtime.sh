@@ -21,8 +21,18 @@ elif [ -d "$NVIDIA_PROC" ] && [ -n "$(ls -A "$NVIDIA_PROC" 2>/dev/null)" ]; then
 fi
 
 pip=("$VENV/bin/pip" install --quiet --disable-pip-version-check)
-installed() { "$VENV/bin/pip" show --quiet "$@" >/dev/null 2>&1; }
-# Installs a pinned requirements file unless its packages are all there.
+installed() { "$VENV/bin/pip" show --quiet "$1" >/dev/null 2>&1; }
+# Whether every NAME==VERSION given is installed at exactly that version.
+all_installed() {
+    "$VENV/bin/python" -c 'import sys
+from importlib.metadata import PackageNotFoundError, version
+try:
+    sys.exit(any(version(p.split("==")[0]) != p.split("==")[1] for p in sys.argv[1:]))
+except PackageNotFoundError:
+    sys.exit(1)' "$@" 2>/dev/null
+}
+# Installs a pinned requirements file unless its packages are all there at
+# their pinned versions.
 install_pinned() {
     local file=$1 packages
     packages=$(grep -Eo '^[A-Za-z0-9._-]+==[^ ]+' "$ROOT/scripts/$file")
@@ -30,7 +40,8 @@ install_pinned() {
         echo "would install from scripts/$file:" $packages
         return
     fi
-    installed $(sed 's/==.*//' <<<"$packages") ||
+    # shellcheck disable=SC2086
+    all_installed $packages ||
         "${pip[@]}" --no-deps --require-hashes -r "$ROOT/scripts/$file"
 }
 

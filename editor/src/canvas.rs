@@ -123,11 +123,19 @@ pub struct RunOverlay {
     /// Steps whose every call reused an earlier run's results (drawn in
     /// the reuse colour, so what actually ran stands out).
     pub reused: std::collections::HashSet<String>,
+    /// Steps whose component had nodes fall back from the execution
+    /// provider asked for (their badge is drawn in the warning colour).
+    pub fell_back: std::collections::HashSet<String>,
+    /// Step path text -> what the inspector tells of the step's last run
+    /// (time, calls, where its nodes ran), one line each.
+    pub details: std::collections::HashMap<String, Vec<String>>,
 }
 
-/// Badge colour of steps that ran, and of steps that were reused.
+/// Badge colour of steps that ran, of steps that were reused, and of steps
+/// whose nodes fell back to another execution provider.
 const RAN_COLOR: Color32 = Color32::from_rgb(90, 220, 120);
 const REUSED_COLOR: Color32 = Color32::from_rgb(110, 170, 240);
+const FELL_BACK_COLOR: Color32 = Color32::from_rgb(240, 170, 60);
 
 /// Largest side of an emit's thumbnail, in canvas units.
 const THUMBNAIL: f32 = 64.0;
@@ -508,22 +516,28 @@ fn draw(ui: &mut Ui, view: &CanvasView, state: &mut CanvasState, actions: &mut V
                 o.failed.as_deref() == Some(key),
                 o.badges.get(key),
                 o.reused.contains(key),
+                o.fell_back.contains(key),
             )
         });
         let stroke = match run_state {
-            Some((_, true, _, _)) => Stroke::new(3.0, severity_color(Severity::Error)),
-            Some((true, _, _, _)) => Stroke::new(3.0, RAN_COLOR),
+            Some((_, true, _, _, _)) => Stroke::new(3.0, severity_color(Severity::Error)),
+            Some((true, _, _, _, _)) => Stroke::new(3.0, RAN_COLOR),
             _ if selected => selected_stroke,
             _ => outline,
         };
         painter.rect_stroke(rect, 5.0, stroke, StrokeKind::Outside);
-        if let Some((_, _, Some(badge), reused)) = run_state {
+        if let Some((_, _, Some(badge), reused, fell_back)) = run_state {
+            let color = match (reused, fell_back) {
+                (true, _) => REUSED_COLOR,
+                (false, true) => FELL_BACK_COLOR,
+                (false, false) => RAN_COLOR,
+            };
             painter.text(
                 rect.left_bottom() + vec2(4.0, 3.0),
                 Align2::LEFT_TOP,
                 badge,
                 FontId::monospace(11.0),
-                if reused { REUSED_COLOR } else { RAN_COLOR },
+                color,
             );
         }
         if detailed

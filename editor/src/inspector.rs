@@ -63,12 +63,14 @@ fn step_at<'d>(document: &'d Document, path: &DocPath) -> Option<&'d Step> {
     current
 }
 
-/// Shows the inspector for `selected` in `document` at `revision`.
+/// Shows the inspector for `selected` in `document` at `revision`; `last_run`
+/// gives, per step path, the lines that tell of its last run.
 pub fn show(
     ui: &mut Ui,
     document: &Document,
     revision: u64,
     selected: Option<&DocPath>,
+    last_run: &std::collections::HashMap<String, Vec<String>>,
     state: &mut InspectorState,
 ) -> Option<Command> {
     let Some(path) = selected else {
@@ -111,6 +113,13 @@ pub fn show(
     }
     let mut command = None;
     ui.label(RichText::new(path.to_string()).monospace().weak());
+    if let Some(lines) = last_run.get(&path.to_string()) {
+        ui.separator();
+        ui.strong("Last run");
+        for line in lines {
+            ui.label(line);
+        }
+    }
     if let (Some(Step::Invoke(invoke)), Some(wf)) =
         (step, document.pipeline.as_ref().map(|p| &p.workflow))
     {

@@ -544,6 +544,7 @@ impl Studio {
                         doc.history.document(),
                         doc.history.revision(),
                         self.selection.last(),
+                        &self.run_overlay.details,
                         &mut self.inspector,
                     );
                 });

@@ -62,6 +62,27 @@ impl Placement {
             elsewhere.join(" and ")
         )
     }
+
+    /// Every provider's share in full, the asked-for one first:
+    /// `cpu_ep: 37 nodes; CPU: 3 nodes (fallback)`.
+    pub fn breakdown(&self) -> String {
+        let mut nodes: Vec<&(String, usize)> = self.nodes.iter().collect();
+        nodes.sort_by_key(|(name, _)| *name != self.ep);
+        let parts: Vec<String> = nodes
+            .iter()
+            .map(|(name, n)| {
+                let unit = if *n == 1 { "node" } else { "nodes" };
+                let fallback = if *name == self.ep { "" } else { " (fallback)" };
+                format!("{}: {n} {unit}{fallback}", short(name))
+            })
+            .collect();
+        parts.join("; ")
+    }
+
+    /// The provider's short name (`CUDA`, `cpu_ep`), for legends.
+    pub fn short_ep(&self) -> &str {
+        short(&self.ep)
+    }
 }
 
 /// The execution provider a device runs on.
@@ -98,5 +119,18 @@ mod tests {
         );
         assert_eq!(some.fallbacks, 3);
         assert_eq!(some.label(), "cpu_ep, 3 of 40 nodes on CPU");
+        assert_eq!(
+            some.breakdown(),
+            "cpu_ep: 37 nodes; CPU: 3 nodes (fallback)"
+        );
+        let one = Placement::new(
+            "vae",
+            &Device::Cpu,
+            vec![("CPUExecutionProvider".into(), 1)],
+        );
+        assert_eq!(
+            (one.breakdown(), one.short_ep()),
+            ("CPU: 1 node".into(), "CPU")
+        );
     }
 }

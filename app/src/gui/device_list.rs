@@ -2,9 +2,11 @@
 //! json` in a child process (so plugin libraries load there, as they do in
 //! the run worker, never in the studio), on a thread, once.
 
-use crate::worker::client::WorkerConfig;
-use std::process::Command;
+use crate::worker::client::{WorkerConfig, wait_or_kill};
+use std::io::Read;
+use std::process::{Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
+use std::time::Duration;
 use wfstudio_runner::Device;
 
 /// A device to offer and how to name it.
@@ -71,16 +73,66 @@ impl DeviceList {
     }
 }
 
-fn list(mut command: Command) -> Result<Vec<Offer>, String> {
-    let output = command
-        .output()
-        .map_err(|e| format!("could not list devices: {e}"))?;
-    if !output.status.success() {
-        return Err(String::from_utf8_lossy(&output.stderr).trim().to_string());
-    }
-    let json: serde_json::Value = serde_json::from_slice(&output.stdout)
-        .map_err(|e| format!("could not read the device list: {e}"))?;
+/// How long listing may take: plugin libraries load in the child, and one
+/// that hangs must not leave the picker waiting for ever.
+const LISTING_LIMIT: Duration = Duration::from_secs(30);
+
+fn list(command: Command) -> Result<Vec<Offer>, String> {
+    let (stdout, stderr) = run_within(command, LISTING_LIMIT)?;
+    let json: serde_json::Value = serde_json::from_slice(&stdout)
+        .map_err(|e| format!("could not read the device list: {e} ({})", stderr.trim()))?;
     offers_of(&json)
+}
+
+/// The standard output and error of `command`, which must succeed within
+/// `limit` (it is killed after).
+fn run_within(mut command: Command, limit: Duration) -> Result<(Vec<u8>, String), String> {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("could not list devices: {e}"))?;
+    // Read on threads, so that a full pipe cannot stall the child.
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let (status, killed) = wait_or_kill(&mut child, limit);
+    if killed {
+        // The readers are left to finish on their own: a process the child
+        // started may still hold its pipes.
+        return Err(format!(
+            "listing devices took over {limit:?} and was stopped (a plugin library may hang when it loads)"
+        ));
+    }
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = String::from_utf8_lossy(&stderr.join().unwrap_or_default()).into_owned();
+    match status {
+        Some(status) if status.success() => Ok((stdout, stderr)),
+        Some(status) => Err(match stderr.trim() {
+            "" => format!("listing devices failed ({status})"),
+            why => why.to_string(),
+        }),
+        None => Err("listing devices failed: its process was lost".into()),
+    }
 }
 
 /// The offers in `wfstudio devices --format json` output: CUDA (or why
@@ -124,8 +176,35 @@ fn offers_of(json: &serde_json::Value) -> Result<Vec<Offer>, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Offer, offers_of};
+    use super::{Offer, offers_of, run_within};
+    use std::process::Command;
+    use std::time::{Duration, Instant};
     use wfstudio_runner::Device;
+
+    fn shell(script: &str) -> Command {
+        let mut command = Command::new("sh");
+        command.args(["-c", script]);
+        command
+    }
+
+    #[test]
+    fn a_hanging_or_failing_listing_is_stopped_and_told() {
+        let start = Instant::now();
+        let hung = run_within(shell("sleep 30"), Duration::from_millis(300));
+        assert_eq!(
+            hung,
+            Err("listing devices took over 300ms and was stopped (a plugin library may hang when it loads)".into())
+        );
+        assert!(start.elapsed() < Duration::from_secs(5));
+        let failed = run_within(
+            shell("echo 'no such plugin: x' >&2; exit 3"),
+            Duration::from_secs(10),
+        );
+        assert_eq!(failed, Err("no such plugin: x".into()));
+        // More than a pipe holds is read whole.
+        let big = run_within(shell("head -c 200000 /dev/zero"), Duration::from_secs(10));
+        assert_eq!(big.map(|(out, _)| out.len()), Ok(200_000));
+    }
 
     #[test]
     fn the_listing_becomes_offers() {

@@ -55,9 +55,21 @@ pub struct OpenArgs {
     /// physical memory; 0: no ceiling).
     #[arg(long, value_name = "GIB")]
     pub worker_memory: Option<f64>,
+    /// Device of the Run panel (`cpu`, `cuda`, `auto` or `EP[:N]` as
+    /// `wfstudio devices` lists them).
+    #[arg(long, value_name = "DEVICE")]
+    pub device: Option<wfstudio_runner::Device>,
+    /// Step selected in the canvas and the inspector (a document path such
+    /// as `pipeline.workflow.steps[1]`).
+    #[arg(long, value_name = "PATH", value_parser = parse_doc_path)]
+    pub select: Option<wfstudio_schema::DocPath>,
     /// Plugin execution provider libraries for the run worker.
     #[command(flatten)]
     pub ep: crate::cli::devices::EpArgs,
+}
+
+fn parse_doc_path(text: &str) -> Result<wfstudio_schema::DocPath, String> {
+    wfstudio_schema::DocPath::parse(text).ok_or_else(|| format!("'{text}' is not a document path"))
 }
 
 impl Default for OpenArgs {
@@ -73,6 +85,8 @@ impl Default for OpenArgs {
             select_output: None,
             inspect: None,
             worker_memory: None,
+            device: None,
+            select: None,
             ep: Default::default(),
         }
     }
@@ -96,6 +110,8 @@ fn parse_size(text: &str) -> Result<(f32, f32), String> {
 struct StudioApp {
     studio: Studio,
     run: run_panel::RunPanel,
+    /// The step to select once the document has been read and validated.
+    select: Option<wfstudio_schema::DocPath>,
     script: Option<screenshot::Script>,
 }
 
@@ -103,6 +119,14 @@ impl eframe::App for StudioApp {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         self.run.show(ui, &mut self.studio);
         self.studio.show(ui);
+        let analysed = self
+            .studio
+            .doc
+            .as_ref()
+            .is_some_and(|d| d.analysis.is_some());
+        if analysed && let Some(path) = self.select.take() {
+            self.studio.reveal(&path);
+        }
         if let Some(script) = &mut self.script {
             script.step(ui.ctx(), &self.studio, &mut self.run);
         }
@@ -131,6 +155,10 @@ pub fn run(args: &OpenArgs) -> anyhow::Result<ExitCode> {
     let mut run = run_panel::RunPanel::default();
     run.selected_output = args.select_output.clone();
     run.worker_config.ep_libraries = args.ep.ep_library.clone();
+    if let Some(device) = &args.device {
+        run.device = device.clone();
+    }
+    let select = args.select.clone();
     if let Some(gib) = args.worker_memory {
         run.worker_config.memory_limit = (gib > 0.0).then(|| (gib * f64::from(1u32 << 30)) as u64);
     }
@@ -156,6 +184,7 @@ pub fn run(args: &OpenArgs) -> anyhow::Result<ExitCode> {
             Ok(Box::new(StudioApp {
                 studio,
                 run,
+                select,
                 script,
             }))
         }),

@@ -1,9 +1,13 @@
 //! The run timeline: a Gantt chart of every invoke call, one row per step
 //! path (in the order the steps first ran), bars from each call's start to
-//! its end. Ctrl + wheel zooms the time axis, the scroll bar pans; hovering
-//! a bar tells its times, clicking it selects the step on the canvas.
+//! its end, coloured by the execution provider its component ran on (a
+//! legend names them; a component whose nodes fell back to another provider
+//! gets an outline in the warning colour). Ctrl + wheel zooms the time axis,
+//! the scroll bar pans; hovering a bar tells its times and placement,
+//! clicking it selects the step on the canvas.
 
-use wfstudio_runner::{InvokeTiming, InvokedStep, RunOutput};
+use egui::Color32;
+use wfstudio_runner::{InvokeTiming, InvokedStep, Placement, RunOutput};
 
 const ROW: f32 = 16.0;
 const LABEL: f32 = 110.0;
@@ -36,8 +40,42 @@ pub fn rows(output: &RunOutput) -> Vec<(&str, Vec<usize>)> {
     rows
 }
 
-/// Draws the chart of `output`'s calls; returns the step path of a clicked bar.
-pub fn show(ui: &mut egui::Ui, output: &RunOutput, zoom: &mut Timeline) -> Option<String> {
+/// Outline of the bars of a component whose nodes fell back.
+const FELL_BACK: Color32 = Color32::from_rgb(240, 170, 60);
+
+/// Bar colours of the providers after the first, in the order they appear.
+const PROVIDER_COLORS: [Color32; 4] = [
+    Color32::from_rgb(118, 185, 0),
+    Color32::from_rgb(200, 110, 220),
+    Color32::from_rgb(230, 120, 90),
+    Color32::from_rgb(90, 200, 200),
+];
+
+/// The providers the run's components asked for, in order of first
+/// appearance, each with its bar colour; the first takes `first`.
+pub fn legend(placements: &[Placement], first: Color32) -> Vec<(String, Color32)> {
+    let mut legend: Vec<(String, Color32)> = Vec::new();
+    for placement in placements {
+        let ep = placement.short_ep();
+        if legend.iter().all(|(name, _)| name != ep) {
+            let color = match legend.len() {
+                0 => first,
+                n => PROVIDER_COLORS[(n - 1) % PROVIDER_COLORS.len()],
+            };
+            legend.push((ep.to_string(), color));
+        }
+    }
+    legend
+}
+
+/// Draws the chart of `output`'s calls, coloured by `placements`; returns
+/// the step path of a clicked bar.
+pub fn show(
+    ui: &mut egui::Ui,
+    output: &RunOutput,
+    placements: &[Placement],
+    zoom: &mut Timeline,
+) -> Option<String> {
     let invokes = &output.invokes;
     let end_ms = invokes
         .iter()
@@ -50,10 +88,26 @@ pub fn show(ui: &mut egui::Ui, output: &RunOutput, zoom: &mut Timeline) -> Optio
     }
     let rows = rows(output);
     let mut clicked = None;
+    let plain = ui.visuals().selection.stroke.color;
+    let legend = legend(placements, plain);
+    let placed = |component: &str| placements.iter().find(|p| p.component == component);
+    let color_of = |placement: Option<&Placement>| {
+        placement
+            .and_then(|p| legend.iter().find(|(ep, _)| ep == p.short_ep()))
+            .map_or(plain, |(_, color)| *color)
+    };
     ui.horizontal(|ui| {
         ui.weak(format!("{end_ms:.2} ms, {} calls", invokes.len()));
         if ui.small_button("fit").clicked() {
             zoom.points_per_ms = fit;
+        }
+        for (ep, color) in &legend {
+            ui.label(egui::RichText::new("■").color(*color));
+            ui.weak(ep);
+        }
+        if placements.iter().any(|p| p.fallbacks > 0) {
+            ui.label(egui::RichText::new("□").color(FELL_BACK));
+            ui.weak("fell back");
         }
     });
     egui::ScrollArea::horizontal()
@@ -74,7 +128,6 @@ pub fn show(ui: &mut egui::Ui, output: &RunOutput, zoom: &mut Timeline) -> Optio
             let painter = ui.painter_at(rect);
             let pointer = response.hover_pos();
             let text = ui.visuals().text_color();
-            let color = ui.visuals().selection.stroke.color;
             let mut hovered: Option<(&InvokedStep, &InvokeTiming)> = None;
             for (r, (path, calls)) in rows.iter().enumerate() {
                 let y = rect.top() + r as f32 * ROW;
@@ -97,15 +150,23 @@ pub fn show(ui: &mut egui::Ui, output: &RunOutput, zoom: &mut Timeline) -> Optio
                         egui::pos2(x0, y + 2.0),
                         egui::vec2(w, ROW - 4.0),
                     );
-                    painter.rect_filled(bar, 1.0, color);
+                    let placement = placed(&step.component);
+                    painter.rect_filled(bar, 1.0, color_of(placement));
+                    if placement.is_some_and(|p| p.fallbacks > 0) {
+                        let stroke = egui::Stroke::new(1.5, FELL_BACK);
+                        painter.rect_stroke(bar, 1.0, stroke, egui::StrokeKind::Inside);
+                    }
                     if pointer.is_some_and(|p| bar.expand2(egui::vec2(1.0, 0.0)).contains(p)) {
                         hovered = Some((step, call));
                     }
                 }
             }
             if let Some((step, call)) = hovered {
+                let on = placed(&step.component)
+                    .map(|p| format!("\non {}", p.label()))
+                    .unwrap_or_default();
                 response.clone().on_hover_text(format!(
-                    "{}\n{}: {:.3} ms ({:.3} ms in ONNX Runtime), at {:.3} ms",
+                    "{}\n{}: {:.3} ms ({:.3} ms in ONNX Runtime), at {:.3} ms{on}",
                     step.path,
                     step.component,
                     call.wall.as_secs_f64() * 1e3,
@@ -136,9 +197,11 @@ fn short(path: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::rows;
+    use super::{PROVIDER_COLORS, legend, rows};
+    use egui::Color32;
     use std::sync::Arc;
     use std::time::Duration;
+    use wfstudio_runner::{Device, Placement};
     use wfstudio_runner::{InvokeTiming, InvokedStep, RunOutput};
 
     fn call(step: usize, start_ms: u64) -> InvokeTiming {
@@ -165,6 +228,28 @@ mod tests {
         assert_eq!(
             rows(&output),
             [("b", vec![0, 2]), ("a", vec![1, 3]), ("c", vec![4])]
+        );
+    }
+
+    #[test]
+    fn the_legend_names_each_provider_once_in_order() {
+        let cuda = Device::Cuda;
+        let plugin = Device::Ep {
+            ep: "cpu_ep".into(),
+            index: 0,
+        };
+        let placements = [
+            Placement::new("unet", &cuda, vec![("CUDAExecutionProvider".into(), 9)]),
+            Placement::new("vae", &plugin, vec![("cpu_ep".into(), 3)]),
+            Placement::new("clip", &cuda, vec![("CPUExecutionProvider".into(), 2)]),
+        ];
+        let first = Color32::WHITE;
+        assert_eq!(
+            legend(&placements, first),
+            [
+                ("CUDA".to_string(), first),
+                ("cpu_ep".to_string(), PROVIDER_COLORS[0])
+            ]
         );
     }
 }

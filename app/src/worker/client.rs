@@ -423,16 +423,22 @@ impl Drop for Worker {
 /// The child's exit status, killing it if it has not ended within a second
 /// (its output ended, so it is on its way out or wedged).
 fn wait_briefly(child: &mut Child) -> Option<ExitStatus> {
-    let until = Instant::now() + Duration::from_secs(1);
+    wait_or_kill(child, Duration::from_secs(1)).0
+}
+
+/// The child's exit status, killing it if it has not ended within `limit`;
+/// and whether it was killed for that.
+pub(crate) fn wait_or_kill(child: &mut Child, limit: Duration) -> (Option<ExitStatus>, bool) {
+    let until = Instant::now() + limit;
     loop {
         match child.try_wait() {
-            Ok(Some(status)) => return Some(status),
+            Ok(Some(status)) => return (Some(status), false),
             Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(10)),
             Ok(None) => {
                 let _ = child.kill();
-                return child.wait().ok();
+                return (child.wait().ok(), true);
             }
-            Err(_) => return None,
+            Err(_) => return (None, false),
         }
     }
 }

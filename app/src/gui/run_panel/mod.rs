@@ -394,9 +394,12 @@ impl RunPanel {
                 egui::CollapsingHeader::new("Timeline")
                     .default_open(true)
                     .show(ui, |ui| {
-                        if let Some(path) =
-                            super::timeline::show(ui, &finished.output, &mut self.timeline)
-                            && let Some(step) = wfstudio_schema::DocPath::parse(&path)
+                        if let Some(path) = super::timeline::show(
+                            ui,
+                            &finished.output,
+                            &finished.placements,
+                            &mut self.timeline,
+                        ) && let Some(step) = wfstudio_schema::DocPath::parse(&path)
                         {
                             studio.reveal(&step);
                         }
@@ -517,41 +520,59 @@ fn slowest(finished: &Finished) -> Vec<(String, (f64, usize, usize))> {
 }
 
 /// The canvas badges of a finished run: total time and calls per invoke,
-/// and how many calls were reused; steps reused in full are marked.
+/// and how many calls were reused; steps reused in full are marked, and so
+/// are steps whose nodes fell back to another provider. The inspector's
+/// lines per step tell the same in full, with where each node ran.
 fn overlay(finished: &Finished) -> RunOverlay {
     let steps = slowest(finished);
-    // Where each step's component ran, when that is worth saying (not the
-    // plain CPU provider with every node on it).
-    let placed = |path: &str| -> Option<String> {
+    let placement_of = |path: &str| {
         let step = finished.output.steps.iter().find(|s| &*s.path == path)?;
         let placement = finished
             .placements
             .iter()
             .find(|p| p.component == *step.component)?;
-        placement.worth_showing().then(|| placement.label())
+        Some((&*step.component, placement))
     };
-    RunOverlay {
-        reused: steps
-            .iter()
-            .filter(|(_, (_, calls, reused))| reused == calls)
-            .map(|(path, _)| path.clone())
-            .collect(),
-        badges: steps
-            .into_iter()
-            .map(|(path, (total, calls, reused))| {
-                let badge = match reused {
-                    0 => format!("{:.2} ms × {calls}", total * 1e3),
-                    r if r == calls => format!("reused × {calls}"),
-                    r => format!("{:.2} ms × {calls} ({r} reused)", total * 1e3),
-                };
-                let badge = match placed(&path) {
-                    Some(placement) => format!("{badge} · {placement}"),
-                    None => badge,
-                };
-                (path, badge)
-            })
-            .collect(),
-        ..RunOverlay::default()
+    let mut overlay = RunOverlay::default();
+    for (path, (total, calls, reused)) in steps {
+        let ms = total * 1e3;
+        let badge = match reused {
+            0 => format!("{ms:.2} ms × {calls}"),
+            r if r == calls => format!("reused × {calls}"),
+            r => format!("{ms:.2} ms × {calls} ({r} reused)"),
+        };
+        let mut details = vec![match reused {
+            0 => format!("{ms:.2} ms in {}", count(calls, "call")),
+            r => format!("{ms:.2} ms in {}, {r} of them reused", count(calls, "call")),
+        }];
+        let badge = match placement_of(&path) {
+            Some((component, placement)) => {
+                details.push(format!("{component} on {}", placement.label()));
+                details.push(placement.breakdown());
+                if placement.fallbacks > 0 {
+                    overlay.fell_back.insert(path.clone());
+                }
+                match placement.worth_showing() {
+                    true => format!("{badge} · {}", placement.label()),
+                    false => badge,
+                }
+            }
+            None => badge,
+        };
+        if reused == calls {
+            overlay.reused.insert(path.clone());
+        }
+        overlay.details.insert(path.clone(), details);
+        overlay.badges.insert(path, badge);
+    }
+    overlay
+}
+
+/// `n` and the noun, plural unless `n` is 1.
+fn count(n: usize, noun: &str) -> String {
+    match n {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
     }
 }
 

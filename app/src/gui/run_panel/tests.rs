@@ -190,6 +190,17 @@ fn badges_say_where_each_component_ran() {
     );
     harness.get_by_label("decoder ran on cpu_ep, 3 of 3 nodes on CPU");
     harness.get_by_label("denoiser ran on cpu_ep");
+    let overlay = &harness.state().studio.run_overlay;
+    let fell_back: Vec<&String> = overlay.fell_back.iter().collect();
+    assert_eq!(fell_back, ["pipeline.workflow.steps[1]"]);
+    // The inspector tells the selected step's last run in full.
+    let decoder = wfstudio_schema::DocPath::parse("pipeline.workflow.steps[1]").unwrap();
+    harness.state_mut().studio.reveal(&decoder);
+    harness.run_steps(2);
+    harness.get_by_label("Last run");
+    harness.get_by_label("decoder on cpu_ep, 3 of 3 nodes on CPU");
+    harness.get_by_label("CPU: 3 nodes (fallback)");
+    assert!(harness.query_by_label_contains(" ms in 1 call").is_some());
     let _ = std::fs::remove_dir_all(config);
 }
 
