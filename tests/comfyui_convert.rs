@@ -485,10 +485,13 @@ fn unsupported_graphs_are_refused_with_node_class_input_and_remedy() {
         (node.as_str(), class.as_str(), input.as_deref()),
         ("3", "KSampler", Some("sampler_name"))
     );
-    assert_eq!(message, "uses sampler 'lms', which has no solver policy");
+    assert_eq!(
+        message,
+        "uses sampler 'lms', which is a multistep or stochastic solver the lowering does not build yet (it builds euler, euler_ancestral, ddim, dpmpp_2m, uni_pc, uni_pc_bh2, lcm, ddpm)"
+    );
     assert_eq!(
         remedy,
-        "choose one of: euler, euler_ancestral, ddim, dpmpp_2m"
+        "choose one of: euler, euler_ancestral, ddim, dpmpp_2m, uni_pc, uni_pc_bh2, lcm, ddpm"
     );
     let (_, _, input, message, _) =
         refused(&|g| g["3"]["inputs"]["denoise"] = serde_json::json!(0.0));
@@ -504,7 +507,7 @@ fn unsupported_graphs_are_refused_with_node_class_input_and_remedy() {
     let (_, _, _, message, _) = refused(&|g| {
         g["10"] = serde_json::json!({"class_type": "PreviewImage", "inputs": {"images": ["8", 0]}})
     });
-    assert!(message.contains("2 image sinks"), "{message}");
+    assert!(message.contains("is one of 2 image sinks"), "{message}");
 
     let out = std::process::Command::new(support::wfstudio())
         .arg("import-comfyui")

@@ -122,9 +122,18 @@ fn every_corpus_graph_that_lowers_becomes_a_package_that_runs() {
     assert_eq!(
         runnable,
         [
+            "controlnet_example.workflow.json",
+            "fofr-sd15-inpainting.api.json",
             "img2img_workflow.workflow.json",
+            "inpaint_example.workflow.json",
             "jaylyu-sd15.api.json",
-            "tpl-default.ui.json"
+            "sd15-controlnet-single.api.json",
+            "sd15-controlnet-single.ui.json",
+            "sd15-inpaint.api.json",
+            "sd15-inpaint.ui.json",
+            "tpl-default.ui.json",
+            "controlnet_example.png",
+            "inpaint_example.png"
         ]
     );
     let _ = std::fs::remove_dir_all(&root);
@@ -294,7 +303,16 @@ fn synthesized_solvers_match_an_independent_numpy_reference() {
     let root = scratch("numpy");
     std::fs::create_dir_all(&root).expect("mkdir");
     let mut figures = Vec::new();
-    for sampler in ["euler", "euler_ancestral", "dpmpp_2m", "ddim"] {
+    for sampler in [
+        "euler",
+        "euler_ancestral",
+        "dpmpp_2m",
+        "ddim",
+        "uni_pc",
+        "uni_pc_bh2",
+        "lcm",
+        "ddpm",
+    ] {
         for scheduler in ["normal", "karras"] {
             let name = format!("{sampler}-{scheduler}");
             let file = root.join(format!("{name}.json"));

@@ -125,14 +125,14 @@ fn every_refusal_names_the_node_class_input_and_a_remedy() {
         ),
         (
             edited("img2img", |g| {
-                g["5"]["inputs"]["sampler_name"] = json!("uni_pc")
+                g["5"]["inputs"]["sampler_name"] = json!("heun")
             }),
             none.clone(),
             (
                 "5",
                 "KSampler",
                 Some("sampler_name"),
-                "uses sampler 'uni_pc', which has no solver policy",
+                "uses sampler 'heun', which calls the model more than once per step (at intermediate noise levels), and the lowered sampling loop makes one denoiser call per step",
             ),
         ),
         (
@@ -240,7 +240,7 @@ fn every_refusal_names_the_node_class_input_and_a_remedy() {
                 "9",
                 "PreviewImage",
                 None,
-                "the graph has 2 image sinks (SaveImage / PreviewImage); exactly one is needed",
+                "is one of 2 image sinks (nodes 7, 9); one sink is lowered at a time",
             ),
         ),
     ];

@@ -190,13 +190,7 @@ impl ComfyPanel {
             ui.small("API prompt: no positions in the file, laid out by link depth");
         }
         for r in &self.refusals {
-            let line = comfy_view::refusal_text(r);
-            let text = if r.node.is_empty() {
-                line
-            } else {
-                format!("node {}: {line}", r.node)
-            };
-            if ui.link(text).clicked() {
+            if ui.link(comfy_view::refusal_text(r)).clicked() {
                 self.selected = self.view.node_for(&r.node);
             }
         }

@@ -268,7 +268,7 @@ fn draw(ui: &mut Ui, view: &ComfyView, overlay: &ComfyOverlay) -> Option<usize> 
                 FontId::proportional(15.0),
                 Color32::WHITE,
             );
-            let lines: Vec<String> = refusals.iter().map(|r| refusal_text(r)).collect();
+            let lines: Vec<String> = refusals.iter().map(|r| badge_text(r)).collect();
             painter.text(
                 pos2(rect.min.x, rect.max.y + 6.0),
                 egui::Align2::LEFT_TOP,
@@ -285,16 +285,17 @@ fn draw(ui: &mut Ui, view: &ComfyView, overlay: &ComfyOverlay) -> Option<usize> 
     clicked
 }
 
-/// One refusal as the badge and the list show it.
+/// One refusal as the list and the status line show it.
 pub fn refusal_text(r: &Refusal) -> String {
+    format!("{} — {}", r.sentence(), r.remedy)
+}
+
+/// One refusal as the text under its node shows it (the node is known).
+fn badge_text(r: &Refusal) -> String {
     let input = r
         .input
         .as_deref()
         .map(|i| format!(" `{i}`"))
         .unwrap_or_default();
-    if r.node.is_empty() {
-        format!("{} — {}", r.message, r.remedy)
-    } else {
-        format!("{}{input}: {} — {}", r.class, r.message, r.remedy)
-    }
+    format!("{}{input}: {} — {}", r.class, r.message, r.remedy)
 }

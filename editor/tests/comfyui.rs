@@ -133,14 +133,14 @@ fn a_refused_graph_shows_its_badge_and_reason() {
             .expect("fixture"),
     )
     .expect("JSON");
-    api["5"]["inputs"]["sampler_name"] = serde_json::json!("uni_pc");
-    let path = dir.join("uni.api.json");
+    api["5"]["inputs"]["sampler_name"] = serde_json::json!("dpm_adaptive");
+    let path = dir.join("adaptive.api.json");
     std::fs::write(&path, api.to_string()).expect("write");
     let mut harness = harness();
     drop_file(&mut harness, &path);
     assert!(harness.state().doc.is_none(), "nothing is lowered");
     harness.get_by_label("ComfyUI node 5 KSampler refused");
-    let reason = "node 5: KSampler `sampler_name`: uses sampler 'uni_pc', which has no solver policy — choose one of: euler, euler_ancestral, ddim, dpmpp_2m";
+    let reason = "node 5 (KSampler) input `sampler_name` uses sampler 'dpm_adaptive', which chooses its own step sizes as it goes, so its model calls do not follow a schedule the workflow can loop over — choose one of: euler, euler_ancestral, ddim, dpmpp_2m, uni_pc, uni_pc_bh2, lcm, ddpm";
     harness.get_by_label(reason).click_accesskit();
     harness.run_steps(2);
     let comfy = harness.state().comfy.as_ref().expect("pane");

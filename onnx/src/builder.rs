@@ -128,6 +128,11 @@ impl GraphBuilder {
         self.f32s(&[value], &[])
     }
 
+    /// A float64 scalar (rank 0) initializer.
+    pub fn scalar_f64(&mut self, value: f64) -> String {
+        self.initializer(DataType::DOUBLE, &[], value.to_le_bytes().to_vec())
+    }
+
     /// An int64 scalar (rank 0) initializer.
     pub fn scalar_i64(&mut self, value: i64) -> String {
         self.i64s(&[value], &[])

@@ -23,7 +23,9 @@ the recipe prompts' rows, each row its own noise):
   contract (SplitMix64 of (seed, offset, element index)).
 * Classifier-free guidance: uncond + (cond - uncond) * cfg.
 * Solvers from k-diffusion sampling.py: `euler` (also used for ComfyUI's
-  `ddim`), `euler_ancestral` (eta = 1, get_ancestral_step) and `dpmpp_2m`.
+  `ddim`), `euler_ancestral` (eta = 1, get_ancestral_step), `dpmpp_2m`,
+  `lcm` and `ddpm` (their fresh noise the counter-hash noise at offset
+  step + 1), and ComfyUI's UniPC (`uni_pc`, `uni_pc_bh2`) in its own VP form.
 * Model input scaling for epsilon models: x / sqrt(sigma^2 + 1); the initial
   latent is noise * sqrt(1 + sigma_0^2) where sigma_0 is sigma_max, else noise * sigma_0.
 
@@ -200,14 +202,23 @@ def run(pkg, out_dir):
     sigmas = schedule(p["spacing"], steps)
     rows = p["ids"].shape[0]
     x = noise(seed, 0, p["row"], rows) * first_sample_scale(sigmas[0])
-    denoised_prev = None
-    for i in range(steps):
-        sigma, sigma_next = sigmas[i], sigmas[i + 1]
+
+    def guided(x, sigma):
+        """The guided estimate d (dx/dsigma) of the model at (x, sigma)."""
         feed = {"sample": (x / math.sqrt(sigma ** 2 + 1.0)).astype(np.float32),
                 "timestep": np.full([rows], timestep_of_sigma(sigma), dtype=np.float32)}
         eps_u = denoiser.run(None, dict(feed, encoder_hidden_states=uncond))[0].astype(np.float64)
         eps_c = denoiser.run(None, dict(feed, encoder_hidden_states=cond))[0].astype(np.float64)
-        d = eps_u + (eps_c - eps_u) * cfg
+        return eps_u + (eps_c - eps_u) * cfg
+
+    if solver in ("uni_pc", "uni_pc_bh2"):
+        x = sample_unipc(lambda x, sigma: x - sigma * guided(x, sigma), x, sigmas,
+                         "bh2" if solver == "uni_pc_bh2" else "bh1")
+        steps = 0
+    denoised_prev = None
+    for i in range(steps):
+        sigma, sigma_next = sigmas[i], sigmas[i + 1]
+        d = guided(x, sigma)
         denoised = x - sigma * d
         if solver in ("euler", "ddim"):
             x = x + d * (sigma_next - sigma)
@@ -228,6 +239,21 @@ def run(pkg, out_dir):
                     target = (1 + 1 / (2 * r)) * denoised - (1 / (2 * r)) * denoised_prev
                 x = (sigma_next / sigma) * x - math.expm1(-h) * target
             denoised_prev = denoised
+        elif solver == "lcm":
+            x = denoised
+            if sigma_next > 0:
+                x = x + noise(seed, i + 1, p["row"], rows) * sigma_next
+        elif solver == "ddpm":
+            # k-diffusion's DDPMSampler_step on x / sqrt(1 + sigma^2), then
+            # scaled back by sqrt(1 + sigma_next^2) where sigma_next > 0.
+            ac = 1.0 / (sigma * sigma + 1.0)
+            ac_prev = 1.0 / (sigma_next * sigma_next + 1.0)
+            alpha = ac / ac_prev
+            mu = math.sqrt(1.0 / alpha) * (x * math.sqrt(ac) - (1.0 - alpha) * d / math.sqrt(1.0 - ac))
+            if sigma_next > 0:
+                mu = mu + math.sqrt((1.0 - alpha) * (1.0 - ac_prev) / (1.0 - ac)) * noise(seed, i + 1, p["row"], rows)
+                mu = mu * math.sqrt(1.0 + sigma_next ** 2)
+            x = mu
         else:
             raise ValueError(f"unsupported solver {solver!r}")
 
@@ -236,6 +262,79 @@ def run(pkg, out_dir):
     os.makedirs(out_dir, exist_ok=True)
     np.save(os.path.join(out_dir, "latent.npy"), latent)
     np.save(os.path.join(out_dir, "image.npy"), image.astype(np.float32))
+
+
+def sample_unipc(denoise, x, sigmas, variant):
+    """ComfyUI's `sample_unipc` (comfy/extra_samplers/uni_pc.py): UniPC's
+    multistep predictor-corrector with data prediction in the VP form of
+    `SigmaConvert` (alpha = 1/sqrt(1 + sigma^2), the time label is sigma),
+    order min(3, steps - 1), lower order at the end, no corrector on the
+    last update. `denoise(x, sigma)` is the guided denoised estimate."""
+    t = np.array(sigmas, dtype=np.float64)
+    if t[-1] < 0.001:
+        t[-1] = 0.001
+    log_alpha = lambda s: 0.5 * math.log(1.0 / (s * s + 1.0))
+    alpha = lambda s: math.exp(log_alpha(s))
+    std = lambda s: math.sqrt(1.0 - math.exp(2.0 * log_alpha(s)))
+    lam = lambda s: log_alpha(s) - 0.5 * math.log(1.0 - math.exp(2.0 * log_alpha(s)))
+
+    def model(xv, s):
+        # eps from the k-diffusion denoiser, then the data prediction.
+        xin = xv * math.sqrt(s * s + 1.0)
+        eps = (xin - denoise(xin, s)) / s
+        return (xv - std(s) * eps) / alpha(s)
+
+    def update(xv, models, ts, tt, order, use_corrector):
+        h = lam(tt) - lam(ts[-1])
+        m0 = models[-1]
+        rks, d1s = [], []
+        for i in range(1, order):
+            rk = (lam(ts[-(i + 1)]) - lam(ts[-1])) / h
+            rks.append(rk)
+            d1s.append((models[-(i + 1)] - m0) / rk)
+        rks.append(1.0)
+        rks = np.array(rks)
+        hh = -h
+        h_phi_1 = math.expm1(hh)
+        h_phi_k = h_phi_1 / hh - 1.0
+        b_h = hh if variant == "bh1" else math.expm1(hh)
+        factorial, rows_r, b = 1, [], []
+        for i in range(1, order + 1):
+            rows_r.append(rks ** (i - 1))
+            b.append(h_phi_k * factorial / b_h)
+            factorial *= i + 1
+            h_phi_k = h_phi_k / hh - 1.0 / factorial
+        r_matrix, b = np.array(rows_r), np.array(b)
+        x_t_ = std(tt) / std(ts[-1]) * xv - alpha(tt) * h_phi_1 * m0
+        if d1s:
+            rhos_p = np.array([0.5]) if order == 2 else np.linalg.solve(r_matrix[:-1, :-1], b[:-1])
+            pred_res = sum(r * d for r, d in zip(rhos_p, d1s))
+        else:
+            pred_res = 0.0
+        x_t = x_t_ - alpha(tt) * b_h * pred_res
+        if not use_corrector:
+            return x_t, None
+        rhos_c = np.array([0.5]) if order == 1 else np.linalg.solve(r_matrix, b)
+        model_t = model(x_t, tt)
+        corr_res = sum(r * d for r, d in zip(rhos_c[:-1], d1s)) if d1s else 0.0
+        x_t = x_t_ - alpha(tt) * b_h * (corr_res + rhos_c[-1] * (model_t - m0))
+        return x_t, model_t
+
+    steps = len(t) - 1
+    order = min(3, len(t) - 2)
+    xv = x / math.sqrt(1.0 + t[0] ** 2)
+    models, ts = [model(xv, t[0])], [t[0]]
+    for step_index in range(1, steps):
+        if step_index < order:
+            xv, m = update(xv, models, ts, t[step_index], step_index, True)
+            models.append(m)
+            ts.append(t[step_index])
+            continue
+        for step in range(step_index, step_index + 1 + (step_index == steps - 1)):
+            step_order = min(order, steps + 1 - step)
+            xv, m = update(xv, models, ts, t[step], step_order, step != steps)
+            models, ts = models[1:] + [m], ts[1:] + [t[step]]
+    return xv / alpha(t[-1])
 
 
 if __name__ == "__main__":

@@ -195,15 +195,7 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
                     if let Some(input) = &r.input {
                         path = path.key("inputs").key(input.as_str());
                     }
-                    let subject = match (&r.input, r.node.is_empty()) {
-                        (_, true) => "the graph".to_string(),
-                        (Some(input), false) => {
-                            format!("node {} ({}) input `{input}`", r.node, r.class)
-                        }
-                        (None, false) => format!("node {} ({})", r.node, r.class),
-                    };
-                    Diagnostic::error("C001", path, format!("{subject} {}", r.message))
-                        .with_help(r.remedy.clone())
+                    Diagnostic::error("C001", path, r.sentence()).with_help(r.remedy.clone())
                 })
                 .collect();
             match args.format {

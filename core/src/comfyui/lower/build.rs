@@ -688,8 +688,7 @@ pub(super) fn build(plan: &Plan) -> Built {
     } else {
         "latent.body"
     };
-    let memory = s.sampler_name == "dpmpp_2m";
-    let (solver, step) = solver_step(s, step_value, prediction, &schedule, solved);
+    let (solver, step, memory) = solver_step(s, step_value, prediction, &schedule, solved);
     components.insert("solver_step".into(), solver);
     body.push(step, &[sampler]);
     if let Some((mask, _)) = mask {
@@ -731,11 +730,11 @@ pub(super) fn build(plan: &Plan) -> Built {
         "latent_state": {"contract": latent(), "scope": "invocation", "initializer": initializer, "recurrence": {"kind": "invariant"}},
         "loop_0_active": {"contract": one("bool"), "scope": "invocation", "initializer": "package.loop_0_active", "recurrence": {"kind": "invariant"}},
     });
-    if memory {
-        // The multistep solver's previous denoised estimate; its first
-        // step (iteration 0) does not read it.
-        carried.push(json!({"cell": "solver_memory", "next": "solver.denoised"}));
-        state["solver_memory"] = json!({"contract": latent(), "scope": "invocation", "initializer": "diffusion.noise", "recurrence": {"kind": "invariant"}});
+    // A multistep solver's memory (earlier estimates and samples); its
+    // first step (iteration 0) does not read it.
+    for (cell, next) in memory {
+        carried.push(json!({"cell": cell, "next": next}));
+        state[cell] = json!({"contract": latent(), "scope": "invocation", "initializer": "diffusion.noise", "recurrence": {"kind": "invariant"}});
     }
     after.push(json!({"kind": "loop", "setup": setup.steps, "steps": body.steps, "continue_when": "loop_0_active", "max_iterations": max_iterations,
         "carried": carried,

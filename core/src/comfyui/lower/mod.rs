@@ -42,6 +42,23 @@ pub use crate::comfyui::synth::sampling::{SAMPLERS, SCHEDULES};
 /// Classes that save or preview an image.
 const IMAGE_SINKS: &[&str] = &["SaveImage", "PreviewImage"];
 
+/// Output classes the lowering does not make yet, with what they save:
+/// a graph with one is refused at that node rather than lowered without
+/// its output.
+const OTHER_SINKS: &[(&str, &str)] = &[
+    ("SaveAnimatedWEBP", "an animation"),
+    ("SaveAnimatedPNG", "an animation"),
+    ("SaveWEBM", "a video"),
+    ("SaveVideo", "a video"),
+    ("VHS_VideoCombine", "a video"),
+    ("ADE_AnimateDiffCombine", "a video"),
+    ("SaveAudio", "audio"),
+    ("SaveAudioMP3", "audio"),
+    ("SaveAudioOpus", "audio"),
+    ("PreviewAudio", "audio"),
+    ("SaveLatent", "a latent file"),
+];
+
 /// Why a graph was refused, pointing at one node.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Refusal {
@@ -55,6 +72,21 @@ pub struct Refusal {
     pub message: String,
     /// What to do.
     pub remedy: String,
+}
+
+impl Refusal {
+    /// The refusal as one sentence: the node (and input) it names, then
+    /// what is wrong; a refusal of the whole graph is its message alone.
+    pub fn sentence(&self) -> String {
+        match (self.node.is_empty(), &self.input) {
+            (true, _) => self.message.clone(),
+            (false, Some(input)) => format!(
+                "node {} ({}) input `{input}` {}",
+                self.node, self.class, self.message
+            ),
+            (false, None) => format!("node {} ({}) {}", self.node, self.class, self.message),
+        }
+    }
 }
 
 /// A lowered graph.
@@ -94,24 +126,52 @@ pub fn lower_for(api: &Value, target: &Target) -> Result<Lowered, Vec<Refusal>> 
         }]
     })?;
     let g = Graph { nodes };
+    if let Some((id, what)) = nodes.keys().find_map(|id| {
+        let class = g.class(id);
+        OTHER_SINKS
+            .iter()
+            .find(|(sink, _)| *sink == class)
+            .map(|(_, what)| (id, *what))
+    }) {
+        return Err(vec![Refusal {
+            node: id.clone(),
+            class: g.class(id).to_string(),
+            input: None,
+            message: format!(
+                "saves {what}, and the lowering makes image outputs only (SaveImage, PreviewImage)"
+            ),
+            remedy: "remove it (and what only it uses) to lower the rest of the graph".into(),
+        }]);
+    }
     let sinks: Vec<&String> = nodes
         .keys()
         .filter(|id| IMAGE_SINKS.contains(&g.class(id)))
         .collect();
     let [sink] = sinks[..] else {
-        let (node, class) = sinks.get(1).map_or((String::new(), String::new()), |id| {
-            (id.to_string(), g.class(id).to_string())
-        });
-        return Err(vec![Refusal {
-            node,
-            class,
-            input: None,
-            message: format!(
-                "the graph has {} image sinks (SaveImage / PreviewImage); exactly one is needed",
-                sinks.len()
-            ),
-            remedy: "keep one SaveImage or PreviewImage node".into(),
-        }]);
+        let refusal = match sinks.get(1) {
+            None => Refusal {
+                node: String::new(),
+                class: String::new(),
+                input: None,
+                message: "the graph has no image sink (SaveImage or PreviewImage)".into(),
+                remedy: "add a SaveImage node where the image should come out".into(),
+            },
+            Some(second) => {
+                let all: Vec<&str> = sinks.iter().map(|id| id.as_str()).collect();
+                Refusal {
+                    node: second.to_string(),
+                    class: g.class(second).to_string(),
+                    input: None,
+                    message: format!(
+                        "is one of {} image sinks (nodes {}); one sink is lowered at a time",
+                        sinks.len(),
+                        all.join(", ")
+                    ),
+                    remedy: "keep one SaveImage or PreviewImage node".into(),
+                }
+            }
+        };
+        return Err(vec![refusal]);
     };
     lower_from(&g, sink, target).map_err(|r| vec![r])
 }

@@ -287,7 +287,10 @@ fn sampler(g: &Graph<'_>, node: &str) -> Result<Sampler, Refusal> {
         return Err(g.refuse(
             node,
             Some("sampler_name"),
-            format!("uses sampler '{sampler_name}', which has no solver policy"),
+            format!(
+                "uses sampler '{sampler_name}', which {}",
+                crate::comfyui::synth::sampling::why_not(sampler_name)
+            ),
             &format!("choose one of: {}", SAMPLERS.join(", ")),
         ));
     }

@@ -6,16 +6,19 @@ use super::recognise::{Sampler, Window};
 use serde_json::{Value, json};
 
 /// The `solver_step` component for the plan's sampler and its invoke step
-/// (the sample in, `solved` out): ancestral samplers take the seed for
-/// fresh noise, `dpmpp_2m` the previous denoised estimate (`solver_memory`)
-/// and the iteration, and a KSamplerAdvanced window its end step.
+/// (the sample in, `solved` out), and the state cells the sampler carries
+/// from one step to the next (cell, the value it is carried from):
+/// ancestral samplers take the seed for fresh noise, `dpmpp_2m` the
+/// previous denoised estimate and the iteration, UniPC the previous
+/// corrected sample and the last three denoised estimates, and a
+/// KSamplerAdvanced window its end step.
 pub(super) fn solver_step(
     s: &Sampler,
     step_value: &str,
     prediction: &str,
     schedule: &Value,
     solved: &str,
-) -> (Value, Value) {
+) -> (Value, Value, Vec<(&'static str, String)>) {
     let mut solver_ports = json!({"sample": latent(), "estimate": latent(), "step": row("int64"), "schedule": schedule.clone()});
     let mut solver_bind = json!({"sample": "latent_state", "estimate": "denoiser.estimate", "step": step_value, "schedule": "diffusion.schedule"});
     let solver_bindings = json!({"state": "sample", "estimate": "estimate", "step": "step", "schedule": "schedule", "next_state": "next_state"});
@@ -31,20 +34,21 @@ pub(super) fn solver_step(
         });
     }
     let mut solver_outputs = json!({"next_state": latent()});
-    let memory = s.sampler_name == "dpmpp_2m";
-    match s.sampler_name.as_str() {
-        "euler_ancestral" => {
-            solver_ports["seed"] = row("int64");
-            solver_bind["seed"] = json!("request.seed");
-        }
-        "dpmpp_2m" => {
-            solver_ports["previous"] = latent();
-            solver_ports["iteration"] = row("int64");
-            solver_bind["previous"] = json!("solver_memory");
-            solver_bind["iteration"] = json!("loop.iteration");
-            solver_outputs["denoised"] = latent();
-        }
-        _ => {}
+    let mut solver_out = json!({"next_state": solved});
+    let memory = memory_of(&s.sampler_name);
+    for cell in memory {
+        solver_ports[cell.input] = latent();
+        solver_bind[cell.input] = json!(cell.name);
+        solver_outputs[cell.output] = latent();
+        solver_out[cell.output] = json!(format!("solver.{}", cell.output));
+    }
+    if !memory.is_empty() {
+        solver_ports["iteration"] = row("int64");
+        solver_bind["iteration"] = json!("loop.iteration");
+    }
+    if is_ancestral(&s.sampler_name) {
+        solver_ports["seed"] = row("int64");
+        solver_bind["seed"] = json!("request.seed");
     }
     let component = policy(
         "solver_step",
@@ -54,9 +58,63 @@ pub(super) fn solver_step(
             json!({"id": "onnx-genai.solver-step", "version": "1", "bindings": solver_bindings, "parameters": solver_parameters}),
         ),
     );
-    let mut solver_out = json!({"next_state": solved});
-    if memory {
-        solver_out["denoised"] = json!("solver.denoised");
+    let carried = memory
+        .iter()
+        .map(|cell| (cell.name, format!("solver.{}", cell.output)))
+        .collect();
+    (
+        component,
+        invoke("solver_step", solver_bind, solver_out),
+        carried,
+    )
+}
+
+/// Whether a sampler adds fresh seeded noise at each step.
+fn is_ancestral(sampler: &str) -> bool {
+    matches!(sampler, "euler_ancestral" | "lcm" | "ddpm")
+}
+
+/// A state cell of a multistep solver: its name, the solver's input port
+/// that reads it and the output port its next value comes from.
+struct Memory {
+    name: &'static str,
+    input: &'static str,
+    output: &'static str,
+}
+
+/// The previous denoised estimate (`dpmpp_2m`, UniPC).
+const PREVIOUS: Memory = Memory {
+    name: "solver_memory",
+    input: "previous",
+    output: "denoised",
+};
+
+/// UniPC's memory: the previous corrected sample and the last three
+/// denoised estimates (each shifted one place per step).
+const UNI_PC: [Memory; 4] = [
+    Memory {
+        name: "solver_base",
+        input: "previous_sample",
+        output: "corrected",
+    },
+    PREVIOUS,
+    Memory {
+        name: "solver_memory_2",
+        input: "previous_2",
+        output: "denoised_1",
+    },
+    Memory {
+        name: "solver_memory_3",
+        input: "previous_3",
+        output: "denoised_2",
+    },
+];
+
+/// The state cells a sampler carries from one step to the next.
+fn memory_of(sampler: &str) -> &'static [Memory] {
+    match sampler {
+        "dpmpp_2m" => std::slice::from_ref(&PREVIOUS),
+        "uni_pc" | "uni_pc_bh2" => &UNI_PC,
+        _ => &[],
     }
-    (component, invoke("solver_step", solver_bind, solver_out))
 }

@@ -161,6 +161,11 @@ impl<'a> PolicyGraph<'a> {
         self.b.scalar_f32(value as f32)
     }
 
+    /// A float64 scalar constant.
+    pub fn d(&mut self, value: f64) -> String {
+        self.b.scalar_f64(value)
+    }
+
     /// An int64 scalar constant.
     pub fn i(&mut self, value: i64) -> String {
         self.b.scalar_i64(value)

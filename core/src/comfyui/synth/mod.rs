@@ -12,6 +12,7 @@ pub mod sampling;
 mod schedule;
 mod solver;
 pub mod standin;
+mod unipc;
 
 use graph::Family;
 use serde_json::Value;

@@ -5,8 +5,48 @@
 //! (Karras et al. 2022 for `karras` and `exponential`).
 
 /// The samplers the synthesized `solver_step` implements (the lowering
-/// refuses others).
-pub const SAMPLERS: &[&str] = &["euler", "euler_ancestral", "ddim", "dpmpp_2m"];
+/// refuses others, saying why: [`why_not`]).
+pub const SAMPLERS: &[&str] = &[
+    "euler",
+    "euler_ancestral",
+    "ddim",
+    "dpmpp_2m",
+    "uni_pc",
+    "uni_pc_bh2",
+    "lcm",
+    "ddpm",
+];
+
+/// Why the lowering cannot run ComfyUI sampler `sampler` (one not in
+/// [`SAMPLERS`]), as a clause after "uses sampler 'x', which".
+pub fn why_not(sampler: &str) -> String {
+    const TWO_CALLS: &[&str] = &[
+        "heun",
+        "heunpp2",
+        "dpm_2",
+        "dpm_2_ancestral",
+        "dpmpp_2s_ancestral",
+        "dpmpp_sde",
+        "dpmpp_sde_gpu",
+        "dpmpp_2m_sde_heun",
+        "dpmpp_2m_sde_heun_gpu",
+        "seeds_2",
+        "seeds_3",
+        "sa_solver_pece",
+    ];
+    if sampler.ends_with("_cfg_pp") {
+        "steps with the unconditional prediction apart from the guided one (CFG++), and the lowered guidance hands the solver only the guided estimate".into()
+    } else if TWO_CALLS.contains(&sampler) {
+        "calls the model more than once per step (at intermediate noise levels), and the lowered sampling loop makes one denoiser call per step".into()
+    } else if matches!(sampler, "dpm_fast" | "dpm_adaptive") {
+        "chooses its own step sizes as it goes, so its model calls do not follow a schedule the workflow can loop over".into()
+    } else {
+        format!(
+            "is a multistep or stochastic solver the lowering does not build yet (it builds {})",
+            SAMPLERS.join(", ")
+        )
+    }
+}
 
 /// The schedulers the synthesized `diffusion_schedule` implements (the
 /// lowering refuses others).

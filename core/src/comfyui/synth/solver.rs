@@ -15,6 +15,9 @@
 //!   `x' = (s'/s) x + (1 - s'/s) D'` where `D' = D` on the first iteration
 //!   and the last step, else `D' = (1 + 1/(2r)) D - 1/(2r) D_prev` with
 //!   `r = ln(s_prev / s) / h`; the step's `D` is returned as `denoised`.
+//! - `lcm`: `D`, renoised to `s'` with fresh noise as the family adds noise.
+//! - `ddpm`: the DDPM posterior step (see [`ddpm`]), with fresh noise.
+//! - `uni_pc`, `uni_pc_bh2`: UniPC's predictor-corrector (`super::unipc`).
 
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
@@ -31,14 +34,17 @@ pub fn step(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> 
     let one_i = g.i(1);
     let next = g.op("Add", &[&step, &one_i]);
     let mut sigma_next = g.gather(&schedule, &next);
-    if g.has_input("end_step") {
-        let end = g.input("end_step")?;
+    let end = match g.has_input("end_step") {
+        true => Some(g.input("end_step")?),
+        false => None,
+    };
+    if let Some(end) = &end {
         let full = g
             .parameter("final_step")
             .and_then(|v| v.as_str())
             .is_none_or(|s| s == "full_denoise");
         if full {
-            let last = g.op("Equal", &[&next, &end]);
+            let last = g.op("Equal", &[&next, end]);
             let zero = g.f(0.0);
             sigma_next = g.op("Where", &[&last, &zero, &sigma_next]);
         }
@@ -57,6 +63,12 @@ pub fn step(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> 
             g.output(&denoised, "denoised")?;
             out
         }
+        "uni_pc" | "uni_pc_bh2" => {
+            let bh2 = family.solver == "uni_pc_bh2";
+            super::unipc::step(g, bh2, [&x, &d, &step, &schedule], end.as_deref())?
+        }
+        "lcm" => lcm(g, family, &x, &d, &s, &sn, &step)?,
+        "ddpm" => ddpm(g, &x, &d, &s, &sn, &step)?,
         other => return Err(g.error(format!("the `{other}` sampler is not synthesized"))),
     };
     g.output(&out, "next_state")
@@ -76,11 +88,7 @@ fn ancestral(
     sn: &str,
     step: &str,
 ) -> Result<String, SynthError> {
-    let seed = g.input("seed")?;
-    let one_i = g.i(1);
-    let offset = g.op("Add", &[step, &one_i]);
-    let row_shape = g.op_with("Shape", &[x], &[("start", Attr::Int(1))]);
-    let noise = gaussian(&mut g.b, &seed, &offset, &row_shape);
+    let noise = fresh_noise(g, x, step)?;
     let sn2 = g.op("Mul", &[sn, sn]);
     let out = if family.is_flow() {
         // Rectified flow: x' = (1 - s') / (1 - s_down) * ((s_down / s) x + (1 - s_down / s) D) + renoise * noise.
@@ -127,6 +135,88 @@ fn ancestral(
         g.op("Add", &[&stepped, &fresh])
     };
     Ok(out)
+}
+
+/// The step's fresh noise, shaped like `x`: the seeded noise at offset
+/// `step + 1`.
+fn fresh_noise(g: &mut PolicyGraph<'_>, x: &str, step: &str) -> Result<String, SynthError> {
+    let seed = g.input("seed")?;
+    let one_i = g.i(1);
+    let offset = g.op("Add", &[step, &one_i]);
+    let row_shape = g.op_with("Shape", &[x], &[("start", Attr::Int(1))]);
+    Ok(gaussian(&mut g.b, &seed, &offset, &row_shape))
+}
+
+/// `lcm`: the denoised estimate, renoised to the next sigma with fresh
+/// noise as the model family adds noise (`D + s' n` for epsilon models,
+/// `s' n + (1 - s') D` for flow models).
+fn lcm(
+    g: &mut PolicyGraph<'_>,
+    family: &Family,
+    x: &str,
+    d: &str,
+    s: &str,
+    sn: &str,
+    step: &str,
+) -> Result<String, SynthError> {
+    let noise = fresh_noise(g, x, step)?;
+    let big_d = denoised(g, x, d, s);
+    let fresh = g.op("Mul", &[sn, &noise]);
+    let kept = if family.is_flow() {
+        let one = g.f(1.0);
+        let rest = g.op("Sub", &[&one, sn]);
+        g.op("Mul", &[&rest, &big_d])
+    } else {
+        big_d
+    };
+    Ok(g.op("Add", &[&kept, &fresh]))
+}
+
+/// `ddpm`: the DDPM posterior step in variance-preserving form, with
+/// `a = 1 / (s^2 + 1)`, `a' = 1 / (s'^2 + 1)`, `alpha = a / a'`:
+/// `mu = (x sqrt(a) - (1 - alpha) d / sqrt(1 - a)) / sqrt(alpha)` plus
+/// `sqrt((1 - alpha)(1 - a') / (1 - a))` of fresh noise, scaled back by
+/// `sqrt(s'^2 + 1)` (both vanish when `s'` is 0).
+fn ddpm(
+    g: &mut PolicyGraph<'_>,
+    x: &str,
+    d: &str,
+    s: &str,
+    sn: &str,
+    step: &str,
+) -> Result<String, SynthError> {
+    let noise = fresh_noise(g, x, step)?;
+    let one = g.f(1.0);
+    let s2 = g.op("Mul", &[s, s]);
+    let sn2 = g.op("Mul", &[sn, sn]);
+    let s2_1 = g.op("Add", &[&s2, &one]);
+    let sn2_1 = g.op("Add", &[&sn2, &one]);
+    // alpha = (s'^2 + 1) / (s^2 + 1); 1 - alpha = (s^2 - s'^2) / (s^2 + 1).
+    let alpha = g.op("Div", &[&sn2_1, &s2_1]);
+    let gap = g.op("Sub", &[&s2, &sn2]);
+    let rest = g.op("Div", &[&gap, &s2_1]);
+    // 1 - a = s^2 / (s^2 + 1), 1 - a' = s'^2 / (s'^2 + 1).
+    let sqrt_s2_1 = g.op("Sqrt", &[&s2_1]);
+    let xv = g.op("Div", &[x, &sqrt_s2_1]);
+    let s_safe = positive(g, s);
+    let sqrt_rest_a = g.op("Div", &[&s_safe, &sqrt_s2_1]);
+    let pulled = g.op("Mul", &[&rest, d]);
+    let pulled = g.op("Div", &[&pulled, &sqrt_rest_a]);
+    let inner = g.op("Sub", &[&xv, &pulled]);
+    let sqrt_alpha = g.op("Sqrt", &[&alpha]);
+    let mu = g.op("Div", &[&inner, &sqrt_alpha]);
+    let rest_next = g.op("Div", &[&sn2, &sn2_1]);
+    let rest_a = g.op("Div", &[&s2, &s2_1]);
+    let rest_a = positive(g, &rest_a);
+    let variance = g.op("Mul", &[&rest, &rest_next]);
+    let variance = g.op("Div", &[&variance, &rest_a]);
+    let zero = g.f(0.0);
+    let variance = g.op("Max", &[&variance, &zero]);
+    let spread = g.op("Sqrt", &[&variance]);
+    let fresh = g.op("Mul", &[&noise, &spread]);
+    let mu = g.op("Add", &[&mu, &fresh]);
+    let scale = g.op("Sqrt", &[&sn2_1]);
+    Ok(g.op("Mul", &[&mu, &scale]))
 }
 
 /// `max(x, 1e-12)`, so a division by it never divides by zero.
