@@ -9,6 +9,7 @@
 mod support;
 
 use std::path::{Path, PathBuf};
+use wfstudio_core::comfyui::lower::{SAMPLERS, SCHEDULES};
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("wfstudio-package-{name}-{}", std::process::id()));
@@ -249,15 +250,15 @@ fn synthesized_models_pass_the_onnx_checker_and_every_sampler_and_schedule_runs(
     let root = scratch("checker");
     std::fs::create_dir_all(&root).expect("mkdir");
     let mut graphs: Vec<(String, serde_json::Value)> = Vec::new();
-    for sampler in ["euler", "euler_ancestral", "ddim", "dpmpp_2m"] {
-        for scheduler in ["normal", "simple", "karras", "exponential", "ddim_uniform"] {
+    for sampler in SAMPLERS {
+        for scheduler in SCHEDULES {
             graphs.push((
                 format!("{sampler}-{scheduler}"),
                 txt2img_with(sampler, scheduler),
             ));
         }
     }
-    for scheduler in ["normal", "simple", "karras", "exponential"] {
+    for scheduler in SCHEDULES {
         graphs.push((format!("flux-{scheduler}"), flux_flow(scheduler)));
     }
     let mut models = Vec::new();
@@ -303,17 +304,19 @@ fn synthesized_solvers_match_an_independent_numpy_reference() {
     let root = scratch("numpy");
     std::fs::create_dir_all(&root).expect("mkdir");
     let mut figures = Vec::new();
-    for sampler in [
-        "euler",
-        "euler_ancestral",
-        "dpmpp_2m",
-        "ddim",
-        "uni_pc",
-        "uni_pc_bh2",
-        "lcm",
-        "ddpm",
-    ] {
-        for scheduler in ["normal", "karras"] {
+    // Every sampler on two schedules, every schedule with two samplers.
+    let mut pairs: Vec<(&str, &str)> = Vec::new();
+    for sampler in SAMPLERS {
+        pairs.extend([(*sampler, "normal"), (*sampler, "karras")]);
+    }
+    for scheduler in SCHEDULES
+        .iter()
+        .filter(|s| !["normal", "karras"].contains(s))
+    {
+        pairs.extend([("euler", *scheduler), ("uni_pc", *scheduler)]);
+    }
+    for (sampler, scheduler) in pairs {
+        {
             let name = format!("{sampler}-{scheduler}");
             let file = root.join(format!("{name}.json"));
             std::fs::write(&file, txt2img_with(sampler, scheduler).to_string()).expect("graph");
@@ -590,12 +593,13 @@ fn bad_models_folders_and_destinations_are_refused_before_anything_is_written() 
     std::fs::remove_dir_all(&out).expect("rm");
     let _ = std::fs::remove_file(out.with_extension("weights"));
 
-    // A scheduler the synthesis does not make is refused by the lowering.
-    let beta = out.with_extension("beta.json");
-    std::fs::write(&beta, txt2img_with("euler", "beta").to_string()).expect("graph");
+    // A scheduler the synthesis does not make (a custom node's) is refused
+    // by the lowering.
+    let custom = out.with_extension("custom.json");
+    std::fs::write(&custom, txt2img_with("euler", "sigmoid_offset").to_string()).expect("graph");
     let (code, stdout, _) = wf(&[
         "import-comfyui",
-        s(&beta),
+        s(&custom),
         "--package-out",
         s(&out),
         "--stand-in-models",
@@ -603,7 +607,7 @@ fn bad_models_folders_and_destinations_are_refused_before_anything_is_written() 
     assert_eq!(code, 1);
     assert!(stdout.contains("input `scheduler`"), "{stdout}");
     assert!(!out.exists());
-    let _ = std::fs::remove_file(&beta);
+    let _ = std::fs::remove_file(&custom);
 
     // A file is never replaced by a package, not even with --force.
     let file = out.with_extension("file");

@@ -137,14 +137,14 @@ fn every_refusal_names_the_node_class_input_and_a_remedy() {
         ),
         (
             edited("img2img", |g| {
-                g["5"]["inputs"]["scheduler"] = json!("sgm_uniform")
+                g["5"]["inputs"]["scheduler"] = json!("AYS SDXL")
             }),
             none.clone(),
             (
                 "5",
                 "KSampler",
                 Some("scheduler"),
-                "uses schedule 'sgm_uniform', which has no schedule policy",
+                "uses scheduler 'AYS SDXL', which is not one of ComfyUI's core schedulers (a custom node adds it)",
             ),
         ),
         (

@@ -17,8 +17,10 @@ the recipe prompts' rows, each row its own noise):
 * ComfyUI `ModelSamplingDiscrete` (SD1.x "scaled_linear" betas): sigma table
   stored as float32, `sigma(t)` by log-linear interpolation and `timestep(sigma)`
   the nearest table index (comfy/model_sampling.py).
-* Schedulers `normal`, `karras` (Karras et al. 2022, rho = 7), `simple` and
-  `exponential` (comfy/samplers.py, k-diffusion sampling.py), each with a final 0.
+* Schedulers `normal`, `karras` (Karras et al. 2022, rho = 7), `simple`,
+  `exponential`, `ddim_uniform`, `sgm_uniform`, `kl_optimal`, `beta` (alpha = beta = 0.6, its
+  quantiles by quadrature and bisection) and `linear_quadratic` (comfy/samplers.py,
+  k-diffusion sampling.py), each ending in 0.
 * Noise: the counter-hash + Box-Muller generator of the `onnx-genai.counter-rng`
   contract (SplitMix64 of (seed, offset, element index)).
 * Classifier-free guidance: uncond + (cond - uncond) * cfg.
@@ -141,9 +143,63 @@ def schedule(spacing, steps, sigmas=None, sigma_of_t=sigma_of_t, timestep_of_sig
         sig = [table[-(1 + int(x * ss))] for x in range(steps)]
     elif spacing == "exponential":
         sig = list(np.exp(np.linspace(math.log(sigma_max), math.log(sigma_min), steps)))
+    elif spacing == "ddim_uniform":
+        stride = max(len(table) // steps, 1)
+        sig = [table[i] for i in range(1, len(table), stride)][::-1]
+    elif spacing == "sgm_uniform":
+        ts = np.linspace(timestep_of_sigma(sigma_max), timestep_of_sigma(sigma_min), steps + 1)[:-1]
+        sig = [sigma_of_t(t) for t in ts]
+    elif spacing == "kl_optimal":
+        r = np.arange(steps, dtype=np.float64) / (steps - 1)
+        sig = list(np.tan(r * math.atan(sigma_min) + (1 - r) * math.atan(sigma_max)))
+    elif spacing == "beta":
+        ts = 1 - np.linspace(0, 1, steps, endpoint=False)
+        picked, last = [], -1
+        for t in np.rint(np.array([beta_ppf(x, 0.6, 0.6) for x in ts]) * (len(table) - 1)):
+            if t != last:
+                picked.append(table[int(t)])
+            last = t
+        sig = picked
+    elif spacing == "linear_quadratic":
+        # Mochi's schedule (threshold noise 0.025, the first half linear).
+        if steps == 1:
+            return np.array([1.0, 0.0]) * sigma_max
+        lin = steps // 2
+        quad = steps - lin
+        diff = lin - 0.025 * steps
+        qc = diff / (lin * quad ** 2)
+        lc = 0.025 / lin - 2 * diff / quad ** 2
+        rising = [i * 0.025 / lin for i in range(lin)]
+        rising += [qc * i * i + lc * i + qc * lin * lin for i in range(lin, steps)] + [1.0]
+        return np.asarray([(1.0 - x) * sigma_max for x in rising], dtype=np.float64)
     else:
         raise ValueError(f"unsupported scheduler {spacing!r}")
     return np.asarray(list(sig) + [0.0], dtype=np.float64)
+
+
+def beta_ppf(p, a, b):
+    """The beta(a, b) quantile by bisection on its CDF, the CDF by 64-point
+    Gauss-Legendre quadrature after t = u^(1/a) (which removes the t^(a-1)
+    singularity; above 1/2 the mirrored integral removes (1-t)^(b-1))."""
+    nodes, weights = np.polynomial.legendre.leggauss(64)
+
+    def lower(x, a, b):
+        # integral_0^x t^(a-1) (1-t)^(b-1) dt = (1/a) integral_0^(x^a) (1 - u^(1/a))^(b-1) du
+        top = x ** a
+        u = 0.5 * top * (nodes + 1.0)
+        return 0.5 * top * np.sum(weights * (1.0 - u ** (1.0 / a)) ** (b - 1.0)) / a
+
+    whole = lower(0.5, a, b) + lower(0.5, b, a)
+    cdf = lambda x: lower(x, a, b) / whole if x <= 0.5 else 1.0 - lower(1.0 - x, b, a) / whole
+    if p <= 0.0 or p >= 1.0:
+        return min(max(p, 0.0), 1.0)
+    if a == b and p == 0.5:
+        return 0.5  # the median of a symmetric law, exactly (as SciPy returns it)
+    lo, hi = 0.0, 1.0
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
+    return 0.5 * (lo + hi)
 
 
 # --- counter-hash noise ---------------------------------------------------------
@@ -214,9 +270,10 @@ def run(pkg, out_dir):
     if solver in ("uni_pc", "uni_pc_bh2"):
         x = sample_unipc(lambda x, sigma: x - sigma * guided(x, sigma), x, sigmas,
                          "bh2" if solver == "uni_pc_bh2" else "bh1")
-        steps = 0
     denoised_prev = None
-    for i in range(steps):
+    # Schedules that pick table entries (ddim_uniform, beta) may run more or
+    # fewer steps than asked for.
+    for i in range(0 if solver.startswith("uni_pc") else len(sigmas) - 1):
         sigma, sigma_next = sigmas[i], sigmas[i + 1]
         d = guided(x, sigma)
         denoised = x - sigma * d

@@ -298,7 +298,9 @@ fn sampler(g: &Graph<'_>, node: &str) -> Result<Sampler, Refusal> {
         return Err(g.refuse(
             node,
             Some("scheduler"),
-            format!("uses schedule '{scheduler}', which has no schedule policy"),
+            format!(
+                "uses scheduler '{scheduler}', which is not one of ComfyUI's core schedulers (a custom node adds it)"
+            ),
             &format!("choose one of: {}", SCHEDULES.join(", ")),
         ));
     }

@@ -5,6 +5,7 @@
 //! sampling family). Stand-in model components (`standin`) are made the
 //! same way.
 
+mod beta;
 mod graph;
 mod noise;
 mod policies;

@@ -50,7 +50,17 @@ pub fn why_not(sampler: &str) -> String {
 
 /// The schedulers the synthesized `diffusion_schedule` implements (the
 /// lowering refuses others).
-pub const SCHEDULES: &[&str] = &["normal", "simple", "karras", "exponential", "ddim_uniform"];
+pub const SCHEDULES: &[&str] = &[
+    "normal",
+    "simple",
+    "karras",
+    "exponential",
+    "ddim_uniform",
+    "sgm_uniform",
+    "beta",
+    "linear_quadratic",
+    "kl_optimal",
+];
 
 /// How a model maps noise levels to its timestep input.
 #[derive(Clone, Debug, PartialEq)]
@@ -111,6 +121,7 @@ impl ModelSampling {
     pub fn run_steps(&self, scheduler: &str, steps: usize) -> usize {
         match scheduler {
             "ddim_uniform" => ddim_uniform_indices(self.table_len(), steps).len(),
+            "beta" => beta_indices(self.table_len(), steps).len(),
             _ => steps,
         }
     }
@@ -183,11 +194,32 @@ pub fn discrete_schedule(sigmas: &[f64], scheduler: &str, steps: usize) -> Optio
             .into_iter()
             .map(|i| sigmas[i])
             .collect(),
+        "sgm_uniform" => {
+            let start = nearest_timestep(sigmas, sigma_max) as f64;
+            let end = nearest_timestep(sigmas, sigma_min) as f64;
+            sgm_ramp(steps)
+                .into_iter()
+                .map(|r| sigma_at(sigmas, start + r * (end - start)))
+                .collect()
+        }
+        "beta" => beta_indices(sigmas.len(), steps)
+            .into_iter()
+            .map(|i| sigmas[i])
+            .collect(),
         "karras" => karras(sigma_min, sigma_max, steps),
         "exponential" => linspace(sigma_max.ln(), sigma_min.ln(), steps)
             .into_iter()
             .map(f64::exp)
             .collect(),
+        "kl_optimal" => kl_optimal(sigma_min, sigma_max, steps),
+        "linear_quadratic" => {
+            return Some(
+                linear_quadratic(steps)
+                    .into_iter()
+                    .map(|s| s * sigma_max)
+                    .collect(),
+            );
+        }
         _ => return None,
     };
     out.push(0.0);
@@ -202,6 +234,65 @@ pub fn karras(sigma_min: f64, sigma_max: f64, steps: usize) -> Vec<f64> {
     linspace(0.0, 1.0, steps)
         .into_iter()
         .map(|r| (max_inv + r * (min_inv - max_inv)).powf(rho))
+        .collect()
+}
+
+/// `sgm_uniform`'s fractions of the way from the first timestep to the
+/// last: `steps + 1` evenly spaced points without the last.
+pub fn sgm_ramp(steps: usize) -> Vec<f64> {
+    let mut ramp = linspace(0.0, 1.0, steps + 1);
+    ramp.pop();
+    ramp
+}
+
+/// The table indices the `beta` scheduler takes, highest first: the
+/// beta(0.6, 0.6) quantiles of `1 - i / steps` scaled to the table and
+/// rounded half to even, repeats dropped.
+pub fn beta_indices(table: usize, steps: usize) -> Vec<usize> {
+    let total = table.saturating_sub(1) as f64;
+    let mut picked: Vec<usize> = Vec::with_capacity(steps);
+    for i in 0..steps {
+        let t = 1.0 - i as f64 / steps as f64;
+        let index = (super::beta::quantile(t, 0.6, 0.6) * total).round_ties_even() as usize;
+        if picked.last() != Some(&index) {
+            picked.push(index);
+        }
+    }
+    picked
+}
+
+/// Mochi's `linear_quadratic` schedule for a maximum sigma of 1
+/// (threshold noise 0.025, the first half linear): `steps + 1` values from
+/// 1 down to 0.
+pub fn linear_quadratic(steps: usize) -> Vec<f64> {
+    if steps == 1 {
+        return vec![1.0, 0.0];
+    }
+    let threshold = 0.025;
+    let linear = steps / 2;
+    let quadratic = (steps - linear) as f64;
+    let lin = linear as f64;
+    let diff = lin - threshold * steps as f64;
+    let quadratic_coef = diff / (lin * quadratic * quadratic);
+    let linear_coef = threshold / lin - 2.0 * diff / (quadratic * quadratic);
+    let constant = quadratic_coef * lin * lin;
+    let rising = (0..linear)
+        .map(|i| i as f64 * threshold / lin)
+        .chain((linear..steps).map(|i| {
+            let i = i as f64;
+            quadratic_coef * i * i + linear_coef * i + constant
+        }))
+        .chain([1.0]);
+    rising.map(|x| 1.0 - x).collect()
+}
+
+/// The KL-optimal schedule as ComfyUI computes it: `steps` sigmas with
+/// `atan(sigma)` evenly spaced from `sigma_max` to `sigma_min`.
+pub fn kl_optimal(sigma_min: f64, sigma_max: f64, steps: usize) -> Vec<f64> {
+    let (low, high) = (sigma_min.atan(), sigma_max.atan());
+    linspace(0.0, 1.0, steps)
+        .into_iter()
+        .map(|r| (r * low + (1.0 - r) * high).tan())
         .collect()
 }
 
@@ -263,7 +354,7 @@ mod tests {
     #[test]
     fn schedules_have_steps_plus_one_sigmas_ending_in_zero() {
         let s = discrete_sigmas(0.00085, 0.012);
-        for scheduler in ["normal", "simple", "karras", "exponential", "ddim_uniform"] {
+        for scheduler in SCHEDULES {
             let sched = discrete_schedule(&s, scheduler, 20).expect("known");
             assert_eq!(sched.len(), 21, "{scheduler}");
             assert_eq!(sched[20], 0.0);
@@ -274,7 +365,7 @@ mod tests {
         }
         let normal = discrete_schedule(&s, "normal", 20).expect("normal");
         assert!(close(normal[0], 14.614642, 1e-5) && close(normal[19], 0.029168, 1e-4));
-        assert_eq!(discrete_schedule(&s, "beta", 20), None);
+        assert_eq!(discrete_schedule(&s, "sigmoid", 20), None);
     }
 
     #[test]

@@ -6,8 +6,8 @@
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
 use super::sampling::{
-    ModelSampling, ddim_uniform_indices, discrete_schedule, linspace, nearest_timestep,
-    simple_indices,
+    ModelSampling, SCHEDULES, beta_indices, ddim_uniform_indices, discrete_schedule,
+    linear_quadratic, linspace, nearest_timestep, sgm_ramp, simple_indices,
 };
 use wfstudio_onnx::builder::Attr;
 
@@ -48,8 +48,9 @@ fn constant_schedule(
 ) -> Result<Vec<f64>, SynthError> {
     let schedule = discrete_schedule(sigmas, &family.scheduler, family.steps).ok_or_else(|| {
         g.error(format!(
-            "the `{}` scheduler is not synthesized (normal, simple, karras, exponential, ddim_uniform are)",
-            family.scheduler
+            "the `{}` scheduler is not synthesized ({} are)",
+            family.scheduler,
+            SCHEDULES.join(", ")
         ))
     })?;
     if schedule.len() != family.run_steps() + 1 {
@@ -89,11 +90,16 @@ fn flow_schedule(
     let steps = family.steps;
     let n = table as f64;
     let sigmas = match family.scheduler.as_str() {
-        "simple" | "ddim_uniform" => {
-            let indices = if family.scheduler == "simple" {
-                simple_indices(table, steps)
-            } else {
-                ddim_uniform_indices(table, steps)
+        "linear_quadratic" => {
+            // Its sigmas scale with sigma_max, which is 1 at every shift.
+            let values: Vec<f32> = linear_quadratic(steps).iter().map(|s| *s as f32).collect();
+            return Ok(g.b.vec_f32(&values));
+        }
+        "simple" | "ddim_uniform" | "beta" => {
+            let indices = match family.scheduler.as_str() {
+                "simple" => simple_indices(table, steps),
+                "beta" => beta_indices(table, steps),
+                _ => ddim_uniform_indices(table, steps),
             };
             if indices.len() != family.run_steps() {
                 return Err(g.error(format!(
@@ -109,16 +115,17 @@ fn flow_schedule(
             let t = g.b.vec_f32(&t);
             shifted(g, &alpha, &t)
         }
-        "normal" | "karras" | "exponential" => {
+        "normal" | "sgm_uniform" | "karras" | "exponential" | "kl_optimal" => {
             let first = g.f(1.0 / n);
             let sigma_min = shifted(g, &alpha, &first);
-            let ramp: Vec<f32> = linspace(0.0, 1.0, steps)
-                .iter()
-                .map(|r| *r as f32)
-                .collect();
+            let ramp = match family.scheduler.as_str() {
+                "sgm_uniform" => sgm_ramp(steps),
+                _ => linspace(0.0, 1.0, steps),
+            };
+            let ramp: Vec<f32> = ramp.iter().map(|r| *r as f32).collect();
             let ramp = g.b.vec_f32(&ramp);
             match family.scheduler.as_str() {
-                "normal" => {
+                "normal" | "sgm_uniform" => {
                     // Timesteps evenly spaced from sigma_max (1) to sigma_min.
                     let one = g.f(1.0);
                     let span = g.op("Sub", &[&sigma_min, &one]);
@@ -136,6 +143,15 @@ fn flow_schedule(
                     let base = g.op("Add", &[&one, &step]);
                     g.op("Pow", &[&base, &rho])
                 }
+                "kl_optimal" => {
+                    // tan(r atan(sigma_min) + (1 - r) atan(1)).
+                    let low = g.op("Atan", &[&sigma_min]);
+                    let high = g.f(std::f64::consts::FRAC_PI_4);
+                    let span = g.op("Sub", &[&low, &high]);
+                    let step = g.op("Mul", &[&ramp, &span]);
+                    let angle = g.op("Add", &[&high, &step]);
+                    g.op("Tan", &[&angle])
+                }
                 _ => {
                     let log_min = g.op("Log", &[&sigma_min]);
                     let scaled = g.op("Mul", &[&ramp, &log_min]);
@@ -145,7 +161,8 @@ fn flow_schedule(
         }
         other => {
             return Err(g.error(format!(
-                "the `{other}` scheduler is not synthesized for flow models (normal, simple, karras, exponential, ddim_uniform are)"
+                "the `{other}` scheduler is not synthesized for flow models ({} are)",
+                SCHEDULES.join(", ")
             )));
         }
     };
