@@ -289,3 +289,91 @@ fn lora_is_routed_through_the_target_packages_adapters() {
         ["LoRA 'watercolor' is adapter 0 at scale 0.8: pass it in the adapter selection inputs"]
     );
 }
+
+/// `pattern`'s KSampler (node 5) rebuilt from ComfyUI's custom sampling
+/// nodes: `KSamplerSelect`, `BasicScheduler`, and for `SamplerCustomAdvanced`
+/// `noise` and `guider` nodes (their inputs given), else `SamplerCustom`.
+fn custom_sampling(pattern_name: &str, noise: Option<Value>, guider: Option<Value>) -> Value {
+    let mut g = pattern(pattern_name);
+    let k = g["5"]["inputs"].clone();
+    g["20"] =
+        json!({"class_type": "KSamplerSelect", "inputs": {"sampler_name": k["sampler_name"]}});
+    g["21"] = json!({"class_type": "BasicScheduler", "inputs": {"scheduler": k["scheduler"], "steps": k["steps"], "denoise": k["denoise"], "model": ["1", 0]}});
+    g["5"] = match (noise, guider) {
+        (Some(noise), Some(guider)) => {
+            g["22"] = noise;
+            g["23"] = guider;
+            json!({"class_type": "SamplerCustomAdvanced", "inputs": {"noise": ["22", 0], "guider": ["23", 0], "sampler": ["20", 0], "sigmas": ["21", 0], "latent_image": k["latent_image"]}})
+        }
+        _ => {
+            json!({"class_type": "SamplerCustom", "inputs": {"add_noise": true, "noise_seed": k["seed"], "cfg": k["cfg"], "model": ["1", 0], "positive": ["2", 0], "negative": ["3", 0], "sampler": ["20", 0], "sigmas": ["21", 0], "latent_image": k["latent_image"]}})
+        }
+    };
+    g
+}
+
+#[test]
+fn custom_sampling_nodes_lower_as_the_ksampler_they_spell_out() {
+    let target = Target::default();
+    let document = |g: &Value| lowered(g, &target).document;
+    let plain = pattern("img2img");
+    let k = plain["5"]["inputs"].clone();
+    let noise = json!({"class_type": "RandomNoise", "inputs": {"noise_seed": k["seed"]}});
+    let cfg = json!({"class_type": "CFGGuider", "inputs": {"cfg": k["cfg"], "model": ["1", 0], "positive": ["2", 0], "negative": ["3", 0]}});
+    assert_eq!(
+        document(&custom_sampling("img2img", None, None)),
+        document(&plain)
+    );
+    assert_eq!(
+        document(&custom_sampling("img2img", Some(noise.clone()), Some(cfg))),
+        document(&plain)
+    );
+    // BasicGuider is CFG 1 on its one conditioning (ComfyUI skips the
+    // negative pass at CFG 1; here both sides get the conditioning).
+    let basic = json!({"class_type": "BasicGuider", "inputs": {"model": ["1", 0], "conditioning": ["2", 0]}});
+    let mut cfg_one = plain.clone();
+    cfg_one["5"]["inputs"]["cfg"] = json!(1.0);
+    cfg_one["5"]["inputs"]["negative"] = json!(["2", 0]);
+    assert_eq!(
+        document(&custom_sampling(
+            "img2img",
+            Some(noise.clone()),
+            Some(basic)
+        )),
+        document(&cfg_one)
+    );
+    // DisableNoise samples the start latent as it is: KSamplerAdvanced's
+    // add_noise disabled over the steps the denoise leaves.
+    let quiet = json!({"class_type": "DisableNoise", "inputs": {}});
+    let cfg = json!({"class_type": "CFGGuider", "inputs": {"cfg": k["cfg"], "model": ["1", 0], "positive": ["2", 0], "negative": ["3", 0]}});
+    let mut advanced = plain.clone();
+    let start = lower::denoise_start_step(5, 0.5);
+    advanced["5"] = json!({"class_type": "KSamplerAdvanced", "inputs": {"add_noise": "disable", "noise_seed": 0, "steps": 5, "cfg": k["cfg"], "sampler_name": "euler", "scheduler": "karras", "start_at_step": start, "end_at_step": 5, "return_with_leftover_noise": "disable", "model": ["1", 0], "positive": ["2", 0], "negative": ["3", 0], "latent_image": ["4", 0]}});
+    assert_eq!(
+        document(&custom_sampling("img2img", Some(quiet), Some(cfg))),
+        document(&advanced)
+    );
+
+    // What is not understood is refused at its node.
+    let refused = |g: &Value| {
+        let r = lower::lower(g).expect_err("refused").remove(0);
+        (r.node, r.class, r.input, r.message)
+    };
+    let mut other_model = custom_sampling("img2img", None, None);
+    other_model["30"] = json!({"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "other.safetensors"}});
+    other_model["21"]["inputs"]["model"] = json!(["30", 0]);
+    assert_eq!(
+        refused(&other_model),
+        (
+            "21".into(),
+            "BasicScheduler".into(),
+            Some("model".into()),
+            "takes its model from node 30 but the sampler's guidance from node 1; the lowering needs one model for both".into()
+        )
+    );
+    let mut karras = custom_sampling("img2img", None, None);
+    karras["21"] = json!({"class_type": "KarrasScheduler", "inputs": {"steps": 5, "sigma_max": 14.6, "sigma_min": 0.03, "rho": 7.0}});
+    let (node, class, _, message) = refused(&karras);
+    assert_eq!((node.as_str(), class.as_str()), ("21", "KarrasScheduler"));
+    assert!(message.contains("feeds `sigmas` of node 5"), "{message}");
+}

@@ -24,6 +24,7 @@
 //! artifact paths, and an explicit layout maps names to paths.
 
 mod build;
+mod custom;
 mod graph;
 mod parts;
 mod recognise;

@@ -3,6 +3,7 @@
 //! conditioned and what the model chain applies. Every node on the path is
 //! checked here; anything else is refused with the node, class and input.
 
+use super::custom::{self, Guide};
 use super::graph::Graph;
 use super::{Refusal, SAMPLERS, SCHEDULES};
 
@@ -171,7 +172,12 @@ pub(super) struct Control {
 const MAX_STEPS: f64 = 10000.0;
 const MAX_RESOLUTION: i64 = 16384;
 const MAX_BATCH: i64 = 4096;
-const SAMPLER_CLASSES: &[&str] = &["KSampler", "KSamplerAdvanced"];
+const SAMPLER_CLASSES: &[&str] = &[
+    "KSampler",
+    "KSamplerAdvanced",
+    "SamplerCustom",
+    "SamplerCustomAdvanced",
+];
 const MODEL_LOADERS: &[&str] = &["CheckpointLoaderSimple", "UNETLoader"];
 const CLIP_LOADERS: &[&str] = &["CheckpointLoaderSimple", "CLIPLoader", "DualCLIPLoader"];
 const ENCODERS: &[&str] = &["CLIPTextEncode", "CLIPTextEncodeSDXL"];
@@ -210,12 +216,17 @@ pub(super) fn recognise(g: &Graph<'_>, sink: &str) -> Result<Plan, Refusal> {
         "samples",
         (&decode, "samples"),
     )?;
-    let sampler = sampler(g, &sampler_node)?;
-    let model = model_chain(g, &sampler_node)?;
+    let (sampler, guide) = match custom::is_custom(g.class(&sampler_node)) {
+        true => custom::sampler(g, &sampler_node)?,
+        false => (sampler(g, &sampler_node)?, Guide::on(&sampler_node)),
+    };
+    let model = model_chain(g, &guide.model)?;
     let (vae, _) = g.source(&decode, "vae")?;
     vae_source(g, &vae, &model.loader, (&decode, "vae"))?;
-    let (positive, positive_control) = conditioning(g, &sampler_node, "positive", &model)?;
-    let (negative, negative_control) = conditioning(g, &sampler_node, "negative", &model)?;
+    let (node, input) = &guide.positive;
+    let (positive, positive_control) = conditioning(g, node, input, &model)?;
+    let (node, input) = &guide.negative;
+    let (negative, negative_control) = conditioning(g, node, input, &model)?;
     if matches!(positive.text, Prompt::Sdxl { .. }) != matches!(negative.text, Prompt::Sdxl { .. })
     {
         return Err(g.refuse(
@@ -279,40 +290,10 @@ pub(super) fn recognise(g: &Graph<'_>, sink: &str) -> Result<Plan, Refusal> {
 fn sampler(g: &Graph<'_>, node: &str) -> Result<Sampler, Refusal> {
     let advanced = g.class(node) == "KSamplerAdvanced";
     let seed = g.seed(node, if advanced { "noise_seed" } else { "seed" })?;
-    let steps = g.number(node, "steps")?;
     let cfg = g.number(node, "cfg")?;
-    let sampler_name = g.text(node, "sampler_name")?;
-    let scheduler = g.text(node, "scheduler")?;
-    if !SAMPLERS.contains(&sampler_name) {
-        return Err(g.refuse(
-            node,
-            Some("sampler_name"),
-            format!(
-                "uses sampler '{sampler_name}', which {}",
-                crate::comfyui::synth::sampling::why_not(sampler_name)
-            ),
-            &format!("choose one of: {}", SAMPLERS.join(", ")),
-        ));
-    }
-    if !SCHEDULES.contains(&scheduler) {
-        return Err(g.refuse(
-            node,
-            Some("scheduler"),
-            format!(
-                "uses scheduler '{scheduler}', which is not one of ComfyUI's core schedulers (a custom node adds it)"
-            ),
-            &format!("choose one of: {}", SCHEDULES.join(", ")),
-        ));
-    }
-    if !(1.0..=MAX_STEPS).contains(&steps) || steps.fract() != 0.0 {
-        return Err(g.refuse(
-            node,
-            Some("steps"),
-            format!("has {steps} steps"),
-            "use a whole number of steps from 1 to 10000",
-        ));
-    }
-    let steps = steps as i64;
+    let sampler_name = checked_sampler_name(g, node)?;
+    let scheduler = checked_scheduler(g, node)?;
+    let steps = checked_steps(g, node)?;
     let window = if advanced {
         let start = g.whole(node, "start_at_step", 0..=MAX_STEPS as i64)?;
         let end = g.whole(node, "end_at_step", 0..=MAX_STEPS as i64)?;
@@ -344,16 +325,7 @@ fn sampler(g: &Graph<'_>, node: &str) -> Result<Sampler, Refusal> {
             leftover_noise: switch("return_with_leftover_noise")?,
         }
     } else {
-        let denoise = g.number(node, "denoise")?;
-        if !(denoise > 0.0 && denoise <= 1.0) || denoise_start_step(steps, denoise) >= steps {
-            return Err(g.refuse(
-                node,
-                Some("denoise"),
-                format!("has denoise {denoise}, which leaves no step of {steps} to run"),
-                "use a denoise above 0 and at most 1",
-            ));
-        }
-        Window::Denoise(denoise)
+        Window::Denoise(checked_denoise(g, node, steps)?)
     };
     Ok(Sampler {
         node: node.to_string(),
@@ -364,6 +336,67 @@ fn sampler(g: &Graph<'_>, node: &str) -> Result<Sampler, Refusal> {
         scheduler: scheduler.to_string(),
         window,
     })
+}
+
+/// Node `node`'s `sampler_name`, one the lowering builds.
+pub(super) fn checked_sampler_name<'a>(g: &Graph<'a>, node: &str) -> Result<&'a str, Refusal> {
+    let sampler_name = g.text(node, "sampler_name")?;
+    if !SAMPLERS.contains(&sampler_name) {
+        return Err(g.refuse(
+            node,
+            Some("sampler_name"),
+            format!(
+                "uses sampler '{sampler_name}', which {}",
+                crate::comfyui::synth::sampling::why_not(sampler_name)
+            ),
+            &format!("choose one of: {}", SAMPLERS.join(", ")),
+        ));
+    }
+    Ok(sampler_name)
+}
+
+/// Node `node`'s `scheduler`, one of ComfyUI's core schedulers.
+pub(super) fn checked_scheduler<'a>(g: &Graph<'a>, node: &str) -> Result<&'a str, Refusal> {
+    let scheduler = g.text(node, "scheduler")?;
+    if !SCHEDULES.contains(&scheduler) {
+        return Err(g.refuse(
+            node,
+            Some("scheduler"),
+            format!(
+                "uses scheduler '{scheduler}', which is not one of ComfyUI's core schedulers (a custom node adds it)"
+            ),
+            &format!("choose one of: {}", SCHEDULES.join(", ")),
+        ));
+    }
+    Ok(scheduler)
+}
+
+/// Node `node`'s `steps`, a whole number within ComfyUI's limit.
+pub(super) fn checked_steps(g: &Graph<'_>, node: &str) -> Result<i64, Refusal> {
+    let steps = g.number(node, "steps")?;
+    if !(1.0..=MAX_STEPS).contains(&steps) || steps.fract() != 0.0 {
+        return Err(g.refuse(
+            node,
+            Some("steps"),
+            format!("has {steps} steps"),
+            "use a whole number of steps from 1 to 10000",
+        ));
+    }
+    Ok(steps as i64)
+}
+
+/// Node `node`'s `denoise`, one that leaves a step of `steps` to run.
+pub(super) fn checked_denoise(g: &Graph<'_>, node: &str, steps: i64) -> Result<f64, Refusal> {
+    let denoise = g.number(node, "denoise")?;
+    if !(denoise > 0.0 && denoise <= 1.0) || denoise_start_step(steps, denoise) >= steps {
+        return Err(g.refuse(
+            node,
+            Some("denoise"),
+            format!("has denoise {denoise}, which leaves no step of {steps} to run"),
+            "use a denoise above 0 and at most 1",
+        ));
+    }
+    Ok(denoise)
 }
 
 fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Refusal> {
