@@ -626,3 +626,51 @@ fn fuzz_findings_convert_without_a_panic() {
     }
     assert_eq!(seen, 1);
 }
+
+/// KJNodes' `SetNode`/`GetNode` pairs only route links: the default
+/// workflow with its model wired through a named pair (and a second,
+/// unrelated pair) converts to the same API graph.
+#[test]
+fn set_and_get_nodes_route_links_by_name() {
+    let Some(shared) = support::shared() else {
+        return;
+    };
+    let defs = defs(&shared);
+    let text = std::fs::read(shared.join("corpus/comfyui/tpl-default.ui.json")).expect("ui");
+    let ui = read(&text).expect("readable").ui.expect("a UI workflow");
+    let convert = |ui: &Value| {
+        let (graph, issues) = ui_to_api(ui, &defs);
+        assert!(issues.is_empty(), "{issues:?}");
+        wfstudio_core::comfyui::to_api::api_json(&graph)
+    };
+    let mut routed = ui.clone();
+    // Link 1 runs from the checkpoint loader (4) to the KSampler's model (3).
+    routed["links"][0] = json!([1, 4, 0, 100, 0, "MODEL"]);
+    routed["links"].as_array_mut().expect("links").extend([
+        json!([50, 101, 0, 3, 0, "MODEL"]),
+        json!([51, 4, 0, 102, 0, "MODEL"]),
+    ]);
+    let ksampler = routed["nodes"]
+        .as_array_mut()
+        .expect("nodes")
+        .iter_mut()
+        .find(|n| n["id"] == 3)
+        .expect("KSampler");
+    ksampler["inputs"][0]["link"] = json!(50);
+    let setter = |id: i64, name: &str, link: i64| json!({"id": id, "type": "SetNode", "mode": 0, "inputs": [{"name": "MODEL", "type": "MODEL", "link": link}], "outputs": [], "widgets_values": [name]});
+    routed["nodes"].as_array_mut().expect("nodes").extend([
+        setter(100, "model", 1),
+        json!({"id": 101, "type": "GetNode", "mode": 0, "inputs": [], "outputs": [{"name": "MODEL", "type": "MODEL", "links": [50]}], "widgets_values": ["model"]}),
+        setter(102, "unused", 51),
+    ]);
+    assert_eq!(convert(&routed), convert(&ui));
+    // A GetNode whose name no SetNode carries leaves the input unwired.
+    let mut dangling = routed.clone();
+    let setter_at = dangling["nodes"].as_array().expect("nodes").len() - 3;
+    dangling["nodes"][setter_at]["widgets_values"] = json!(["renamed"]);
+    let api = {
+        let (graph, _) = ui_to_api(&dangling, &defs);
+        wfstudio_core::comfyui::to_api::api_json(&graph)
+    };
+    assert!(api["3"]["inputs"].get("model").is_none(), "{}", api["3"]);
+}

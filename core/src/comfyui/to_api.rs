@@ -1,7 +1,9 @@
 //! UI (LiteGraph) workflow -> API prompt, as ComfyUI's frontend builds it:
 //! virtual nodes dropped, muted and bypassed nodes removed (bypassed ones
 //! passed through), widget values mapped to input names per class, links
-//! resolved through reroutes, primitives and bypassed nodes.
+//! resolved through reroutes, primitives, bypassed nodes and the named
+//! `SetNode`/`GetNode` pairs of KJNodes (a `GetNode` passes on the input of
+//! the `SetNode` with the same name, as their frontend extension does).
 
 use super::defs::{ClassDef, NodeDefs};
 use super::link::{id_text, ui_link};
@@ -10,7 +12,14 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 
 /// Frontend-only node classes that never reach the API.
-const VIRTUAL: &[&str] = &["Reroute", "PrimitiveNode", "Note", "MarkdownNote"];
+const VIRTUAL: &[&str] = &[
+    "Reroute",
+    "PrimitiveNode",
+    "Note",
+    "MarkdownNote",
+    "SetNode",
+    "GetNode",
+];
 /// Node modes that are not emitted: 2 = never (muted), 4 = bypass.
 const MUTED: i64 = 2;
 const BYPASSED: i64 = 4;
@@ -99,6 +108,20 @@ fn types_fit(a: &str, b: &str) -> bool {
 }
 
 impl Ui<'_> {
+    /// The input link of the `SetNode` named `name` (the one with the
+    /// lowest id, should several share it).
+    fn setter_input(&self, name: &Value) -> Option<i64> {
+        self.nodes
+            .iter()
+            .filter(|(_, n)| {
+                node_type(n) == "SetNode" && n.pointer("/widgets_values/0") == Some(name)
+            })
+            .min_by_key(|(id, _)| id.parse::<i64>().unwrap_or(i64::MAX))?
+            .1
+            .pointer("/inputs/0/link")
+            .and_then(Value::as_i64)
+    }
+
     /// What a consumer wired to `link` receives: a link to an emitted node,
     /// a primitive's literal, or nothing (muted source, dangling reroute).
     fn resolve(&self, link: i64, consumer: &str, depth: usize) -> Option<Value> {
@@ -113,6 +136,10 @@ impl Ui<'_> {
                 self.resolve(upstream, consumer, depth + 1)
             }
             ("PrimitiveNode", _) => origin.pointer("/widgets_values/0").cloned().map(wrap_array),
+            ("GetNode", _) => {
+                let upstream = self.setter_input(origin.pointer("/widgets_values/0")?)?;
+                self.resolve(upstream, consumer, depth + 1)
+            }
             (_, MUTED) => None,
             (_, BYPASSED) => {
                 let inputs = origin.get("inputs").and_then(Value::as_array)?;
