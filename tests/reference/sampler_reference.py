@@ -26,8 +26,8 @@ the recipe prompts' rows, each row its own noise):
 * Classifier-free guidance: uncond + (cond - uncond) * cfg.
 * Solvers from k-diffusion sampling.py: `euler` (also used for ComfyUI's
   `ddim`), `euler_ancestral` (eta = 1, get_ancestral_step), `dpmpp_2m`,
-  `lcm` and `ddpm` (their fresh noise the counter-hash noise at offset
-  step + 1), and ComfyUI's UniPC (`uni_pc`, `uni_pc_bh2`) in its own VP form.
+  `lcm`, `ddpm` and the DPM-Solver++ 2M/3M SDE samplers (their fresh noise
+  the counter-hash noise at offset step + 1 in place of a Brownian tree), and ComfyUI's UniPC (`uni_pc`, `uni_pc_bh2`) in its own VP form.
 * Model input scaling for epsilon models: x / sqrt(sigma^2 + 1); the initial
   latent is noise * sqrt(1 + sigma_0^2) where sigma_0 is sigma_max, else noise * sigma_0.
 
@@ -271,6 +271,7 @@ def run(pkg, out_dir):
         x = sample_unipc(lambda x, sigma: x - sigma * guided(x, sigma), x, sigmas,
                          "bh2" if solver == "uni_pc_bh2" else "bh1")
     denoised_prev = None
+    denoised_1 = denoised_2 = h_1 = h_2 = None
     # Schedules that pick table entries (ddim_uniform, beta) may run more or
     # fewer steps than asked for.
     for i in range(0 if solver.startswith("uni_pc") else len(sigmas) - 1):
@@ -296,6 +297,35 @@ def run(pkg, out_dir):
                     target = (1 + 1 / (2 * r)) * denoised - (1 / (2 * r)) * denoised_prev
                 x = (sigma_next / sigma) * x - math.expm1(-h) * target
             denoised_prev = denoised
+        elif solver.startswith(("dpmpp_2m_sde", "dpmpp_3m_sde")):
+            # k-diffusion's DPM-Solver++(2M/3M) SDE, eta 1, epsilon models
+            # (lambda = -ln sigma, alpha = 1); noise at offset i + 1.
+            if sigma_next == 0:
+                x = denoised
+            else:
+                h = math.log(sigma) - math.log(sigma_next)
+                h_eta = 2.0 * h
+                x = sigma_next / sigma * math.exp(-h) * x + (-math.expm1(-h_eta)) * denoised
+                phi_2 = math.expm1(-h_eta) / h_eta + 1.0
+                if solver.startswith("dpmpp_3m_sde") and h_2 is not None:
+                    r0, r1 = h_1 / h, h_2 / h
+                    d1_0 = (denoised - denoised_1) / r0
+                    d1_1 = (denoised_1 - denoised_2) / r1
+                    d1 = d1_0 + (d1_0 - d1_1) * r0 / (r0 + r1)
+                    d2 = (d1_0 - d1_1) / (r0 + r1)
+                    phi_3 = phi_2 / h_eta - 0.5
+                    x = x + phi_2 * d1 - phi_3 * d2
+                elif h_1 is not None:
+                    r = h_1 / h
+                    if solver.startswith("dpmpp_2m_sde_heun"):
+                        x = x + (-math.expm1(-h_eta) / (-h_eta) + 1.0) * (1.0 / r) * (denoised - denoised_1)
+                    elif solver.startswith("dpmpp_2m_sde"):
+                        x = x + 0.5 * (-math.expm1(-h_eta)) * (1.0 / r) * (denoised - denoised_1)
+                    else:
+                        x = x + phi_2 * (denoised - denoised_1) / r
+                x = x + noise(seed, i + 1, p["row"], rows) * sigma_next * math.sqrt(-math.expm1(-h_eta))
+            denoised_1, denoised_2 = denoised, denoised_1
+            h_1, h_2 = (h if sigma_next != 0 else h_1), h_1
         elif solver == "lcm":
             x = denoised
             if sigma_next > 0:

@@ -221,6 +221,21 @@ pub(super) fn recognise(g: &Graph<'_>, sink: &str) -> Result<Plan, Refusal> {
         false => (sampler(g, &sampler_node)?, Guide::on(&sampler_node)),
     };
     let model = model_chain(g, &guide.model)?;
+    if model.flow.is_some() && sampler.sampler_name.contains("_sde") {
+        let node = match custom::is_custom(g.class(&sampler_node)) {
+            true => g.source(&sampler_node, "sampler")?.0,
+            false => sampler_node.clone(),
+        };
+        return Err(g.refuse(
+            &node,
+            Some("sampler_name"),
+            format!(
+                "uses sampler '{}' on a flow-matching model, whose SDE form (the flow's half log-SNR, its shifted first sigma) the lowering does not build yet",
+                sampler.sampler_name
+            ),
+            "choose dpmpp_2m, euler or uni_pc for this model",
+        ));
+    }
     let (vae, _) = g.source(&decode, "vae")?;
     vae_source(g, &vae, &model.loader, (&decode, "vae"))?;
     let (node, input) = &guide.positive;

@@ -171,6 +171,15 @@ impl<'a> PolicyGraph<'a> {
         self.b.scalar_i64(value)
     }
 
+    /// Float64 `x`, with zeros replaced by 1 (a guard for divisions whose
+    /// result is only used where `x` is not zero).
+    pub fn nonzero(&mut self, x: &str) -> String {
+        let zero = self.d(0.0);
+        let one = self.d(1.0);
+        let is_zero = self.op("Equal", &[x, &zero]);
+        self.op("Where", &[&is_zero, &one, x])
+    }
+
     /// `values[index]` along axis 0.
     pub fn gather(&mut self, values: &str, index: &str) -> String {
         self.op_with("Gather", &[values, index], &[("axis", Attr::Int(0))])

@@ -11,6 +11,7 @@ mod noise;
 mod policies;
 pub mod sampling;
 mod schedule;
+mod sde;
 mod solver;
 pub mod standin;
 mod unipc;

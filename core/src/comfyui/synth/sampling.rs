@@ -15,6 +15,12 @@ pub const SAMPLERS: &[&str] = &[
     "uni_pc_bh2",
     "lcm",
     "ddpm",
+    "dpmpp_2m_sde",
+    "dpmpp_2m_sde_gpu",
+    "dpmpp_2m_sde_heun",
+    "dpmpp_2m_sde_heun_gpu",
+    "dpmpp_3m_sde",
+    "dpmpp_3m_sde_gpu",
 ];
 
 /// Why the lowering cannot run ComfyUI sampler `sampler` (one not in
@@ -28,8 +34,6 @@ pub fn why_not(sampler: &str) -> String {
         "dpmpp_2s_ancestral",
         "dpmpp_sde",
         "dpmpp_sde_gpu",
-        "dpmpp_2m_sde_heun",
-        "dpmpp_2m_sde_heun_gpu",
         "seeds_2",
         "seeds_3",
         "sa_solver_pece",
@@ -41,10 +45,7 @@ pub fn why_not(sampler: &str) -> String {
     } else if matches!(sampler, "dpm_fast" | "dpm_adaptive") {
         "chooses its own step sizes as it goes, so its model calls do not follow a schedule the workflow can loop over".into()
     } else {
-        format!(
-            "is a multistep or stochastic solver the lowering does not build yet (it builds {})",
-            SAMPLERS.join(", ")
-        )
+        "is a multistep or stochastic solver the lowering does not build yet".into()
     }
 }
 

@@ -18,6 +18,8 @@
 //! - `lcm`: `D`, renoised to `s'` with fresh noise as the family adds noise.
 //! - `ddpm`: the DDPM posterior step (see [`ddpm`]), with fresh noise.
 //! - `uni_pc`, `uni_pc_bh2`: UniPC's predictor-corrector (`super::unipc`).
+//! - `dpmpp_2m_sde`, `dpmpp_2m_sde_heun`, `dpmpp_3m_sde` (and their `_gpu`
+//!   names): DPM-Solver++ multistep SDE steps (`super::sde`).
 
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
@@ -48,6 +50,11 @@ pub fn step(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> 
             let zero = g.f(0.0);
             sigma_next = g.op("Where", &[&last, &zero, &sigma_next]);
         }
+    }
+    if let Some(kind) = super::sde::Kind::of(&family.solver) {
+        let sigmas = [sigma.as_str(), sigma_next.as_str()];
+        let out = super::sde::step(g, kind, [&x, &d], sigmas, &schedule, &step)?;
+        return g.output(&out, "next_state");
     }
     let s = g.rows4(&sigma);
     let sn = g.rows4(&sigma_next);
@@ -139,7 +146,11 @@ fn ancestral(
 
 /// The step's fresh noise, shaped like `x`: the seeded noise at offset
 /// `step + 1`.
-fn fresh_noise(g: &mut PolicyGraph<'_>, x: &str, step: &str) -> Result<String, SynthError> {
+pub(super) fn fresh_noise(
+    g: &mut PolicyGraph<'_>,
+    x: &str,
+    step: &str,
+) -> Result<String, SynthError> {
     let seed = g.input("seed")?;
     let one_i = g.i(1);
     let offset = g.op("Add", &[step, &one_i]);

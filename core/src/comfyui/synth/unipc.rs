@@ -142,7 +142,7 @@ pub fn step(
 }
 
 /// `sum(coefficient * latent)` with per-row float64 coefficients.
-fn combine(g: &mut PolicyGraph<'_>, terms: &[(String, String)]) -> String {
+pub(super) fn combine(g: &mut PolicyGraph<'_>, terms: &[(String, String)]) -> String {
     let mut sum: Option<String> = None;
     for (coefficient, latent) in terms {
         let c = g.cast(coefficient, DataType::FLOAT);
@@ -193,7 +193,7 @@ impl Update {
     ) -> Update {
         let ratio = g.op("Div", &[from, to]);
         let h = g.op("Log", &[&ratio]);
-        let h = nonzero(g, &h);
+        let h = g.nonzero(&h);
         let hh = g.op("Neg", &[&h]);
         let e = g.op("Exp", &[&hh]);
         let one = g.d(1.0);
@@ -216,7 +216,7 @@ impl Update {
             let ratio = g.op("Div", &[from, before]);
             let distance = g.op("Log", &[&ratio]);
             let r = g.op("Div", &[&distance, &h]);
-            nonzero(g, &r)
+            g.nonzero(&r)
         });
         let keep = g.op("Div", &[to, from]);
         Update {
@@ -310,7 +310,7 @@ fn two_point(g: &mut PolicyGraph<'_>, b1: &str, b2: &str, x: &str, other: &str) 
     let shifted = g.op("Mul", &[other, b1]);
     let top = g.op("Sub", &[b2, &shifted]);
     let gap = g.op("Sub", &[x, other]);
-    let gap = nonzero(g, &gap);
+    let gap = g.nonzero(&gap);
     g.op("Div", &[&top, &gap])
 }
 
@@ -327,7 +327,7 @@ fn three_point(g: &mut PolicyGraph<'_>, b: [&str; 3], x: &str, a: &str, c: &str)
     let gap_a = g.op("Sub", &[x, a]);
     let gap_c = g.op("Sub", &[x, c]);
     let den = g.op("Mul", &[&gap_a, &gap_c]);
-    let den = nonzero(g, &den);
+    let den = g.nonzero(&den);
     g.op("Div", &[&top, &den])
 }
 
@@ -345,13 +345,4 @@ fn by_order(
     let is_two = g.op("Equal", &[order, &two]);
     let rest = g.op("Where", &[&is_two, second, third]);
     g.op("Where", &[&is_one, first, &rest])
-}
-
-/// `x`, with zeros replaced by 1 (a guard for divisions whose result is
-/// only used where `x` is not zero).
-fn nonzero(g: &mut PolicyGraph<'_>, x: &str) -> String {
-    let zero = g.d(0.0);
-    let one = g.d(1.0);
-    let is_zero = g.op("Equal", &[x, &zero]);
-    g.op("Where", &[&is_zero, &one, x])
 }

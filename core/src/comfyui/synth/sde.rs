@@ -1,0 +1,194 @@
+//! `dpmpp_2m_sde` (midpoint, and `_heun`) and `dpmpp_3m_sde`: DPM-Solver++
+//! (Lu et al. 2022) multistep SDE samplers with eta 1, as k-diffusion runs
+//! them for epsilon models (half log-SNR `lambda = -ln sigma`, so
+//! `alpha = 1`). With `h = ln(s / s')`:
+//! `x' = (s'/s) e^-h x + (1 - e^-2h) D` plus the multistep correction
+//! (2M midpoint: `(1 - e^-2h) / (2r) (D - D_1)`; 2M Heun:
+//! `(1 - (1 - e^-2h) / 2h) / r (D - D_1)`; 3M: `phi_2 d1 - phi_3 d2` from the
+//! last three estimates, 2M on the second step), where `r` is the previous
+//! step's `h` over this one's, plus `s' sqrt(1 - e^-2h)` of fresh noise; the
+//! last step (`s' = 0`) returns `D`. The `_gpu` variants differ in ComfyUI
+//! only in where their Brownian noise is drawn; here every variant takes
+//! the seeded noise stream at offset `step + 1`. Coefficients are computed
+//! in float64.
+
+use super::SynthError;
+use super::graph::PolicyGraph;
+use super::solver::fresh_noise;
+use super::unipc::combine;
+use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
+
+/// Which multistep SDE sampler.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Kind {
+    /// `dpmpp_2m_sde`: the midpoint correction.
+    Midpoint,
+    /// `dpmpp_2m_sde_heun`: Heun's correction.
+    Heun,
+    /// `dpmpp_3m_sde`.
+    ThirdOrder,
+}
+
+impl Kind {
+    /// The kind of a ComfyUI sampler name, if it is one of these.
+    pub fn of(sampler: &str) -> Option<Kind> {
+        match sampler {
+            "dpmpp_2m_sde" | "dpmpp_2m_sde_gpu" => Some(Kind::Midpoint),
+            "dpmpp_2m_sde_heun" | "dpmpp_2m_sde_heun_gpu" => Some(Kind::Heun),
+            "dpmpp_3m_sde" | "dpmpp_3m_sde_gpu" => Some(Kind::ThirdOrder),
+            _ => None,
+        }
+    }
+}
+
+/// Builds the step from the solver's sample `x`, estimate `d`, the step's
+/// sigmas `[sigma, sigma_next]` (per row, float32), the schedule and the
+/// step; returns the next sample (the denoised estimate and, for 3M, the
+/// shifted previous one are declared as outputs here).
+pub fn step(
+    g: &mut PolicyGraph<'_>,
+    kind: Kind,
+    [x, d]: [&str; 2],
+    [sigma, sigma_next]: [&str; 2],
+    schedule: &str,
+    step: &str,
+) -> Result<String, SynthError> {
+    let iteration = g.input("iteration")?;
+    let d1 = g.input("previous")?;
+    let d2 = match kind {
+        Kind::ThirdOrder => Some(g.input("previous_2")?),
+        _ => None,
+    };
+    let noise = fresh_noise(g, x, step)?;
+    let s_row = g.rows4(sigma);
+    let sd = g.op("Mul", &[&s_row, d]);
+    let denoised = g.op("Sub", &[x, &sd]);
+
+    let sigma_at = |g: &mut PolicyGraph<'_>, back: i64| {
+        let k = g.i(back);
+        let index = g.op("Sub", &[step, &k]);
+        let zero = g.i(0);
+        let index = g.op("Max", &[&index, &zero]);
+        let value = g.gather(schedule, &index);
+        g.cast(&value, DataType::DOUBLE)
+    };
+    let s = g.cast(sigma, DataType::DOUBLE);
+    let sn = g.cast(sigma_next, DataType::DOUBLE);
+    let s1 = sigma_at(g, 1);
+    let s2 = sigma_at(g, 2);
+    let zero = g.d(0.0);
+    let one = g.d(1.0);
+    let last = g.op("Equal", &[&sn, &zero]);
+    let sn_safe = g.op("Where", &[&last, &one, &sn]);
+    // h = ln(s / s'), and the earlier steps' h.
+    let log_ratio = |g: &mut PolicyGraph<'_>, a: &str, b: &str| {
+        let ratio = g.op("Div", &[a, b]);
+        let h = g.op("Log", &[&ratio]);
+        g.nonzero(&h)
+    };
+    let h = log_ratio(g, &s, &sn_safe);
+    let h1 = log_ratio(g, &s1, &s);
+    let h2 = log_ratio(g, &s2, &s1);
+    let minus_h = g.op("Neg", &[&h]);
+    let decay = g.op("Exp", &[&minus_h]);
+    let two = g.d(2.0);
+    let h_eta = g.op("Mul", &[&h, &two]);
+    let minus_h_eta = g.op("Neg", &[&h_eta]);
+    let decay2 = g.op("Exp", &[&minus_h_eta]);
+    // 1 - e^-2h, the weight of D and (its root) of the fresh noise.
+    let pull = g.op("Sub", &[&one, &decay2]);
+    let ratio = g.op("Div", &[&sn, &s]);
+    let keep = g.op("Mul", &[&ratio, &decay]);
+    // phi_2 = 1 - (1 - e^-2h) / 2h.
+    let over = g.op("Div", &[&pull, &h_eta]);
+    let phi2 = g.op("Sub", &[&one, &over]);
+    let r = g.op("Div", &[&h1, &h]);
+    let (mut w_d, mut w_d1, mut w_d2) = (pull.clone(), zero.clone(), zero.clone());
+    let second = match kind {
+        Kind::Midpoint => {
+            let half = g.d(0.5);
+            let c = g.op("Mul", &[&pull, &half]);
+            g.op("Div", &[&c, &r])
+        }
+        Kind::Heun | Kind::ThirdOrder => g.op("Div", &[&phi2, &r]),
+    };
+    let one_i = g.i(1);
+    let later = g.op("GreaterOrEqual", &[&iteration, &one_i]);
+    let second = g.op("Where", &[&later, &second, &zero]);
+    let mut correction = [second.clone(), g.op("Neg", &[&second]), zero.clone()];
+    if kind == Kind::ThirdOrder {
+        let third = third_order(g, &h, &h1, &h2, &phi2, &h_eta);
+        let two_i = g.i(2);
+        let latest = g.op("GreaterOrEqual", &[&iteration, &two_i]);
+        correction = std::array::from_fn(|k| g.op("Where", &[&latest, &third[k], &correction[k]]));
+    }
+    let [c_d, c_d1, c_d2] = correction;
+    w_d = g.op("Add", &[&w_d, &c_d]);
+    w_d1 = g.op("Add", &[&w_d1, &c_d1]);
+    w_d2 = g.op("Add", &[&w_d2, &c_d2]);
+    let spread = g.op("Sqrt", &[&pull]);
+    let w_noise = g.op("Mul", &[&sn, &spread]);
+    let mut terms = vec![
+        (keep, x.to_string()),
+        (w_d, denoised.clone()),
+        (w_d1, d1.clone()),
+        (w_noise, noise),
+    ];
+    if let Some(d2) = &d2 {
+        terms.push((w_d2, d2.clone()));
+        let shifted = g.op("Identity", &[&d1]);
+        g.output(&shifted, "denoised_1")?;
+    }
+    let stepped = combine(g, &terms);
+    let last4 = g.rows4(&last);
+    let next = g.op("Where", &[&last4, &denoised, &stepped]);
+    g.output(&denoised, "denoised")?;
+    Ok(next)
+}
+
+/// 3M's weights on `D`, `D_1`, `D_2`: `phi_2 d1 - phi_3 d2` with
+/// `r0 = h_1 / h`, `r1 = h_2 / h`, `d1_0 = (D - D_1) / r0`,
+/// `d1_1 = (D_1 - D_2) / r1`, `d1 = d1_0 + (d1_0 - d1_1) r0 / (r0 + r1)`,
+/// `d2 = (d1_0 - d1_1) / (r0 + r1)`, `phi_3 = phi_2 / 2h - 1/2`.
+fn third_order(
+    g: &mut PolicyGraph<'_>,
+    h: &str,
+    h1: &str,
+    h2: &str,
+    phi2: &str,
+    h_eta: &str,
+) -> [String; 3] {
+    let r0 = g.op("Div", &[h1, h]);
+    let r1 = g.op("Div", &[h2, h]);
+    let sum = g.op("Add", &[&r0, &r1]);
+    let sum = g.nonzero(&sum);
+    let one = g.d(1.0);
+    let a = g.op("Div", &[&one, &r0]);
+    let b = g.op("Div", &[&one, &r1]);
+    let w = g.op("Div", &[&r0, &sum]);
+    let v = g.op("Div", &[&one, &sum]);
+    let half = g.d(0.5);
+    let phi3 = g.op("Div", &[phi2, h_eta]);
+    let phi3 = g.op("Sub", &[&phi3, &half]);
+    // d1 = a (1 + w) D - (a (1 + w) + w b) D_1 + w b D_2;
+    // d2 = v a D - v (a + b) D_1 + v b D_2.
+    let one_w = g.op("Add", &[&one, &w]);
+    let a1w = g.op("Mul", &[&a, &one_w]);
+    let wb = g.op("Mul", &[&w, &b]);
+    let va = g.op("Mul", &[&v, &a]);
+    let vb = g.op("Mul", &[&v, &b]);
+    let ab = g.op("Add", &[&a, &b]);
+    let vab = g.op("Mul", &[&v, &ab]);
+    let d1_mid = g.op("Add", &[&a1w, &wb]);
+    let weight = |g: &mut PolicyGraph<'_>, of_d1: &str, of_d2: &str, negate: bool| {
+        let p = g.op("Mul", &[phi2, of_d1]);
+        let q = g.op("Mul", &[&phi3, of_d2]);
+        let w = g.op("Sub", &[&p, &q]);
+        if negate { g.op("Neg", &[&w]) } else { w }
+    };
+    [
+        weight(g, &a1w, &va, false),
+        weight(g, &d1_mid, &vab, true),
+        weight(g, &wb, &vb, false),
+    ]
+}
