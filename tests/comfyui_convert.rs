@@ -491,7 +491,10 @@ fn unsupported_graphs_are_refused_with_node_class_input_and_remedy() {
     );
     assert_eq!(
         remedy,
-        "choose one of: euler, euler_ancestral, ddim, dpmpp_2m, uni_pc, uni_pc_bh2, lcm, ddpm, dpmpp_2m_sde, dpmpp_2m_sde_gpu, dpmpp_2m_sde_heun, dpmpp_2m_sde_heun_gpu, dpmpp_3m_sde, dpmpp_3m_sde_gpu"
+        format!(
+            "choose one of: {}",
+            wfstudio_core::comfyui::lower::SAMPLERS.join(", ")
+        )
     );
     let (_, _, input, message, _) =
         refused(&|g| g["3"]["inputs"]["denoise"] = serde_json::json!(0.0));

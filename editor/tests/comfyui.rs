@@ -140,8 +140,11 @@ fn a_refused_graph_shows_its_badge_and_reason() {
     drop_file(&mut harness, &path);
     assert!(harness.state().doc.is_none(), "nothing is lowered");
     harness.get_by_label("ComfyUI node 5 KSampler refused");
-    let reason = "node 5 (KSampler) input `sampler_name` uses sampler 'dpm_adaptive', which chooses its own step sizes as it goes, so its model calls do not follow a schedule the workflow can loop over — choose one of: euler, euler_ancestral, ddim, dpmpp_2m, uni_pc, uni_pc_bh2, lcm, ddpm, dpmpp_2m_sde, dpmpp_2m_sde_gpu, dpmpp_2m_sde_heun, dpmpp_2m_sde_heun_gpu, dpmpp_3m_sde, dpmpp_3m_sde_gpu";
-    harness.get_by_label(reason).click_accesskit();
+    let reason = format!(
+        "node 5 (KSampler) input `sampler_name` uses sampler 'dpm_adaptive', which chooses its own step sizes as it goes, so its model calls do not follow a schedule the workflow can loop over — choose one of: {}",
+        wfstudio_core::comfyui::lower::SAMPLERS.join(", ")
+    );
+    harness.get_by_label(&reason).click_accesskit();
     harness.run_steps(2);
     let comfy = harness.state().comfy.as_ref().expect("pane");
     assert_eq!(

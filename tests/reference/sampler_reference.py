@@ -26,7 +26,8 @@ the recipe prompts' rows, each row its own noise):
 * Classifier-free guidance: uncond + (cond - uncond) * cfg.
 * Solvers from k-diffusion sampling.py: `euler` (also used for ComfyUI's
   `ddim`), `euler_ancestral` (eta = 1, get_ancestral_step), `dpmpp_2m`,
-  `lcm`, `ddpm` and the DPM-Solver++ 2M/3M SDE samplers (their fresh noise
+  `lcm`, `ddpm`, `res_multistep(_ancestral)`, `gradient_estimation`, `ipndm`,
+  `ipndm_v` and the DPM-Solver++ 2M/3M SDE samplers (their fresh noise
   the counter-hash noise at offset step + 1 in place of a Brownian tree), and ComfyUI's UniPC (`uni_pc`, `uni_pc_bh2`) in its own VP form.
 * Model input scaling for epsilon models: x / sqrt(sigma^2 + 1); the initial
   latent is noise * sqrt(1 + sigma_0^2) where sigma_0 is sigma_max, else noise * sigma_0.
@@ -271,7 +272,8 @@ def run(pkg, out_dir):
         x = sample_unipc(lambda x, sigma: x - sigma * guided(x, sigma), x, sigmas,
                          "bh2" if solver == "uni_pc_bh2" else "bh1")
     denoised_prev = None
-    denoised_1 = denoised_2 = h_1 = h_2 = None
+    denoised_1 = denoised_2 = h_1 = h_2 = old_d = old_sigma_down = None
+    buffer = []
     # Schedules that pick table entries (ddim_uniform, beta) may run more or
     # fewer steps than asked for.
     for i in range(0 if solver.startswith("uni_pc") else len(sigmas) - 1):
@@ -326,6 +328,72 @@ def run(pkg, out_dir):
                 x = x + noise(seed, i + 1, p["row"], rows) * sigma_next * math.sqrt(-math.expm1(-h_eta))
             denoised_1, denoised_2 = denoised, denoised_1
             h_1, h_2 = (h if sigma_next != 0 else h_1), h_1
+        elif solver.startswith("res_multistep"):
+            # k-diffusion's res_multistep (eta 0) / _ancestral (eta 1).
+            eta = 1.0 if solver == "res_multistep_ancestral" else 0.0
+            if eta:
+                sigma_up = min(sigma_next, math.sqrt(sigma_next ** 2 * (sigma ** 2 - sigma_next ** 2) / sigma ** 2))
+                sigma_down = math.sqrt(sigma_next ** 2 - sigma_up ** 2)
+            else:
+                sigma_down, sigma_up = sigma_next, 0.0
+            if sigma_down == 0 or denoised_1 is None:
+                x = x + d * (sigma_down - sigma)
+            else:
+                t, t_old = -math.log(sigma), -math.log(old_sigma_down)
+                t_next, t_prev = -math.log(sigma_down), -math.log(sigmas[i - 1])
+                h = t_next - t
+                c2 = (t_prev - t_old) / h
+                phi1 = math.expm1(-h) / -h
+                phi2 = (phi1 - 1.0) / -h
+                b1, b2 = phi1 - phi2 / c2, phi2 / c2
+                x = math.exp(-h) * x + h * (b1 * denoised + b2 * denoised_1)
+            if sigma_next > 0:
+                x = x + noise(seed, i + 1, p["row"], rows) * sigma_up
+            denoised_1, old_sigma_down = denoised, sigma_down
+        elif solver == "gradient_estimation":
+            if sigma_next == 0:
+                x = denoised
+            else:
+                dt = sigma_next - sigma
+                x = x + d * dt
+                if i >= 1:
+                    x = x + (2.0 - 1.0) * (d - old_d) * dt
+            old_d = d
+        elif solver in ("ipndm", "ipndm_v"):
+            # zju-pi diff-solvers' iPNDM (fixed or variable-step weights), as
+            # ComfyUI runs it; buffer[-1] is the latest earlier derivative.
+            order = min(4, i + 1)
+            t = sigmas
+            dt = sigma_next - sigma
+            if sigma_next == 0:
+                x = denoised
+            elif order == 1:
+                x = x + dt * d
+            elif solver == "ipndm":
+                weights = {2: [3 / 2, -1 / 2], 3: [23 / 12, -16 / 12, 5 / 12],
+                           4: [55 / 24, -59 / 24, 37 / 24, -9 / 24]}[order]
+                x = x + dt * sum(w * v for w, v in zip(weights, [d] + buffer[::-1]))
+            else:
+                hn, hn1 = dt, sigma - t[i - 1]
+                c1, c2 = (2 + hn / hn1) / 2, -(hn / hn1) / 2
+                if order == 2:
+                    x = x + dt * (c1 * d + c2 * buffer[-1])
+                else:
+                    hn2 = t[i - 1] - t[i - 2]
+                    temp1 = (1 - hn / (3 * (hn + hn1)) * (hn * (hn + hn1)) / (hn1 * (hn1 + hn2))) / 2
+                    if order == 3:
+                        x = x + dt * ((c1 + temp1) * d + (c2 - (1 + hn1 / hn2) * temp1) * buffer[-1]
+                                      + temp1 * hn1 / hn2 * buffer[-2])
+                    else:
+                        hn3 = t[i - 2] - t[i - 3]
+                        m = hn1 * (hn1 + hn2) / (hn2 * (hn2 + hn3))
+                        temp2 = ((1 - hn / (3 * (hn + hn1))) / 2 + (1 - hn / (2 * (hn + hn1))) * hn / (6 * (hn + hn1 + hn2))) \
+                            * (hn * (hn + hn1) * (hn + hn1 + hn2)) / (hn1 * (hn1 + hn2) * (hn1 + hn2 + hn3))
+                        x = x + dt * ((c1 + temp1 + temp2) * d
+                                      + (c2 - (1 + hn1 / hn2) * temp1 - (1 + hn1 / hn2 + m) * temp2) * buffer[-1]
+                                      + (temp1 * hn1 / hn2 + (hn1 / hn2 + m * (1 + hn2 / hn3)) * temp2) * buffer[-2]
+                                      - temp2 * m * hn1 / hn2 * buffer[-3])
+            buffer = (buffer + [d])[-3:]
         elif solver == "lcm":
             x = denoised
             if sigma_next > 0:

@@ -71,7 +71,10 @@ pub(super) fn solver_step(
 
 /// Whether a sampler adds fresh seeded noise at each step.
 fn is_ancestral(sampler: &str) -> bool {
-    matches!(sampler, "euler_ancestral" | "lcm" | "ddpm") || sampler.contains("_sde")
+    matches!(
+        sampler,
+        "euler_ancestral" | "lcm" | "ddpm" | "res_multistep_ancestral"
+    ) || sampler.contains("_sde")
 }
 
 /// A state cell of a multistep solver: its name, the solver's input port
@@ -115,9 +118,15 @@ fn memory_of(sampler: &str) -> &'static [Memory] {
     match sampler {
         "dpmpp_2m" => std::slice::from_ref(&PREVIOUS),
         "uni_pc" | "uni_pc_bh2" => &UNI_PC,
-        "dpmpp_2m_sde" | "dpmpp_2m_sde_gpu" | "dpmpp_2m_sde_heun" | "dpmpp_2m_sde_heun_gpu" => {
-            std::slice::from_ref(&PREVIOUS)
-        }
+        "dpmpp_2m_sde"
+        | "dpmpp_2m_sde_gpu"
+        | "dpmpp_2m_sde_heun"
+        | "dpmpp_2m_sde_heun_gpu"
+        | "res_multistep"
+        | "res_multistep_ancestral"
+        | "gradient_estimation" => std::slice::from_ref(&PREVIOUS),
+        // The last three derivatives.
+        "ipndm" | "ipndm_v" => &UNI_PC[1..4],
         // The last two estimates: UniPC's second and third cells.
         "dpmpp_3m_sde" | "dpmpp_3m_sde_gpu" => &UNI_PC[1..3],
         _ => &[],

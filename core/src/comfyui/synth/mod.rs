@@ -7,6 +7,7 @@
 
 mod beta;
 mod graph;
+mod multistep;
 mod noise;
 mod policies;
 pub mod sampling;

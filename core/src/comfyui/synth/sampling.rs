@@ -21,6 +21,11 @@ pub const SAMPLERS: &[&str] = &[
     "dpmpp_2m_sde_heun_gpu",
     "dpmpp_3m_sde",
     "dpmpp_3m_sde_gpu",
+    "res_multistep",
+    "res_multistep_ancestral",
+    "gradient_estimation",
+    "ipndm",
+    "ipndm_v",
 ];
 
 /// Why the lowering cannot run ComfyUI sampler `sampler` (one not in

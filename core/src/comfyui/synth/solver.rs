@@ -20,6 +20,9 @@
 //! - `uni_pc`, `uni_pc_bh2`: UniPC's predictor-corrector (`super::unipc`).
 //! - `dpmpp_2m_sde`, `dpmpp_2m_sde_heun`, `dpmpp_3m_sde` (and their `_gpu`
 //!   names): DPM-Solver++ multistep SDE steps (`super::sde`).
+//! - `res_multistep`, `res_multistep_ancestral`, `gradient_estimation`,
+//!   `ipndm`, `ipndm_v`: multistep steps over earlier estimates
+//!   (`super::multistep`).
 
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
@@ -50,6 +53,11 @@ pub fn step(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> 
             let zero = g.f(0.0);
             sigma_next = g.op("Where", &[&last, &zero, &sigma_next]);
         }
+    }
+    if let Some(kind) = super::multistep::Kind::of(&family.solver) {
+        let sigmas = [sigma.as_str(), sigma_next.as_str()];
+        let out = super::multistep::step(g, kind, [&x, &d], sigmas, &schedule, &step)?;
+        return g.output(&out, "next_state");
     }
     if let Some(kind) = super::sde::Kind::of(&family.solver) {
         let sigmas = [sigma.as_str(), sigma_next.as_str()];

@@ -1,0 +1,349 @@
+//! Multistep samplers that reuse earlier steps' estimates, as k-diffusion
+//! runs them in ComfyUI (the same form for every model family):
+//! - `res_multistep` (eta 0) and `res_multistep_ancestral` (eta 1): the
+//!   second-order exponential multistep step of Zhang et al. 2023 towards
+//!   `s_down`, from the denoised estimates `D` and `D_old`, with `c2` the
+//!   previous step's log-sigma distance (to its own `s_down`) over `h`; the
+//!   first step and a step to 0 are Euler steps; the ancestral one adds
+//!   `s_up` of fresh seeded noise.
+//! - `gradient_estimation` (gamma 2): Euler plus `(d - d_old) dt` after the
+//!   first step; `D` at the end.
+//! - `ipndm` (up to fourth order, Adams-Bashforth weights) and `ipndm_v`
+//!   (the variable-step weights) over the last four derivatives `d`; `D`
+//!   at the end.
+//!
+//! The memory cells hold `D` for res_multistep and `d` for the others.
+//! Coefficients are computed in float64.
+
+use super::SynthError;
+use super::graph::PolicyGraph;
+use super::solver::fresh_noise;
+use super::unipc::combine;
+use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
+
+/// Which multistep sampler.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Kind {
+    /// `res_multistep` (`ancestral`: `res_multistep_ancestral`).
+    Res { ancestral: bool },
+    /// `gradient_estimation`.
+    GradientEstimation,
+    /// `ipndm` (`variable`: `ipndm_v`).
+    Ipndm { variable: bool },
+}
+
+impl Kind {
+    /// The kind of a ComfyUI sampler name, if it is one of these.
+    pub fn of(sampler: &str) -> Option<Kind> {
+        Some(match sampler {
+            "res_multistep" => Kind::Res { ancestral: false },
+            "res_multistep_ancestral" => Kind::Res { ancestral: true },
+            "gradient_estimation" => Kind::GradientEstimation,
+            "ipndm" => Kind::Ipndm { variable: false },
+            "ipndm_v" => Kind::Ipndm { variable: true },
+            _ => return None,
+        })
+    }
+}
+
+/// The step's per-row float64 quantities.
+struct At {
+    iteration: String,
+    /// sigma at this step and the three before (indices clamped at 0).
+    s: [String; 4],
+    /// The next sigma.
+    next: String,
+    /// Whether the next sigma is 0.
+    last: String,
+}
+
+/// Builds the step from the solver's sample `x`, estimate `d`, the step's
+/// sigmas (per row, float32), the schedule and the step; returns the next
+/// sample.
+pub fn step(
+    g: &mut PolicyGraph<'_>,
+    kind: Kind,
+    [x, d]: [&str; 2],
+    [sigma, sigma_next]: [&str; 2],
+    schedule: &str,
+    step: &str,
+) -> Result<String, SynthError> {
+    let iteration = g.input("iteration")?;
+    let before = |g: &mut PolicyGraph<'_>, back: i64| {
+        let k = g.i(back);
+        let index = g.op("Sub", &[step, &k]);
+        let zero = g.i(0);
+        let index = g.op("Max", &[&index, &zero]);
+        let value = g.gather(schedule, &index);
+        g.cast(&value, DataType::DOUBLE)
+    };
+    let s0 = g.cast(sigma, DataType::DOUBLE);
+    let s = [s0, before(g, 1), before(g, 2), before(g, 3)];
+    let next = g.cast(sigma_next, DataType::DOUBLE);
+    let zero = g.d(0.0);
+    let last = g.op("Equal", &[&next, &zero]);
+    let at = At {
+        iteration,
+        s,
+        next,
+        last,
+    };
+    let s_row = g.rows4(sigma);
+    let sd = g.op("Mul", &[&s_row, d]);
+    let denoised = g.op("Sub", &[x, &sd]);
+    let stepped = match kind {
+        Kind::Res { ancestral } => res(g, &at, ancestral, x, &denoised, step)?,
+        Kind::GradientEstimation => gradient_estimation(g, &at, x, d)?,
+        Kind::Ipndm { variable } => ipndm(g, &at, variable, x, d)?,
+    };
+    let last4 = g.rows4(&at.last);
+    Ok(g.op("Where", &[&last4, &denoised, &stepped]))
+}
+
+/// `(s_down, s_up)` of an ancestral step from `from` to `to` (eta 1).
+fn ancestral(g: &mut PolicyGraph<'_>, from: &str, to: &str) -> (String, String) {
+    let to2 = g.op("Mul", &[to, to]);
+    let from2 = g.op("Mul", &[from, from]);
+    let gap = g.op("Sub", &[&from2, &to2]);
+    let top = g.op("Mul", &[&to2, &gap]);
+    let from2 = g.nonzero(&from2);
+    let frac = g.op("Div", &[&top, &from2]);
+    let zero = g.d(0.0);
+    let frac = g.op("Max", &[&frac, &zero]);
+    let up = g.op("Sqrt", &[&frac]);
+    let up = g.op("Min", &[to, &up]);
+    let up2 = g.op("Mul", &[&up, &up]);
+    let down2 = g.op("Sub", &[&to2, &up2]);
+    let down2 = g.op("Max", &[&down2, &zero]);
+    (g.op("Sqrt", &[&down2]), up)
+}
+
+fn res(
+    g: &mut PolicyGraph<'_>,
+    at: &At,
+    ancestral_step: bool,
+    x: &str,
+    denoised: &str,
+    step: &str,
+) -> Result<String, SynthError> {
+    let old = g.input("previous")?;
+    let [s, s1, ..] = &at.s;
+    let (down, up, old_down) = if ancestral_step {
+        let (down, up) = ancestral(g, s, &at.next);
+        let (old_down, _) = ancestral(g, s1, s);
+        (down, Some(up), old_down)
+    } else {
+        (at.next.clone(), None, s.clone())
+    };
+    let zero = g.d(0.0);
+    let one = g.d(1.0);
+    let safe_down = g.nonzero(&down);
+    // Euler towards s_down: (s_down / s) x + (1 - s_down / s) D.
+    let euler_keep = g.op("Div", &[&down, s]);
+    let euler_pull = g.op("Sub", &[&one, &euler_keep]);
+    // The multistep step: e^-h x + h (b1 D + b2 D_old).
+    let ratio = g.op("Div", &[s, &safe_down]);
+    let h = g.op("Log", &[&ratio]);
+    let h = g.nonzero(&h);
+    let minus_h = g.op("Neg", &[&h]);
+    let decay = g.op("Exp", &[&minus_h]);
+    let expm1 = g.op("Sub", &[&decay, &one]);
+    let phi1 = g.op("Div", &[&expm1, &minus_h]);
+    let phi1_less = g.op("Sub", &[&phi1, &one]);
+    let phi2 = g.op("Div", &[&phi1_less, &minus_h]);
+    let old_ratio = g.op("Div", &[&old_down, s1]);
+    let c2 = g.op("Log", &[&old_ratio]);
+    let c2 = g.op("Div", &[&c2, &h]);
+    let c2 = g.nonzero(&c2);
+    let b2 = g.op("Div", &[&phi2, &c2]);
+    let b1 = g.op("Sub", &[&phi1, &b2]);
+    let w_d = g.op("Mul", &[&h, &b1]);
+    let w_old = g.op("Mul", &[&h, &b2]);
+    let zero_i = g.i(0);
+    let first = g.op("Equal", &[&at.iteration, &zero_i]);
+    let to_zero = g.op("Equal", &[&down, &zero]);
+    let euler = g.op("Or", &[&first, &to_zero]);
+    let keep = g.op("Where", &[&euler, &euler_keep, &decay]);
+    let pull = g.op("Where", &[&euler, &euler_pull, &w_d]);
+    let reuse = g.op("Where", &[&euler, &zero, &w_old]);
+    let mut terms = vec![
+        (keep, x.to_string()),
+        (pull, denoised.to_string()),
+        (reuse, old),
+    ];
+    if let Some(up) = up {
+        terms.push((up, fresh_noise(g, x, step)?));
+    }
+    g.output(denoised, "denoised")?;
+    Ok(combine(g, &terms))
+}
+
+fn gradient_estimation(
+    g: &mut PolicyGraph<'_>,
+    at: &At,
+    x: &str,
+    d: &str,
+) -> Result<String, SynthError> {
+    let old = g.input("previous")?;
+    let dt = g.op("Sub", &[&at.next, &at.s[0]]);
+    let zero = g.d(0.0);
+    let one = g.d(1.0);
+    let zero_i = g.i(0);
+    let first = g.op("Equal", &[&at.iteration, &zero_i]);
+    // (gamma - 1) (d - d_old) dt with gamma 2, after the first step.
+    let extra = g.op("Where", &[&first, &zero, &dt]);
+    let w_d = g.op("Add", &[&dt, &extra]);
+    let w_old = g.op("Neg", &[&extra]);
+    g.output(d, "denoised")?;
+    Ok(combine(
+        g,
+        &[(one, x.to_string()), (w_d, d.to_string()), (w_old, old)],
+    ))
+}
+
+fn ipndm(
+    g: &mut PolicyGraph<'_>,
+    at: &At,
+    variable: bool,
+    x: &str,
+    d: &str,
+) -> Result<String, SynthError> {
+    let old = [
+        g.input("previous")?,
+        g.input("previous_2")?,
+        g.input("previous_3")?,
+    ];
+    let [s, s1, s2, s3] = &at.s;
+    let dt = g.op("Sub", &[&at.next, s]);
+    // The weights of d, d_1, d_2, d_3 (times dt) for orders 1 to 4.
+    let weights: [[String; 4]; 4] = if variable {
+        variable_weights(g, [&at.next, s, s1, s2, s3])
+    } else {
+        let fixed: [[f64; 4]; 4] = [
+            [1.0, 0.0, 0.0, 0.0],
+            [1.5, -0.5, 0.0, 0.0],
+            [23.0 / 12.0, -16.0 / 12.0, 5.0 / 12.0, 0.0],
+            [55.0 / 24.0, -59.0 / 24.0, 37.0 / 24.0, -9.0 / 24.0],
+        ];
+        fixed.map(|row| row.map(|w| g.d(w)))
+    };
+    // The order: min(4, iteration + 1).
+    let one_i = g.i(1);
+    let order = g.op("Add", &[&at.iteration, &one_i]);
+    let four = g.i(4);
+    let order = g.op("Min", &[&order, &four]);
+    let mut chosen = weights[3].clone();
+    for k in (0..3).rev() {
+        let n = g.i(k as i64 + 1);
+        let is = g.op("Equal", &[&order, &n]);
+        chosen = std::array::from_fn(|j| g.op("Where", &[&is, &weights[k][j], &chosen[j]]));
+    }
+    let one = g.d(1.0);
+    let mut terms = vec![(one, x.to_string())];
+    for (weight, latent) in chosen.iter().zip([d, &old[0], &old[1], &old[2]]) {
+        terms.push((g.op("Mul", &[weight, &dt]), latent.to_string()));
+    }
+    g.output(d, "denoised")?;
+    let shifted = g.op("Identity", &[&old[0]]);
+    g.output(&shifted, "denoised_1")?;
+    let shifted = g.op("Identity", &[&old[1]]);
+    g.output(&shifted, "denoised_2")?;
+    Ok(combine(g, &terms))
+}
+
+/// `ipndm_v`'s weights for orders 1 to 4 from the sigmas `[next, s, s_1,
+/// s_2, s_3]`, with `h_n = next - s`, `h_n_1 = s - s_1`, `h_n_2 = s_1 -
+/// s_2`, `h_n_3 = s_2 - s_3`.
+fn variable_weights(g: &mut PolicyGraph<'_>, sigmas: [&str; 5]) -> [[String; 4]; 4] {
+    let [next, s, s1, s2, s3] = sigmas;
+    let diff = |g: &mut PolicyGraph<'_>, a: &str, b: &str| {
+        let d = g.op("Sub", &[a, b]);
+        g.nonzero(&d)
+    };
+    let hn = diff(g, next, s);
+    let hn1 = diff(g, s, s1);
+    let hn2 = diff(g, s1, s2);
+    let hn3 = diff(g, s2, s3);
+    let [zero, one, two, three, six] = [0.0, 1.0, 2.0, 3.0, 6.0].map(|v| g.d(v));
+    // Shorthands over float64 values.
+    macro_rules! op {
+        ($name:literal, $a:expr, $b:expr) => {
+            g.op($name, &[&$a, &$b])
+        };
+    }
+    let r = op!("Div", hn, hn1); // h_n / h_n_1
+    let two_r = op!("Add", two, r);
+    let c1_2 = op!("Div", two_r, two); // (2 + r) / 2
+    let c2_2 = {
+        let t = op!("Div", r, two);
+        g.op("Neg", &[&t])
+    };
+    let s01 = op!("Add", hn, hn1); // h_n + h_n_1
+    let s12 = op!("Add", hn1, hn2); // h_n_1 + h_n_2
+    // temp = (1 - h_n / (3 (h_n + h_n_1)) * (h_n (h_n + h_n_1)) / (h_n_1 (h_n_1 + h_n_2))) / 2
+    let three_s01 = op!("Mul", three, s01);
+    let a = op!("Div", hn, three_s01);
+    let num = op!("Mul", hn, s01);
+    let den = op!("Mul", hn1, s12);
+    let q = op!("Div", num, den);
+    let aq = op!("Mul", a, q);
+    let inner = op!("Sub", one, aq);
+    let temp = op!("Div", inner, two);
+    let ratio12 = op!("Div", hn1, hn2); // h_n_1 / h_n_2
+    let one_ratio12 = op!("Add", one, ratio12);
+    let c1_3 = op!("Add", c1_2, temp);
+    let c2_3 = {
+        let t = op!("Mul", one_ratio12, temp);
+        op!("Sub", c2_2, t)
+    };
+    let c3_3 = op!("Mul", temp, ratio12);
+    // temp2 = ((1 - h_n / (3 s01)) / 2 + (1 - h_n / (2 s01)) * h_n / (6 (s01 + h_n_2)))
+    //         * (h_n s01 (s01 + h_n_2)) / (h_n_1 s12 (s12 + h_n_3))
+    let s012 = op!("Add", s01, hn2);
+    let s123 = op!("Add", s12, hn3);
+    let one_a = op!("Sub", one, a);
+    let first = op!("Div", one_a, two);
+    let two_s01 = op!("Mul", two, s01);
+    let b = op!("Div", hn, two_s01);
+    let one_b = op!("Sub", one, b);
+    let six_s012 = op!("Mul", six, s012);
+    let c = op!("Div", hn, six_s012);
+    let second = op!("Mul", one_b, c);
+    let bracket = op!("Add", first, second);
+    let top = op!("Mul", num, s012);
+    let bottom = op!("Mul", den, s123);
+    let scale = op!("Div", top, bottom);
+    let temp2 = op!("Mul", bracket, scale);
+    // m = h_n_1 (h_n_1 + h_n_2) / (h_n_2 (h_n_2 + h_n_3))
+    let s23 = op!("Add", hn2, hn3);
+    let m_top = op!("Mul", hn1, s12);
+    let m_bottom = op!("Mul", hn2, s23);
+    let m = op!("Div", m_top, m_bottom);
+    let c1_4 = op!("Add", c1_3, temp2);
+    let c2_4 = {
+        let w = op!("Add", one_ratio12, m);
+        let t = op!("Mul", w, temp2);
+        let t1 = op!("Mul", one_ratio12, temp);
+        let base = op!("Sub", c2_2, t1);
+        op!("Sub", base, t)
+    };
+    let c3_4 = {
+        let ratio23 = op!("Div", hn2, hn3);
+        let one_ratio23 = op!("Add", one, ratio23);
+        let mm = op!("Mul", m, one_ratio23);
+        let w = op!("Add", ratio12, mm);
+        let t = op!("Mul", w, temp2);
+        op!("Add", c3_3, t)
+    };
+    let c4_4 = {
+        let t = op!("Mul", temp2, m);
+        let t = op!("Mul", t, ratio12);
+        g.op("Neg", &[&t])
+    };
+    [
+        [one.clone(), zero.clone(), zero.clone(), zero.clone()],
+        [c1_2, c2_2, zero.clone(), zero.clone()],
+        [c1_3, c2_3, c3_3, zero],
+        [c1_4, c2_4, c3_4, c4_4],
+    ]
+}
