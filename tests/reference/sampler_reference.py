@@ -27,7 +27,9 @@ the recipe prompts' rows, each row its own noise):
 * Solvers from k-diffusion sampling.py: `euler` (also used for ComfyUI's
   `ddim`), `euler_ancestral` (eta = 1, get_ancestral_step), `dpmpp_2m`,
   `lcm`, `ddpm`, `res_multistep(_ancestral)`, `gradient_estimation`, `ipndm`,
-  `ipndm_v` and the DPM-Solver++ 2M/3M SDE samplers (their fresh noise
+  `ipndm_v`, the CFG++ forms (`euler_cfg_pp`, `euler_ancestral_cfg_pp`,
+  `dpmpp_2m_cfg_pp`, `res_multistep*_cfg_pp`, `gradient_estimation_cfg_pp`,
+  stepping along the unconditional estimate) and the DPM-Solver++ 2M/3M SDE samplers (their fresh noise
   the counter-hash noise at offset step + 1 in place of a Brownian tree), and ComfyUI's UniPC (`uni_pc`, `uni_pc_bh2`) in its own VP form.
 * Model input scaling for epsilon models: x / sqrt(sigma^2 + 1); the initial
   latent is noise * sqrt(1 + sigma_0^2) where sigma_0 is sigma_max, else noise * sigma_0.
@@ -266,6 +268,7 @@ def run(pkg, out_dir):
                 "timestep": np.full([rows], timestep_of_sigma(sigma), dtype=np.float32)}
         eps_u = denoiser.run(None, dict(feed, encoder_hidden_states=uncond))[0].astype(np.float64)
         eps_c = denoiser.run(None, dict(feed, encoder_hidden_states=cond))[0].astype(np.float64)
+        guided.unconditional = eps_u
         return eps_u + (eps_c - eps_u) * cfg
 
     if solver in ("uni_pc", "uni_pc_bh2"):
@@ -279,6 +282,9 @@ def run(pkg, out_dir):
     for i in range(0 if solver.startswith("uni_pc") else len(sigmas) - 1):
         sigma, sigma_next = sigmas[i], sigmas[i + 1]
         d = guided(x, sigma)
+        # CFG++ samplers step along the unconditional estimate.
+        d_u = guided.unconditional
+        denoised_u = x - sigma * d_u
         denoised = x - sigma * d
         if solver in ("euler", "ddim"):
             x = x + d * (sigma_next - sigma)
@@ -328,16 +334,44 @@ def run(pkg, out_dir):
                 x = x + noise(seed, i + 1, p["row"], rows) * sigma_next * math.sqrt(-math.expm1(-h_eta))
             denoised_1, denoised_2 = denoised, denoised_1
             h_1, h_2 = (h if sigma_next != 0 else h_1), h_1
+        elif solver in ("euler_cfg_pp", "euler_ancestral_cfg_pp"):
+            # ComfyUI's euler_ancestral_cfg_pp (eta 1; euler_cfg_pp eta 0),
+            # epsilon models: alpha = 1.
+            if sigma_next == 0:
+                x = denoised
+            else:
+                if solver == "euler_ancestral_cfg_pp":
+                    sigma_up = min(sigma_next, math.sqrt(sigma_next ** 2 * (sigma ** 2 - sigma_next ** 2) / sigma ** 2))
+                    sigma_down = math.sqrt(sigma_next ** 2 - sigma_up ** 2)
+                else:
+                    sigma_down, sigma_up = sigma_next, 0.0
+                x = denoised + sigma_down * (x - denoised_u) / sigma
+                if sigma_up:
+                    x = x + noise(seed, i + 1, p["row"], rows) * sigma_up
+        elif solver == "dpmpp_2m_cfg_pp":
+            h = math.log(sigma) - math.log(sigma_next) if sigma_next > 0 else math.inf
+            if denoised_1 is None or sigma_next == 0:
+                mix = -math.exp(-h) * denoised_u
+            else:
+                r = (math.log(sigmas[i - 1]) - math.log(sigma)) / h
+                mix = -math.exp(-h) * denoised_u - math.expm1(-h) * (1 / (2 * r)) * (denoised - denoised_1)
+            x = denoised + mix + math.exp(-h) * x
+            denoised_1 = denoised_u
         elif solver.startswith("res_multistep"):
-            # k-diffusion's res_multistep (eta 0) / _ancestral (eta 1).
-            eta = 1.0 if solver == "res_multistep_ancestral" else 0.0
+            # k-diffusion's res_multistep (eta 0) / _ancestral (eta 1), and
+            # their CFG++ forms.
+            cfg_pp = solver.endswith("_cfg_pp")
+            eta = 1.0 if solver.startswith("res_multistep_ancestral") else 0.0
             if eta:
                 sigma_up = min(sigma_next, math.sqrt(sigma_next ** 2 * (sigma ** 2 - sigma_next ** 2) / sigma ** 2))
                 sigma_down = math.sqrt(sigma_next ** 2 - sigma_up ** 2)
             else:
                 sigma_down, sigma_up = sigma_next, 0.0
             if sigma_down == 0 or denoised_1 is None:
-                x = x + d * (sigma_down - sigma)
+                if cfg_pp:
+                    x = denoised + (x - denoised_u) / sigma * sigma_down
+                else:
+                    x = x + d * (sigma_down - sigma)
             else:
                 t, t_old = -math.log(sigma), -math.log(old_sigma_down)
                 t_next, t_prev = -math.log(sigma_down), -math.log(sigmas[i - 1])
@@ -346,19 +380,25 @@ def run(pkg, out_dir):
                 phi1 = math.expm1(-h) / -h
                 phi2 = (phi1 - 1.0) / -h
                 b1, b2 = phi1 - phi2 / c2, phi2 / c2
-                x = math.exp(-h) * x + h * (b1 * denoised + b2 * denoised_1)
+                if cfg_pp:
+                    x = x + (denoised - denoised_u)
+                    x = math.exp(-h) * x + h * (b1 * denoised_u + b2 * denoised_1)
+                else:
+                    x = math.exp(-h) * x + h * (b1 * denoised + b2 * denoised_1)
             if sigma_next > 0:
                 x = x + noise(seed, i + 1, p["row"], rows) * sigma_up
-            denoised_1, old_sigma_down = denoised, sigma_down
-        elif solver == "gradient_estimation":
+            denoised_1, old_sigma_down = (denoised_u if cfg_pp else denoised), sigma_down
+        elif solver.startswith("gradient_estimation"):
+            cfg_pp = solver.endswith("_cfg_pp")
+            slope = (x - denoised_u) / sigma if cfg_pp else d
             if sigma_next == 0:
                 x = denoised
             else:
                 dt = sigma_next - sigma
-                x = x + d * dt
+                x = denoised + slope * sigma_next if cfg_pp else x + slope * dt
                 if i >= 1:
-                    x = x + (2.0 - 1.0) * (d - old_d) * dt
-            old_d = d
+                    x = x + (2.0 - 1.0) * (slope - old_d) * dt
+            old_d = slope
         elif solver in ("ipndm", "ipndm_v"):
             # zju-pi diff-solvers' iPNDM (fixed or variable-step weights), as
             # ComfyUI runs it; buffer[-1] is the latest earlier derivative.

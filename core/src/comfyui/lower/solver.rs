@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 /// from one step to the next (cell, the value it is carried from):
 /// ancestral samplers take the seed for fresh noise, `dpmpp_2m` the
 /// previous denoised estimate and the iteration, UniPC the previous
-/// corrected sample and the last three denoised estimates, and a
-/// KSamplerAdvanced window its end step.
+/// corrected sample and the last three denoised estimates, CFG++ samplers
+/// the unconditional estimate, and a KSamplerAdvanced window its end step.
 pub(super) fn solver_step(
     s: &Sampler,
     step_value: &str,
@@ -46,6 +46,11 @@ pub(super) fn solver_step(
         solver_ports["iteration"] = row("int64");
         solver_bind["iteration"] = json!("loop.iteration");
     }
+    if s.sampler_name.ends_with("_cfg_pp") {
+        // CFG++ steps along the unconditional estimate.
+        solver_ports["unconditional"] = latent();
+        solver_bind["unconditional"] = json!("denoiser.unconditional");
+    }
     if is_ancestral(&s.sampler_name) {
         solver_ports["seed"] = row("int64");
         solver_bind["seed"] = json!("request.seed");
@@ -71,10 +76,7 @@ pub(super) fn solver_step(
 
 /// Whether a sampler adds fresh seeded noise at each step.
 fn is_ancestral(sampler: &str) -> bool {
-    matches!(
-        sampler,
-        "euler_ancestral" | "lcm" | "ddpm" | "res_multistep_ancestral"
-    ) || sampler.contains("_sde")
+    matches!(sampler, "lcm" | "ddpm") || sampler.contains("ancestral") || sampler.contains("_sde")
 }
 
 /// A state cell of a multistep solver: its name, the solver's input port
@@ -124,7 +126,11 @@ fn memory_of(sampler: &str) -> &'static [Memory] {
         | "dpmpp_2m_sde_heun_gpu"
         | "res_multistep"
         | "res_multistep_ancestral"
-        | "gradient_estimation" => std::slice::from_ref(&PREVIOUS),
+        | "gradient_estimation"
+        | "dpmpp_2m_cfg_pp"
+        | "res_multistep_cfg_pp"
+        | "res_multistep_ancestral_cfg_pp"
+        | "gradient_estimation_cfg_pp" => std::slice::from_ref(&PREVIOUS),
         // The last three derivatives.
         "ipndm" | "ipndm_v" => &UNI_PC[1..4],
         // The last two estimates: UniPC's second and third cells.

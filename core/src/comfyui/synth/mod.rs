@@ -6,6 +6,7 @@
 //! same way.
 
 mod beta;
+mod cfgpp;
 mod graph;
 mod multistep;
 mod noise;

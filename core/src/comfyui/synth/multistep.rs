@@ -8,11 +8,14 @@
 //!   `s_up` of fresh seeded noise.
 //! - `gradient_estimation` (gamma 2): Euler plus `(d - d_old) dt` after the
 //!   first step; `D` at the end.
+//! - the `_cfg_pp` forms of both (CFG++, Chung et al. 2024): they step with
+//!   the unconditional estimate and add the guided one back.
 //! - `ipndm` (up to fourth order, Adams-Bashforth weights) and `ipndm_v`
 //!   (the variable-step weights) over the last four derivatives `d`; `D`
 //!   at the end.
 //!
-//! The memory cells hold `D` for res_multistep and `d` for the others.
+//! The memory cells hold `D` for res_multistep (`D_u` in CFG++ form) and
+//! `d` (`d_u`) for the others.
 //! Coefficients are computed in float64.
 
 use super::SynthError;
@@ -24,10 +27,11 @@ use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 /// Which multistep sampler.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Kind {
-    /// `res_multistep` (`ancestral`: `res_multistep_ancestral`).
-    Res { ancestral: bool },
-    /// `gradient_estimation`.
-    GradientEstimation,
+    /// `res_multistep` (`ancestral`: `res_multistep_ancestral`; `cfg_pp`:
+    /// the `_cfg_pp` form).
+    Res { ancestral: bool, cfg_pp: bool },
+    /// `gradient_estimation` (`cfg_pp`: `gradient_estimation_cfg_pp`).
+    GradientEstimation { cfg_pp: bool },
     /// `ipndm` (`variable`: `ipndm_v`).
     Ipndm { variable: bool },
 }
@@ -36,9 +40,17 @@ impl Kind {
     /// The kind of a ComfyUI sampler name, if it is one of these.
     pub fn of(sampler: &str) -> Option<Kind> {
         Some(match sampler {
-            "res_multistep" => Kind::Res { ancestral: false },
-            "res_multistep_ancestral" => Kind::Res { ancestral: true },
-            "gradient_estimation" => Kind::GradientEstimation,
+            "res_multistep" | "res_multistep_cfg_pp" => Kind::Res {
+                ancestral: false,
+                cfg_pp: sampler.ends_with("_cfg_pp"),
+            },
+            "res_multistep_ancestral" | "res_multistep_ancestral_cfg_pp" => Kind::Res {
+                ancestral: true,
+                cfg_pp: sampler.ends_with("_cfg_pp"),
+            },
+            "gradient_estimation" | "gradient_estimation_cfg_pp" => Kind::GradientEstimation {
+                cfg_pp: sampler.ends_with("_cfg_pp"),
+            },
             "ipndm" => Kind::Ipndm { variable: false },
             "ipndm_v" => Kind::Ipndm { variable: true },
             _ => return None,
@@ -91,9 +103,31 @@ pub fn step(
     let s_row = g.rows4(sigma);
     let sd = g.op("Mul", &[&s_row, d]);
     let denoised = g.op("Sub", &[x, &sd]);
+    // CFG++ steps with the unconditional estimate (`d_u`, `D_u`) where the
+    // plain forms take the guided one, and adds the guided D back.
+    let unconditional = match kind {
+        Kind::Res { cfg_pp: true, .. } | Kind::GradientEstimation { cfg_pp: true } => {
+            let d_u = g.input("unconditional")?;
+            let su = g.op("Mul", &[&s_row, &d_u]);
+            Some((g.op("Sub", &[x, &su]), d_u))
+        }
+        _ => None,
+    };
     let stepped = match kind {
-        Kind::Res { ancestral } => res(g, &at, ancestral, x, &denoised, step)?,
-        Kind::GradientEstimation => gradient_estimation(g, &at, x, d)?,
+        Kind::Res { ancestral, .. } => {
+            let guided = (
+                denoised.as_str(),
+                unconditional.as_ref().map(|u| u.0.as_str()),
+            );
+            res(g, &at, ancestral, x, guided, step)?
+        }
+        Kind::GradientEstimation { .. } => {
+            let (base, slope) = match &unconditional {
+                Some((_, d_u)) => (denoised.as_str(), d_u.as_str()),
+                None => (x, d),
+            };
+            gradient_estimation(g, &at, base, slope, unconditional.is_some())?
+        }
         Kind::Ipndm { variable } => ipndm(g, &at, variable, x, d)?,
     };
     let last4 = g.rows4(&at.last);
@@ -101,7 +135,7 @@ pub fn step(
 }
 
 /// `(s_down, s_up)` of an ancestral step from `from` to `to` (eta 1).
-fn ancestral(g: &mut PolicyGraph<'_>, from: &str, to: &str) -> (String, String) {
+pub(super) fn ancestral(g: &mut PolicyGraph<'_>, from: &str, to: &str) -> (String, String) {
     let to2 = g.op("Mul", &[to, to]);
     let from2 = g.op("Mul", &[from, from]);
     let gap = g.op("Sub", &[&from2, &to2]);
@@ -118,12 +152,16 @@ fn ancestral(g: &mut PolicyGraph<'_>, from: &str, to: &str) -> (String, String) 
     (g.op("Sqrt", &[&down2]), up)
 }
 
+/// `res_multistep` from `x` and the guided estimate `D`, or in CFG++ form
+/// (`D_u` given) stepping with the unconditional one: the Euler branch is
+/// `D + (s_down / s)(x - D_u)`, the multistep one starts from
+/// `x + D - D_u` and weighs `D_u` and the previous `D_u`.
 fn res(
     g: &mut PolicyGraph<'_>,
     at: &At,
     ancestral_step: bool,
     x: &str,
-    denoised: &str,
+    (denoised, unconditional): (&str, Option<&str>),
     step: &str,
 ) -> Result<String, SynthError> {
     let old = g.input("previous")?;
@@ -164,25 +202,41 @@ fn res(
     let to_zero = g.op("Equal", &[&down, &zero]);
     let euler = g.op("Or", &[&first, &to_zero]);
     let keep = g.op("Where", &[&euler, &euler_keep, &decay]);
-    let pull = g.op("Where", &[&euler, &euler_pull, &w_d]);
     let reuse = g.op("Where", &[&euler, &zero, &w_old]);
-    let mut terms = vec![
-        (keep, x.to_string()),
-        (pull, denoised.to_string()),
-        (reuse, old),
-    ];
+    let mut terms = vec![(keep, x.to_string()), (reuse, old)];
+    match unconditional {
+        None => {
+            let pull = g.op("Where", &[&euler, &euler_pull, &w_d]);
+            terms.push((pull, denoised.to_string()));
+            g.output(denoised, "denoised")?;
+        }
+        Some(d_u) => {
+            // Euler: D + (s_down / s) x - (s_down / s) D_u; multistep:
+            // e^-h (x + D - D_u) + h b1 D_u + h b2 D_u_old.
+            let guided = g.op("Where", &[&euler, &one, &decay]);
+            let euler_u = g.op("Neg", &[&euler_keep]);
+            let step_u = g.op("Sub", &[&w_d, &decay]);
+            let pull_u = g.op("Where", &[&euler, &euler_u, &step_u]);
+            terms.push((guided, denoised.to_string()));
+            terms.push((pull_u, d_u.to_string()));
+            g.output(d_u, "denoised")?;
+        }
+    }
     if let Some(up) = up {
         terms.push((up, fresh_noise(g, x, step)?));
     }
-    g.output(denoised, "denoised")?;
     Ok(combine(g, &terms))
 }
 
+/// `gradient_estimation` (gamma 2) from `base + slope dt` (`x` and `d`; in
+/// CFG++ form `D` and `d_u` with `dt = s'`), plus `(slope - slope_old) dt`
+/// after the first step, `dt` being `s' - s` there.
 fn gradient_estimation(
     g: &mut PolicyGraph<'_>,
     at: &At,
-    x: &str,
-    d: &str,
+    base: &str,
+    slope: &str,
+    cfg_pp: bool,
 ) -> Result<String, SynthError> {
     let old = g.input("previous")?;
     let dt = g.op("Sub", &[&at.next, &at.s[0]]);
@@ -190,14 +244,18 @@ fn gradient_estimation(
     let one = g.d(1.0);
     let zero_i = g.i(0);
     let first = g.op("Equal", &[&at.iteration, &zero_i]);
-    // (gamma - 1) (d - d_old) dt with gamma 2, after the first step.
     let extra = g.op("Where", &[&first, &zero, &dt]);
-    let w_d = g.op("Add", &[&dt, &extra]);
+    let euler = if cfg_pp { at.next.clone() } else { dt };
+    let w_slope = g.op("Add", &[&euler, &extra]);
     let w_old = g.op("Neg", &[&extra]);
-    g.output(d, "denoised")?;
+    g.output(slope, "denoised")?;
     Ok(combine(
         g,
-        &[(one, x.to_string()), (w_d, d.to_string()), (w_old, old)],
+        &[
+            (one, base.to_string()),
+            (w_slope, slope.to_string()),
+            (w_old, old),
+        ],
     ))
 }
 

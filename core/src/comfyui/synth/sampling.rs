@@ -26,6 +26,12 @@ pub const SAMPLERS: &[&str] = &[
     "gradient_estimation",
     "ipndm",
     "ipndm_v",
+    "euler_cfg_pp",
+    "euler_ancestral_cfg_pp",
+    "dpmpp_2m_cfg_pp",
+    "res_multistep_cfg_pp",
+    "res_multistep_ancestral_cfg_pp",
+    "gradient_estimation_cfg_pp",
 ];
 
 /// Why the lowering cannot run ComfyUI sampler `sampler` (one not in
@@ -37,15 +43,14 @@ pub fn why_not(sampler: &str) -> String {
         "dpm_2",
         "dpm_2_ancestral",
         "dpmpp_2s_ancestral",
+        "dpmpp_2s_ancestral_cfg_pp",
         "dpmpp_sde",
         "dpmpp_sde_gpu",
         "seeds_2",
         "seeds_3",
         "sa_solver_pece",
     ];
-    if sampler.ends_with("_cfg_pp") {
-        "steps with the unconditional prediction apart from the guided one (CFG++), and the lowered guidance hands the solver only the guided estimate".into()
-    } else if TWO_CALLS.contains(&sampler) {
+    if TWO_CALLS.contains(&sampler) {
         "calls the model more than once per step (at intermediate noise levels), and the lowered sampling loop makes one denoiser call per step".into()
     } else if matches!(sampler, "dpm_fast" | "dpm_adaptive") {
         "chooses its own step sizes as it goes, so its model calls do not follow a schedule the workflow can loop over".into()

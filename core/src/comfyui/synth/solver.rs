@@ -22,7 +22,9 @@
 //!   names): DPM-Solver++ multistep SDE steps (`super::sde`).
 //! - `res_multistep`, `res_multistep_ancestral`, `gradient_estimation`,
 //!   `ipndm`, `ipndm_v`: multistep steps over earlier estimates
-//!   (`super::multistep`).
+//!   (`super::multistep`), with the CFG++ forms of the first and last two.
+//! - `euler_cfg_pp`, `euler_ancestral_cfg_pp`, `dpmpp_2m_cfg_pp`: CFG++
+//!   steps along the unconditional estimate (`super::cfgpp`).
 
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
@@ -53,6 +55,12 @@ pub fn step(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> 
             let zero = g.f(0.0);
             sigma_next = g.op("Where", &[&last, &zero, &sigma_next]);
         }
+    }
+    if let Some(kind) = super::cfgpp::Kind::of(&family.solver) {
+        let sigmas = [sigma.as_str(), sigma_next.as_str()];
+        let inputs = [x.as_str(), d.as_str()];
+        let out = super::cfgpp::step(g, family, kind, inputs, sigmas, &schedule, &step)?;
+        return g.output(&out, "next_state");
     }
     if let Some(kind) = super::multistep::Kind::of(&family.solver) {
         let sigmas = [sigma.as_str(), sigma_next.as_str()];
