@@ -14,7 +14,7 @@
 
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
-use super::solver::fresh_noise;
+use super::solver::{Step, fresh_noise};
 use super::unipc::combine;
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 
@@ -39,26 +39,19 @@ impl Kind {
     }
 }
 
-/// Builds the step from the solver's sample `x`, guided estimate `d`, the
-/// step's sigmas (per row, float32), the schedule and the step; returns
-/// the next sample.
+/// Builds the step (see [`Step`]); returns the next sample.
 pub fn step(
     g: &mut PolicyGraph<'_>,
     family: &Family,
     kind: Kind,
-    [x, d]: [&str; 2],
-    [sigma, sigma_next]: [&str; 2],
-    schedule: &str,
-    step: &str,
+    at: &Step<'_>,
 ) -> Result<String, SynthError> {
+    let (x, step) = (at.x, at.step);
     let d_u = g.input("unconditional")?;
-    let s_row = g.rows4(sigma);
-    let sd = g.op("Mul", &[&s_row, d]);
-    let denoised = g.op("Sub", &[x, &sd]);
-    let su = g.op("Mul", &[&s_row, &d_u]);
-    let denoised_u = g.op("Sub", &[x, &su]);
-    let s = g.cast(sigma, DataType::DOUBLE);
-    let sn = g.cast(sigma_next, DataType::DOUBLE);
+    let denoised = at.denoised(g, at.d);
+    let denoised_u = at.denoised(g, &d_u);
+    let s = at.sigma_at(g, 0);
+    let sn = g.cast(at.sigma_next, DataType::DOUBLE);
     let zero = g.d(0.0);
     let one = g.d(1.0);
     let last = g.op("Equal", &[&sn, &zero]);
@@ -97,12 +90,8 @@ pub fn step(
         Kind::Dpmpp2m => {
             let iteration = g.input("iteration")?;
             let old = g.input("previous")?;
-            let one_i = g.i(1);
-            let index = g.op("Sub", &[step, &one_i]);
+            let s_prev = at.sigma_at(g, -1);
             let zero_i = g.i(0);
-            let index = g.op("Max", &[&index, &zero_i]);
-            let before = g.gather(schedule, &index);
-            let s_prev = g.cast(&before, DataType::DOUBLE);
             let sn_safe = g.op("Where", &[&last, &one, &sn]);
             let ratio = g.op("Div", &[&s, &sn_safe]);
             let h = g.op("Log", &[&ratio]);

@@ -180,6 +180,18 @@ impl<'a> PolicyGraph<'a> {
         self.op("Where", &[&is_zero, &one, x])
     }
 
+    /// `schedule[step + offset]` per row as float64 (the index clamped at
+    /// 0, for steps before the first, which callers read only where they
+    /// exist).
+    pub fn sigma_at(&mut self, schedule: &str, step: &str, offset: i64) -> String {
+        let k = self.i(offset);
+        let index = self.op("Add", &[step, &k]);
+        let zero = self.i(0);
+        let index = self.op("Max", &[&index, &zero]);
+        let sigma = self.gather(schedule, &index);
+        self.cast(&sigma, DataType::DOUBLE)
+    }
+
     /// `values[index]` along axis 0.
     pub fn gather(&mut self, values: &str, index: &str) -> String {
         self.op_with("Gather", &[values, index], &[("axis", Attr::Int(0))])

@@ -20,7 +20,7 @@
 
 use super::SynthError;
 use super::graph::PolicyGraph;
-use super::solver::fresh_noise;
+use super::solver::{Step, fresh_noise};
 use super::unipc::combine;
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 
@@ -69,29 +69,12 @@ struct At {
     last: String,
 }
 
-/// Builds the step from the solver's sample `x`, estimate `d`, the step's
-/// sigmas (per row, float32), the schedule and the step; returns the next
-/// sample.
-pub fn step(
-    g: &mut PolicyGraph<'_>,
-    kind: Kind,
-    [x, d]: [&str; 2],
-    [sigma, sigma_next]: [&str; 2],
-    schedule: &str,
-    step: &str,
-) -> Result<String, SynthError> {
+/// Builds the step (see [`Step`]); returns the next sample.
+pub fn step(g: &mut PolicyGraph<'_>, kind: Kind, st: &Step<'_>) -> Result<String, SynthError> {
+    let (x, d, step) = (st.x, st.d, st.step);
     let iteration = g.input("iteration")?;
-    let before = |g: &mut PolicyGraph<'_>, back: i64| {
-        let k = g.i(back);
-        let index = g.op("Sub", &[step, &k]);
-        let zero = g.i(0);
-        let index = g.op("Max", &[&index, &zero]);
-        let value = g.gather(schedule, &index);
-        g.cast(&value, DataType::DOUBLE)
-    };
-    let s0 = g.cast(sigma, DataType::DOUBLE);
-    let s = [s0, before(g, 1), before(g, 2), before(g, 3)];
-    let next = g.cast(sigma_next, DataType::DOUBLE);
+    let s = [0, -1, -2, -3].map(|offset| st.sigma_at(g, offset));
+    let next = g.cast(st.sigma_next, DataType::DOUBLE);
     let zero = g.d(0.0);
     let last = g.op("Equal", &[&next, &zero]);
     let at = At {
@@ -100,16 +83,13 @@ pub fn step(
         next,
         last,
     };
-    let s_row = g.rows4(sigma);
-    let sd = g.op("Mul", &[&s_row, d]);
-    let denoised = g.op("Sub", &[x, &sd]);
+    let denoised = st.denoised(g, d);
     // CFG++ steps with the unconditional estimate (`d_u`, `D_u`) where the
     // plain forms take the guided one, and adds the guided D back.
     let unconditional = match kind {
         Kind::Res { cfg_pp: true, .. } | Kind::GradientEstimation { cfg_pp: true } => {
             let d_u = g.input("unconditional")?;
-            let su = g.op("Mul", &[&s_row, &d_u]);
-            Some((g.op("Sub", &[x, &su]), d_u))
+            Some((st.denoised(g, &d_u), d_u))
         }
         _ => None,
     };

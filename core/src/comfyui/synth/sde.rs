@@ -14,7 +14,7 @@
 
 use super::SynthError;
 use super::graph::PolicyGraph;
-use super::solver::fresh_noise;
+use super::solver::{Step, fresh_noise};
 use super::unipc::combine;
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 
@@ -41,41 +41,23 @@ impl Kind {
     }
 }
 
-/// Builds the step from the solver's sample `x`, estimate `d`, the step's
-/// sigmas `[sigma, sigma_next]` (per row, float32), the schedule and the
-/// step; returns the next sample (the denoised estimate and, for 3M, the
-/// shifted previous one are declared as outputs here).
-pub fn step(
-    g: &mut PolicyGraph<'_>,
-    kind: Kind,
-    [x, d]: [&str; 2],
-    [sigma, sigma_next]: [&str; 2],
-    schedule: &str,
-    step: &str,
-) -> Result<String, SynthError> {
+/// Builds the step (see [`Step`]); returns the next sample (the denoised
+/// estimate and, for 3M, the shifted previous one are declared as outputs
+/// here).
+pub fn step(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<String, SynthError> {
     let iteration = g.input("iteration")?;
     let d1 = g.input("previous")?;
     let d2 = match kind {
         Kind::ThirdOrder => Some(g.input("previous_2")?),
         _ => None,
     };
-    let noise = fresh_noise(g, x, step)?;
-    let s_row = g.rows4(sigma);
-    let sd = g.op("Mul", &[&s_row, d]);
-    let denoised = g.op("Sub", &[x, &sd]);
-
-    let sigma_at = |g: &mut PolicyGraph<'_>, back: i64| {
-        let k = g.i(back);
-        let index = g.op("Sub", &[step, &k]);
-        let zero = g.i(0);
-        let index = g.op("Max", &[&index, &zero]);
-        let value = g.gather(schedule, &index);
-        g.cast(&value, DataType::DOUBLE)
-    };
-    let s = g.cast(sigma, DataType::DOUBLE);
-    let sn = g.cast(sigma_next, DataType::DOUBLE);
-    let s1 = sigma_at(g, 1);
-    let s2 = sigma_at(g, 2);
+    let x = at.x;
+    let noise = fresh_noise(g, x, at.step)?;
+    let denoised = at.denoised(g, at.d);
+    let s = at.sigma_at(g, 0);
+    let sn = g.cast(at.sigma_next, DataType::DOUBLE);
+    let s1 = at.sigma_at(g, -1);
+    let s2 = at.sigma_at(g, -2);
     let zero = g.d(0.0);
     let one = g.d(1.0);
     let last = g.op("Equal", &[&sn, &zero]);

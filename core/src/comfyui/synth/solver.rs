@@ -31,6 +31,32 @@ use super::graph::{Family, PolicyGraph};
 use wfstudio_onnx::builder::Attr;
 use wfstudio_onnx::random::gaussian;
 
+/// A solver step's graph values: the sample `x`, the guided estimate `d`,
+/// the step's sigmas per row (float32), the schedule and the step.
+pub(super) struct Step<'a> {
+    pub x: &'a str,
+    pub d: &'a str,
+    pub sigma: &'a str,
+    pub sigma_next: &'a str,
+    pub schedule: &'a str,
+    pub step: &'a str,
+}
+
+impl Step<'_> {
+    /// `x - sigma e`: the denoised sample of estimate `e` (the guided `d`,
+    /// or another pass's).
+    pub fn denoised(&self, g: &mut PolicyGraph<'_>, e: &str) -> String {
+        let s = g.rows4(self.sigma);
+        let se = g.op("Mul", &[&s, e]);
+        g.op("Sub", &[self.x, &se])
+    }
+
+    /// `schedule[step + offset]` per row, as float64.
+    pub fn sigma_at(&self, g: &mut PolicyGraph<'_>, offset: i64) -> String {
+        g.sigma_at(self.schedule, self.step, offset)
+    }
+}
+
 /// Builds the solver of the family's sampler.
 pub fn step(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {
     let x = g.input("sample")?;
@@ -56,20 +82,24 @@ pub fn step(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> 
             sigma_next = g.op("Where", &[&last, &zero, &sigma_next]);
         }
     }
-    if let Some(kind) = super::cfgpp::Kind::of(&family.solver) {
-        let sigmas = [sigma.as_str(), sigma_next.as_str()];
-        let inputs = [x.as_str(), d.as_str()];
-        let out = super::cfgpp::step(g, family, kind, inputs, sigmas, &schedule, &step)?;
-        return g.output(&out, "next_state");
-    }
-    if let Some(kind) = super::multistep::Kind::of(&family.solver) {
-        let sigmas = [sigma.as_str(), sigma_next.as_str()];
-        let out = super::multistep::step(g, kind, [&x, &d], sigmas, &schedule, &step)?;
-        return g.output(&out, "next_state");
-    }
-    if let Some(kind) = super::sde::Kind::of(&family.solver) {
-        let sigmas = [sigma.as_str(), sigma_next.as_str()];
-        let out = super::sde::step(g, kind, [&x, &d], sigmas, &schedule, &step)?;
+    let at = Step {
+        x: &x,
+        d: &d,
+        sigma: &sigma,
+        sigma_next: &sigma_next,
+        schedule: &schedule,
+        step: &step,
+    };
+    let out = if let Some(kind) = super::cfgpp::Kind::of(&family.solver) {
+        Some(super::cfgpp::step(g, family, kind, &at)?)
+    } else if let Some(kind) = super::multistep::Kind::of(&family.solver) {
+        Some(super::multistep::step(g, kind, &at)?)
+    } else if let Some(kind) = super::sde::Kind::of(&family.solver) {
+        Some(super::sde::step(g, kind, &at)?)
+    } else {
+        None
+    };
+    if let Some(out) = out {
         return g.output(&out, "next_state");
     }
     let s = g.rows4(&sigma);

@@ -70,14 +70,7 @@ pub fn step(
 
     // Sigmas around step i, in float64 (earlier indices clamped at 0; they
     // are read only where they exist).
-    let sigma_at = |g: &mut PolicyGraph<'_>, offset: i64| {
-        let k = g.i(offset);
-        let index = g.op("Add", &[&step, &k]);
-        let zero = g.i(0);
-        let index = g.op("Max", &[&index, &zero]);
-        let sigma = g.gather(&schedule, &index);
-        g.cast(&sigma, DataType::DOUBLE)
-    };
+    let sigma_at = |g: &mut PolicyGraph<'_>, offset: i64| g.sigma_at(&schedule, &step, offset);
     let s0 = sigma_at(g, 0);
     let s_1 = sigma_at(g, -1);
     let s_2 = sigma_at(g, -2);
