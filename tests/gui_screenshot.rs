@@ -23,7 +23,10 @@ fn window_image(target: &std::path::Path, png: &std::path::Path) -> image::RgbaI
 }
 
 fn open_with_screenshot(target: &str, png: &std::path::Path) -> std::process::Output {
-    Command::new(xvfb_run().expect("checked"))
+    // A window that does not close fails the test instead of hanging it.
+    Command::new("timeout")
+        .arg("120")
+        .arg(xvfb_run().expect("checked"))
         .args(["-a", "-s", "-screen 0 1280x1024x24"])
         .arg(support::wfstudio())
         .args(["open", target, "--screenshot"])
@@ -96,7 +99,7 @@ fn screenshot_of_a_refused_comfyui_graph_shows_nodes_and_the_badge() {
             .expect("fixture"),
     )
     .expect("JSON");
-    api["5"]["inputs"]["scheduler"] = serde_json::json!("sgm_uniform");
+    api["5"]["inputs"]["scheduler"] = serde_json::json!("AYS SDXL");
     let graph = dir.join("refused.api.json");
     std::fs::write(&graph, api.to_string()).expect("write");
     let png = dir.join("shot.png");
@@ -114,4 +117,20 @@ fn screenshot_of_a_refused_comfyui_graph_shows_nodes_and_the_badge() {
         count([230, 70, 60])
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A ComfyUI graph that lowers opens as an unsaved document; the scripted
+/// screenshot still closes the window (no "save changes?" prompt).
+#[test]
+fn screenshot_of_a_lowered_comfyui_graph_quits() {
+    if xvfb_run().is_none() {
+        return;
+    }
+    let png = std::env::temp_dir().join(format!("wfstudio-lowered-{}.png", std::process::id()));
+    let graph = support::fixtures().join("comfyui/patterns/controlnet.api.json");
+    let image = window_image(&graph, &png);
+    // The ComfyUI graph's node headers are drawn.
+    let headers = image.pixels().filter(|p| p.0[..3] == [55, 75, 95]).count();
+    assert!(headers > 500, "node headers drawn: {headers}");
+    let _ = std::fs::remove_file(&png);
 }

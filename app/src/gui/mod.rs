@@ -129,6 +129,7 @@ impl eframe::App for StudioApp {
         }
         if let Some(script) = &mut self.script {
             script.step(ui.ctx(), &self.studio, &mut self.run);
+            self.studio.close_confirmed |= script.quitting();
         }
     }
 }

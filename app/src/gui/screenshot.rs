@@ -55,6 +55,12 @@ impl Script {
         }
     }
 
+    /// Whether the script has ended and closes the window (unsaved edits
+    /// of a scripted session, an imported graph's say, are not asked about).
+    pub fn quitting(&self) -> bool {
+        self.done && self.quit
+    }
+
     /// Advances the script by one frame.
     pub fn step(&mut self, ctx: &egui::Context, studio: &Studio, panel: &mut RunPanel) {
         if self.done {
