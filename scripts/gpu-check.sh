@@ -150,7 +150,7 @@ open(sys.argv[2], "wb").write(z.read("terrain_diffusion/weights/terrain_consiste
     "$bin" run "$package" --recipe "$recipe" --device "$device" --ep-library "$library" --format json \
       >"$work/gpu.json" 2>"$work/gpu.err" || true
     python3 - "$work/cpu.json" "$work/gpu.json" "$(basename "$package")" "$device" <<'EOF' || status=1
-import json, sys
+import json, math, sys
 def load(path):
     try:
         return json.load(open(path))
@@ -183,6 +183,8 @@ for key, ref in cpu["outputs"].items():
     for x, y in zip(got["data"], ref["data"]):
         if isinstance(x, str) or isinstance(y, str):
             worst = max(worst, 0.0 if x == y else float("inf"))
+        elif not (math.isfinite(x) and math.isfinite(y)):
+            worst = float("inf")  # NaN or infinity is never "the same"
         else:
             worst = max(worst, abs(x - y) / max(abs(y), 1e-3))
 if not cpu["outputs"]:

@@ -371,6 +371,22 @@ fn custom_sampling_nodes_lower_as_the_ksampler_they_spell_out() {
             "takes its model from node 30 but the sampler's guidance from node 1; the lowering needs one model for both".into()
         )
     );
+    let mut denoised_output = custom_sampling("img2img", None, None);
+    denoised_output["6"]["inputs"]["samples"] = json!(["5", 1]);
+    let (node, _, _, message) = refused(&denoised_output);
+    assert_eq!(node, "5");
+    assert_eq!(
+        message,
+        "feeds its denoised_output to node 6; the lowering makes the sampled output (slot 0) only"
+    );
+    let basic = json!({"class_type": "BasicGuider", "inputs": {"model": ["1", 0], "conditioning": ["2", 0]}});
+    let mut cfg_pp = custom_sampling("img2img", Some(noise.clone()), Some(basic));
+    cfg_pp["20"]["inputs"]["sampler_name"] = json!("euler_cfg_pp");
+    let (node, class, input, _) = refused(&cfg_pp);
+    assert_eq!(
+        (node.as_str(), class.as_str(), input.as_deref()),
+        ("20", "KSamplerSelect", Some("sampler_name"))
+    );
     let mut karras = custom_sampling("img2img", None, None);
     karras["21"] = json!({"class_type": "KarrasScheduler", "inputs": {"steps": 5, "sigma_max": 14.6, "sigma_min": 0.03, "rho": 7.0}});
     let (node, class, _, message) = refused(&karras);

@@ -107,35 +107,8 @@ impl CanvasState {
     }
 }
 
-/// What a run adds to the canvas: a badge per step (`12.3 ms × 4`), the
-/// step running now, the step that failed, and a thumbnail of each image
-/// output under the emits that write it.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct RunOverlay {
-    /// Step path text -> badge text.
-    pub badges: std::collections::HashMap<String, String>,
-    /// The step running now.
-    pub running: Option<String>,
-    /// The step that failed.
-    pub failed: Option<String>,
-    /// Output name -> its preview texture and size in pixels.
-    pub thumbnails: std::collections::HashMap<String, (egui::TextureId, Vec2)>,
-    /// Steps whose every call reused an earlier run's results (drawn in
-    /// the reuse colour, so what actually ran stands out).
-    pub reused: std::collections::HashSet<String>,
-    /// Steps whose component had nodes fall back from the execution
-    /// provider asked for (their badge is drawn in the warning colour).
-    pub fell_back: std::collections::HashSet<String>,
-    /// Step path text -> what the inspector tells of the step's last run
-    /// (time, calls, where its nodes ran), one line each.
-    pub details: std::collections::HashMap<String, Vec<String>>,
-}
-
-/// Badge colour of steps that ran, of steps that were reused, and of steps
-/// whose nodes fell back to another execution provider.
-const RAN_COLOR: Color32 = Color32::from_rgb(90, 220, 120);
-const REUSED_COLOR: Color32 = Color32::from_rgb(110, 170, 240);
-const FELL_BACK_COLOR: Color32 = Color32::from_rgb(240, 170, 60);
+pub use crate::run_overlay::RunOverlay;
+use crate::run_overlay::badge_color;
 
 /// Largest side of an emit's thumbnail, in canvas units.
 const THUMBNAIL: f32 = 64.0;
@@ -521,17 +494,13 @@ fn draw(ui: &mut Ui, view: &CanvasView, state: &mut CanvasState, actions: &mut V
         });
         let stroke = match run_state {
             Some((_, true, _, _, _)) => Stroke::new(3.0, severity_color(Severity::Error)),
-            Some((true, _, _, _, _)) => Stroke::new(3.0, RAN_COLOR),
+            Some((true, _, _, _, _)) => Stroke::new(3.0, badge_color(false, false)),
             _ if selected => selected_stroke,
             _ => outline,
         };
         painter.rect_stroke(rect, 5.0, stroke, StrokeKind::Outside);
         if let Some((_, _, Some(badge), reused, fell_back)) = run_state {
-            let color = match (reused, fell_back) {
-                (true, _) => REUSED_COLOR,
-                (false, true) => FELL_BACK_COLOR,
-                (false, false) => RAN_COLOR,
-            };
+            let color = badge_color(reused, fell_back);
             painter.text(
                 rect.left_bottom() + vec2(4.0, 3.0),
                 Align2::LEFT_TOP,

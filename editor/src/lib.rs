@@ -18,6 +18,7 @@ pub mod package_dialog;
 mod package_flow;
 pub mod palette;
 pub mod recent;
+pub mod run_overlay;
 pub mod sidecar;
 pub mod studio;
 mod studio_edits;

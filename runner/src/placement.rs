@@ -79,9 +79,18 @@ impl Placement {
         parts.join("; ")
     }
 
-    /// The provider's short name (`CUDA`, `cpu_ep`), for legends.
+    /// The asked-for provider's short name (`CUDA`, `cpu_ep`).
     pub fn short_ep(&self) -> &str {
         short(&self.ep)
+    }
+
+    /// The short name of the provider that ran the most nodes (the asked-for
+    /// one when none were recorded): where the component really ran.
+    pub fn dominant(&self) -> &str {
+        self.nodes
+            .iter()
+            .max_by_key(|(name, n)| (*n, *name == self.ep))
+            .map_or(short(&self.ep), |(name, _)| short(name))
     }
 }
 

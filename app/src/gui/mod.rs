@@ -126,6 +126,9 @@ impl eframe::App for StudioApp {
             .is_some_and(|d| d.analysis.is_some());
         if analysed && let Some(path) = self.select.take() {
             self.studio.reveal(&path);
+            if self.studio.selection.last() != Some(&path) {
+                eprintln!("warning: --select {path}: the document has no step there");
+            }
         }
         if let Some(script) = &mut self.script {
             script.step(ui.ctx(), &self.studio, &mut self.run);

@@ -1,8 +1,8 @@
 //! The run timeline: a Gantt chart of every invoke call, one row per step
 //! path (in the order the steps first ran), bars from each call's start to
-//! its end, coloured by the execution provider its component ran on (a
-//! legend names them; a component whose nodes fell back to another provider
-//! gets an outline in the warning colour). Ctrl + wheel zooms the time axis,
+//! its end, coloured by the execution provider that ran most of its
+//! component's nodes (a legend names them; a component whose nodes fell
+//! back from the provider asked for gets an outline in the warning colour). Ctrl + wheel zooms the time axis,
 //! the scroll bar pans; hovering a bar tells its times and placement,
 //! clicking it selects the step on the canvas.
 
@@ -41,7 +41,7 @@ pub fn rows(output: &RunOutput) -> Vec<(&str, Vec<usize>)> {
 }
 
 /// Outline of the bars of a component whose nodes fell back.
-const FELL_BACK: Color32 = Color32::from_rgb(240, 170, 60);
+const FELL_BACK: Color32 = wfstudio_editor::run_overlay::FELL_BACK_COLOR;
 
 /// Bar colours of the providers after the first, in the order they appear.
 const PROVIDER_COLORS: [Color32; 4] = [
@@ -51,12 +51,13 @@ const PROVIDER_COLORS: [Color32; 4] = [
     Color32::from_rgb(90, 200, 200),
 ];
 
-/// The providers the run's components asked for, in order of first
-/// appearance, each with its bar colour; the first takes `first`.
+/// The providers the run's components ran on (each component's dominant
+/// one), in order of first appearance, each with its bar colour; the first
+/// takes `first`.
 pub fn legend(placements: &[Placement], first: Color32) -> Vec<(String, Color32)> {
     let mut legend: Vec<(String, Color32)> = Vec::new();
     for placement in placements {
-        let ep = placement.short_ep();
+        let ep = placement.dominant();
         if legend.iter().all(|(name, _)| name != ep) {
             let color = match legend.len() {
                 0 => first,
@@ -93,7 +94,7 @@ pub fn show(
     let placed = |component: &str| placements.iter().find(|p| p.component == component);
     let color_of = |placement: Option<&Placement>| {
         placement
-            .and_then(|p| legend.iter().find(|(ep, _)| ep == p.short_ep()))
+            .and_then(|p| legend.iter().find(|(ep, _)| ep == p.dominant()))
             .map_or(plain, |(_, color)| *color)
     };
     ui.horizontal(|ui| {
@@ -248,7 +249,8 @@ mod tests {
             legend(&placements, first),
             [
                 ("CUDA".to_string(), first),
-                ("cpu_ep".to_string(), PROVIDER_COLORS[0])
+                ("cpu_ep".to_string(), PROVIDER_COLORS[0]),
+                ("CPU".to_string(), PROVIDER_COLORS[1])
             ]
         );
     }

@@ -543,12 +543,20 @@ fn overlay(finished: &Finished) -> RunOverlay {
         };
         let mut details = vec![match reused {
             0 => format!("{ms:.2} ms in {}", count(calls, "call")),
+            r if r == calls => format!("reused in {}", count(calls, "call")),
             r => format!("{ms:.2} ms in {}, {r} of them reused", count(calls, "call")),
         }];
         let badge = match placement_of(&path) {
             Some((component, placement)) => {
-                details.push(format!("{component} on {}", placement.label()));
-                details.push(placement.breakdown());
+                match placement.nodes.len() {
+                    0 | 1 if placement.fallbacks == 0 => {
+                        details.push(format!("{component} ran on {}", placement.short_ep()))
+                    }
+                    _ => {
+                        details.push(format!("{component} asked for {}", placement.short_ep()));
+                        details.push(placement.breakdown());
+                    }
+                }
                 if placement.fallbacks > 0 {
                     overlay.fell_back.insert(path.clone());
                 }

@@ -3,7 +3,9 @@
 //! and `SamplerCustomAdvanced` (a guider: `CFGGuider` with its model,
 //! prompts and CFG, or `BasicGuider` with one conditioning and no
 //! negative, which is CFG 1, what ComfyUI computes for it, with the
-//! conditioning on both sides), with the sampler from `KSamplerSelect`, the
+//! conditioning on both sides; CFG++ samplers, which step along the
+//! unconditional estimate, are refused under it), with the sampler from
+//! `KSamplerSelect` (its sampled output only, not `denoised_output`), the
 //! sigmas from `BasicScheduler` (its steps, scheduler and denoise, on the
 //! same model as the guider) and the noise from `RandomNoise` (its seed) or
 //! `DisableNoise` (no noise is added: the start latent is sampled as is).
@@ -101,6 +103,18 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
         let seed = g.seed(node, "noise_seed")?;
         (seed, add_noise, g.number(node, "cfg")?, Guide::on(node))
     };
+    if guide.positive == guide.negative && sampler_name.ends_with("_cfg_pp") {
+        // ComfyUI's unconditional pass of a BasicGuider is zeros, which the
+        // lowered guidance (the conditioning on both sides) does not give.
+        return Err(g.refuse(
+            &select,
+            Some("sampler_name"),
+            format!(
+                "uses the CFG++ sampler '{sampler_name}' under a BasicGuider, whose unconditional estimate (zero) the lowering does not produce"
+            ),
+            "use CFGGuider with a negative prompt, or a sampler without _cfg_pp",
+        ));
+    }
     same_model(g, &sigmas, &guide.model)?;
     let window = if add_noise {
         Window::Denoise(denoise)

@@ -209,13 +209,21 @@ pub fn denoise_start_step(steps: i64, denoise: f64) -> i64 {
 pub(super) fn recognise(g: &Graph<'_>, sink: &str) -> Result<Plan, Refusal> {
     let (decode, _) = g.source(sink, "images")?;
     g.expect(&decode, &["VAEDecode"], "images", (sink, "images"))?;
-    let (sampler_node, _) = g.source(&decode, "samples")?;
+    let (sampler_node, slot) = g.source(&decode, "samples")?;
     g.expect(
         &sampler_node,
         SAMPLER_CLASSES,
         "samples",
         (&decode, "samples"),
     )?;
+    if slot != 0 && custom::is_custom(g.class(&sampler_node)) {
+        return Err(g.refuse(
+            &sampler_node,
+            None,
+            format!("feeds its denoised_output to node {decode}; the lowering makes the sampled output (slot 0) only"),
+            "decode the sampler's first output",
+        ));
+    }
     let (sampler, guide) = match custom::is_custom(g.class(&sampler_node)) {
         true => custom::sampler(g, &sampler_node)?,
         false => (sampler(g, &sampler_node)?, Guide::on(&sampler_node)),

@@ -54,8 +54,10 @@ pub fn why_not(sampler: &str) -> String {
         "calls the model more than once per step (at intermediate noise levels), and the lowered sampling loop makes one denoiser call per step".into()
     } else if matches!(sampler, "dpm_fast" | "dpm_adaptive") {
         "chooses its own step sizes as it goes, so its model calls do not follow a schedule the workflow can loop over".into()
-    } else {
+    } else if matches!(sampler, "lms" | "deis" | "er_sde" | "sa_solver") {
         "is a multistep or stochastic solver the lowering does not build yet".into()
+    } else {
+        "is not one of ComfyUI's core samplers (a custom node adds it)".into()
     }
 }
 

@@ -4,8 +4,9 @@
 //! 0.001 becomes 0.001), order `min(3, N - 1)` for a run of N steps (at
 //! least 1 here, where ComfyUI's order 0 would leave a 1-step run
 //! unsampled), lowered near the end (`min(k, order, N + 1 - k)` for the
-//! update to step k). `uni_pc` takes `B(h) = h`, `uni_pc_bh2`
-//! `B(h) = e^h - 1`.
+//! update to step k). With `h = ln(s_a / s_t) > 0` the step's half
+//! log-SNR gain, `uni_pc` takes `B = -h` and `uni_pc_bh2` `B = e^-h - 1`
+//! (UniPC's `B(hh)` at `hh = -h`).
 //!
 //! Written in the sampler's own space (the sample before the model's input
 //! scaling), where ComfyUI's conversions to and from its VP form cancel:
@@ -136,6 +137,7 @@ pub fn step(
 
 /// `sum(coefficient * latent)` with per-row float64 coefficients.
 pub(super) fn combine(g: &mut PolicyGraph<'_>, terms: &[(String, String)]) -> String {
+    debug_assert!(!terms.is_empty(), "a combination of no latents");
     let mut sum: Option<String> = None;
     for (coefficient, latent) in terms {
         let c = g.cast(coefficient, DataType::FLOAT);
