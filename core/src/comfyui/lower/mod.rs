@@ -24,7 +24,6 @@
 //! artifact paths, and an explicit layout maps names to paths.
 
 mod build;
-mod custom;
 mod graph;
 mod parts;
 mod recognise;

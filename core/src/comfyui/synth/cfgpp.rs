@@ -14,8 +14,7 @@
 
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
-use super::solver::{Step, fresh_noise};
-use super::unipc::combine;
+use super::steps::{Step, combine, fresh_noise};
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 
 /// Which CFG++ sampler.
@@ -67,7 +66,7 @@ pub fn step(
                 let a_next_safe = g.nonzero(&a_next);
                 let from = g.op("Div", &[&s, &a_safe]);
                 let to = g.op("Div", &[&sn, &a_next_safe]);
-                let (down, up) = super::multistep::ancestral(g, &from, &to);
+                let (down, up) = super::steps::ancestral(g, &from, &to);
                 (g.op("Mul", &[&a_next, &down]), Some(up))
             } else {
                 (sn.clone(), None)

@@ -16,6 +16,7 @@ mod schedule;
 mod sde;
 mod solver;
 pub mod standin;
+mod steps;
 mod unipc;
 
 use graph::Family;

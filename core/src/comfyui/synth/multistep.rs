@@ -20,8 +20,7 @@
 
 use super::SynthError;
 use super::graph::PolicyGraph;
-use super::solver::{Step, fresh_noise};
-use super::unipc::combine;
+use super::steps::{Step, ancestral, combine, fresh_noise};
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 
 /// Which multistep sampler.
@@ -112,24 +111,6 @@ pub fn step(g: &mut PolicyGraph<'_>, kind: Kind, st: &Step<'_>) -> Result<String
     };
     let last4 = g.rows4(&at.last);
     Ok(g.op("Where", &[&last4, &denoised, &stepped]))
-}
-
-/// `(s_down, s_up)` of an ancestral step from `from` to `to` (eta 1).
-pub(super) fn ancestral(g: &mut PolicyGraph<'_>, from: &str, to: &str) -> (String, String) {
-    let to2 = g.op("Mul", &[to, to]);
-    let from2 = g.op("Mul", &[from, from]);
-    let gap = g.op("Sub", &[&from2, &to2]);
-    let top = g.op("Mul", &[&to2, &gap]);
-    let from2 = g.nonzero(&from2);
-    let frac = g.op("Div", &[&top, &from2]);
-    let zero = g.d(0.0);
-    let frac = g.op("Max", &[&frac, &zero]);
-    let up = g.op("Sqrt", &[&frac]);
-    let up = g.op("Min", &[to, &up]);
-    let up2 = g.op("Mul", &[&up, &up]);
-    let down2 = g.op("Sub", &[&to2, &up2]);
-    let down2 = g.op("Max", &[&down2, &zero]);
-    (g.op("Sqrt", &[&down2]), up)
 }
 
 /// `res_multistep` from `x` and the guided estimate `D`, or in CFG++ form

@@ -14,8 +14,7 @@
 
 use super::SynthError;
 use super::graph::PolicyGraph;
-use super::solver::{Step, fresh_noise};
-use super::unipc::combine;
+use super::steps::{Step, combine, fresh_noise};
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 
 /// Which multistep SDE sampler.

@@ -28,34 +28,7 @@
 
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
-use wfstudio_onnx::builder::Attr;
-use wfstudio_onnx::random::gaussian;
-
-/// A solver step's graph values: the sample `x`, the guided estimate `d`,
-/// the step's sigmas per row (float32), the schedule and the step.
-pub(super) struct Step<'a> {
-    pub x: &'a str,
-    pub d: &'a str,
-    pub sigma: &'a str,
-    pub sigma_next: &'a str,
-    pub schedule: &'a str,
-    pub step: &'a str,
-}
-
-impl Step<'_> {
-    /// `x - sigma e`: the denoised sample of estimate `e` (the guided `d`,
-    /// or another pass's).
-    pub fn denoised(&self, g: &mut PolicyGraph<'_>, e: &str) -> String {
-        let s = g.rows4(self.sigma);
-        let se = g.op("Mul", &[&s, e]);
-        g.op("Sub", &[self.x, &se])
-    }
-
-    /// `schedule[step + offset]` per row, as float64.
-    pub fn sigma_at(&self, g: &mut PolicyGraph<'_>, offset: i64) -> String {
-        g.sigma_at(self.schedule, self.step, offset)
-    }
-}
+use super::steps::{Step, fresh_noise};
 
 /// Builds the solver of the family's sampler.
 pub fn step(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {
@@ -188,20 +161,6 @@ fn ancestral(
         g.op("Add", &[&stepped, &fresh])
     };
     Ok(out)
-}
-
-/// The step's fresh noise, shaped like `x`: the seeded noise at offset
-/// `step + 1`.
-pub(super) fn fresh_noise(
-    g: &mut PolicyGraph<'_>,
-    x: &str,
-    step: &str,
-) -> Result<String, SynthError> {
-    let seed = g.input("seed")?;
-    let one_i = g.i(1);
-    let offset = g.op("Add", &[step, &one_i]);
-    let row_shape = g.op_with("Shape", &[x], &[("start", Attr::Int(1))]);
-    Ok(gaussian(&mut g.b, &seed, &offset, &row_shape))
 }
 
 /// `lcm`: the denoised estimate, renoised to the next sigma with fresh

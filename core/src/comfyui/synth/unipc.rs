@@ -20,6 +20,7 @@
 
 use super::SynthError;
 use super::graph::PolicyGraph;
+use super::steps::combine;
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 
 /// Builds the UniPC step from the solver's inputs (sample, estimate, step,
@@ -133,22 +134,6 @@ pub fn step(
     let shifted = g.op("Identity", &[&m2]);
     g.output(&shifted, "denoised_2")?;
     Ok(next)
-}
-
-/// `sum(coefficient * latent)` with per-row float64 coefficients.
-pub(super) fn combine(g: &mut PolicyGraph<'_>, terms: &[(String, String)]) -> String {
-    debug_assert!(!terms.is_empty(), "a combination of no latents");
-    let mut sum: Option<String> = None;
-    for (coefficient, latent) in terms {
-        let c = g.cast(coefficient, DataType::FLOAT);
-        let c = g.rows4(&c);
-        let term = g.op("Mul", &[&c, latent]);
-        sum = Some(match sum {
-            Some(s) => g.op("Add", &[&s, &term]),
-            None => term,
-        });
-    }
-    sum.unwrap_or_default()
 }
 
 /// The coefficients of one update's latents: the denoised estimates of

@@ -3,9 +3,11 @@
 //! conditioned and what the model chain applies. Every node on the path is
 //! checked here; anything else is refused with the node, class and input.
 
-use super::custom::{self, Guide};
+mod custom;
+
 use super::graph::Graph;
 use super::{Refusal, SAMPLERS, SCHEDULES};
+use custom::Guide;
 
 /// Everything the document builder needs, with the graph's values.
 #[derive(Clone, Debug, PartialEq)]

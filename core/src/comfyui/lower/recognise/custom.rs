@@ -10,12 +10,12 @@
 //! same model as the guider) and the noise from `RandomNoise` (its seed) or
 //! `DisableNoise` (no noise is added: the start latent is sampled as is).
 
-use super::Refusal;
-use super::graph::Graph;
-use super::recognise::{
+use super::super::graph::Graph;
+use super::{
     Sampler, Window, checked_denoise, checked_sampler_name, checked_scheduler, checked_steps,
     denoise_start_step,
 };
+use crate::comfyui::lower::Refusal;
 
 /// Where a sampler's model and prompts come from: the node with the
 /// `model` input, and the (node, input) of each prompt.

@@ -1,0 +1,83 @@
+//! What the solver builders share: the step's graph values ([`Step`]),
+//! the step's fresh noise, latent combinations with per-row float64
+//! weights, and the ancestral step's sigmas.
+
+use super::SynthError;
+use super::graph::PolicyGraph;
+use wfstudio_onnx::builder::Attr;
+use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
+use wfstudio_onnx::random::gaussian;
+
+/// A solver step's graph values: the sample `x`, the guided estimate `d`,
+/// the step's sigmas per row (float32), the schedule and the step.
+pub(super) struct Step<'a> {
+    pub x: &'a str,
+    pub d: &'a str,
+    pub sigma: &'a str,
+    pub sigma_next: &'a str,
+    pub schedule: &'a str,
+    pub step: &'a str,
+}
+
+impl Step<'_> {
+    /// `x - sigma e`: the denoised sample of estimate `e` (the guided `d`,
+    /// or another pass's).
+    pub fn denoised(&self, g: &mut PolicyGraph<'_>, e: &str) -> String {
+        let s = g.rows4(self.sigma);
+        let se = g.op("Mul", &[&s, e]);
+        g.op("Sub", &[self.x, &se])
+    }
+
+    /// `schedule[step + offset]` per row, as float64.
+    pub fn sigma_at(&self, g: &mut PolicyGraph<'_>, offset: i64) -> String {
+        g.sigma_at(self.schedule, self.step, offset)
+    }
+}
+
+/// The step's fresh noise, shaped like `x`: the seeded noise at offset
+/// `step + 1`.
+pub(super) fn fresh_noise(
+    g: &mut PolicyGraph<'_>,
+    x: &str,
+    step: &str,
+) -> Result<String, SynthError> {
+    let seed = g.input("seed")?;
+    let one_i = g.i(1);
+    let offset = g.op("Add", &[step, &one_i]);
+    let row_shape = g.op_with("Shape", &[x], &[("start", Attr::Int(1))]);
+    Ok(gaussian(&mut g.b, &seed, &offset, &row_shape))
+}
+
+/// `sum(coefficient * latent)` with per-row float64 coefficients.
+pub(super) fn combine(g: &mut PolicyGraph<'_>, terms: &[(String, String)]) -> String {
+    debug_assert!(!terms.is_empty(), "a combination of no latents");
+    let mut sum: Option<String> = None;
+    for (coefficient, latent) in terms {
+        let c = g.cast(coefficient, DataType::FLOAT);
+        let c = g.rows4(&c);
+        let term = g.op("Mul", &[&c, latent]);
+        sum = Some(match sum {
+            Some(s) => g.op("Add", &[&s, &term]),
+            None => term,
+        });
+    }
+    sum.unwrap_or_default()
+}
+
+/// `(s_down, s_up)` of an ancestral step from `from` to `to` (eta 1).
+pub(super) fn ancestral(g: &mut PolicyGraph<'_>, from: &str, to: &str) -> (String, String) {
+    let to2 = g.op("Mul", &[to, to]);
+    let from2 = g.op("Mul", &[from, from]);
+    let gap = g.op("Sub", &[&from2, &to2]);
+    let top = g.op("Mul", &[&to2, &gap]);
+    let from2 = g.nonzero(&from2);
+    let frac = g.op("Div", &[&top, &from2]);
+    let zero = g.d(0.0);
+    let frac = g.op("Max", &[&frac, &zero]);
+    let up = g.op("Sqrt", &[&frac]);
+    let up = g.op("Min", &[to, &up]);
+    let up2 = g.op("Mul", &[&up, &up]);
+    let down2 = g.op("Sub", &[&to2, &up2]);
+    let down2 = g.op("Max", &[&down2, &zero]);
+    (g.op("Sqrt", &[&down2]), up)
+}
