@@ -218,6 +218,20 @@ fn txt2img_with(sampler: &str, scheduler: &str) -> serde_json::Value {
     graph
 }
 
+/// The txt2img graph with a KSamplerAdvanced running steps `start..end`
+/// of its 6 (`leftover`: ending with leftover noise) with `sampler`.
+fn txt2img_window(sampler: &str, start: i64, end: i64, leftover: bool) -> serde_json::Value {
+    let mut graph = txt2img_with(sampler, "karras");
+    let k = graph["14"]["inputs"].clone();
+    let switch = |on: bool| if on { "enable" } else { "disable" };
+    graph["14"] = serde_json::json!({"class_type": "KSamplerAdvanced", "inputs": {
+        "add_noise": "enable", "noise_seed": k["seed"], "steps": k["steps"], "cfg": k["cfg"],
+        "sampler_name": sampler, "scheduler": "karras", "start_at_step": start, "end_at_step": end,
+        "return_with_leftover_noise": switch(leftover), "model": k["model"],
+        "positive": k["positive"], "negative": k["negative"], "latent_image": k["latent_image"]}});
+    graph
+}
+
 /// The flow pattern with Flux's resolution-dependent shift instead of SD3's.
 fn flux_flow(scheduler: &str) -> serde_json::Value {
     let text =
@@ -315,11 +329,33 @@ fn synthesized_solvers_match_an_independent_numpy_reference() {
     {
         pairs.extend([("euler", *scheduler), ("uni_pc", *scheduler)]);
     }
-    for (sampler, scheduler) in pairs {
-        {
+    let mut graphs: Vec<(String, serde_json::Value)> = pairs
+        .into_iter()
+        .map(|(sampler, scheduler)| {
             let name = format!("{sampler}-{scheduler}");
+            (name, txt2img_with(sampler, scheduler))
+        })
+        .collect();
+    // KSamplerAdvanced windows (steps 1..4 fully denoised, 1..5 with
+    // leftover noise) for the samplers that look at earlier steps.
+    for sampler in [
+        "euler",
+        "uni_pc",
+        "uni_pc_bh2",
+        "dpmpp_3m_sde",
+        "res_multistep",
+        "ipndm_v",
+        "dpmpp_2m_cfg_pp",
+    ] {
+        for (start, end, leftover) in [(1, 4, false), (1, 5, true)] {
+            let name = format!("{sampler}-window-{start}-{end}");
+            graphs.push((name, txt2img_window(sampler, start, end, leftover)));
+        }
+    }
+    for (name, graph) in graphs {
+        {
             let file = root.join(format!("{name}.json"));
-            std::fs::write(&file, txt2img_with(sampler, scheduler).to_string()).expect("graph");
+            std::fs::write(&file, graph.to_string()).expect("graph");
             let (dir, out) = (root.join(&name), root.join(format!("{name}-out")));
             import_check_run(&file, &dir, &out, &[]);
             let numpy_out = root.join(format!("{name}-numpy"));

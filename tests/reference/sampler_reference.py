@@ -11,8 +11,9 @@ formulas, and onnxruntime is used only to run the three model files
 
 writes OUT_DIR/latent.npy (float32 [batch, C, h, w]) and OUT_DIR/image.npy.
 
-Formulas implemented (txt2img, full denoise, epsilon prediction; the batch is
-the recipe prompts' rows, each row its own noise):
+Formulas implemented (txt2img, full denoise or a KSamplerAdvanced window,
+epsilon prediction; the batch is the recipe prompts' rows, each row its own
+noise):
 
 * ComfyUI `ModelSamplingDiscrete` (SD1.x "scaled_linear" betas): sigma table
   stored as float32, `sigma(t)` by log-linear interpolation and `timestep(sigma)`
@@ -100,9 +101,17 @@ def read_package(pkg):
 
     scale = int(shape["scale"])
     row = (int(shape["channels"]), int(shape["height"]) // scale, int(shape["width"]) // scale)
+    # A KSamplerAdvanced window: its start and end steps and whether the end
+    # fully denoises (the solver's final_step).
+    window = None
+    if "request.start_step:" in meta:
+        start = int(yaml_scalars(yaml_block(meta, *wf, "inputs", "request.start_step"))["default"])
+        end = int(yaml_scalars(yaml_block(meta, *wf, "inputs", "request.end_step"))["default"])
+        solver = yaml_scalars(yaml_block(meta, *comp, "solver_step", "contract", "parameters"))
+        window = (start, end, solver.get("final_step") == "full_denoise")
     return dict(solver=sched["solver"], spacing=sched["spacing"],
                 prediction=sched["prediction"], model_sampling=sched["model_sampling"],
-                steps=int(sched["steps"]), seed=seed, cfg=cfg, row=row,
+                steps=int(sched["steps"]), seed=seed, cfg=cfg, row=row, window=window,
                 ids=tensor("request.input_ids"), neg_ids=tensor("request.negative_input_ids"))
 
 
@@ -259,6 +268,17 @@ def run(pkg, out_dir):
 
     steps, solver, seed, cfg = p["steps"], p["solver"], p["seed"], p["cfg"]
     sigmas = schedule(p["spacing"], steps)
+    # Fresh noise is drawn at offset (schedule step + 1), the step counted
+    # from the schedule's start, not the window's.
+    first_step = 0
+    if p["window"] is not None:
+        # KSamplerAdvanced runs sigmas[start:end + 1], the last set to 0 when
+        # it fully denoises.
+        start, end, full = p["window"]
+        first_step = start
+        sigmas = sigmas[start:min(end, len(sigmas) - 1) + 1].copy()
+        if full:
+            sigmas[-1] = 0.0
     rows = p["ids"].shape[0]
     x = noise(seed, 0, p["row"], rows) * first_sample_scale(sigmas[0])
 
@@ -292,7 +312,7 @@ def run(pkg, out_dir):
             sigma_up = min(sigma_next,
                            math.sqrt(sigma_next ** 2 * (sigma ** 2 - sigma_next ** 2) / sigma ** 2))
             sigma_down = math.sqrt(sigma_next ** 2 - sigma_up ** 2)
-            x = x + d * (sigma_down - sigma) + noise(seed, i + 1, p["row"], rows) * sigma_up
+            x = x + d * (sigma_down - sigma) + noise(seed, first_step + i + 1, p["row"], rows) * sigma_up
         elif solver == "dpmpp_2m":
             if sigma_next == 0:
                 x = denoised
@@ -331,7 +351,7 @@ def run(pkg, out_dir):
                         x = x + 0.5 * (-math.expm1(-h_eta)) * (1.0 / r) * (denoised - denoised_1)
                     else:
                         x = x + phi_2 * (denoised - denoised_1) / r
-                x = x + noise(seed, i + 1, p["row"], rows) * sigma_next * math.sqrt(-math.expm1(-h_eta))
+                x = x + noise(seed, first_step + i + 1, p["row"], rows) * sigma_next * math.sqrt(-math.expm1(-h_eta))
             denoised_1, denoised_2 = denoised, denoised_1
             h_1, h_2 = (h if sigma_next != 0 else h_1), h_1
         elif solver in ("euler_cfg_pp", "euler_ancestral_cfg_pp"):
@@ -347,7 +367,7 @@ def run(pkg, out_dir):
                     sigma_down, sigma_up = sigma_next, 0.0
                 x = denoised + sigma_down * (x - denoised_u) / sigma
                 if sigma_up:
-                    x = x + noise(seed, i + 1, p["row"], rows) * sigma_up
+                    x = x + noise(seed, first_step + i + 1, p["row"], rows) * sigma_up
         elif solver == "dpmpp_2m_cfg_pp":
             h = math.log(sigma) - math.log(sigma_next) if sigma_next > 0 else math.inf
             if denoised_1 is None or sigma_next == 0:
@@ -386,7 +406,7 @@ def run(pkg, out_dir):
                 else:
                     x = math.exp(-h) * x + h * (b1 * denoised + b2 * denoised_1)
             if sigma_next > 0:
-                x = x + noise(seed, i + 1, p["row"], rows) * sigma_up
+                x = x + noise(seed, first_step + i + 1, p["row"], rows) * sigma_up
             denoised_1, old_sigma_down = (denoised_u if cfg_pp else denoised), sigma_down
         elif solver.startswith("gradient_estimation"):
             cfg_pp = solver.endswith("_cfg_pp")
@@ -437,7 +457,7 @@ def run(pkg, out_dir):
         elif solver == "lcm":
             x = denoised
             if sigma_next > 0:
-                x = x + noise(seed, i + 1, p["row"], rows) * sigma_next
+                x = x + noise(seed, first_step + i + 1, p["row"], rows) * sigma_next
         elif solver == "ddpm":
             # k-diffusion's DDPMSampler_step on x / sqrt(1 + sigma^2), then
             # scaled back by sqrt(1 + sigma_next^2) where sigma_next > 0.
@@ -446,7 +466,7 @@ def run(pkg, out_dir):
             alpha = ac / ac_prev
             mu = math.sqrt(1.0 / alpha) * (x * math.sqrt(ac) - (1.0 - alpha) * d / math.sqrt(1.0 - ac))
             if sigma_next > 0:
-                mu = mu + math.sqrt((1.0 - alpha) * (1.0 - ac_prev) / (1.0 - ac)) * noise(seed, i + 1, p["row"], rows)
+                mu = mu + math.sqrt((1.0 - alpha) * (1.0 - ac_prev) / (1.0 - ac)) * noise(seed, first_step + i + 1, p["row"], rows)
                 mu = mu * math.sqrt(1.0 + sigma_next ** 2)
             x = mu
         else:
