@@ -15,7 +15,6 @@
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
 use super::steps::{Step, combine, fresh_noise};
-use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 
 /// Which CFG++ sampler.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -50,10 +49,9 @@ pub fn step(
     let denoised = at.denoised(g, at.d);
     let denoised_u = at.denoised(g, &d_u);
     let s = at.sigma_at(g, 0);
-    let sn = g.cast(at.sigma_next, DataType::DOUBLE);
+    let (sn, last) = at.next_sigma(g);
     let zero = g.d(0.0);
     let one = g.d(1.0);
-    let last = g.op("Equal", &[&sn, &zero]);
     let terms = match kind {
         Kind::Euler { ancestral } => {
             let alpha = |g: &mut PolicyGraph<'_>, sigma: &str| match family.is_flow() {
@@ -122,6 +120,5 @@ pub fn step(
         }
     };
     let stepped = combine(g, &terms);
-    let last4 = g.rows4(&last);
-    Ok(g.op("Where", &[&last4, &denoised, &stepped]))
+    Ok(at.denoised_at_zero(g, &last, &denoised, &stepped))
 }

@@ -21,7 +21,6 @@
 use super::SynthError;
 use super::graph::PolicyGraph;
 use super::steps::{Step, ancestral, combine, fresh_noise};
-use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 
 /// Which multistep sampler.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -73,9 +72,7 @@ pub fn step(g: &mut PolicyGraph<'_>, kind: Kind, st: &Step<'_>) -> Result<String
     let (x, d, step) = (st.x, st.d, st.step);
     let iteration = g.input("iteration")?;
     let s = [0, -1, -2, -3].map(|offset| st.sigma_at(g, offset));
-    let next = g.cast(st.sigma_next, DataType::DOUBLE);
-    let zero = g.d(0.0);
-    let last = g.op("Equal", &[&next, &zero]);
+    let (next, last) = st.next_sigma(g);
     let at = At {
         iteration,
         s,
@@ -109,8 +106,7 @@ pub fn step(g: &mut PolicyGraph<'_>, kind: Kind, st: &Step<'_>) -> Result<String
         }
         Kind::Ipndm { variable } => ipndm(g, &at, variable, x, d)?,
     };
-    let last4 = g.rows4(&at.last);
-    Ok(g.op("Where", &[&last4, &denoised, &stepped]))
+    Ok(st.denoised_at_zero(g, &at.last, &denoised, &stepped))
 }
 
 /// `res_multistep` from `x` and the guided estimate `D`, or in CFG++ form

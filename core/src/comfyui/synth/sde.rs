@@ -15,7 +15,6 @@
 use super::SynthError;
 use super::graph::PolicyGraph;
 use super::steps::{Step, combine, fresh_noise};
-use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 
 /// Which multistep SDE sampler.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -54,12 +53,11 @@ pub fn step(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<String
     let noise = fresh_noise(g, x, at.step)?;
     let denoised = at.denoised(g, at.d);
     let s = at.sigma_at(g, 0);
-    let sn = g.cast(at.sigma_next, DataType::DOUBLE);
+    let (sn, last) = at.next_sigma(g);
     let s1 = at.sigma_at(g, -1);
     let s2 = at.sigma_at(g, -2);
     let zero = g.d(0.0);
     let one = g.d(1.0);
-    let last = g.op("Equal", &[&sn, &zero]);
     let sn_safe = g.op("Where", &[&last, &one, &sn]);
     // h = ln(s / s'), and the earlier steps' h.
     let log_ratio = |g: &mut PolicyGraph<'_>, a: &str, b: &str| {
@@ -84,7 +82,6 @@ pub fn step(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<String
     let over = g.op("Div", &[&pull, &h_eta]);
     let phi2 = g.op("Sub", &[&one, &over]);
     let r = g.op("Div", &[&h1, &h]);
-    let (mut w_d, mut w_d1, mut w_d2) = (pull.clone(), zero.clone(), zero.clone());
     let second = match kind {
         Kind::Midpoint => {
             let half = g.d(0.5);
@@ -103,10 +100,8 @@ pub fn step(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<String
         let latest = g.op("GreaterOrEqual", &[&iteration, &two_i]);
         correction = std::array::from_fn(|k| g.op("Where", &[&latest, &third[k], &correction[k]]));
     }
-    let [c_d, c_d1, c_d2] = correction;
-    w_d = g.op("Add", &[&w_d, &c_d]);
-    w_d1 = g.op("Add", &[&w_d1, &c_d1]);
-    w_d2 = g.op("Add", &[&w_d2, &c_d2]);
+    let [c_d, w_d1, w_d2] = correction;
+    let w_d = g.op("Add", &[&pull, &c_d]);
     let spread = g.op("Sqrt", &[&pull]);
     let w_noise = g.op("Mul", &[&sn, &spread]);
     let mut terms = vec![
@@ -121,8 +116,7 @@ pub fn step(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<String
         g.output(&shifted, "denoised_1")?;
     }
     let stepped = combine(g, &terms);
-    let last4 = g.rows4(&last);
-    let next = g.op("Where", &[&last4, &denoised, &stepped]);
+    let next = at.denoised_at_zero(g, &last, &denoised, &stepped);
     g.output(&denoised, "denoised")?;
     Ok(next)
 }

@@ -62,8 +62,11 @@ pub fn step(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> 
         sigma_next: &sigma_next,
         schedule: &schedule,
         step: &step,
+        end_step: end.as_deref(),
     };
-    let out = if let Some(kind) = super::cfgpp::Kind::of(&family.solver) {
+    let out = if let Some(bh2) = super::unipc::variant(&family.solver) {
+        Some(super::unipc::step(g, bh2, &at)?)
+    } else if let Some(kind) = super::cfgpp::Kind::of(&family.solver) {
         Some(super::cfgpp::step(g, family, kind, &at)?)
     } else if let Some(kind) = super::multistep::Kind::of(&family.solver) {
         Some(super::multistep::step(g, kind, &at)?)
@@ -88,10 +91,6 @@ pub fn step(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> 
             let (out, denoised) = dpmpp_2m(g, &x, &d, &s, &sn, &schedule, &step)?;
             g.output(&denoised, "denoised")?;
             out
-        }
-        "uni_pc" | "uni_pc_bh2" => {
-            let bh2 = family.solver == "uni_pc_bh2";
-            super::unipc::step(g, bh2, [&x, &d, &step, &schedule], end.as_deref())?
         }
         "lcm" => lcm(g, family, &x, &d, &s, &sn, &step)?,
         "ddpm" => ddpm(g, &x, &d, &s, &sn, &step)?,

@@ -9,7 +9,8 @@ use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 use wfstudio_onnx::random::gaussian;
 
 /// A solver step's graph values: the sample `x`, the guided estimate `d`,
-/// the step's sigmas per row (float32), the schedule and the step.
+/// the step's sigmas per row (float32; the next one 0 at the end of a
+/// fully denoising window), the schedule, the step and a window's end step.
 pub(super) struct Step<'a> {
     pub x: &'a str,
     pub d: &'a str,
@@ -17,6 +18,7 @@ pub(super) struct Step<'a> {
     pub sigma_next: &'a str,
     pub schedule: &'a str,
     pub step: &'a str,
+    pub end_step: Option<&'a str>,
 }
 
 impl Step<'_> {
@@ -31,6 +33,27 @@ impl Step<'_> {
     /// `schedule[step + offset]` per row, as float64.
     pub fn sigma_at(&self, g: &mut PolicyGraph<'_>, offset: i64) -> String {
         g.sigma_at(self.schedule, self.step, offset)
+    }
+
+    /// The next sigma per row as float64, and whether it is 0 (a step to 0
+    /// returns the denoised sample: [`Step::denoised_at_zero`]).
+    pub fn next_sigma(&self, g: &mut PolicyGraph<'_>) -> (String, String) {
+        let next = g.cast(self.sigma_next, DataType::DOUBLE);
+        let zero = g.d(0.0);
+        let last = g.op("Equal", &[&next, &zero]);
+        (next, last)
+    }
+
+    /// `stepped`, or `denoised` on the rows whose step goes to 0 (`last`).
+    pub fn denoised_at_zero(
+        &self,
+        g: &mut PolicyGraph<'_>,
+        last: &str,
+        denoised: &str,
+        stepped: &str,
+    ) -> String {
+        let last = g.rows4(last);
+        g.op("Where", &[&last, denoised, stepped])
     }
 }
 

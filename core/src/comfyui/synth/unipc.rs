@@ -20,20 +20,22 @@
 
 use super::SynthError;
 use super::graph::PolicyGraph;
-use super::steps::combine;
-use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
+use super::steps::{Step, combine};
 
-/// Builds the UniPC step from the solver's inputs (sample, estimate, step,
-/// schedule) and its window's end step, if it has one; returns the
-/// predicted next sample (the other outputs, the corrected sample and the
-/// shifted estimates, are declared here).
-pub fn step(
-    g: &mut PolicyGraph<'_>,
-    bh2: bool,
-    inputs: [&str; 4],
-    end: Option<&str>,
-) -> Result<String, SynthError> {
-    let [x, d, step, schedule] = inputs.map(str::to_string);
+/// Whether `sampler` is UniPC, and if so whether it is the bh2 variant.
+pub fn variant(sampler: &str) -> Option<bool> {
+    match sampler {
+        "uni_pc" => Some(false),
+        "uni_pc_bh2" => Some(true),
+        _ => None,
+    }
+}
+
+/// Builds the UniPC step (see [`Step`]); returns the predicted next sample
+/// (the other outputs, the corrected sample and the shifted estimates, are
+/// declared here).
+pub fn step(g: &mut PolicyGraph<'_>, bh2: bool, at: &Step<'_>) -> Result<String, SynthError> {
+    let x = at.x.to_string();
     let iteration = g.input("iteration")?;
     let base = g.input("previous_sample")?;
     let m1 = g.input("previous")?;
@@ -41,18 +43,13 @@ pub fn step(
     let m3 = g.input("previous_3")?;
 
     // Where the run is: N steps from `start`, this is step i of them.
-    let start = g.op("Sub", &[&step, &iteration]);
-    let length = g.op("Shape", &[&schedule]);
+    let start = g.op("Sub", &[at.step, &iteration]);
+    let length = g.op("Shape", &[at.schedule]);
     let one_i = g.i(1);
     let mut last = g.op("Sub", &[&length, &one_i]);
-    let full_at_end = if let Some(end) = end {
+    if let Some(end) = at.end_step {
         last = g.op("Min", &[&last, end]);
-        g.parameter("final_step")
-            .and_then(|v| v.as_str())
-            .is_none_or(|s| s == "full_denoise")
-    } else {
-        false
-    };
+    }
     let n = g.op("Sub", &[&last, &start]);
     let next_i = g.op("Add", &[&iteration, &one_i]);
     let is_last = g.op("Equal", &[&next_i, &n]);
@@ -71,32 +68,28 @@ pub fn step(
     let predictor_order = order_to(g, &next_i);
 
     // Sigmas around step i, in float64 (earlier indices clamped at 0; they
-    // are read only where they exist).
-    let sigma_at = |g: &mut PolicyGraph<'_>, offset: i64| g.sigma_at(&schedule, &step, offset);
-    let s0 = sigma_at(g, 0);
-    let s_1 = sigma_at(g, -1);
-    let s_2 = sigma_at(g, -2);
-    let s_3 = sigma_at(g, -3);
-    let mut s_next = sigma_at(g, 1);
-    if full_at_end {
-        let zero = g.d(0.0);
-        s_next = g.op("Where", &[&is_last, &zero, &s_next]);
-    }
+    // are read only where they exist); the next one is the solver's (0 at
+    // the end of a fully denoising window), floored at 0.001 on the run's
+    // last step.
+    let s0 = at.sigma_at(g, 0);
+    let s_1 = at.sigma_at(g, -1);
+    let s_2 = at.sigma_at(g, -2);
+    let s_3 = at.sigma_at(g, -3);
+    let (s_next, _) = at.next_sigma(g);
     let floor = g.d(0.001);
     let floored = g.op("Max", &[&s_next, &floor]);
     let s_next = g.op("Where", &[&is_last, &floored, &s_next]);
 
     // The model's denoised estimate at step i.
-    let s0_f = g.cast(&s0, DataType::FLOAT);
-    let s0_f = g.rows4(&s0_f);
-    let sd = g.op("Mul", &[&s0_f, &d]);
-    let m0 = g.op("Sub", &[&x, &sd]);
+    let m0 = at.denoised(g, at.d);
 
     // Corrector: the sample of step i from step i - 1 and D_i.
     let corrector = Update::new(g, &s_1, &s0, &s_2, &s_3, bh2);
     let c = corrector.corrector(g, &corrector_order);
     let zero_i = g.i(0);
     let first = g.op("Equal", &[&iteration, &zero_i]);
+    let one = g.d(1.0);
+    let zero = g.d(0.0);
     let mut terms = vec![];
     for (coefficient, latent) in [
         (&corrector.keep, &base),
@@ -105,12 +98,9 @@ pub fn step(
         (&c.prev2, &m3),
         (&c.current, &m0),
     ] {
-        let zero = g.d(0.0);
         let coefficient = g.op("Where", &[&first, &zero, coefficient]);
         terms.push((coefficient, latent.clone()));
     }
-    let one = g.d(1.0);
-    let zero = g.d(0.0);
     let keep_state = g.op("Where", &[&first, &one, &zero]);
     terms.push((keep_state, x.clone()));
     let corrected = combine(g, &terms);
