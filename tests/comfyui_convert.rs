@@ -493,7 +493,7 @@ fn unsupported_graphs_are_refused_with_node_class_input_and_remedy() {
         remedy,
         format!(
             "choose one of: {}",
-            wfstudio_core::comfyui::lower::SAMPLERS.join(", ")
+            wfstudio_core::comfyui::lower::sampler_names().join(", ")
         )
     );
     let (_, _, input, message, _) =

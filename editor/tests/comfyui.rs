@@ -142,7 +142,7 @@ fn a_refused_graph_shows_its_badge_and_reason() {
     harness.get_by_label("ComfyUI node 5 KSampler refused");
     let reason = format!(
         "node 5 (KSampler) input `sampler_name` uses sampler 'dpm_adaptive', which chooses its own step sizes as it goes, so its model calls do not follow a schedule the workflow can loop over — choose one of: {}",
-        wfstudio_core::comfyui::lower::SAMPLERS.join(", ")
+        wfstudio_core::comfyui::lower::sampler_names().join(", ")
     );
     harness.get_by_label(&reason).click_accesskit();
     harness.run_steps(2);

@@ -38,7 +38,7 @@ use recognise::{Plan, Window};
 use serde_json::Value;
 use std::collections::BTreeSet;
 
-pub use crate::comfyui::synth::sampling::{SAMPLERS, SCHEDULES};
+pub use crate::comfyui::synth::sampling::{SCHEDULES, sampler_names};
 /// Classes that save or preview an image.
 const IMAGE_SINKS: &[&str] = &["SaveImage", "PreviewImage"];
 

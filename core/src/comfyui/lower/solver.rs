@@ -3,6 +3,7 @@
 
 use super::parts::{invoke, latent, one, policy, row};
 use super::recognise::{Sampler, Window};
+use crate::comfyui::synth::sampling::sampler;
 use serde_json::{Value, json};
 
 /// The `solver_step` component for the plan's sampler and its invoke step
@@ -35,7 +36,8 @@ pub(super) fn solver_step(
     }
     let mut solver_outputs = json!({"next_state": latent()});
     let mut solver_out = json!({"next_state": solved});
-    let memory = memory_of(&s.sampler_name);
+    let needs = sampler(&s.sampler_name).map(|known| known.needs);
+    let memory = memory_cells(needs.map_or(0, |n| n.memory));
     for cell in memory {
         solver_ports[cell.input] = latent();
         solver_bind[cell.input] = json!(cell.name);
@@ -46,12 +48,12 @@ pub(super) fn solver_step(
         solver_ports["iteration"] = row("int64");
         solver_bind["iteration"] = json!("loop.iteration");
     }
-    if s.sampler_name.ends_with("_cfg_pp") {
+    if needs.is_some_and(|n| n.unconditional) {
         // CFG++ steps along the unconditional estimate.
         solver_ports["unconditional"] = latent();
         solver_bind["unconditional"] = json!("denoiser.unconditional");
     }
-    if is_ancestral(&s.sampler_name) {
+    if needs.is_some_and(|n| n.seed) {
         solver_ports["seed"] = row("int64");
         solver_bind["seed"] = json!("request.seed");
     }
@@ -72,11 +74,6 @@ pub(super) fn solver_step(
         invoke("solver_step", solver_bind, solver_out),
         carried,
     )
-}
-
-/// Whether a sampler adds fresh seeded noise at each step.
-fn is_ancestral(sampler: &str) -> bool {
-    matches!(sampler, "lcm" | "ddpm") || sampler.contains("ancestral") || sampler.contains("_sde")
 }
 
 /// A state cell of a multistep solver: its name, the solver's input port
@@ -115,26 +112,12 @@ const UNI_PC: [Memory; 4] = [
     },
 ];
 
-/// The state cells a sampler carries from one step to the next.
-fn memory_of(sampler: &str) -> &'static [Memory] {
-    match sampler {
-        "dpmpp_2m" => std::slice::from_ref(&PREVIOUS),
-        "uni_pc" | "uni_pc_bh2" => &UNI_PC,
-        "dpmpp_2m_sde"
-        | "dpmpp_2m_sde_gpu"
-        | "dpmpp_2m_sde_heun"
-        | "dpmpp_2m_sde_heun_gpu"
-        | "res_multistep"
-        | "res_multistep_ancestral"
-        | "gradient_estimation"
-        | "dpmpp_2m_cfg_pp"
-        | "res_multistep_cfg_pp"
-        | "res_multistep_ancestral_cfg_pp"
-        | "gradient_estimation_cfg_pp" => std::slice::from_ref(&PREVIOUS),
-        // The last three derivatives.
-        "ipndm" | "ipndm_v" => &UNI_PC[1..4],
-        // The last two estimates: UniPC's second and third cells.
-        "dpmpp_3m_sde" | "dpmpp_3m_sde_gpu" => &UNI_PC[1..3],
-        _ => &[],
+/// The state cells of `memory` earlier latents (see `Needs::memory`): the
+/// last one to three estimates, or UniPC's corrected sample and three.
+fn memory_cells(memory: usize) -> &'static [Memory] {
+    match memory {
+        0 => &[],
+        4 => &UNI_PC,
+        n => &UNI_PC[1..(1 + n).min(4)],
     }
 }

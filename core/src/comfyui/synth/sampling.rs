@@ -4,35 +4,181 @@
 //! of flow-matching models, and the schedulers that pick a run's sigmas
 //! (Karras et al. 2022 for `karras` and `exponential`).
 
+/// What a sampler's synthesized `solver_step` reads beyond the sample,
+/// the guided estimate, the step and the schedule: the one description the
+/// lowering's ports and state cells follow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Needs {
+    /// The seed, for fresh noise at every step.
+    pub seed: bool,
+    /// The unconditional estimate (CFG++ samplers).
+    pub unconditional: bool,
+    /// Earlier steps' latents it carries: the last 1 to 3 estimates, or 4
+    /// for UniPC (its corrected sample and the last three estimates).
+    pub memory: usize,
+    /// Whether it is built for flow-matching models too (else epsilon
+    /// models only).
+    pub flow: bool,
+}
+
+impl Needs {
+    /// These needs and `memory` earlier latents.
+    const fn and_memory(self, memory: usize) -> Needs {
+        Needs { memory, ..self }
+    }
+
+    /// These needs and the seed.
+    const fn and_seed(self) -> Needs {
+        Needs { seed: true, ..self }
+    }
+
+    /// No needs but `memory` earlier latents.
+    const fn remembering(memory: usize) -> Needs {
+        PLAIN.and_memory(memory)
+    }
+}
+
+const PLAIN: Needs = Needs {
+    seed: false,
+    unconditional: false,
+    memory: 0,
+    flow: true,
+};
+const SEEDED: Needs = PLAIN.and_seed();
+const CFG_PP: Needs = Needs {
+    unconditional: true,
+    ..PLAIN
+};
+/// DPM-Solver++ SDE samplers: epsilon models only.
+const SDE_2M: Needs = Needs {
+    flow: false,
+    ..SEEDED.and_memory(1)
+};
+const SDE_3M: Needs = SDE_2M.and_memory(2);
+
+/// A sampler the synthesized `solver_step` implements, and its needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sampler {
+    /// ComfyUI's `sampler_name`.
+    pub name: &'static str,
+    /// What its step reads.
+    pub needs: Needs,
+}
+
 /// The samplers the synthesized `solver_step` implements (the lowering
 /// refuses others, saying why: [`why_not`]).
-pub const SAMPLERS: &[&str] = &[
-    "euler",
-    "euler_ancestral",
-    "ddim",
-    "dpmpp_2m",
-    "uni_pc",
-    "uni_pc_bh2",
-    "lcm",
-    "ddpm",
-    "dpmpp_2m_sde",
-    "dpmpp_2m_sde_gpu",
-    "dpmpp_2m_sde_heun",
-    "dpmpp_2m_sde_heun_gpu",
-    "dpmpp_3m_sde",
-    "dpmpp_3m_sde_gpu",
-    "res_multistep",
-    "res_multistep_ancestral",
-    "gradient_estimation",
-    "ipndm",
-    "ipndm_v",
-    "euler_cfg_pp",
-    "euler_ancestral_cfg_pp",
-    "dpmpp_2m_cfg_pp",
-    "res_multistep_cfg_pp",
-    "res_multistep_ancestral_cfg_pp",
-    "gradient_estimation_cfg_pp",
+pub const SAMPLERS: &[Sampler] = &[
+    Sampler {
+        name: "euler",
+        needs: PLAIN,
+    },
+    Sampler {
+        name: "euler_ancestral",
+        needs: SEEDED,
+    },
+    Sampler {
+        name: "ddim",
+        needs: PLAIN,
+    },
+    Sampler {
+        name: "dpmpp_2m",
+        needs: Needs::remembering(1),
+    },
+    Sampler {
+        name: "uni_pc",
+        needs: Needs::remembering(4),
+    },
+    Sampler {
+        name: "uni_pc_bh2",
+        needs: Needs::remembering(4),
+    },
+    Sampler {
+        name: "lcm",
+        needs: SEEDED,
+    },
+    Sampler {
+        name: "ddpm",
+        needs: SEEDED,
+    },
+    Sampler {
+        name: "dpmpp_2m_sde",
+        needs: SDE_2M,
+    },
+    Sampler {
+        name: "dpmpp_2m_sde_gpu",
+        needs: SDE_2M,
+    },
+    Sampler {
+        name: "dpmpp_2m_sde_heun",
+        needs: SDE_2M,
+    },
+    Sampler {
+        name: "dpmpp_2m_sde_heun_gpu",
+        needs: SDE_2M,
+    },
+    Sampler {
+        name: "dpmpp_3m_sde",
+        needs: SDE_3M,
+    },
+    Sampler {
+        name: "dpmpp_3m_sde_gpu",
+        needs: SDE_3M,
+    },
+    Sampler {
+        name: "res_multistep",
+        needs: Needs::remembering(1),
+    },
+    Sampler {
+        name: "res_multistep_ancestral",
+        needs: SEEDED.and_memory(1),
+    },
+    Sampler {
+        name: "gradient_estimation",
+        needs: Needs::remembering(1),
+    },
+    Sampler {
+        name: "ipndm",
+        needs: Needs::remembering(3),
+    },
+    Sampler {
+        name: "ipndm_v",
+        needs: Needs::remembering(3),
+    },
+    Sampler {
+        name: "euler_cfg_pp",
+        needs: CFG_PP,
+    },
+    Sampler {
+        name: "euler_ancestral_cfg_pp",
+        needs: CFG_PP.and_seed(),
+    },
+    Sampler {
+        name: "dpmpp_2m_cfg_pp",
+        needs: CFG_PP.and_memory(1),
+    },
+    Sampler {
+        name: "res_multistep_cfg_pp",
+        needs: CFG_PP.and_memory(1),
+    },
+    Sampler {
+        name: "res_multistep_ancestral_cfg_pp",
+        needs: CFG_PP.and_seed().and_memory(1),
+    },
+    Sampler {
+        name: "gradient_estimation_cfg_pp",
+        needs: CFG_PP.and_memory(1),
+    },
 ];
+
+/// The sampler named `name`, if the synthesis implements it.
+pub fn sampler(name: &str) -> Option<&'static Sampler> {
+    SAMPLERS.iter().find(|s| s.name == name)
+}
+
+/// The names of [`SAMPLERS`], in order.
+pub fn sampler_names() -> Vec<&'static str> {
+    SAMPLERS.iter().map(|s| s.name).collect()
+}
 
 /// Why the lowering cannot run ComfyUI sampler `sampler` (one not in
 /// [`SAMPLERS`]), as a clause after "uses sampler 'x', which".

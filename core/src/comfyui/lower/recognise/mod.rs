@@ -6,7 +6,8 @@
 mod custom;
 
 use super::graph::Graph;
-use super::{Refusal, SAMPLERS, SCHEDULES};
+use super::{Refusal, SCHEDULES};
+use crate::comfyui::synth::sampling::sampler_names;
 use custom::Guide;
 
 /// Everything the document builder needs, with the graph's values.
@@ -218,7 +219,8 @@ pub(super) fn recognise(g: &Graph<'_>, sink: &str) -> Result<Plan, Refusal> {
         "samples",
         (&decode, "samples"),
     )?;
-    if slot != 0 && custom::is_custom(g.class(&sampler_node)) {
+    let custom = custom::is_custom(g.class(&sampler_node));
+    if slot != 0 && custom {
         return Err(g.refuse(
             &sampler_node,
             None,
@@ -226,13 +228,15 @@ pub(super) fn recognise(g: &Graph<'_>, sink: &str) -> Result<Plan, Refusal> {
             "decode the sampler's first output",
         ));
     }
-    let (sampler, guide) = match custom::is_custom(g.class(&sampler_node)) {
+    let (sampler, guide) = match custom {
         true => custom::sampler(g, &sampler_node)?,
         false => (sampler(g, &sampler_node)?, Guide::on(&sampler_node)),
     };
     let model = model_chain(g, &guide.model)?;
-    if model.flow.is_some() && sampler.sampler_name.contains("_sde") {
-        let node = match custom::is_custom(g.class(&sampler_node)) {
+    let epsilon_only = crate::comfyui::synth::sampling::sampler(&sampler.sampler_name)
+        .is_some_and(|known| !known.needs.flow);
+    if model.flow.is_some() && epsilon_only {
+        let node = match custom {
             true => g.source(&sampler_node, "sampler")?.0,
             false => sampler_node.clone(),
         };
@@ -366,7 +370,7 @@ fn sampler(g: &Graph<'_>, node: &str) -> Result<Sampler, Refusal> {
 /// Node `node`'s `sampler_name`, one the lowering builds.
 pub(super) fn checked_sampler_name<'a>(g: &Graph<'a>, node: &str) -> Result<&'a str, Refusal> {
     let sampler_name = g.text(node, "sampler_name")?;
-    if !SAMPLERS.contains(&sampler_name) {
+    if crate::comfyui::synth::sampling::sampler(sampler_name).is_none() {
         return Err(g.refuse(
             node,
             Some("sampler_name"),
@@ -374,7 +378,7 @@ pub(super) fn checked_sampler_name<'a>(g: &Graph<'a>, node: &str) -> Result<&'a 
                 "uses sampler '{sampler_name}', which {}",
                 crate::comfyui::synth::sampling::why_not(sampler_name)
             ),
-            &format!("choose one of: {}", SAMPLERS.join(", ")),
+            &format!("choose one of: {}", sampler_names().join(", ")),
         ));
     }
     Ok(sampler_name)
