@@ -279,8 +279,9 @@ impl ModelSampling {
     /// except for `ddim_uniform`, whose stride over the table can pick more.
     pub fn run_steps(&self, scheduler: &str, steps: usize) -> usize {
         match scheduler {
-            "ddim_uniform" => ddim_uniform_indices(self.table_len(), steps).len(),
-            "beta" => beta_indices(self.table_len(), steps).len(),
+            "ddim_uniform" | "beta" => {
+                table_indices(scheduler, self.table_len(), steps).map_or(steps, |i| i.len())
+            }
             _ => steps,
         }
     }
@@ -345,11 +346,7 @@ pub fn discrete_schedule(sigmas: &[f64], scheduler: &str, steps: usize) -> Optio
                 .map(|t| sigma_at(sigmas, t))
                 .collect()
         }
-        "simple" => simple_indices(sigmas.len(), steps)
-            .into_iter()
-            .map(|i| sigmas[i])
-            .collect(),
-        "ddim_uniform" => ddim_uniform_indices(sigmas.len(), steps)
+        "simple" | "ddim_uniform" | "beta" => table_indices(scheduler, sigmas.len(), steps)?
             .into_iter()
             .map(|i| sigmas[i])
             .collect(),
@@ -361,10 +358,6 @@ pub fn discrete_schedule(sigmas: &[f64], scheduler: &str, steps: usize) -> Optio
                 .map(|r| sigma_at(sigmas, start + r * (end - start)))
                 .collect()
         }
-        "beta" => beta_indices(sigmas.len(), steps)
-            .into_iter()
-            .map(|i| sigmas[i])
-            .collect(),
         "karras" => karras(sigma_min, sigma_max, steps),
         "exponential" => linspace(sigma_max.ln(), sigma_min.ln(), steps)
             .into_iter()
@@ -394,6 +387,17 @@ pub fn karras(sigma_min: f64, sigma_max: f64, steps: usize) -> Vec<f64> {
         .into_iter()
         .map(|r| (max_inv + r * (min_inv - max_inv)).powf(rho))
         .collect()
+}
+
+/// The table indices a scheduler that picks table entries (`simple`,
+/// `ddim_uniform`, `beta`) takes, highest first; `None` for the others.
+pub fn table_indices(scheduler: &str, table: usize, steps: usize) -> Option<Vec<usize>> {
+    Some(match scheduler {
+        "simple" => simple_indices(table, steps),
+        "ddim_uniform" => ddim_uniform_indices(table, steps),
+        "beta" => beta_indices(table, steps),
+        _ => return None,
+    })
 }
 
 /// `sgm_uniform`'s fractions of the way from the first timestep to the

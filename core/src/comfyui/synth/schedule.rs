@@ -6,8 +6,8 @@
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
 use super::sampling::{
-    ModelSampling, SCHEDULES, beta_indices, ddim_uniform_indices, discrete_schedule,
-    linear_quadratic, linspace, nearest_timestep, sgm_ramp, simple_indices,
+    ModelSampling, SCHEDULES, discrete_schedule, linear_quadratic, linspace, nearest_timestep,
+    sgm_ramp, table_indices,
 };
 use wfstudio_onnx::builder::Attr;
 
@@ -95,12 +95,8 @@ fn flow_schedule(
             let values: Vec<f32> = linear_quadratic(steps).iter().map(|s| *s as f32).collect();
             return Ok(g.b.vec_f32(&values));
         }
-        "simple" | "ddim_uniform" | "beta" => {
-            let indices = match family.scheduler.as_str() {
-                "simple" => simple_indices(table, steps),
-                "beta" => beta_indices(table, steps),
-                _ => ddim_uniform_indices(table, steps),
-            };
+        scheduler @ ("simple" | "ddim_uniform" | "beta") => {
+            let indices = table_indices(scheduler, table, steps).unwrap_or_default();
             if indices.len() != family.run_steps() {
                 return Err(g.error(format!(
                     "the {} scheduler gives {} sigmas for {steps} steps",
