@@ -94,27 +94,8 @@ fn run_within(mut command: Command, limit: Duration) -> Result<(Vec<u8>, String)
         .spawn()
         .map_err(|e| format!("could not list devices: {e}"))?;
     // Read on threads, so that a full pipe cannot stall the child.
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            if let Some(mut pipe) = pipe {
-                let _ = pipe.read_to_end(&mut bytes);
-            }
-            bytes
-        })
-    };
-    let stdout = drain(
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let stderr = drain(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
     let (status, killed) = wait_or_kill(&mut child, limit);
     if killed {
         // The readers are left to finish on their own: a process the child
@@ -133,6 +114,17 @@ fn run_within(mut command: Command, limit: Duration) -> Result<(Vec<u8>, String)
         }),
         None => Err("listing devices failed: its process was lost".into()),
     }
+}
+
+/// Reads `pipe` to its end on a thread (nothing when there is no pipe).
+fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut bytes);
+        }
+        bytes
+    })
 }
 
 /// The offers in `wfstudio devices --format json` output: CUDA (or why

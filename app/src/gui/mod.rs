@@ -119,12 +119,12 @@ impl eframe::App for StudioApp {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         self.run.show(ui, &mut self.studio);
         self.studio.show(ui);
-        let analysed = self
-            .studio
-            .doc
-            .as_ref()
-            .is_some_and(|d| d.analysis.is_some());
-        if analysed && let Some(path) = self.select.take() {
+        // --select applies once the document has been analysed.
+        let analysed = |studio: &Studio| studio.doc.as_ref().is_some_and(|d| d.analysis.is_some());
+        if self.select.is_some()
+            && analysed(&self.studio)
+            && let Some(path) = self.select.take()
+        {
             self.studio.reveal(&path);
             if self.studio.selection.last() != Some(&path) {
                 eprintln!("warning: --select {path}: the document has no step there");

@@ -2,9 +2,10 @@
 //! path (in the order the steps first ran), bars from each call's start to
 //! its end, coloured by the execution provider that ran most of its
 //! component's nodes (a legend names them; a component whose nodes fell
-//! back from the provider asked for gets an outline in the warning colour). Ctrl + wheel zooms the time axis,
-//! the scroll bar pans; hovering a bar tells its times and placement,
-//! clicking it selects the step on the canvas.
+//! back from the provider asked for gets an outline in the warning
+//! colour). Ctrl + wheel zooms the time axis, the scroll bar pans;
+//! hovering a bar tells its times and placement, clicking it selects the
+//! step on the canvas.
 
 use egui::Color32;
 use wfstudio_runner::{InvokeTiming, InvokedStep, Placement, RunOutput};
