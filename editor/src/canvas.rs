@@ -108,7 +108,7 @@ impl CanvasState {
 }
 
 pub use crate::run_overlay::RunOverlay;
-use crate::run_overlay::badge_color;
+use crate::run_overlay::{RAN_COLOR, badge_color};
 
 /// Largest side of an emit's thumbnail, in canvas units.
 const THUMBNAIL: f32 = 64.0;
@@ -494,7 +494,7 @@ fn draw(ui: &mut Ui, view: &CanvasView, state: &mut CanvasState, actions: &mut V
         });
         let stroke = match run_state {
             Some((_, true, _, _, _)) => Stroke::new(3.0, severity_color(Severity::Error)),
-            Some((true, _, _, _, _)) => Stroke::new(3.0, badge_color(false, false)),
+            Some((true, _, _, _, _)) => Stroke::new(3.0, RAN_COLOR),
             _ if selected => selected_stroke,
             _ => outline,
         };
