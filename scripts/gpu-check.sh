@@ -140,7 +140,7 @@ open(sys.argv[2], "wb").write(z.read("terrain_diffusion/weights/terrain_consiste
   list+=("$terrain $terrain/recipes/default.json")
   [ -d "$dir/packages/comfyui_txt2img_sd15" ] &&
     list+=("$dir/packages/comfyui_txt2img_sd15 $dir/packages/comfyui_txt2img_sd15.recipe.json")
-  printf '%-24s %-14s %9s %11s %11s %11s  %s\n' package device fallbacks "wall ms" "ORT ms" "host copies" outputs
+  printf '%-24s %-14s %9s %11s %11s %11s  %s\n' package device fallbacks "wall ms" "ORT ms" "copies d/h" outputs
   local package recipe status=0
   for entry in "${list[@]}"; do
     read -r package recipe <<<"$entry"
@@ -159,11 +159,14 @@ def load(path):
 cpu, gpu, name, device = load(sys.argv[1]), load(sys.argv[2]), sys.argv[3], sys.argv[4]
 def row(label, run, verdict):
     if run is None:
-        print(f"{name:<24} {label:<14} {'-':>9} {'-':>11} {'-':>11} {'n/a':>11}  {verdict}")
+        print(f"{name:<24} {label:<14} {'-':>9} {'-':>11} {'-':>11} {'-':>11}  {verdict}")
         return
     fallbacks = sum(p["fallbacks"] for p in run["placement"].values())
     t = run["timing"]
-    print(f"{name:<24} {label:<14} {fallbacks:>9} {t['wall_ms']:>11.2f} {t['ort_ms']:>11.2f} {'n/a':>11}  {verdict}")
+    # Host-device copies: to the device / to the host (tensors).
+    tr = run["transfers"]
+    copies = f"{tr['to_device']['count']}/{tr['to_host']['count']}"
+    print(f"{name:<24} {label:<14} {fallbacks:>9} {t['wall_ms']:>11.2f} {t['ort_ms']:>11.2f} {copies:>11}  {verdict}")
 if cpu is None or gpu is None:
     row("cpu", cpu, "ran" if cpu else "FAILED")
     row(device, gpu, "ran" if gpu else "FAILED")

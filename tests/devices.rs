@@ -376,6 +376,8 @@ fn the_prepared_gpu_check_fits_its_budget_and_runs_on_a_plugin() {
             .find(|r| r[0] == package && r[1] == "cpu_ep:0")
             .unwrap_or_else(|| panic!("{package} in {table}"));
         assert_eq!(on_plugin[6..9], ["same", "within", "1e-3"], "{table}");
+        // The CPU plugin's memory is the host's: nothing to copy.
+        assert_eq!(on_plugin[5], "0/0", "{table}");
     }
     let fallbacks = |package: &str| {
         rows.iter()

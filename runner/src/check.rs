@@ -1,7 +1,7 @@
 //! Run-time checks of tensors against contracts, with symbolic dimensions
 //! unified in a symbol table.
 
-use crate::tensor::{DType, Tensor};
+use crate::tensor::{DType, Described};
 use smallvec::SmallVec;
 use wfstudio_schema::types::contract::{BatchLayout, Dim, TensorContract};
 
@@ -70,7 +70,7 @@ fn expansion(contract: &TensorContract) -> Option<(usize, usize)> {
 /// exempts one axis (the growth axis of an append). Returns the reason when
 /// the tensor does not fit.
 pub fn check<'a>(
-    tensor: &Tensor,
+    tensor: &impl Described,
     contract: &'a TensorContract,
     symbols: &mut Symbols<'a>,
     skip_axis: Option<usize>,
@@ -83,11 +83,11 @@ pub fn check<'a>(
             contract.dtype
         ));
     }
-    if tensor.shape.len() as u64 != contract.rank {
+    if tensor.shape().len() as u64 != contract.rank {
         return Err(format!(
             "has rank {} (shape {:?}) but the contract says rank {}",
-            tensor.shape.len(),
-            tensor.shape,
+            tensor.shape().len(),
+            tensor.shape(),
             contract.rank
         ));
     }
@@ -95,7 +95,7 @@ pub fn check<'a>(
         return Ok(());
     };
     let expanded = expansion(contract);
-    for (axis, (dim, &extent)) in shape.iter().zip(&tensor.shape).enumerate() {
+    for (axis, (dim, &extent)) in shape.iter().zip(tensor.shape()).enumerate() {
         if Some(axis) == skip_axis {
             continue;
         }
@@ -103,7 +103,7 @@ pub fn check<'a>(
             Dim::Fixed(n) if *n as usize != extent => {
                 return Err(format!(
                     "has extent {extent} on axis {axis} but the contract fixes {n} (shape {:?})",
-                    tensor.shape
+                    tensor.shape()
                 ));
             }
             Dim::Fixed(_) => {}
@@ -218,14 +218,14 @@ impl Compiled {
 
     /// Whether `tensor` fits, binding symbols in `bound` (room for every
     /// number the contract uses) as it goes.
-    pub(crate) fn fits(&self, tensor: &Tensor, bound: &mut Bound) -> bool {
-        if self.dtype != Some(tensor.dtype()) || tensor.shape.len() as u64 != self.rank {
+    pub(crate) fn fits(&self, tensor: &impl Described, bound: &mut Bound) -> bool {
+        if self.dtype != Some(tensor.dtype()) || tensor.shape().len() as u64 != self.rank {
             return false;
         }
         let Some(axes) = &self.axes else {
             return true;
         };
-        for (dim, &extent) in axes.iter().zip(&tensor.shape) {
+        for (dim, &extent) in axes.iter().zip(tensor.shape()) {
             match *dim {
                 Axis::Fixed(n) if n != extent => return false,
                 Axis::Fixed(_) | Axis::Free => {}

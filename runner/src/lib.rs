@@ -37,6 +37,7 @@ mod supplied;
 pub mod tensor;
 mod tensor_json;
 pub mod text;
+pub mod transfers;
 
 pub use wfstudio_onnx::proto as onnx;
 
@@ -47,7 +48,8 @@ pub use input_limits::package_value_facts;
 pub use output::{InvokeTiming, InvokedStep, KeptValue, RunOutput};
 pub use placement::Placement;
 pub use request::{Request, Sampling};
-pub use tensor::{DType, Data, Tensor};
+pub use tensor::{DType, Data, Described, Tensor};
+pub use transfers::Transfers;
 pub use wfstudio_onnx::labels::ValueFacts;
 
 use std::path::{Path, PathBuf};
@@ -113,6 +115,11 @@ pub struct LoadOptions {
     pub device: Device,
     /// ONNX Runtime intra-op threads per session.
     pub threads: usize,
+    /// Treats every model port as if it were in a device's memory: calls
+    /// go through the I/O binding, outputs stay in ONNX Runtime's memory
+    /// between calls and copies are counted as on a GPU. For checking the
+    /// device path (and its cost) on a machine without one.
+    pub simulate_device_memory: bool,
 }
 
 impl Default for LoadOptions {
@@ -120,6 +127,7 @@ impl Default for LoadOptions {
         Self {
             device: Device::Cpu,
             threads: 1,
+            simulate_device_memory: false,
         }
     }
 }
@@ -212,7 +220,7 @@ impl Runner {
                 _ => Ok(None),
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let sessions = create_sessions(&artifacts, &device, options.threads)?;
+        let sessions = create_sessions(&artifacts, &device, options)?;
         let limits = input_limits::InputLimits::of(&document, wf, &sessions);
         let plan = exec::Plan::new(wf, limits);
         Ok(Runner {
@@ -311,7 +319,7 @@ impl Runner {
 fn create_sessions(
     artifacts: &[Option<PathBuf>],
     device: &Device,
-    threads: usize,
+    options: &LoadOptions,
 ) -> Result<Vec<Option<session::ComponentSession>>, RunError> {
     // A few at a time: each large model holds its weights while it loads.
     let at_once = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
@@ -324,7 +332,14 @@ fn create_sessions(
                     artifact.as_ref().map(|path| {
                         (
                             path,
-                            scope.spawn(move || session::create(path, device, threads)),
+                            scope.spawn(move || {
+                                session::create(
+                                    path,
+                                    device,
+                                    options.threads,
+                                    options.simulate_device_memory,
+                                )
+                            }),
                         )
                     })
                 })

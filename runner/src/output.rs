@@ -3,6 +3,7 @@
 
 use crate::clock::{Span, Tick};
 use crate::tensor::Tensor;
+use crate::transfers::Transfers;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -95,6 +96,8 @@ pub struct RunOutput {
     pub kept: Vec<KeptValue>,
     /// Whether the budget cut the kept values short.
     pub kept_truncated: bool,
+    /// Copies between host and device memory (none on the CPU).
+    pub transfers: Transfers,
 }
 
 impl RunOutput {

@@ -109,7 +109,7 @@ impl Pool {
         if Rc::strong_count(&held) != 1 || Rc::weak_count(&held) != 0 || held.home().is_some() {
             return self.park(slot, held);
         }
-        if Arc::strong_count(held.tensor()) == 1 {
+        if held.host().is_none_or(|t| Arc::strong_count(t) == 1) {
             return self.park(slot, held);
         }
         let at = slot as usize;
@@ -124,7 +124,7 @@ impl Pool {
     /// compared). A workflow input given again.
     pub(crate) fn same_as_parked(&mut self, slot: u32, tensor: &Arc<Tensor>) -> Option<Rc<Held>> {
         if let Some(shared) = self.shared.get_mut(slot as usize).and_then(Option::take)
-            && Arc::ptr_eq(shared.0.tensor(), tensor)
+            && shared.0.host().is_some_and(|t| Arc::ptr_eq(t, tensor))
         {
             return Some(shared.0);
         }
@@ -132,8 +132,8 @@ impl Pool {
             return None;
         }
         self.unpark(slot, |p| {
-            let t = p.tensor();
-            t.shape == tensor.shape && t.data.same_bits(&tensor.data)
+            p.host()
+                .is_some_and(|t| t.shape == tensor.shape && t.data.same_bits(&tensor.data))
         })
         .map(Preset::into_held)
     }
@@ -252,7 +252,10 @@ mod tests {
         let back = pool
             .same_as_parked(3, &same(vec![0.0, 1.5]))
             .expect("same bits");
-        assert_eq!(back.tensor().data, Data::F32(vec![0.0, 1.5]));
+        assert_eq!(
+            back.host().expect("a host value").data,
+            Data::F32(vec![0.0, 1.5])
+        );
         assert!(
             pool.same_as_parked(3, &same(vec![0.0, 1.5])).is_none(),
             "taken once"
@@ -293,7 +296,7 @@ mod tests {
         pool.park_input(1, viewed_shared(&big));
         assert!(pool.same_as_parked(2, &big).is_none(), "other slot");
         let back = pool.same_as_parked(1, &big).expect("the same tensor");
-        assert!(Arc::ptr_eq(back.tensor(), &big));
+        assert!(Arc::ptr_eq(back.host().expect("a host value"), &big));
         assert!(back.view().is_ok());
         assert!(pool.same_as_parked(1, &big).is_none(), "taken once");
         // Nor is it a buffer for outputs: the caller may read it.

@@ -18,7 +18,7 @@ use crate::output::InvokedStep;
 use crate::pool::Pool;
 use crate::predict::{Outputs, ShapeId, ShapeMemo};
 use crate::session::ComponentSession;
-use crate::tensor::{DType, Tensor};
+use crate::tensor::{DType, Described, Tensor};
 use indexmap::IndexMap;
 use smallvec::SmallVec;
 use std::borrow::Cow;
@@ -267,7 +267,7 @@ impl PortChecks {
         contracts.iter().zip(values).all(|(contract, held)| {
             contract
                 .as_ref()
-                .is_none_or(|c| c.fits(held.as_ref().tensor(), bound))
+                .is_none_or(|c| c.fits(held.as_ref(), bound))
         })
     }
 }
@@ -517,7 +517,9 @@ pub(crate) fn run_session(
 ) -> Result<(Span, Tick, Outcome), String> {
     let mut preset_any = false;
     match predicted {
-        Some(known) => {
+        // Outputs of a call through the I/O binding go to the memory ONNX
+        // Runtime chooses, not into host buffers.
+        Some(known) if !session.bound() => {
             let shapes = known.shapes.iter().zip(&known.ids);
             for ((slot, output), (shape, &id)) in site.presets.iter_mut().zip(outputs).zip(shapes) {
                 *slot = output.preset(shape, id, pool);
@@ -525,7 +527,7 @@ pub(crate) fn run_session(
             }
         }
         // Buffers an earlier attempt left are not this call's.
-        None => site.presets.iter_mut().for_each(|p| *p = None),
+        _ => site.presets.iter_mut().for_each(|p| *p = None),
     }
     let (ort, in_hand, into_presets) = match session.run(site, bound, produced) {
         Ok(ran) => ran,
@@ -547,7 +549,7 @@ pub(crate) fn run_session(
                 .shapes
                 .iter()
                 .map(Vec::as_slice)
-                .eq(produced.iter().map(|h| h.tensor().shape.as_slice()))
+                .eq(produced.iter().map(|h| h.shape()))
     });
     let outcome = if as_predicted {
         Outcome::AsPredicted

@@ -4,7 +4,7 @@ use crate::clock::{Span, Tick};
 use crate::device::Device;
 use crate::model::{is_textproto, model_bytes};
 use crate::model_scan::scan;
-use crate::ortcall::{self, Call, CallSite, Held, Produced};
+use crate::ortcall::{self, Binding, Call, CallSite, Held, Produced};
 use crate::tensor::DType;
 use crate::{RunError, ortlib};
 use ort::logging::LogLevel;
@@ -20,6 +20,9 @@ use wfstudio_onnx::proto::onnx::ModelProto;
 
 /// One component's session.
 pub struct ComponentSession {
+    /// The I/O binding when some port is in a device's memory (declared
+    /// before the session it belongs to, so dropped first).
+    binding: Option<Binding>,
     session: Session,
     /// Graph input names.
     pub inputs: Vec<String>,
@@ -42,11 +45,13 @@ pub struct ComponentSession {
     pub assignment: Vec<(String, usize)>,
 }
 
-/// Creates the session for the model at `artifact` on `device`.
+/// Creates the session for the model at `artifact` on `device` (treating
+/// its ports as in device memory when `simulate_device_memory`).
 pub fn create(
     artifact: &Path,
     device: &Device,
     threads: usize,
+    simulate_device_memory: bool,
 ) -> Result<ComponentSession, RunError> {
     let (env, _) = ortlib::environment()?;
     // A TextFormat model is encoded here and handed over as bytes; a binary
@@ -77,18 +82,18 @@ pub fn create(
         path: artifact.to_path_buf(),
         message: e.to_string(),
     })?;
-    let session = session?;
+    let mut session = session?;
     let value_facts = match (&bytes, scanned.may_have_value_facts) {
         (_, false) => BTreeMap::new(),
         (Some(bytes), true) => value_facts_of(bytes),
         (None, true) => value_facts_of(&model_bytes(artifact)?),
     };
-    let inputs = session
+    let inputs: Vec<String> = session
         .inputs()
         .iter()
         .map(|o| o.name().to_string())
         .collect();
-    let outputs = session
+    let outputs: Vec<String> = session
         .outputs()
         .iter()
         .map(|o| o.name().to_string())
@@ -99,9 +104,17 @@ pub fn create(
         .map(|o| output_dtype(o.dtype()))
         .collect();
     let assignment = ortcall::ep_assignment(&session).unwrap_or_default();
+    let binding =
+        Binding::of(&mut session, &inputs, &outputs, simulate_device_memory).map_err(|why| {
+            RunError::Artifact {
+                path: artifact.to_path_buf(),
+                message: format!("cannot bind the model's ports to its device: {why}"),
+            }
+        })?;
     let mut quiet = RunOptions::new().map_err(fail)?;
     quiet.set_log_level(LogLevel::Fatal).map_err(fail)?;
     Ok(ComponentSession {
+        binding,
         session,
         quiet,
         inputs,
@@ -186,6 +199,12 @@ impl ComponentSession {
         self.output_dtypes.get(index).copied().flatten()
     }
 
+    /// Whether calls go through the I/O binding (some port is in a
+    /// device's memory), which keeps outputs where the device made them.
+    pub(crate) fn bound(&self) -> bool {
+        self.binding.is_some()
+    }
+
     /// Makes `call` (quietly when some output has a buffer: a buffer of
     /// the wrong shape is a failure the caller handles, not news); the span
     /// of ONNX Runtime's `Run`.
@@ -207,6 +226,11 @@ impl ComponentSession {
         inputs: &[&Rc<Held>],
         produced: &mut Produced,
     ) -> Result<(Span, Tick, bool), String> {
+        if let Some(binding) = &mut self.binding {
+            site.presets.iter_mut().for_each(|p| *p = None);
+            let ort = binding.run(&mut self.session, site, inputs, produced)?;
+            return Ok((ort, Tick::now(), false));
+        }
         let mut call = site.call();
         for held in inputs {
             call.input(held)?;

@@ -299,6 +299,24 @@ pub struct Tensor {
     pub data: Data,
 }
 
+/// What the contract checks look at: a tensor's dtype and shape, which a
+/// value kept in device memory tells without a copy to the host.
+pub trait Described {
+    /// Element type.
+    fn dtype(&self) -> DType;
+    /// Extent of each axis.
+    fn shape(&self) -> &[usize];
+}
+
+impl Described for Tensor {
+    fn dtype(&self) -> DType {
+        self.data.dtype()
+    }
+    fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+}
+
 /// Why a tensor could not be built or reshaped.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]

@@ -42,6 +42,12 @@ pub struct DeviceArgs {
     /// ONNX Runtime intra-op threads per session.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub threads: u16,
+    /// Treat every model port as in device memory, as on a GPU: calls go
+    /// through ONNX Runtime's I/O binding, values stay in its memory between
+    /// calls and the copies a GPU would make are counted (checks the device
+    /// path, and its cost, on a CPU).
+    #[arg(long)]
+    pub simulate_device_memory: bool,
 }
 
 /// Arguments of `wfstudio devices`.

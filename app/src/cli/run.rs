@@ -357,6 +357,17 @@ pub fn timing_json(output: &RunOutput, load_ms: f64) -> serde_json::Value {
     })
 }
 
+/// The run's copies between host and device memory as a line to read;
+/// `None` when there were none (every run on the CPU).
+pub fn transfers_line(t: &wfstudio_runner::Transfers) -> Option<String> {
+    (t.count() > 0).then(|| {
+        format!(
+            "host-device copies: {} to the device ({} bytes), {} to the host ({} bytes)",
+            t.to_device.count, t.to_device.bytes, t.to_host.count, t.to_host.bytes
+        )
+    })
+}
+
 /// Loads a package for running on `target` (its plugin libraries
 /// registered first). An unreadable package or a library that is not a
 /// file is an I/O error (exit 2); an invalid or unsupported package, or a
@@ -369,6 +380,7 @@ pub fn load_runner(
     let options = LoadOptions {
         device: target.device.clone(),
         threads: target.threads.into(),
+        simulate_device_memory: target.simulate_device_memory,
     };
     match Runner::load(path, &options) {
         Ok(runner) => Ok(Ok(runner)),
@@ -486,7 +498,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
                 "{}",
                 serde_json::to_string(
                     &serde_json::json!({"outputs": outputs, "timing": timing_json(&output, load_ms),
-                        "placement": placement_json(&runner.placements())})
+                        "placement": placement_json(&runner.placements()),
+                        "transfers": output.transfers})
                 )?
             );
         }
@@ -505,6 +518,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             );
             for placement in runner.placements().iter().filter(|p| p.fallbacks > 0) {
                 println!("{}: {}", placement.component, placement.label());
+            }
+            if let Some(line) = transfers_line(&output.transfers) {
+                println!("{line}");
             }
         }
     }

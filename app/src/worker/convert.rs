@@ -156,6 +156,7 @@ pub fn output_to_wire(output: &RunOutput, body: &mut Body) -> WireOutput {
             })
             .collect(),
         kept_truncated: output.kept_truncated,
+        transfers: output.transfers,
     }
 }
 
@@ -204,5 +205,6 @@ pub fn output_from_wire(wire: WireOutput, body: &Body, max_bytes: usize) -> io::
         wall: Duration::from_nanos(wire.wall_ns),
         kept,
         kept_truncated: wire.kept_truncated,
+        transfers: wire.transfers,
     })
 }

@@ -203,6 +203,8 @@ pub struct WireOutput {
     pub kept: Vec<(String, String, Vec<usize>, WireTensor)>,
     /// Whether the budget cut the kept values short.
     pub kept_truncated: bool,
+    /// Copies between host and device memory.
+    pub transfers: wfstudio_runner::Transfers,
 }
 
 /// A message and where its body is.

@@ -240,6 +240,7 @@ fn warm_runner<'w>(
         let options = LoadOptions {
             device,
             threads: request.threads,
+            simulate_device_memory: false,
         };
         let runner = Runner::from_document(parsed.document, &request.package, &options)
             .map_err(|e| e.to_string())?;

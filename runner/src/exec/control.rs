@@ -34,13 +34,12 @@ impl<'r, 'c> Exec<'r, 'c> {
         prepared: &mut PreparedLoop,
         path: &At<'_>,
     ) -> Result<(), RunError> {
-        let limit = self
-            .held_at(
-                prepared.limit,
-                &l.max_iterations,
-                &path.key("max_iterations"),
-            )?
-            .tensor();
+        let limit = self.held_at(
+            prepared.limit,
+            &l.max_iterations,
+            &path.key("max_iterations"),
+        )?;
+        let limit = host(limit, path)?;
         let limit = (limit.numel() == 1)
             .then(|| limit.data.get_i64(0))
             .flatten()
@@ -66,7 +65,7 @@ impl<'r, 'c> Exec<'r, 'c> {
             let entry = carry.initial.as_ref().unwrap_or(&cell.initializer);
             let value = self.held_at(slots.entry, entry, path)?.clone();
             check(
-                value.tensor(),
+                &*value,
                 &cell.contract,
                 &mut self.symbols,
                 cell.recurrence.varying_axis().map(|a| a as usize),
@@ -97,7 +96,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                 &l.continue_when,
                 &path.key("continue_when"),
             )?;
-            let active = Self::control_bools(predicate.tensor()).ok_or_else(|| {
+            let active = Self::control_bools(host(predicate, path)?).ok_or_else(|| {
                 fail(
                     path,
                     "continue_when must be a non-empty bool scalar or row vector",
@@ -125,15 +124,15 @@ impl<'r, 'c> Exec<'r, 'c> {
                 let next = self
                     .held_at(slots.next, &carry.next, &path.key("carried"))?
                     .clone();
-                self.check_recurrence(cell, current.tensor(), next.tensor(), path, &carry.cell)?;
+                self.check_recurrence(cell, &current, &next, path, &carry.cell)?;
                 let group_bound = cell.service_group.is_some();
                 let merged = if group_bound || active.len() <= 1 || active.iter().all(|a| *a) {
                     next
                 } else {
                     Held::new(Arc::new(
                         merge_rows(
-                            current.tensor(),
-                            next.tensor(),
+                            host(&current, path)?,
+                            host(&next, path)?,
                             &cell.contract,
                             &cell.recurrence,
                             &active,
@@ -199,28 +198,29 @@ impl<'r, 'c> Exec<'r, 'c> {
     fn check_recurrence(
         &self,
         cell: &StateCell,
-        current: &Tensor,
-        next: &Tensor,
+        current: &Held,
+        next: &Held,
         path: &At<'_>,
         name: &str,
     ) -> Result<(), RunError> {
+        let (current_shape, next_shape) = (current.shape(), next.shape());
         let bad = |why: String| fail(path, format!("carried cell '{name}': {why}"));
-        if current.dtype() != next.dtype() || current.shape.len() != next.shape.len() {
+        if current.dtype() != next.dtype() || current_shape.len() != next_shape.len() {
             return Err(bad(format!(
                 "next value {} {:?} changes dtype or rank of {} {:?}",
                 next.dtype(),
-                next.shape,
+                next_shape,
                 current.dtype(),
-                current.shape
+                current_shape
             )));
         }
         let others_equal = |axis: usize| {
-            (0..current.shape.len()).all(|a| a == axis || current.shape[a] == next.shape[a])
+            (0..current_shape.len()).all(|a| a == axis || current_shape[a] == next_shape[a])
         };
         match &cell.recurrence {
-            Recurrence::Invariant if current.shape != next.shape => Err(bad(format!(
+            Recurrence::Invariant if current_shape != next_shape => Err(bad(format!(
                 "invariant state changed shape from {:?} to {:?}",
-                current.shape, next.shape
+                current_shape, next_shape
             ))),
             Recurrence::Invariant => Ok(()),
             Recurrence::Growing(g) => {
@@ -232,19 +232,19 @@ impl<'r, 'c> Exec<'r, 'c> {
                 }
                 let (inc, max) = (self.scalar(&g.increment, path)?, self.scalar(&g.max, path)?);
                 if let Some(inc) = inc
-                    && next.shape[axis] as i64 != current.shape[axis] as i64 + inc
+                    && next_shape[axis] as i64 != current_shape[axis] as i64 + inc
                 {
                     return Err(bad(format!(
                         "axis {axis} grew from {} to {}, not by the increment {inc}",
-                        current.shape[axis], next.shape[axis]
+                        current_shape[axis], next_shape[axis]
                     )));
                 }
                 if let Some(max) = max
-                    && next.shape[axis] as i64 > max
+                    && next_shape[axis] as i64 > max
                 {
                     return Err(bad(format!(
                         "axis {axis} reached {}, beyond max {max}",
-                        next.shape[axis]
+                        next_shape[axis]
                     )));
                 }
                 Ok(())
@@ -257,7 +257,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                     ));
                 }
                 if let Some(max) = self.scalar(&b.max, path)?
-                    && (next.shape[axis] as i64 > max || current.shape[axis] as i64 > max)
+                    && (next_shape[axis] as i64 > max || current_shape[axis] as i64 > max)
                 {
                     return Err(bad(format!("axis {axis} exceeds max {max}")));
                 }

@@ -48,22 +48,23 @@ impl<'r, 'c> Exec<'r, 'c> {
         prepared: &mut PreparedEmit,
         path: &At<'_>,
     ) -> Result<(), RunError> {
-        let value = self
-            .held_at(prepared.value, &e.value, &path.key("value"))?
-            .tensor()
-            .clone();
+        let value = host(
+            self.held_at(prepared.value, &e.value, &path.key("value"))?,
+            path,
+        )?
+        .clone();
         let rank = value.shape.len();
         let axis = e.axis.map_or(rank.saturating_sub(1), |a| a as usize);
         let guard = match (prepared.when, &e.when) {
             (Some(slot), Some(w)) => Some(
-                Self::control_bools(self.held_at(slot, w, &path.key("when"))?.tensor())
+                Self::control_bools(host(self.held_at(slot, w, &path.key("when"))?, path)?)
                     .ok_or_else(|| fail(path, "`when` must be a bool scalar or row vector"))?,
             ),
             _ => None,
         };
         let lengths: Option<SmallVec<[i64; 8]>> = match (prepared.valid_length, &e.valid_length) {
             (Some(slot), Some(v)) => {
-                let t = self.held_at(slot, v, &path.key("valid_length"))?.tensor();
+                let t = host(self.held_at(slot, v, &path.key("valid_length"))?, path)?;
                 Some(
                     (0..t.numel())
                         .map(|i| t.data.get_i64(i))

@@ -36,7 +36,7 @@ impl<'r, 'c> Exec<'r, 'c> {
     fn misfit<'a>(
         &self,
         ports: Option<&'r IndexMap<String, TensorContract>>,
-        values: impl IntoIterator<Item = (&'a str, &'a Tensor)>,
+        values: impl IntoIterator<Item = (&'a str, &'a Held)>,
     ) -> Option<(&'a str, String)> {
         let mut local = self.symbols.fresh();
         values.into_iter().find_map(|(port, tensor)| {
@@ -57,7 +57,7 @@ impl<'r, 'c> Exec<'r, 'c> {
             .inputs
             .iter()
             .flatten()
-            .filter_map(|(port, value)| Some((port.as_str(), &**self.bound(value)?.tensor())));
+            .filter_map(|(port, value)| Some((port.as_str(), &**self.bound(value)?)));
         match self.misfit(ports, values) {
             Some((port, why)) => {
                 let value = invoke.inputs.as_ref().and_then(|i| i.get(port));
@@ -78,7 +78,7 @@ impl<'r, 'c> Exec<'r, 'c> {
             .outputs
             .iter()
             .zip(produced)
-            .map(|(output, held)| (&*output.port, &**held.tensor()));
+            .map(|(output, held)| (&*output.port, &**held));
         match self.misfit(ports, values) {
             Some((port, why)) => format!("output port '{port}' {why}"),
             None => "outputs do not fit their ports".into(),
@@ -144,9 +144,10 @@ impl<'r, 'c> Exec<'r, 'c> {
             let Some(held) = self.env.get(output.slot) else {
                 continue;
             };
-            let tensor = Arc::clone(held.tensor());
-            shapes.push((output.value.clone(), tensor.shape.clone()));
-            if self.control.keep_bytes > 0 {
+            shapes.push((output.value.clone(), held.shape().to_vec()));
+            if self.control.keep_bytes > 0
+                && let Ok(tensor) = held.tensor().cloned()
+            {
                 self.keep(&output.value, &path, &tensor);
             }
         }
@@ -188,6 +189,9 @@ impl<'r, 'c> Exec<'r, 'c> {
             return None;
         }
         let session = self.sessions.get_mut(prepared.component_index)?.as_mut()?;
+        if session.bound() {
+            return None;
+        }
         let site = prepared.site.as_mut()?;
         let mut call = site.call();
         for (&slot, &id) in prepared.inputs.iter().zip(ids) {
@@ -272,19 +276,22 @@ impl<'r, 'c> Exec<'r, 'c> {
                     .as_deref_mut()
                     .filter(|_| session.reusable);
                 // Only a run with a reuse cache looks at the inputs' data.
-                let remembered = cache.map(|cache| {
-                    let tensors: Vec<(&str, Arc<Tensor>)> = invoke
-                        .inputs
-                        .iter()
-                        .flatten()
-                        .zip(&bound)
-                        .map(|((p, _), h)| (p.as_str(), h.tensor().clone()))
-                        .collect();
-                    let wanted: Vec<&str> = prepared.outputs.iter().map(|o| &*o.port).collect();
-                    let key = cache.key(fingerprint, &tensors);
-                    let hit = cache.take(key, fingerprint, &tensors, &wanted);
-                    (key, tensors, hit)
-                });
+                let remembered = cache
+                    .map(|cache| {
+                        let tensors: Vec<(&str, Arc<Tensor>)> = invoke
+                            .inputs
+                            .iter()
+                            .flatten()
+                            .zip(&bound)
+                            .map(|((p, _), h)| Ok((p.as_str(), h.tensor()?.clone())))
+                            .collect::<Result<_, String>>()?;
+                        let wanted: Vec<&str> = prepared.outputs.iter().map(|o| &*o.port).collect();
+                        let key = cache.key(fingerprint, &tensors);
+                        let hit = cache.take(key, fingerprint, &tensors, &wanted);
+                        Ok((key, tensors, hit))
+                    })
+                    .transpose()
+                    .map_err(at)?;
                 match remembered {
                     Some((_, _, Some(outputs))) => {
                         reused = true;
@@ -309,8 +316,9 @@ impl<'r, 'c> Exec<'r, 'c> {
                                 .outputs
                                 .iter()
                                 .zip(produced.iter())
-                                .map(|(o, h)| (o.port.to_string(), h.tensor().clone()))
-                                .collect();
+                                .map(|(o, h)| Ok((o.port.to_string(), h.tensor()?.clone())))
+                                .collect::<Result<_, String>>()
+                                .map_err(at)?;
                             cache.store(key, fingerprint, &tensors, &outputs);
                         }
                     }
@@ -350,10 +358,7 @@ impl<'r, 'c> Exec<'r, 'c> {
         }
         match outcome {
             Some(Outcome::Unpredicted) => {
-                let shapes: SmallVec<[&[usize]; 4]> = produced
-                    .iter()
-                    .map(|h| h.tensor().shape.as_slice())
-                    .collect();
+                let shapes: SmallVec<[&[usize]; 4]> = produced.iter().map(|h| h.shape()).collect();
                 let numbers: Ids = produced
                     .iter()
                     .map(|h| h.shape_id(self.shape_ids))
@@ -416,12 +421,8 @@ impl<'r, 'c> Exec<'r, 'c> {
                     return Err(fault(format!("write index {d} is outside [0, {capacity})")));
                 }
             }
-            if let Some(lengths) = group
-                .logical_lengths
-                .as_ref()
-                .and_then(|l| self.bound(l))
-                .map(|h| h.tensor())
-            {
+            if let Some(lengths) = group.logical_lengths.as_ref().and_then(|l| self.bound(l)) {
+                let lengths = host(lengths, path)?;
                 if lengths.numel() != destinations.numel() {
                     return Err(fault(format!(
                         "{} logical lengths for {} write destinations",

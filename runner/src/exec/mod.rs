@@ -18,7 +18,7 @@ use crate::request::Request;
 use crate::reuse::ReuseCache;
 use crate::session::ComponentSession;
 use crate::supplied::Supplied;
-use crate::tensor::{DType, Data, Tensor};
+use crate::tensor::{DType, Data, Described, Tensor};
 use std::collections::{BTreeSet, HashMap};
 
 use crate::at::At;
@@ -176,6 +176,13 @@ impl Drop for Exec<'_, '_> {
 }
 
 /// The error for a value read before any step bound it.
+/// The host tensor of `held` (a value in device memory is copied to the
+/// host), or why it could not be had, at `at`.
+#[inline]
+fn host<'h>(held: &'h Held, at: &At<'_>) -> Result<&'h Arc<Tensor>, RunError> {
+    held.tensor().map_err(|why| fail(at, why))
+}
+
 fn undefined(at: &At<'_>, name: &str) -> RunError {
     fail(
         at,
@@ -311,7 +318,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                         .map_err(|why| fail(&at, why))?;
                     let checks = self.input_checks;
                     if !checks.fits(index, &tensor, self.input_bindings, &mut self.symbols) {
-                        check(&tensor, &input.contract, &mut self.symbols, None)
+                        check(&*tensor, &input.contract, &mut self.symbols, None)
                             .map_err(|why| fail(&at, format!("input '{name}' {why}")))?;
                     }
                     self.put_input(slot, tensor);
@@ -379,6 +386,8 @@ impl<'r, 'c> Exec<'r, 'c> {
         K: AsRef<str>,
         V: Into<Arc<Tensor>>,
     {
+        // Copies another run on this thread left uncounted are not this one's.
+        crate::transfers::take();
         self.notify(|| Event::Started);
         if let Some(cache) = self.control.reuse.as_mut() {
             cache.begin_run();
@@ -394,6 +403,7 @@ impl<'r, 'c> Exec<'r, 'c> {
                     cache.end_run();
                 }
                 self.out.wall = Tick::now().since(self.started_tick);
+                self.out.transfers = crate::transfers::take();
                 let started = self.started_tick;
                 self.out.invokes = self.calls.iter().map(|c| c.timing(started)).collect();
                 self.out.steps = Arc::clone(self.invoked);
@@ -424,7 +434,7 @@ impl<'r, 'c> Exec<'r, 'c> {
 
     #[inline]
     fn value(&self, name: &str, at: &At<'_>) -> Result<Arc<Tensor>, RunError> {
-        self.held(name, at).map(|h| h.tensor().clone())
+        host(self.held(name, at)?, at).cloned()
     }
 
     #[inline]

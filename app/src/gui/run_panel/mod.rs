@@ -378,6 +378,9 @@ impl RunPanel {
                         }
                     }
                 }
+                if let Some(line) = crate::cli::run::transfers_line(&finished.output.transfers) {
+                    ui.weak(line);
+                }
                 let reused = finished.output.invokes.iter().filter(|i| i.reused).count();
                 if reused > 0 {
                     ui.label(format!(

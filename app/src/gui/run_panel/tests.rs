@@ -65,6 +65,25 @@ fn a_run_shows_progress_timing_timeline_value_and_preview() {
     // The image output's preview and its save button.
     harness.get_by_label("image: F32 [1, 3, 32, 32]");
     harness.get_by_label("Save image row 0 as PNG…");
+    // On the CPU nothing is copied between host and device, and no line
+    // says so; a run that copied (as on a GPU) is told in one line.
+    let copies = |h: &Harness<'static, App>| {
+        h.query_all_by(|n| {
+            n.value()
+                .is_some_and(|v| v.starts_with("host-device copies"))
+        })
+        .count()
+    };
+    assert_eq!(copies(&harness), 0);
+    if let super::Phase::Done(finished) = &mut harness.state_mut().run.phase {
+        finished.output.transfers.to_device = wfstudio_runner::transfers::Copies {
+            count: 3,
+            bytes: 1040,
+        };
+    }
+    harness.run_steps(2);
+    harness
+        .get_by_label("host-device copies: 3 to the device (1040 bytes), 0 to the host (0 bytes)");
     let _ = std::fs::remove_dir_all(config);
 }
 

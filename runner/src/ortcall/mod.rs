@@ -3,21 +3,28 @@
 //! known ahead is written by ONNX Runtime straight into a host buffer, and
 //! the names of ports are prepared once per invoke step. On graphs whose
 //! calls take microseconds this is what keeps the runner's own time small
-//! (`docs/PERFORMANCE.md`).
+//! (`docs/PERFORMANCE.md`). A model whose ports are in a device's memory
+//! is called through an I/O binding instead ([`binding`]), which leaves its
+//! outputs on the device.
 //!
-//! This is the runner's one module with `unsafe` code. Its rule: a view
-//! never outlives the memory it points at ([`Held`] keeps both and drops the
-//! view first; an output buffer is owned by the caller across the run) and
-//! that memory is never written while ONNX Runtime reads it.
+//! This module and its children hold the runner's `unsafe` calls into ONNX
+//! Runtime. Their rule: a view never outlives the memory it points at
+//! ([`Held`] keeps both and drops the view first; an output buffer is owned
+//! by the caller across the run) and that memory is never written while
+//! ONNX Runtime reads it.
+
+mod binding;
+mod held;
+
+pub(crate) use binding::Binding;
+pub(crate) use held::{Held, Preset};
 
 use crate::clock::{Span, Tick};
-use crate::predict::{ShapeId, ShapeIds, UNKNOWN};
 use crate::tensor::{DType, Data, Tensor};
 use half::{bf16, f16};
 use ort::AsPointer;
 use ort::session::{RunOptions, Session};
 use ort::sys::{self, ONNXTensorElementDataType as Element, OrtStatusPtr, OrtValue};
-use std::cell::{Cell, OnceCell};
 use std::ffi::{CStr, CString, c_char, c_void};
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
@@ -32,95 +39,6 @@ impl Drop for OrtTensor {
     fn drop(&mut self) {
         // SAFETY: the pointer came from ONNX Runtime and is released once.
         unsafe { (ort::api().ReleaseValue)(self.0.as_ptr()) }
-    }
-}
-
-/// A value of a run's environment: the host tensor and, once an invoke has
-/// passed it to ONNX Runtime, the view of its memory that ONNX Runtime
-/// reads. The view is made once and shared by every later reader. Held
-/// values stay on the thread of their run (`Rc`); only a [`Preset`], the
-/// one reference to its value, crosses runs.
-pub(crate) struct Held {
-    // Declared first so that it is dropped before the memory it views.
-    view: OnceCell<OrtTensor>,
-    tensor: Arc<Tensor>,
-    /// The slot of the invoke output that produced it ([`NO_HOME`] for
-    /// other values), where its buffer is parked when a run ends.
-    home: Cell<u32>,
-    /// The number of the tensor's dtype and shape, once asked for.
-    shape_id: Cell<ShapeId>,
-}
-
-impl std::fmt::Debug for Held {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Held({} {:?})", self.tensor.dtype(), self.tensor.shape)
-    }
-}
-
-/// The home of a value no invoke output produced.
-pub(crate) const NO_HOME: u32 = u32::MAX;
-
-impl Held {
-    /// A value with no view yet.
-    pub(crate) fn new(tensor: Arc<Tensor>) -> Rc<Held> {
-        Rc::new(Held {
-            view: OnceCell::new(),
-            tensor,
-            home: Cell::new(NO_HOME),
-            shape_id: Cell::new(UNKNOWN),
-        })
-    }
-
-    /// Whether the tensor has `dtype` and `shape`, whose number is `id`
-    /// ([`UNKNOWN`] if not known): told by the number when both are known.
-    #[inline]
-    pub(crate) fn is(&self, dtype: DType, shape: &[usize], id: ShapeId) -> bool {
-        match self.shape_id.get() {
-            known if known != UNKNOWN && id != UNKNOWN => known == id,
-            _ => self.tensor.dtype() == dtype && self.tensor.shape == shape,
-        }
-    }
-
-    /// The number of the tensor's dtype and shape in `ids` (which numbers
-    /// it the first time; the tensor never changes, so neither does it).
-    #[inline]
-    pub(crate) fn shape_id(&self, ids: &mut ShapeIds) -> ShapeId {
-        match self.shape_id.get() {
-            UNKNOWN => {
-                let id = ids.of(self.tensor.dtype(), &self.tensor.shape);
-                self.shape_id.set(id);
-                id
-            }
-            id => id,
-        }
-    }
-
-    /// The slot of the invoke output that produced it, if one did.
-    pub(crate) fn home(&self) -> Option<u32> {
-        Some(self.home.get()).filter(|h| *h != NO_HOME)
-    }
-
-    /// Records that the invoke output of `slot` produced it.
-    pub(crate) fn set_home(&self, slot: u32) {
-        self.home.set(slot);
-    }
-
-    /// The host tensor.
-    pub(crate) fn tensor(&self) -> &Arc<Tensor> {
-        &self.tensor
-    }
-
-    /// The ONNX Runtime view of the tensor, made on first use.
-    pub(crate) fn view(&self) -> Result<&OrtTensor, String> {
-        if let Some(view) = self.view.get() {
-            return Ok(view);
-        }
-        let t = &*self.tensor;
-        // SAFETY: the view lives in `self.view`, dropped before `self.tensor`
-        // (which is never mutated behind the `Arc`); ONNX Runtime only reads
-        // input memory, so the const pointer is never written through.
-        let view = unsafe { tensor_view(t.data.as_ptr().cast_mut(), t.dtype(), &t.shape)? };
-        Ok(self.view.get_or_init(|| view))
     }
 }
 
@@ -245,8 +163,8 @@ unsafe fn tensor_view(
         .ok_or_else(|| "ONNX Runtime returned no tensor".into())
 }
 
-/// Copies a tensor ONNX Runtime allocated into host memory.
-fn read(value: &OrtTensor) -> Result<Tensor, String> {
+/// The dtype and shape of a tensor value.
+fn describe(value: &OrtTensor) -> Result<(DType, Vec<usize>), String> {
     let api = ort::api();
     let mut info = ptr::null_mut();
     // SAFETY: `value` is a live tensor; `info` is released below.
@@ -273,6 +191,13 @@ fn read(value: &OrtTensor) -> Result<Tensor, String> {
         .iter()
         .map(|&d| usize::try_from(d).map_err(|_| format!("the graph produced extent {d}")))
         .collect::<Result<_, _>>()?;
+    Ok((dtype, shape))
+}
+
+/// Copies a tensor ONNX Runtime allocated in host memory.
+fn read(value: &OrtTensor) -> Result<Tensor, String> {
+    let api = ort::api();
+    let (dtype, shape) = describe(value)?;
     let numel: usize = shape.iter().product();
     let mut data: *mut c_void = ptr::null_mut();
     // SAFETY: a live tensor's data holds `numel` elements of `dtype`.
@@ -360,82 +285,6 @@ pub(crate) type Produced = smallvec::SmallVec<[Rc<Held>; 4]>;
 /// One slot per output of a call: its buffer, or `None` for ONNX Runtime
 /// to allocate.
 pub(crate) type Presets = Vec<Option<Preset>>;
-
-/// A value with a view whose every reference is this one (no other `Rc`
-/// to the [`Held`], no other `Arc` to its tensor): its buffer may be
-/// written again, as the output of a call whose shape is predicted (ONNX
-/// Runtime writes into it, or fails the run when the output has another
-/// shape), or kept across runs.
-pub(crate) struct Preset(Rc<Held>);
-
-// SAFETY: a preset is the only reference to its value (checked when it is
-// made), so moving it to another thread shares neither the `Rc` count nor
-// the tensor; an ONNX Runtime value has no affinity to the thread that
-// made it.
-unsafe impl Send for Preset {}
-
-impl std::fmt::Debug for Preset {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Preset({:?})", self.0)
-    }
-}
-
-impl Preset {
-    /// The buffer's dtype and shape.
-    pub(crate) fn tensor(&self) -> &Tensor {
-        &self.0.tensor
-    }
-
-    /// The buffer's value.
-    pub(crate) fn held(&self) -> &Held {
-        &self.0
-    }
-
-    /// A zeroed buffer of `dtype` and `shape` (numbered `id`, or
-    /// [`UNKNOWN`]); `None` past `max_bytes`.
-    pub(crate) fn new(
-        dtype: DType,
-        shape: &[usize],
-        id: ShapeId,
-        max_bytes: usize,
-    ) -> Option<Preset> {
-        let numel = crate::tensor::checked_numel(shape, dtype, max_bytes).ok()?;
-        let mut tensor = Tensor::new(shape.to_vec(), Data::zeros(dtype, numel)).ok()?;
-        let data = tensor.data.as_mut_ptr();
-        // SAFETY: the buffer is owned by `tensor`, which the held value keeps
-        // beside the view (dropped after it); moving the `Tensor` into its
-        // `Arc` does not move its heap buffer.
-        let view = unsafe { tensor_view(data, dtype, shape) }.ok()?;
-        Some(Preset(Rc::new(Held {
-            view: OnceCell::from(view),
-            tensor: Arc::new(tensor),
-            home: Cell::new(NO_HOME),
-            shape_id: Cell::new(id),
-        })))
-    }
-
-    /// `held` as a preset, when it is the only reference to a viewed value.
-    pub(crate) fn reclaim(held: Rc<Held>) -> Option<Preset> {
-        // Counts read, not compare-exchanged: with one strong reference in
-        // hand and no weak ones, no other can appear.
-        let unique = Rc::strong_count(&held) == 1
-            && Rc::weak_count(&held) == 0
-            && Arc::strong_count(&held.tensor) == 1
-            && Arc::weak_count(&held.tensor) == 0;
-        (unique && held.view.get().is_some()).then_some(Preset(held))
-    }
-
-    /// The value, for the environment of a run.
-    pub(crate) fn into_held(self) -> Rc<Held> {
-        self.0
-    }
-
-    /// The value's view, as an output slot ONNX Runtime writes into.
-    fn output_slot(&self) -> *mut OrtValue {
-        // `reclaim` and `new` only make presets of values with a view.
-        self.0.view.get().map_or(ptr::null_mut(), |v| v.0.as_ptr())
-    }
-}
 
 /// A call being put together on its site: the views of its inputs, each
 /// borrowed for as long as the call (so none can go before ONNX Runtime has
