@@ -676,4 +676,15 @@ fn set_and_get_nodes_route_links_by_name() {
         wfstudio_core::comfyui::to_api::api_json(&graph)
     };
     assert!(api["3"]["inputs"].get("model").is_none(), "{}", api["3"]);
+    // Our own small graph routed the same way (a seed of the `comfyui`
+    // fuzz target): the KSampler takes the loader's model, and it lowers.
+    let text = std::fs::read(support::fixtures().join("comfyui/set-get-nodes.ui.json"))
+        .expect("the fixture");
+    let api = convert(&read(&text).expect("readable").ui.expect("a UI workflow"));
+    assert_eq!(api["3"]["inputs"]["model"], json!(["4", 0]), "{api:#}");
+    assert!(
+        api.get("100").is_none() && api.get("101").is_none(),
+        "{api:#}"
+    );
+    wfstudio_core::comfyui::lower::lower(&api).expect("lowers");
 }

@@ -316,6 +316,33 @@ fn custom_sampling(pattern_name: &str, noise: Option<Value>, guider: Option<Valu
 fn custom_sampling_nodes_lower_as_the_ksampler_they_spell_out() {
     let target = Target::default();
     let document = |g: &Value| lowered(g, &target).document;
+    // The two pattern graphs, each value on the node ComfyUI keeps it on
+    // (and none equal to the KSampler defaults): the same documents as the
+    // KSampler that holds them all.
+    let ksampler = |g: &Value, inputs: Value| {
+        let mut g = g.clone();
+        for id in ["20", "21", "22", "23"] {
+            g.as_object_mut().map(|m| m.remove(id));
+        }
+        g["5"] = json!({"class_type": "KSampler", "inputs": inputs});
+        g
+    };
+    let advanced = pattern("custom-advanced");
+    assert_eq!(
+        document(&advanced),
+        document(&ksampler(
+            &advanced,
+            json!({"seed": 123, "steps": 6, "cfg": 4.5, "sampler_name": "dpmpp_2m", "scheduler": "simple", "denoise": 1.0, "model": ["1", 0], "positive": ["2", 0], "negative": ["3", 0], "latent_image": ["4", 0]})
+        ))
+    );
+    let custom = pattern("custom");
+    assert_eq!(
+        document(&custom),
+        document(&ksampler(
+            &custom,
+            json!({"seed": 99, "steps": 7, "cfg": 5.5, "sampler_name": "uni_pc", "scheduler": "beta", "denoise": 0.6, "model": ["1", 0], "positive": ["2", 0], "negative": ["3", 0], "latent_image": ["4", 0]})
+        ))
+    );
     let plain = pattern("img2img");
     let k = plain["5"]["inputs"].clone();
     let noise = json!({"class_type": "RandomNoise", "inputs": {"noise_seed": k["seed"]}});

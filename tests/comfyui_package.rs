@@ -10,6 +10,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use wfstudio_core::comfyui::lower::{SCHEDULES, sampler_names};
+use wfstudio_core::comfyui::synth::sampling::SAMPLERS;
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("wfstudio-package-{name}-{}", std::process::id()));
@@ -91,7 +92,7 @@ fn every_pattern_becomes_a_package_that_checks_and_runs_with_stand_ins() {
         import_check_run(&graph, &dir, &out, &[]);
         ran += 1;
     }
-    assert_eq!(ran, 8, "every pattern but the LoRA one runs");
+    assert_eq!(ran, 10, "every pattern but the LoRA one runs");
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -232,8 +233,9 @@ fn txt2img_window(sampler: &str, start: i64, end: i64, leftover: bool) -> serde_
     graph
 }
 
-/// The flow pattern with Flux's resolution-dependent shift instead of SD3's.
-fn flux_flow(scheduler: &str) -> serde_json::Value {
+/// The flow pattern with Flux's resolution-dependent shift instead of
+/// SD3's, sampling with `sampler` on `scheduler`.
+fn flux_flow(sampler: &str, scheduler: &str) -> serde_json::Value {
     let text =
         std::fs::read_to_string(support::fixtures().join("comfyui/patterns/flow-sd3.api.json"))
             .expect("flow");
@@ -246,7 +248,10 @@ fn flux_flow(scheduler: &str) -> serde_json::Value {
                 let model = node["inputs"]["model"].clone();
                 node["inputs"] = serde_json::json!({"model": model, "max_shift": 1.15, "base_shift": 0.5, "width": 1024, "height": 1024});
             }
-            Some("KSampler") => node["inputs"]["scheduler"] = scheduler.into(),
+            Some("KSampler") => {
+                node["inputs"]["sampler_name"] = sampler.into();
+                node["inputs"]["scheduler"] = scheduler.into();
+            }
             _ => {}
         }
     }
@@ -273,14 +278,23 @@ fn synthesized_models_pass_the_onnx_checker_and_every_sampler_and_schedule_runs(
         }
     }
     for scheduler in SCHEDULES {
-        graphs.push((format!("flux-{scheduler}"), flux_flow(scheduler)));
+        graphs.push((format!("flux-{scheduler}"), flux_flow("euler", scheduler)));
+    }
+    // Every sampler built for flow models, on one.
+    for sampler in SAMPLERS.iter().filter(|s| s.needs.flow) {
+        let name = format!("flux-{}", sampler.name);
+        graphs.push((name, flux_flow(sampler.name, "simple")));
     }
     let mut models = Vec::new();
+    let mut flow_latents = Vec::new();
     for (name, graph) in &graphs {
         let file = root.join(format!("{name}.json"));
         std::fs::write(&file, graph.to_string()).expect("write graph");
         let (dir, out) = (root.join(name), root.join(format!("{name}-out")));
         import_check_run(&file, &dir, &out, &[]);
+        if name.starts_with("flux-") {
+            flow_latents.push(out.join("latent.npy"));
+        }
         for sub in ["policies", "text_encoder", "denoiser", "vae_decoder"] {
             for entry in std::fs::read_dir(dir.join(sub)).expect("folder") {
                 models.push(entry.expect("entry").path());
@@ -303,6 +317,17 @@ fn synthesized_models_pass_the_onnx_checker_and_every_sampler_and_schedule_runs(
         String::from_utf8_lossy(&out.stdout).trim(),
         models.len().to_string()
     );
+    // Flow samplers have no numpy reference: their latents must at least
+    // be finite and bounded.
+    let sane = "import numpy as np, sys
+for p in sys.argv[1:]:
+    l = np.load(p)
+    assert np.isfinite(l).all() and np.abs(l).max() < 100, (p, np.abs(l).max())
+print(len(sys.argv) - 1)";
+    let mut args = vec!["-c", sane];
+    args.extend(flow_latents.iter().map(|p| s(p)));
+    let checked = support::python_stdout(&python, &args);
+    assert_eq!(checked.trim(), flow_latents.len().to_string());
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -329,11 +354,13 @@ fn synthesized_solvers_match_an_independent_numpy_reference() {
     {
         pairs.extend([("euler", *scheduler), ("uni_pc", *scheduler)]);
     }
-    let mut graphs: Vec<(String, serde_json::Value)> = pairs
+    // Each graph with the sampler and scheduler it asks for, which the
+    // reference checks the package names before it computes.
+    let mut graphs: Vec<(String, serde_json::Value, &str, &str)> = pairs
         .into_iter()
         .map(|(sampler, scheduler)| {
             let name = format!("{sampler}-{scheduler}");
-            (name, txt2img_with(sampler, scheduler))
+            (name, txt2img_with(sampler, scheduler), sampler, scheduler)
         })
         .collect();
     // KSamplerAdvanced windows (steps 1..4 fully denoised, 1..5 with
@@ -349,17 +376,21 @@ fn synthesized_solvers_match_an_independent_numpy_reference() {
     ] {
         for (start, end, leftover) in [(1, 4, false), (1, 5, true)] {
             let name = format!("{sampler}-window-{start}-{end}");
-            graphs.push((name, txt2img_window(sampler, start, end, leftover)));
+            let graph = txt2img_window(sampler, start, end, leftover);
+            graphs.push((name, graph, sampler, "karras"));
         }
     }
-    for (name, graph) in graphs {
+    for (name, graph, sampler, scheduler) in graphs {
         {
             let file = root.join(format!("{name}.json"));
             std::fs::write(&file, graph.to_string()).expect("graph");
             let (dir, out) = (root.join(&name), root.join(format!("{name}-out")));
             import_check_run(&file, &dir, &out, &[]);
             let numpy_out = root.join(format!("{name}-numpy"));
-            support::python_stdout(&python, &[s(&reference), s(&dir), s(&numpy_out)]);
+            support::python_stdout(
+                &python,
+                &[s(&reference), s(&dir), s(&numpy_out), sampler, scheduler],
+            );
             let compare = "import numpy as np, sys\na, b = np.load(sys.argv[1]), np.load(sys.argv[2])\nassert a.shape == b.shape, (a.shape, b.shape)\nprint(float(np.max(np.abs(a - b) / (1 + np.abs(b)))))";
             let (ours, numpy) = (out.join("latent.npy"), numpy_out.join("latent.npy"));
             let worst: f64 = support::python_stdout(&python, &["-c", compare, s(&ours), s(&numpy)])

@@ -1,6 +1,7 @@
 //! The ComfyUI lowering on graphs near every supported pattern: the input
 //! picks one of the pattern fixtures (txt2img, img2img, inpaint, LoRA,
-//! ControlNet, SDXL, SD3 flow, KSamplerAdvanced, latent noise mask) and
+//! ControlNet, SDXL, SD3 flow, KSamplerAdvanced, latent noise mask,
+//! SamplerCustom, SamplerCustomAdvanced) and
 //! spends its bytes on edits a user or a hostile file could make: numbers,
 //! strings from ComfyUI's vocabulary, links to other nodes and slots,
 //! removed and retyped nodes, removed inputs. The LoRA pattern lowers for
@@ -15,7 +16,7 @@ use std::sync::OnceLock;
 use wfstudio_core::comfyui::lower::{self, Target};
 use wfstudio_schema::{Format, Limits, parse_text};
 
-const PATTERNS: [&str; 10] = [
+const PATTERNS: [&str; 12] = [
     include_str!("../../fixtures/comfyui/txt2img-sd15.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet-positive.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet.api.json"),
@@ -26,6 +27,8 @@ const PATTERNS: [&str; 10] = [
     include_str!("../../fixtures/comfyui/patterns/latent-noise-mask.api.json"),
     include_str!("../../fixtures/comfyui/patterns/lora.api.json"),
     include_str!("../../fixtures/comfyui/patterns/sdxl.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/custom.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/custom-advanced.api.json"),
 ];
 
 /// Index of the LoRA pattern in [`PATTERNS`].
@@ -40,18 +43,33 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 22] = [
+const CLASSES: [&str; 31] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
     "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
     "LoraLoader", "ModelSamplingSD3", "SaveImage", "SetLatentNoiseMask", "UNETLoader",
-    "VAEDecode", "VAEEncode", "VAEEncodeForInpaint", "VAELoader",
+    "VAEDecode", "VAEEncode", "VAEEncodeForInpaint", "VAELoader", "SamplerCustom",
+    "SamplerCustomAdvanced", "KSamplerSelect", "BasicScheduler", "RandomNoise",
+    "DisableNoise", "CFGGuider", "BasicGuider", "ModelSamplingFlux",
 ];
 
-const WORDS: [&str; 16] = [
-    "euler", "euler_ancestral", "dpmpp_2m", "ddim", "uni_pc", "normal", "karras", "simple",
-    "exponential", "enable", "disable", "default", "sd3", "", "a castle", "image.png",
+/// Strings from ComfyUI's vocabulary; every sampler and scheduler name
+/// comes from the lowering's own lists (`words`).
+const WORDS: [&str; 9] = [
+    "enable", "disable", "default", "sd3", "", "a castle", "image.png", "no_such_sampler",
+    "euler_cfg_pp",
 ];
+
+/// [`WORDS`], then every sampler and scheduler the lowering knows.
+fn words() -> &'static [&'static str] {
+    static ALL: OnceLock<Vec<&'static str>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        let mut all = WORDS.to_vec();
+        all.extend(lower::sampler_names());
+        all.extend(lower::SCHEDULES);
+        all
+    })
+}
 
 fn patterns() -> &'static [Value] {
     static PARSED: OnceLock<Vec<Value>> = OnceLock::new();
@@ -93,7 +111,7 @@ fn mutate(graph: &mut serde_json::Map<String, Value>, bytes: &mut Bytes) {
     let name = names.get(bytes.pick(names.len())).cloned();
     match (op, name) {
         (0, Some(name)) => node["inputs"][&name] = bytes.number(),
-        (1, Some(name)) => node["inputs"][&name] = json!(WORDS[bytes.pick(WORDS.len())]),
+        (1, Some(name)) => node["inputs"][&name] = json!(words()[bytes.pick(words().len())]),
         (2, Some(name)) => {
             let target = ids[bytes.pick(ids.len())].clone();
             node["inputs"][&name] = json!([target, bytes.pick(4)]);

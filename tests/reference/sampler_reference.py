@@ -7,9 +7,12 @@ every step of the sampler is recomputed here with numpy from the published
 formulas, and onnxruntime is used only to run the three model files
 (`text_encoder/model.onnx`, `denoiser/model.onnx`, `vae_decoder/model.onnx`).
 
-    python tests/reference/sampler_reference.py PACKAGE_DIR OUT_DIR
+    python tests/reference/sampler_reference.py PACKAGE_DIR OUT_DIR [SAMPLER SCHEDULER]
 
 writes OUT_DIR/latent.npy (float32 [batch, C, h, w]) and OUT_DIR/image.npy.
+Given SAMPLER and SCHEDULER (the ComfyUI graph's), it first checks that the
+package names that solver and spacing: the formulas then follow the graph,
+not only the package.
 
 Formulas implemented (txt2img, full denoise or a KSamplerAdvanced window,
 epsilon prediction; the batch is the recipe prompts' rows, each row its own
@@ -256,8 +259,10 @@ def first_sample_scale(sigma, sigma_max=None):
 
 # --- the sampler ----------------------------------------------------------------
 
-def run(pkg, out_dir):
+def run(pkg, out_dir, expected=None):
     p = read_package(pkg)
+    if expected is not None and (p["solver"], p["spacing"]) != expected:
+        raise ValueError(f"the package runs {(p['solver'], p['spacing'])}, the graph asked for {expected}")
     if p["prediction"] != "epsilon" or p["model_sampling"] != "discrete":
         raise ValueError("only discrete epsilon model sampling is implemented")
     session = lambda name: ort.InferenceSession(os.path.join(pkg, name, "model.onnx"),
@@ -553,6 +558,6 @@ def sample_unipc(denoise, x, sigmas, variant):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 5):
         sys.exit(__doc__.split("\n\n")[2])
-    run(sys.argv[1], sys.argv[2])
+    run(sys.argv[1], sys.argv[2], tuple(sys.argv[3:5]) if len(sys.argv) == 5 else None)
