@@ -13,6 +13,17 @@ use wfstudio_runner::transfers::{Copies, Transfers};
 use wfstudio_runner::{LoadOptions, RunControl, RunOutput, Runner};
 
 fn run(package: &str, recipe_file: &str, simulate: bool) -> (RunOutput, recipe::Recipe) {
+    run_keeping(package, recipe_file, simulate, 0)
+}
+
+/// [`run`], keeping up to `keep_bytes` of intermediate values (as the
+/// studio's value inspector does).
+fn run_keeping(
+    package: &str,
+    recipe_file: &str,
+    simulate: bool,
+    keep_bytes: usize,
+) -> (RunOutput, recipe::Recipe) {
     let dir = support::fixtures().join("examples").join(package);
     let r = recipe::parse(
         &std::fs::read_to_string(dir.join("recipes").join(recipe_file)).expect("recipe"),
@@ -27,7 +38,7 @@ fn run(package: &str, recipe_file: &str, simulate: bool) -> (RunOutput, recipe::
     let control = || RunControl {
         observer: None,
         cancel: &cancel,
-        keep_bytes: 0,
+        keep_bytes,
         reuse: None,
     };
     // Twice: the second run is the warm one a studio makes, and must count
@@ -99,4 +110,26 @@ fn a_denoising_loop_keeps_its_latent_on_the_device() {
             },
         }
     );
+}
+
+/// Keeping values for inspection copies only what fits the budget: with
+/// room for one latent (1024 bytes) of the five calls' outputs, the first
+/// denoiser output comes back, and nothing else beyond the emitted image.
+#[test]
+fn kept_values_are_copied_to_the_host_only_within_the_budget() {
+    if !support::runtime_available() {
+        return;
+    }
+    let (device, _) = run_keeping("tiny-denoise", "smiley.json", true, 2000);
+    assert_eq!(device.kept.len(), 1);
+    assert!(device.kept_truncated);
+    assert_eq!(
+        device.transfers.to_host,
+        Copies {
+            count: 2,
+            bytes: 1024 + 12288,
+        }
+    );
+    let (host, _) = run_keeping("tiny-denoise", "smiley.json", false, 2000);
+    assert_eq!(device.kept[0].tensor, host.kept[0].tensor);
 }

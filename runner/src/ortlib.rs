@@ -141,9 +141,35 @@ pub fn preload_nvidia() -> &'static [PathBuf] {
     })
 }
 
-/// Loads every `lib*.so*` in `dirs`, in passes: a library whose
-/// dependencies are not loaded yet fails and is tried again in the next
-/// pass, until a pass loads nothing more. Returns those loaded, in order.
+/// The libraries ONNX Runtime's CUDA provider needs, by name (`libcudnn`
+/// takes every cuDNN part, `libcublas` cuBLASLt too): the set Python's
+/// `onnxruntime.preload_dlls()` loads, with NVRTC (and its builtins) and
+/// nvJitLink, which cuDNN's runtime-compiled engines and cuFFT load
+/// themselves. Other NVIDIA wheels
+/// on the machine (PyTorch's NCCL, CUPTI, cuSPARSE, ...) are left alone.
+const CUDA_PROVIDER_NEEDS: [&str; 7] = [
+    "libcudart",
+    "libcublas",
+    "libcufft",
+    "libcurand",
+    "libcudnn",
+    "libnvrtc",
+    "libnvJitLink",
+];
+
+/// Whether `name` is a shared library of [`CUDA_PROVIDER_NEEDS`].
+fn needed_by_cuda_provider(name: &str) -> bool {
+    name.contains(".so")
+        && CUDA_PROVIDER_NEEDS.iter().any(|stem| {
+            name.strip_prefix(stem)
+                .is_some_and(|rest| rest.starts_with(['.', '_', '-']) || rest.starts_with("Lt."))
+        })
+}
+
+/// Loads the libraries of [`CUDA_PROVIDER_NEEDS`] in `dirs`, in passes: a
+/// library whose dependencies are not loaded yet fails and is tried again
+/// in the next pass, until a pass loads nothing more. Returns those loaded,
+/// in order.
 pub(crate) fn preload_from(dirs: &[PathBuf]) -> Vec<PathBuf> {
     let mut waiting: Vec<PathBuf> = dirs
         .iter()
@@ -152,7 +178,7 @@ pub(crate) fn preload_from(dirs: &[PathBuf]) -> Vec<PathBuf> {
         .filter(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("lib") && n.contains(".so"))
+                .is_some_and(needed_by_cuda_provider)
         })
         .collect();
     waiting.sort();
@@ -179,7 +205,35 @@ fn load_in_passes(mut waiting: Vec<PathBuf>, load: impl Fn(&Path) -> bool) -> Ve
 
 #[cfg(test)]
 mod preload_tests {
-    use super::{load_in_passes, preload_from};
+    use super::{load_in_passes, needed_by_cuda_provider, preload_from};
+
+    /// The CUDA provider's libraries are told by name, whatever their
+    /// version suffix; other NVIDIA libraries are not.
+    #[test]
+    fn the_cuda_providers_libraries_are_told_by_name() {
+        for name in [
+            "libcudart.so.13",
+            "libcublas.so.13",
+            "libcublasLt.so.13",
+            "libcudnn.so.9",
+            "libcudnn_engines_runtime_compiled.so.9",
+            "libnvrtc.so.13",
+            "libnvrtc-builtins.so.13.0",
+            "libcufft.so.12",
+            "libcurand.so.10",
+            "libnvJitLink.so.13",
+        ] {
+            assert!(needed_by_cuda_provider(name), "{name}");
+        }
+        for name in [
+            "libcupti.so.13",
+            "libnccl.so.2",
+            "libcusparse.so.12",
+            "libcublas.txt",
+        ] {
+            assert!(!needed_by_cuda_provider(name), "{name}");
+        }
+    }
     use std::cell::RefCell;
     use std::path::{Path, PathBuf};
 
@@ -221,8 +275,9 @@ mod preload_tests {
         );
     }
 
-    /// A real shared library in a wheel-like folder is loaded; a file that
-    /// only looks like one is not, and nothing fails.
+    /// A real shared library the CUDA provider needs, in a wheel-like
+    /// folder, is loaded; one it does not need is left alone; a file that
+    /// only looks like a library is not loaded, and nothing fails.
     #[test]
     fn a_real_library_is_preloaded_and_a_fake_one_skipped() {
         let dir = std::env::temp_dir().join(format!("wfstudio-nvidia-{}/lib", std::process::id()));
@@ -238,10 +293,11 @@ mod preload_tests {
             eprintln!("skipping: no libz to copy");
             return;
         };
-        std::fs::copy(real, dir.join("libzcopy.so.1")).expect("copy");
-        std::fs::write(dir.join("libfake.so.1"), b"not an ELF file").expect("fake");
+        std::fs::copy(real, dir.join("libcurand.so.10")).expect("copy");
+        std::fs::copy(real, dir.join("libcupti.so.13")).expect("copy");
+        std::fs::write(dir.join("libcudnn_ops.so.9"), b"not an ELF file").expect("fake");
         let loaded = preload_from(std::slice::from_ref(&dir));
-        assert_eq!(loaded, [dir.join("libzcopy.so.1")]);
+        assert_eq!(loaded, [dir.join("libcurand.so.10")]);
         let _ = std::fs::remove_dir_all(dir.parent().expect("parent"));
     }
 }

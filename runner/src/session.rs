@@ -227,7 +227,6 @@ impl ComponentSession {
         produced: &mut Produced,
     ) -> Result<(Span, Tick, bool), String> {
         if let Some(binding) = &mut self.binding {
-            site.presets.iter_mut().for_each(|p| *p = None);
             let ort = binding.run(&mut self.session, site, inputs, produced)?;
             return Ok((ort, Tick::now(), false));
         }

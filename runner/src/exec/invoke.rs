@@ -117,7 +117,12 @@ impl<'r, 'c> Exec<'r, 'c> {
         };
         self.calls.push(call);
         if self.control.observer.is_some() || self.control.keep_bytes > 0 {
-            self.report_outputs(prepared, call);
+            self.report_outputs(prepared, call).map_err(|why| {
+                fail(
+                    path,
+                    format!("keeping an output of '{}': {why}", invoke.component),
+                )
+            })?;
         }
         Ok(())
     }
@@ -136,7 +141,7 @@ impl<'r, 'c> Exec<'r, 'c> {
     /// the observer it finished, with their shapes.
     #[cold]
     #[inline(never)]
-    fn report_outputs(&mut self, prepared: &Prepared, call: TimedCall) {
+    fn report_outputs(&mut self, prepared: &Prepared, call: TimedCall) -> Result<(), String> {
         let step = &self.invoked[prepared.step];
         let (path, component) = (Arc::clone(&step.path), step.component.clone());
         let mut shapes = Vec::new();
@@ -145,11 +150,8 @@ impl<'r, 'c> Exec<'r, 'c> {
                 continue;
             };
             shapes.push((output.value.clone(), held.shape().to_vec()));
-            if self.control.keep_bytes > 0
-                && let Ok(tensor) = held.tensor().cloned()
-            {
-                self.keep(&output.value, &path, &tensor);
-            }
+            let held = Rc::clone(held);
+            self.keep(&output.value, &path, &held)?;
         }
         let timing = call.timing(self.started_tick);
         self.notify(|| Event::InvokeFinished {
@@ -160,6 +162,7 @@ impl<'r, 'c> Exec<'r, 'c> {
             outputs: shapes,
             reused: call.reused,
         });
+        Ok(())
     }
 
     /// Binds an invoke output's value; the buffer of the value it replaces

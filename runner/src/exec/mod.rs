@@ -175,7 +175,6 @@ impl Drop for Exec<'_, '_> {
     }
 }
 
-/// The error for a value read before any step bound it.
 /// The host tensor of `held` (a value in device memory is copied to the
 /// host), or why it could not be had, at `at`.
 #[inline]
@@ -183,6 +182,7 @@ fn host<'h>(held: &'h Held, at: &At<'_>) -> Result<&'h Arc<Tensor>, RunError> {
     held.tensor().map_err(|why| fail(at, why))
 }
 
+/// The error for a value read before any step bound it.
 fn undefined(at: &At<'_>, name: &str) -> RunError {
     fail(
         at,
@@ -508,22 +508,24 @@ impl<'r, 'c> Exec<'r, 'c> {
         }
     }
 
-    fn keep(&mut self, name: &str, path: &str, tensor: &Arc<Tensor>) {
+    fn keep(&mut self, name: &str, path: &str, held: &Held) -> Result<(), String> {
         if self.control.keep_bytes == 0 {
-            return;
+            return Ok(());
         }
-        let bytes = tensor.numel() * tensor.dtype().size();
+        // Within the budget before any copy from a device.
+        let bytes = held.bytes();
         if self.kept_bytes + bytes > self.control.keep_bytes {
             self.out.kept_truncated = true;
-            return;
+            return Ok(());
         }
         self.kept_bytes += bytes;
         self.out.kept.push(KeptValue {
             name: name.to_string(),
             path: path.to_string(),
             iterations: self.iterations.to_vec(),
-            tensor: tensor.clone(),
+            tensor: held.tensor()?.clone(),
         });
+        Ok(())
     }
 }
 

@@ -7,7 +7,7 @@
 
 use super::{CallSite, OrtTensor, Produced, cpu_memory, describe, read, status, tensor_view};
 use crate::clock::{Span, Tick};
-use crate::tensor::{Data, Tensor};
+use crate::tensor::{DType, Data, Tensor};
 use crate::{ortlib, transfers};
 use ort::AsPointer;
 use ort::session::Session;
@@ -50,15 +50,36 @@ impl std::fmt::Debug for Binding {
     }
 }
 
+/// ONNX Runtime's number for memory of a CPU and of a GPU
+/// (`OrtMemoryInfoDeviceType`), read as plain integers: a newer runtime
+/// may answer a kind this crate's enum does not list.
+const CPU: i32 = OrtMemoryInfoDeviceType::OrtMemoryInfoDeviceType_CPU as i32;
+const GPU: i32 = OrtMemoryInfoDeviceType::OrtMemoryInfoDeviceType_GPU as i32;
+
+/// NVIDIA's PCI vendor number, as ONNX Runtime gives a device's vendor.
+const NVIDIA: u32 = 0x10de;
+
+/// The kind of device `info` describes ([`CPU`], [`GPU`], ...); `CPU` for
+/// none.
+fn device_kind(info: *const OrtMemoryInfo) -> i32 {
+    if info.is_null() {
+        return CPU;
+    }
+    let mut kind = CPU;
+    // SAFETY: `info` is a live description; the out parameter is read as
+    // the C int it is, never as the Rust enum.
+    unsafe {
+        (ort::api().MemoryInfoGetDeviceType)(
+            info,
+            (&mut kind as *mut i32).cast::<OrtMemoryInfoDeviceType>(),
+        )
+    };
+    kind
+}
+
 /// Whether `info` describes memory other than the host's.
 fn is_device(info: *const OrtMemoryInfo) -> bool {
-    if info.is_null() {
-        return false;
-    }
-    let mut kind = OrtMemoryInfoDeviceType::OrtMemoryInfoDeviceType_CPU;
-    // SAFETY: `info` is a live description the session owns.
-    unsafe { (ort::api().MemoryInfoGetDeviceType)(info, &mut kind) };
-    kind != OrtMemoryInfoDeviceType::OrtMemoryInfoDeviceType_CPU
+    device_kind(info) != CPU
 }
 
 impl Binding {
@@ -140,14 +161,22 @@ impl Binding {
                 return Err("port names and values differ in number".to_string());
             }
             for (held, &name) in inputs.iter().zip(&site.input_names) {
-                let value = held.view()?;
+                // A device value for a port in host memory goes as its host
+                // copy (counted when made); a host value for a port in
+                // device memory is copied there by ONNX Runtime.
+                let on_device = self.input_on_device(name);
+                let value = match (held.on_device(), on_device) {
+                    (true, false) => held.host_view()?,
+                    (false, true) => {
+                        transfers::to_device(held.bytes());
+                        held.view()?
+                    }
+                    _ => held.view()?,
+                };
                 // SAFETY: the name is NUL-terminated and lives in `site`;
                 // the value is live; ONNX Runtime keeps its own reference
                 // until the inputs are cleared below.
                 status(unsafe { (api.BindInput)(binding, name, value.0.as_ptr()) })?;
-                if !held.on_device() && self.input_on_device(name) {
-                    transfers::to_device(held.bytes());
-                }
             }
             let mut on_device = smallvec::SmallVec::<[bool; 4]>::new();
             for &name in &site.output_names {
@@ -160,8 +189,18 @@ impl Binding {
             // SAFETY: the binding belongs to this session; every bound value
             // outlives the run.
             status(unsafe { (api.RunWithBinding)(session.ptr_mut(), ptr::null(), binding) })?;
+            // SAFETY: as above; the outputs are complete when it returns.
+            status(unsafe { (api.SynchronizeBoundOutputs)(binding) })?;
             let end = Tick::now();
-            for (value, device) in self.bound_outputs()?.into_iter().zip(on_device) {
+            let outputs = self.bound_outputs()?;
+            if outputs.len() != on_device.len() {
+                return Err(format!(
+                    "ONNX Runtime returned {} outputs for {} ports",
+                    outputs.len(),
+                    on_device.len()
+                ));
+            }
+            for (value, device) in outputs.into_iter().zip(on_device) {
                 produced.push(if device {
                     Held::on_device_value(value)?
                 } else {
@@ -213,15 +252,13 @@ impl Binding {
         }
         // SAFETY: the array holds `count` values, each taken once; the array
         // is freed with the allocator that made it.
-        let owned = unsafe {
+        let (owned, freed) = unsafe {
             let owned = (0..count)
                 .filter_map(|i| NonNull::new(*values.add(i)).map(OrtTensor))
                 .collect::<Vec<_>>();
-            if let Some(free) = (*allocator).Free {
-                free(allocator, values.cast());
-            }
-            owned
+            (owned, status((api.AllocatorFree)(allocator, values.cast())))
         };
+        freed?;
         if owned.len() != count {
             return Err("ONNX Runtime returned no value for an output".into());
         }
@@ -233,41 +270,59 @@ impl Binding {
 /// device; on the host, when [`Binding::of`] was asked to simulate one, a
 /// copy out of ONNX Runtime's memory). Device memory is copied by the
 /// execution provider's own data transfer (a plugin EP's, through
-/// `CopyTensors`) or, for CUDA memory of an EP that offers none there (the
-/// built-in CUDA EP), by the CUDA driver.
+/// `CopyTensors`) or, for NVIDIA memory of an EP that offers none there
+/// (the built-in CUDA EP), by the CUDA driver.
 pub(super) fn to_host(value: &OrtTensor) -> Result<Tensor, String> {
     let (dtype, shape) = describe(value)?;
     let numel: usize = shape.iter().product();
     let bytes = numel * dtype.size();
-    transfers::to_host(bytes);
     let api = ort::api();
     let mut memory = ptr::null();
     // SAFETY: `value` is a live tensor; the description is its own.
     status(unsafe { (api.GetTensorMemoryInfo)(value.0.as_ptr(), &mut memory) })?;
-    if !is_device(memory) {
-        return read(value);
-    }
-    let mut tensor = Tensor::new(shape, Data::zeros(dtype, numel)).map_err(|e| e.0)?;
-    let copied = copy_tensor(value, &mut tensor).or_else(|why| {
-        let mut kind = OrtMemoryInfoDeviceType::OrtMemoryInfoDeviceType_CPU;
-        let mut ordinal = 0;
-        // SAFETY: `memory` is the value's live description.
-        unsafe { (api.MemoryInfoGetDeviceType)(memory, &mut kind) };
-        status(unsafe { (api.MemoryInfoGetId)(memory, &mut ordinal) })?;
-        if kind != OrtMemoryInfoDeviceType::OrtMemoryInfoDeviceType_GPU {
-            return Err(why);
+    let tensor = if is_device(memory) {
+        // Bools are copied as bytes (a byte other than 0 or 1 would not be
+        // a Rust bool), then read as `read` reads them.
+        let as_bytes = dtype == DType::Bool;
+        let landing = if as_bytes { DType::U8 } else { dtype };
+        let mut tensor = Tensor::new(shape, Data::zeros(landing, numel)).map_err(|e| e.0)?;
+        copy_tensor(value, &mut tensor).or_else(|why| {
+            // SAFETY: `memory` is the value's live description.
+            let vendor = unsafe { (api.MemoryInfoGetVendorId)(memory) };
+            if device_kind(memory) != GPU || vendor != NVIDIA {
+                return Err(why);
+            }
+            let mut ordinal = 0;
+            // SAFETY: as above.
+            status(unsafe { (api.MemoryInfoGetId)(memory, &mut ordinal) })?;
+            let mut source = ptr::null_mut();
+            // SAFETY: a live tensor's data pointer (device memory, not read
+            // here).
+            status(unsafe { (api.GetTensorMutableData)(value.0.as_ptr(), &mut source) })?;
+            // SAFETY: the tensor's buffer holds `bytes` bytes and nothing
+            // else refers to it while the copy writes.
+            let destination = unsafe {
+                std::slice::from_raw_parts_mut(tensor.data.as_mut_ptr().cast::<u8>(), bytes)
+            };
+            cuda_to_host(ordinal, source, destination)
+                .map_err(|cuda| format!("{why}; through the CUDA driver: {cuda}"))
+        })?;
+        match (as_bytes, tensor.data) {
+            (true, Data::U8(b)) => Tensor::new(
+                tensor.shape,
+                Data::Bool(b.into_iter().map(|b| b != 0).collect()),
+            )
+            .map_err(|e| e.0)?,
+            (_, data) => Tensor {
+                shape: tensor.shape,
+                data,
+            },
         }
-        let mut source = ptr::null_mut();
-        // SAFETY: a live tensor's data pointer (device memory, not read here).
-        status(unsafe { (api.GetTensorMutableData)(value.0.as_ptr(), &mut source) })?;
-        // SAFETY: the tensor's buffer holds `bytes` bytes and nothing else
-        // refers to it while the copy writes.
-        let destination =
-            unsafe { std::slice::from_raw_parts_mut(tensor.data.as_mut_ptr().cast::<u8>(), bytes) };
-        cuda_to_host(ordinal, source, destination)
-            .map_err(|cuda| format!("{why}; through the CUDA driver: {cuda}"))
-    });
-    copied.map(|()| tensor)
+    } else {
+        read(value)?
+    };
+    transfers::to_host(bytes);
+    Ok(tensor)
 }
 
 /// Copies `value` into `tensor` (of its type and shape) with the data
@@ -303,9 +358,10 @@ fn cuda_to_host(ordinal: i32, source: *mut c_void, destination: &mut [u8]) -> Re
         .map_err(|_| "the CUDA driver library cannot be loaded".to_string())?
         .map_err(|e| e.to_string())?;
     context.bind_to_thread().map_err(|e| e.to_string())?;
-    // SAFETY: `source` is device memory of at least `destination.len()`
-    // bytes (the tensor ONNX Runtime allocated there); the copy is
-    // synchronous.
+    // SAFETY: `source` is NVIDIA device memory of at least
+    // `destination.len()` bytes (the tensor ONNX Runtime allocated there),
+    // and the device pointer is its address as the driver numbers it; the
+    // copy is synchronous.
     unsafe { cudarc::driver::result::memcpy_dtoh_sync(destination, source as u64) }
         .map_err(|e| e.to_string())
 }

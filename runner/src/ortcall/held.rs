@@ -34,10 +34,12 @@ enum Store {
     /// In host memory; the view (made on first use) points at them.
     Host(Arc<Tensor>),
     /// In memory an execution provider allocated, which the view owns;
-    /// the host copy is made on first read.
+    /// the host copy is made on first read, and its own view (declared
+    /// first, so dropped before the copy) when a model on the host reads it.
     Device {
         dtype: DType,
         shape: Vec<usize>,
+        host_view: OnceCell<OrtTensor>,
         host: OnceCell<Arc<Tensor>>,
     },
 }
@@ -87,6 +89,7 @@ impl Held {
             store: Store::Device {
                 dtype,
                 shape,
+                host_view: OnceCell::new(),
                 host: OnceCell::new(),
             },
             home: Cell::new(NO_HOME),
@@ -166,6 +169,28 @@ impl Held {
         match &self.store {
             Store::Host(t) => Some(t),
             Store::Device { .. } => None,
+        }
+    }
+
+    /// The ONNX Runtime value of the host tensor, for a model that reads
+    /// host memory: [`Self::view`] for a host value; for a device value the
+    /// view of its host copy (the copy made, and counted, on first use).
+    #[inline]
+    pub(crate) fn host_view(&self) -> Result<&OrtTensor, String> {
+        match &self.store {
+            Store::Host(_) => self.view(),
+            Store::Device { host_view, .. } => match host_view.get() {
+                Some(view) => Ok(view),
+                None => {
+                    let t = self.tensor()?;
+                    // SAFETY: the view lives in `host_view`, dropped before
+                    // `host` (which holds `t` and never mutates it); ONNX
+                    // Runtime only reads input memory.
+                    let view =
+                        unsafe { tensor_view(t.data.as_ptr().cast_mut(), t.dtype(), &t.shape)? };
+                    Ok(host_view.get_or_init(|| view))
+                }
+            },
         }
     }
 

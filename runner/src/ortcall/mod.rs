@@ -344,10 +344,12 @@ impl CallSite {
 }
 
 impl<'a> Call<'a> {
-    /// Adds the next input (its view is made on first use).
+    /// Adds the next input (its view is made on first use; a value in a
+    /// device's memory is read from its host copy, as this session's
+    /// inputs are the host's).
     #[inline]
     pub(crate) fn input(&mut self, held: &'a Held) -> Result<(), String> {
-        let view = held.view()?;
+        let view = held.host_view()?;
         self.site.input_values.push(view.0.as_ptr().cast_const());
         Ok(())
     }

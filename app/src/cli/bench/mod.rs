@@ -39,8 +39,9 @@ pub struct BenchArgs {
     #[arg(long)]
     reuse: bool,
     /// Also time the runs through the studio's run worker (a child
-    /// process): the cost of the process boundary per run.
-    #[arg(long)]
+    /// process): the cost of the process boundary per run. (The worker
+    /// runs as the studio does, so not with `--simulate-device-memory`.)
+    #[arg(long, conflicts_with = "simulate_device_memory")]
     worker: bool,
 }
 
