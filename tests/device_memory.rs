@@ -55,17 +55,7 @@ fn kept_device_values_give_the_host_paths_outputs() {
     if !support::runtime_available() {
         return;
     }
-    for (package, recipe_file) in [
-        ("tiny-denoise", "smiley.json"),
-        ("tiny-tone", "scale.json"),
-        ("tiny-words", "hello.json"),
-        ("tiny-img2img", "photo.json"),
-        ("tiny-inpaint", "hole.json"),
-        ("tiny-controlnet", "edges.json"),
-        ("tiny-sdxl", "castle.json"),
-        ("tiny-flow", "shift_3.json"),
-        ("tiny-advanced", "steps_2_to_8.json"),
-    ] {
+    for (package, recipe_file) in support::EXAMPLE_RECIPES {
         let (host, r) = run(package, recipe_file, false);
         let (device, _) = run(package, recipe_file, true);
         assert_eq!(

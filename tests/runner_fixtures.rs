@@ -15,20 +15,7 @@ fn example_recipes_match_their_numpy_references() {
     if !support::runtime_available() {
         return;
     }
-    for (package, recipe_file) in [
-        ("tiny-denoise", "smiley.json"),
-        ("tiny-tone", "scale.json"),
-        ("tiny-words", "hello.json"),
-        ("tiny-img2img", "photo.json"),
-        ("tiny-img2img", "denoise_0p9.json"),
-        ("tiny-inpaint", "hole.json"),
-        ("tiny-controlnet", "edges.json"),
-        ("tiny-sdxl", "castle.json"),
-        ("tiny-flow", "shift_3.json"),
-        ("tiny-flow", "shift_1.json"),
-        ("tiny-advanced", "steps_2_to_8.json"),
-        ("tiny-advanced", "steps_4_to_end.json"),
-    ] {
+    for (package, recipe_file) in support::EXAMPLE_RECIPES {
         let dir = support::fixtures().join("examples").join(package);
         let r = recipe::parse(
             &std::fs::read_to_string(dir.join("recipes").join(recipe_file)).expect("recipe"),

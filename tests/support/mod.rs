@@ -16,6 +16,23 @@ pub fn workspace() -> PathBuf {
         .to_path_buf()
 }
 
+/// Every recipe of our example packages (`fixtures/examples`): package
+/// and recipe file.
+pub const EXAMPLE_RECIPES: [(&str, &str); 12] = [
+    ("tiny-denoise", "smiley.json"),
+    ("tiny-tone", "scale.json"),
+    ("tiny-words", "hello.json"),
+    ("tiny-img2img", "photo.json"),
+    ("tiny-img2img", "denoise_0p9.json"),
+    ("tiny-inpaint", "hole.json"),
+    ("tiny-controlnet", "edges.json"),
+    ("tiny-sdxl", "castle.json"),
+    ("tiny-flow", "shift_3.json"),
+    ("tiny-flow", "shift_1.json"),
+    ("tiny-advanced", "steps_2_to_8.json"),
+    ("tiny-advanced", "steps_4_to_end.json"),
+];
+
 /// Our own fixtures.
 pub fn fixtures() -> PathBuf {
     workspace().join("fixtures")
