@@ -158,6 +158,7 @@ fn run_json_bench_json_and_a_missing_device() {
         "overhead_ratio",
         "steps_per_s",
         "load_ms",
+        "runtime_start_ms",
     ] {
         assert!(
             bench[key].as_f64().is_some_and(|v| v > 0.0),
@@ -165,6 +166,18 @@ fn run_json_bench_json_and_a_missing_device() {
         );
     }
     assert!(bench["overhead_ratio"].as_f64().unwrap_or(0.0) >= 1.0);
+    // Each model's session, by component.
+    let sessions = bench["session_load_ms"].as_object().expect("sessions");
+    assert_eq!(
+        sessions.keys().collect::<Vec<_>>(),
+        ["denoiser", "decoder"],
+        "{bench}"
+    );
+    assert!(
+        sessions
+            .values()
+            .all(|v| v.as_f64().is_some_and(|ms| ms > 0.0))
+    );
 
     // A device asked for by name that is not there fails, naming why; only
     // `auto` falls back (and says where it went).

@@ -6,9 +6,9 @@
 //! range and its length range; nothing but finite numbers in a float input. The value facts are also read without a
 //! session, for a form (`package_value_facts`).
 
-use crate::model::model_bytes;
-use crate::model_scan::scan;
-use crate::session::{ComponentSession, value_facts_of};
+use crate::model::{is_textproto, model_bytes};
+use crate::model_scan::scan_file;
+use crate::session::{ComponentSession, graph_input_facts, value_facts_of};
 use crate::tensor::Tensor;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -179,15 +179,23 @@ pub fn package_value_facts(document: &Document, root: &Path) -> HashMap<String, 
             let Ok(file) = resolve_inside(root, &onnx.artifact) else {
                 return BTreeMap::new();
             };
-            let has_facts = match std::fs::File::open(&file).and_then(scan) {
-                Ok(scanned) => scanned.may_have_value_facts,
-                Err(_) => false,
-            };
-            has_facts
-                .then(|| model_bytes(&file).ok())
-                .flatten()
-                .map(|bytes| value_facts_of(&bytes))
-                .unwrap_or_default()
+            // A binary model's structure is read without its weights; a
+            // TextFormat one is encoded first (its keys are looked for as
+            // they are encoded).
+            if is_textproto(&file) {
+                return model_bytes(&file)
+                    .map(|bytes| value_facts_of(&bytes))
+                    .unwrap_or_default();
+            }
+            match scan_file(&file) {
+                Ok(scanned) if scanned.may_have_value_facts => match scanned.graph_inputs {
+                    Some(inputs) => graph_input_facts(&inputs),
+                    None => model_bytes(&file)
+                        .map(|bytes| value_facts_of(&bytes))
+                        .unwrap_or_default(),
+                },
+                _ => BTreeMap::new(),
+            }
         });
         model.get(port).cloned()
     })

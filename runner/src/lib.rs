@@ -260,6 +260,19 @@ impl Runner {
             .collect()
     }
 
+    /// How long each component's session took to make, in component
+    /// order (components without a model left out).
+    pub fn session_load_times(&self) -> Vec<(&str, Duration)> {
+        let Some(wf) = self.document.pipeline.as_ref().map(|p| &p.workflow) else {
+            return Vec::new();
+        };
+        wf.components
+            .keys()
+            .zip(&self.sessions)
+            .filter_map(|(name, s)| Some((name.as_str(), s.as_ref()?.created_in)))
+            .collect()
+    }
+
     /// The package document.
     pub fn document(&self) -> &Document {
         &self.document
@@ -313,16 +326,28 @@ impl Runner {
     }
 }
 
-/// The session of each component with a model file, created a few at a
-/// time on threads of their own (a large model's load then hides the small
-/// ones'), in component order.
+/// The session of each component with a model file, in component order,
+/// created on threads of their own as many at a time as the cores hold at
+/// the sessions' thread count (on more cores a large model's load then
+/// hides the small ones').
 fn create_sessions(
     artifacts: &[Option<PathBuf>],
     device: &Device,
     options: &LoadOptions,
 ) -> Result<Vec<Option<session::ComponentSession>>, RunError> {
-    // A few at a time: each large model holds its weights while it loads.
-    let at_once = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
+    // As many at a time as the cores hold at the sessions' thread count
+    // (a session's creation keeps its threads busy too; on two cores with
+    // two threads one at a time is as fast and holds less memory at its
+    // peak), and at most four: each large model holds its weights while
+    // it loads.
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    // Zero threads is ONNX Runtime's default: every core.
+    let per_session = if options.threads == 0 {
+        cores
+    } else {
+        options.threads
+    };
+    let at_once = (cores / per_session).clamp(1, 4);
     let mut sessions = Vec::with_capacity(artifacts.len());
     for batch in artifacts.chunks(at_once) {
         let created = std::thread::scope(|scope| {

@@ -3,7 +3,7 @@
 use crate::clock::{Span, Tick};
 use crate::device::Device;
 use crate::model::{is_textproto, model_bytes};
-use crate::model_scan::scan;
+use crate::model_scan::{scan, scan_file};
 use crate::ortcall::{self, Binding, Call, CallSite, Held, Produced};
 use crate::tensor::DType;
 use crate::{RunError, ortlib};
@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::rc::Rc;
 use wfstudio_onnx::labels::{ValueFacts, input_facts};
-use wfstudio_onnx::proto::onnx::ModelProto;
+use wfstudio_onnx::proto::onnx::{GraphProto, ModelProto};
 
 /// One component's session.
 pub struct ComponentSession {
@@ -43,6 +43,8 @@ pub struct ComponentSession {
     /// Nodes per execution provider, as ONNX Runtime assigned them (empty
     /// when it could not say).
     pub assignment: Vec<(String, usize)>,
+    /// How long the session took to make (its model read, its scan beside).
+    pub created_in: std::time::Duration,
 }
 
 /// Creates the session for the model at `artifact` on `device` (treating
@@ -53,6 +55,7 @@ pub fn create(
     threads: usize,
     simulate_device_memory: bool,
 ) -> Result<ComponentSession, RunError> {
+    let started = std::time::Instant::now();
     let (env, _) = ortlib::environment()?;
     // A TextFormat model is encoded here and handed over as bytes; a binary
     // one ONNX Runtime reads itself while the scan streams it on another
@@ -70,7 +73,7 @@ pub fn create(
     let (scanned, session) = std::thread::scope(|threads_scope| {
         let scanning = threads_scope.spawn(|| match &bytes {
             Some(bytes) => scan(&bytes[..]),
-            None => std::fs::File::open(artifact).and_then(scan),
+            None => scan_file(artifact),
         });
         let session = open(env, artifact, bytes.as_deref(), device, threads).map_err(fail);
         let scanned = scanning
@@ -83,10 +86,13 @@ pub fn create(
         message: e.to_string(),
     })?;
     let mut session = session?;
-    let value_facts = match (&bytes, scanned.may_have_value_facts) {
-        (_, false) => BTreeMap::new(),
-        (Some(bytes), true) => value_facts_of(bytes),
-        (None, true) => value_facts_of(&model_bytes(artifact)?),
+    let value_facts = match (&bytes, &scanned) {
+        (_, s) if !s.may_have_value_facts => BTreeMap::new(),
+        (Some(bytes), _) => value_facts_of(bytes),
+        (None, s) => match &s.graph_inputs {
+            Some(inputs) => graph_input_facts(inputs),
+            None => value_facts_of(&model_bytes(artifact)?),
+        },
     };
     let inputs: Vec<String> = session
         .inputs()
@@ -124,6 +130,7 @@ pub fn create(
         reusable: scanned.reusable,
         value_facts,
         assignment,
+        created_in: started.elapsed(),
     })
 }
 
@@ -182,6 +189,18 @@ fn open(
 pub(crate) fn value_facts_of(bytes: &[u8]) -> BTreeMap<String, ValueFacts> {
     ModelProto::parse_from_bytes(bytes)
         .map(|model| input_facts(&model))
+        .unwrap_or_default()
+}
+
+/// The value facts of the graph inputs encoded in `inputs` (a `GraphProto`
+/// holding only them, as the model scan keeps them).
+pub(crate) fn graph_input_facts(inputs: &[u8]) -> BTreeMap<String, ValueFacts> {
+    GraphProto::parse_from_bytes(inputs)
+        .map(|graph| {
+            let mut model = ModelProto::new();
+            model.graph = Some(graph).into();
+            input_facts(&model)
+        })
         .unwrap_or_default()
 }
 

@@ -14,7 +14,14 @@ recipe's tokens, the voice's style row and speed; for terrain `--steps`
 calls of the UNet on the same noise, sigmas and difficulty (the
 re-noising between steps in numpy). Prints per round and overall (median
 of the rounds): median wall per run, load time and peak RSS (each
-process's own, from wait4), and the ratios wfstudio / Python.
+process's own, from wait4), and the ratios wfstudio / Python. "session"
+is the model's session made on a started runtime on both sides: Python's
+from the file once `import onnxruntime` has loaded the library and made
+its environment, wfstudio's the model component's (`session_load_ms`,
+its scan beside it) once ONNX Runtime has started (`runtime_start_ms`,
+timed apart). "package" is wfstudio's whole load (document, validation,
+every session: the policies too, which Python's script does in numpy)
+against the same Python session.
 """
 import argparse
 import json
@@ -30,6 +37,8 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KOKORO = os.path.join(ROOT, "fixtures", "real", "kokoro-tts")
 TERRAIN = os.path.join(ROOT, "fixtures", "real", "terrain-diffusion")
+# The component of each package that holds the model Python loads.
+MODEL_COMPONENT = {"kokoro": "kokoro", "terrain": "unet"}
 
 
 def session(path, threads):
@@ -142,18 +151,19 @@ def main():
             else:
                 rust, rust_rss = measured(rust_command)
                 py, py_rss = measured(py_command)
-            row = dict(wall=(rust["median_wall_ms"], py["median_wall_ms"]), load=(rust["load_ms"], py["load_ms"]),
-                       rss=(rust_rss, py_rss))
+            model = rust["session_load_ms"][MODEL_COMPONENT[args.package]]
+            row = dict(wall=(rust["median_wall_ms"], py["median_wall_ms"]), session=(model, py["load_ms"]),
+                       package=(rust["load_ms"], py["load_ms"]), rss=(rust_rss, py_rss))
             rows.append(row)
             print(f"round {round_ + 1}: " + ", ".join(
                 f"{k} wfstudio {a:.1f} / python {b:.1f} = {a / b:.3f}" for k, (a, b) in row.items()))
     what = f"{args.package}" + (f", {args.steps} steps" if args.package == "terrain" else "")
     print(f"{what}, {args.threads} threads, {args.rounds} rounds of {args.runs} warm runs "
           "(medians of the rounds; wall and load in ms, peak RSS in MiB):")
-    for key in ("wall", "load", "rss"):
+    for key in ("wall", "session", "package", "rss"):
         ours = statistics.median(r[key][0] for r in rows)
         theirs = statistics.median(r[key][1] for r in rows)
-        print(f"  {key:4}: wfstudio {ours:8.1f}  python {theirs:8.1f}  ratio {ours / theirs:.3f}")
+        print(f"  {key:7}: wfstudio {ours:8.1f}  python {theirs:8.1f}  ratio {ours / theirs:.3f}")
 
 
 if __name__ == "__main__":

@@ -113,7 +113,9 @@ impl Script {
             self.run_started = true;
             panel.start(studio, ctx);
         }
-        let run_over = !self.run || panel.outcome().is_some();
+        // The picture waits for the run and for the inputs form's reading of
+        // the package (a voice shown by its name, not its number).
+        let run_over = (!self.run || panel.outcome().is_some()) && !panel.reading_package();
         if studio.settled() && run_over {
             self.settled_frames += 1;
         }

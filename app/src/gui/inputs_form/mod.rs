@@ -90,6 +90,13 @@ pub struct InputsForm {
     pub config: Option<PathBuf>,
 }
 
+impl InputsForm {
+    /// Whether the package's facts are still being read.
+    pub fn reading_package(&self) -> bool {
+        self.facts.loading()
+    }
+}
+
 /// The single-element shape of a contract, if it has one.
 fn scalar_shape(rank: u64, shape: Option<&[Dim]>) -> Option<Vec<usize>> {
     if rank == 0 {

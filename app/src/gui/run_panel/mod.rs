@@ -84,6 +84,12 @@ impl RunPanel {
         matches!(self.phase, Phase::Running(_))
     }
 
+    /// Whether the inputs form is still reading the package's files (its
+    /// tokenizer, the names of its inputs' values).
+    pub fn reading_package(&self) -> bool {
+        self.inputs.reading_package()
+    }
+
     /// `Some(true)` after a successful run, `Some(false)` after a failed one.
     pub fn outcome(&self) -> Option<bool> {
         match self.phase {
