@@ -257,51 +257,65 @@ impl<'k> Scanner<'k> {
         Ok(())
     }
 
-    /// Walks `len` bytes of a `GraphProto`: initializers stepped over
-    /// (their length hashed), every other field scanned.
-    fn walk_graph(
+    /// Walks the `len` bytes of a message, handing each field (number,
+    /// wire type) to `field`, which consumes its value; fails unless the
+    /// fields end where the message does.
+    fn message<R: Read + Seek>(
         &mut self,
-        file: &mut BufReader<impl Read + Seek>,
+        file: &mut BufReader<R>,
         len: u64,
+        mut field: impl FnMut(&mut Self, &mut BufReader<R>, u64, u8) -> std::io::Result<()>,
     ) -> std::io::Result<()> {
         let end = self
             .position
             .checked_add(len)
             .ok_or(std::io::ErrorKind::InvalidData)?;
         while self.position < end {
-            let (field, wire) = self.key(file)?.ok_or(std::io::ErrorKind::UnexpectedEof)?;
-            match (field, wire) {
-                (GRAPH_INITIALIZER, 2) => {
-                    let len = self.length(file)?;
-                    self.walk_tensor(file, len)?;
-                }
-                (GRAPH_SPARSE_INITIALIZER, 2) => {
-                    let len = self.length(file)?;
-                    self.skip(file, len)?;
-                }
-                (GRAPH_INPUT, 2) if self.graph_inputs.is_some() => {
-                    let len = self.length(file)?;
-                    let field = self.take_field(file, len, MOST_INPUT_BYTES)?;
-                    self.feed(&mut &field[..], len)?;
-                    if let Some(kept) = self.graph_inputs.as_mut() {
-                        kept.push((GRAPH_INPUT << 3 | 2) as u8);
-                        let mut n = len;
-                        while n >= 0x80 {
-                            kept.push((n as u8 & 0x7f) | 0x80);
-                            n >>= 7;
-                        }
-                        kept.push(n as u8);
-                        kept.extend_from_slice(&field);
-                    }
-                }
-                _ => self.value(file, wire)?,
-            }
+            let (number, wire) = self.key(file)?.ok_or(std::io::ErrorKind::UnexpectedEof)?;
+            field(self, file, number, wire)?;
         }
         if self.position == end {
             Ok(())
         } else {
             Err(std::io::ErrorKind::InvalidData.into())
         }
+    }
+
+    /// Walks `len` bytes of a `GraphProto`: initializers walked for where
+    /// their data is (the data stepped over), inputs kept, every other
+    /// field scanned.
+    fn walk_graph(
+        &mut self,
+        file: &mut BufReader<impl Read + Seek>,
+        len: u64,
+    ) -> std::io::Result<()> {
+        self.message(file, len, |this, file, number, wire| match (number, wire) {
+            (GRAPH_INITIALIZER, 2) => {
+                let len = this.length(file)?;
+                this.walk_tensor(file, len)
+            }
+            (GRAPH_SPARSE_INITIALIZER, 2) => {
+                let len = this.length(file)?;
+                this.skip(file, len)
+            }
+            (GRAPH_INPUT, 2) if this.graph_inputs.is_some() => {
+                let len = this.length(file)?;
+                let field = this.take_field(file, len, MOST_INPUT_BYTES)?;
+                this.feed(&mut &field[..], len)?;
+                if let Some(kept) = this.graph_inputs.as_mut() {
+                    kept.push((GRAPH_INPUT << 3 | 2) as u8);
+                    let mut n = len;
+                    while n >= 0x80 {
+                        kept.push((n as u8 & 0x7f) | 0x80);
+                        n >>= 7;
+                    }
+                    kept.push(n as u8);
+                    kept.extend_from_slice(&field);
+                }
+                Ok(())
+            }
+            _ => this.value(file, wire),
+        })
     }
 
     /// Walks `len` bytes of an initializer's `TensorProto`: its data
@@ -311,40 +325,29 @@ impl<'k> Scanner<'k> {
         file: &mut BufReader<impl Read + Seek>,
         len: u64,
     ) -> std::io::Result<()> {
-        let end = self
-            .position
-            .checked_add(len)
-            .ok_or(std::io::ErrorKind::InvalidData)?;
-        while self.position < end {
-            let (field, wire) = self.key(file)?.ok_or(std::io::ErrorKind::UnexpectedEof)?;
-            match (field, wire) {
-                (TENSOR_EXTERNAL_DATA, 2) => {
-                    let len = self.length(file)?;
-                    let entry = self.take_field(file, len, MOST_INPUT_BYTES)?;
-                    let entry = StringStringEntryProto::parse_from_bytes(&entry)
-                        .map_err(|_| std::io::ErrorKind::InvalidData)?;
-                    if entry.key() == "location" {
-                        self.external.push(entry.value().to_string());
-                    }
+        self.message(file, len, |this, file, number, wire| match (number, wire) {
+            (TENSOR_EXTERNAL_DATA, 2) => {
+                let len = this.length(file)?;
+                let entry = this.take_field(file, len, MOST_INPUT_BYTES)?;
+                let entry = StringStringEntryProto::parse_from_bytes(&entry)
+                    .map_err(|_| std::io::ErrorKind::InvalidData)?;
+                if entry.key() == "location" {
+                    this.external.push(entry.value().to_string());
                 }
-                (_, 2) => {
-                    let len = self.length(file)?;
-                    self.skip(file, len)?;
-                }
-                (_, 0) => {
-                    self.varint(file)?
-                        .ok_or(std::io::ErrorKind::UnexpectedEof)?;
-                }
-                (_, 1) => self.skip(file, 8)?,
-                (_, 5) => self.skip(file, 4)?,
-                _ => return Err(std::io::ErrorKind::InvalidData.into()),
+                Ok(())
             }
-        }
-        if self.position == end {
-            Ok(())
-        } else {
-            Err(std::io::ErrorKind::InvalidData.into())
-        }
+            (_, 2) => {
+                let len = this.length(file)?;
+                this.skip(file, len)
+            }
+            (_, 0) => this
+                .varint(file)?
+                .map(|_| ())
+                .ok_or(std::io::ErrorKind::UnexpectedEof.into()),
+            (_, 1) => this.skip(file, 8),
+            (_, 5) => this.skip(file, 4),
+            _ => Err(std::io::ErrorKind::InvalidData.into()),
+        })
     }
 
     /// The length of a length-delimited field.
