@@ -373,6 +373,7 @@ fn synthesized_solvers_match_an_independent_numpy_reference() {
         "res_multistep",
         "ipndm_v",
         "dpmpp_2m_cfg_pp",
+        "er_sde",
     ] {
         for (start, end, leftover) in [(1, 4, false), (1, 5, true)] {
             let name = format!("{sampler}-window-{start}-{end}");

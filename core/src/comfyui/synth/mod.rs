@@ -7,6 +7,7 @@
 
 mod beta;
 mod cfgpp;
+mod ersde;
 mod graph;
 mod multistep;
 mod noise;

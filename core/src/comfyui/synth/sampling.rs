@@ -55,6 +55,12 @@ const SDE_2M: Needs = Needs {
     ..SEEDED.and_memory(1)
 };
 const SDE_3M: Needs = SDE_2M.and_memory(2);
+/// ER-SDE: the seed, the last estimate and the last estimates' slope;
+/// epsilon models only (on flow models ComfyUI moves its first sigma).
+const ER_SDE: Needs = Needs {
+    flow: false,
+    ..SEEDED.and_memory(2)
+};
 
 /// A sampler the synthesized `solver_step` implements, and its needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -145,6 +151,10 @@ pub const SAMPLERS: &[Sampler] = &[
         needs: Needs::remembering(3),
     },
     Sampler {
+        name: "er_sde",
+        needs: ER_SDE,
+    },
+    Sampler {
         name: "euler_cfg_pp",
         needs: CFG_PP,
     },
@@ -200,7 +210,7 @@ pub fn why_not(sampler: &str) -> String {
         "calls the model more than once per step (at intermediate noise levels), and the lowered sampling loop makes one denoiser call per step".into()
     } else if matches!(sampler, "dpm_fast" | "dpm_adaptive") {
         "chooses its own step sizes as it goes, so its model calls do not follow a schedule the workflow can loop over".into()
-    } else if matches!(sampler, "lms" | "deis" | "er_sde" | "sa_solver") {
+    } else if matches!(sampler, "lms" | "deis" | "sa_solver") {
         "is a multistep or stochastic solver the lowering does not build yet".into()
     } else {
         "is not one of ComfyUI's core samplers (a custom node adds it)".into()

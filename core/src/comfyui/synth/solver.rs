@@ -25,6 +25,7 @@
 //!   (`super::multistep`), with the CFG++ forms of the first and last two.
 //! - `euler_cfg_pp`, `euler_ancestral_cfg_pp`, `dpmpp_2m_cfg_pp`: CFG++
 //!   steps along the unconditional estimate (`super::cfgpp`).
+//! - `er_sde`: the ER-SDE-Solver-3 step (`super::ersde`).
 
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
@@ -72,6 +73,8 @@ pub fn step(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> 
         Some(super::multistep::step(g, kind, &at)?)
     } else if let Some(kind) = super::sde::Kind::of(&family.solver) {
         Some(super::sde::step(g, kind, &at)?)
+    } else if family.solver == "er_sde" {
+        Some(super::ersde::step(g, &at)?)
     } else {
         None
     };
