@@ -7,8 +7,8 @@
 //! session, for a form (`package_value_facts`).
 
 use crate::model::{is_textproto, model_bytes};
-use crate::model_scan::scan_file;
-use crate::session::{ComponentSession, graph_input_facts, value_facts_of};
+use crate::model_scan::scan_model;
+use crate::session::{ComponentSession, scanned_value_facts};
 use crate::tensor::Tensor;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -179,23 +179,20 @@ pub fn package_value_facts(document: &Document, root: &Path) -> HashMap<String, 
             let Ok(file) = resolve_inside(root, &onnx.artifact) else {
                 return BTreeMap::new();
             };
-            // A binary model's structure is read without its weights; a
-            // TextFormat one is encoded first (its keys are looked for as
-            // they are encoded).
-            if is_textproto(&file) {
-                return model_bytes(&file)
-                    .map(|bytes| value_facts_of(&bytes))
-                    .unwrap_or_default();
-            }
-            match scan_file(&file) {
-                Ok(scanned) if scanned.may_have_value_facts => match scanned.graph_inputs {
-                    Some(inputs) => graph_input_facts(&inputs),
-                    None => model_bytes(&file)
-                        .map(|bytes| value_facts_of(&bytes))
-                        .unwrap_or_default(),
+            // A TextFormat model is encoded first (its keys are looked for
+            // as they are encoded); a binary one is scanned without its
+            // weights. As a session reads them.
+            let bytes = match is_textproto(&file) {
+                true => match model_bytes(&file) {
+                    Ok(bytes) => Some(bytes),
+                    Err(_) => return BTreeMap::new(),
                 },
-                _ => BTreeMap::new(),
-            }
+                false => None,
+            };
+            scan_model(&file, bytes.as_deref())
+                .ok()
+                .and_then(|scanned| scanned_value_facts(&file, bytes.as_deref(), &scanned).ok())
+                .unwrap_or_default()
         });
         model.get(port).cloned()
     })

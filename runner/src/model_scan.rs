@@ -82,7 +82,7 @@ fn identity(meta: &std::fs::Metadata) -> [u64; 7] {
 /// Scans a model file: its structure read, its weights stepped over; the
 /// identities of the file and of the files its weights name (external
 /// data) stand for the weights in the fingerprint.
-pub(crate) fn scan_file(path: &Path) -> std::io::Result<Scan> {
+fn scan_file(path: &Path) -> std::io::Result<Scan> {
     let file = std::fs::File::open(path)?;
     let own = identity(&file.metadata()?);
     let keys = encoded_keys();
@@ -114,9 +114,18 @@ pub(crate) fn scan_file(path: &Path) -> std::io::Result<Scan> {
     Ok(scanner.finish())
 }
 
+/// Scans the model at `path`: `bytes` when it is held in memory (a
+/// TextFormat model, encoded), else the file.
+pub(crate) fn scan_model(path: &Path, bytes: Option<&[u8]>) -> std::io::Result<Scan> {
+    match bytes {
+        Some(bytes) => scan(bytes),
+        None => scan_file(path),
+    }
+}
+
 /// Scans every byte of the serialized model `reader` yields (a model held
 /// in memory).
-pub(crate) fn scan(mut reader: impl Read) -> std::io::Result<Scan> {
+fn scan(mut reader: impl Read) -> std::io::Result<Scan> {
     let keys = encoded_keys();
     let mut scanner = Scanner::new(&keys);
     scanner.feed(&mut reader, u64::MAX)?;
@@ -303,14 +312,12 @@ impl<'k> Scanner<'k> {
                 let field = this.take_field(file, len, MOST_INPUT_BYTES)?;
                 this.feed(&mut &field[..], len)?;
                 if let Some(kept) = this.graph_inputs.as_mut() {
-                    kept.push((GRAPH_INPUT << 3 | 2) as u8);
-                    let mut n = len;
-                    while n >= 0x80 {
-                        kept.push((n as u8 & 0x7f) | 0x80);
-                        n >>= 7;
-                    }
-                    kept.push(n as u8);
-                    kept.extend_from_slice(&field);
+                    // The field again as protobuf encodes it (key, length,
+                    // bytes), so the kept fields parse as a `GraphProto`.
+                    let mut out = protobuf::CodedOutputStream::vec(kept);
+                    out.write_bytes(GRAPH_INPUT as u32, &field)
+                        .and_then(|()| out.flush())
+                        .map_err(|_| std::io::ErrorKind::InvalidData)?;
                 }
                 Ok(())
             }

@@ -3,7 +3,7 @@
 use crate::clock::{Span, Tick};
 use crate::device::Device;
 use crate::model::{is_textproto, model_bytes};
-use crate::model_scan::{scan, scan_file};
+use crate::model_scan::{Scan, scan_model};
 use crate::ortcall::{self, Binding, Call, CallSite, Held, Produced};
 use crate::tensor::DType;
 use crate::{RunError, ortlib};
@@ -71,10 +71,7 @@ pub fn create(
         message: format!("ONNX Runtime refused the model: {e}"),
     };
     let (scanned, session) = std::thread::scope(|threads_scope| {
-        let scanning = threads_scope.spawn(|| match &bytes {
-            Some(bytes) => scan(&bytes[..]),
-            None => scan_file(artifact),
-        });
+        let scanning = threads_scope.spawn(|| scan_model(artifact, bytes.as_deref()));
         let session = open(env, artifact, bytes.as_deref(), device, threads).map_err(fail);
         let scanned = scanning
             .join()
@@ -86,14 +83,7 @@ pub fn create(
         message: e.to_string(),
     })?;
     let mut session = session?;
-    let value_facts = match (&bytes, &scanned) {
-        (_, s) if !s.may_have_value_facts => BTreeMap::new(),
-        (Some(bytes), _) => value_facts_of(bytes),
-        (None, s) => match &s.graph_inputs {
-            Some(inputs) => graph_input_facts(inputs),
-            None => value_facts_of(&model_bytes(artifact)?),
-        },
-    };
+    let value_facts = scanned_value_facts(artifact, bytes.as_deref(), &scanned)?;
     let inputs: Vec<String> = session
         .inputs()
         .iter()
@@ -185,8 +175,27 @@ fn open(
     }
 }
 
+/// What the model at `artifact` says of its inputs' values, as its scan
+/// found them: nothing unless the scan met a value-fact key; else read from
+/// the model's bytes held in memory (`bytes`), from the graph inputs the
+/// scan kept, or (when it kept none) from the whole file.
+pub(crate) fn scanned_value_facts(
+    artifact: &Path,
+    bytes: Option<&[u8]>,
+    scanned: &Scan,
+) -> Result<BTreeMap<String, ValueFacts>, RunError> {
+    if !scanned.may_have_value_facts {
+        return Ok(BTreeMap::new());
+    }
+    Ok(match (bytes, &scanned.graph_inputs) {
+        (Some(bytes), _) => value_facts_of(bytes),
+        (None, Some(inputs)) => graph_input_facts(inputs),
+        (None, None) => value_facts_of(&model_bytes(artifact)?),
+    })
+}
+
 /// The value facts of the inputs of the serialized model `bytes`.
-pub(crate) fn value_facts_of(bytes: &[u8]) -> BTreeMap<String, ValueFacts> {
+fn value_facts_of(bytes: &[u8]) -> BTreeMap<String, ValueFacts> {
     ModelProto::parse_from_bytes(bytes)
         .map(|model| input_facts(&model))
         .unwrap_or_default()

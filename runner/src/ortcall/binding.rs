@@ -5,7 +5,9 @@
 //! values handed to such a session, and device values the host reads, are
 //! counted ([`crate::transfers`]).
 
-use super::{CallSite, OrtTensor, Produced, cpu_memory, describe, read, status, tensor_view};
+use super::{
+    CallSite, OrtTensor, Produced, bools_of_bytes, cpu_memory, describe, read, status, tensor_view,
+};
 use crate::clock::{Span, Tick};
 use crate::tensor::{DType, Data, Tensor};
 use crate::{ortlib, transfers};
@@ -307,17 +309,10 @@ pub(super) fn to_host(value: &OrtTensor) -> Result<Tensor, String> {
             cuda_to_host(ordinal, source, destination)
                 .map_err(|cuda| format!("{why}; through the CUDA driver: {cuda}"))
         })?;
-        match (as_bytes, tensor.data) {
-            (true, Data::U8(b)) => Tensor::new(
-                tensor.shape,
-                Data::Bool(b.into_iter().map(|b| b != 0).collect()),
-            )
-            .map_err(|e| e.0)?,
-            (_, data) => Tensor {
-                shape: tensor.shape,
-                data,
-            },
+        if as_bytes {
+            tensor.data = bools_of_bytes(tensor.data);
         }
+        tensor
     } else {
         read(value)?
     };

@@ -181,15 +181,9 @@ impl Held {
             Store::Host(_) => self.view(),
             Store::Device { host_view, .. } => match host_view.get() {
                 Some(view) => Ok(view),
-                None => {
-                    let t = self.tensor()?;
-                    // SAFETY: the view lives in `host_view`, dropped before
-                    // `host` (which holds `t` and never mutates it); ONNX
-                    // Runtime only reads input memory.
-                    let view =
-                        unsafe { tensor_view(t.data.as_ptr().cast_mut(), t.dtype(), &t.shape)? };
-                    Ok(host_view.get_or_init(|| view))
-                }
+                // SAFETY: `host_view` is dropped before `host`, which holds
+                // the copy.
+                None => unsafe { viewed(host_view, self.tensor()?) },
             },
         }
     }
@@ -203,13 +197,26 @@ impl Held {
         let Store::Host(t) = &self.store else {
             return Err("a value in device memory has no ONNX Runtime value".into());
         };
-        // SAFETY: the view lives in `self.view`, dropped before `self.store`
-        // (whose tensor is never mutated behind the `Arc`); ONNX Runtime
-        // only reads input memory, so the const pointer is never written
-        // through.
-        let view = unsafe { tensor_view(t.data.as_ptr().cast_mut(), t.dtype(), &t.shape)? };
-        Ok(self.view.get_or_init(|| view))
+        // SAFETY: `self.view` is dropped before `self.store`, which holds `t`.
+        unsafe { viewed(&self.view, t) }
     }
+}
+
+/// The view of host tensor `t`, made into `cell` (which may already hold
+/// it).
+///
+/// # Safety
+/// `cell` must be dropped before `t`'s memory, which must never be written
+/// while it lives (a tensor behind an `Arc` never is; ONNX Runtime only
+/// reads an input's memory, so the const pointer is never written
+/// through).
+unsafe fn viewed<'c>(cell: &'c OnceCell<OrtTensor>, t: &Tensor) -> Result<&'c OrtTensor, String> {
+    if let Some(view) = cell.get() {
+        return Ok(view);
+    }
+    // SAFETY: as the caller guarantees.
+    let view = unsafe { tensor_view(t.data.as_ptr().cast_mut(), t.dtype(), &t.shape)? };
+    Ok(cell.get_or_init(|| view))
 }
 
 /// A host value with a view whose every reference is this one (no other

@@ -226,12 +226,18 @@ fn read(value: &OrtTensor) -> Result<Tensor, String> {
         DType::U32 => copy!(u32, U32),
         DType::U64 => copy!(u64, U64),
         // Read as bytes: a bool's byte other than 0 or 1 would be undefined.
-        DType::Bool => match copy!(u8, U8) {
-            Data::U8(bytes) => Data::Bool(bytes.into_iter().map(|b| b != 0).collect()),
-            _ => unreachable!("copied as bytes"),
-        },
+        DType::Bool => bools_of_bytes(copy!(u8, U8)),
     };
     Tensor::new(shape, data).map_err(|e| e.0)
+}
+
+/// Bools read from the bytes of a bool tensor copied as `U8` (any other
+/// data is returned as it is).
+fn bools_of_bytes(data: Data) -> Data {
+    match data {
+        Data::U8(bytes) => Data::Bool(bytes.into_iter().map(|b| b != 0).collect()),
+        other => other,
+    }
 }
 
 /// One invoke step's ports as ONNX Runtime takes them: the names (and the
