@@ -169,16 +169,15 @@ impl Binding {
                 let on_device = self.input_on_device(name);
                 let value = match (held.on_device(), on_device) {
                     (true, false) => held.host_view()?,
-                    (false, true) => {
-                        transfers::to_device(held.bytes());
-                        held.view()?
-                    }
                     _ => held.view()?,
                 };
                 // SAFETY: the name is NUL-terminated and lives in `site`;
                 // the value is live; ONNX Runtime keeps its own reference
                 // until the inputs are cleared below.
                 status(unsafe { (api.BindInput)(binding, name, value.0.as_ptr()) })?;
+                if on_device && !held.on_device() {
+                    transfers::to_device(held.bytes());
+                }
             }
             let mut on_device = smallvec::SmallVec::<[bool; 4]>::new();
             for &name in &site.output_names {
