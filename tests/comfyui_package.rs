@@ -92,7 +92,7 @@ fn every_pattern_becomes_a_package_that_checks_and_runs_with_stand_ins() {
         import_check_run(&graph, &dir, &out, &[]);
         ran += 1;
     }
-    assert_eq!(ran, 10, "every pattern but the LoRA one runs");
+    assert_eq!(ran, 12, "every pattern but the LoRA one runs");
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -126,6 +126,7 @@ fn every_corpus_graph_that_lowers_becomes_a_package_that_runs() {
         [
             "controlnet_example.workflow.json",
             "fofr-sd15-inpainting.api.json",
+            "fofr-sdxl-simple.api.json",
             "img2img_workflow.workflow.json",
             "inpaint_example.workflow.json",
             "jaylyu-sd15.api.json",
@@ -133,6 +134,8 @@ fn every_corpus_graph_that_lowers_becomes_a_package_that_runs() {
             "sd15-controlnet-single.ui.json",
             "sd15-inpaint.api.json",
             "sd15-inpaint.ui.json",
+            "sdxl-simple.api.json",
+            "sdxl-simple.ui.json",
             "tpl-default.ui.json",
             "controlnet_example.png",
             "inpaint_example.png"

@@ -186,14 +186,91 @@ fn every_refusal_names_the_node_class_input_and_a_remedy() {
         (
             edited("ksampler-advanced", |g| {
                 g["9"] = g["5"].clone();
+                g["9"]["inputs"]["latent_image"] = json!(["5", 0]);
                 g["5"]["inputs"]["latent_image"] = json!(["9", 0]);
             }),
             none.clone(),
             (
-                "9",
+                "5",
                 "KSamplerAdvanced",
+                Some("latent_image"),
+                "samples a latent that comes back from its own result (a cycle through samplers 5, 9)",
+            ),
+        ),
+        (
+            edited("hires-fix", |g| {
+                g["8"] = json!({"class_type": "LatentUpscale", "inputs": {"upscale_method": "nearest-exact", "width": 32, "height": 48, "crop": "center", "samples": ["5", 0]}});
+            }),
+            none.clone(),
+            (
+                "8",
+                "LatentUpscale",
+                Some("crop"),
+                "is 'center'; the lowering resizes whole latents and does not crop them to the new aspect",
+            ),
+        ),
+        (
+            edited("hires-fix", |g| {
+                g["8"]["inputs"]["upscale_method"] = json!("bislerp");
+            }),
+            none.clone(),
+            (
+                "8",
+                "LatentUpscaleBy",
+                Some("upscale_method"),
+                "is 'bislerp'; the lowering resizes latents by nearest-exact or bilinear only",
+            ),
+        ),
+        (
+            edited("hires-fix", |g| {
+                g["8"] = json!({"class_type": "LatentUpscale", "inputs": {"upscale_method": "bilinear", "width": 0, "height": 48, "crop": "disabled", "samples": ["5", 0]}});
+            }),
+            none.clone(),
+            (
+                "8",
+                "LatentUpscale",
+                Some("width"),
+                "is 0, which asks for the side from the latent's aspect; the lowering takes both sides",
+            ),
+        ),
+        (
+            edited("hires-fix", |g| {
+                g["8"]["inputs"]["samples"] = json!(["4", 0]);
+            }),
+            none.clone(),
+            (
+                "4",
+                "EmptyLatentImage",
                 None,
-                "feeds its latent into sampler 5; chained samplers (refiners, hires fix) are not supported",
+                "feeds `samples` of node 8 as its samples, which the importer supports only from KSampler or KSamplerAdvanced or SamplerCustom or SamplerCustomAdvanced",
+            ),
+        ),
+        (
+            edited("hires-fix", |g| {
+                g["20"] = json!({"class_type": "ControlNetLoader", "inputs": {"control_net_name": "canny.safetensors"}});
+                g["21"] = json!({"class_type": "LoadImage", "inputs": {"image": "edges.png"}});
+                g["22"] = json!({"class_type": "ControlNetApply", "inputs": {"conditioning": ["2", 0], "control_net": ["20", 0], "image": ["21", 0], "strength": 0.8}});
+                g["9"]["inputs"]["positive"] = json!(["22", 0]);
+            }),
+            none.clone(),
+            (
+                "9",
+                "KSampler",
+                Some("model"),
+                "uses component `denoiser` with other inputs than sampler 5 (a ControlNet or SDXL conditioning on one of them only), and one model component has one set of ports",
+            ),
+        ),
+        (
+            edited("hires-fix", |g| {
+                g["20"] = json!({"class_type": "LoraLoaderModelOnly", "inputs": {"lora_name": "detail.safetensors", "strength_model": 0.7, "model": ["1", 0]}});
+                g["9"]["inputs"]["model"] = json!(["20", 0]);
+            }),
+            lora_target(),
+            (
+                "20",
+                "LoraLoaderModelOnly",
+                Some("lora_name"),
+                "loads LoRA 'detail.safetensors' in a graph that chains 2 samplers; adapters are routed for one sampler",
             ),
         ),
         (
@@ -245,14 +322,14 @@ fn every_refusal_names_the_node_class_input_and_a_remedy() {
         (
             edited(
                 "img2img",
-                |g| g["9"] = json!({"class_type": "PreviewImage", "inputs": {"images": ["6", 0]}}),
+                |g| g["9"] = json!({"class_type": "PreviewImage", "inputs": {"images": ["8", 0]}}),
             ),
             none.clone(),
             (
-                "9",
-                "PreviewImage",
+                "8",
+                "LoadImage",
                 None,
-                "is one of 2 image sinks (nodes 7, 9); one sink is lowered at a time",
+                "feeds `images` of node 9 as its images, which the importer supports only from VAEDecode",
             ),
         ),
     ];

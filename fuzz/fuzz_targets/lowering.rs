@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 use wfstudio_core::comfyui::lower::{self, Target};
 use wfstudio_schema::{Format, Limits, parse_text};
 
-const PATTERNS: [&str; 12] = [
+const PATTERNS: [&str; 14] = [
     include_str!("../../fixtures/comfyui/txt2img-sd15.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet-positive.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet.api.json"),
@@ -29,6 +29,8 @@ const PATTERNS: [&str; 12] = [
     include_str!("../../fixtures/comfyui/patterns/sdxl.api.json"),
     include_str!("../../fixtures/comfyui/patterns/custom.api.json"),
     include_str!("../../fixtures/comfyui/patterns/custom-advanced.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/hires-fix.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/refiner.api.json"),
 ];
 
 /// Index of the LoRA pattern in [`PATTERNS`].

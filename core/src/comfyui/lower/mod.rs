@@ -1,10 +1,12 @@
 //! Lowering a ComfyUI API graph to a `pipeline.workflow` document,
-//! fail-closed: the graph must have exactly one image sink and every node on
-//! the path to it must be understood; anything else is refused with the node
-//! id, its class, the input at fault and a remedy.
+//! fail-closed: every image sink becomes a workflow output and every node on
+//! the paths to them must be understood; anything else is refused with the
+//! node id, its class, the input at fault and a remedy.
 //!
 //! Supported: `KSampler` and `KSamplerAdvanced` (start/end steps, noise on
-//! or off, leftover noise) with classifier-free guidance; the latent from
+//! or off, leftover noise) with classifier-free guidance, chained through
+//! latents (a refiner's step window, a hires fix through `LatentUpscale` or
+//! `LatentUpscaleBy`), each stage its own sampling loop; the latent from
 //! `EmptyLatentImage`/`EmptySD3LatentImage`, `VAEEncode` (img2img; the
 //! start step is `steps - round_half_even(steps * denoise)`),
 //! `VAEEncodeForInpaint` or `SetLatentNoiseMask` (the mask is applied after
@@ -143,89 +145,117 @@ pub fn lower_for(api: &Value, target: &Target) -> Result<Lowered, Vec<Refusal>> 
             remedy: "remove it (and what only it uses) to lower the rest of the graph".into(),
         }]);
     }
-    let sinks: Vec<&String> = nodes
+    let mut sinks: Vec<&String> = nodes
         .keys()
         .filter(|id| IMAGE_SINKS.contains(&g.class(id)))
         .collect();
-    let [sink] = sinks[..] else {
-        let refusal = match sinks.get(1) {
-            None => Refusal {
-                node: String::new(),
-                class: String::new(),
-                input: None,
-                message: "the graph has no image sink (SaveImage or PreviewImage)".into(),
-                remedy: "add a SaveImage node where the image should come out".into(),
-            },
-            Some(second) => {
-                let all: Vec<&str> = sinks.iter().map(|id| id.as_str()).collect();
-                Refusal {
-                    node: second.to_string(),
-                    class: g.class(second).to_string(),
-                    input: None,
-                    message: format!(
-                        "is one of {} image sinks (nodes {}); one sink is lowered at a time",
-                        sinks.len(),
-                        all.join(", ")
-                    ),
-                    remedy: "keep one SaveImage or PreviewImage node".into(),
-                }
-            }
-        };
-        return Err(vec![refusal]);
-    };
-    lower_from(&g, sink, target).map_err(|r| vec![r])
+    // Numeric ids in numeric order (`9` before `12`), others after.
+    sinks.sort_by_key(|id| {
+        (
+            id.parse::<u64>().map_err(|_| id.to_string()),
+            id.to_string(),
+        )
+    });
+    if sinks.is_empty() {
+        return Err(vec![Refusal {
+            node: String::new(),
+            class: String::new(),
+            input: None,
+            message: "the graph has no image sink (SaveImage or PreviewImage)".into(),
+            remedy: "add a SaveImage node where the image should come out".into(),
+        }]);
+    }
+    lower_from(&g, &sinks, target).map_err(|r| vec![r])
 }
 
-fn lower_from(g: &Graph<'_>, sink: &str, target: &Target) -> Result<Lowered, Refusal> {
-    let plan = recognise::recognise(g, sink)?;
-    let mut built = build::build(&plan);
+fn lower_from(g: &Graph<'_>, sinks: &[&String], target: &Target) -> Result<Lowered, Refusal> {
+    let chain = recognise::recognise(g, sinks)?;
+    if chain.stages.len() > 1
+        && let Some(lora) = chain.stages.iter().find_map(|p| p.model.loras.first())
+    {
+        return Err(g.refuse(
+            &lora.node,
+            Some("lora_name"),
+            format!(
+                "loads LoRA '{}' in a graph that chains {} samplers; adapters are routed for one sampler",
+                lora.name,
+                chain.stages.len()
+            ),
+            "remove the LoRA loader, or lower each sampler stage as its own graph",
+        ));
+    }
+    let mut built = build::build(&chain).map_err(|conflict| conflict.refusal(g))?;
     let components: Vec<&str> = built.document["pipeline"]["workflow"]["components"]
         .as_object()
         .map(|c| c.keys().map(String::as_str).collect())
         .unwrap_or_default();
-    let adapters = target::route_loras(g, &plan, target, &components)?;
+    let adapters = target::route_loras(g, &chain.stages[0], target, &components)?;
     if let Some(adapters) = &adapters {
         target::add_adapters(&mut built, adapters);
     }
     target.apply_layout(&mut built.document);
     let mut used = BTreeSet::new();
-    g.ancestors(sink, &mut used);
+    for sink in sinks {
+        g.ancestors(sink, &mut used);
+    }
     let ignored = g
         .nodes
         .keys()
         .filter(|id| !used.contains(*id))
         .cloned()
         .collect();
+    let mut notes = Vec::new();
+    for (index, plan) in chain.stages.iter().enumerate() {
+        let stage = build::StageNames::new(index);
+        for note in stage_notes(plan, &stage) {
+            notes.push(match chain.stages.len() {
+                1 => note,
+                _ => format!("stage {} (node {}): {note}", index + 1, plan.sampler.node),
+            });
+        }
+    }
+    notes.extend(lora_notes(adapters.as_ref()));
     Ok(Lowered {
         document: built.document,
         prompts: built.prompts,
         ignored,
         used: used.into_iter().collect(),
         provenance: built.provenance,
-        notes: notes(&plan, adapters.as_ref()),
+        notes,
     })
 }
 
-/// What the user should know about the lowering beyond the document.
-fn notes(plan: &Plan, adapters: Option<&AdapterUse>) -> Vec<String> {
+/// What the user should know about one sampler stage beyond the
+/// document (its window, with the inputs that set it).
+fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
     let s = &plan.sampler;
-    let mut notes = Vec::new();
     match s.window {
-        Window::Denoise(denoise) if denoise < 1.0 => notes.push(format!(
-            "denoise {denoise}: sampling starts at step {} of {} (request.denoise)",
+        Window::Denoise(denoise) if denoise < 1.0 => vec![format!(
+            "denoise {denoise}: sampling starts at step {} of {} ({})",
             denoise_start_step(s.steps, denoise),
-            s.steps
-        )),
-        Window::Steps { start, end, .. } => notes.push(format!(
-            "steps {start}..{end} of {} (request.start_step, request.end_step)",
-            s.steps
-        )),
-        Window::Denoise(_) => {}
+            s.steps,
+            names.value("request.denoise")
+        )],
+        Window::Steps { start, end, .. } => vec![format!(
+            "steps {start}..{end} of {} ({}, {})",
+            s.steps,
+            names.value("request.start_step"),
+            names.value("request.end_step")
+        )],
+        Window::Denoise(_) => vec![],
     }
-    for (alias, index, scale) in adapters.map(|a| a.selection.as_slice()).unwrap_or_default() {
-        notes.push(format!(
-            "LoRA '{alias}' is adapter {index} at scale {scale}: pass it in the adapter selection inputs"
-        ));
-    }
-    notes
+}
+
+/// The LoRA selection a run must pass.
+fn lora_notes(adapters: Option<&AdapterUse>) -> Vec<String> {
+    adapters
+        .map(|a| a.selection.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .map(|(alias, index, scale)| {
+            format!(
+                "LoRA '{alias}' is adapter {index} at scale {scale}: pass it in the adapter selection inputs"
+            )
+        })
+        .collect()
 }

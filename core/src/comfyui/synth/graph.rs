@@ -26,17 +26,22 @@ pub struct Family {
 }
 
 impl Family {
-    /// Reads the sampling facts from the document's components.
-    pub fn of(components: &Map<String, Value>) -> Result<Family, SynthError> {
+    /// Reads the sampling facts of one sampler stage (`stage` is its
+    /// policies' name prefix, empty for the first) from the document's
+    /// components.
+    pub fn of(components: &Map<String, Value>, stage: &str) -> Result<Family, SynthError> {
+        let schedule = format!("{stage}diffusion_schedule");
         let fail = |reason: &str| SynthError {
-            component: "diffusion_schedule".into(),
+            component: schedule.clone(),
             reason: reason.into(),
         };
         let parameters = components
-            .get("diffusion_schedule")
+            .get(&schedule)
             .and_then(|c| c.pointer("/contract/parameters"))
             .ok_or_else(|| {
-                fail("the document declares no diffusion_schedule contract parameters")
+                fail(&format!(
+                    "the document declares no {schedule} contract parameters"
+                ))
             })?;
         let text = |key: &str| {
             parameters

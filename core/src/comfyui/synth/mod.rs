@@ -19,6 +19,7 @@ mod solver;
 pub mod standin;
 mod steps;
 mod unipc;
+pub mod upscale;
 
 use graph::Family;
 use serde_json::Value;
@@ -44,7 +45,25 @@ pub const POLICIES: &[&str] = &[
     "masked_blend",
     "sdxl_conditioning",
     "control_scale",
+    "latent_upscale",
 ];
+
+/// The policy kind and stage prefix of a component name: a chained
+/// sampler's policies are named `stage<k>_<policy>` (k from 2), the first
+/// stage's by the policy alone.
+pub fn policy_kind(component: &str) -> Option<(&str, &str)> {
+    let (prefix, kind) = match component.split_once('_') {
+        Some((stage, rest))
+            if stage.len() > "stage".len()
+                && stage.starts_with("stage")
+                && stage["stage".len()..].bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            (&component[..stage.len() + 1], rest)
+        }
+        _ => ("", component),
+    };
+    POLICIES.contains(&kind).then_some((kind, prefix))
+}
 
 /// Why a policy could not be synthesized.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -58,7 +77,7 @@ pub struct SynthError {
 
 /// Whether `component` names a policy this module makes.
 pub fn is_policy(component: &str) -> bool {
-    POLICIES.contains(&component)
+    policy_kind(component).is_some()
 }
 
 /// Every policy component of the lowered `document`, by component name,
@@ -71,26 +90,27 @@ pub fn policies(document: &Value) -> Result<Vec<(String, Vec<u8>)>, SynthError> 
             component: "-".into(),
             reason: "the document has no pipeline.workflow.components".into(),
         })?;
-    let family = Family::of(components)?;
     components
         .iter()
-        .filter(|(name, _)| is_policy(name))
-        .map(|(name, component)| {
-            let bytes = policy(name, component, &family)?;
+        .filter_map(|(name, component)| Some((name, policy_kind(name)?, component)))
+        .map(|(name, (kind, stage), component)| {
+            let family = Family::of(components, stage)?;
+            let bytes = policy(kind, component, &family)?;
             Ok((name.clone(), bytes))
         })
         .collect()
 }
 
-fn policy(name: &str, component: &Value, family: &Family) -> Result<Vec<u8>, SynthError> {
-    let mut g = graph::PolicyGraph::new(name, component);
-    match name {
+fn policy(kind: &str, component: &Value, family: &Family) -> Result<Vec<u8>, SynthError> {
+    let mut g = graph::PolicyGraph::new(kind, component);
+    match kind {
         "diffusion_schedule" => schedule::sigmas(&mut g, family)?,
         "diffusion_timesteps" => schedule::timesteps(&mut g, family)?,
         "solver_step" => solver::step(&mut g, family)?,
         "latent_noise" => noise::latent_noise(&mut g, family)?,
         "add_noise" => noise::add_noise(&mut g, family)?,
         "masked_blend" => noise::masked_blend(&mut g, family)?,
+        "latent_upscale" => upscale::latent_upscale(&mut g)?,
         _ => policies::build(&mut g, family)?,
     }
     Ok(g.finish())

@@ -73,7 +73,8 @@ fn continue_predicate(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
 }
 
 /// `[channels, height / scale, width / scale]` of the empty latent, or of
-/// the input picture.
+/// the input picture; a latent's own `[channels, height, width]` when
+/// it takes one (a chained sampler's).
 fn latent_row_shape(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let number = |g: &PolicyGraph<'_>, key: &str| {
         g.parameter(key)
@@ -85,6 +86,11 @@ fn latent_row_shape(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
                 ))
             })
     };
+    if g.has_input("latent") {
+        let latent = g.input("latent")?;
+        let out = g.op_with("Shape", &[&latent], &[("start", Attr::Int(1))]);
+        return g.output(&out, "shape");
+    }
     let channels = number(g, "channels")?;
     let scale = number(g, "scale")?;
     let out = if g.has_input("image") {

@@ -3,19 +3,22 @@
 //! conditioned and what the model chain applies. Every node on the path is
 //! checked here; anything else is refused with the node, class and input.
 
+mod chain;
 mod custom;
+mod latent;
+
+pub(super) use chain::{Chain, Sink, recognise};
+pub(super) use latent::{LatentSource, UpscaleSize};
 
 use super::graph::Graph;
 use super::{Refusal, SCHEDULES};
 use crate::comfyui::synth::sampling::sampler_names;
 use custom::Guide;
 
-/// Everything the document builder needs, with the graph's values.
+/// One sampler stage: everything the document builder needs for it, with
+/// the graph's values.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct Plan {
-    pub sink: String,
-    pub decode: String,
-    pub vae: String,
     pub sampler: Sampler,
     pub model: ModelChain,
     pub positive: Conditioning,
@@ -121,42 +124,6 @@ pub(super) enum Prompt {
     },
 }
 
-/// Where the sampler's starting latent comes from.
-#[derive(Clone, Debug, PartialEq)]
-pub(super) enum LatentSource {
-    /// `EmptyLatentImage` / `EmptySD3LatentImage`.
-    Empty {
-        node: String,
-        width: i64,
-        height: i64,
-        batch: i64,
-        channels: i64,
-    },
-    /// `VAEEncode` of a loaded image, optionally masked by
-    /// `SetLatentNoiseMask` (`mask`: the mask's loader and the mask node).
-    Encoded {
-        encode: String,
-        image: String,
-        mask: Option<Mask>,
-    },
-    /// `VAEEncodeForInpaint`: the masked pixels are greyed before encoding.
-    Inpaint {
-        encode: String,
-        image: String,
-        mask: Mask,
-        grow_mask_by: i64,
-    },
-}
-
-/// A mask applied at every step.
-#[derive(Clone, Debug, PartialEq)]
-pub(super) struct Mask {
-    /// The node that loads it (`LoadImage` slot 1 or `LoadImageMask`).
-    pub loader: String,
-    /// `SetLatentNoiseMask`, when that applies it.
-    pub setter: Option<String>,
-}
-
 /// A single ControlNet on the conditioning.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct Control {
@@ -171,10 +138,8 @@ pub(super) struct Control {
     pub negative: bool,
 }
 
-/// ComfyUI's own limits on sampler steps, image sides and batch size.
+/// ComfyUI's own limit on sampler steps.
 const MAX_STEPS: f64 = 10000.0;
-const MAX_RESOLUTION: i64 = 16384;
-const MAX_BATCH: i64 = 4096;
 const SAMPLER_CLASSES: &[&str] = &[
     "KSampler",
     "KSamplerAdvanced",
@@ -185,13 +150,6 @@ const MODEL_LOADERS: &[&str] = &["CheckpointLoaderSimple", "UNETLoader"];
 const CLIP_LOADERS: &[&str] = &["CheckpointLoaderSimple", "CLIPLoader", "DualCLIPLoader"];
 const ENCODERS: &[&str] = &["CLIPTextEncode", "CLIPTextEncodeSDXL"];
 const CONTROL_APPLIERS: &[&str] = &["ControlNetApply", "ControlNetApplyAdvanced"];
-const LATENT_SOURCES: &[&str] = &[
-    "EmptyLatentImage",
-    "EmptySD3LatentImage",
-    "VAEEncode",
-    "VAEEncodeForInpaint",
-    "SetLatentNoiseMask",
-];
 
 /// Banker's rounding, as the img2img start step uses.
 pub(super) fn round_half_even(x: f64) -> f64 {
@@ -208,26 +166,12 @@ pub fn denoise_start_step(steps: i64, denoise: f64) -> i64 {
     steps - round_half_even(steps as f64 * denoise) as i64
 }
 
-/// Builds the plan for the graph ending at `sink`.
-pub(super) fn recognise(g: &Graph<'_>, sink: &str) -> Result<Plan, Refusal> {
-    let (decode, _) = g.source(sink, "images")?;
-    g.expect(&decode, &["VAEDecode"], "images", (sink, "images"))?;
-    let (sampler_node, slot) = g.source(&decode, "samples")?;
-    g.expect(
-        &sampler_node,
-        SAMPLER_CLASSES,
-        "samples",
-        (&decode, "samples"),
-    )?;
-    let custom = custom::is_custom(g.class(&sampler_node));
-    if slot != 0 && custom {
-        return Err(g.refuse(
-            &sampler_node,
-            None,
-            format!("feeds its denoised_output to node {decode}; the lowering makes the sampled output (slot 0) only"),
-            "decode the sampler's first output",
-        ));
-    }
+/// Builds the plan of sampler node `sampler_node` (a `KSampler`,
+/// `KSamplerAdvanced` or custom sampling node); samplers whose latent it
+/// samples further are recognised first, through `walk`.
+fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Plan, Refusal> {
+    let custom = custom::is_custom(g.class(sampler_node));
+    let sampler_node = sampler_node.to_string();
     let (sampler, guide) = match custom {
         true => custom::sampler(g, &sampler_node)?,
         false => (sampler(g, &sampler_node)?, Guide::on(&sampler_node)),
@@ -250,8 +194,6 @@ pub(super) fn recognise(g: &Graph<'_>, sink: &str) -> Result<Plan, Refusal> {
             "choose dpmpp_2m, euler or uni_pc for this model",
         ));
     }
-    let (vae, _) = g.source(&decode, "vae")?;
-    vae_source(g, &vae, &model.loader, (&decode, "vae"))?;
     let (node, input) = &guide.positive;
     let (positive, positive_control) = conditioning(g, node, input, &model)?;
     let (node, input) = &guide.negative;
@@ -282,7 +224,7 @@ pub(super) fn recognise(g: &Graph<'_>, sink: &str) -> Result<Plan, Refusal> {
             ));
         }
     };
-    let latent = latent_source(g, &sampler_node, &model.loader)?;
+    let latent = latent::latent_source(g, &sampler_node, &model.loader, walk)?;
     if let (
         Window::Steps {
             add_noise: false, ..
@@ -300,13 +242,11 @@ pub(super) fn recognise(g: &Graph<'_>, sink: &str) -> Result<Plan, Refusal> {
     let channels = match (&model.flow, &latent) {
         (Some(flow), _) => flow.channels,
         (None, LatentSource::Empty { channels, .. }) => *channels,
+        (None, LatentSource::Stage { stage, .. }) => walk.channels(*stage),
         (None, _) => 4,
     };
     Ok(Plan {
         channels,
-        sink: sink.to_string(),
-        decode,
-        vae,
         sampler,
         model,
         positive,
@@ -500,7 +440,12 @@ fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Refusal> {
     ))
 }
 
-fn vae_source(g: &Graph<'_>, vae: &str, loader: &str, from: (&str, &str)) -> Result<(), Refusal> {
+pub(super) fn vae_source(
+    g: &Graph<'_>,
+    vae: &str,
+    loader: &str,
+    from: (&str, &str),
+) -> Result<(), Refusal> {
     g.expect(vae, &["CheckpointLoaderSimple", "VAELoader"], "vae", from)?;
     if g.class(vae) == "CheckpointLoaderSimple" && vae != loader {
         return Err(g.refuse(vae, None, "is a second checkpoint; the VAE must come from the denoiser's checkpoint or a VAELoader".into(), "load one checkpoint"));
@@ -650,7 +595,7 @@ fn clip_source(
 }
 
 /// A `LoadImage` behind input `name` of `node`.
-fn loaded_image(g: &Graph<'_>, node: &str, name: &str) -> Result<String, Refusal> {
+pub(super) fn loaded_image(g: &Graph<'_>, node: &str, name: &str) -> Result<String, Refusal> {
     let (image, slot) = g.source(node, name)?;
     if g.class(&image) != "LoadImage" || slot != 0 {
         return Err(Refusal {
@@ -662,88 +607,4 @@ fn loaded_image(g: &Graph<'_>, node: &str, name: &str) -> Result<String, Refusal
         });
     }
     Ok(image)
-}
-
-fn mask(g: &Graph<'_>, node: &str) -> Result<Mask, Refusal> {
-    let (loader, slot) = g.source(node, "mask")?;
-    let ok = match g.class(&loader) {
-        "LoadImage" => slot == 1,
-        "LoadImageMask" => true,
-        _ => false,
-    };
-    if !ok {
-        return Err(Refusal {
-            message: format!(
-                "feeds `mask` of node {node}; the importer takes masks only from LoadImage's MASK output or LoadImageMask"
-            ),
-            remedy: "save the mask and load it with LoadImageMask".into(),
-            ..g.refuse(&loader, None, String::new(), "")
-        });
-    }
-    Ok(Mask {
-        loader,
-        setter: None,
-    })
-}
-
-fn latent_source(g: &Graph<'_>, sampler: &str, loader: &str) -> Result<LatentSource, Refusal> {
-    let (node, _) = g.source(sampler, "latent_image")?;
-    if SAMPLER_CLASSES.contains(&g.class(&node)) {
-        return Err(g.refuse(
-            &node,
-            None,
-            format!("feeds its latent into sampler {sampler}; chained samplers (refiners, hires fix) are not supported"),
-            "lower each sampler stage as its own package",
-        ));
-    }
-    g.expect(
-        &node,
-        LATENT_SOURCES,
-        "latent_image",
-        (sampler, "latent_image"),
-    )?;
-    let encoded = |encode: &str| -> Result<String, Refusal> {
-        let (vae, _) = g.source(encode, "vae")?;
-        vae_source(g, &vae, loader, (encode, "vae"))?;
-        loaded_image(g, encode, "pixels")
-    };
-    Ok(match g.class(&node) {
-        class @ ("EmptyLatentImage" | "EmptySD3LatentImage") => LatentSource::Empty {
-            width: g.whole(&node, "width", 8..=MAX_RESOLUTION)?,
-            height: g.whole(&node, "height", 8..=MAX_RESOLUTION)?,
-            batch: g.whole(&node, "batch_size", 1..=MAX_BATCH)?,
-            channels: if class == "EmptySD3LatentImage" {
-                16
-            } else {
-                4
-            },
-            node,
-        },
-        "VAEEncode" => LatentSource::Encoded {
-            image: encoded(&node)?,
-            encode: node,
-            mask: None,
-        },
-        "VAEEncodeForInpaint" => LatentSource::Inpaint {
-            image: encoded(&node)?,
-            mask: mask(g, &node)?,
-            grow_mask_by: if g.has(&node, "grow_mask_by") {
-                g.whole(&node, "grow_mask_by", 0..=64)?
-            } else {
-                6
-            },
-            encode: node,
-        },
-        _ => {
-            let (encode, _) = g.source(&node, "samples")?;
-            g.expect(&encode, &["VAEEncode"], "samples", (&node, "samples"))?;
-            let mut m = mask(g, &node)?;
-            m.setter = Some(node);
-            LatentSource::Encoded {
-                image: encoded(&encode)?,
-                encode,
-                mask: Some(m),
-            }
-        }
-    })
 }

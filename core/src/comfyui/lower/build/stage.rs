@@ -1,41 +1,46 @@
-//! Turning a [`Plan`] into the `inference_metadata` document: typed inputs
-//! for every run parameter (defaults are the graph's values), the
-//! components of the default package layout, and one diffusion loop whose
-//! setup and body grow with the plan (img2img window, inpaint mask,
-//! ControlNet, SDXL conditioning, flow-matching shift, LoRA selection).
+//! One sampler stage of a [`Plan`] as document parts: typed inputs for
+//! every run parameter (defaults are the graph's values), its components
+//! (model components under the names of its checkpoint's), and one
+//! diffusion loop whose setup and body grow with the plan (img2img window,
+//! a chained stage's upscaled latent, inpaint mask, ControlNet, SDXL
+//! conditioning, flow-matching shift). Names are the first stage's; later
+//! stages are renamed apart (`super::rename`).
 
-use super::parts::{
-    Provenance, Steps, component, contract, hidden, invoke, latent, media, one, one_of,
-    opaque_literal, parameter, picture, policy, row, runtime, tokens,
+use super::super::parts::{
+    Provenance, Steps, component, contract, hidden, invoke, latent, media, one, opaque_literal,
+    parameter, picture, policy, row, runtime, tokens,
 };
-use super::recognise::{FlowShift, LatentSource, Plan, Prompt, Window};
-use super::solver::solver_step;
+use super::super::recognise::{FlowShift, LatentSource, Plan, Prompt, UpscaleSize, Window};
+use super::super::solver::solver_step;
+use super::prompts::{self, Parts};
+use super::rename::earlier_latent;
 use crate::comfyui::synth::sampling::ModelSampling;
 use serde_json::{Map, Value, json};
 
-/// The document and its provenance.
-pub(super) struct Built {
-    pub document: Value,
-    pub prompts: Vec<(String, String)>,
+/// One stage's part of the document.
+pub(super) struct StageParts {
+    pub inputs: Map<String, Value>,
+    pub components: Map<String, Value>,
+    pub state: Map<String, Value>,
+    /// The sampling loop.
+    pub step: Value,
+    /// Prompt texts by token-id input, with the encoder node of each.
+    pub prompts: Vec<Prompted>,
+    /// The loop's setup and body steps' nodes, by path under the loop.
     pub provenance: Provenance,
 }
 
-/// Which prompt a set of conditioning values belongs to.
-struct PromptSide<'a> {
-    /// `conditional` or `unconditional`.
-    name: &'static str,
-    encoder: &'a String,
-    text: &'a Prompt,
-    /// Input names of the token ids (main encoder, then the CLIP-L one).
-    ids: (&'static str, &'static str),
-    role: &'static str,
-    alias: &'static str,
-    size_input: &'static str,
-    controlled: bool,
+/// A prompt text, the token-id input it is passed in and its encoder node.
+pub(super) struct Prompted {
+    pub input: String,
+    pub text: String,
+    pub encoder: String,
 }
 
-/// Builds the document for `plan`.
-pub(super) fn build(plan: &Plan) -> Built {
+/// Builds the parts of `plan`: its model components are named with
+/// `models` (its checkpoint's prefix).
+pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
+    let m = |name: &str| format!("{models}{name}");
     let s = &plan.sampler;
     let windowed = !matches!(
         (&s.window, &plan.latent),
@@ -62,7 +67,6 @@ pub(super) fn build(plan: &Plan) -> Built {
     let mut components = Map::new();
     let mut setup = Steps::default();
     let mut body = Steps::default();
-    let mut prompts = Vec::new();
     let sampler = &s.node;
     let loader = &plan.model.loader;
 
@@ -193,7 +197,49 @@ pub(super) fn build(plan: &Plan) -> Built {
             None,
         ),
     );
-    // The latent's size: the empty latent's, or the input picture's.
+    // A chained stage samples an earlier stage's latent, resized first
+    // where an upscaler sits between them.
+    let source = match &plan.latent {
+        LatentSource::Stage { stage, upscale } => {
+            let earlier = earlier_latent(*stage);
+            match upscale {
+                Some(up) => {
+                    let mut parameters = json!({"method": up.method});
+                    match up.size {
+                        UpscaleSize::Fixed { width, height } => {
+                            parameters["size"] = json!("fixed");
+                            parameters["width"] = json!(width);
+                            parameters["height"] = json!(height);
+                        }
+                        UpscaleSize::Scale(scale) => {
+                            parameters["size"] = json!("scale");
+                            parameters["scale_by"] = json!(scale);
+                        }
+                    }
+                    let upscaled = contract(
+                        "float32",
+                        json!(["batch", "channels", "upscaled_height", "upscaled_width"]),
+                        true,
+                    );
+                    components.insert("latent_upscale".into(), policy("latent_upscale", json!({"latent": latent()}), json!({"upscaled": upscaled}),
+                        Some(json!({"id": "wfstudio.latent-upscale", "version": "1", "parameters": parameters}))));
+                    setup.push(
+                        invoke(
+                            "latent_upscale",
+                            json!({"latent": earlier}),
+                            json!({"upscaled": "latent.source"}),
+                        ),
+                        &[&up.node],
+                    );
+                    "latent.source".to_string()
+                }
+                None => earlier,
+            }
+        }
+        _ => "latent.source".to_string(),
+    };
+    // The latent's size: the empty latent's, the input picture's, or the
+    // earlier stage's.
     let (row_shape_parameters, row_shape_inputs, row_shape_binds, latent_node) = match &plan.latent
     {
         LatentSource::Empty {
@@ -207,6 +253,12 @@ pub(super) fn build(plan: &Plan) -> Built {
             json!({}),
             json!({}),
             Some(node),
+        ),
+        LatentSource::Stage { .. } => (
+            json!({"from": "latent"}),
+            json!({"latent": latent()}),
+            json!({"latent": source}),
+            None,
         ),
         _ => (
             json!({"from": "image", "channels": plan.channels, "scale": 8}),
@@ -255,121 +307,27 @@ pub(super) fn build(plan: &Plan) -> Built {
         json!({"noise": "diffusion.noise", "next_offset": "diffusion.rng_offset"})), &[sampler]);
 
     // Conditioning: one encoder set per prompt.
-    let sides = [
-        PromptSide {
-            name: "conditional",
-            encoder: &plan.positive.encoder,
-            text: &plan.positive.text,
-            ids: ("request.input_ids", "request.input_ids_l"),
-            role: "prompt_tokens",
-            alias: "input_ids_l",
-            size_input: "request.positive_size",
-            controlled: plan.control.as_ref().is_some_and(|c| c.positive),
-        },
-        PromptSide {
-            name: "unconditional",
-            encoder: &plan.negative.encoder,
-            text: &plan.negative.text,
-            ids: ("request.negative_input_ids", "request.negative_input_ids_l"),
-            role: "negative_prompt_tokens",
-            alias: "negative_input_ids_l",
-            size_input: "request.negative_size",
-            controlled: plan.control.as_ref().is_some_and(|c| c.negative),
-        },
-    ];
-    let encoder_out = json!({"encoder_hidden_states": hidden()});
-    components.insert(
-        "text_encoder".into(),
-        component(
-            "text_encoder/model.onnx",
-            json!({"input_ids": tokens()}),
-            encoder_out,
-            None,
-        ),
-    );
     let pooled = contract("float32", json!(["batch", "pooled"]), true);
     let time_ids = contract("float32", json!(["batch", 6]), true);
-    if sdxl {
-        components.insert(
-            "text_encoder_2".into(),
-            component(
-                "text_encoder_2/model.onnx",
-                json!({"input_ids": tokens()}),
-                json!({"encoder_hidden_states": hidden(), "text_embeds": pooled.clone()}),
-                None,
-            ),
-        );
-        components.insert("sdxl_conditioning".into(), policy("sdxl_conditioning",
-            // The two encoders' widths differ (768 and 1280 in SDXL); the
-            // output is their concatenation, the denoiser's context width.
-            json!({"hidden_l": contract("float32", json!(["batch", "prompt_sequence", "hidden_l"]), true),
-                "hidden_g": contract("float32", json!(["batch", "prompt_sequence", "hidden_g"]), true),
-                "pooled": pooled.clone(), "size": one_of(6)}),
-            json!({"encoder_hidden_states": hidden(), "text_embeds": pooled.clone(), "time_ids": time_ids.clone()}), None));
-    }
-    for side in &sides {
-        let value = format!("conditioning.{}", side.name);
-        match side.text {
-            Prompt::Single(text) => {
-                prompts.push((side.ids.0.to_string(), text.clone()));
-                setup.push(
-                    invoke(
-                        "text_encoder",
-                        json!({"input_ids": side.ids.0}),
-                        json!({"encoder_hidden_states": value}),
-                    ),
-                    &[side.encoder, loader],
-                );
-            }
-            Prompt::Sdxl {
-                text_g,
-                text_l,
-                size,
-            } => {
-                prompts.push((side.ids.0.to_string(), text_g.clone()));
-                prompts.push((side.ids.1.to_string(), text_l.clone()));
-                inputs.insert(side.ids.1.into(), json!({"contract": tokens(), "role": runtime(side.role), "source": {"kind": "application", "name": side.alias}, "required": true}));
-                inputs.insert(
-                    side.size_input.into(),
-                    parameter(
-                        one_of(6),
-                        json!({"kind": "opaque"}),
-                        &side.size_input["request.".len()..],
-                        json!(size),
-                    ),
-                );
-                let (l, g, p) = (
-                    format!("{value}_l"),
-                    format!("{value}_g"),
-                    format!("{value}_pooled"),
-                );
-                setup.push(
-                    invoke(
-                        "text_encoder",
-                        json!({"input_ids": side.ids.1}),
-                        json!({"encoder_hidden_states": l}),
-                    ),
-                    &[side.encoder, loader],
-                );
-                setup.push(
-                    invoke(
-                        "text_encoder_2",
-                        json!({"input_ids": side.ids.0}),
-                        json!({"encoder_hidden_states": g, "text_embeds": p}),
-                    ),
-                    &[side.encoder, loader],
-                );
-                setup.push(invoke("sdxl_conditioning", json!({"hidden_l": l, "hidden_g": g, "pooled": p, "size": side.size_input}),
-                    json!({"encoder_hidden_states": value, "text_embeds": format!("{value}_text_embeds"), "time_ids": format!("{value}_time_ids")})), &[side.encoder]);
-            }
-        }
-    }
+    let sides = prompts::sides(plan);
+    let mut prompts = Vec::new();
+    prompts::encode(
+        plan,
+        &sides,
+        models,
+        &mut Parts {
+            inputs: &mut inputs,
+            components: &mut components,
+            setup: &mut setup,
+            prompts: &mut prompts,
+        },
+    );
 
     // The sampling window and the starting latent.
     let mut initializer = "diffusion.noise".to_string();
     let mut max_iterations = "request.max_iterations";
     let image = match &plan.latent {
-        LatentSource::Empty { .. } => None,
+        LatentSource::Empty { .. } | LatentSource::Stage { .. } => None,
         LatentSource::Encoded { image, .. } | LatentSource::Inpaint { image, .. } => Some(image),
     };
     if image.is_some() {
@@ -443,13 +401,14 @@ pub(super) fn build(plan: &Plan) -> Built {
             LatentSource::Encoded { encode, image, .. } => {
                 setup.push(
                     invoke(
-                        "vae_encoder",
+                        &m("vae_encoder"),
                         json!({"image": "request.image"}),
                         json!({"latent": "latent.source"}),
                     ),
                     &[encode, image],
                 );
             }
+            LatentSource::Stage { .. } => {}
             LatentSource::Inpaint {
                 encode,
                 image,
@@ -468,7 +427,7 @@ pub(super) fn build(plan: &Plan) -> Built {
                 );
                 setup.push(
                     invoke(
-                        "vae_encoder",
+                        &m("vae_encoder"),
                         json!({"image": "inpaint.pixels"}),
                         json!({"latent": "latent.source"}),
                     ),
@@ -478,9 +437,9 @@ pub(super) fn build(plan: &Plan) -> Built {
         }
         if image.is_some() {
             components.insert(
-                "vae_encoder".into(),
+                m("vae_encoder"),
                 component(
-                    "vae_encoder/model.onnx",
+                    &format!("{}/model.onnx", m("vae_encoder")),
                     json!({"image": picture(json!(3))}),
                     json!({"latent": latent()}),
                     None,
@@ -497,10 +456,10 @@ pub(super) fn build(plan: &Plan) -> Built {
         if add_noise {
             components.insert("add_noise".into(), policy("add_noise", json!({"latent": latent(), "noise": latent(), "schedule": schedule, "step": one("int64")}), json!({"noised": latent()}),
                 Some(json!({"id": "wfstudio.add-noise", "version": "1", "parameters": {"prediction": prediction}}))));
-            setup.push(invoke("add_noise", json!({"latent": "latent.source", "noise": "diffusion.noise", "schedule": "diffusion.schedule", "step": "diffusion.start_step"}), json!({"noised": "latent.start"})), &[sampler]);
+            setup.push(invoke("add_noise", json!({"latent": source, "noise": "diffusion.noise", "schedule": "diffusion.schedule", "step": "diffusion.start_step"}), json!({"noised": "latent.start"})), &[sampler]);
             initializer = "latent.start".into();
         } else {
-            initializer = "latent.source".into();
+            initializer = source.clone();
         }
     }
     let mask = match &plan.latent {
@@ -594,9 +553,9 @@ pub(super) fn build(plan: &Plan) -> Built {
             control_ports["time_ids"] = time_ids.clone();
         }
         components.insert(
-            "controlnet".into(),
+            m("controlnet"),
             component(
-                "controlnet/model.onnx",
+                &format!("{}/model.onnx", m("controlnet")),
                 control_ports,
                 json!({"down_residuals": down, "mid_residual": mid}),
                 None,
@@ -647,14 +606,14 @@ pub(super) fn build(plan: &Plan) -> Built {
                 bind["text_embeds"] = json!(format!("conditioning.{}_text_embeds", side.name));
                 bind["time_ids"] = json!(format!("conditioning.{}_time_ids", side.name));
             }
-            body.push(invoke("controlnet", bind,
+            body.push(invoke(&m("controlnet"), bind,
                 json!({"down_residuals": format!("control.{}.down", side.name), "mid_residual": format!("control.{}.mid", side.name)})), &[&control.apply, &control.loader, &control.image]);
         }
     }
     components.insert(
-        "denoiser".into(),
+        m("denoiser"),
         component(
-            "denoiser/model.onnx",
+            &format!("{}/model.onnx", m("denoiser")),
             denoiser_ports,
             json!({"noise_pred": latent()}),
             None,
@@ -672,7 +631,7 @@ pub(super) fn build(plan: &Plan) -> Built {
         }
         body.push(
             invoke(
-                "denoiser",
+                &m("denoiser"),
                 bind,
                 json!({"noise_pred": format!("denoiser.{}", side.name)}),
             ),
@@ -712,76 +671,30 @@ pub(super) fn build(plan: &Plan) -> Built {
         &[],
     );
 
-    components.insert(
-        "vae_decoder".into(),
-        component(
-            "vae_decoder/model.onnx",
-            json!({"latent": latent()}),
-            json!({"image": picture(json!(3))}),
-            None,
-        ),
-    );
-    let mut after = Steps::default();
     let mut carried = vec![
         json!({"cell": "latent_state", "next": "latent.body"}),
         json!({"cell": "loop_0_active", "next": "loop.continue"}),
     ];
-    let mut state = json!({
-        "latent_state": {"contract": latent(), "scope": "invocation", "initializer": initializer, "recurrence": {"kind": "invariant"}},
-        "loop_0_active": {"contract": one("bool"), "scope": "invocation", "initializer": "package.loop_0_active", "recurrence": {"kind": "invariant"}},
-    });
+    let mut state = Map::new();
+    state.insert("latent_state".into(), json!({"contract": latent(), "scope": "invocation", "initializer": initializer, "recurrence": {"kind": "invariant"}}));
+    state.insert("loop_0_active".into(), json!({"contract": one("bool"), "scope": "invocation", "initializer": "package.loop_0_active", "recurrence": {"kind": "invariant"}}));
     // A multistep solver's memory (earlier estimates and samples); its
     // first step (iteration 0) does not read it.
     for (cell, next) in memory {
         carried.push(json!({"cell": cell, "next": next}));
-        state[cell] = json!({"contract": latent(), "scope": "invocation", "initializer": "diffusion.noise", "recurrence": {"kind": "invariant"}});
+        state.insert(cell.into(), json!({"contract": latent(), "scope": "invocation", "initializer": "diffusion.noise", "recurrence": {"kind": "invariant"}}));
     }
-    after.push(json!({"kind": "loop", "setup": setup.steps, "steps": body.steps, "continue_when": "loop_0_active", "max_iterations": max_iterations,
+    let step = json!({"kind": "loop", "setup": setup.steps, "steps": body.steps, "continue_when": "loop_0_active", "max_iterations": max_iterations,
         "carried": carried,
-        "iteration": {"value": "loop.iteration", "contract": contract("int64", json!(["batch"]), false)}}), &[sampler, loader]);
-    after.push(
-        invoke(
-            "vae_decoder",
-            json!({"latent": "latent_state"}),
-            json!({"image": "vae.image"}),
-        ),
-        &[&plan.decode, &plan.vae],
-    );
-    after.push(
-        json!({"kind": "emit", "value": "vae.image", "output": "image", "mode": "replace"}),
-        &[&plan.sink],
-    );
-    after.push(
-        json!({"kind": "emit", "value": "latent_state", "output": "latent", "mode": "replace"}),
-        &[],
-    );
-
-    let capabilities = [
-        "workflow_ssa",
-        "linear_effects",
-        "nested_control_flow",
-        "loop_induction_values",
-        "typed_emit",
-    ];
-    let mut document = json!({"schema_version": "v1"});
-    document["pipeline"] = json!({"workflow": {
-        "manifest": {"capabilities": capabilities},
-        "inputs": inputs,
-        "outputs": {
-            "image": {"contract": picture(json!(3)), "role": "image", "value_range": "negative_one_to_one", "stage": "pre_adapter"},
-            "latent": {"contract": latent(), "role": "tensor", "stage": "pre_adapter"},
-        },
-        "components": components,
-        "state": state,
-        "steps": after.steps,
-    }});
+        "iteration": {"value": "loop.iteration", "contract": contract("int64", json!(["batch"]), false)}});
     let mut provenance = Provenance::new();
-    let loop_path = "pipeline.workflow.steps[0]";
-    setup.provenance(&format!("{loop_path}.setup"), &mut provenance);
-    body.provenance(&format!("{loop_path}.steps"), &mut provenance);
-    after.provenance("pipeline.workflow.steps", &mut provenance);
-    Built {
-        document,
+    setup.provenance(".setup", &mut provenance);
+    body.provenance(".steps", &mut provenance);
+    StageParts {
+        inputs,
+        components,
+        state,
+        step,
         prompts,
         provenance,
     }

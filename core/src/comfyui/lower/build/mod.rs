@@ -1,0 +1,289 @@
+//! Turning a [`Chain`] into the `inference_metadata` document: one
+//! sampling loop per sampler stage in run order (`stage`), each later
+//! stage's names kept apart (`rename`); then, for every image sink, the
+//! decode of its stage's latent and an output named after the sink; and
+//! the last stage's latent as the `latent` output.
+//!
+//! Model components are named after the checkpoint loader they come from:
+//! the first loader's plainly (`denoiser`), another's with a prefix
+//! (`model2_denoiser`, a refiner's). VAE decoders are named per VAE node
+//! (`vae_decoder`, then `vae2_decoder`).
+
+mod prompts;
+mod rename;
+mod stage;
+
+pub(super) use rename::StageNames;
+
+use super::Refusal;
+use super::graph::Graph;
+use super::parts::{Provenance, Steps, component, invoke, latent, picture};
+use super::recognise::{Chain, Sink};
+use serde_json::{Map, Value, json};
+use stage::Prompted;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The document and its provenance.
+pub(super) struct Built {
+    pub document: Value,
+    pub prompts: Vec<(String, String)>,
+    pub provenance: Provenance,
+}
+
+/// Two samplers that would declare one model component with different
+/// ports (one uses a ControlNet or SDXL conditioning on it, the other not).
+pub(super) struct Conflict {
+    sampler: String,
+    component: String,
+    other: String,
+}
+
+impl Conflict {
+    /// The refusal, naming the later sampler.
+    pub(super) fn refusal(&self, g: &Graph<'_>) -> Refusal {
+        g.refuse(
+            &self.sampler,
+            Some("model"),
+            format!(
+                "uses component `{}` with other inputs than sampler {} (a ControlNet or SDXL conditioning on one of them only), and one model component has one set of ports",
+                self.component, self.other
+            ),
+            "condition both samplers of the checkpoint alike, or load the checkpoint twice",
+        )
+    }
+}
+
+/// Titles ComfyUI gives sinks by default: not worth naming an output after.
+const DEFAULT_TITLES: &[&str] = &["Save Image", "Preview Image"];
+
+/// Builds the document for `chain`.
+pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
+    let mut inputs = Map::new();
+    let mut components = Map::new();
+    let mut owners: BTreeMap<String, String> = BTreeMap::new();
+    let mut state = Map::new();
+    let mut prompts: Vec<Prompted> = Vec::new();
+    let mut provenance = Provenance::new();
+    let mut after = Steps::default();
+    let mut latents: Vec<String> = Vec::new();
+    let mut models: BTreeMap<&str, String> = BTreeMap::new();
+    for (index, plan) in chain.stages.iter().enumerate() {
+        let loader = &plan.model.loader;
+        let count = models.len();
+        let prefix = models
+            .entry(loader)
+            .or_insert_with(|| match count {
+                0 => String::new(),
+                n => format!("model{}_", n + 1),
+            })
+            .clone();
+        let names = StageNames::new(index);
+        let mut parts = stage::stage(plan, &prefix);
+        let shared: BTreeSet<String> = parts
+            .inputs
+            .iter()
+            .filter(|(name, input)| {
+                inputs.get(*name) == Some(*input)
+                    && (input.pointer("/source/kind") == Some(&json!("literal"))
+                        || same_prompt(name, &parts.prompts, &prompts))
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        rename::rename(&mut parts, &names, &shared, &latents);
+        for (name, input) in parts.inputs {
+            inputs.entry(name).or_insert(input);
+        }
+        for (name, declared) in parts.components {
+            match components.get(&name) {
+                Some(existing) if *existing != declared => {
+                    return Err(Conflict {
+                        sampler: plan.sampler.node.clone(),
+                        component: name.clone(),
+                        other: owners.get(&name).cloned().unwrap_or_default(),
+                    });
+                }
+                Some(_) => {}
+                None => {
+                    owners.insert(name.clone(), plan.sampler.node.clone());
+                    components.insert(name, declared);
+                }
+            }
+        }
+        state.extend(parts.state);
+        let path = format!("pipeline.workflow.steps[{}]", after.steps.len());
+        for (relative, nodes) in parts.provenance {
+            provenance.push((format!("{path}{relative}"), nodes));
+        }
+        for prompt in parts.prompts {
+            if !prompts.iter().any(|p| p.input == prompt.input) {
+                prompts.push(prompt);
+            }
+        }
+        after.push(parts.step, &[&plan.sampler.node, loader]);
+        latents.push(names.value("latent_state"));
+    }
+
+    let mut outputs = Map::new();
+    let mut vaes: BTreeMap<&str, String> = BTreeMap::new();
+    let mut decoded: BTreeMap<&str, String> = BTreeMap::new();
+    for sink in &chain.sinks {
+        let count = vaes.len();
+        let decoder = vaes
+            .entry(&sink.vae)
+            .or_insert_with(|| match count {
+                0 => "vae_decoder".to_string(),
+                n => format!("vae{}_decoder", n + 1),
+            })
+            .clone();
+        components.entry(decoder.clone()).or_insert_with(|| {
+            component(
+                &format!("{decoder}/model.onnx"),
+                json!({"latent": latent()}),
+                json!({"image": picture(json!(3))}),
+                None,
+            )
+        });
+        let image = match decoded.get(sink.decode.as_str()) {
+            Some(value) => value.clone(),
+            None => {
+                let value = match decoded.len() {
+                    0 => "vae.image".to_string(),
+                    _ => format!("vae.image_{}", sink.decode),
+                };
+                after.push(
+                    invoke(
+                        &decoder,
+                        json!({"latent": latents[sink.stage]}),
+                        json!({"image": value}),
+                    ),
+                    &[&sink.decode, &sink.vae],
+                );
+                decoded.insert(&sink.decode, value.clone());
+                value
+            }
+        };
+        let output = match chain.sinks.len() {
+            1 => "image".to_string(),
+            _ => output_name(sink, &outputs),
+        };
+        outputs.insert(output.clone(), json!({"contract": picture(json!(3)), "role": "image", "value_range": "negative_one_to_one", "stage": "pre_adapter"}));
+        after.push(
+            json!({"kind": "emit", "value": image, "output": output, "mode": "replace"}),
+            &[&sink.node],
+        );
+    }
+    outputs.insert(
+        "latent".into(),
+        json!({"contract": latent(), "role": "tensor", "stage": "pre_adapter"}),
+    );
+    after.push(
+        json!({"kind": "emit", "value": latents.last(), "output": "latent", "mode": "replace"}),
+        &[],
+    );
+
+    let capabilities = [
+        "workflow_ssa",
+        "linear_effects",
+        "nested_control_flow",
+        "loop_induction_values",
+        "typed_emit",
+    ];
+    let mut document = json!({"schema_version": "v1"});
+    document["pipeline"] = json!({"workflow": {
+        "manifest": {"capabilities": capabilities},
+        "inputs": inputs,
+        "outputs": outputs,
+        "components": components,
+        "state": state,
+        "steps": after.steps,
+    }});
+    after.provenance("pipeline.workflow.steps", &mut provenance);
+    Ok(Built {
+        document,
+        prompts: prompts.into_iter().map(|p| (p.input, p.text)).collect(),
+        provenance,
+    })
+}
+
+/// Whether token input `name` carries the same encoder node's text in this
+/// stage (`own`) as in an earlier one (`earlier`).
+fn same_prompt(name: &str, own: &[Prompted], earlier: &[Prompted]) -> bool {
+    own.iter().filter(|p| p.input == name).any(|p| {
+        earlier
+            .iter()
+            .any(|q| q.input == name && q.encoder == p.encoder && q.text == p.text)
+    })
+}
+
+/// The output of one of several sinks: its title, else its filename
+/// prefix (ComfyUI's defaults do not count), as a lower-case word; the
+/// node id is added where that name is taken (or there is none).
+fn output_name(sink: &Sink, taken: &Map<String, Value>) -> String {
+    let named = sink
+        .title
+        .as_deref()
+        .filter(|t| !DEFAULT_TITLES.contains(t))
+        .or(sink.prefix.as_deref().filter(|p| *p != "ComfyUI"))
+        .map(word)
+        .filter(|w| !w.is_empty());
+    let base = named.unwrap_or_else(|| "image".to_string());
+    if taken.contains_key(&base) || base == "latent" {
+        format!("{base}_{}", word(&sink.node))
+    } else {
+        base
+    }
+}
+
+/// `text` as a lower-case word: letters and digits, runs of anything else
+/// as one `_`, none at the ends.
+fn word(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars().flat_map(char::to_lowercase) {
+        if c.is_ascii_alphanumeric() {
+            out.push(c);
+        } else if !out.is_empty() && !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    out.trim_end_matches('_').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sink(node: &str, title: Option<&str>, prefix: Option<&str>) -> Sink {
+        Sink {
+            node: node.into(),
+            decode: "8".into(),
+            vae: "4".into(),
+            stage: 0,
+            title: title.map(str::to_string),
+            prefix: prefix.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn outputs_are_named_after_titles_then_prefixes_then_node_ids() {
+        let mut taken = Map::new();
+        let first = output_name(&sink("9", Some("Save Image"), Some("ComfyUI")), &taken);
+        assert_eq!(first, "image");
+        taken.insert(first, Value::Null);
+        assert_eq!(
+            output_name(&sink("12", None, Some("ComfyUI")), &taken),
+            "image_12"
+        );
+        assert_eq!(
+            output_name(&sink("13", Some("Hires — final!"), None), &taken),
+            "hires_final"
+        );
+        assert_eq!(
+            output_name(&sink("14", None, Some("out/upscaled")), &taken),
+            "out_upscaled"
+        );
+        assert_eq!(
+            output_name(&sink("15", Some("Latent"), None), &taken),
+            "latent_15"
+        );
+    }
+}

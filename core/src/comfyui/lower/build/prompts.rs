@@ -1,0 +1,167 @@
+//! A stage's prompts: the token-id inputs, the text encoders (CLIP, or
+//! SDXL's two with the size conditioning) and the conditioning values the
+//! denoiser reads, one set per prompt side.
+
+use super::super::parts::{
+    Steps, component, contract, hidden, invoke, one_of, parameter, policy, runtime, tokens,
+};
+use super::super::recognise::{Plan, Prompt};
+use super::stage::Prompted;
+use serde_json::{Map, Value, json};
+
+/// Which prompt a set of conditioning values belongs to.
+pub(super) struct PromptSide<'a> {
+    /// `conditional` or `unconditional`.
+    pub name: &'static str,
+    encoder: &'a String,
+    text: &'a Prompt,
+    /// Input names of the token ids (main encoder, then the CLIP-L one).
+    ids: (&'static str, &'static str),
+    role: &'static str,
+    alias: &'static str,
+    size_input: &'static str,
+    pub controlled: bool,
+}
+
+/// What a stage's builder is adding to.
+pub(super) struct Parts<'p> {
+    pub inputs: &'p mut Map<String, Value>,
+    pub components: &'p mut Map<String, Value>,
+    pub setup: &'p mut Steps,
+    pub prompts: &'p mut Vec<Prompted>,
+}
+
+/// The positive and negative side of `plan`.
+pub(super) fn sides(plan: &Plan) -> [PromptSide<'_>; 2] {
+    [
+        PromptSide {
+            name: "conditional",
+            encoder: &plan.positive.encoder,
+            text: &plan.positive.text,
+            ids: ("request.input_ids", "request.input_ids_l"),
+            role: "prompt_tokens",
+            alias: "input_ids_l",
+            size_input: "request.positive_size",
+            controlled: plan.control.as_ref().is_some_and(|c| c.positive),
+        },
+        PromptSide {
+            name: "unconditional",
+            encoder: &plan.negative.encoder,
+            text: &plan.negative.text,
+            ids: ("request.negative_input_ids", "request.negative_input_ids_l"),
+            role: "negative_prompt_tokens",
+            alias: "negative_input_ids_l",
+            size_input: "request.negative_size",
+            controlled: plan.control.as_ref().is_some_and(|c| c.negative),
+        },
+    ]
+}
+
+/// Declares the encoders of `sides` (named with the checkpoint prefix
+/// `models`) and adds their token inputs and setup steps.
+pub(super) fn encode(
+    plan: &Plan,
+    sides: &[PromptSide<'_>; 2],
+    models: &str,
+    parts: &mut Parts<'_>,
+) {
+    let m = |name: &str| format!("{models}{name}");
+    let loader = &plan.model.loader;
+    let sdxl = matches!(plan.positive.text, Prompt::Sdxl { .. });
+    let encoder_out = json!({"encoder_hidden_states": hidden()});
+    parts.components.insert(
+        m("text_encoder"),
+        component(
+            &format!("{}/model.onnx", m("text_encoder")),
+            json!({"input_ids": tokens()}),
+            encoder_out,
+            None,
+        ),
+    );
+    let pooled = contract("float32", json!(["batch", "pooled"]), true);
+    let time_ids = contract("float32", json!(["batch", 6]), true);
+    if sdxl {
+        parts.components.insert(
+            m("text_encoder_2"),
+            component(
+                &format!("{}/model.onnx", m("text_encoder_2")),
+                json!({"input_ids": tokens()}),
+                json!({"encoder_hidden_states": hidden(), "text_embeds": pooled.clone()}),
+                None,
+            ),
+        );
+        parts.components.insert("sdxl_conditioning".into(), policy("sdxl_conditioning",
+            // The two encoders' widths differ (768 and 1280 in SDXL); the
+            // output is their concatenation, the denoiser's context width.
+            json!({"hidden_l": contract("float32", json!(["batch", "prompt_sequence", "hidden_l"]), true),
+                "hidden_g": contract("float32", json!(["batch", "prompt_sequence", "hidden_g"]), true),
+                "pooled": pooled.clone(), "size": one_of(6)}),
+            json!({"encoder_hidden_states": hidden(), "text_embeds": pooled.clone(), "time_ids": time_ids.clone()}), None));
+    }
+    for side in sides {
+        let value = format!("conditioning.{}", side.name);
+        match side.text {
+            Prompt::Single(text) => {
+                parts.prompts.push(Prompted {
+                    input: side.ids.0.to_string(),
+                    text: text.clone(),
+                    encoder: side.encoder.clone(),
+                });
+                parts.setup.push(
+                    invoke(
+                        &m("text_encoder"),
+                        json!({"input_ids": side.ids.0}),
+                        json!({"encoder_hidden_states": value}),
+                    ),
+                    &[side.encoder, loader],
+                );
+            }
+            Prompt::Sdxl {
+                text_g,
+                text_l,
+                size,
+            } => {
+                for (input, text) in [(side.ids.0, text_g), (side.ids.1, text_l)] {
+                    parts.prompts.push(Prompted {
+                        input: input.to_string(),
+                        text: text.clone(),
+                        encoder: side.encoder.clone(),
+                    });
+                }
+                parts.inputs.insert(side.ids.1.into(), json!({"contract": tokens(), "role": runtime(side.role), "source": {"kind": "application", "name": side.alias}, "required": true}));
+                parts.inputs.insert(
+                    side.size_input.into(),
+                    parameter(
+                        one_of(6),
+                        json!({"kind": "opaque"}),
+                        &side.size_input["request.".len()..],
+                        json!(size),
+                    ),
+                );
+                let (l, g, p) = (
+                    format!("{value}_l"),
+                    format!("{value}_g"),
+                    format!("{value}_pooled"),
+                );
+                parts.setup.push(
+                    invoke(
+                        &m("text_encoder"),
+                        json!({"input_ids": side.ids.1}),
+                        json!({"encoder_hidden_states": l}),
+                    ),
+                    &[side.encoder, loader],
+                );
+                parts.setup.push(
+                    invoke(
+                        &m("text_encoder_2"),
+                        json!({"input_ids": side.ids.0}),
+                        json!({"encoder_hidden_states": g, "text_embeds": p}),
+                    ),
+                    &[side.encoder, loader],
+                );
+                parts.setup.push(invoke("sdxl_conditioning", json!({"hidden_l": l, "hidden_g": g, "pooled": p, "size": side.size_input}),
+                    json!({"encoder_hidden_states": value, "text_embeds": format!("{value}_text_embeds"), "time_ids": format!("{value}_time_ids")})), &[side.encoder]);
+            }
+        }
+    }
+}

@@ -1,0 +1,241 @@
+//! Keeping sampler stages apart: every stage is built with the first
+//! stage's names, and a later stage's own definitions (values, state cells,
+//! inputs, policy components) are renamed with its [`StageNames`] before it
+//! joins the document, as a compiler renames the locals of an inlined
+//! function. Names the stage shares are left alone: model components, the
+//! inputs it shares (literal constants, the prompts of the same encoder
+//! nodes). A stage reads an earlier stage's latent through a placeholder
+//! ([`earlier_latent`]), resolved here to that stage's final name.
+
+use super::stage::StageParts;
+use crate::comfyui::synth::policy_kind;
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// How stage `index` (0-based) names what it defines.
+pub(in crate::comfyui::lower) struct StageNames {
+    /// `stage<k>` with k counted from 1; empty for the first stage.
+    tag: String,
+}
+
+impl StageNames {
+    /// The names of stage `index` (0-based).
+    pub(in crate::comfyui::lower) fn new(index: usize) -> StageNames {
+        StageNames {
+            tag: match index {
+                0 => String::new(),
+                k => format!("stage{}", k + 1),
+            },
+        }
+    }
+
+    /// A value, state cell or input name of the stage.
+    pub(in crate::comfyui::lower) fn value(&self, name: &str) -> String {
+        match self.tag.is_empty() {
+            true => name.to_string(),
+            false => format!("{}.{name}", self.tag),
+        }
+    }
+
+    /// A policy component, application input name or shape symbol of the
+    /// stage (no dots allowed there).
+    pub(super) fn word(&self, name: &str) -> String {
+        match self.tag.is_empty() {
+            true => name.to_string(),
+            false => format!("{}_{name}", self.tag),
+        }
+    }
+}
+
+/// The latent extents a later stage's state cells name apart: a run binds
+/// state cells' symbols once for the whole workflow, and an upscaled stage's
+/// latent is larger than the one before it.
+const STAGE_SYMBOLS: &[&str] = &["latent_height", "latent_width"];
+
+/// The placeholder a stage names the final latent of stage `index` with
+/// (no value can be called so: names do not start with `@`).
+pub(super) fn earlier_latent(index: usize) -> String {
+    format!("@stage{index}")
+}
+
+/// Renames what `parts` defines, except the inputs of `shared`, and
+/// resolves its placeholders for earlier stages' latents to `latents`.
+pub(super) fn rename(
+    parts: &mut StageParts,
+    names: &StageNames,
+    shared: &BTreeSet<String>,
+    latents: &[String],
+) {
+    let mut map: BTreeMap<String, String> = latents
+        .iter()
+        .enumerate()
+        .map(|(index, name)| (earlier_latent(index), name.clone()))
+        .collect();
+    for name in parts.inputs.keys().filter(|n| !shared.contains(*n)) {
+        map.insert(name.clone(), names.value(name));
+    }
+    for name in parts.state.keys() {
+        map.insert(name.clone(), names.value(name));
+    }
+    defined(&parts.step, names, &mut map);
+    let components: BTreeMap<String, String> = parts
+        .components
+        .keys()
+        .filter(|c| policy_kind(c).is_some())
+        .map(|c| (c.clone(), names.word(c)))
+        .collect();
+    let renamer = Renamer {
+        values: &map,
+        components: &components,
+    };
+    parts.inputs = std::mem::take(&mut parts.inputs)
+        .into_iter()
+        .map(|(name, mut input)| {
+            if !shared.contains(&name)
+                && input.pointer("/source/kind") == Some(&Value::from("application"))
+                && let Some(app) = input.pointer_mut("/source/name")
+                && let Some(text) = app.as_str()
+            {
+                *app = Value::from(names.word(text));
+            }
+            (renamer.value(&name), input)
+        })
+        .collect();
+    parts.components = rekeyed(std::mem::take(&mut parts.components), &components);
+    parts.state = std::mem::take(&mut parts.state)
+        .into_iter()
+        .map(|(name, mut cell)| {
+            if let Some(init) = cell.get_mut("initializer") {
+                renamer.rewrite(init);
+            }
+            if let Some(shape) = cell
+                .pointer_mut("/contract/shape")
+                .and_then(Value::as_array_mut)
+            {
+                for dim in shape.iter_mut() {
+                    if let Some(symbol) = dim.as_str().filter(|s| STAGE_SYMBOLS.contains(s)) {
+                        *dim = Value::from(names.word(symbol));
+                    }
+                }
+            }
+            (renamer.value(&name), cell)
+        })
+        .collect();
+    renamer.step(&mut parts.step);
+    for prompt in &mut parts.prompts {
+        prompt.input = renamer.value(&prompt.input);
+    }
+}
+
+/// Adds every value `step` defines (invoke outputs, a loop's iteration
+/// value, nested steps') to `map`.
+fn defined(step: &Value, names: &StageNames, map: &mut BTreeMap<String, String>) {
+    if let Some(outputs) = step.get("outputs").and_then(Value::as_object) {
+        for value in outputs.values().filter_map(Value::as_str) {
+            map.insert(value.to_string(), names.value(value));
+        }
+    }
+    if let Some(value) = step.pointer("/iteration/value").and_then(Value::as_str) {
+        map.insert(value.to_string(), names.value(value));
+    }
+    for list in ["setup", "steps"] {
+        for inner in step
+            .get(list)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            defined(inner, names, map);
+        }
+    }
+}
+
+/// The components under their new names; a renamed policy's default
+/// artifact (`policies/<name>.onnx`) follows its name.
+fn rekeyed(map: Map<String, Value>, names: &BTreeMap<String, String>) -> Map<String, Value> {
+    map.into_iter()
+        .map(|(name, mut component)| match names.get(&name) {
+            Some(renamed) => {
+                if let Some(artifact) = component.pointer_mut("/implementation/artifact")
+                    && artifact.as_str() == Some(&format!("policies/{name}.onnx"))
+                {
+                    *artifact = Value::from(format!("policies/{renamed}.onnx"));
+                }
+                (renamed.clone(), component)
+            }
+            None => (name, component),
+        })
+        .collect()
+}
+
+/// The renaming of one stage's values and policy components.
+struct Renamer<'a> {
+    values: &'a BTreeMap<String, String>,
+    components: &'a BTreeMap<String, String>,
+}
+
+impl Renamer<'_> {
+    fn value(&self, name: &str) -> String {
+        self.values
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| name.to_string())
+    }
+
+    /// Renames a value reference held in `v` (a string).
+    fn rewrite(&self, v: &mut Value) {
+        if let Some(name) = v.as_str() {
+            *v = Value::from(self.value(name));
+        }
+    }
+
+    /// Renames the references of a step and the steps it nests.
+    fn step(&self, step: &mut Value) {
+        if let Some(component) = step.get_mut("component")
+            && let Some(name) = component.as_str()
+            && let Some(renamed) = self.components.get(name)
+        {
+            *component = Value::from(renamed.clone());
+        }
+        for ports in ["inputs", "outputs"] {
+            for v in step
+                .get_mut(ports)
+                .and_then(Value::as_object_mut)
+                .into_iter()
+                .flat_map(|m| m.values_mut())
+            {
+                self.rewrite(v);
+            }
+        }
+        for key in ["continue_when", "max_iterations", "value"] {
+            if let Some(v) = step.get_mut(key) {
+                self.rewrite(v);
+            }
+        }
+        if let Some(v) = step.pointer_mut("/iteration/value") {
+            self.rewrite(v);
+        }
+        for carry in step
+            .get_mut("carried")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            for key in ["cell", "next", "initial"] {
+                if let Some(v) = carry.get_mut(key) {
+                    self.rewrite(v);
+                }
+            }
+        }
+        for list in ["setup", "steps"] {
+            for inner in step
+                .get_mut(list)
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                self.step(inner);
+            }
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! A graph's image sinks and the chain of sampler stages behind them: each
+//! sink decodes the result of one sampler; a sampler whose latent comes
+//! from another (a refiner's `KSamplerAdvanced` window, a hires fix through
+//! `LatentUpscale`) makes that one an earlier stage. Stages are listed in
+//! the order they run (every stage after the ones it samples further), and
+//! each is recognised once however many sinks or stages read it.
+
+use super::super::graph::Graph;
+use super::{Plan, SAMPLER_CLASSES, custom, stage, vae_source};
+use crate::comfyui::lower::Refusal;
+use std::collections::BTreeMap;
+
+/// The most sampler stages one graph chains (ComfyUI has no limit; a
+/// longer chain is refused rather than walked without end).
+const MAX_STAGES: usize = 64;
+
+/// The sampler stages in run order and the sinks that show their results.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct Chain {
+    pub stages: Vec<Plan>,
+    pub sinks: Vec<Sink>,
+}
+
+/// One `SaveImage` / `PreviewImage` and the decode it shows.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct Sink {
+    pub node: String,
+    pub decode: String,
+    pub vae: String,
+    /// The stage whose latent is decoded.
+    pub stage: usize,
+    /// The node's own title (`_meta.title` of the API graph), if any.
+    pub title: Option<String>,
+    /// `SaveImage`'s `filename_prefix`, if any.
+    pub prefix: Option<String>,
+}
+
+/// The stages recognised so far, and the samplers being recognised (to
+/// catch a cycle through latents).
+#[derive(Default)]
+pub(in crate::comfyui::lower) struct Walk {
+    stages: Vec<Plan>,
+    index: BTreeMap<String, usize>,
+    visiting: Vec<String>,
+}
+
+/// Recognises every sink of `sinks` (in their order) and the stages behind
+/// them.
+pub(in crate::comfyui::lower) fn recognise(
+    g: &Graph<'_>,
+    sinks: &[&String],
+) -> Result<Chain, Refusal> {
+    let mut walk = Walk::default();
+    let mut out = Vec::new();
+    for sink in sinks {
+        let (decode, _) = g.source(sink, "images")?;
+        g.expect(&decode, &["VAEDecode"], "images", (sink, "images"))?;
+        let (sampler, slot) = g.source(&decode, "samples")?;
+        let stage = walk.sampled(g, &sampler, slot, (&decode, "samples"))?;
+        let (vae, _) = g.source(&decode, "vae")?;
+        vae_source(g, &vae, &walk.stages[stage].model.loader, (&decode, "vae"))?;
+        let text = |value: Option<&serde_json::Value>| {
+            value
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_string)
+        };
+        let node = g.nodes.get(sink.as_str());
+        out.push(Sink {
+            node: sink.to_string(),
+            decode,
+            vae,
+            stage,
+            title: text(node.and_then(|n| n.pointer("/_meta/title"))),
+            prefix: text(node.and_then(|n| n.pointer("/inputs/filename_prefix"))),
+        });
+    }
+    Ok(Chain {
+        stages: walk.stages,
+        sinks: out,
+    })
+}
+
+impl Walk {
+    /// The stage of sampler `node`, whose output `slot` feeds input
+    /// `from.1` of node `from.0`, recognised (with the stages it samples
+    /// further) on first sight.
+    pub(super) fn sampled(
+        &mut self,
+        g: &Graph<'_>,
+        node: &str,
+        slot: i64,
+        from: (&str, &str),
+    ) -> Result<usize, Refusal> {
+        g.expect(node, SAMPLER_CLASSES, from.1, from)?;
+        if slot != 0 && custom::is_custom(g.class(node)) {
+            return Err(g.refuse(
+                node,
+                None,
+                format!(
+                    "feeds its denoised_output to node {}; the lowering makes the sampled output (slot 0) only",
+                    from.0
+                ),
+                "use the sampler's first output",
+            ));
+        }
+        if let Some(&stage) = self.index.get(node) {
+            return Ok(stage);
+        }
+        if self.visiting.iter().any(|v| v == node) {
+            return Err(g.refuse(
+                node,
+                Some("latent_image"),
+                format!(
+                    "samples a latent that comes back from its own result (a cycle through samplers {})",
+                    self.visiting.join(", ")
+                ),
+                "break the cycle: start one sampler from an empty or encoded latent",
+            ));
+        }
+        if self.visiting.len() >= MAX_STAGES {
+            return Err(g.refuse(
+                node,
+                None,
+                format!("is the sampler at depth {MAX_STAGES} of a chain; the lowering chains at most {MAX_STAGES} samplers"),
+                "split the chain into several graphs",
+            ));
+        }
+        self.visiting.push(node.to_string());
+        let plan = stage(g, node, self)?;
+        self.visiting.pop();
+        self.stages.push(plan);
+        self.index.insert(node.to_string(), self.stages.len() - 1);
+        Ok(self.stages.len() - 1)
+    }
+
+    /// The latent channels of stage `stage`.
+    pub(super) fn channels(&self, stage: usize) -> i64 {
+        self.stages.get(stage).map_or(4, |p| p.channels)
+    }
+}

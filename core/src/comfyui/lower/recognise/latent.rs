@@ -1,0 +1,241 @@
+//! The latent a sampler starts from: an empty latent, an encoded (and
+//! maybe masked) picture, or an earlier sampler's result, maybe upscaled.
+
+use super::super::graph::Graph;
+use super::chain::Walk;
+use super::{SAMPLER_CLASSES, loaded_image, vae_source};
+use crate::comfyui::lower::Refusal;
+use crate::comfyui::synth::upscale::METHODS;
+
+/// ComfyUI's own limits on image sides and batch size.
+const MAX_RESOLUTION: i64 = 16384;
+const MAX_BATCH: i64 = 4096;
+const LATENT_SOURCES: &[&str] = &[
+    "EmptyLatentImage",
+    "EmptySD3LatentImage",
+    "VAEEncode",
+    "VAEEncodeForInpaint",
+    "SetLatentNoiseMask",
+];
+/// Latent upscalers between two sampler stages.
+const UPSCALERS: &[&str] = &["LatentUpscale", "LatentUpscaleBy"];
+
+/// Where the sampler's starting latent comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) enum LatentSource {
+    /// `EmptyLatentImage` / `EmptySD3LatentImage`.
+    Empty {
+        node: String,
+        width: i64,
+        height: i64,
+        batch: i64,
+        channels: i64,
+    },
+    /// `VAEEncode` of a loaded image, optionally masked by
+    /// `SetLatentNoiseMask` (`mask`: the mask's loader and the mask node).
+    Encoded {
+        encode: String,
+        image: String,
+        mask: Option<Mask>,
+    },
+    /// `VAEEncodeForInpaint`: the masked pixels are greyed before encoding.
+    Inpaint {
+        encode: String,
+        image: String,
+        mask: Mask,
+        grow_mask_by: i64,
+    },
+    /// The latent an earlier sampler stage returns (a refiner's or a hires
+    /// fix's input), maybe upscaled.
+    Stage {
+        /// The stage's index in the chain.
+        stage: usize,
+        upscale: Option<Upscale>,
+    },
+}
+
+/// `LatentUpscale` / `LatentUpscaleBy` between two sampler stages.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct Upscale {
+    pub node: String,
+    /// ComfyUI's upscale method (one of `synth::upscale::METHODS`).
+    pub method: String,
+    pub size: UpscaleSize,
+}
+
+/// How an upscale finds the new latent size.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) enum UpscaleSize {
+    /// `LatentUpscale`: fixed latent extents (the pixel sides over 8).
+    Fixed { width: i64, height: i64 },
+    /// `LatentUpscaleBy`: each side times the factor, rounded.
+    Scale(f64),
+}
+
+/// A mask applied at every step.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct Mask {
+    /// The node that loads it (`LoadImage` slot 1 or `LoadImageMask`).
+    pub loader: String,
+    /// `SetLatentNoiseMask`, when that applies it.
+    pub setter: Option<String>,
+}
+
+fn mask(g: &Graph<'_>, node: &str) -> Result<Mask, Refusal> {
+    let (loader, slot) = g.source(node, "mask")?;
+    let ok = match g.class(&loader) {
+        "LoadImage" => slot == 1,
+        "LoadImageMask" => true,
+        _ => false,
+    };
+    if !ok {
+        return Err(Refusal {
+            message: format!(
+                "feeds `mask` of node {node}; the importer takes masks only from LoadImage's MASK output or LoadImageMask"
+            ),
+            remedy: "save the mask and load it with LoadImageMask".into(),
+            ..g.refuse(&loader, None, String::new(), "")
+        });
+    }
+    Ok(Mask {
+        loader,
+        setter: None,
+    })
+}
+
+/// Where the latent `sampler` samples comes from; an earlier sampler's
+/// (maybe upscaled) is recognised as its own stage through `walk`.
+pub(super) fn latent_source(
+    g: &Graph<'_>,
+    sampler: &str,
+    loader: &str,
+    walk: &mut Walk,
+) -> Result<LatentSource, Refusal> {
+    let (node, slot) = g.source(sampler, "latent_image")?;
+    if SAMPLER_CLASSES.contains(&g.class(&node)) {
+        let stage = walk.sampled(g, &node, slot, (sampler, "latent_image"))?;
+        return Ok(LatentSource::Stage {
+            stage,
+            upscale: None,
+        });
+    }
+    if UPSCALERS.contains(&g.class(&node)) {
+        let (from, slot) = g.source(&node, "samples")?;
+        let upscale = upscale(g, &node)?;
+        let stage = walk.sampled(g, &from, slot, (&node, "samples"))?;
+        return Ok(LatentSource::Stage { stage, upscale });
+    }
+    g.expect(
+        &node,
+        LATENT_SOURCES,
+        "latent_image",
+        (sampler, "latent_image"),
+    )?;
+    let encoded = |encode: &str| -> Result<String, Refusal> {
+        let (vae, _) = g.source(encode, "vae")?;
+        vae_source(g, &vae, loader, (encode, "vae"))?;
+        loaded_image(g, encode, "pixels")
+    };
+    Ok(match g.class(&node) {
+        class @ ("EmptyLatentImage" | "EmptySD3LatentImage") => LatentSource::Empty {
+            width: g.whole(&node, "width", 8..=MAX_RESOLUTION)?,
+            height: g.whole(&node, "height", 8..=MAX_RESOLUTION)?,
+            batch: g.whole(&node, "batch_size", 1..=MAX_BATCH)?,
+            channels: if class == "EmptySD3LatentImage" {
+                16
+            } else {
+                4
+            },
+            node,
+        },
+        "VAEEncode" => LatentSource::Encoded {
+            image: encoded(&node)?,
+            encode: node,
+            mask: None,
+        },
+        "VAEEncodeForInpaint" => LatentSource::Inpaint {
+            image: encoded(&node)?,
+            mask: mask(g, &node)?,
+            grow_mask_by: if g.has(&node, "grow_mask_by") {
+                g.whole(&node, "grow_mask_by", 0..=64)?
+            } else {
+                6
+            },
+            encode: node,
+        },
+        _ => {
+            let (encode, _) = g.source(&node, "samples")?;
+            g.expect(&encode, &["VAEEncode"], "samples", (&node, "samples"))?;
+            let mut m = mask(g, &node)?;
+            m.setter = Some(node);
+            LatentSource::Encoded {
+                image: encoded(&encode)?,
+                encode,
+                mask: Some(m),
+            }
+        }
+    })
+}
+
+/// The resize of upscaler `node`, `None` where it keeps the size
+/// (`LatentUpscale` with width and height 0).
+fn upscale(g: &Graph<'_>, node: &str) -> Result<Option<Upscale>, Refusal> {
+    let method = g.text(node, "upscale_method")?;
+    if !METHODS.contains(&method) {
+        return Err(g.refuse(
+            node,
+            Some("upscale_method"),
+            format!(
+                "is '{method}'; the lowering resizes latents by {} only",
+                METHODS.join(" or ")
+            ),
+            &format!("choose {}", METHODS.join(" or ")),
+        ));
+    }
+    let size = if g.class(node) == "LatentUpscaleBy" {
+        let scale = g.number(node, "scale_by")?;
+        if !(0.01..=8.0).contains(&scale) {
+            return Err(g.refuse(
+                node,
+                Some("scale_by"),
+                format!("is {scale}"),
+                "use a factor from 0.01 to 8",
+            ));
+        }
+        UpscaleSize::Scale(scale)
+    } else {
+        let crop = g.text(node, "crop")?;
+        if crop != "disabled" {
+            return Err(g.refuse(
+                node,
+                Some("crop"),
+                format!("is '{crop}'; the lowering resizes whole latents and does not crop them to the new aspect"),
+                "set crop to disabled",
+            ));
+        }
+        let width = g.whole(node, "width", 0..=MAX_RESOLUTION)?;
+        let height = g.whole(node, "height", 0..=MAX_RESOLUTION)?;
+        match (width, height) {
+            (0, 0) => return Ok(None),
+            (0, _) | (_, 0) => {
+                return Err(g.refuse(
+                    node,
+                    Some(if width == 0 { "width" } else { "height" }),
+                    "is 0, which asks for the side from the latent's aspect; the lowering takes both sides".into(),
+                    "set both width and height",
+                ));
+            }
+            // ComfyUI's: at least 64 pixels a side, then the latent's
+            // extents are the pixel sides over 8.
+            _ => UpscaleSize::Fixed {
+                width: width.max(64) / 8,
+                height: height.max(64) / 8,
+            },
+        }
+    };
+    Ok(Some(Upscale {
+        node: node.to_string(),
+        method: method.to_string(),
+        size,
+    }))
+}

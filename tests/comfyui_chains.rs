@@ -1,0 +1,361 @@
+//! Chained samplers and several sinks: a refiner's split of the steps
+//! computes what one sampler over the whole window computes; a hires fix's
+//! latent upscale is PyTorch's `nearest-exact` / `bilinear` resize (checked
+//! against an implementation of PyTorch's index rules here); every sink is
+//! its own output; later stages keep their own run parameters.
+
+mod support;
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use support::lowering::{lowered, pattern, workflow};
+use wfstudio_core::comfyui::lower::Target;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("wfstudio-chains-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch");
+    dir
+}
+
+fn s(path: &Path) -> &str {
+    path.to_str().expect("utf-8 path")
+}
+
+/// Writes `graph`, imports it as a stand-in package and runs its default
+/// recipe; returns the output folder.
+fn package_and_run(root: &Path, name: &str, graph: &Value) -> (PathBuf, PathBuf) {
+    let file = root.join(format!("{name}.json"));
+    std::fs::write(&file, graph.to_string()).expect("graph");
+    let (dir, out) = (root.join(name), root.join(format!("{name}-out")));
+    let (code, _, stderr) = support::run_wfstudio(&[
+        "import-comfyui",
+        s(&file),
+        "--package-out",
+        s(&dir),
+        "--stand-in-models",
+    ]);
+    assert_eq!(code, 0, "import {name}: {stderr}");
+    let (code, stdout, stderr) = support::run_wfstudio(&["run", s(&dir), "--out", s(&out)]);
+    assert_eq!(code, 0, "run {name}: {stdout}{stderr}");
+    (dir, out)
+}
+
+/// A little-endian float32 `.npy` file: (shape, data).
+fn npy(path: &Path) -> (Vec<usize>, Vec<f32>) {
+    let bytes = std::fs::read(path).expect("npy");
+    assert_eq!(&bytes[..6], b"\x93NUMPY");
+    let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    let header = std::str::from_utf8(&bytes[10..10 + header_len]).expect("header");
+    assert!(header.contains("'<f4'"), "{header}");
+    let shape_text = header
+        .split("'shape': (")
+        .nth(1)
+        .and_then(|t| t.split(')').next())
+        .expect("shape");
+    let shape = shape_text
+        .split(',')
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| d.trim().parse().expect("extent"))
+        .collect();
+    let data = bytes[10 + header_len..]
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    (shape, data)
+}
+
+fn worst_relative(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs() / (1.0 + y.abs()))
+        .fold(0.0, f32::max)
+}
+
+/// ComfyUI's refiner habit, on one checkpoint: steps 2..5 with leftover
+/// noise, then 5..8 with no noise added, is the same sampling as one
+/// KSamplerAdvanced over 2..8 (Euler keeps no history between steps).
+#[test]
+fn a_split_of_the_steps_samples_what_one_sampler_over_the_window_does() {
+    if !support::runtime_available() {
+        return;
+    }
+    let root = scratch("split");
+    let whole = pattern("ksampler-advanced");
+    let mut split = whole.clone();
+    split["5"]["inputs"]["end_at_step"] = json!(5);
+    split["5"]["inputs"]["return_with_leftover_noise"] = json!("enable");
+    split["9"] = whole["5"].clone();
+    split["9"]["inputs"]["add_noise"] = json!("disable");
+    split["9"]["inputs"]["noise_seed"] = json!(0);
+    split["9"]["inputs"]["start_at_step"] = json!(5);
+    split["9"]["inputs"]["end_at_step"] = json!(8);
+    split["9"]["inputs"]["latent_image"] = json!(["5", 0]);
+    split["6"]["inputs"]["samples"] = json!(["9", 0]);
+    let (_, whole_out) = package_and_run(&root, "whole", &whole);
+    let (split_dir, split_out) = package_and_run(&root, "split", &split);
+    let (shape, one) = npy(&whole_out.join("latent.npy"));
+    let (split_shape, two) = npy(&split_out.join("latent.npy"));
+    assert_eq!(shape, split_shape);
+    let worst = worst_relative(&two, &one);
+    eprintln!("split vs whole window: worst |a - b| / (1 + |b|) = {worst:.2e}");
+    assert!(worst <= 1e-5, "{worst}");
+    // The second stage does work: stopping it early changes the result.
+    let (code, _, stderr) = support::run_wfstudio(&[
+        "run",
+        s(&split_dir),
+        "--input",
+        "stage2.request.end_step=7",
+        "--out",
+        s(&root.join("early")),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let (_, early) = npy(&root.join("early/latent.npy"));
+    assert!(worst_relative(&early, &one) > 1e-3);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// PyTorch's `interpolate` (`align_corners=False`) of one `[c, h, w]`
+/// latent to `[c, oh, ow]`: `nearest-exact` takes source index
+/// `floor((i + 0.5) * in / out)`, `bilinear` blends the two pixels around
+/// `max((i + 0.5) * in / out - 0.5, 0)`.
+fn torch_resize(
+    x: &[f32],
+    c: usize,
+    (h, w): (usize, usize),
+    (oh, ow): (usize, usize),
+    method: &str,
+) -> Vec<f32> {
+    let source = |i: usize, from: usize, to: usize| (i as f64 + 0.5) * from as f64 / to as f64;
+    let mut out = Vec::with_capacity(c * oh * ow);
+    for ch in 0..c {
+        let at = |y: usize, x_: usize| x[ch * h * w + y * w + x_] as f64;
+        for y in 0..oh {
+            for x_ in 0..ow {
+                let v = if method == "nearest-exact" {
+                    let sy = (source(y, h, oh).floor() as usize).min(h - 1);
+                    let sx = (source(x_, w, ow).floor() as usize).min(w - 1);
+                    at(sy, sx)
+                } else {
+                    let fy = (source(y, h, oh) - 0.5).max(0.0);
+                    let fx = (source(x_, w, ow) - 0.5).max(0.0);
+                    let (y0, x0) = (fy.floor() as usize, fx.floor() as usize);
+                    let (y1, x1) = ((y0 + 1).min(h - 1), (x0 + 1).min(w - 1));
+                    let (ly, lx) = (fy - y0 as f64, fx - x0 as f64);
+                    (1.0 - ly) * ((1.0 - lx) * at(y0, x0) + lx * at(y0, x1))
+                        + ly * ((1.0 - lx) * at(y1, x0) + lx * at(y1, x1))
+                };
+                out.push(v as f32);
+            }
+        }
+    }
+    out
+}
+
+/// The hires fix's synthesized upscale, run on its own on a known latent,
+/// against PyTorch's index rules: `LatentUpscaleBy` 1.5 and 2.25 (sides
+/// rounded half to even, as Python's `round`) and `LatentUpscale` to a
+/// fixed size, each with both methods.
+#[test]
+fn the_latent_upscale_resizes_as_pytorch_does() {
+    if !support::runtime_available() {
+        return;
+    }
+    let root = scratch("upscale");
+    let (h, w, c) = (5usize, 6usize, 4usize);
+    let latent: Vec<f32> = (0..c * h * w)
+        .map(|i| ((i * 37 % 23) as f32 - 11.0) / 7.0)
+        .collect();
+    let input = json!({"dtype": "float32", "shape": [1, c, h, w], "data": latent}).to_string();
+    let resizes = [
+        (
+            json!({"class_type": "LatentUpscaleBy", "inputs": {"scale_by": 1.5}}),
+            (8, 9),
+        ),
+        (
+            json!({"class_type": "LatentUpscaleBy", "inputs": {"scale_by": 2.25}}),
+            (11, 14),
+        ),
+        (
+            json!({"class_type": "LatentUpscale", "inputs": {"width": 100, "height": 72, "crop": "disabled"}}),
+            (9, 12),
+        ),
+    ];
+    let mut figures = Vec::new();
+    for (n, (node, (oh, ow))) in resizes.into_iter().enumerate() {
+        for method in ["nearest-exact", "bilinear"] {
+            let mut graph = pattern("hires-fix");
+            let mut upscale = node.clone();
+            upscale["inputs"]["upscale_method"] = json!(method);
+            upscale["inputs"]["samples"] = json!(["5", 0]);
+            graph["8"] = upscale;
+            let document = lowered(&graph, &Target::default()).document;
+            let component = &workflow_of(&document)["components"]["stage2_latent_upscale"];
+            let dir = root.join(format!("{n}-{method}"));
+            std::fs::create_dir_all(dir.join("policies")).expect("mkdir");
+            let policies = wfstudio_core::comfyui::synth::policies(&document).expect("synthesized");
+            let (_, bytes) = policies
+                .iter()
+                .find(|(name, _)| name == "stage2_latent_upscale")
+                .expect("the upscale policy");
+            std::fs::write(dir.join("policies/stage2_latent_upscale.onnx"), bytes).expect("write");
+            std::fs::write(
+                dir.join("inference_metadata.json"),
+                upscale_only(component).to_string(),
+            )
+            .expect("write");
+            let out = dir.join("out");
+            let (code, stdout, stderr) = support::run_wfstudio(&[
+                "run",
+                s(&dir),
+                "--input",
+                &format!("latent={input}"),
+                "--out",
+                s(&out),
+            ]);
+            assert_eq!(code, 0, "{stdout}{stderr}");
+            let (shape, ours) = npy(&out.join("upscaled.npy"));
+            assert_eq!(shape, vec![1, c, oh, ow], "{n} {method}");
+            let want = torch_resize(&latent, c, (h, w), (oh, ow), method);
+            let worst = worst_relative(&ours, &want);
+            figures.push(format!("{n}/{method}: {worst:.1e}"));
+            assert!(worst <= 1e-6, "{n} {method}: {worst}");
+        }
+    }
+    eprintln!(
+        "upscale agreement with PyTorch's rules: {}",
+        figures.join(", ")
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+fn workflow_of(document: &Value) -> &Value {
+    &document["pipeline"]["workflow"]
+}
+
+/// A document that runs only `component` (a latent upscale) on its input.
+fn upscale_only(component: &Value) -> Value {
+    let ports = &component["ports"];
+    let latent = ports["inputs"]["latent"].clone();
+    let upscaled = ports["outputs"]["upscaled"].clone();
+    json!({"schema_version": "v1", "pipeline": {"workflow": {
+        "manifest": {"capabilities": ["workflow_ssa", "typed_emit"]},
+        "inputs": {"latent": {"contract": latent, "role": {"kind": "runtime", "version": "1.0", "role": "media"}, "source": {"kind": "request"}, "required": true}},
+        "outputs": {"upscaled": {"contract": upscaled, "role": "tensor", "stage": "pre_adapter"}},
+        "components": {"stage2_latent_upscale": component},
+        "steps": [
+            {"kind": "invoke", "component": "stage2_latent_upscale", "inputs": {"latent": "latent"}, "outputs": {"upscaled": "up"}},
+            {"kind": "emit", "value": "up", "output": "upscaled", "mode": "replace"}
+        ]
+    }}})
+}
+
+/// What the user sees of a chain: each sink an output (named after its
+/// prefix where it has one), each later stage's run parameters its own
+/// inputs with the graph's values, the same encoder nodes' prompts passed
+/// once, a second checkpoint's models their own components, and a note per
+/// stage naming the inputs that set its window.
+#[test]
+fn chains_lower_with_an_output_per_sink_and_inputs_per_stage() {
+    let hires = lowered(&pattern("hires-fix"), &Target::default());
+    let wf = workflow(&hires);
+    let outputs: Vec<&String> = wf["outputs"].as_object().expect("outputs").keys().collect();
+    assert_eq!(outputs, ["image", "hires", "latent"]);
+    let defaults: Vec<(&str, Value)> = [
+        "request.seed",
+        "stage2.request.seed",
+        "request.max_iterations",
+        "stage2.request.max_iterations",
+        "stage2.request.denoise",
+    ]
+    .iter()
+    .map(|name| (*name, wf["inputs"][*name]["default"].clone()))
+    .collect();
+    assert_eq!(
+        defaults,
+        [
+            ("request.seed", json!(5)),
+            ("stage2.request.seed", json!(6)),
+            ("request.max_iterations", json!(5)),
+            ("stage2.request.max_iterations", json!(6)),
+            ("stage2.request.denoise", json!(0.5)),
+        ]
+    );
+    assert_eq!(
+        wf["inputs"]["stage2.request.seed"]["source"],
+        json!({"kind": "application", "name": "stage2_seed"})
+    );
+    let prompts: Vec<&str> = hires.prompts.iter().map(|(i, _)| i.as_str()).collect();
+    assert_eq!(prompts, ["request.input_ids", "request.negative_input_ids"]);
+    assert_eq!(
+        hires.notes,
+        ["stage 2 (node 9): denoise 0.5: sampling starts at step 3 of 6 (stage2.request.denoise)"]
+    );
+    let steps = wf["steps"].as_array().expect("steps");
+    let kinds: Vec<String> = steps
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {}",
+                s["kind"].as_str().unwrap_or(""),
+                s["output"]
+                    .as_str()
+                    .or(s["component"].as_str())
+                    .unwrap_or("")
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "loop ",
+            "loop ",
+            "invoke vae_decoder",
+            "emit image",
+            "invoke vae_decoder",
+            "emit hires",
+            "emit latent"
+        ]
+    );
+    assert_eq!(steps[1]["setup"][0]["component"], "stage2_latent_upscale");
+    assert_eq!(steps[1]["setup"][0]["inputs"]["latent"], "latent_state");
+    assert_eq!(steps[6]["value"], "stage2.latent_state");
+
+    let refiner = lowered(&pattern("refiner"), &Target::default());
+    let wf = workflow(&refiner);
+    let models: Vec<&String> = wf["components"]
+        .as_object()
+        .expect("components")
+        .keys()
+        .filter(|c| c.contains("denoiser") || c.contains("encoder") || c.contains("vae"))
+        .collect();
+    assert_eq!(
+        models,
+        [
+            "text_encoder",
+            "denoiser",
+            "model2_text_encoder",
+            "model2_denoiser",
+            "vae_decoder"
+        ]
+    );
+    assert_eq!(wf["outputs"].as_object().expect("outputs").len(), 2);
+    let prompts: Vec<&str> = refiner.prompts.iter().map(|(i, _)| i.as_str()).collect();
+    assert_eq!(
+        prompts,
+        [
+            "request.input_ids",
+            "request.negative_input_ids",
+            "stage2.request.input_ids",
+            "stage2.request.negative_input_ids"
+        ]
+    );
+    assert_eq!(
+        refiner.notes,
+        [
+            "stage 1 (node 5): steps 0..6 of 8 (request.start_step, request.end_step)",
+            "stage 2 (node 13): steps 6..8 of 8 (stage2.request.start_step, stage2.request.end_step)"
+        ]
+    );
+}
