@@ -132,6 +132,8 @@ fn every_corpus_graph_that_lowers_becomes_a_package_that_runs() {
             "jaylyu-sd15.api.json",
             "sd15-controlnet-single.api.json",
             "sd15-controlnet-single.ui.json",
+            "sd15-hiresfix-latent.api.json",
+            "sd15-hiresfix-latent.ui.json",
             "sd15-inpaint.api.json",
             "sd15-inpaint.ui.json",
             "sdxl-simple.api.json",
@@ -377,6 +379,8 @@ fn synthesized_solvers_match_an_independent_numpy_reference() {
         "ipndm_v",
         "dpmpp_2m_cfg_pp",
         "er_sde",
+        "heun",
+        "dpmpp_sde",
     ] {
         for (start, end, leftover) in [(1, 4, false), (1, 5, true)] {
             let name = format!("{sampler}-window-{start}-{end}");

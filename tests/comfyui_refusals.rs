@@ -137,14 +137,14 @@ fn every_refusal_names_the_node_class_input_and_a_remedy() {
         ),
         (
             edited("img2img", |g| {
-                g["5"]["inputs"]["sampler_name"] = json!("heun")
+                g["5"]["inputs"]["sampler_name"] = json!("heunpp2")
             }),
             none.clone(),
             (
                 "5",
                 "KSampler",
                 Some("sampler_name"),
-                "uses sampler 'heun', which calls the model more than once per step (at intermediate noise levels), and the lowered sampling loop makes one denoiser call per step",
+                "uses sampler 'heunpp2', which calls the model up to three times per step (Heun++'s second correction), and the lowered sampling loop makes at most two calls per step",
             ),
         ),
         (

@@ -117,6 +117,12 @@ impl GraphBuilder {
         self.initializer(DataType::FLOAT, dims, raw)
     }
 
+    /// A float64 initializer of the given shape; returns its name.
+    pub fn f64s(&mut self, values: &[f64], dims: &[i64]) -> String {
+        let raw = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        self.initializer(DataType::DOUBLE, dims, raw)
+    }
+
     /// An int64 initializer of the given shape; returns its name.
     pub fn i64s(&mut self, values: &[i64], dims: &[i64]) -> String {
         let raw = values.iter().flat_map(|v| v.to_le_bytes()).collect();
@@ -130,7 +136,7 @@ impl GraphBuilder {
 
     /// A float64 scalar (rank 0) initializer.
     pub fn scalar_f64(&mut self, value: f64) -> String {
-        self.initializer(DataType::DOUBLE, &[], value.to_le_bytes().to_vec())
+        self.f64s(&[value], &[])
     }
 
     /// An int64 scalar (rank 0) initializer.

@@ -36,7 +36,9 @@ noise):
   stepping along the unconditional estimate) and the DPM-Solver++ 2M/3M SDE samplers (their fresh noise
   the counter-hash noise at offset step + 1 in place of a Brownian tree), ComfyUI's `er_sde` (ER-SDE-Solver-3:
   its default noise scaler, 200-point stage integrals, fresh noise at offset step + 1), and ComfyUI's UniPC
-  (`uni_pc`, `uni_pc_bh2`) in its own VP form.
+  (`uni_pc`, `uni_pc_bh2`) in its own VP form; the two-call samplers `heun`, `dpm_2`,
+  `dpm_2_ancestral`, `dpmpp_2s_ancestral` and `dpmpp_sde` (its midpoint noise the
+  counter noise at offset -(step + 1)), which call the model twice per step.
 * Model input scaling for epsilon models: x / sqrt(sigma^2 + 1); the initial
   latent is noise * sqrt(1 + sigma_0^2) where sigma_0 is sigma_max, else noise * sigma_0.
 
@@ -487,6 +489,9 @@ def run(pkg, out_dir, expected=None):
                                       + (temp1 * hn1 / hn2 + (hn1 / hn2 + m * (1 + hn2 / hn3)) * temp2) * buffer[-2]
                                       - temp2 * m * hn1 / hn2 * buffer[-3])
             buffer = (buffer + [d])[-3:]
+        elif solver in TWO_CALL_SAMPLERS:
+            x = two_call_step(solver, x, d, sigma, sigma_next, guided,
+                              lambda offset: noise(seed, offset, p["row"], rows), first_step + i)
         elif solver == "lcm":
             x = denoised
             if sigma_next > 0:
@@ -510,6 +515,87 @@ def run(pkg, out_dir, expected=None):
     os.makedirs(out_dir, exist_ok=True)
     np.save(os.path.join(out_dir, "latent.npy"), latent)
     np.save(os.path.join(out_dir, "image.npy"), image.astype(np.float32))
+
+
+TWO_CALL_SAMPLERS = ("heun", "dpm_2", "dpm_2_ancestral", "dpmpp_2s_ancestral", "dpmpp_sde", "dpmpp_sde_gpu")
+
+
+def ancestral_step(sigma_from, sigma_to):
+    """k-diffusion's get_ancestral_step (eta 1): (sigma_down, sigma_up)."""
+    if sigma_to == 0:
+        return 0.0, 0.0
+    sigma_up = min(sigma_to, math.sqrt(sigma_to ** 2 * (sigma_from ** 2 - sigma_to ** 2) / sigma_from ** 2))
+    return math.sqrt(sigma_to ** 2 - sigma_up ** 2), sigma_up
+
+
+def two_call_step(solver, x, d, sigma, sigma_next, guided, noise_at, step):
+    """One step of k-diffusion's sample_heun, sample_dpm_2, sample_dpm_2_ancestral,
+    sample_dpmpp_2s_ancestral or sample_dpmpp_sde (s_churn 0, eta 1, s_noise 1, r 1/2),
+    with the model called a second time through `guided`.  Fresh noise is the
+    counter noise at offset step + 1; dpmpp_sde's midpoint noise (a Brownian tree
+    in ComfyUI) is the counter noise at offset -(step + 1)."""
+    denoised = x - sigma * d
+    t_fn = lambda s: -math.log(s)
+    sigma_fn = lambda t: math.exp(-t)
+    if solver == "heun":
+        dt = sigma_next - sigma
+        if sigma_next == 0:
+            return x + d * dt
+        x_2 = x + d * dt
+        d_2 = guided(x_2, sigma_next)
+        return x + (d + d_2) / 2 * dt
+    if solver == "dpm_2":
+        if sigma_next == 0:
+            return x + d * (sigma_next - sigma)
+        sigma_mid = math.exp(math.log(sigma) + 0.5 * (math.log(sigma_next) - math.log(sigma)))
+        x_2 = x + d * (sigma_mid - sigma)
+        d_2 = guided(x_2, sigma_mid)
+        return x + d_2 * (sigma_next - sigma)
+    if solver == "dpm_2_ancestral":
+        sigma_down, sigma_up = ancestral_step(sigma, sigma_next)
+        if sigma_down == 0:
+            x = x + d * (sigma_down - sigma)
+        else:
+            sigma_mid = math.exp(math.log(sigma) + 0.5 * (math.log(sigma_down) - math.log(sigma)))
+            x_2 = x + d * (sigma_mid - sigma)
+            d_2 = guided(x_2, sigma_mid)
+            x = x + d_2 * (sigma_down - sigma)
+        if sigma_next > 0:
+            x = x + noise_at(step + 1) * sigma_up
+        return x
+    if solver == "dpmpp_2s_ancestral":
+        sigma_down, sigma_up = ancestral_step(sigma, sigma_next)
+        if sigma_down == 0:
+            x = x + d * (sigma_down - sigma)
+        else:
+            t, t_next = t_fn(sigma), t_fn(sigma_down)
+            r = 0.5
+            h = t_next - t
+            s = t + r * h
+            x_2 = (sigma_fn(s) / sigma_fn(t)) * x - math.expm1(-h * r) * denoised
+            denoised_2 = x_2 - sigma_fn(s) * guided(x_2, sigma_fn(s))
+            x = (sigma_fn(t_next) / sigma_fn(t)) * x - math.expm1(-h) * denoised_2
+        if sigma_next > 0:
+            x = x + noise_at(step + 1) * sigma_up
+        return x
+    # dpmpp_sde, dpmpp_sde_gpu
+    if sigma_next == 0:
+        return x + d * (sigma_next - sigma)
+    t, t_next = t_fn(sigma), t_fn(sigma_next)
+    r = 0.5
+    h = t_next - t
+    s = t + h * r
+    fac = 1 / (2 * r)
+    sd, su = ancestral_step(sigma_fn(t), sigma_fn(s))
+    s_ = t_fn(sd)
+    x_2 = (sigma_fn(s_) / sigma_fn(t)) * x - math.expm1(t - s_) * denoised
+    x_2 = x_2 + noise_at(-(step + 1)) * su
+    denoised_2 = x_2 - sigma_fn(s) * guided(x_2, sigma_fn(s))
+    sd, su = ancestral_step(sigma_fn(t), sigma_fn(t_next))
+    t_next_ = t_fn(sd)
+    denoised_d = (1 - fac) * denoised + fac * denoised_2
+    x = (sigma_fn(t_next_) / sigma_fn(t)) * x - math.expm1(t - t_next_) * denoised_d
+    return x + noise_at(step + 1) * su
 
 
 def sample_unipc(denoise, x, sigmas, variant):

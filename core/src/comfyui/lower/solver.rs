@@ -6,20 +6,34 @@ use super::recognise::{Sampler, Window};
 use crate::comfyui::synth::sampling::sampler;
 use serde_json::{Value, json};
 
-/// The `solver_step` component for the plan's sampler and its invoke step
-/// (the sample in, `solved` out), and the state cells the sampler carries
-/// from one step to the next (cell, the value it is carried from):
-/// ancestral samplers take the seed for fresh noise, `dpmpp_2m` the
-/// previous denoised estimate and the iteration, UniPC the previous
-/// corrected sample and the last three denoised estimates, CFG++ samplers
-/// the unconditional estimate, and a KSamplerAdvanced window its end step.
+/// A sampler's policies in the loop body.
+pub(super) struct Solver {
+    /// The `solver_step` component and its invoke (the sample in, `solved`
+    /// out).
+    pub step: (Value, Value),
+    /// A two-call sampler's `solver_midpoint` component and invoke: the
+    /// second call's model input (`solver.mid_input`) and timestep
+    /// (`solver.mid_timestep`); the step then reads that call's estimate
+    /// (`denoiser.estimate_2`) as `second`.
+    pub midpoint: Option<(Value, Value)>,
+    /// The state cells the sampler carries from one step to the next
+    /// (cell, the value it is carried from).
+    pub memory: Vec<(&'static str, String)>,
+}
+
+/// The solver policies of the plan's sampler: ancestral samplers take the
+/// seed for fresh noise, `dpmpp_2m` the previous denoised estimate and the
+/// iteration, UniPC the previous corrected sample and the last three
+/// denoised estimates, CFG++ samplers the unconditional estimate,
+/// two-call samplers the second call's estimate, and a KSamplerAdvanced
+/// window its end step.
 pub(super) fn solver_step(
     s: &Sampler,
     step_value: &str,
     prediction: &str,
     schedule: &Value,
     solved: &str,
-) -> (Value, Value, Vec<(&'static str, String)>) {
+) -> Solver {
     let mut solver_ports = json!({"sample": latent(), "estimate": latent(), "step": row("int64"), "schedule": schedule.clone()});
     let mut solver_bind = json!({"sample": "latent_state", "estimate": "denoiser.estimate", "step": step_value, "schedule": "diffusion.schedule"});
     let solver_bindings = json!({"state": "sample", "estimate": "estimate", "step": "step", "schedule": "schedule", "next_state": "next_state"});
@@ -57,6 +71,24 @@ pub(super) fn solver_step(
         solver_ports["seed"] = row("int64");
         solver_bind["seed"] = json!("request.seed");
     }
+    let midpoint = needs.filter(|n| n.midpoint).map(|_| {
+        let component = policy(
+            "solver_midpoint",
+            solver_ports.clone(),
+            json!({"mid_input": latent(), "mid_timestep": row("float32")}),
+            Some(json!({"id": "wfstudio.solver-midpoint", "version": "1", "parameters": solver_parameters.clone()})),
+        );
+        let step = invoke(
+            "solver_midpoint",
+            solver_bind.clone(),
+            json!({"mid_input": "solver.mid_input", "mid_timestep": "solver.mid_timestep"}),
+        );
+        (component, step)
+    });
+    if midpoint.is_some() {
+        solver_ports["second"] = latent();
+        solver_bind["second"] = json!("denoiser.estimate_2");
+    }
     let component = policy(
         "solver_step",
         solver_ports,
@@ -69,11 +101,11 @@ pub(super) fn solver_step(
         .iter()
         .map(|cell| (cell.name, format!("solver.{}", cell.output)))
         .collect();
-    (
-        component,
-        invoke("solver_step", solver_bind, solver_out),
-        carried,
-    )
+    Solver {
+        step: (component, invoke("solver_step", solver_bind, solver_out)),
+        midpoint,
+        memory: carried,
+    }
 }
 
 /// A state cell of a multistep solver: its name, the solver's input port

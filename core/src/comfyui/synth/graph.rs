@@ -87,6 +87,8 @@ pub struct PolicyGraph<'a> {
     pub b: GraphBuilder,
     name: &'a str,
     component: &'a Value,
+    /// The input ports declared so far.
+    inputs: Vec<String>,
 }
 
 impl<'a> PolicyGraph<'a> {
@@ -96,6 +98,7 @@ impl<'a> PolicyGraph<'a> {
             b: GraphBuilder::new(name, PRODUCER),
             name,
             component,
+            inputs: Vec::new(),
         }
     }
 
@@ -125,9 +128,14 @@ impl<'a> PolicyGraph<'a> {
             .is_some()
     }
 
-    /// Declares input `port` with its declared contract; returns its name.
+    /// Declares input `port` with its declared contract (once, however
+    /// often it is read); returns its name.
     pub fn input(&mut self, port: &str) -> Result<String, SynthError> {
+        if self.inputs.iter().any(|p| p == port) {
+            return Ok(port.to_string());
+        }
         let (dtype, dims) = self.contract("inputs", port)?;
+        self.inputs.push(port.to_string());
         Ok(self.b.input(port, dtype, &dims))
     }
 

@@ -9,6 +9,7 @@ mod beta;
 mod cfgpp;
 mod ersde;
 mod graph;
+mod midpoint;
 mod multistep;
 mod noise;
 mod policies;
@@ -46,6 +47,7 @@ pub const POLICIES: &[&str] = &[
     "sdxl_conditioning",
     "control_scale",
     "latent_upscale",
+    "solver_midpoint",
 ];
 
 /// The policy kind and stage prefix of a component name: a chained
@@ -107,6 +109,7 @@ fn policy(kind: &str, component: &Value, family: &Family) -> Result<Vec<u8>, Syn
         "diffusion_schedule" => schedule::sigmas(&mut g, family)?,
         "diffusion_timesteps" => schedule::timesteps(&mut g, family)?,
         "solver_step" => solver::step(&mut g, family)?,
+        "solver_midpoint" => midpoint::policy(&mut g, family)?,
         "latent_noise" => noise::latent_noise(&mut g, family)?,
         "add_noise" => noise::add_noise(&mut g, family)?,
         "masked_blend" => noise::masked_blend(&mut g, family)?,

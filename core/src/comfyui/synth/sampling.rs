@@ -19,6 +19,10 @@ pub struct Needs {
     /// Whether it is built for flow-matching models too (else epsilon
     /// models only).
     pub flow: bool,
+    /// Whether it calls the model a second time per step, at a noise
+    /// level between the step's two (a `solver_midpoint` policy finds it,
+    /// and the `solver_step` takes that call's estimate as `second`).
+    pub midpoint: bool,
 }
 
 impl Needs {
@@ -43,6 +47,14 @@ const PLAIN: Needs = Needs {
     unconditional: false,
     memory: 0,
     flow: true,
+    midpoint: false,
+};
+/// Second-order samplers with a model call at a midpoint: epsilon models
+/// only (ComfyUI steps flow models with other forms of some).
+const TWO_CALLS: Needs = Needs {
+    midpoint: true,
+    flow: false,
+    ..PLAIN
 };
 const SEEDED: Needs = PLAIN.and_seed();
 const CFG_PP: Needs = Needs {
@@ -155,6 +167,30 @@ pub const SAMPLERS: &[Sampler] = &[
         needs: ER_SDE,
     },
     Sampler {
+        name: "heun",
+        needs: TWO_CALLS,
+    },
+    Sampler {
+        name: "dpm_2",
+        needs: TWO_CALLS,
+    },
+    Sampler {
+        name: "dpm_2_ancestral",
+        needs: TWO_CALLS.and_seed(),
+    },
+    Sampler {
+        name: "dpmpp_2s_ancestral",
+        needs: TWO_CALLS.and_seed(),
+    },
+    Sampler {
+        name: "dpmpp_sde",
+        needs: TWO_CALLS.and_seed(),
+    },
+    Sampler {
+        name: "dpmpp_sde_gpu",
+        needs: TWO_CALLS.and_seed(),
+    },
+    Sampler {
         name: "euler_cfg_pp",
         needs: CFG_PP,
     },
@@ -193,27 +229,15 @@ pub fn sampler_names() -> Vec<&'static str> {
 /// Why the lowering cannot run ComfyUI sampler `sampler` (one not in
 /// [`SAMPLERS`]), as a clause after "uses sampler 'x', which".
 pub fn why_not(sampler: &str) -> String {
-    const TWO_CALLS: &[&str] = &[
-        "heun",
-        "heunpp2",
-        "dpm_2",
-        "dpm_2_ancestral",
-        "dpmpp_2s_ancestral",
-        "dpmpp_2s_ancestral_cfg_pp",
-        "dpmpp_sde",
-        "dpmpp_sde_gpu",
-        "seeds_2",
-        "seeds_3",
-        "sa_solver_pece",
-    ];
-    if TWO_CALLS.contains(&sampler) {
-        "calls the model more than once per step (at intermediate noise levels), and the lowered sampling loop makes one denoiser call per step".into()
-    } else if matches!(sampler, "dpm_fast" | "dpm_adaptive") {
-        "chooses its own step sizes as it goes, so its model calls do not follow a schedule the workflow can loop over".into()
-    } else if matches!(sampler, "lms" | "deis" | "sa_solver") {
-        "is a multistep or stochastic solver the lowering does not build yet".into()
-    } else {
-        "is not one of ComfyUI's core samplers (a custom node adds it)".into()
+    match sampler {
+        "heunpp2" => "calls the model up to three times per step (Heun++'s second correction), and the lowered sampling loop makes at most two calls per step".into(),
+        "seeds_3" => "calls the model three times per step, and the lowered sampling loop makes at most two calls per step".into(),
+        "seeds_2" => "is the SEEDS-2 solver, whose exponential-integrator noise at the midpoint the lowering does not build yet".into(),
+        "sa_solver_pece" => "is SA-Solver's predictor-corrector, a stochastic Adams solver the lowering does not build yet".into(),
+        "dpmpp_2s_ancestral_cfg_pp" => "takes its midpoint along the unconditional estimate (CFG++), which the lowered second model call does not give".into(),
+        "dpm_fast" | "dpm_adaptive" => "chooses its own step sizes as it goes, so its model calls do not follow a schedule the workflow can loop over".into(),
+        "lms" | "deis" | "sa_solver" => "is a multistep or stochastic solver the lowering does not build yet".into(),
+        _ => "is not one of ComfyUI's core samplers (a custom node adds it)".into(),
     }
 }
 

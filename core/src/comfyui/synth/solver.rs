@@ -26,45 +26,83 @@
 //! - `euler_cfg_pp`, `euler_ancestral_cfg_pp`, `dpmpp_2m_cfg_pp`: CFG++
 //!   steps along the unconditional estimate (`super::cfgpp`).
 //! - `er_sde`: the ER-SDE-Solver-3 step (`super::ersde`).
+//! - `heun`, `dpm_2`, `dpm_2_ancestral`, `dpmpp_2s_ancestral`,
+//!   `dpmpp_sde` (and `_gpu`): two model calls per step, the second's
+//!   estimate as input `second` (`super::midpoint`).
 
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
 use super::steps::{Step, fresh_noise};
 
-/// Builds the solver of the family's sampler.
-pub fn step(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {
-    let x = g.input("sample")?;
-    let d = g.input("estimate")?;
-    let step = g.input("step")?;
-    let schedule = g.input("schedule")?;
-    let sigma = g.gather(&schedule, &step);
-    let one_i = g.i(1);
-    let next = g.op("Add", &[&step, &one_i]);
-    let mut sigma_next = g.gather(&schedule, &next);
-    let end = match g.has_input("end_step") {
-        true => Some(g.input("end_step")?),
-        false => None,
-    };
-    if let Some(end) = &end {
-        let full = g
-            .parameter("final_step")
-            .and_then(|v| v.as_str())
-            .is_none_or(|s| s == "full_denoise");
-        if full {
-            let last = g.op("Equal", &[&next, end]);
-            let zero = g.f(0.0);
-            sigma_next = g.op("Where", &[&last, &zero, &sigma_next]);
+/// A solver policy's inputs read into the graph: the sample, the guided
+/// estimate, the step, the schedule, a window's end step and the step's
+/// sigmas (the next one 0 at the end step of a fully denoising window).
+pub(super) struct StepInputs {
+    x: String,
+    d: String,
+    step: String,
+    schedule: String,
+    end: Option<String>,
+    sigma: String,
+    sigma_next: String,
+}
+
+impl StepInputs {
+    /// Reads the inputs every solver policy has.
+    pub(super) fn read(g: &mut PolicyGraph<'_>) -> Result<StepInputs, SynthError> {
+        let x = g.input("sample")?;
+        let d = g.input("estimate")?;
+        let step = g.input("step")?;
+        let schedule = g.input("schedule")?;
+        let sigma = g.gather(&schedule, &step);
+        let one_i = g.i(1);
+        let next = g.op("Add", &[&step, &one_i]);
+        let mut sigma_next = g.gather(&schedule, &next);
+        let end = match g.has_input("end_step") {
+            true => Some(g.input("end_step")?),
+            false => None,
+        };
+        if let Some(end) = &end {
+            let full = g
+                .parameter("final_step")
+                .and_then(|v| v.as_str())
+                .is_none_or(|s| s == "full_denoise");
+            if full {
+                let last = g.op("Equal", &[&next, end]);
+                let zero = g.f(0.0);
+                sigma_next = g.op("Where", &[&last, &zero, &sigma_next]);
+            }
+        }
+        Ok(StepInputs {
+            x,
+            d,
+            step,
+            schedule,
+            end,
+            sigma,
+            sigma_next,
+        })
+    }
+
+    /// The inputs as a [`Step`].
+    pub(super) fn at(&self) -> Step<'_> {
+        Step {
+            x: &self.x,
+            d: &self.d,
+            sigma: &self.sigma,
+            sigma_next: &self.sigma_next,
+            schedule: &self.schedule,
+            step: &self.step,
+            end_step: self.end.as_deref(),
         }
     }
-    let at = Step {
-        x: &x,
-        d: &d,
-        sigma: &sigma,
-        sigma_next: &sigma_next,
-        schedule: &schedule,
-        step: &step,
-        end_step: end.as_deref(),
-    };
+}
+
+/// Builds the solver of the family's sampler.
+pub fn step(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {
+    let inputs = StepInputs::read(g)?;
+    let at = inputs.at();
+    let (x, d, step, schedule) = (at.x, at.d, at.step, at.schedule);
     let out = if let Some(bh2) = super::unipc::variant(&family.solver) {
         Some(super::unipc::step(g, bh2, &at)?)
     } else if let Some(kind) = super::cfgpp::Kind::of(&family.solver) {
@@ -75,28 +113,30 @@ pub fn step(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> 
         Some(super::sde::step(g, kind, &at)?)
     } else if family.solver == "er_sde" {
         Some(super::ersde::step(g, &at)?)
+    } else if let Some(kind) = super::midpoint::Kind::of(&family.solver) {
+        Some(super::midpoint::step(g, kind, &at)?)
     } else {
         None
     };
     if let Some(out) = out {
         return g.output(&out, "next_state");
     }
-    let s = g.rows4(&sigma);
-    let sn = g.rows4(&sigma_next);
+    let s = g.rows4(at.sigma);
+    let sn = g.rows4(at.sigma_next);
     let out = match family.solver.as_str() {
         "euler" | "ddim" => {
             let dt = g.op("Sub", &[&sn, &s]);
-            let move_ = g.op("Mul", &[&d, &dt]);
-            g.op("Add", &[&x, &move_])
+            let move_ = g.op("Mul", &[d, &dt]);
+            g.op("Add", &[x, &move_])
         }
-        "euler_ancestral" => ancestral(g, family, &x, &d, &s, &sn, &step)?,
+        "euler_ancestral" => ancestral(g, family, x, d, &s, &sn, step)?,
         "dpmpp_2m" => {
-            let (out, denoised) = dpmpp_2m(g, &x, &d, &s, &sn, &schedule, &step)?;
+            let (out, denoised) = dpmpp_2m(g, x, d, &s, &sn, schedule, step)?;
             g.output(&denoised, "denoised")?;
             out
         }
-        "lcm" => lcm(g, family, &x, &d, &s, &sn, &step)?,
-        "ddpm" => ddpm(g, &x, &d, &s, &sn, &step)?,
+        "lcm" => lcm(g, family, x, d, &s, &sn, step)?,
+        "ddpm" => ddpm(g, x, d, &s, &sn, step)?,
         other => return Err(g.error(format!("the `{other}` sampler is not synthesized"))),
     };
     g.output(&out, "next_state")

@@ -9,6 +9,7 @@
 //! (`model2_denoiser`, a refiner's). VAE decoders are named per VAE node
 //! (`vae_decoder`, then `vae2_decoder`).
 
+mod calls;
 mod prompts;
 mod rename;
 mod stage;

@@ -12,6 +12,7 @@ use super::super::parts::{
 };
 use super::super::recognise::{FlowShift, LatentSource, Plan, Prompt, UpscaleSize, Window};
 use super::super::solver::solver_step;
+use super::calls::Calls;
 use super::prompts::{self, Parts};
 use super::rename::earlier_latent;
 use crate::comfyui::synth::sampling::ModelSampling;
@@ -68,7 +69,6 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
     let mut setup = Steps::default();
     let mut body = Steps::default();
     let sampler = &s.node;
-    let loader = &plan.model.loader;
 
     inputs.insert("request.input_ids".into(), json!({"contract": tokens(), "role": runtime("prompt_tokens"), "source": {"kind": "request"}, "required": true}));
     // Application-sourced, so the graph's values are used unless the
@@ -528,6 +528,7 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
         denoiser_ports["text_embeds"] = pooled.clone();
         denoiser_ports["time_ids"] = time_ids.clone();
     }
+    let mut control_scale = "request.control_strength".to_string();
     if let Some(control) = &plan.control {
         let down = contract("float32", json!(["batch", "down_residual_elements"]), true);
         let mid = contract(
@@ -561,7 +562,6 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
                 None,
             ),
         );
-        let mut scale = "request.control_strength";
         if let Some((start, end)) = control.window {
             inputs.insert(
                 "request.control_start".into(),
@@ -587,27 +587,13 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
                 Some(json!({"id": "wfstudio.control-window", "version": "1", "parameters": {"window": "percent_of_schedule"}}))));
             body.push(invoke("control_scale", json!({"strength": "request.control_strength", "start": "request.control_start", "end": "request.control_end", "step": step_value, "schedule": "diffusion.schedule"}),
                 json!({"scale": "control.scale"})), &[&control.apply]);
-            scale = "control.scale";
+            control_scale = "control.scale".into();
         }
         if !(control.positive && control.negative) {
             inputs.insert(
                 "package.no_control".into(),
                 opaque_literal(one("float32"), json!(0.0)),
             );
-        }
-        for side in sides.iter().rev() {
-            let scale = if side.controlled {
-                scale
-            } else {
-                "package.no_control"
-            };
-            let mut bind = json!({"sample": "diffusion.model_input", "timestep": "diffusion.timestep", "encoder_hidden_states": format!("conditioning.{}", side.name), "image": "request.control_image", "scale": scale});
-            if sdxl {
-                bind["text_embeds"] = json!(format!("conditioning.{}_text_embeds", side.name));
-                bind["time_ids"] = json!(format!("conditioning.{}_time_ids", side.name));
-            }
-            body.push(invoke(&m("controlnet"), bind,
-                json!({"down_residuals": format!("control.{}.down", side.name), "mid_residual": format!("control.{}.mid", side.name)})), &[&control.apply, &control.loader, &control.image]);
         }
     }
     components.insert(
@@ -619,37 +605,31 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
             None,
         ),
     );
-    for side in sides.iter().rev() {
-        let mut bind = json!({"sample": "diffusion.model_input", "timestep": "diffusion.timestep", "encoder_hidden_states": format!("conditioning.{}", side.name)});
-        if sdxl {
-            bind["text_embeds"] = json!(format!("conditioning.{}_text_embeds", side.name));
-            bind["time_ids"] = json!(format!("conditioning.{}_time_ids", side.name));
-        }
-        if plan.control.is_some() {
-            bind["down_residuals"] = json!(format!("control.{}.down", side.name));
-            bind["mid_residual"] = json!(format!("control.{}.mid", side.name));
-        }
-        body.push(
-            invoke(
-                &m("denoiser"),
-                bind,
-                json!({"noise_pred": format!("denoiser.{}", side.name)}),
-            ),
-            &[sampler, loader],
-        );
-    }
     components.insert("guidance_combine".into(), policy("guidance_combine",
         json!({"unconditional": latent(), "conditional": latent(), "scale": row("float32")}), json!({"estimate": latent()}),
         Some(json!({"id": "onnx-genai.guidance-combine", "version": "1", "bindings": {"unconditional": "unconditional", "conditional": "conditional", "scale": "scale", "estimate": "estimate"}}))));
-    body.push(invoke("guidance_combine", json!({"unconditional": "denoiser.unconditional", "conditional": "denoiser.conditional", "scale": "request.guidance_scale"}), json!({"estimate": "denoiser.estimate"})), &[sampler]);
+    let calls = Calls {
+        plan,
+        sides: &sides,
+        models,
+        control_scale: &control_scale,
+    };
+    calls.push(&mut body, "diffusion.model_input", "diffusion.timestep", "");
     let solved = if mask.is_some() {
         "latent.solved"
     } else {
         "latent.body"
     };
-    let (solver, step, memory) = solver_step(s, step_value, prediction, &schedule, solved);
-    components.insert("solver_step".into(), solver);
+    let solver = solver_step(s, step_value, prediction, &schedule, solved);
+    if let Some((midpoint, step)) = solver.midpoint {
+        components.insert("solver_midpoint".into(), midpoint);
+        body.push(step, &[sampler]);
+        calls.push(&mut body, "solver.mid_input", "solver.mid_timestep", "_2");
+    }
+    let (component, step) = solver.step;
+    components.insert("solver_step".into(), component);
     body.push(step, &[sampler]);
+    let memory = solver.memory;
     if let Some((mask, _)) = mask {
         components.insert("masked_blend".into(), policy("masked_blend",
             json!({"solved": latent(), "source": latent(), "noise": latent(), "mask": contract("float32", json!(["batch", 1, "latent_height", "latent_width"]), true), "step": row("int64"), "schedule": schedule}),

@@ -177,18 +177,25 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
         false => (sampler(g, &sampler_node)?, Guide::on(&sampler_node)),
     };
     let model = model_chain(g, &guide.model)?;
-    let epsilon_only = crate::comfyui::synth::sampling::sampler(&sampler.sampler_name)
-        .is_some_and(|known| !known.needs.flow);
-    if model.flow.is_some() && epsilon_only {
+    let needs = crate::comfyui::synth::sampling::sampler(&sampler.sampler_name).map(|k| k.needs);
+    if model.flow.is_some()
+        && let Some(needs) = needs.filter(|n| !n.flow)
+    {
         let node = match custom {
             true => g.source(&sampler_node, "sampler")?.0,
             false => sampler_node.clone(),
+        };
+        let what = match needs.midpoint {
+            true => "whose midpoint model call the lowering builds for epsilon models only",
+            false => {
+                "whose SDE form (the flow's half log-SNR, its shifted first sigma) the lowering does not build yet"
+            }
         };
         return Err(g.refuse(
             &node,
             Some("sampler_name"),
             format!(
-                "uses sampler '{}' on a flow-matching model, whose SDE form (the flow's half log-SNR, its shifted first sigma) the lowering does not build yet",
+                "uses sampler '{}' on a flow-matching model, {what}",
                 sampler.sampler_name
             ),
             "choose dpmpp_2m, euler or uni_pc for this model",

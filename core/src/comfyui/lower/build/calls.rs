@@ -1,0 +1,88 @@
+//! The model calls of one sampling step: the ControlNet (if any) and the
+//! denoiser once per prompt side at a sample and timestep, then the
+//! classifier-free guidance of the two. A step of a two-call sampler makes
+//! them twice, the second set's values named with a suffix.
+
+use super::super::parts::{Steps, invoke};
+use super::super::recognise::{Plan, Prompt};
+use super::prompts::PromptSide;
+use serde_json::json;
+
+/// What a step's model calls read besides the sample and timestep.
+pub(super) struct Calls<'a> {
+    pub plan: &'a Plan,
+    pub sides: &'a [PromptSide<'a>; 2],
+    /// The checkpoint's component name prefix.
+    pub models: &'a str,
+    /// The ControlNet scale of a controlled prompt (an input, or the
+    /// windowed scale's value).
+    pub control_scale: &'a str,
+}
+
+impl Calls<'_> {
+    /// Pushes the calls at (`sample`, `timestep`), their values named
+    /// with `suffix`, and returns the guided estimate's name.
+    pub(super) fn push(
+        &self,
+        body: &mut Steps,
+        sample: &str,
+        timestep: &str,
+        suffix: &str,
+    ) -> String {
+        let m = |name: &str| format!("{}{name}", self.models);
+        let plan = self.plan;
+        let sdxl = matches!(plan.positive.text, Prompt::Sdxl { .. });
+        let conditioning = |side: &PromptSide<'_>| {
+            let mut bind = json!({"sample": sample, "timestep": timestep, "encoder_hidden_states": format!("conditioning.{}", side.name)});
+            if sdxl {
+                bind["text_embeds"] = json!(format!("conditioning.{}_text_embeds", side.name));
+                bind["time_ids"] = json!(format!("conditioning.{}_time_ids", side.name));
+            }
+            bind
+        };
+        if let Some(control) = &plan.control {
+            for side in self.sides.iter().rev() {
+                let scale = match side.controlled {
+                    true => self.control_scale,
+                    false => "package.no_control",
+                };
+                let mut bind = conditioning(side);
+                bind["image"] = json!("request.control_image");
+                bind["scale"] = json!(scale);
+                body.push(
+                    invoke(
+                        &m("controlnet"),
+                        bind,
+                        json!({"down_residuals": format!("control.{}.down{suffix}", side.name), "mid_residual": format!("control.{}.mid{suffix}", side.name)}),
+                    ),
+                    &[&control.apply, &control.loader, &control.image],
+                );
+            }
+        }
+        for side in self.sides.iter().rev() {
+            let mut bind = conditioning(side);
+            if plan.control.is_some() {
+                bind["down_residuals"] = json!(format!("control.{}.down{suffix}", side.name));
+                bind["mid_residual"] = json!(format!("control.{}.mid{suffix}", side.name));
+            }
+            body.push(
+                invoke(
+                    &m("denoiser"),
+                    bind,
+                    json!({"noise_pred": format!("denoiser.{}{suffix}", side.name)}),
+                ),
+                &[&plan.sampler.node, &plan.model.loader],
+            );
+        }
+        let estimate = format!("denoiser.estimate{suffix}");
+        body.push(
+            invoke(
+                "guidance_combine",
+                json!({"unconditional": format!("denoiser.unconditional{suffix}"), "conditional": format!("denoiser.conditional{suffix}"), "scale": "request.guidance_scale"}),
+                json!({"estimate": estimate}),
+            ),
+            &[&plan.sampler.node],
+        );
+        estimate
+    }
+}

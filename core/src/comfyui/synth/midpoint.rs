@@ -1,0 +1,261 @@
+//! Second-order samplers that call the model twice per step (k-diffusion's
+//! forms, as ComfyUI runs them on epsilon models, eta 1): the first call's
+//! estimate `d` at sigma `s` gives a midpoint sample `x_2` at `s_mid`; the
+//! `solver_midpoint` policy hands the loop that call's model input and
+//! timestep, and `solver_step` finishes the step from both estimates (it
+//! recomputes `x_2` where it needs it, from the same inputs):
+//! - `heun`: `s_mid = s'`, `x_2 = x + d (s' - s)`, then
+//!   `x + (d + d_2) / 2 (s' - s)`.
+//! - `dpm_2`: `s_mid = sqrt(s s')` (the log-space middle), `x_2 = x + d
+//!   (s_mid - s)`, then `x + d_2 (s' - s)`.
+//! - `dpm_2_ancestral`: as `dpm_2` towards the ancestral step's `s_down`,
+//!   then `s_up` of fresh noise.
+//! - `dpmpp_2s_ancestral` (DPM-Solver++(2S)): with `D = x - s d`,
+//!   `s_mid = sqrt(s s_down)`, `x_2 = (s_mid / s) x + (1 - s_mid / s) D`,
+//!   then `(s_down / s) x + (1 - s_down / s) D_2` (`D_2 = x_2 - s_mid
+//!   d_2`) and `s_up` of fresh noise.
+//! - `dpmpp_sde`, `dpmpp_sde_gpu` (DPM-Solver++ SDE, r = 1/2): `s_mid =
+//!   sqrt(s s')`; `x_2` is the ancestral DPM-Solver++ step from `s` to
+//!   `s_mid` (its own `s_down`, `s_up`), then the same from `s` to `s'`
+//!   with `D_2`. ComfyUI draws both noises from a Brownian tree; here the
+//!   midpoint's noise is the seeded noise at offset `-(step + 1)` and the
+//!   step's at `step + 1` (the documented, deterministic noise stream).
+//!
+//! A step to sigma 0 is Euler's (ComfyUI makes no second call there); the
+//! loop still makes the second call, at the step's own sigma, and drops
+//! its estimate.
+
+use super::SynthError;
+use super::graph::{Family, PolicyGraph};
+use super::sampling::ModelSampling;
+use super::solver::StepInputs;
+use super::steps::{Step, ancestral, combine, fresh_noise};
+use wfstudio_onnx::builder::Attr;
+use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
+use wfstudio_onnx::random::gaussian;
+
+/// A two-call sampler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Heun,
+    Dpm2,
+    Dpm2Ancestral,
+    Dpmpp2sAncestral,
+    DpmppSde,
+}
+
+impl Kind {
+    /// The kind of ComfyUI sampler `name`, if it is one of these.
+    pub fn of(name: &str) -> Option<Kind> {
+        Some(match name {
+            "heun" => Kind::Heun,
+            "dpm_2" => Kind::Dpm2,
+            "dpm_2_ancestral" => Kind::Dpm2Ancestral,
+            "dpmpp_2s_ancestral" => Kind::Dpmpp2sAncestral,
+            "dpmpp_sde" | "dpmpp_sde_gpu" => Kind::DpmppSde,
+            _ => return None,
+        })
+    }
+
+    fn ancestral(self) -> bool {
+        matches!(self, Kind::Dpm2Ancestral | Kind::Dpmpp2sAncestral)
+    }
+}
+
+/// A step's midpoint, per row (sigmas float64).
+struct Mid {
+    x2: String,
+    sigma: String,
+    s_mid: String,
+    /// Rows whose step goes to sigma 0.
+    last: String,
+    /// Where the step goes: `s'`, or the ancestral step's `s_down`.
+    target: String,
+    /// The ancestral step's `s_up` (0 where none).
+    up: Option<String>,
+}
+
+fn midpoint(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<Mid, SynthError> {
+    let sigma = g.cast(at.sigma, DataType::DOUBLE);
+    let (next, last) = at.next_sigma(g);
+    let (target, up) = match kind.ancestral() {
+        true => {
+            let (down, up) = ancestral(g, &sigma, &next);
+            (down, Some(up))
+        }
+        false => (next, None),
+    };
+    // The rows that step to 0 take their midpoint at their own sigma.
+    let safe = g.op("Where", &[&last, &sigma, &target]);
+    let s_mid = match kind {
+        Kind::Heun => safe.clone(),
+        _ => {
+            let product = g.op("Mul", &[&sigma, &safe]);
+            g.op("Sqrt", &[&product])
+        }
+    };
+    let one = g.d(1.0);
+    let x2 = match kind {
+        Kind::Heun | Kind::Dpm2 | Kind::Dpm2Ancestral => {
+            let dt = g.op("Sub", &[&s_mid, &sigma]);
+            combine(g, &[(one, at.x.to_string()), (dt, at.d.to_string())])
+        }
+        Kind::Dpmpp2sAncestral => exponential_step(g, at, &sigma, &s_mid, at.d),
+        Kind::DpmppSde => {
+            let (down, up) = ancestral(g, &sigma, &s_mid);
+            let stepped = exponential_step(g, at, &sigma, &down, at.d);
+            let noise = midpoint_noise(g, at)?;
+            let up = g.cast(&up, DataType::FLOAT);
+            let up = g.rows4(&up);
+            let scaled = g.op("Mul", &[&noise, &up]);
+            g.op("Add", &[&stepped, &scaled])
+        }
+    };
+    Ok(Mid {
+        x2,
+        sigma,
+        s_mid,
+        last,
+        target,
+        up,
+    })
+}
+
+/// DPM-Solver++'s first-order step from `sigma` to `to` with the denoised
+/// sample of estimate `e` at `x`: `(to / sigma) x + (1 - to / sigma) D`.
+fn exponential_step(
+    g: &mut PolicyGraph<'_>,
+    at: &Step<'_>,
+    sigma: &str,
+    to: &str,
+    e: &str,
+) -> String {
+    let denoised = at.denoised(g, e);
+    exponential_from(g, at.x, sigma, to, &denoised)
+}
+
+fn exponential_from(
+    g: &mut PolicyGraph<'_>,
+    x: &str,
+    sigma: &str,
+    to: &str,
+    denoised: &str,
+) -> String {
+    let ratio = g.op("Div", &[to, sigma]);
+    let one = g.d(1.0);
+    let rest = g.op("Sub", &[&one, &ratio]);
+    combine(g, &[(ratio, x.to_string()), (rest, denoised.to_string())])
+}
+
+/// The midpoint's noise: the seeded noise at offset `-(step + 1)`.
+fn midpoint_noise(g: &mut PolicyGraph<'_>, at: &Step<'_>) -> Result<String, SynthError> {
+    let seed = g.input("seed")?;
+    let one = g.i(1);
+    let after = g.op("Add", &[at.step, &one]);
+    let offset = g.op("Neg", &[&after]);
+    let row_shape = g.op_with("Shape", &[at.x], &[("start", Attr::Int(1))]);
+    Ok(gaussian(&mut g.b, &seed, &offset, &row_shape))
+}
+
+/// `solver_midpoint`: the second call's model input (`x_2` scaled by
+/// `1 / sqrt(s_mid^2 + 1)`) and timestep (the training timestep whose
+/// sigma is nearest `s_mid` in log space, ComfyUI's `timestep(sigma)`).
+pub fn policy(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {
+    let kind = Kind::of(&family.solver)
+        .ok_or_else(|| g.error(format!("`{}` makes one model call per step", family.solver)))?;
+    let ModelSampling::Discrete { sigmas } = &family.sampling else {
+        return Err(g.error("two-call samplers are built for epsilon models only"));
+    };
+    let inputs = StepInputs::read(g)?;
+    if g.has_input("seed") {
+        // Declared for every seeded sampler; only some midpoints draw noise.
+        g.input("seed")?;
+    }
+    let at = inputs.at();
+    let mid = midpoint(g, kind, &at)?;
+    let s2 = g.op("Mul", &[&mid.s_mid, &mid.s_mid]);
+    let one = g.d(1.0);
+    let v = g.op("Add", &[&s2, &one]);
+    let r = g.op("Sqrt", &[&v]);
+    let c_in = g.op("Div", &[&one, &r]);
+    let model_input = combine(g, &[(c_in, mid.x2.clone())]);
+    g.output(&model_input, "mid_input")?;
+    let logs: Vec<f64> = sigmas.iter().map(|s| s.ln()).collect();
+    let table = g.b.f64s(&logs, &[1, logs.len() as i64]);
+    let log_mid = g.op("Log", &[&mid.s_mid]);
+    let column = g.b.vec_i64(&[-1, 1]);
+    let log_mid = g.op("Reshape", &[&log_mid, &column]);
+    let gap = g.op("Sub", &[&log_mid, &table]);
+    let distance = g.op("Abs", &[&gap]);
+    let nearest = g.op_with(
+        "ArgMin",
+        &[&distance],
+        &[("axis", Attr::Int(1)), ("keepdims", Attr::Int(0))],
+    );
+    let timestep = g.cast(&nearest, DataType::FLOAT);
+    g.output(&timestep, "mid_timestep")
+}
+
+/// The step's end, from the first estimate `d` and the second `d_2`
+/// (input `second`).
+pub fn step(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<String, SynthError> {
+    let d2 = g.input("second")?;
+    let mid = midpoint(g, kind, at)?;
+    let one = g.d(1.0);
+    let dt = g.op("Sub", &[&mid.target, &mid.sigma]);
+    let euler = combine(
+        g,
+        &[
+            (one.clone(), at.x.to_string()),
+            (dt.clone(), at.d.to_string()),
+        ],
+    );
+    let stepped = match kind {
+        Kind::Heun => {
+            let half = g.d(0.5);
+            let half_dt = g.op("Mul", &[&dt, &half]);
+            combine(
+                g,
+                &[
+                    (one, at.x.to_string()),
+                    (half_dt.clone(), at.d.to_string()),
+                    (half_dt, d2),
+                ],
+            )
+        }
+        Kind::Dpm2 | Kind::Dpm2Ancestral => combine(g, &[(one, at.x.to_string()), (dt, d2)]),
+        Kind::Dpmpp2sAncestral => {
+            let denoised_2 = denoised_at(g, &mid.x2, &mid.s_mid, &d2);
+            exponential_from(g, at.x, &mid.sigma, &mid.target, &denoised_2)
+        }
+        Kind::DpmppSde => {
+            let denoised_2 = denoised_at(g, &mid.x2, &mid.s_mid, &d2);
+            let (down, up) = ancestral(g, &mid.sigma, &mid.target);
+            let stepped = exponential_from(g, at.x, &mid.sigma, &down, &denoised_2);
+            let noise = fresh_noise(g, at.x, at.step)?;
+            let up = g.cast(&up, DataType::FLOAT);
+            let up = g.rows4(&up);
+            let scaled = g.op("Mul", &[&noise, &up]);
+            g.op("Add", &[&stepped, &scaled])
+        }
+    };
+    let last = g.rows4(&mid.last);
+    let out = g.op("Where", &[&last, &euler, &stepped]);
+    Ok(match &mid.up {
+        Some(up) => {
+            let noise = fresh_noise(g, at.x, at.step)?;
+            let up = g.cast(up, DataType::FLOAT);
+            let up = g.rows4(&up);
+            let scaled = g.op("Mul", &[&noise, &up]);
+            g.op("Add", &[&out, &scaled])
+        }
+        None => out,
+    })
+}
+
+/// `x - sigma e` with a per-row float64 `sigma`.
+fn denoised_at(g: &mut PolicyGraph<'_>, x: &str, sigma: &str, e: &str) -> String {
+    let one = g.d(1.0);
+    let minus = g.op("Neg", &[sigma]);
+    combine(g, &[(one, x.to_string()), (minus, e.to_string())])
+}
