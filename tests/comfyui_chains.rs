@@ -2,7 +2,8 @@
 //! computes what one sampler over the whole window computes; a hires fix's
 //! latent upscale is PyTorch's `nearest-exact` / `bilinear` resize (checked
 //! against an implementation of PyTorch's index rules here); every sink is
-//! its own output; later stages keep their own run parameters.
+//! its own output (behind an upscale model, in ComfyUI's 0..1); later
+//! stages keep their own run parameters.
 
 mod support;
 
@@ -358,4 +359,43 @@ fn chains_lower_with_an_output_per_sink_and_inputs_per_stage() {
             "stage 2 (node 13): steps 6..8 of 8 (stage2.request.start_step, stage2.request.end_step)"
         ]
     );
+}
+
+/// A sink behind `ImageUpscaleWithModel` shows the upscaler's result in
+/// 0..1 (the decoder's -1..1 moved there first, as ComfyUI's images are);
+/// a second sink of the same decode shows it unscaled in -1..1.
+#[test]
+fn an_upscale_model_sink_shows_its_result_in_zero_to_one() {
+    if !support::runtime_available() {
+        return;
+    }
+    let root = scratch("upscale-model");
+    let mut graph = pattern("upscale-model");
+    graph["10"] = json!({"class_type": "PreviewImage", "inputs": {"images": ["6", 0]}});
+    let lowered = lowered(&graph, &Target::default());
+    let wf = workflow(&lowered);
+    let ranges: Vec<(&String, &Value)> = wf["outputs"]
+        .as_object()
+        .expect("outputs")
+        .iter()
+        .filter_map(|(name, o)| Some((name, o.get("value_range")?)))
+        .collect();
+    assert_eq!(
+        ranges,
+        [
+            (&"image".to_string(), &json!("zero_to_one")),
+            (&"image_10".to_string(), &json!("negative_one_to_one"))
+        ]
+    );
+    let (_, out) = package_and_run(&root, "upscale-model", &graph);
+    let (shape, upscaled) = npy(&out.join("image.npy"));
+    let (decoded_shape, decoded) = npy(&out.join("image_10.npy"));
+    assert_eq!(decoded_shape, vec![1, 3, 24, 16]);
+    assert_eq!(shape, vec![1, 3, 48, 32], "the stand-in upscaler doubles each side");
+    assert!(upscaled.iter().all(|v| (0.0..=1.0).contains(v)));
+    assert!(decoded.iter().any(|v| *v < 0.0), "the decode is in -1..1");
+    let spread = upscaled.iter().fold(f32::MIN, |a, b| a.max(*b))
+        - upscaled.iter().fold(f32::MAX, |a, b| a.min(*b));
+    assert!(spread > 0.05, "{spread}");
+    let _ = std::fs::remove_dir_all(&root);
 }

@@ -92,7 +92,7 @@ fn every_pattern_becomes_a_package_that_checks_and_runs_with_stand_ins() {
         import_check_run(&graph, &dir, &out, &[]);
         ran += 1;
     }
-    assert_eq!(ran, 12, "every pattern but the LoRA one runs");
+    assert_eq!(ran, 13, "every pattern but the LoRA one runs");
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -125,6 +125,7 @@ fn every_corpus_graph_that_lowers_becomes_a_package_that_runs() {
         runnable,
         [
             "controlnet_example.workflow.json",
+            "esrgan_example.workflow.json",
             "fofr-sd15-inpainting.api.json",
             "fofr-sdxl-simple.api.json",
             "img2img_workflow.workflow.json",
@@ -132,6 +133,8 @@ fn every_corpus_graph_that_lowers_becomes_a_package_that_runs() {
             "jaylyu-sd15.api.json",
             "sd15-controlnet-single.api.json",
             "sd15-controlnet-single.ui.json",
+            "sd15-esrgan-upscale.api.json",
+            "sd15-esrgan-upscale.ui.json",
             "sd15-hiresfix-latent.api.json",
             "sd15-hiresfix-latent.ui.json",
             "sd15-inpaint.api.json",

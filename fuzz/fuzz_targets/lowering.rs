@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 use wfstudio_core::comfyui::lower::{self, Target};
 use wfstudio_schema::{Format, Limits, parse_text};
 
-const PATTERNS: [&str; 14] = [
+const PATTERNS: [&str; 15] = [
     include_str!("../../fixtures/comfyui/txt2img-sd15.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet-positive.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet.api.json"),
@@ -31,6 +31,7 @@ const PATTERNS: [&str; 14] = [
     include_str!("../../fixtures/comfyui/patterns/custom-advanced.api.json"),
     include_str!("../../fixtures/comfyui/patterns/hires-fix.api.json"),
     include_str!("../../fixtures/comfyui/patterns/refiner.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/upscale-model.api.json"),
 ];
 
 /// Index of the LoRA pattern in [`PATTERNS`].

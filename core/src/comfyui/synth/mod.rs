@@ -48,6 +48,8 @@ pub const POLICIES: &[&str] = &[
     "control_scale",
     "latent_upscale",
     "solver_midpoint",
+    "upscale_pixels",
+    "upscaled_pixels",
 ];
 
 /// The policy kind and stage prefix of a component name: a chained

@@ -25,6 +25,8 @@ pub fn build(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError>
         "latent_mask" => latent_mask(g),
         "sdxl_conditioning" => sdxl_conditioning(g),
         "control_scale" => control_scale(g),
+        "upscale_pixels" => unit_pixels(g, true),
+        "upscaled_pixels" => unit_pixels(g, false),
         other => Err(g.error(format!("`{other}` is not a policy this importer makes"))),
     }
 }
@@ -105,6 +107,24 @@ fn latent_row_shape(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
         g.b.vec_i64(&[channels, height / scale, width / scale])
     };
     g.output(&out, "shape")
+}
+
+/// Pixels for (`upscale_pixels`, from the decoder's -1..1) and from
+/// (`upscaled_pixels`) an upscale model, in 0..1 as ComfyUI's images are:
+/// `(x + 1) / 2`, then clamped; or clamped only.
+fn unit_pixels(g: &mut PolicyGraph<'_>, from_signed: bool) -> Result<(), SynthError> {
+    let x = g.input("image")?;
+    let x = match from_signed {
+        true => {
+            let half = g.f(0.5);
+            let scaled = g.op("Mul", &[&x, &half]);
+            g.op("Add", &[&scaled, &half])
+        }
+        false => x,
+    };
+    let (zero, one) = (g.f(0.0), g.f(1.0));
+    let out = g.op("Clip", &[&x, &zero, &one]);
+    g.output(&out, "pixels")
 }
 
 /// `unconditional + (conditional - unconditional) * scale`.

@@ -11,6 +11,7 @@
 //!
 //! An output extent is the same-named extent of an input; `height`/`width`
 //! are 8 times an input's `latent_height`/`latent_width` (and the reverse);
+//! `upscaled_height`/`upscaled_width` twice an input's `height`/`width`;
 //! a fixed extent is itself; a name the caller knows (the latent's
 //! `channels`) is its known extent; any other name is 8.
 
@@ -22,6 +23,10 @@ use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 
 /// The extent given to an output name no input explains.
 pub const UNEXPLAINED_EXTENT: i64 = 8;
+
+/// How much a stand-in upscaler enlarges: an output extent `upscaled_X`
+/// is this many times an input's `X`.
+pub const STAND_IN_UPSCALE: i64 = 2;
 
 /// Extents the document fixes for names no input explains.
 pub type KnownExtents = std::collections::BTreeMap<String, i64>;
@@ -167,6 +172,11 @@ fn extent(
         let e = axis_of(g, found);
         let eight = g.vec_i64(&[8]);
         return g.op("Div", &[&e, &eight]);
+    }
+    if let Some(found) = name.strip_prefix("upscaled_").and_then(find) {
+        let e = axis_of(g, found);
+        let two = g.vec_i64(&[STAND_IN_UPSCALE]);
+        return g.op("Mul", &[&e, &two]);
     }
     g.vec_i64(&[known.get(name).copied().unwrap_or(UNEXPLAINED_EXTENT)])
 }

@@ -7,7 +7,9 @@
 //! Model components are named after the checkpoint loader they come from:
 //! the first loader's plainly (`denoiser`), another's with a prefix
 //! (`model2_denoiser`, a refiner's). VAE decoders are named per VAE node
-//! (`vae_decoder`, then `vae2_decoder`).
+//! (`vae_decoder`, then `vae2_decoder`), upscale models per loader
+//! (`upscaler`, then `upscaler2`); a sink behind an upscale model shows
+//! 0..1 pixels, as ComfyUI's upscalers take and give them.
 
 mod calls;
 mod prompts;
@@ -18,8 +20,8 @@ pub(super) use rename::StageNames;
 
 use super::Refusal;
 use super::graph::Graph;
-use super::parts::{Provenance, Steps, component, invoke, latent, picture};
-use super::recognise::{Chain, Sink};
+use super::parts::{Provenance, Steps, component, contract, invoke, latent, picture, policy};
+use super::recognise::{Chain, ModelUpscale, Sink};
 use serde_json::{Map, Value, json};
 use stage::Prompted;
 use std::collections::{BTreeMap, BTreeSet};
@@ -127,6 +129,7 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
     let mut outputs = Map::new();
     let mut vaes: BTreeMap<&str, String> = BTreeMap::new();
     let mut decoded: BTreeMap<&str, String> = BTreeMap::new();
+    let mut upscaled = Upscaled::default();
     for sink in &chain.sinks {
         let count = vaes.len();
         let decoder = vaes
@@ -163,11 +166,18 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
                 value
             }
         };
+        let (image, range) = match &sink.upscale {
+            Some(up) => (
+                upscaled.image(up, &image, &mut components, &mut after),
+                "zero_to_one",
+            ),
+            None => (image, "negative_one_to_one"),
+        };
         let output = match chain.sinks.len() {
             1 => "image".to_string(),
             _ => output_name(sink, &outputs),
         };
-        outputs.insert(output.clone(), json!({"contract": picture(json!(3)), "role": "image", "value_range": "negative_one_to_one", "stage": "pre_adapter"}));
+        outputs.insert(output.clone(), json!({"contract": picture(json!(3)), "role": "image", "value_range": range, "stage": "pre_adapter"}));
         after.push(
             json!({"kind": "emit", "value": image, "output": output, "mode": "replace"}),
             &[&sink.node],
@@ -204,6 +214,93 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
         prompts: prompts.into_iter().map(|p| (p.input, p.text)).collect(),
         provenance,
     })
+}
+
+/// The upscale models' runs so far: each `UpscaleModelLoader` is a
+/// component (`upscaler`, then `upscaler2`, ...), each
+/// `ImageUpscaleWithModel` one run however many sinks show it.
+#[derive(Default)]
+struct Upscaled {
+    models: BTreeMap<String, String>,
+    runs: BTreeMap<String, String>,
+}
+
+impl Upscaled {
+    /// The value of `up` run on the decoded `image` (-1..1): the pixels
+    /// moved to ComfyUI's 0..1, the model, its result clamped to 0..1.
+    fn image(
+        &mut self,
+        up: &ModelUpscale,
+        image: &str,
+        components: &mut Map<String, Value>,
+        after: &mut Steps,
+    ) -> String {
+        if let Some(value) = self.runs.get(&up.node) {
+            return value.clone();
+        }
+        let count = self.models.len();
+        let model = self
+            .models
+            .entry(up.loader.clone())
+            .or_insert_with(|| match count {
+                0 => "upscaler".to_string(),
+                n => format!("upscaler{}", n + 1),
+            })
+            .clone();
+        let big = contract(
+            "float32",
+            json!(["batch", 3, "upscaled_height", "upscaled_width"]),
+            true,
+        );
+        components.entry(model.clone()).or_insert_with(|| {
+            component(
+                &format!("{model}/model.onnx"),
+                json!({"image": picture(json!(3))}),
+                json!({"upscaled": big.clone()}),
+                None,
+            )
+        });
+        for (kind, port) in [
+            ("upscale_pixels", picture(json!(3))),
+            ("upscaled_pixels", big),
+        ] {
+            components.entry(kind).or_insert_with(|| {
+                policy(
+                    kind,
+                    json!({"image": port.clone()}),
+                    json!({"pixels": port}),
+                    Some(json!({"id": "wfstudio.unit-pixels", "version": "1"})),
+                )
+            });
+        }
+        let value = |what: &str| format!("upscale.{}.{what}", up.node);
+        after.push(
+            invoke(
+                "upscale_pixels",
+                json!({"image": image}),
+                json!({"pixels": value("input")}),
+            ),
+            &[&up.node],
+        );
+        after.push(
+            invoke(
+                &model,
+                json!({"image": value("input")}),
+                json!({"upscaled": value("raw")}),
+            ),
+            &[&up.node, &up.loader],
+        );
+        after.push(
+            invoke(
+                "upscaled_pixels",
+                json!({"image": value("raw")}),
+                json!({"pixels": value("image")}),
+            ),
+            &[&up.node],
+        );
+        self.runs.insert(up.node.clone(), value("image"));
+        value("image")
+    }
 }
 
 /// Whether token input `name` carries the same encoder node's text in this

@@ -3,7 +3,8 @@
 //! from another (a refiner's `KSamplerAdvanced` window, a hires fix through
 //! `LatentUpscale`) makes that one an earlier stage. Stages are listed in
 //! the order they run (every stage after the ones it samples further), and
-//! each is recognised once however many sinks or stages read it.
+//! each is recognised once however many sinks or stages read it. A sink
+//! may show the decode through an upscale model (`ImageUpscaleWithModel`).
 
 use super::super::graph::Graph;
 use super::{Plan, SAMPLER_CLASSES, custom, stage, vae_source};
@@ -33,6 +34,15 @@ pub(in crate::comfyui::lower) struct Sink {
     pub title: Option<String>,
     /// `SaveImage`'s `filename_prefix`, if any.
     pub prefix: Option<String>,
+    /// An `ImageUpscaleWithModel` between the decode and the sink.
+    pub upscale: Option<ModelUpscale>,
+}
+
+/// `ImageUpscaleWithModel` and the `UpscaleModelLoader` it runs.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct ModelUpscale {
+    pub node: String,
+    pub loader: String,
 }
 
 /// The stages recognised so far, and the samplers being recognised (to
@@ -53,8 +63,23 @@ pub(in crate::comfyui::lower) fn recognise(
     let mut walk = Walk::default();
     let mut out = Vec::new();
     for sink in sinks {
-        let (decode, _) = g.source(sink, "images")?;
-        g.expect(&decode, &["VAEDecode"], "images", (sink, "images"))?;
+        let (mut decode, _) = g.source(sink, "images")?;
+        let mut from = (sink.to_string(), "images");
+        let mut upscale = None;
+        if g.class(&decode) == "ImageUpscaleWithModel" {
+            let (loader, _) = g.source(&decode, "upscale_model")?;
+            g.expect(
+                &loader,
+                &["UpscaleModelLoader"],
+                "upscale_model",
+                (&decode, "upscale_model"),
+            )?;
+            let node = std::mem::take(&mut decode);
+            decode = g.source(&node, "image")?.0;
+            from = (node.clone(), "image");
+            upscale = Some(ModelUpscale { node, loader });
+        }
+        g.expect(&decode, &["VAEDecode"], from.1, (&from.0, from.1))?;
         let (sampler, slot) = g.source(&decode, "samples")?;
         let stage = walk.sampled(g, &sampler, slot, (&decode, "samples"))?;
         let (vae, _) = g.source(&decode, "vae")?;
@@ -72,6 +97,7 @@ pub(in crate::comfyui::lower) fn recognise(
             stage,
             title: text(node.and_then(|n| n.pointer("/_meta/title"))),
             prefix: text(node.and_then(|n| n.pointer("/inputs/filename_prefix"))),
+            upscale,
         });
     }
     Ok(Chain {

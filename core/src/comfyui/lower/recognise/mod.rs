@@ -7,7 +7,7 @@ mod chain;
 mod custom;
 mod latent;
 
-pub(super) use chain::{Chain, Sink, recognise};
+pub(super) use chain::{Chain, ModelUpscale, Sink, recognise};
 pub(super) use latent::{LatentSource, UpscaleSize};
 
 use super::graph::Graph;
