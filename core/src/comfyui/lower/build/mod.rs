@@ -358,6 +358,7 @@ mod tests {
             stage: 0,
             title: title.map(str::to_string),
             prefix: prefix.map(str::to_string),
+            upscale: None,
         }
     }
 
