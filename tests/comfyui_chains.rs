@@ -8,71 +8,10 @@
 mod support;
 
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
-use support::lowering::{lowered, pattern, workflow};
+use support::lowering::{
+    lowered, npy, package_and_run, pattern, s, scratch, workflow, worst_relative,
+};
 use wfstudio_core::comfyui::lower::Target;
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("wfstudio-chains-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch");
-    dir
-}
-
-fn s(path: &Path) -> &str {
-    path.to_str().expect("utf-8 path")
-}
-
-/// Writes `graph`, imports it as a stand-in package and runs its default
-/// recipe; returns the output folder.
-fn package_and_run(root: &Path, name: &str, graph: &Value) -> (PathBuf, PathBuf) {
-    let file = root.join(format!("{name}.json"));
-    std::fs::write(&file, graph.to_string()).expect("graph");
-    let (dir, out) = (root.join(name), root.join(format!("{name}-out")));
-    let (code, _, stderr) = support::run_wfstudio(&[
-        "import-comfyui",
-        s(&file),
-        "--package-out",
-        s(&dir),
-        "--stand-in-models",
-    ]);
-    assert_eq!(code, 0, "import {name}: {stderr}");
-    let (code, stdout, stderr) = support::run_wfstudio(&["run", s(&dir), "--out", s(&out)]);
-    assert_eq!(code, 0, "run {name}: {stdout}{stderr}");
-    (dir, out)
-}
-
-/// A little-endian float32 `.npy` file: (shape, data).
-fn npy(path: &Path) -> (Vec<usize>, Vec<f32>) {
-    let bytes = std::fs::read(path).expect("npy");
-    assert_eq!(&bytes[..6], b"\x93NUMPY");
-    let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
-    let header = std::str::from_utf8(&bytes[10..10 + header_len]).expect("header");
-    assert!(header.contains("'<f4'"), "{header}");
-    let shape_text = header
-        .split("'shape': (")
-        .nth(1)
-        .and_then(|t| t.split(')').next())
-        .expect("shape");
-    let shape = shape_text
-        .split(',')
-        .filter(|d| !d.trim().is_empty())
-        .map(|d| d.trim().parse().expect("extent"))
-        .collect();
-    let data = bytes[10 + header_len..]
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    (shape, data)
-}
-
-fn worst_relative(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len());
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| (x - y).abs() / (1.0 + y.abs()))
-        .fold(0.0, f32::max)
-}
 
 /// ComfyUI's refiner habit, on one checkpoint: steps 2..5 with leftover
 /// noise, then 5..8 with no noise added, is the same sampling as one
@@ -391,7 +330,11 @@ fn an_upscale_model_sink_shows_its_result_in_zero_to_one() {
     let (shape, upscaled) = npy(&out.join("image.npy"));
     let (decoded_shape, decoded) = npy(&out.join("image_10.npy"));
     assert_eq!(decoded_shape, vec![1, 3, 24, 16]);
-    assert_eq!(shape, vec![1, 3, 48, 32], "the stand-in upscaler doubles each side");
+    assert_eq!(
+        shape,
+        vec![1, 3, 48, 32],
+        "the stand-in upscaler doubles each side"
+    );
     assert!(upscaled.iter().all(|v| (0.0..=1.0).contains(v)));
     assert!(decoded.iter().any(|v| *v < 0.0), "the decode is in -1..1");
     let spread = upscaled.iter().fold(f32::MIN, |a, b| a.max(*b))

@@ -6,7 +6,10 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::lowering::{default_of, lora_target, lowered, pattern, workflow};
+use support::lowering::{
+    default_of, lora_target, lowered, npy, package_and_run, pattern, scratch, workflow,
+    worst_relative,
+};
 use wfstudio_core::comfyui::lower::{self, Lowered, Target};
 
 /// The components invoked by a step list, in order.
@@ -419,4 +422,62 @@ fn custom_sampling_nodes_lower_as_the_ksampler_they_spell_out() {
     let (node, class, _, message) = refused(&karras);
     assert_eq!((node.as_str(), class.as_str()), ("21", "KarrasScheduler"));
     assert!(message.contains("feeds `sigmas` of node 5"), "{message}");
+}
+
+/// The txt2img fixture (`fixtures/comfyui/txt2img-sd15.api.json`).
+fn txt2img() -> Value {
+    let text = std::fs::read_to_string(support::fixtures().join("comfyui/txt2img-sd15.api.json"))
+        .expect("txt2img");
+    serde_json::from_str(&text).expect("json")
+}
+
+/// `ConditioningZeroOut` of the positive prompt's encoder as the negative
+/// (Flux and SD3 graphs): no negative token input, the positive's
+/// conditioning zeroed; it changes the run against the graph's own
+/// negative prompt. `T5TokenizerOptions` on the CLIP path is passed
+/// through and named in a note.
+#[test]
+fn a_zeroed_negative_is_the_positive_conditioning_zeroed() {
+    let mut graph = txt2img();
+    graph["20"] =
+        json!({"class_type": "ConditioningZeroOut", "inputs": {"conditioning": ["11", 0]}});
+    graph["21"] = json!({"class_type": "T5TokenizerOptions", "inputs": {"clip": ["10", 1], "min_padding": 1, "min_length": 8}});
+    graph["11"]["inputs"]["clip"] = json!(["21", 0]);
+    graph["14"]["inputs"]["negative"] = json!(["20", 0]);
+    let l = lowered(&graph, &Target::default());
+    assert!(
+        workflow(&l)["inputs"]
+            .get("request.negative_input_ids")
+            .is_none()
+    );
+    assert_eq!(
+        setup(&l)[4..],
+        ["text_encoder", "zero_conditioning", "continue_predicate"]
+    );
+    let zero = &workflow(&l)["steps"][0]["setup"][5];
+    assert_eq!(zero["inputs"]["conditioning"], "conditioning.conditional");
+    assert_eq!(zero["outputs"]["zeroed"], "conditioning.unconditional");
+    let prompts: Vec<&str> = l.prompts.iter().map(|(i, _)| i.as_str()).collect();
+    assert_eq!(prompts, ["request.input_ids"]);
+    assert_eq!(
+        l.notes,
+        [
+            "node 21 (T5TokenizerOptions) asks for min_padding 1 and min_length 8: the workflow takes token ids, so tokenize the prompts with those options"
+        ]
+    );
+    if !support::runtime_available() {
+        return;
+    }
+    let root = scratch("zero-out");
+    let (_, zeroed) = package_and_run(&root, "zeroed", &graph);
+    let (_, plain) = package_and_run(&root, "plain", &txt2img());
+    let (_, a) = npy(&zeroed.join("latent.npy"));
+    let (_, b) = npy(&plain.join("latent.npy"));
+    // Stand-ins feel the conditioning through its mean only: a small change,
+    // far above float noise.
+    assert!(
+        worst_relative(&a, &b) > 1e-5,
+        "zeroing the negative changes the run"
+    );
+    let _ = std::fs::remove_dir_all(&root);
 }

@@ -124,6 +124,8 @@ fn every_corpus_graph_that_lowers_becomes_a_package_that_runs() {
     assert_eq!(
         runnable,
         [
+            "chroma-bypassed.api.json",
+            "chroma-bypassed.ui.json",
             "controlnet_example.workflow.json",
             "esrgan_example.workflow.json",
             "fofr-sd15-inpainting.api.json",
@@ -142,6 +144,7 @@ fn every_corpus_graph_that_lowers_becomes_a_package_that_runs() {
             "sdxl-simple.api.json",
             "sdxl-simple.ui.json",
             "tpl-default.ui.json",
+            "tpl2026-flux-dev-subgraph-wrapped.ui.json",
             "controlnet_example.png",
             "inpaint_example.png"
         ]

@@ -1,6 +1,7 @@
 //! Lowering helpers shared by the ComfyUI lowering tests.
 
 use serde_json::Value;
+use std::path::{Path, PathBuf};
 use wfstudio_core::comfyui::lower::{self, Lowered, Target};
 
 /// A pattern fixture (`fixtures/comfyui/patterns/NAME.api.json`).
@@ -29,4 +30,69 @@ pub fn workflow(l: &Lowered) -> &Value {
 /// An input's default in the lowered workflow.
 pub fn default_of<'a>(l: &'a Lowered, input: &str) -> &'a Value {
     &workflow(l)["inputs"][input]["default"]
+}
+
+/// An empty scratch folder for test `name`.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("wfstudio-lowering-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch");
+    dir
+}
+
+/// A path as UTF-8 text (for command lines).
+pub fn s(path: &Path) -> &str {
+    path.to_str().expect("utf-8 path")
+}
+
+/// Writes `graph` into `root`, imports it as a stand-in package and runs its default
+/// recipe; returns the output folder.
+pub fn package_and_run(root: &Path, name: &str, graph: &Value) -> (PathBuf, PathBuf) {
+    let file = root.join(format!("{name}.json"));
+    std::fs::write(&file, graph.to_string()).expect("graph");
+    let (dir, out) = (root.join(name), root.join(format!("{name}-out")));
+    let (code, _, stderr) = super::run_wfstudio(&[
+        "import-comfyui",
+        s(&file),
+        "--package-out",
+        s(&dir),
+        "--stand-in-models",
+    ]);
+    assert_eq!(code, 0, "import {name}: {stderr}");
+    let (code, stdout, stderr) = super::run_wfstudio(&["run", s(&dir), "--out", s(&out)]);
+    assert_eq!(code, 0, "run {name}: {stdout}{stderr}");
+    (dir, out)
+}
+
+/// A little-endian float32 `.npy` file: (shape, data).
+pub fn npy(path: &Path) -> (Vec<usize>, Vec<f32>) {
+    let bytes = std::fs::read(path).expect("npy");
+    assert_eq!(&bytes[..6], b"\x93NUMPY");
+    let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    let header = std::str::from_utf8(&bytes[10..10 + header_len]).expect("header");
+    assert!(header.contains("'<f4'"), "{header}");
+    let shape_text = header
+        .split("'shape': (")
+        .nth(1)
+        .and_then(|t| t.split(')').next())
+        .expect("shape");
+    let shape = shape_text
+        .split(',')
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| d.trim().parse().expect("extent"))
+        .collect();
+    let data = bytes[10 + header_len..]
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    (shape, data)
+}
+
+/// The worst `|a - b| / (1 + |b|)` of two equally long vectors.
+pub fn worst_relative(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs() / (1.0 + y.abs()))
+        .fold(0.0, f32::max)
 }

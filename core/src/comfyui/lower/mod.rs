@@ -229,7 +229,16 @@ fn lower_from(g: &Graph<'_>, sinks: &[&String], target: &Target) -> Result<Lower
 /// document (its window, with the inputs that set it).
 fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
     let s = &plan.sampler;
-    match s.window {
+    let options: BTreeSet<&(String, i64, i64)> = [&plan.positive, &plan.negative]
+        .iter()
+        .flat_map(|c| &c.tokenizer_options)
+        .collect();
+    let tokenizing = options.into_iter().map(|(node, padding, length)| {
+        format!(
+            "node {node} (T5TokenizerOptions) asks for min_padding {padding} and min_length {length}: the workflow takes token ids, so tokenize the prompts with those options"
+        )
+    });
+    let window = match s.window {
         Window::Denoise(denoise) if denoise < 1.0 => vec![format!(
             "denoise {denoise}: sampling starts at step {} of {} ({})",
             denoise_start_step(s.steps, denoise),
@@ -243,7 +252,8 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
             names.value("request.end_step")
         )],
         Window::Denoise(_) => vec![],
-    }
+    };
+    window.into_iter().chain(tokenizing).collect()
 }
 
 /// The LoRA selection a run must pass.

@@ -50,6 +50,7 @@ pub const POLICIES: &[&str] = &[
     "solver_midpoint",
     "upscale_pixels",
     "upscaled_pixels",
+    "zero_conditioning",
 ];
 
 /// The policy kind and stage prefix of a component name: a chained

@@ -25,6 +25,7 @@ pub fn build(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError>
         "latent_mask" => latent_mask(g),
         "sdxl_conditioning" => sdxl_conditioning(g),
         "control_scale" => control_scale(g),
+        "zero_conditioning" => zero_conditioning(g),
         "upscale_pixels" => unit_pixels(g, true),
         "upscaled_pixels" => unit_pixels(g, false),
         other => Err(g.error(format!("`{other}` is not a policy this importer makes"))),
@@ -107,6 +108,15 @@ fn latent_row_shape(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
         g.b.vec_i64(&[channels, height / scale, width / scale])
     };
     g.output(&out, "shape")
+}
+
+/// `ConditioningZeroOut`: zeros shaped like the conditioning.
+fn zero_conditioning(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let x = g.input("conditioning")?;
+    let shape = g.op("Shape", &[&x]);
+    // ConstantOfShape's default value is a float32 0.
+    let zeros = g.op("ConstantOfShape", &[&shape]);
+    g.output(&zeros, "zeroed")
 }
 
 /// Pixels for (`upscale_pixels`, from the decoder's -1..1) and from

@@ -1,6 +1,8 @@
 //! A stage's prompts: the token-id inputs, the text encoders (CLIP, or
 //! SDXL's two with the size conditioning) and the conditioning values the
-//! denoiser reads, one set per prompt side.
+//! denoiser reads, one set per prompt side; a side behind
+//! `ConditioningZeroOut` is its encoder's output zeroed (the positive's,
+//! with no token input, when it zeroes the positive's encoder).
 
 use super::super::parts::{
     Steps, component, contract, hidden, invoke, one_of, parameter, policy, runtime, tokens,
@@ -20,6 +22,8 @@ pub(super) struct PromptSide<'a> {
     role: &'static str,
     alias: &'static str,
     size_input: &'static str,
+    /// The `ConditioningZeroOut` that zeroes this side, if one does.
+    zeroed: Option<&'a String>,
     pub controlled: bool,
 }
 
@@ -29,6 +33,16 @@ pub(super) struct Parts<'p> {
     pub components: &'p mut Map<String, Value>,
     pub setup: &'p mut Steps,
     pub prompts: &'p mut Vec<Prompted>,
+}
+
+/// Whether the negative prompt is the positive encoder's conditioning
+/// zeroed (`ConditioningZeroOut` of the positive's encoder): it takes the
+/// positive's value, with no token input of its own.
+pub(super) fn reuses_positive(plan: &Plan) -> bool {
+    plan.negative.zeroed.is_some()
+        && plan.positive.zeroed.is_none()
+        && plan.negative.encoder == plan.positive.encoder
+        && matches!(plan.negative.text, Prompt::Single(_))
 }
 
 /// The positive and negative side of `plan`.
@@ -42,6 +56,7 @@ pub(super) fn sides(plan: &Plan) -> [PromptSide<'_>; 2] {
             role: "prompt_tokens",
             alias: "input_ids_l",
             size_input: "request.positive_size",
+            zeroed: plan.positive.zeroed.as_ref(),
             controlled: plan.control.as_ref().is_some_and(|c| c.positive),
         },
         PromptSide {
@@ -52,6 +67,7 @@ pub(super) fn sides(plan: &Plan) -> [PromptSide<'_>; 2] {
             role: "negative_prompt_tokens",
             alias: "negative_input_ids_l",
             size_input: "request.negative_size",
+            zeroed: plan.negative.zeroed.as_ref(),
             controlled: plan.control.as_ref().is_some_and(|c| c.negative),
         },
     ]
@@ -98,23 +114,59 @@ pub(super) fn encode(
                 "pooled": pooled.clone(), "size": one_of(6)}),
             json!({"encoder_hidden_states": hidden(), "text_embeds": pooled.clone(), "time_ids": time_ids.clone()}), None));
     }
+    if sides.iter().any(|s| s.zeroed.is_some()) {
+        parts.components.insert(
+            "zero_conditioning".into(),
+            policy(
+                "zero_conditioning",
+                json!({"conditioning": hidden()}),
+                json!({"zeroed": hidden()}),
+                None,
+            ),
+        );
+    }
     for side in sides {
         let value = format!("conditioning.{}", side.name);
         match side.text {
+            Prompt::Single(_) if side.name == "unconditional" && reuses_positive(plan) => {
+                let zero = side.zeroed.into_iter().collect::<Vec<_>>();
+                parts.setup.push(
+                    invoke(
+                        "zero_conditioning",
+                        json!({"conditioning": "conditioning.conditional"}),
+                        json!({"zeroed": value}),
+                    ),
+                    &zero,
+                );
+            }
             Prompt::Single(text) => {
                 parts.prompts.push(Prompted {
                     input: side.ids.0.to_string(),
                     text: text.clone(),
                     encoder: side.encoder.clone(),
                 });
+                let encoded = match side.zeroed {
+                    Some(_) => format!("{value}_encoded"),
+                    None => value.clone(),
+                };
                 parts.setup.push(
                     invoke(
                         &m("text_encoder"),
                         json!({"input_ids": side.ids.0}),
-                        json!({"encoder_hidden_states": value}),
+                        json!({"encoder_hidden_states": encoded}),
                     ),
                     &[side.encoder, loader],
                 );
+                if let Some(zero) = side.zeroed {
+                    parts.setup.push(
+                        invoke(
+                            "zero_conditioning",
+                            json!({"conditioning": encoded}),
+                            json!({"zeroed": value}),
+                        ),
+                        &[zero],
+                    );
+                }
             }
             Prompt::Sdxl {
                 text_g,

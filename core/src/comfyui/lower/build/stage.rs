@@ -99,7 +99,9 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
         "package.loop_0_active".into(),
         opaque_literal(one("bool"), json!(true)),
     );
-    inputs.insert("request.negative_input_ids".into(), json!({"contract": tokens(), "role": runtime("negative_prompt_tokens"), "source": {"kind": "application", "name": "negative_input_ids"}, "required": true}));
+    if !prompts::reuses_positive(plan) {
+        inputs.insert("request.negative_input_ids".into(), json!({"contract": tokens(), "role": runtime("negative_prompt_tokens"), "source": {"kind": "application", "name": "negative_input_ids"}, "required": true}));
+    }
     inputs.insert(
         "request.guidance_scale".into(),
         parameter(

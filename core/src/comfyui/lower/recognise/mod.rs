@@ -6,6 +6,7 @@
 mod chain;
 mod custom;
 mod latent;
+mod prompt;
 
 pub(super) use chain::{Chain, ModelUpscale, Sink, recognise};
 pub(super) use latent::{LatentSource, UpscaleSize};
@@ -108,6 +109,12 @@ pub(super) struct Conditioning {
     pub text: Prompt,
     /// The LoRA loaders on the encoder's CLIP path.
     pub clip_loras: Vec<String>,
+    /// `ConditioningZeroOut` on the way to the sampler: the conditioning
+    /// is the encoder's, zeroed.
+    pub zeroed: Option<String>,
+    /// `T5TokenizerOptions` on the CLIP path: (node, min_padding,
+    /// min_length), which tokenizing the prompt must follow.
+    pub tokenizer_options: Vec<(String, i64, i64)>,
 }
 
 /// The texts of one encoder.
@@ -202,9 +209,9 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
         ));
     }
     let (node, input) = &guide.positive;
-    let (positive, positive_control) = conditioning(g, node, input, &model)?;
+    let (positive, positive_control) = prompt::conditioning(g, node, input, &model)?;
     let (node, input) = &guide.negative;
-    let (negative, negative_control) = conditioning(g, node, input, &model)?;
+    let (negative, negative_control) = prompt::conditioning(g, node, input, &model)?;
     if matches!(positive.text, Prompt::Sdxl { .. }) != matches!(negative.text, Prompt::Sdxl { .. })
     {
         return Err(g.refuse(
@@ -458,147 +465,6 @@ pub(super) fn vae_source(
         return Err(g.refuse(vae, None, "is a second checkpoint; the VAE must come from the denoiser's checkpoint or a VAELoader".into(), "load one checkpoint"));
     }
     Ok(())
-}
-
-/// The encoder (and any ControlNet) behind input `name` of the sampler.
-fn conditioning(
-    g: &Graph<'_>,
-    sampler: &str,
-    name: &str,
-    model: &ModelChain,
-) -> Result<(Conditioning, Option<Control>), Refusal> {
-    let (mut node, mut slot) = g.source(sampler, name)?;
-    let mut from = (sampler.to_string(), name.to_string());
-    let mut control: Option<Control> = None;
-    while CONTROL_APPLIERS.contains(&g.class(&node)) {
-        let outputs = if g.class(&node) == "ControlNetApplyAdvanced" {
-            2
-        } else {
-            1
-        };
-        if slot >= outputs {
-            return Err(g.refuse(
-                &from.0,
-                Some(&from.1),
-                format!("reads output {slot} of node {node}, which has {outputs}"),
-                "reconnect the input in ComfyUI",
-            ));
-        }
-        if let Some(first) = &control {
-            return Err(g.refuse(
-                &node,
-                None,
-                format!(
-                    "is chained behind ControlNet node {}; only a single ControlNet is supported",
-                    first.apply
-                ),
-                "remove all but one ControlNet application",
-            ));
-        }
-        let advanced = g.class(&node) == "ControlNetApplyAdvanced";
-        let (loader, _) = g.source(&node, "control_net")?;
-        g.expect(
-            &loader,
-            &["ControlNetLoader"],
-            "control_net",
-            (&node, "control_net"),
-        )?;
-        let image = loaded_image(g, &node, "image")?;
-        control = Some(Control {
-            apply: node.clone(),
-            loader,
-            image,
-            strength: g.number(&node, "strength")?,
-            window: advanced
-                .then(|| {
-                    Ok::<_, Refusal>((
-                        g.number(&node, "start_percent")?,
-                        g.number(&node, "end_percent")?,
-                    ))
-                })
-                .transpose()?,
-            positive: name == "positive",
-            negative: name == "negative",
-        });
-        let input = if advanced {
-            if slot == 0 { "positive" } else { "negative" }
-        } else {
-            "conditioning"
-        };
-        from = (node.clone(), input.to_string());
-        (node, slot) = g.source(&node, input)?;
-    }
-    g.expect(&node, ENCODERS, &from.1, (&from.0, &from.1))?;
-    if slot != 0 {
-        return Err(g.refuse(
-            &from.0,
-            Some(&from.1),
-            format!("reads output {slot} of node {node}, which has 1"),
-            "reconnect the input in ComfyUI",
-        ));
-    }
-    let (clip, _) = g.source(&node, "clip")?;
-    let clip_loras = clip_source(g, &clip, &node, model)?;
-    let text = if g.class(&node) == "CLIPTextEncodeSDXL" {
-        let n = |k: &str| g.number(&node, k);
-        Prompt::Sdxl {
-            text_g: g.text(&node, "text_g")?.to_string(),
-            text_l: g.text(&node, "text_l")?.to_string(),
-            size: [
-                n("height")?,
-                n("width")?,
-                n("crop_h")?,
-                n("crop_w")?,
-                n("target_height")?,
-                n("target_width")?,
-            ],
-        }
-    } else {
-        Prompt::Single(g.text(&node, "text")?.to_string())
-    };
-    Ok((
-        Conditioning {
-            encoder: node,
-            text,
-            clip_loras,
-        },
-        control,
-    ))
-}
-
-/// The CLIP path of an encoder: the model's loader or a CLIP loader,
-/// through LoRA loaders already on the model path (returned).
-fn clip_source(
-    g: &Graph<'_>,
-    clip: &str,
-    encoder: &str,
-    model: &ModelChain,
-) -> Result<Vec<String>, Refusal> {
-    let mut loras = Vec::new();
-    let mut node = clip.to_string();
-    let mut from = (encoder.to_string(), "clip");
-    for _ in 0..=g.nodes.len() {
-        if g.class(&node) != "LoraLoader" {
-            break;
-        }
-        if !model.loras.iter().any(|l| l.node == node) {
-            return Err(g.refuse(
-                &node,
-                None,
-                "applies a LoRA to the text encoder only; LoRAs must be on the denoiser's model path too".into(),
-                "feed the same LoraLoader's MODEL output to the sampler",
-            ));
-        }
-        let next = g.source(&node, "clip")?.0;
-        loras.push(node.clone());
-        from = (node, "clip");
-        node = next;
-    }
-    g.expect(&node, CLIP_LOADERS, "clip", (&from.0, from.1))?;
-    if g.class(&node) == "CheckpointLoaderSimple" && node != model.loader {
-        return Err(g.refuse(&node, None, "is a second checkpoint; the text encoder must come from the denoiser's checkpoint or a CLIP loader".into(), "load one checkpoint"));
-    }
-    Ok(loras)
 }
 
 /// A `LoadImage` behind input `name` of `node`.

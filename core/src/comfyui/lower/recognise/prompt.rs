@@ -1,0 +1,191 @@
+//! A prompt's way from the sampler back to its text encoder: ControlNet
+//! applications, a `ConditioningZeroOut`, the encoder (`CLIPTextEncode` or
+//! `CLIPTextEncodeSDXL`) and its CLIP path (LoRA loaders, T5 tokenizer
+//! options, the loader).
+
+use super::super::graph::Graph;
+use super::{
+    CLIP_LOADERS, CONTROL_APPLIERS, Conditioning, Control, ENCODERS, ModelChain, Prompt,
+    loaded_image,
+};
+use crate::comfyui::lower::Refusal;
+
+/// The encoder (and any ControlNet) behind input `name` of the sampler.
+pub(super) fn conditioning(
+    g: &Graph<'_>,
+    sampler: &str,
+    name: &str,
+    model: &ModelChain,
+) -> Result<(Conditioning, Option<Control>), Refusal> {
+    let (mut node, mut slot) = g.source(sampler, name)?;
+    let mut from = (sampler.to_string(), name.to_string());
+    let mut control: Option<Control> = None;
+    while CONTROL_APPLIERS.contains(&g.class(&node)) {
+        let outputs = if g.class(&node) == "ControlNetApplyAdvanced" {
+            2
+        } else {
+            1
+        };
+        if slot >= outputs {
+            return Err(g.refuse(
+                &from.0,
+                Some(&from.1),
+                format!("reads output {slot} of node {node}, which has {outputs}"),
+                "reconnect the input in ComfyUI",
+            ));
+        }
+        if let Some(first) = &control {
+            return Err(g.refuse(
+                &node,
+                None,
+                format!(
+                    "is chained behind ControlNet node {}; only a single ControlNet is supported",
+                    first.apply
+                ),
+                "remove all but one ControlNet application",
+            ));
+        }
+        let advanced = g.class(&node) == "ControlNetApplyAdvanced";
+        let (loader, _) = g.source(&node, "control_net")?;
+        g.expect(
+            &loader,
+            &["ControlNetLoader"],
+            "control_net",
+            (&node, "control_net"),
+        )?;
+        let image = loaded_image(g, &node, "image")?;
+        control = Some(Control {
+            apply: node.clone(),
+            loader,
+            image,
+            strength: g.number(&node, "strength")?,
+            window: advanced
+                .then(|| {
+                    Ok::<_, Refusal>((
+                        g.number(&node, "start_percent")?,
+                        g.number(&node, "end_percent")?,
+                    ))
+                })
+                .transpose()?,
+            positive: name == "positive",
+            negative: name == "negative",
+        });
+        let input = if advanced {
+            if slot == 0 { "positive" } else { "negative" }
+        } else {
+            "conditioning"
+        };
+        from = (node.clone(), input.to_string());
+        (node, slot) = g.source(&node, input)?;
+    }
+    let mut zeroed = None;
+    if g.class(&node) == "ConditioningZeroOut" {
+        if slot != 0 {
+            return Err(g.refuse(
+                &from.0,
+                Some(&from.1),
+                format!("reads output {slot} of node {node}, which has 1"),
+                "reconnect the input in ComfyUI",
+            ));
+        }
+        let zero = node.clone();
+        from = (zero.clone(), "conditioning".to_string());
+        (node, slot) = g.source(&zero, "conditioning")?;
+        zeroed = Some(zero.clone());
+        if g.class(&node) == "CLIPTextEncodeSDXL" {
+            return Err(g.refuse(
+                &zero,
+                None,
+                "zeroes an SDXL conditioning, whose pooled and size parts the lowering does not zero yet".into(),
+                "feed it a CLIPTextEncode, or encode an empty negative prompt instead",
+            ));
+        }
+    }
+    g.expect(&node, ENCODERS, &from.1, (&from.0, &from.1))?;
+    if slot != 0 {
+        return Err(g.refuse(
+            &from.0,
+            Some(&from.1),
+            format!("reads output {slot} of node {node}, which has 1"),
+            "reconnect the input in ComfyUI",
+        ));
+    }
+    let (clip, _) = g.source(&node, "clip")?;
+    let (clip_loras, tokenizer_options) = clip_source(g, &clip, &node, model)?;
+    let text = if g.class(&node) == "CLIPTextEncodeSDXL" {
+        let n = |k: &str| g.number(&node, k);
+        Prompt::Sdxl {
+            text_g: g.text(&node, "text_g")?.to_string(),
+            text_l: g.text(&node, "text_l")?.to_string(),
+            size: [
+                n("height")?,
+                n("width")?,
+                n("crop_h")?,
+                n("crop_w")?,
+                n("target_height")?,
+                n("target_width")?,
+            ],
+        }
+    } else {
+        Prompt::Single(g.text(&node, "text")?.to_string())
+    };
+    Ok((
+        Conditioning {
+            encoder: node,
+            text,
+            clip_loras,
+            zeroed,
+            tokenizer_options,
+        },
+        control,
+    ))
+}
+
+/// The CLIP path of an encoder: the model's loader or a CLIP loader,
+/// through LoRA loaders already on the model path and T5 tokenizer options
+/// (both returned).
+fn clip_source(
+    g: &Graph<'_>,
+    clip: &str,
+    encoder: &str,
+    model: &ModelChain,
+) -> Result<(Vec<String>, Vec<(String, i64, i64)>), Refusal> {
+    let mut loras = Vec::new();
+    let mut options = Vec::new();
+    let mut node = clip.to_string();
+    let mut from = (encoder.to_string(), "clip");
+    for _ in 0..=g.nodes.len() {
+        if g.class(&node) == "T5TokenizerOptions" {
+            options.push((
+                node.clone(),
+                g.whole(&node, "min_padding", 0..=10000)?,
+                g.whole(&node, "min_length", 0..=10000)?,
+            ));
+            let next = g.source(&node, "clip")?.0;
+            from = (node, "clip");
+            node = next;
+            continue;
+        }
+        if g.class(&node) != "LoraLoader" {
+            break;
+        }
+        if !model.loras.iter().any(|l| l.node == node) {
+            return Err(g.refuse(
+                &node,
+                None,
+                "applies a LoRA to the text encoder only; LoRAs must be on the denoiser's model path too".into(),
+                "feed the same LoraLoader's MODEL output to the sampler",
+            ));
+        }
+        let next = g.source(&node, "clip")?.0;
+        loras.push(node.clone());
+        from = (node, "clip");
+        node = next;
+    }
+    g.expect(&node, CLIP_LOADERS, "clip", (&from.0, from.1))?;
+    if g.class(&node) == "CheckpointLoaderSimple" && node != model.loader {
+        return Err(g.refuse(&node, None, "is a second checkpoint; the text encoder must come from the denoiser's checkpoint or a CLIP loader".into(), "load one checkpoint"));
+    }
+    options.reverse();
+    Ok((loras, options))
+}
