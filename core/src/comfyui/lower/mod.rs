@@ -229,13 +229,14 @@ fn lower_from(g: &Graph<'_>, sinks: &[&String], target: &Target) -> Result<Lower
 /// document (its window, with the inputs that set it).
 fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
     let s = &plan.sampler;
-    let options: BTreeSet<&(String, i64, i64)> = [&plan.positive, &plan.negative]
+    let options: BTreeSet<_> = [&plan.positive, &plan.negative]
         .iter()
         .flat_map(|c| &c.tokenizer_options)
         .collect();
-    let tokenizing = options.into_iter().map(|(node, padding, length)| {
+    let tokenizing = options.into_iter().map(|o| {
         format!(
-            "node {node} (T5TokenizerOptions) asks for min_padding {padding} and min_length {length}: the workflow takes token ids, so tokenize the prompts with those options"
+            "node {} (T5TokenizerOptions) asks for min_padding {} and min_length {}: the workflow takes token ids, so tokenize the prompts with those options",
+            o.node, o.min_padding, o.min_length
         )
     });
     let window = match s.window {

@@ -112,9 +112,17 @@ pub(super) struct Conditioning {
     /// `ConditioningZeroOut` on the way to the sampler: the conditioning
     /// is the encoder's, zeroed.
     pub zeroed: Option<String>,
-    /// `T5TokenizerOptions` on the CLIP path: (node, min_padding,
-    /// min_length), which tokenizing the prompt must follow.
-    pub tokenizer_options: Vec<(String, i64, i64)>,
+    /// `T5TokenizerOptions` on the CLIP path, which tokenizing the prompt
+    /// must follow.
+    pub tokenizer_options: Vec<TokenizerOptions>,
+}
+
+/// One `T5TokenizerOptions` node's settings.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct TokenizerOptions {
+    pub node: String,
+    pub min_padding: i64,
+    pub min_length: i64,
 }
 
 /// The texts of one encoder.

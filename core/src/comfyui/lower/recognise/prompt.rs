@@ -6,7 +6,7 @@
 use super::super::graph::Graph;
 use super::{
     CLIP_LOADERS, CONTROL_APPLIERS, Conditioning, Control, ENCODERS, ModelChain, Prompt,
-    loaded_image,
+    TokenizerOptions, loaded_image,
 };
 use crate::comfyui::lower::Refusal;
 
@@ -149,18 +149,18 @@ fn clip_source(
     clip: &str,
     encoder: &str,
     model: &ModelChain,
-) -> Result<(Vec<String>, Vec<(String, i64, i64)>), Refusal> {
+) -> Result<(Vec<String>, Vec<TokenizerOptions>), Refusal> {
     let mut loras = Vec::new();
     let mut options = Vec::new();
     let mut node = clip.to_string();
     let mut from = (encoder.to_string(), "clip");
     for _ in 0..=g.nodes.len() {
         if g.class(&node) == "T5TokenizerOptions" {
-            options.push((
-                node.clone(),
-                g.whole(&node, "min_padding", 0..=10000)?,
-                g.whole(&node, "min_length", 0..=10000)?,
-            ));
+            options.push(TokenizerOptions {
+                node: node.clone(),
+                min_padding: g.whole(&node, "min_padding", 0..=10000)?,
+                min_length: g.whole(&node, "min_length", 0..=10000)?,
+            });
             let next = g.source(&node, "clip")?.0;
             from = (node, "clip");
             node = next;
