@@ -28,8 +28,7 @@
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
 use super::sampling::ModelSampling;
-use super::solver::StepInputs;
-use super::steps::{Step, ancestral, combine, fresh_noise};
+use super::steps::{Step, StepInputs, ancestral, combine, fresh_noise};
 use wfstudio_onnx::builder::Attr;
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 use wfstudio_onnx::random::gaussian;

@@ -32,71 +32,7 @@
 
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
-use super::steps::{Step, fresh_noise};
-
-/// A solver policy's inputs read into the graph: the sample, the guided
-/// estimate, the step, the schedule, a window's end step and the step's
-/// sigmas (the next one 0 at the end step of a fully denoising window).
-pub(super) struct StepInputs {
-    x: String,
-    d: String,
-    step: String,
-    schedule: String,
-    end: Option<String>,
-    sigma: String,
-    sigma_next: String,
-}
-
-impl StepInputs {
-    /// Reads the inputs every solver policy has.
-    pub(super) fn read(g: &mut PolicyGraph<'_>) -> Result<StepInputs, SynthError> {
-        let x = g.input("sample")?;
-        let d = g.input("estimate")?;
-        let step = g.input("step")?;
-        let schedule = g.input("schedule")?;
-        let sigma = g.gather(&schedule, &step);
-        let one_i = g.i(1);
-        let next = g.op("Add", &[&step, &one_i]);
-        let mut sigma_next = g.gather(&schedule, &next);
-        let end = match g.has_input("end_step") {
-            true => Some(g.input("end_step")?),
-            false => None,
-        };
-        if let Some(end) = &end {
-            let full = g
-                .parameter("final_step")
-                .and_then(|v| v.as_str())
-                .is_none_or(|s| s == "full_denoise");
-            if full {
-                let last = g.op("Equal", &[&next, end]);
-                let zero = g.f(0.0);
-                sigma_next = g.op("Where", &[&last, &zero, &sigma_next]);
-            }
-        }
-        Ok(StepInputs {
-            x,
-            d,
-            step,
-            schedule,
-            end,
-            sigma,
-            sigma_next,
-        })
-    }
-
-    /// The inputs as a [`Step`].
-    pub(super) fn at(&self) -> Step<'_> {
-        Step {
-            x: &self.x,
-            d: &self.d,
-            sigma: &self.sigma,
-            sigma_next: &self.sigma_next,
-            schedule: &self.schedule,
-            step: &self.step,
-            end_step: self.end.as_deref(),
-        }
-    }
-}
+use super::steps::{StepInputs, fresh_noise};
 
 /// Builds the solver of the family's sampler.
 pub fn step(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {

@@ -12,18 +12,19 @@
 //! 0..1 pixels, as ComfyUI's upscalers take and give them.
 
 mod calls;
+mod names;
 mod prompts;
 mod rename;
 mod stage;
 
-pub(super) use rename::StageNames;
+pub(super) use names::StageNames;
 
 use super::Refusal;
 use super::graph::Graph;
 use super::parts::{Provenance, Steps, component, contract, invoke, latent, picture, policy};
 use super::recognise::{Chain, ModelUpscale, Sink};
+use prompts::Prompted;
 use serde_json::{Map, Value, json};
-use stage::Prompted;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The document and its provenance.

@@ -8,7 +8,6 @@ use super::super::parts::{
     Steps, component, contract, hidden, invoke, one_of, parameter, policy, runtime, tokens,
 };
 use super::super::recognise::{Plan, Prompt};
-use super::stage::Prompted;
 use serde_json::{Map, Value, json};
 
 /// Which prompt a set of conditioning values belongs to.
@@ -25,6 +24,13 @@ pub(super) struct PromptSide<'a> {
     /// The `ConditioningZeroOut` that zeroes this side, if one does.
     zeroed: Option<&'a String>,
     pub controlled: bool,
+}
+
+/// A prompt text, the token-id input it is passed in and its encoder node.
+pub(super) struct Prompted {
+    pub input: String,
+    pub text: String,
+    pub encoder: String,
 }
 
 /// What a stage's builder is adding to.

@@ -13,8 +13,8 @@ use super::super::parts::{
 use super::super::recognise::{FlowShift, LatentSource, Plan, Prompt, UpscaleSize, Window};
 use super::super::solver::solver_step;
 use super::calls::Calls;
-use super::prompts::{self, Parts};
-use super::rename::earlier_latent;
+use super::names::earlier_latent;
+use super::prompts::{self, Parts, Prompted};
 use crate::comfyui::synth::sampling::ModelSampling;
 use serde_json::{Map, Value, json};
 
@@ -29,13 +29,6 @@ pub(super) struct StageParts {
     pub prompts: Vec<Prompted>,
     /// The loop's setup and body steps' nodes, by path under the loop.
     pub provenance: Provenance,
-}
-
-/// A prompt text, the token-id input it is passed in and its encoder node.
-pub(super) struct Prompted {
-    pub input: String,
-    pub text: String,
-    pub encoder: String,
 }
 
 /// Builds the parts of `plan`: its model components are named with
