@@ -121,6 +121,18 @@ impl<'a> PolicyGraph<'a> {
             .pointer(&format!("/contract/parameters/{key}"))
     }
 
+    /// The component's contract parameter `key` as a positive integer.
+    pub fn positive_integer(&self, key: &str) -> Result<i64, SynthError> {
+        self.parameter(key)
+            .and_then(Value::as_i64)
+            .filter(|n| *n > 0)
+            .ok_or_else(|| {
+                self.error(format!(
+                    "its contract parameter `{key}` is not a positive integer"
+                ))
+            })
+    }
+
     /// Whether the component declares input port `port`.
     pub fn has_input(&self, port: &str) -> bool {
         self.component

@@ -79,23 +79,13 @@ fn continue_predicate(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
 /// the input picture; a latent's own `[channels, height, width]` when
 /// it takes one (a chained sampler's).
 fn latent_row_shape(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
-    let number = |g: &PolicyGraph<'_>, key: &str| {
-        g.parameter(key)
-            .and_then(Value::as_i64)
-            .filter(|n| *n > 0)
-            .ok_or_else(|| {
-                g.error(format!(
-                    "its contract parameter `{key}` is not a positive integer"
-                ))
-            })
-    };
     if g.has_input("latent") {
         let latent = g.input("latent")?;
         let out = g.op_with("Shape", &[&latent], &[("start", Attr::Int(1))]);
         return g.output(&out, "shape");
     }
-    let channels = number(g, "channels")?;
-    let scale = number(g, "scale")?;
+    let channels = g.positive_integer("channels")?;
+    let scale = g.positive_integer("scale")?;
     let out = if g.has_input("image") {
         let image = g.input("image")?;
         let hw = g.op_with("Shape", &[&image], &[("start", Attr::Int(2))]);
@@ -104,7 +94,7 @@ fn latent_row_shape(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
         let c = g.b.vec_i64(&[channels]);
         g.op_with("Concat", &[&c, &latent_hw], &[("axis", Attr::Int(0))])
     } else {
-        let (width, height) = (number(g, "width")?, number(g, "height")?);
+        let (width, height) = (g.positive_integer("width")?, g.positive_integer("height")?);
         g.b.vec_i64(&[channels, height / scale, width / scale])
     };
     g.output(&out, "shape")

@@ -46,17 +46,7 @@ pub fn latent_upscale(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     );
     let side = match text(g, "size")?.as_str() {
         "fixed" => {
-            let number = |g: &PolicyGraph<'_>, key: &str| {
-                g.parameter(key)
-                    .and_then(Value::as_i64)
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| {
-                        g.error(format!(
-                            "its contract parameter `{key}` is not a positive integer"
-                        ))
-                    })
-            };
-            let (width, height) = (number(g, "width")?, number(g, "height")?);
+            let (width, height) = (g.positive_integer("width")?, g.positive_integer("height")?);
             g.b.vec_i64(&[height, width])
         }
         "scale" => {

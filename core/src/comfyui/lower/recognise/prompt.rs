@@ -80,14 +80,7 @@ pub(super) fn conditioning(
     }
     let mut zeroed = None;
     if g.class(&node) == "ConditioningZeroOut" {
-        if slot != 0 {
-            return Err(g.refuse(
-                &from.0,
-                Some(&from.1),
-                format!("reads output {slot} of node {node}, which has 1"),
-                "reconnect the input in ComfyUI",
-            ));
-        }
+        first_output(g, &from, &node, slot)?;
         let zero = node.clone();
         from = (zero.clone(), "conditioning".to_string());
         (node, slot) = g.source(&zero, "conditioning")?;
@@ -102,14 +95,7 @@ pub(super) fn conditioning(
         }
     }
     g.expect(&node, ENCODERS, &from.1, (&from.0, &from.1))?;
-    if slot != 0 {
-        return Err(g.refuse(
-            &from.0,
-            Some(&from.1),
-            format!("reads output {slot} of node {node}, which has 1"),
-            "reconnect the input in ComfyUI",
-        ));
-    }
+    first_output(g, &from, &node, slot)?;
     let (clip, _) = g.source(&node, "clip")?;
     let (clip_loras, tokenizer_options) = clip_source(g, &clip, &node, model)?;
     let text = if g.class(&node) == "CLIPTextEncodeSDXL" {
@@ -188,4 +174,23 @@ fn clip_source(
     }
     options.reverse();
     Ok((loras, options))
+}
+
+/// Input `from.1` of node `from.0` must read output 0 of `node`, a node
+/// with one output.
+fn first_output(
+    g: &Graph<'_>,
+    from: &(String, String),
+    node: &str,
+    slot: i64,
+) -> Result<(), Refusal> {
+    if slot == 0 {
+        return Ok(());
+    }
+    Err(g.refuse(
+        &from.0,
+        Some(&from.1),
+        format!("reads output {slot} of node {node}, which has 1"),
+        "reconnect the input in ComfyUI",
+    ))
 }
