@@ -46,20 +46,23 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 31] = [
+const CLASSES: [&str; 38] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
     "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
     "LoraLoader", "ModelSamplingSD3", "SaveImage", "SetLatentNoiseMask", "UNETLoader",
     "VAEDecode", "VAEEncode", "VAEEncodeForInpaint", "VAELoader", "SamplerCustom",
     "SamplerCustomAdvanced", "KSamplerSelect", "BasicScheduler", "RandomNoise",
-    "DisableNoise", "CFGGuider", "BasicGuider", "ModelSamplingFlux",
+    "DisableNoise", "CFGGuider", "BasicGuider", "ModelSamplingFlux", "LatentUpscale",
+    "LatentUpscaleBy", "ImageUpscaleWithModel", "UpscaleModelLoader", "ConditioningZeroOut",
+    "T5TokenizerOptions", "PreviewImage",
 ];
 
 /// Strings from ComfyUI's vocabulary; every sampler and scheduler name
 /// comes from the lowering's own lists (`words`).
-const WORDS: [&str; 9] = [
+const WORDS: [&str; 11] = [
     "enable", "disable", "default", "sd3", "", "a castle", "image.png", "no_such_sampler",
+    "nearest-exact", "bilinear",
     "euler_cfg_pp",
 ];
 
