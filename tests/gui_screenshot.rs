@@ -4,7 +4,6 @@
 
 mod support;
 
-use std::process::Command;
 
 use support::xvfb_run;
 
@@ -12,10 +11,11 @@ use support::xvfb_run;
 /// the asked size).
 fn window_image(target: &std::path::Path, png: &std::path::Path) -> image::RgbaImage {
     let output = open_with_screenshot(target.to_str().expect("utf-8 path"), png);
-    assert!(
-        output.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&output.stderr)
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        support::exit_under_xvfb(&output),
+        Some(0),
+        "stderr: {stderr}"
     );
     let image = image::open(png).expect("a PNG was written").to_rgba8();
     assert_eq!(image.dimensions(), (1100, 700));
@@ -23,11 +23,8 @@ fn window_image(target: &std::path::Path, png: &std::path::Path) -> image::RgbaI
 }
 
 fn open_with_screenshot(target: &str, png: &std::path::Path) -> std::process::Output {
-    // A window that does not close fails the test instead of hanging it.
-    Command::new("timeout")
-        .arg("120")
-        .arg(xvfb_run().expect("checked"))
-        .args(["-a", "-s", "-screen 0 1280x1024x24"])
+    xvfb_run().expect("checked");
+    support::under_xvfb("-screen 0 1280x1024x24")
         .arg(support::wfstudio())
         .args(["open", target, "--screenshot"])
         .arg(png)
@@ -60,8 +57,12 @@ fn screenshot_mode_fails_for_a_missing_document() {
     }
     let png = std::env::temp_dir().join(format!("wfstudio-noshot-{}.png", std::process::id()));
     let output = open_with_screenshot("/nonexistent/package", &png);
-    assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        support::exit_under_xvfb(&output),
+        Some(1),
+        "stderr: {stderr}"
+    );
     assert!(
         stderr.contains("Could not open /nonexistent/package"),
         "stderr: {stderr}"

@@ -170,8 +170,7 @@ pub fn python_stdout<S: AsRef<std::ffi::OsStr>>(python: &Path, args: &[S]) -> St
 /// SIZE`, its run done before the picture is taken; panics when the window
 /// fails, with its standard error. (Call after [`xvfb_run`] said it is there.)
 pub fn screenshot_after_run(target: &Path, extra: &[&str], png: &Path, size: &str) {
-    let output = std::process::Command::new("xvfb-run")
-        .args(["-a", "-s", "-screen 0 1600x1000x24"])
+    let output = under_xvfb("-screen 0 1600x1000x24")
         .arg(wfstudio())
         .arg("open")
         .arg(target)
@@ -182,11 +181,34 @@ pub fn screenshot_after_run(target: &Path, extra: &[&str], png: &Path, size: &st
         .args(["--quit", "--size", size])
         .output()
         .expect("xvfb-run starts");
-    assert!(
-        output.status.success(),
+    assert_eq!(
+        exit_under_xvfb(&output),
+        Some(0),
         "stderr: {}",
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+/// `xvfb-run -a -s SCREEN` running the arguments that follow (stopped
+/// after 120 s, so a window that does not close fails instead of hanging),
+/// which echoes their exit status to standard error ([`exit_under_xvfb`]):
+/// xvfb-run itself exits 5 when its clean-up races the X server's exit.
+pub fn under_xvfb(screen: &str) -> std::process::Command {
+    let mut command = std::process::Command::new("xvfb-run");
+    command.args(["-a", "-s", screen, "sh", "-c"]);
+    command.arg(
+        "timeout 120 \"$@\"; status=$?; echo \"exited with status $status\" >&2; exit $status",
+    );
+    command.arg("sh");
+    command
+}
+
+/// The exit status the command run by [`under_xvfb`] reported.
+pub fn exit_under_xvfb(output: &std::process::Output) -> Option<i32> {
+    String::from_utf8_lossy(&output.stderr)
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("exited with status ")?.trim().parse().ok())
 }
 
 /// The text tesseract reads in the picture `png` (set-up installs it; under
