@@ -94,7 +94,7 @@ fn torch_resize(
 }
 
 /// The hires fix's synthesized upscale, run on its own on a known latent,
-/// against PyTorch's index rules: `LatentUpscaleBy` 1.5 and 2.25 (sides
+/// against PyTorch's index rules: `LatentUpscaleBy` 1.5, 2.25 and 0.5 (sides
 /// rounded half to even, as Python's `round`) and `LatentUpscale` to a
 /// fixed size, each with both methods.
 #[test]
@@ -116,6 +116,11 @@ fn the_latent_upscale_resizes_as_pytorch_does() {
         (
             json!({"class_type": "LatentUpscaleBy", "inputs": {"scale_by": 2.25}}),
             (11, 14),
+        ),
+        // 2.5 rounds half to even, to 2 (half up would give 3).
+        (
+            json!({"class_type": "LatentUpscaleBy", "inputs": {"scale_by": 0.5}}),
+            (2, 3),
         ),
         (
             json!({"class_type": "LatentUpscale", "inputs": {"width": 100, "height": 72, "crop": "disabled"}}),

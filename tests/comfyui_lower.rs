@@ -338,14 +338,23 @@ fn custom_sampling_nodes_lower_as_the_ksampler_they_spell_out() {
             json!({"seed": 123, "steps": 6, "cfg": 4.5, "sampler_name": "dpmpp_2m", "scheduler": "simple", "denoise": 1.0, "model": ["1", 0], "positive": ["2", 0], "negative": ["3", 0], "latent_image": ["4", 0]})
         ))
     );
+    // KSampler runs uni_pc on a schedule for one step more without its
+    // penultimate sigma; BasicScheduler does not: the one difference.
     let custom = pattern("custom");
-    assert_eq!(
-        document(&custom),
-        document(&ksampler(
-            &custom,
-            json!({"seed": 99, "steps": 7, "cfg": 5.5, "sampler_name": "uni_pc", "scheduler": "beta", "denoise": 0.6, "model": ["1", 0], "positive": ["2", 0], "negative": ["3", 0], "latent_image": ["4", 0]})
-        ))
-    );
+    let mut spelled_out = document(&ksampler(
+        &custom,
+        json!({"seed": 99, "steps": 7, "cfg": 5.5, "sampler_name": "uni_pc", "scheduler": "beta", "denoise": 0.6, "model": ["1", 0], "positive": ["2", 0], "negative": ["3", 0], "latent_image": ["4", 0]}),
+    ));
+    for schedule in ["diffusion_schedule", "diffusion_timesteps"] {
+        let parameters = spelled_out
+            .pointer_mut(&format!(
+                "/pipeline/workflow/components/{schedule}/contract/parameters"
+            ))
+            .and_then(Value::as_object_mut)
+            .expect("parameters");
+        assert_eq!(parameters.remove("discard_penultimate"), Some(json!(true)));
+    }
+    assert_eq!(document(&custom), spelled_out);
     let plain = pattern("img2img");
     let k = plain["5"]["inputs"].clone();
     let noise = json!({"class_type": "RandomNoise", "inputs": {"noise_seed": k["seed"]}});

@@ -4,7 +4,6 @@
 
 mod support;
 
-
 use support::xvfb_run;
 
 /// The window's screenshot of `target` (the run must succeed; the PNG has

@@ -118,7 +118,7 @@ def read_package(pkg):
         window = (start, end, solver.get("final_step") == "full_denoise")
     return dict(solver=sched["solver"], spacing=sched["spacing"],
                 prediction=sched["prediction"], model_sampling=sched["model_sampling"],
-                steps=int(sched["steps"]), seed=seed, cfg=cfg, row=row, window=window,
+                steps=int(sched["steps"]), discard=sched.get("discard_penultimate") == "true", seed=seed, cfg=cfg, row=row, window=window,
                 ids=tensor("request.input_ids"), neg_ids=tensor("request.negative_input_ids"))
 
 
@@ -276,7 +276,19 @@ def run(pkg, out_dir, expected=None):
     uncond = text_encoder.run(["encoder_hidden_states"], {"input_ids": p["neg_ids"]})[0]
 
     steps, solver, seed, cfg = p["steps"], p["solver"], p["seed"], p["cfg"]
-    sigmas = schedule(p["spacing"], steps)
+    if p["discard"]:
+        # KSampler's DISCARD_PENULTIMATE_SIGMA_SAMPLERS (dpm_2, dpm_2_ancestral,
+        # uni_pc, uni_pc_bh2): the schedule for steps + 1, its penultimate
+        # sigma dropped.
+        sigmas = schedule(p["spacing"], steps + 1)
+        sigmas = np.concatenate([sigmas[:-2], sigmas[-1:]])
+    else:
+        sigmas = schedule(p["spacing"], steps)
+    # ComfyUI keeps a run's sigmas as float32 tensors (so does the package):
+    # the steps' arithmetic is float64 from there. It matters where a
+    # two-call sampler's midpoint falls exactly between two table sigmas
+    # (its nearest timestep is then decided by the last bit).
+    sigmas = sigmas.astype(np.float32).astype(np.float64)
     # Fresh noise is drawn at offset (schedule step + 1), the step counted
     # from the schedule's start, not the window's.
     first_step = 0

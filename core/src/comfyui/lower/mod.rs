@@ -11,7 +11,7 @@
 //! start step is `steps - round_half_even(steps * denoise)`),
 //! `VAEEncodeForInpaint` or `SetLatentNoiseMask` (the mask is applied after
 //! every step); `CLIPTextEncode` or `CLIPTextEncodeSDXL` prompts; one
-//! ControlNet (`ControlNetApply`/`ControlNetApplyAdvanced`); LoRA loaders
+//! ControlNet per sampler (`ControlNetApply`/`ControlNetApplyAdvanced`); LoRA loaders
 //! routed through the target package's declared adapters; flow-matching
 //! sampling (`ModelSamplingSD3`/`AuraFlow`/`Flux`) as a schedule shift.
 //! Run parameters (seed, steps, cfg, denoise, start/end steps, strengths,
@@ -20,8 +20,11 @@
 //!
 //! Default package layout (the component files the document names): the
 //! models `text_encoder/`, `text_encoder_2/` (SDXL), `denoiser/`,
-//! `controlnet/`, `vae_encoder/`, `vae_decoder/`, each `model.onnx`,
-//! and the policies `policies/<component>.onnx` (what `package` writes). A [`Target`]
+//! `controlnet/`, `vae_encoder/`, `vae_decoder/` (`vae2_decoder/`, ... for
+//! more VAEs), `upscaler/` (an upscale model), a second checkpoint's
+//! `model2_<name>/`, each `model.onnx`, and the policies
+//! `policies/<component>.onnx` (a later sampler stage's named
+//! `stage<k>_<policy>`; what `package` writes). A [`Target`]
 //! overrides any of them: the target package's own components keep their
 //! artifact paths, and an explicit layout maps names to paths.
 
@@ -99,9 +102,9 @@ pub struct Lowered {
     /// Prompt texts by the token-id input they belong to (the workflow
     /// takes token ids; a tokenizer turns each text into its input).
     pub prompts: Vec<(String, String)>,
-    /// Nodes that cannot reach the image sink and were ignored.
+    /// Nodes that reach no image sink and were ignored.
     pub ignored: Vec<String>,
-    /// Nodes on the path to the image sink (everything else).
+    /// Nodes on the paths to the image sinks (everything else).
     pub used: Vec<String>,
     /// Lowered step (document path) -> the ComfyUI nodes it came from.
     pub provenance: Vec<(String, Vec<String>)>,

@@ -23,6 +23,9 @@ pub struct Family {
     pub scheduler: String,
     /// The schedule's step count.
     pub steps: usize,
+    /// Whether the schedule is computed for one step more and its
+    /// penultimate sigma dropped (`sampling::discards_penultimate`).
+    pub discard_penultimate: bool,
 }
 
 impl Family {
@@ -67,12 +70,24 @@ impl Family {
             solver: text("solver")?.to_string(),
             scheduler: text("spacing")?.to_string(),
             steps: steps as usize,
+            discard_penultimate: parameters
+                .get("discard_penultimate")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
         })
     }
 
-    /// The solver steps the schedule has (see `ModelSampling::run_steps`).
+    /// The solver steps the schedule has (see
+    /// `ModelSampling::schedule_steps`).
     pub fn run_steps(&self) -> usize {
-        self.sampling.run_steps(&self.scheduler, self.steps)
+        self.sampling
+            .schedule_steps(&self.scheduler, self.steps, self.discard_penultimate)
+    }
+
+    /// The step count the scheduler computes its sigmas for: one more where
+    /// the penultimate sigma is discarded.
+    pub fn computed_steps(&self) -> usize {
+        self.steps + usize::from(self.discard_penultimate)
     }
 
     /// Whether the model predicts a flow velocity (else epsilon noise).

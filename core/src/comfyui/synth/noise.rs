@@ -24,7 +24,7 @@ pub fn latent_noise(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), Synt
         .and_then(|v| v.as_str())
         .is_some_and(|s| s == "initial_sigma");
     if initial && let ModelSampling::Discrete { sigmas } = &family.sampling {
-        let schedule = discrete_schedule(sigmas, &family.scheduler, family.steps)
+        let schedule = discrete_schedule(sigmas, &family.scheduler, family.computed_steps())
             .ok_or_else(|| g.error(format!("unknown scheduler `{}`", family.scheduler)))?;
         let sigma_max = sigmas[sigmas.len() - 1];
         let scale = g.f(first_sample_scale(schedule[0], sigma_max));

@@ -319,6 +319,27 @@ impl ModelSampling {
             _ => steps,
         }
     }
+
+    /// The solver steps of a schedule for `steps` that may discard its
+    /// penultimate sigma ([`discards_penultimate`]): then computed for
+    /// `steps + 1` and one shorter.
+    pub fn schedule_steps(&self, scheduler: &str, steps: usize, discard: bool) -> usize {
+        match discard {
+            true => self.run_steps(scheduler, steps + 1).saturating_sub(1),
+            false => self.run_steps(scheduler, steps),
+        }
+    }
+}
+
+/// Whether ComfyUI's `KSampler` and `KSamplerAdvanced` run `sampler` on a
+/// schedule computed for one step more with its penultimate sigma dropped
+/// (`KSampler.DISCARD_PENULTIMATE_SIGMA_SAMPLERS`; custom sampling's
+/// schedulers do not).
+pub fn discards_penultimate(sampler: &str) -> bool {
+    matches!(
+        sampler,
+        "dpm_2" | "dpm_2_ancestral" | "uni_pc" | "uni_pc_bh2"
+    )
 }
 
 /// The sigma of every training timestep for a scaled-linear beta schedule,

@@ -46,13 +46,17 @@ fn constant_schedule(
     family: &Family,
     sigmas: &[f64],
 ) -> Result<Vec<f64>, SynthError> {
-    let schedule = discrete_schedule(sigmas, &family.scheduler, family.steps).ok_or_else(|| {
+    let computed = discrete_schedule(sigmas, &family.scheduler, family.computed_steps());
+    let mut schedule = computed.ok_or_else(|| {
         g.error(format!(
             "the `{}` scheduler is not synthesized ({} are)",
             family.scheduler,
             SCHEDULES.join(", ")
         ))
     })?;
+    if family.discard_penultimate && schedule.len() >= 2 {
+        schedule.remove(schedule.len() - 2);
+    }
     if schedule.len() != family.run_steps() + 1 {
         return Err(g.error(format!(
             "the `{}` scheduler gives {} sigmas for {} steps, not {}",
@@ -87,17 +91,18 @@ fn flow_schedule(
     table: usize,
 ) -> Result<String, SynthError> {
     let alpha = shift_alpha(g)?;
-    let steps = family.steps;
+    let steps = family.computed_steps();
     let n = table as f64;
     let sigmas = match family.scheduler.as_str() {
         "linear_quadratic" => {
             // Its sigmas scale with sigma_max, which is 1 at every shift.
             let values: Vec<f32> = linear_quadratic(steps).iter().map(|s| *s as f32).collect();
-            return Ok(g.b.vec_f32(&values));
+            let values = g.b.vec_f32(&values);
+            return Ok(discard_penultimate(g, family, &values));
         }
         scheduler @ ("simple" | "ddim_uniform" | "beta") => {
             let indices = table_indices(scheduler, table, steps).unwrap_or_default();
-            if indices.len() != family.run_steps() {
+            if indices.len() != family.sampling.run_steps(scheduler, steps) {
                 return Err(g.error(format!(
                     "the {} scheduler gives {} sigmas for {steps} steps",
                     family.scheduler,
@@ -163,7 +168,24 @@ fn flow_schedule(
         }
     };
     let zero = g.b.vec_f32(&[0.0]);
-    Ok(g.op_with("Concat", &[&sigmas, &zero], &[("axis", Attr::Int(0))]))
+    let all = g.op_with("Concat", &[&sigmas, &zero], &[("axis", Attr::Int(0))]);
+    Ok(discard_penultimate(g, family, &all))
+}
+
+/// `sigmas` without its penultimate entry where the family discards it.
+fn discard_penultimate(g: &mut PolicyGraph<'_>, family: &Family, sigmas: &str) -> String {
+    if !family.discard_penultimate {
+        return sigmas.to_string();
+    }
+    let (zero, penultimate, last, end) = (
+        g.b.vec_i64(&[0]),
+        g.b.vec_i64(&[-2]),
+        g.b.vec_i64(&[-1]),
+        g.b.vec_i64(&[i64::MAX]),
+    );
+    let head = g.op("Slice", &[sigmas, &zero, &penultimate]);
+    let tail = g.op("Slice", &[sigmas, &last, &end]);
+    g.op_with("Concat", &[&head, &tail], &[("axis", Attr::Int(0))])
 }
 
 /// `a t / (1 + (a - 1) t)`.

@@ -326,11 +326,18 @@ fn output_name(sink: &Sink, taken: &Map<String, Value>) -> String {
         .map(word)
         .filter(|w| !w.is_empty());
     let base = named.unwrap_or_else(|| "image".to_string());
-    if taken.contains_key(&base) || base == "latent" {
-        format!("{base}_{}", word(&sink.node))
-    } else {
-        base
+    let free = |name: &String| !taken.contains_key(name) && name != "latent";
+    if free(&base) {
+        return base;
     }
+    let with_node = format!("{base}_{}", word(&sink.node));
+    (1..)
+        .map(|n| match n {
+            1 => with_node.clone(),
+            n => format!("{with_node}_{n}"),
+        })
+        .find(free)
+        .unwrap_or(with_node)
 }
 
 /// `text` as a lower-case word: letters and digits, runs of anything else
@@ -385,5 +392,7 @@ mod tests {
             output_name(&sink("15", Some("Latent"), None), &taken),
             "latent_15"
         );
+        taken.insert("image_16".into(), Value::Null);
+        assert_eq!(output_name(&sink("16", None, None), &taken), "image_16_2");
     }
 }

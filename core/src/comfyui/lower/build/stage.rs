@@ -55,7 +55,7 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
     // The schedule's length: the graph's steps, or what ddim_uniform's
     // stride picks (ComfyUI runs that many).
     let steps = ModelSampling::of_family(model_sampling).map_or(s.steps, |m| {
-        m.run_steps(&s.scheduler, s.steps.max(0) as usize) as i64
+        m.schedule_steps(&s.scheduler, s.steps.max(0) as usize, s.discard_penultimate) as i64
     });
     let mut inputs = Map::new();
     let mut components = Map::new();
@@ -108,6 +108,9 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
     // The schedule: its length is the step count (folded into the schedule
     // policies' contracts); a flow-matching shift is a typed input.
     let mut schedule_parameters = json!({"solver": s.sampler_name, "spacing": s.scheduler, "prediction": prediction, "model_sampling": model_sampling, "steps": s.steps});
+    if s.discard_penultimate {
+        schedule_parameters["discard_penultimate"] = json!(true);
+    }
     let mut schedule_inputs = json!({});
     let mut schedule_binds = json!({});
     let mut schedule_from = vec![sampler];

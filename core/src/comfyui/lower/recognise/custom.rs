@@ -134,6 +134,7 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
         sampler_name: sampler_name.to_string(),
         scheduler: scheduler.to_string(),
         window,
+        discard_penultimate: false,
     };
     Ok((sampler, guide))
 }

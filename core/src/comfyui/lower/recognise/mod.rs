@@ -41,6 +41,9 @@ pub(super) struct Sampler {
     pub sampler_name: String,
     pub scheduler: String,
     pub window: Window,
+    /// Whether its schedule drops the penultimate sigma, as `KSampler`
+    /// does for some samplers (`sampling::discards_penultimate`).
+    pub discard_penultimate: bool,
 }
 
 /// Which part of the schedule the sampler runs.
@@ -323,6 +326,7 @@ fn sampler(g: &Graph<'_>, node: &str) -> Result<Sampler, Refusal> {
         seed,
         steps,
         cfg,
+        discard_penultimate: crate::comfyui::synth::sampling::discards_penultimate(sampler_name),
         sampler_name: sampler_name.to_string(),
         scheduler: scheduler.to_string(),
         window,
