@@ -14,11 +14,21 @@ pub(super) struct Solver {
     /// A two-call sampler's `solver_midpoint` component and invoke: the
     /// second call's model input (`solver.mid_input`) and timestep
     /// (`solver.mid_timestep`); the step then reads that call's estimate
-    /// (`denoiser.estimate_2`) as `second`.
+    /// as `second`.
     pub midpoint: Option<(Value, Value)>,
     /// The state cells the sampler carries from one step to the next
     /// (cell, the value it is carried from).
     pub memory: Vec<(&'static str, String)>,
+}
+
+/// The values a step's model calls give the solver.
+pub(super) struct Estimates {
+    /// The guided estimate.
+    pub first: String,
+    /// The unconditional pass (CFG++ samplers step along it).
+    pub unconditional: String,
+    /// A two-call sampler's second guided estimate.
+    pub second: String,
 }
 
 /// The solver policies of the plan's sampler: ancestral samplers take the
@@ -33,9 +43,10 @@ pub(super) fn solver_step(
     prediction: &str,
     schedule: &Value,
     solved: &str,
+    estimates: &Estimates,
 ) -> Solver {
     let mut solver_ports = json!({"sample": latent(), "estimate": latent(), "step": row("int64"), "schedule": schedule.clone()});
-    let mut solver_bind = json!({"sample": "latent_state", "estimate": "denoiser.estimate", "step": step_value, "schedule": "diffusion.schedule"});
+    let mut solver_bind = json!({"sample": "latent_state", "estimate": estimates.first, "step": step_value, "schedule": "diffusion.schedule"});
     let solver_bindings = json!({"state": "sample", "estimate": "estimate", "step": "step", "schedule": "schedule", "next_state": "next_state"});
     let mut solver_parameters =
         json!({"solver": s.sampler_name, "spacing": s.scheduler, "prediction": prediction});
@@ -65,7 +76,7 @@ pub(super) fn solver_step(
     if needs.is_some_and(|n| n.unconditional) {
         // CFG++ steps along the unconditional estimate.
         solver_ports["unconditional"] = latent();
-        solver_bind["unconditional"] = json!("denoiser.unconditional");
+        solver_bind["unconditional"] = json!(estimates.unconditional);
     }
     if needs.is_some_and(|n| n.seed) {
         solver_ports["seed"] = row("int64");
@@ -87,7 +98,7 @@ pub(super) fn solver_step(
     });
     if midpoint.is_some() {
         solver_ports["second"] = latent();
-        solver_bind["second"] = json!("denoiser.estimate_2");
+        solver_bind["second"] = json!(estimates.second);
     }
     let component = policy(
         "solver_step",

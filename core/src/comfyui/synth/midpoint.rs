@@ -28,10 +28,9 @@
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
 use super::sampling::ModelSampling;
-use super::steps::{Step, StepInputs, ancestral, combine, fresh_noise};
+use super::steps::{Step, StepInputs, ancestral, combine, fresh_noise, noise_at};
 use wfstudio_onnx::builder::Attr;
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
-use wfstudio_onnx::random::gaussian;
 
 /// A two-call sampler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,10 +103,7 @@ fn midpoint(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<Mid, S
             let (down, up) = ancestral(g, &sigma, &s_mid);
             let stepped = exponential_step(g, at, &sigma, &down, at.d);
             let noise = midpoint_noise(g, at)?;
-            let up = g.cast(&up, DataType::FLOAT);
-            let up = g.rows4(&up);
-            let scaled = g.op("Mul", &[&noise, &up]);
-            g.op("Add", &[&stepped, &scaled])
+            plus_noise(g, &stepped, &up, &noise)
         }
     };
     Ok(Mid {
@@ -148,12 +144,19 @@ fn exponential_from(
 
 /// The midpoint's noise: the seeded noise at offset `-(step + 1)`.
 fn midpoint_noise(g: &mut PolicyGraph<'_>, at: &Step<'_>) -> Result<String, SynthError> {
-    let seed = g.input("seed")?;
     let one = g.i(1);
     let after = g.op("Add", &[at.step, &one]);
     let offset = g.op("Neg", &[&after]);
-    let row_shape = g.op_with("Shape", &[at.x], &[("start", Attr::Int(1))]);
-    Ok(gaussian(&mut g.b, &seed, &offset, &row_shape))
+    noise_at(g, at.x, &offset)
+}
+
+/// `x + up * noise` with a per-row float64 `up`.
+fn plus_noise(g: &mut PolicyGraph<'_>, x: &str, up: &str, noise: &str) -> String {
+    let one = g.d(1.0);
+    combine(
+        g,
+        &[(one, x.to_string()), (up.to_string(), noise.to_string())],
+    )
 }
 
 /// `solver_midpoint`: the second call's model input (`x_2` scaled by
@@ -232,10 +235,7 @@ pub fn step(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<String
             let (down, up) = ancestral(g, &mid.sigma, &mid.target);
             let stepped = exponential_from(g, at.x, &mid.sigma, &down, &denoised_2);
             let noise = fresh_noise(g, at.x, at.step)?;
-            let up = g.cast(&up, DataType::FLOAT);
-            let up = g.rows4(&up);
-            let scaled = g.op("Mul", &[&noise, &up]);
-            g.op("Add", &[&stepped, &scaled])
+            plus_noise(g, &stepped, &up, &noise)
         }
     };
     let last = g.rows4(&mid.last);
@@ -243,10 +243,7 @@ pub fn step(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<String
     Ok(match &mid.up {
         Some(up) => {
             let noise = fresh_noise(g, at.x, at.step)?;
-            let up = g.cast(up, DataType::FLOAT);
-            let up = g.rows4(&up);
-            let scaled = g.op("Mul", &[&noise, &up]);
-            g.op("Add", &[&out, &scaled])
+            plus_noise(g, &out, up, &noise)
         }
         None => out,
     })

@@ -64,11 +64,20 @@ pub(super) fn fresh_noise(
     x: &str,
     step: &str,
 ) -> Result<String, SynthError> {
-    let seed = g.input("seed")?;
     let one_i = g.i(1);
     let offset = g.op("Add", &[step, &one_i]);
+    noise_at(g, x, &offset)
+}
+
+/// The seeded noise at per-row `offset`, shaped like `x`.
+pub(super) fn noise_at(
+    g: &mut PolicyGraph<'_>,
+    x: &str,
+    offset: &str,
+) -> Result<String, SynthError> {
+    let seed = g.input("seed")?;
     let row_shape = g.op_with("Shape", &[x], &[("start", Attr::Int(1))]);
-    Ok(gaussian(&mut g.b, &seed, &offset, &row_shape))
+    Ok(gaussian(&mut g.b, &seed, offset, &row_shape))
 }
 
 /// `sum(coefficient * latent)` with per-row float64 coefficients.

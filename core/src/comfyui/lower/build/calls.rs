@@ -20,15 +20,19 @@ pub(super) struct Calls<'a> {
 }
 
 impl Calls<'_> {
+    /// The guided estimate of the calls whose values end in `suffix`.
+    pub(super) fn estimate(suffix: &str) -> String {
+        format!("denoiser.estimate{suffix}")
+    }
+
+    /// The unconditional denoiser pass of the calls ending in `suffix`.
+    pub(super) fn unconditional(suffix: &str) -> String {
+        format!("denoiser.unconditional{suffix}")
+    }
+
     /// Pushes the calls at (`sample`, `timestep`), their values named
-    /// with `suffix`, and returns the guided estimate's name.
-    pub(super) fn push(
-        &self,
-        body: &mut Steps,
-        sample: &str,
-        timestep: &str,
-        suffix: &str,
-    ) -> String {
+    /// with `suffix` ([`Calls::estimate`], [`Calls::unconditional`]).
+    pub(super) fn push(&self, body: &mut Steps, sample: &str, timestep: &str, suffix: &str) {
         let m = |name: &str| format!("{}{name}", self.models);
         let plan = self.plan;
         let sdxl = matches!(plan.positive.text, Prompt::Sdxl { .. });
@@ -74,15 +78,13 @@ impl Calls<'_> {
                 &[&plan.sampler.node, &plan.model.loader],
             );
         }
-        let estimate = format!("denoiser.estimate{suffix}");
         body.push(
             invoke(
                 "guidance_combine",
-                json!({"unconditional": format!("denoiser.unconditional{suffix}"), "conditional": format!("denoiser.conditional{suffix}"), "scale": "request.guidance_scale"}),
-                json!({"estimate": estimate}),
+                json!({"unconditional": Self::unconditional(suffix), "conditional": format!("denoiser.conditional{suffix}"), "scale": "request.guidance_scale"}),
+                json!({"estimate": Self::estimate(suffix)}),
             ),
             &[&plan.sampler.node],
         );
-        estimate
     }
 }

@@ -11,7 +11,7 @@ use super::super::parts::{
     parameter, picture, policy, row, runtime, tokens,
 };
 use super::super::recognise::{FlowShift, LatentSource, Plan, Prompt, UpscaleSize, Window};
-use super::super::solver::solver_step;
+use super::super::solver::{Estimates, solver_step};
 use super::calls::Calls;
 use super::names::earlier_latent;
 use super::prompts::{self, Parts, Prompted};
@@ -618,7 +618,12 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
     } else {
         "latent.body"
     };
-    let solver = solver_step(s, step_value, prediction, &schedule, solved);
+    let estimates = Estimates {
+        first: Calls::estimate(""),
+        unconditional: Calls::unconditional(""),
+        second: Calls::estimate("_2"),
+    };
+    let solver = solver_step(s, step_value, prediction, &schedule, solved, &estimates);
     if let Some((midpoint, step)) = solver.midpoint {
         components.insert("solver_midpoint".into(), midpoint);
         body.push(step, &[sampler]);
