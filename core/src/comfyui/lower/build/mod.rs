@@ -73,14 +73,10 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
     let mut models: BTreeMap<&str, String> = BTreeMap::new();
     for (index, plan) in chain.stages.iter().enumerate() {
         let loader = &plan.model.loader;
-        let count = models.len();
-        let prefix = models
-            .entry(loader)
-            .or_insert_with(|| match count {
-                0 => String::new(),
-                n => format!("model{}_", n + 1),
-            })
-            .clone();
+        let prefix = numbered(&mut models, loader.as_str(), |n| match n {
+            1 => String::new(),
+            n => format!("model{n}_"),
+        });
         let names = StageNames::new(index);
         let mut parts = stage::stage(plan, &prefix);
         let shared: BTreeSet<String> = parts
@@ -132,14 +128,10 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
     let mut decoded: BTreeMap<&str, String> = BTreeMap::new();
     let mut upscaled = Upscaled::default();
     for sink in &chain.sinks {
-        let count = vaes.len();
-        let decoder = vaes
-            .entry(&sink.vae)
-            .or_insert_with(|| match count {
-                0 => "vae_decoder".to_string(),
-                n => format!("vae{}_decoder", n + 1),
-            })
-            .clone();
+        let decoder = numbered(&mut vaes, sink.vae.as_str(), |n| match n {
+            1 => "vae_decoder".to_string(),
+            n => format!("vae{n}_decoder"),
+        });
         components.entry(decoder.clone()).or_insert_with(|| {
             component(
                 &format!("{decoder}/model.onnx"),
@@ -239,15 +231,10 @@ impl Upscaled {
         if let Some(value) = self.runs.get(&up.node) {
             return value.clone();
         }
-        let count = self.models.len();
-        let model = self
-            .models
-            .entry(up.loader.clone())
-            .or_insert_with(|| match count {
-                0 => "upscaler".to_string(),
-                n => format!("upscaler{}", n + 1),
-            })
-            .clone();
+        let model = numbered(&mut self.models, up.loader.clone(), |n| match n {
+            1 => "upscaler".to_string(),
+            n => format!("upscaler{n}"),
+        });
         let big = contract(
             "float32",
             json!(["batch", 3, "upscaled_height", "upscaled_width"]),
@@ -302,6 +289,17 @@ impl Upscaled {
         self.runs.insert(up.node.clone(), value("image"));
         value("image")
     }
+}
+
+/// The name of `key` in `names`: on first sight, `name(n)` for the n-th
+/// key seen (counted from 1).
+fn numbered<K: Ord>(
+    names: &mut BTreeMap<K, String>,
+    key: K,
+    name: impl FnOnce(usize) -> String,
+) -> String {
+    let n = names.len() + 1;
+    names.entry(key).or_insert_with(|| name(n)).clone()
 }
 
 /// Whether token input `name` carries the same encoder node's text in this
