@@ -43,9 +43,10 @@ fn import_check_run(graph: &Path, dir: &Path, out: &Path, extra: &[&str]) {
     assert_eq!(code, 0, "check {}: {stdout}{stderr}", graph.display());
     let (code, stdout, stderr) = wf(&["run", s(dir), "--out", s(out)]);
     assert_eq!(code, 0, "run {}: {stdout}{stderr}", graph.display());
+    let shown = ["image.png", "image.0.png", "video.gif", "video.0.gif"];
     assert!(
-        out.join("image.png").is_file() || out.join("image.0.png").is_file(),
-        "{}: no image.png (or image.0.png, a batch's first row)",
+        shown.iter().any(|f| out.join(f).is_file()),
+        "{}: none of {shown:?} (a picture, a batch's first, a video)",
         graph.display()
     );
 }
@@ -92,7 +93,7 @@ fn every_pattern_becomes_a_package_that_checks_and_runs_with_stand_ins() {
         import_check_run(&graph, &dir, &out, &[]);
         ran += 1;
     }
-    assert_eq!(ran, 13, "every pattern but the LoRA one runs");
+    assert_eq!(ran, 14, "every pattern but the LoRA one runs");
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -145,6 +146,7 @@ fn every_corpus_graph_that_lowers_becomes_a_package_that_runs() {
             "sdxl-simple.ui.json",
             "tpl-default.ui.json",
             "tpl2026-flux-dev-subgraph-wrapped.ui.json",
+            "wan22-5b-ti2v.ui.json",
             "controlnet_example.png",
             "inpaint_example.png"
         ]
@@ -227,6 +229,16 @@ fn txt2img_with(sampler: &str, scheduler: &str) -> serde_json::Value {
     let mut graph: serde_json::Value = serde_json::from_str(&text).expect("json");
     graph["14"]["inputs"]["sampler_name"] = sampler.into();
     graph["14"]["inputs"]["scheduler"] = scheduler.into();
+    graph
+}
+
+/// The txt2img graph making a video: an `EmptyHunyuanLatentVideo` of 9
+/// frames (3 latent frames) shown by `SaveAnimatedWEBP`, sampled with
+/// `sampler` on the karras schedule.
+fn txt2video_with(sampler: &str) -> serde_json::Value {
+    let mut graph = txt2img_with(sampler, "karras");
+    graph["13"] = serde_json::json!({"class_type": "EmptyHunyuanLatentVideo", "inputs": {"width": 32, "height": 24, "length": 9, "batch_size": 1}});
+    graph["16"] = serde_json::json!({"class_type": "SaveAnimatedWEBP", "inputs": {"filename_prefix": "clip", "fps": 12.0, "lossless": false, "quality": 80, "method": "default", "images": ["15", 0]}});
     graph
 }
 
@@ -393,6 +405,11 @@ fn synthesized_solvers_match_an_independent_numpy_reference() {
             let graph = txt2img_window(sampler, start, end, leftover);
             graphs.push((name, graph, sampler, "karras"));
         }
+    }
+    // The same sampling on a video latent (frames after the channels).
+    for sampler in ["euler_ancestral", "uni_pc", "dpmpp_sde"] {
+        let name = format!("{sampler}-video");
+        graphs.push((name, txt2video_with(sampler), sampler, "karras"));
     }
     for (name, graph, sampler, scheduler) in graphs {
         {

@@ -120,7 +120,7 @@ fn every_refusal_names_the_node_class_input_and_a_remedy() {
                 "4",
                 "MyLatentNoise",
                 None,
-                "feeds `latent_image` of node 5 as its latent_image, which the importer supports only from EmptyLatentImage or EmptySD3LatentImage or VAEEncode or VAEEncodeForInpaint or SetLatentNoiseMask",
+                "feeds `latent_image` of node 5 as its latent_image, which the importer supports only from EmptyLatentImage, EmptySD3LatentImage, EmptyHunyuanLatentVideo, EmptyMochiLatentVideo, EmptyCosmosLatentVideo, EmptyLTXVLatentVideo, Wan22ImageToVideoLatent, VAEEncode, VAEEncodeForInpaint or SetLatentNoiseMask",
             ),
         ),
         (
@@ -242,7 +242,7 @@ fn every_refusal_names_the_node_class_input_and_a_remedy() {
                 "4",
                 "EmptyLatentImage",
                 None,
-                "feeds `samples` of node 8 as its samples, which the importer supports only from KSampler or KSamplerAdvanced or SamplerCustom or SamplerCustomAdvanced",
+                "feeds `samples` of node 8 as its samples, which the importer supports only from KSampler, KSamplerAdvanced, SamplerCustom or SamplerCustomAdvanced",
             ),
         ),
         (
@@ -329,7 +329,7 @@ fn every_refusal_names_the_node_class_input_and_a_remedy() {
                 "8",
                 "LoadImage",
                 None,
-                "feeds `images` of node 9 as its images, which the importer supports only from VAEDecode",
+                "feeds `images` of node 9 as its images, which the importer supports only from VAEDecode or VAEDecodeTiled",
             ),
         ),
     ];

@@ -5,6 +5,7 @@
 //! animated GIF and WAV encoders both use.
 
 use anyhow::Context;
+use std::collections::BTreeMap;
 use wfstudio_runner::Tensor;
 use wfstudio_runner::media::Rgb8;
 use wfstudio_runner::text::{PackageTokenizer, TextError, decode_rows};
@@ -98,14 +99,29 @@ pub fn decode(document: &Document, key: &str, tensor: &Tensor) -> anyhow::Result
     })
 }
 
-/// Animated GIF file bytes of `frames` shown at `fps`, looping forever.
-pub fn gif_bytes(frames: &[Rgb8], fps: u32) -> anyhow::Result<Vec<u8>> {
+/// Frames per second of a video output that carries no frame rate.
+pub const DEFAULT_VIDEO_FPS: f64 = 8.0;
+
+/// The frames per second of video output `key` of a run's `outputs`: the
+/// first value of its frame-rate output (`wfstudio_core::media`), when
+/// that is a positive number.
+pub fn frame_rate(outputs: &BTreeMap<String, Tensor>, key: &str) -> Option<f64> {
+    let rate = outputs.get(&wfstudio_core::media::frame_rate_output(key))?;
+    (!rate.data.is_empty())
+        .then(|| rate.data.get_f64(0))
+        .filter(|fps| fps.is_finite() && *fps > 0.0)
+}
+
+/// Animated GIF file bytes of `frames` shown at `fps`, looping forever
+/// (GIF keeps delays in hundredths of a second).
+pub fn gif_bytes(frames: &[Rgb8], fps: f64) -> anyhow::Result<Vec<u8>> {
     use image::codecs::gif::{GifEncoder, Repeat};
     let mut gif = Vec::new();
     {
         let mut encoder = GifEncoder::new_with_speed(&mut gif, 10);
         encoder.set_repeat(Repeat::Infinite)?;
-        let delay = image::Delay::from_numer_denom_ms(1000, fps.max(1));
+        let micros = (1e6 / fps.clamp(0.01, 1000.0)).round() as u32;
+        let delay = image::Delay::from_numer_denom_ms(micros, 1000);
         for rgb in frames {
             let rgba = image::DynamicImage::ImageRgb8(
                 image::RgbImage::from_raw(rgb.width as u32, rgb.height as u32, rgb.pixels.clone())
@@ -158,7 +174,7 @@ mod tests {
             pixels: rgb.repeat(4),
         };
         let frames = [frame([255, 0, 0]), frame([0, 0, 255]), frame([0, 255, 0])];
-        let bytes = gif_bytes(&frames, 4).expect("encodes");
+        let bytes = gif_bytes(&frames, 4.0).expect("encodes");
         let decoded = image::codecs::gif::GifDecoder::new(std::io::Cursor::new(bytes))
             .expect("a GIF")
             .into_frames()

@@ -11,6 +11,7 @@ pub mod fix;
 pub mod graph;
 pub mod identity;
 pub mod make;
+pub mod media;
 pub mod paths;
 pub mod text;
 pub mod validate;

@@ -251,10 +251,20 @@ fn write_npy(path: &Path, tensor: &Tensor) -> std::io::Result<()> {
 }
 
 /// Also writes `.png` (image outputs, one file per batch row), `.gif`
-/// (video outputs at 8 frames/s, one file per batch row) or `.wav` (audio
-/// outputs, at the declared sample rate) next to the `.npy`.
-fn write_media(runner: &Runner, dir: &Path, key: &str, tensor: &Tensor) -> anyhow::Result<()> {
-    use crate::output_media::{Media, decode, gif_bytes, png_bytes, wav_bytes};
+/// (video outputs at their frame rate, one file per batch row) or `.wav`
+/// (audio outputs, at the declared sample rate) next to the `.npy`.
+fn write_media(
+    runner: &Runner,
+    dir: &Path,
+    key: &str,
+    outputs: &std::collections::BTreeMap<String, Tensor>,
+) -> anyhow::Result<()> {
+    use crate::output_media::{
+        DEFAULT_VIDEO_FPS, Media, decode, frame_rate, gif_bytes, png_bytes, wav_bytes,
+    };
+    let Some(tensor) = outputs.get(key) else {
+        return Ok(());
+    };
     let write = |file: std::path::PathBuf, bytes: Vec<u8>| {
         wfstudio_schema::save::write_atomic(&file, &bytes)
             .with_context(|| format!("writing {}", file.display()))
@@ -280,7 +290,10 @@ fn write_media(runner: &Runner, dir: &Path, key: &str, tensor: &Tensor) -> anyho
             for (b, frames) in rows.iter().enumerate() {
                 write(
                     dir.join(row_file(key, b, rows.len(), "gif")),
-                    gif_bytes(frames, VIDEO_FPS)?,
+                    gif_bytes(
+                        frames,
+                        frame_rate(outputs, key).unwrap_or(DEFAULT_VIDEO_FPS),
+                    )?,
                 )?;
             }
         }
@@ -298,9 +311,6 @@ fn row_file(key: &str, b: usize, rows: usize, ext: &str) -> String {
         format!("{key}.{b}.{ext}")
     }
 }
-
-/// Frame rate of exported video (outputs declare none).
-pub const VIDEO_FPS: u32 = 8;
 
 fn chrome_trace(output: &RunOutput) -> serde_json::Value {
     let events: Vec<serde_json::Value> = output
@@ -461,7 +471,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         for (name, tensor) in &output.outputs {
             let file = dir.join(format!("{name}.npy"));
             write_npy(&file, tensor).with_context(|| format!("writing {}", file.display()))?;
-            write_media(&runner, dir, name, tensor)?;
+            write_media(&runner, dir, name, &output.outputs)?;
         }
         for request in &args.png16 {
             let tensor = output

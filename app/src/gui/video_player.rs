@@ -13,15 +13,16 @@ pub struct VideoPlayer {
     pub frame: usize,
     /// Whether it advances by itself.
     pub playing: bool,
-    /// Playback rate.
-    pub fps: u32,
+    /// Playback rate (frames per second).
+    pub fps: f64,
     /// When the shown frame appeared (egui time, seconds).
     shown_at: f64,
 }
 
 impl VideoPlayer {
-    /// Uploads the frames of `key` as textures (nearest-neighbour zoom).
-    pub fn new(ctx: &egui::Context, key: &str, frames: &[Vec<Rgb8>]) -> Self {
+    /// Uploads the frames of `key` as textures (nearest-neighbour zoom),
+    /// to play at `fps`.
+    pub fn new(ctx: &egui::Context, key: &str, frames: &[Vec<Rgb8>], fps: f64) -> Self {
         let textures = frames
             .iter()
             .enumerate()
@@ -36,7 +37,7 @@ impl VideoPlayer {
             textures,
             frame: 0,
             playing: false,
-            fps: crate::cli::run::VIDEO_FPS,
+            fps,
             shown_at: 0.0,
         }
     }
@@ -56,7 +57,7 @@ impl VideoPlayer {
         }
         let now = ui.input(|i| i.time);
         if self.playing {
-            let period = 1.0 / f64::from(self.fps.max(1));
+            let period = 1.0 / self.fps.max(0.1);
             if now - self.shown_at >= period {
                 self.frame = (self.frame + 1) % count;
                 self.shown_at = now;
@@ -84,7 +85,8 @@ impl VideoPlayer {
         ui.horizontal(|ui| {
             ui.add(
                 egui::DragValue::new(&mut self.fps)
-                    .range(1..=60)
+                    .range(0.1..=240.0)
+                    .max_decimals(2)
                     .suffix(" fps"),
             );
             if ui.small_button("Save frame as PNG…").clicked()

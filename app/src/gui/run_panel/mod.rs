@@ -12,7 +12,7 @@
 use super::pixels::texture;
 use super::previews::{MediaState, previews};
 use super::run_job::{Finished, RunJob, RunMessage, RunSpec, WorkerSlot};
-use crate::output_media::Media;
+use crate::output_media::{self, Media};
 use crate::worker::client::WorkerConfig;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -209,7 +209,13 @@ impl RunPanel {
             if let Media::Video(rows) = media {
                 self.media.videos.insert(
                     key.clone(),
-                    super::video_player::VideoPlayer::new(ctx, key, rows),
+                    super::video_player::VideoPlayer::new(
+                        ctx,
+                        key,
+                        rows,
+                        output_media::frame_rate(&finished.output.outputs, key)
+                            .unwrap_or(output_media::DEFAULT_VIDEO_FPS),
+                    ),
                 );
             }
         }

@@ -156,7 +156,7 @@ impl<'a> Graph<'a> {
             message: format!(
                 "feeds `{}` of node {from_id} as its {role}, which the importer supports only from {}",
                 from.1,
-                classes.join(" or "),
+                either(classes),
                 from_id = from.0
             ),
             remedy: "replace the node with a supported one, or remove it".into(),
@@ -180,5 +180,14 @@ impl<'a> Graph<'a> {
                 }
             }
         }
+    }
+}
+
+/// `a`, `a or b`, `a, b or c`: the classes a refusal accepts.
+fn either(classes: &[&str]) -> String {
+    match classes {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
     }
 }

@@ -44,18 +44,10 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 
 pub use crate::comfyui::synth::sampling::{SCHEDULES, sampler_names};
-/// Classes that save or preview an image.
-const IMAGE_SINKS: &[&str] = &["SaveImage", "PreviewImage"];
-
 /// Output classes the lowering does not make yet, with what they save:
 /// a graph with one is refused at that node rather than lowered without
 /// its output.
 const OTHER_SINKS: &[(&str, &str)] = &[
-    ("SaveAnimatedWEBP", "an animation"),
-    ("SaveAnimatedPNG", "an animation"),
-    ("SaveWEBM", "a video"),
-    ("SaveVideo", "a video"),
-    ("VHS_VideoCombine", "a video"),
     ("ADE_AnimateDiffCombine", "a video"),
     ("SaveAudio", "audio"),
     ("SaveAudioMP3", "audio"),
@@ -143,14 +135,15 @@ pub fn lower_for(api: &Value, target: &Target) -> Result<Lowered, Vec<Refusal>> 
             class: g.class(id).to_string(),
             input: None,
             message: format!(
-                "saves {what}, and the lowering makes image outputs only (SaveImage, PreviewImage)"
+                "saves {what}, and the lowering makes picture and video outputs only ({})",
+                recognise::sink_classes()
             ),
             remedy: "remove it (and what only it uses) to lower the rest of the graph".into(),
         }]);
     }
     let mut sinks: Vec<&String> = nodes
         .keys()
-        .filter(|id| IMAGE_SINKS.contains(&g.class(id)))
+        .filter(|id| recognise::is_sink(g.class(id)))
         .collect();
     // Numeric ids in numeric order (`9` before `12`), others after.
     sinks.sort_by_key(|id| {
@@ -164,7 +157,10 @@ pub fn lower_for(api: &Value, target: &Target) -> Result<Lowered, Vec<Refusal>> 
             node: String::new(),
             class: String::new(),
             input: None,
-            message: "the graph has no image sink (SaveImage or PreviewImage)".into(),
+            message: format!(
+                "the graph has no picture or video sink ({})",
+                recognise::sink_classes()
+            ),
             remedy: "add a SaveImage node where the image should come out".into(),
         }]);
     }

@@ -17,10 +17,37 @@ pub(super) fn contract(dtype: &str, shape: Value, aligned: bool) -> Value {
     c
 }
 
-pub(super) fn latent() -> Value {
+/// The axes of a stage's latent: a picture's, or a video's (frames
+/// between channels and height, as ComfyUI's video latents).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Axes {
+    #[default]
+    Image,
+    Video,
+}
+
+impl Axes {
+    /// The latent's contract.
+    pub(super) fn latent(self) -> Value {
+        let shape = match self {
+            Axes::Image => json!(["batch", "channels", "latent_height", "latent_width"]),
+            Axes::Video => json!([
+                "batch",
+                "channels",
+                "latent_frames",
+                "latent_height",
+                "latent_width"
+            ]),
+        };
+        contract("float32", shape, true)
+    }
+}
+
+/// Decoded video frames `[batch, frames, 3, height, width]`.
+pub(super) fn video() -> Value {
     contract(
         "float32",
-        json!(["batch", "channels", "latent_height", "latent_width"]),
+        json!(["batch", "frames", 3, "height", "width"]),
         true,
     )
 }

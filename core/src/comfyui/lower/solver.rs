@@ -1,7 +1,7 @@
 //! The `solver_step` component of a lowered graph: its ports, bindings
 //! and contract parameters follow the sampler (see docs/COMFYUI.md).
 
-use super::parts::{invoke, latent, one, policy, row};
+use super::parts::{Axes, invoke, one, policy, row};
 use super::recognise::{Sampler, Window};
 use crate::comfyui::synth::sampling::sampler;
 use serde_json::{Value, json};
@@ -44,7 +44,9 @@ pub(super) fn solver_step(
     schedule: &Value,
     solved: &str,
     estimates: &Estimates,
+    axes: Axes,
 ) -> Solver {
+    let latent = || axes.latent();
     let mut solver_ports = json!({"sample": latent(), "estimate": latent(), "step": row("int64"), "schedule": schedule.clone()});
     let mut solver_bind = json!({"sample": "latent_state", "estimate": estimates.first, "step": step_value, "schedule": "diffusion.schedule"});
     let solver_bindings = json!({"state": "sample", "estimate": "estimate", "step": "step", "schedule": "schedule", "next_state": "next_state"});

@@ -334,16 +334,31 @@ fn external_data(
         .collect()
 }
 
-/// Extents the lowered document fixes: the latent's `channels` (the
-/// `latent_row_shape` policy's parameter).
+/// Extents the lowered document fixes, from the `latent_row_shape`
+/// policy's parameters: the latent's `channels`, its `scale` (pixels per
+/// latent cell) and, for a video, the decoded `frames` (its `length`, less what does
+/// not fill a latent frame).
 fn known_extents(components: &serde_json::Map<String, Value>) -> KnownExtents {
-    let mut known = KnownExtents::new();
-    if let Some(channels) = components
-        .get("latent_row_shape")
-        .and_then(|c| c.pointer("/contract/parameters/channels"))
-        .and_then(Value::as_i64)
-    {
-        known.insert("channels".into(), channels);
+    let mut known = KnownExtents::default();
+    let parameter = |key: &str| {
+        components
+            .get("latent_row_shape")
+            .and_then(|c| c.pointer(&format!("/contract/parameters/{key}")))
+            .and_then(Value::as_i64)
+            .filter(|n| *n > 0)
+    };
+    if let Some(channels) = parameter("channels") {
+        known.named.insert("channels".into(), channels);
+    }
+    if let (Some(length), Some(temporal)) = (parameter("length"), parameter("temporal_scale")) {
+        // What a video VAE decodes the latent frames to: the first frame,
+        // then `temporal` frames for each further latent frame.
+        known
+            .named
+            .insert("frames".into(), (length - 1) / temporal * temporal + 1);
+    }
+    if let Some(scale) = parameter("scale") {
+        known.latent_scale = scale;
     }
     known
 }

@@ -237,10 +237,26 @@ impl<'a> PolicyGraph<'a> {
         self.op_with("Gather", &[values, index], &[("axis", Attr::Int(0))])
     }
 
-    /// A per-row value `[batch]` reshaped to broadcast over a rank-4 tensor.
-    pub fn rows4(&mut self, x: &str) -> String {
-        let shape = self.b.vec_i64(&[-1, 1, 1, 1]);
+    /// A per-row value `[batch]` reshaped to broadcast over the policy's
+    /// latents (its highest-rank ports: a picture's rank 4, a video's 5).
+    pub fn rows(&mut self, x: &str) -> String {
+        let mut shape = vec![1; self.latent_rank().max(1)];
+        shape[0] = -1;
+        let shape = self.b.vec_i64(&shape);
         self.op("Reshape", &[x, &shape])
+    }
+
+    /// The highest rank the component's ports declare.
+    fn latent_rank(&self) -> usize {
+        ["inputs", "outputs"]
+            .iter()
+            .filter_map(|side| self.component.pointer(&format!("/ports/{side}")))
+            .filter_map(Value::as_object)
+            .flat_map(|ports| ports.values())
+            .filter_map(|c| port_type(c).ok())
+            .map(|(_, dims)| dims.len())
+            .max()
+            .unwrap_or(4)
     }
 
     /// The finished model's bytes.

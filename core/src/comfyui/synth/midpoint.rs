@@ -238,7 +238,7 @@ pub fn step(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<String
             plus_noise(g, &stepped, &up, &noise)
         }
     };
-    let last = g.rows4(&mid.last);
+    let last = g.rows(&mid.last);
     let out = g.op("Where", &[&last, &euler, &stepped]);
     Ok(match &mid.up {
         Some(up) => {

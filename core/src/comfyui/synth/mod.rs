@@ -50,6 +50,7 @@ pub const POLICIES: &[&str] = &[
     "solver_midpoint",
     "upscale_pixels",
     "upscaled_pixels",
+    "video_pixels",
     "zero_conditioning",
 ];
 

@@ -80,7 +80,7 @@ pub fn add_noise(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthEr
     let schedule = g.input("schedule")?;
     let step = g.input("step")?;
     let sigma = g.gather(&schedule, &step);
-    let mut sigma = g.rows4(&sigma);
+    let mut sigma = g.rows(&sigma);
     if let ModelSampling::Discrete { sigmas } = &family.sampling {
         let threshold = g.f(sigmas[sigmas.len() - 1] * (1.0 - MAX_DENOISE_TOLERANCE));
         let at_top = g.op("GreaterOrEqual", &[&sigma, &threshold]);
@@ -106,7 +106,7 @@ pub fn masked_blend(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), Synt
     let one_i = g.i(1);
     let next = g.op("Add", &[&step, &one_i]);
     let sigma = g.gather(&schedule, &next);
-    let sigma = g.rows4(&sigma);
+    let sigma = g.rows(&sigma);
     let outside_value = noised(g, family, &source, &noise, &sigma);
     let one = g.f(1.0);
     let keep = g.op("Sub", &[&one, &mask]);

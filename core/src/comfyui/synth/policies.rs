@@ -28,6 +28,7 @@ pub fn build(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError>
         "zero_conditioning" => zero_conditioning(g),
         "upscale_pixels" => unit_pixels(g, true),
         "upscaled_pixels" => unit_pixels(g, false),
+        "video_pixels" => unit_pixels(g, true),
         other => Err(g.error(format!("`{other}` is not a policy this importer makes"))),
     }
 }
@@ -50,7 +51,7 @@ fn model_input(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthErro
         sample
     } else {
         let sigma = g.gather(&schedule, &step);
-        let s = g.rows4(&sigma);
+        let s = g.rows(&sigma);
         let s2 = g.op("Mul", &[&s, &s]);
         let one = g.f(1.0);
         let v = g.op("Add", &[&s2, &one]);
@@ -75,8 +76,8 @@ fn continue_predicate(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     g.output(&out, "continue")
 }
 
-/// `[channels, height / scale, width / scale]` of the empty latent, or of
-/// the input picture; a latent's own `[channels, height, width]` when
+/// `[channels, height / scale, width / scale]` of the empty latent (with
+/// its frames after the channels for a video's), or of the input picture; a latent's own `[channels, height, width]` when
 /// it takes one (a chained sampler's).
 fn latent_row_shape(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     if g.has_input("latent") {
@@ -95,7 +96,16 @@ fn latent_row_shape(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
         g.op_with("Concat", &[&c, &latent_hw], &[("axis", Attr::Int(0))])
     } else {
         let (width, height) = (g.positive_integer("width")?, g.positive_integer("height")?);
-        g.b.vec_i64(&[channels, height / scale, width / scale])
+        match g.parameter("length") {
+            // A video latent: `(length - 1) / temporal_scale + 1` frames.
+            Some(_) => {
+                let length = g.positive_integer("length")?;
+                let temporal = g.positive_integer("temporal_scale")?;
+                let frames = (length - 1) / temporal + 1;
+                g.b.vec_i64(&[channels, frames, height / scale, width / scale])
+            }
+            None => g.b.vec_i64(&[channels, height / scale, width / scale]),
+        }
     };
     g.output(&out, "shape")
 }
@@ -110,10 +120,14 @@ fn zero_conditioning(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
 }
 
 /// Pixels for (`upscale_pixels`, from the decoder's -1..1) and from
-/// (`upscaled_pixels`) an upscale model, in 0..1 as ComfyUI's images are:
+/// (`upscaled_pixels`) an upscale model, and a video's frames
+/// (`video_pixels`, from the decoder's -1..1), in 0..1 as ComfyUI's are:
 /// `(x + 1) / 2`, then clamped; or clamped only.
 fn unit_pixels(g: &mut PolicyGraph<'_>, from_signed: bool) -> Result<(), SynthError> {
-    let x = g.input("image")?;
+    let x = match g.has_input("video") {
+        true => g.input("video")?,
+        false => g.input("image")?,
+    };
     let x = match from_signed {
         true => {
             let half = g.f(0.5);
@@ -133,7 +147,7 @@ fn guidance_combine(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let conditional = g.input("conditional")?;
     let scale = g.input("scale")?;
     let d = g.op("Sub", &[&conditional, &unconditional]);
-    let s = g.rows4(&scale);
+    let s = g.rows(&scale);
     let m = g.op("Mul", &[&d, &s]);
     let out = g.op("Add", &[&unconditional, &m]);
     g.output(&out, "estimate")

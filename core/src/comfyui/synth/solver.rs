@@ -57,8 +57,8 @@ pub fn step(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> 
     if let Some(out) = out {
         return g.output(&out, "next_state");
     }
-    let s = g.rows4(at.sigma);
-    let sn = g.rows4(at.sigma_next);
+    let s = g.rows(at.sigma);
+    let sn = g.rows(at.sigma_next);
     let out = match family.solver.as_str() {
         "euler" | "ddim" => {
             let dt = g.op("Sub", &[&sn, &s]);
@@ -237,7 +237,7 @@ fn dpmpp_2m(
     let before = g.op("Sub", &[step, &one_i]);
     let before = g.op("Max", &[&before, &zero_i]);
     let sigma_prev = g.gather(schedule, &before);
-    let sp = g.rows4(&sigma_prev);
+    let sp = g.rows(&sigma_prev);
     let safe_sn = positive(g, sn);
     let h_ratio = g.op("Div", &[s, &safe_sn]);
     let h = g.op("Log", &[&h_ratio]);
@@ -256,8 +256,8 @@ fn dpmpp_2m(
     let first = g.op("Equal", &[&iteration, &zero_i]);
     let zero = g.f(0.0);
     let last = g.op("Equal", &[sn, &zero]);
-    let first4 = g.rows4(&first);
-    let plain = g.op("Or", &[&first4, &last]);
+    let first_rows = g.rows(&first);
+    let plain = g.op("Or", &[&first_rows, &last]);
     let effective = g.op("Where", &[&plain, &big_d, &corrected]);
     let ratio = g.op("Div", &[sn, s]);
     let rest = g.op("Sub", &[&one, &ratio]);

@@ -9,11 +9,12 @@
 //!   in the hundreds included, changes the result and none can blow it up;
 //! - `a`, `b`, `c` and `phase` come from a seeded generator per output.
 //!
-//! An output extent is the same-named extent of an input; `height`/`width`
-//! are 8 times an input's `latent_height`/`latent_width` (and the reverse);
-//! `upscaled_height`/`upscaled_width` twice an input's `height`/`width`;
-//! a fixed extent is itself; a name the caller knows (the latent's
-//! `channels`) is its known extent; any other name is 8.
+//! An output extent is the same-named extent of an input; else a name the
+//! caller knows (the latent's `channels`, a video's `frames`) is its known
+//! extent; `height`/`width` are the latent scale (8 unless the document
+//! says otherwise) times an input's `latent_height`/`latent_width` (and the
+//! reverse); `upscaled_height`/`upscaled_width` twice an input's
+//! `height`/`width`; a fixed extent is itself; any other name is 8.
 
 use super::SynthError;
 use super::graph::{PRODUCER, port_type};
@@ -28,8 +29,25 @@ pub const UNEXPLAINED_EXTENT: i64 = 8;
 /// is this many times an input's `X`.
 pub const STAND_IN_UPSCALE: i64 = 2;
 
-/// Extents the document fixes for names no input explains.
-pub type KnownExtents = std::collections::BTreeMap<String, i64>;
+/// What the document fixes that stand-ins' shapes follow.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KnownExtents {
+    /// Extents of names no same-named input explains (the latent's
+    /// `channels`, a video's `frames`).
+    pub named: std::collections::BTreeMap<String, i64>,
+    /// Pixels per latent cell: `height` is this many times an input's
+    /// `latent_height`.
+    pub latent_scale: i64,
+}
+
+impl Default for KnownExtents {
+    fn default() -> Self {
+        KnownExtents {
+            named: Default::default(),
+            latent_scale: 8,
+        }
+    }
+}
 
 /// A stand-in for `component` (its declared `ports`), seeded by `seed`.
 pub fn stand_in(
@@ -163,22 +181,25 @@ fn extent(
     if let Some(found) = find(name) {
         return axis_of(g, found);
     }
+    if let Some(&n) = known.named.get(name) {
+        return g.vec_i64(&[n]);
+    }
     if let Some(found) = find(&format!("latent_{name}")) {
         let e = axis_of(g, found);
-        let eight = g.vec_i64(&[8]);
-        return g.op("Mul", &[&e, &eight]);
+        let scale = g.vec_i64(&[known.latent_scale]);
+        return g.op("Mul", &[&e, &scale]);
     }
     if let Some(found) = name.strip_prefix("latent_").and_then(find) {
         let e = axis_of(g, found);
-        let eight = g.vec_i64(&[8]);
-        return g.op("Div", &[&e, &eight]);
+        let scale = g.vec_i64(&[known.latent_scale]);
+        return g.op("Div", &[&e, &scale]);
     }
     if let Some(found) = name.strip_prefix("upscaled_").and_then(find) {
         let e = axis_of(g, found);
         let two = g.vec_i64(&[STAND_IN_UPSCALE]);
         return g.op("Mul", &[&e, &two]);
     }
-    g.vec_i64(&[known.get(name).copied().unwrap_or(UNEXPLAINED_EXTENT)])
+    g.vec_i64(&[UNEXPLAINED_EXTENT])
 }
 
 /// A float tensor of the output's shape that varies by element.

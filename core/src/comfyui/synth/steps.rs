@@ -25,7 +25,7 @@ impl Step<'_> {
     /// `x - sigma e`: the denoised sample of estimate `e` (the guided `d`,
     /// or another pass's).
     pub fn denoised(&self, g: &mut PolicyGraph<'_>, e: &str) -> String {
-        let s = g.rows4(self.sigma);
+        let s = g.rows(self.sigma);
         let se = g.op("Mul", &[&s, e]);
         g.op("Sub", &[self.x, &se])
     }
@@ -52,7 +52,7 @@ impl Step<'_> {
         denoised: &str,
         stepped: &str,
     ) -> String {
-        let last = g.rows4(last);
+        let last = g.rows(last);
         g.op("Where", &[&last, denoised, stepped])
     }
 }
@@ -86,7 +86,7 @@ pub(super) fn combine(g: &mut PolicyGraph<'_>, terms: &[(String, String)]) -> St
     let mut sum: Option<String> = None;
     for (coefficient, latent) in terms {
         let c = g.cast(coefficient, DataType::FLOAT);
-        let c = g.rows4(&c);
+        let c = g.rows(&c);
         let term = g.op("Mul", &[&c, latent]);
         sum = Some(match sum {
             Some(s) => g.op("Add", &[&s, &term]),

@@ -21,7 +21,9 @@ pub(super) use names::StageNames;
 
 use super::Refusal;
 use super::graph::Graph;
-use super::parts::{Provenance, Steps, component, contract, invoke, latent, picture, policy};
+use super::parts::{
+    self, Axes, Provenance, Steps, component, contract, invoke, parameter, picture, policy, row,
+};
 use super::recognise::{Chain, ModelUpscale, Sink};
 use prompts::Prompted;
 use serde_json::{Map, Value, json};
@@ -58,7 +60,16 @@ impl Conflict {
 }
 
 /// Titles ComfyUI gives sinks by default: not worth naming an output after.
-const DEFAULT_TITLES: &[&str] = &["Save Image", "Preview Image"];
+const DEFAULT_TITLES: &[&str] = &[
+    "Save Image",
+    "Preview Image",
+    "Save Animated WEBP",
+    "Save Animated PNG",
+    "SaveWEBM",
+    "Save WEBM",
+    "Save Video",
+    "Video Combine 🎥🅥🅗🅢",
+];
 
 /// Builds the document for `chain`.
 pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
@@ -124,61 +135,61 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
     }
 
     let mut outputs = Map::new();
-    let mut vaes: BTreeMap<&str, String> = BTreeMap::new();
-    let mut decoded: BTreeMap<&str, String> = BTreeMap::new();
-    let mut upscaled = Upscaled::default();
+    let mut sinks = SinkParts::default();
     for sink in &chain.sinks {
-        let decoder = numbered(&mut vaes, sink.vae.as_str(), |n| match n {
-            1 => "vae_decoder".to_string(),
-            n => format!("vae{n}_decoder"),
-        });
-        components.entry(decoder.clone()).or_insert_with(|| {
-            component(
-                &format!("{decoder}/model.onnx"),
-                json!({"latent": latent()}),
-                json!({"image": picture(json!(3))}),
-                None,
-            )
-        });
-        let image = match decoded.get(sink.decode.as_str()) {
-            Some(value) => value.clone(),
-            None => {
-                let value = match decoded.len() {
-                    0 => "vae.image".to_string(),
-                    _ => format!("vae.image_{}", sink.decode),
-                };
-                after.push(
-                    invoke(
-                        &decoder,
-                        json!({"latent": latents[sink.stage]}),
-                        json!({"image": value}),
-                    ),
-                    &[&sink.decode, &sink.vae],
-                );
-                decoded.insert(&sink.decode, value.clone());
-                value
-            }
-        };
-        let (image, range) = match &sink.upscale {
-            Some(up) => (
-                upscaled.image(up, &image, &mut components, &mut after),
-                "zero_to_one",
-            ),
-            None => (image, "negative_one_to_one"),
-        };
+        let axes = chain.stages[sink.stage].axes;
+        let decoded = sinks.decoded(sink, axes, &latents, &mut components, &mut after);
         let output = match chain.sinks.len() {
-            1 => "image".to_string(),
+            1 => base_name(sink).to_string(),
             _ => output_name(sink, &outputs),
         };
-        outputs.insert(output.clone(), json!({"contract": picture(json!(3)), "role": "image", "value_range": range, "stage": "pre_adapter"}));
-        after.push(
-            json!({"kind": "emit", "value": image, "output": output, "mode": "replace"}),
-            &[&sink.node],
-        );
+        match sink.frame_rate {
+            Some(fps) => {
+                let video = sinks.video_pixels(sink, &decoded, &mut components, &mut after);
+                outputs.insert(
+                    output.clone(),
+                    json!({"contract": parts::video(), "role": "video", "stage": "pre_adapter"}),
+                );
+                after.push(
+                    json!({"kind": "emit", "value": video, "output": output, "mode": "replace"}),
+                    &[&sink.node],
+                );
+                let rate = crate::media::frame_rate_output(&output);
+                let input = format!("request.{rate}");
+                inputs.insert(
+                    input.clone(),
+                    parameter(row("float32"), json!({"kind": "opaque"}), &rate, json!(fps)),
+                );
+                outputs.insert(
+                    rate.clone(),
+                    json!({"contract": row("float32"), "role": "tensor", "stage": "pre_adapter"}),
+                );
+                after.push(
+                    json!({"kind": "emit", "value": input, "output": rate, "mode": "replace"}),
+                    &[&sink.node],
+                );
+            }
+            None => {
+                let (image, range) = match &sink.upscale {
+                    Some(up) => (
+                        sinks
+                            .upscaled
+                            .image(up, &decoded, &mut components, &mut after),
+                        "zero_to_one",
+                    ),
+                    None => (decoded, "negative_one_to_one"),
+                };
+                outputs.insert(output.clone(), json!({"contract": picture(json!(3)), "role": "image", "value_range": range, "stage": "pre_adapter"}));
+                after.push(
+                    json!({"kind": "emit", "value": image, "output": output, "mode": "replace"}),
+                    &[&sink.node],
+                );
+            }
+        }
     }
     outputs.insert(
         "latent".into(),
-        json!({"contract": latent(), "role": "tensor", "stage": "pre_adapter"}),
+        json!({"contract": chain.stages.last().map_or(Axes::Image, |p| p.axes).latent(), "role": "tensor", "stage": "pre_adapter"}),
     );
     after.push(
         json!({"kind": "emit", "value": latents.last(), "output": "latent", "mode": "replace"}),
@@ -207,6 +218,98 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
         prompts: prompts.into_iter().map(|p| (p.input, p.text)).collect(),
         provenance,
     })
+}
+
+/// The decoders and decodes of the sinks so far: a VAE is one decoder
+/// component per kind of latent it decodes (`vae_decoder`, then
+/// `vae2_decoder`, ...), a decode node one run however many sinks show it.
+#[derive(Default)]
+struct SinkParts<'c> {
+    decoders: BTreeMap<(&'c str, Axes), String>,
+    decodes: BTreeMap<&'c str, String>,
+    videos: BTreeMap<&'c str, String>,
+    upscaled: Upscaled,
+}
+
+impl<'c> SinkParts<'c> {
+    /// The value of `sink`'s decode (-1..1): pictures, or video frames
+    /// `[batch, frames, 3, height, width]` of a video latent.
+    fn decoded(
+        &mut self,
+        sink: &'c Sink,
+        axes: Axes,
+        latents: &[String],
+        components: &mut Map<String, Value>,
+        after: &mut Steps,
+    ) -> String {
+        if let Some(value) = self.decodes.get(sink.decode.as_str()) {
+            return value.clone();
+        }
+        let decoder = numbered(&mut self.decoders, (sink.vae.as_str(), axes), |n| match n {
+            1 => "vae_decoder".to_string(),
+            n => format!("vae{n}_decoder"),
+        });
+        let (port, shown) = match axes {
+            Axes::Image => ("image", picture(json!(3))),
+            Axes::Video => ("video", parts::video()),
+        };
+        components.entry(decoder.clone()).or_insert_with(|| {
+            component(
+                &format!("{decoder}/model.onnx"),
+                json!({"latent": axes.latent()}),
+                json!({port: shown}),
+                None,
+            )
+        });
+        let value = match (self.decodes.len(), axes) {
+            (0, Axes::Image) => "vae.image".to_string(),
+            (0, Axes::Video) => "vae.video".to_string(),
+            _ => format!("vae.{port}_{}", sink.decode),
+        };
+        after.push(
+            invoke(
+                &decoder,
+                json!({"latent": latents[sink.stage]}),
+                json!({port: value}),
+            ),
+            &[&sink.decode, &sink.vae],
+        );
+        self.decodes.insert(&sink.decode, value.clone());
+        value
+    }
+
+    /// Decoded video frames moved from -1..1 to the 0..1 a video output
+    /// shows (video outputs carry no value range), once per decode.
+    fn video_pixels(
+        &mut self,
+        sink: &'c Sink,
+        decoded: &str,
+        components: &mut Map<String, Value>,
+        after: &mut Steps,
+    ) -> String {
+        if let Some(value) = self.videos.get(sink.decode.as_str()) {
+            return value.clone();
+        }
+        components.entry("video_pixels").or_insert_with(|| {
+            policy(
+                "video_pixels",
+                json!({"video": parts::video()}),
+                json!({"pixels": parts::video()}),
+                Some(json!({"id": "wfstudio.unit-pixels", "version": "1"})),
+            )
+        });
+        let value = format!("{decoded}.pixels");
+        after.push(
+            invoke(
+                "video_pixels",
+                json!({"video": decoded}),
+                json!({"pixels": value}),
+            ),
+            &[&sink.decode],
+        );
+        self.videos.insert(&sink.decode, value.clone());
+        value
+    }
 }
 
 /// The upscale models' runs so far: each `UpscaleModelLoader` is a
@@ -320,10 +423,10 @@ fn output_name(sink: &Sink, taken: &Map<String, Value>) -> String {
         .title
         .as_deref()
         .filter(|t| !DEFAULT_TITLES.contains(t))
-        .or(sink.prefix.as_deref().filter(|p| *p != "ComfyUI"))
+        .or(sink.prefix.as_deref().filter(|p| !is_default_prefix(p)))
         .map(word)
         .filter(|w| !w.is_empty());
-    let base = named.unwrap_or_else(|| "image".to_string());
+    let base = named.unwrap_or_else(|| base_name(sink).to_string());
     let free = |name: &String| !taken.contains_key(name) && name != "latent";
     if free(&base) {
         return base;
@@ -336,6 +439,20 @@ fn output_name(sink: &Sink, taken: &Map<String, Value>) -> String {
         })
         .find(free)
         .unwrap_or(with_node)
+}
+
+/// The output name of a sink with nothing better: `image` or `video`.
+fn base_name(sink: &Sink) -> &'static str {
+    match sink.frame_rate {
+        Some(_) => "video",
+        None => "image",
+    }
+}
+
+/// Whether `prefix` is ComfyUI's default file name (`ComfyUI`, in a folder
+/// such as `video/ComfyUI`), not worth naming an output after.
+fn is_default_prefix(prefix: &str) -> bool {
+    prefix.rsplit('/').next() == Some("ComfyUI")
 }
 
 /// `text` as a lower-case word: letters and digits, runs of anything else
@@ -365,6 +482,7 @@ mod tests {
             title: title.map(str::to_string),
             prefix: prefix.map(str::to_string),
             upscale: None,
+            frame_rate: None,
         }
     }
 

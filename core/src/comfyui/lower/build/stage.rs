@@ -7,7 +7,7 @@
 //! stages are renamed apart (`super::rename`).
 
 use super::super::parts::{
-    Provenance, Steps, component, contract, hidden, invoke, latent, media, one, opaque_literal,
+    Axes, Provenance, Steps, component, contract, hidden, invoke, media, one, opaque_literal,
     parameter, picture, policy, row, runtime, tokens,
 };
 use super::super::recognise::{FlowShift, LatentSource, Plan, Prompt, UpscaleSize, Window};
@@ -35,6 +35,7 @@ pub(super) struct StageParts {
 /// `models` (its checkpoint's prefix).
 pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
     let m = |name: &str| format!("{models}{name}");
+    let latent = || plan.axes.latent();
     let s = &plan.sampler;
     let windowed = !matches!(
         (&s.window, &plan.latent),
@@ -237,7 +238,11 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
         _ => "latent.source".to_string(),
     };
     // The latent's size: the empty latent's, the input picture's, or the
-    // earlier stage's.
+    // earlier stage's; a row of it is one axis shorter than the latent.
+    let row_rank = match plan.axes {
+        Axes::Image => 3,
+        Axes::Video => 4,
+    };
     let (row_shape_parameters, row_shape_inputs, row_shape_binds, latent_node) = match &plan.latent
     {
         LatentSource::Empty {
@@ -245,9 +250,18 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
             width,
             height,
             batch,
+            scale,
+            frames,
             ..
         } => (
-            json!({"width": width, "height": height, "batch_size": batch, "channels": plan.channels, "scale": 8}),
+            {
+                let mut p = json!({"width": width, "height": height, "batch_size": batch, "channels": plan.channels, "scale": scale});
+                if let Some(frames) = frames {
+                    p["length"] = json!(frames.length);
+                    p["temporal_scale"] = json!(frames.temporal);
+                }
+                p
+            },
             json!({}),
             json!({}),
             Some(node),
@@ -265,7 +279,7 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
             None,
         ),
     };
-    components.insert("latent_row_shape".into(), policy("latent_row_shape", row_shape_inputs, json!({"shape": contract("int64", json!([3]), false)}),
+    components.insert("latent_row_shape".into(), policy("latent_row_shape", row_shape_inputs, json!({"shape": contract("int64", json!([row_rank]), false)}),
         Some(json!({"id": "wfstudio.latent-shape", "version": "1", "parameters": row_shape_parameters}))));
     components.insert("latent_noise".into(), policy("latent_noise",
         json!({"seed": row("int64"), "offset": row("int64"), "row_shape": contract("int64", json!(["row_rank"]), false)}),
@@ -623,7 +637,9 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
         unconditional: Calls::unconditional(""),
         second: Calls::estimate("_2"),
     };
-    let solver = solver_step(s, step_value, prediction, &schedule, solved, &estimates);
+    let solver = solver_step(
+        s, step_value, prediction, &schedule, solved, &estimates, plan.axes,
+    );
     if let Some((midpoint, step)) = solver.midpoint {
         components.insert("solver_midpoint".into(), midpoint);
         body.push(step, &[sampler]);

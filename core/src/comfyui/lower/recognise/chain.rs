@@ -5,11 +5,19 @@
 //! the order they run (every stage after the ones it samples further), and
 //! each is recognised once however many sinks or stages read it. A sink
 //! may show the decode through an upscale model (`ImageUpscaleWithModel`).
+//! A video sink (animated WEBP/PNG, WEBM, `CreateVideo` into `SaveVideo`,
+//! VideoHelperSuite's `VHS_VideoCombine`) shows the decode of a video
+//! latent at its frame rate.
 
 use super::super::graph::Graph;
 use super::{Plan, SAMPLER_CLASSES, custom, stage, vae_source};
 use crate::comfyui::lower::Refusal;
+use crate::comfyui::lower::parts::Axes;
 use std::collections::BTreeMap;
+
+/// The decodes a sink may show (`VAEDecodeTiled` decodes the same
+/// pictures in tiles, to save memory).
+const DECODERS: &[&str] = &["VAEDecode", "VAEDecodeTiled"];
 
 /// The most sampler stages one graph chains (ComfyUI has no limit; a
 /// longer chain is refused rather than walked without end).
@@ -22,7 +30,8 @@ pub(in crate::comfyui::lower) struct Chain {
     pub sinks: Vec<Sink>,
 }
 
-/// One `SaveImage` / `PreviewImage` and the decode it shows.
+/// One picture sink (`SaveImage` / `PreviewImage`) or video sink
+/// (`SaveAnimatedWEBP`, `SaveVideo`, ...) and the decode it shows.
 #[derive(Clone, Debug, PartialEq)]
 pub(in crate::comfyui::lower) struct Sink {
     pub node: String,
@@ -36,6 +45,8 @@ pub(in crate::comfyui::lower) struct Sink {
     pub prefix: Option<String>,
     /// An `ImageUpscaleWithModel` between the decode and the sink.
     pub upscale: Option<ModelUpscale>,
+    /// A video sink's frames per second (`None`: a picture sink).
+    pub frame_rate: Option<f64>,
 }
 
 /// `ImageUpscaleWithModel` and the `UpscaleModelLoader` it runs.
@@ -54,6 +65,57 @@ pub(in crate::comfyui::lower) struct Walk {
     visiting: Vec<String>,
 }
 
+/// A sink class: the input its pictures come in by (through
+/// `CreateVideo` for `SaveVideo`), and for a video sink its frame-rate
+/// input.
+struct SinkClass {
+    class: &'static str,
+    frame_rate: Option<&'static str>,
+}
+
+const SINKS: &[SinkClass] = &[
+    SinkClass {
+        class: "SaveImage",
+        frame_rate: None,
+    },
+    SinkClass {
+        class: "PreviewImage",
+        frame_rate: None,
+    },
+    SinkClass {
+        class: "SaveAnimatedWEBP",
+        frame_rate: Some("fps"),
+    },
+    SinkClass {
+        class: "SaveAnimatedPNG",
+        frame_rate: Some("fps"),
+    },
+    SinkClass {
+        class: "SaveWEBM",
+        frame_rate: Some("fps"),
+    },
+    SinkClass {
+        class: "SaveVideo",
+        frame_rate: Some("fps"),
+    },
+    SinkClass {
+        class: "VHS_VideoCombine",
+        frame_rate: Some("frame_rate"),
+    },
+];
+
+/// Whether `class` is a picture or video sink the lowering makes an
+/// output of.
+pub(in crate::comfyui::lower) fn is_sink(class: &str) -> bool {
+    SINKS.iter().any(|s| s.class == class)
+}
+
+/// The sink classes, for messages.
+pub(in crate::comfyui::lower) fn sink_classes() -> String {
+    let names: Vec<&str> = SINKS.iter().map(|s| s.class).collect();
+    names.join(", ")
+}
+
 /// Recognises every sink of `sinks` (in their order) and the stages behind
 /// them.
 pub(in crate::comfyui::lower) fn recognise(
@@ -63,46 +125,116 @@ pub(in crate::comfyui::lower) fn recognise(
     let mut walk = Walk::default();
     let mut out = Vec::new();
     for sink in sinks {
-        let (mut decode, _) = g.source(sink, "images")?;
-        let mut from = (sink.to_string(), "images");
-        let mut upscale = None;
-        if g.class(&decode) == "ImageUpscaleWithModel" {
-            let (loader, _) = g.source(&decode, "upscale_model")?;
-            g.expect(
-                &loader,
-                &["UpscaleModelLoader"],
-                "upscale_model",
-                (&decode, "upscale_model"),
-            )?;
-            let node = std::mem::take(&mut decode);
-            decode = g.source(&node, "image")?.0;
-            from = (node.clone(), "image");
-            upscale = Some(ModelUpscale { node, loader });
-        }
-        g.expect(&decode, &["VAEDecode"], from.1, (&from.0, from.1))?;
-        let (sampler, slot) = g.source(&decode, "samples")?;
-        let stage = walk.sampled(g, &sampler, slot, (&decode, "samples"))?;
-        let (vae, _) = g.source(&decode, "vae")?;
-        vae_source(g, &vae, &walk.stages[stage].model.loader, (&decode, "vae"))?;
-        let text = |value: Option<&serde_json::Value>| {
-            value
-                .and_then(serde_json::Value::as_str)
-                .map(str::to_string)
-        };
-        let node = g.nodes.get(sink.as_str());
-        out.push(Sink {
-            node: sink.to_string(),
-            decode,
-            vae,
-            stage,
-            title: text(node.and_then(|n| n.pointer("/_meta/title"))),
-            prefix: text(node.and_then(|n| n.pointer("/inputs/filename_prefix"))),
-            upscale,
-        });
+        out.push(one_sink(g, sink, &mut walk)?);
     }
     Ok(Chain {
         stages: walk.stages,
         sinks: out,
+    })
+}
+
+/// Sink `sink`, with the stages behind it recognised through `walk`.
+fn one_sink(g: &Graph<'_>, sink: &str, walk: &mut Walk) -> Result<Sink, Refusal> {
+    let class = SINKS
+        .iter()
+        .find(|s| s.class == g.class(sink))
+        .ok_or_else(|| g.refuse(sink, None, "is not a sink".into(), ""))?;
+    // SaveVideo shows the video CreateVideo makes of the pictures.
+    let (shown, rate_node) = match class.class {
+        "SaveVideo" => {
+            let (create, _) = g.source(sink, "video")?;
+            g.expect(&create, &["CreateVideo"], "video", (sink, "video"))?;
+            if g.has(&create, "audio") {
+                return Err(g.refuse(
+                    &create,
+                    Some("audio"),
+                    "adds a sound track to the video; the lowering makes silent video outputs"
+                        .into(),
+                    "disconnect the audio input",
+                ));
+            }
+            (create.clone(), create)
+        }
+        _ => (sink.to_string(), sink.to_string()),
+    };
+    let frame_rate = match class.frame_rate {
+        Some(input) => {
+            let fps = g.number(&rate_node, input)?;
+            if !(fps > 0.0 && fps <= 1000.0) {
+                return Err(g.refuse(
+                    &rate_node,
+                    Some(input),
+                    format!("is {fps} frames a second"),
+                    "use a frame rate above 0 and at most 1000",
+                ));
+            }
+            Some(fps)
+        }
+        None => None,
+    };
+    let (mut decode, _) = g.source(&shown, "images")?;
+    let mut from = (shown.clone(), "images");
+    let mut upscale = None;
+    if g.class(&decode) == "ImageUpscaleWithModel" {
+        let (loader, _) = g.source(&decode, "upscale_model")?;
+        g.expect(
+            &loader,
+            &["UpscaleModelLoader"],
+            "upscale_model",
+            (&decode, "upscale_model"),
+        )?;
+        let node = std::mem::take(&mut decode);
+        decode = g.source(&node, "image")?.0;
+        from = (node.clone(), "image");
+        upscale = Some(ModelUpscale { node, loader });
+    }
+    g.expect(&decode, DECODERS, from.1, (&from.0, from.1))?;
+    let (sampler, slot) = g.source(&decode, "samples")?;
+    let stage = walk.sampled(g, &sampler, slot, (&decode, "samples"))?;
+    let (vae, _) = g.source(&decode, "vae")?;
+    vae_source(g, &vae, &walk.stages[stage].model.loader, (&decode, "vae"))?;
+    match (walk.axes(stage), frame_rate, &upscale) {
+        (Axes::Video, None, _) => {
+            return Err(g.refuse(
+                sink,
+                Some("images"),
+                "saves the frames of a video as pictures; the lowering makes a video output of a video latent".into(),
+                "save the video with SaveAnimatedWEBP, SaveWEBM or CreateVideo and SaveVideo",
+            ));
+        }
+        (Axes::Image, Some(_), _) => {
+            return Err(g.refuse(
+                sink,
+                None,
+                "shows a batch of pictures as a video; the lowering makes video outputs of video latents (EmptyHunyuanLatentVideo and the like)".into(),
+                "save the pictures with SaveImage",
+            ));
+        }
+        (Axes::Video, Some(_), Some(up)) => {
+            return Err(g.refuse(
+                &up.node,
+                None,
+                "upscales video frames; the lowering runs upscale models on pictures only".into(),
+                "upscale the video outside the graph",
+            ));
+        }
+        _ => {}
+    }
+    let text = |value: Option<&serde_json::Value>| {
+        value
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string)
+    };
+    let node = g.nodes.get(sink);
+    Ok(Sink {
+        node: sink.to_string(),
+        decode,
+        vae,
+        stage,
+        title: text(node.and_then(|n| n.pointer("/_meta/title"))),
+        prefix: text(node.and_then(|n| n.pointer("/inputs/filename_prefix"))),
+        upscale,
+        frame_rate,
     })
 }
 
@@ -162,5 +294,10 @@ impl Walk {
     /// The latent channels of stage `stage`.
     pub(super) fn channels(&self, stage: usize) -> i64 {
         self.stages.get(stage).map_or(4, |p| p.channels)
+    }
+
+    /// The latent axes of stage `stage`.
+    pub(super) fn axes(&self, stage: usize) -> Axes {
+        self.stages.get(stage).map_or(Axes::Image, |p| p.axes)
     }
 }

@@ -5,6 +5,7 @@ use super::super::graph::Graph;
 use super::chain::Walk;
 use super::{SAMPLER_CLASSES, loaded_image, vae_source};
 use crate::comfyui::lower::Refusal;
+use crate::comfyui::lower::parts::Axes;
 use crate::comfyui::synth::upscale::METHODS;
 
 /// ComfyUI's own limits on image sides and batch size.
@@ -13,6 +14,11 @@ const MAX_BATCH: i64 = 4096;
 const LATENT_SOURCES: &[&str] = &[
     "EmptyLatentImage",
     "EmptySD3LatentImage",
+    "EmptyHunyuanLatentVideo",
+    "EmptyMochiLatentVideo",
+    "EmptyCosmosLatentVideo",
+    "EmptyLTXVLatentVideo",
+    "Wan22ImageToVideoLatent",
     "VAEEncode",
     "VAEEncodeForInpaint",
     "SetLatentNoiseMask",
@@ -23,13 +29,17 @@ const UPSCALERS: &[&str] = &["LatentUpscale", "LatentUpscaleBy"];
 /// Where the sampler's starting latent comes from.
 #[derive(Clone, Debug, PartialEq)]
 pub(in crate::comfyui::lower) enum LatentSource {
-    /// `EmptyLatentImage` / `EmptySD3LatentImage`.
+    /// `EmptyLatentImage` / `EmptySD3LatentImage`, or an empty video
+    /// latent (`frames` set).
     Empty {
         node: String,
         width: i64,
         height: i64,
         batch: i64,
         channels: i64,
+        /// Pixels per latent cell along height and width.
+        scale: i64,
+        frames: Option<Frames>,
     },
     /// `VAEEncode` of a loaded image, optionally masked by
     /// `SetLatentNoiseMask` (`mask`: the mask's loader and the mask node).
@@ -53,6 +63,58 @@ pub(in crate::comfyui::lower) enum LatentSource {
         upscale: Option<Upscale>,
     },
 }
+
+/// The time axis of an empty video latent: `(length - 1) / temporal + 1`
+/// latent frames, as ComfyUI's video latent nodes make.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct Frames {
+    /// Frames of the decoded video.
+    pub length: i64,
+    /// Video frames per latent frame (after the first).
+    pub temporal: i64,
+}
+
+/// An empty video latent class: channels, spatial and temporal scale
+/// (ComfyUI's `comfy_extras` nodes of each model family).
+struct VideoLatent {
+    class: &'static str,
+    channels: i64,
+    scale: i64,
+    temporal: i64,
+}
+
+const VIDEO_LATENTS: &[VideoLatent] = &[
+    VideoLatent {
+        class: "EmptyHunyuanLatentVideo",
+        channels: 16,
+        scale: 8,
+        temporal: 4,
+    },
+    VideoLatent {
+        class: "EmptyMochiLatentVideo",
+        channels: 12,
+        scale: 8,
+        temporal: 6,
+    },
+    VideoLatent {
+        class: "EmptyCosmosLatentVideo",
+        channels: 16,
+        scale: 8,
+        temporal: 8,
+    },
+    VideoLatent {
+        class: "EmptyLTXVLatentVideo",
+        channels: 128,
+        scale: 32,
+        temporal: 8,
+    },
+    VideoLatent {
+        class: "Wan22ImageToVideoLatent",
+        channels: 48,
+        scale: 16,
+        temporal: 4,
+    },
+];
 
 /// `LatentUpscale` / `LatentUpscaleBy` between two sampler stages.
 #[derive(Clone, Debug, PartialEq)]
@@ -123,7 +185,18 @@ pub(super) fn latent_source(
         let (from, slot) = g.source(&node, "samples")?;
         let upscale = upscale(g, &node)?;
         let stage = walk.sampled(g, &from, slot, (&node, "samples"))?;
+        if upscale.is_some() && walk.axes(stage) == Axes::Video {
+            return Err(g.refuse(
+                &node,
+                Some("samples"),
+                "resizes a video latent; the lowering resizes picture latents only".into(),
+                "make the video at the final size",
+            ));
+        }
         return Ok(LatentSource::Stage { stage, upscale });
+    }
+    if let Some(video) = VIDEO_LATENTS.iter().find(|v| v.class == g.class(&node)) {
+        return empty_video(g, &node, video);
     }
     g.expect(
         &node,
@@ -146,6 +219,8 @@ pub(super) fn latent_source(
             } else {
                 4
             },
+            scale: 8,
+            frames: None,
             node,
         },
         "VAEEncode" => LatentSource::Encoded {
@@ -174,6 +249,31 @@ pub(super) fn latent_source(
                 mask: Some(m),
             }
         }
+    })
+}
+
+/// The empty video latent of `node`, a `video` class; a start image (an
+/// image-to-video latent) is refused.
+fn empty_video(g: &Graph<'_>, node: &str, video: &VideoLatent) -> Result<LatentSource, Refusal> {
+    if g.has(node, "start_image") {
+        return Err(g.refuse(
+            node,
+            Some("start_image"),
+            "starts the video from a picture, which the lowering does not encode into video latents yet".into(),
+            "disconnect start_image to make a text-to-video latent",
+        ));
+    }
+    Ok(LatentSource::Empty {
+        width: g.whole(node, "width", 16..=MAX_RESOLUTION)?,
+        height: g.whole(node, "height", 16..=MAX_RESOLUTION)?,
+        batch: g.whole(node, "batch_size", 1..=MAX_BATCH)?,
+        channels: video.channels,
+        scale: video.scale,
+        frames: Some(Frames {
+            length: g.whole(node, "length", 1..=MAX_RESOLUTION)?,
+            temporal: video.temporal,
+        }),
+        node: node.to_string(),
     })
 }
 

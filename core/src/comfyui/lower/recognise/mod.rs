@@ -8,10 +8,11 @@ mod custom;
 mod latent;
 mod prompt;
 
-pub(super) use chain::{Chain, ModelUpscale, Sink, recognise};
+pub(super) use chain::{Chain, ModelUpscale, Sink, is_sink, recognise, sink_classes};
 pub(super) use latent::{LatentSource, UpscaleSize};
 
 use super::graph::Graph;
+use super::parts::Axes;
 use super::{Refusal, SCHEDULES};
 use crate::comfyui::synth::sampling::sampler_names;
 use custom::Guide;
@@ -26,9 +27,11 @@ pub(super) struct Plan {
     pub negative: Conditioning,
     pub latent: LatentSource,
     pub control: Option<Control>,
-    /// Latent channels: the flow-matching family's, else the empty
-    /// latent's, else 4.
+    /// Latent channels: an empty video latent's, else the flow-matching
+    /// family's, else the empty latent's, else 4.
     pub channels: i64,
+    /// Whether the latent is a picture's or a video's.
+    pub axes: Axes,
 }
 
 /// The sampler node and its run parameters.
@@ -264,7 +267,30 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
             "set add_noise to enable",
         ));
     }
+    let axes = match &latent {
+        LatentSource::Empty {
+            frames: Some(_), ..
+        } => Axes::Video,
+        LatentSource::Stage { stage, .. } => walk.axes(*stage),
+        _ => Axes::Image,
+    };
+    if let (Axes::Video, Some(control)) = (axes, &control) {
+        return Err(g.refuse(
+            &control.apply,
+            None,
+            "conditions a video sampler with a ControlNet; the lowering applies ControlNets to pictures only".into(),
+            "remove the ControlNet from the video graph",
+        ));
+    }
     let channels = match (&model.flow, &latent) {
+        (
+            _,
+            LatentSource::Empty {
+                frames: Some(_),
+                channels,
+                ..
+            },
+        ) => *channels,
         (Some(flow), _) => flow.channels,
         (None, LatentSource::Empty { channels, .. }) => *channels,
         (None, LatentSource::Stage { stage, .. }) => walk.channels(*stage),
@@ -272,6 +298,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
     };
     Ok(Plan {
         channels,
+        axes,
         sampler,
         model,
         positive,

@@ -1,0 +1,231 @@
+//! ComfyUI video graphs: an empty video latent (frames after the channels)
+//! sampled like a picture's, decoded into `[batch, frames, 3, height,
+//! width]` frames in 0..1, each video sink its own output with its frame
+//! rate beside it; and the video graphs the lowering refuses, by name.
+//! (The sampling itself is checked against numpy on video latents in
+//! `comfyui_package.rs`.)
+
+mod support;
+
+use serde_json::{Value, json};
+use support::lowering::{lowered, npy, package_and_run, pattern, scratch, workflow};
+use wfstudio_core::comfyui::lower::{self, Target};
+
+/// The video pattern: `EmptyHunyuanLatentVideo` (32x24, 11 frames) through
+/// `VAEDecodeTiled` into `CreateVideo` at 16 fps and `SaveVideo`, and into
+/// `SaveAnimatedWEBP` at 8 fps.
+fn video() -> Value {
+    pattern("video")
+}
+
+#[test]
+fn a_video_graph_declares_a_video_latent_and_one_output_per_video_sink() {
+    let l = lowered(&video(), &Target::default());
+    let w = workflow(&l);
+    let outputs: Vec<&String> = w["outputs"].as_object().expect("outputs").keys().collect();
+    assert_eq!(
+        outputs,
+        [
+            "video",
+            "video_frame_rate",
+            "preview",
+            "preview_frame_rate",
+            "latent"
+        ]
+    );
+    for name in ["video", "preview"] {
+        assert_eq!(w["outputs"][name]["role"], "video");
+        assert_eq!(
+            w["outputs"][name]["contract"]["shape"],
+            json!(["batch", "frames", 3, "height", "width"])
+        );
+        assert!(w["outputs"][name].get("value_range").is_none());
+    }
+    assert_eq!(
+        w["outputs"]["latent"]["contract"]["shape"],
+        json!([
+            "batch",
+            "channels",
+            "latent_frames",
+            "latent_height",
+            "latent_width"
+        ])
+    );
+    // The frame rates are the sinks' own, as inputs a run may change.
+    assert_eq!(w["inputs"]["request.video_frame_rate"]["default"], 16.0);
+    assert_eq!(w["inputs"]["request.preview_frame_rate"]["default"], 8.0);
+    assert_eq!(
+        w["components"]["latent_row_shape"]["contract"]["parameters"],
+        json!({"width": 32, "height": 24, "batch_size": 1, "channels": 16, "scale": 8, "length": 11, "temporal_scale": 4})
+    );
+    // Both sinks show one decode.
+    let decodes = w["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .filter(|s| s["component"] == "vae_decoder")
+        .count();
+    assert_eq!(decodes, 1);
+}
+
+#[test]
+fn a_video_package_runs_into_frames_at_the_sinks_frame_rates() {
+    if !support::runtime_available() {
+        return;
+    }
+    let root = scratch("video");
+    let (_, out) = package_and_run(&root, "video", &video());
+    // 11 frames make (11 - 1) / 4 + 1 = 3 latent frames, which a video VAE
+    // decodes into (3 - 1) * 4 + 1 = 9.
+    let (latent, _) = npy(&out.join("latent.npy"));
+    assert_eq!(latent, [1, 16, 3, 3, 4]);
+    for name in ["video", "preview"] {
+        let (shape, frames) = npy(&out.join(format!("{name}.npy")));
+        assert_eq!(shape, [1, 9, 3, 24, 32], "{name}");
+        assert!(frames.iter().all(|v| (0.0..=1.0).contains(v)), "{name}");
+        assert!(frames.iter().any(|v| *v > 0.0 && *v < 1.0), "{name}");
+    }
+    let (_, rate) = npy(&out.join("video_frame_rate.npy"));
+    assert_eq!(rate, [16.0]);
+    // The animation plays at the sink's rate: 1/16 s is 6 hundredths in
+    // a GIF (its unit), 1/8 s 12 or 13.
+    for (name, delays) in [("video", [60, 60]), ("preview", [120, 130])] {
+        let gif = std::fs::read(out.join(format!("{name}.gif"))).expect("gif");
+        let frames = image::AnimationDecoder::into_frames(
+            image::codecs::gif::GifDecoder::new(std::io::Cursor::new(gif)).expect("a GIF"),
+        )
+        .collect_frames()
+        .expect("frames");
+        assert_eq!(frames.len(), 9, "{name}");
+        let (numer, denom) = frames[0].delay().numer_denom_ms();
+        let ms = numer / denom;
+        assert!(delays.contains(&ms), "{name}: {ms} ms");
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn a_wan22_latent_has_its_channels_and_sixteen_pixels_a_cell() {
+    if !support::runtime_available() {
+        return;
+    }
+    let mut graph = video();
+    graph["4"] = json!({"class_type": "Wan22ImageToVideoLatent", "inputs": {"width": 64, "height": 48, "length": 6, "batch_size": 1, "vae": ["15", 0]}});
+    let l = lowered(&graph, &Target::default());
+    let shape = &workflow(&l)["components"]["latent_row_shape"]["contract"]["parameters"];
+    assert_eq!(shape["channels"], 48, "Wan 2.2's channels, not SD3's 16");
+    assert_eq!(shape["scale"], 16);
+    let root = scratch("wan22");
+    let (_, out) = package_and_run(&root, "wan22", &graph);
+    // 6 frames: (6 - 1) / 4 + 1 = 2 latent frames, decoded into 5.
+    assert_eq!(npy(&out.join("latent.npy")).0, [1, 48, 2, 3, 4]);
+    assert_eq!(npy(&out.join("video.npy")).0, [1, 5, 3, 48, 64]);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// Node, class, input and message of the first refusal.
+type Expected = (
+    &'static str,
+    &'static str,
+    Option<&'static str>,
+    &'static str,
+);
+
+#[test]
+fn video_graphs_the_lowering_cannot_make_are_refused_by_name() {
+    let cases: Vec<(Value, Expected)> = vec![
+        (
+            {
+                let mut g = video();
+                g["20"] = json!({"class_type": "SaveImage", "inputs": {"filename_prefix": "frames", "images": ["6", 0]}});
+                g
+            },
+            (
+                "20",
+                "SaveImage",
+                Some("images"),
+                "saves the frames of a video as pictures; the lowering makes a video output of a video latent",
+            ),
+        ),
+        (
+            {
+                let mut g = video();
+                g["4"] = json!({"class_type": "EmptyLatentImage", "inputs": {"width": 32, "height": 24, "batch_size": 4}});
+                g
+            },
+            (
+                "8",
+                "SaveVideo",
+                None,
+                "shows a batch of pictures as a video; the lowering makes video outputs of video latents (EmptyHunyuanLatentVideo and the like)",
+            ),
+        ),
+        (
+            {
+                let mut g = video();
+                g["4"] = json!({"class_type": "Wan22ImageToVideoLatent", "inputs": {"width": 64, "height": 48, "length": 6, "batch_size": 1, "vae": ["15", 0], "start_image": ["30", 0]}});
+                g["30"] = json!({"class_type": "LoadImage", "inputs": {"image": "start.png"}});
+                g
+            },
+            (
+                "4",
+                "Wan22ImageToVideoLatent",
+                Some("start_image"),
+                "starts the video from a picture, which the lowering does not encode into video latents yet",
+            ),
+        ),
+        (
+            {
+                let mut g = video();
+                g["7"]["inputs"]["audio"] = json!(["31", 0]);
+                g["31"] = json!({"class_type": "LoadAudio", "inputs": {"audio": "a.wav"}});
+                g
+            },
+            (
+                "7",
+                "CreateVideo",
+                Some("audio"),
+                "adds a sound track to the video; the lowering makes silent video outputs",
+            ),
+        ),
+        (
+            {
+                let mut g = video();
+                g["9"]["inputs"]["fps"] = json!(0.0);
+                g
+            },
+            ("9", "SaveAnimatedWEBP", Some("fps"), "is 0 frames a second"),
+        ),
+        (
+            {
+                let mut g = video();
+                g["21"] = json!({"class_type": "LatentUpscaleBy", "inputs": {"upscale_method": "bilinear", "scale_by": 1.5, "samples": ["5", 0]}});
+                g["22"] = g["5"].clone();
+                g["22"]["inputs"]["latent_image"] = json!(["21", 0]);
+                g["22"]["inputs"]["denoise"] = json!(0.5);
+                g["6"]["inputs"]["samples"] = json!(["22", 0]);
+                g
+            },
+            (
+                "21",
+                "LatentUpscaleBy",
+                Some("samples"),
+                "resizes a video latent; the lowering resizes picture latents only",
+            ),
+        ),
+    ];
+    for (graph, (node, class, input, message)) in cases {
+        let refusals = lower::lower(&graph).expect_err("refused");
+        let r = &refusals[0];
+        assert_eq!(
+            (
+                r.node.as_str(),
+                r.class.as_str(),
+                r.input.as_deref(),
+                r.message.as_str()
+            ),
+            (node, class, input, message)
+        );
+        assert!(!r.remedy.is_empty());
+    }
+}
