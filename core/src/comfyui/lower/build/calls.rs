@@ -1,5 +1,6 @@
 //! The model calls of one sampling step: the ControlNet (if any) and the
-//! denoiser once per prompt side at a sample and timestep, then the
+//! denoiser once per prompt side at a sample and timestep (with the side's
+//! `FluxGuidance` value, if any), then the
 //! classifier-free guidance of the two. A step of a two-call sampler makes
 //! them twice, the second set's values named with a suffix.
 
@@ -68,6 +69,9 @@ impl Calls<'_> {
             if plan.control.is_some() {
                 bind["down_residuals"] = json!(format!("control.{}.down{suffix}", side.name));
                 bind["mid_residual"] = json!(format!("control.{}.mid{suffix}", side.name));
+            }
+            if let Some(guidance) = side.guidance {
+                bind["guidance"] = json!(guidance);
             }
             body.push(
                 invoke(

@@ -24,6 +24,9 @@ pub(super) struct PromptSide<'a> {
     /// The `ConditioningZeroOut` that zeroes this side, if one does.
     zeroed: Option<&'a String>,
     pub controlled: bool,
+    /// The input its `FluxGuidance` value comes in by, when the plan has
+    /// one (a side without takes the positive's, which only cfg 1 allows).
+    pub guidance: Option<&'static str>,
 }
 
 /// A prompt text, the token-id input it is passed in and its encoder node.
@@ -51,8 +54,27 @@ pub(super) fn reuses_positive(plan: &Plan) -> bool {
         && matches!(plan.negative.text, Prompt::Single(_))
 }
 
+/// The positive prompt's `FluxGuidance` input, and the negative's own
+/// where its node is another: (input, node, value).
+pub(super) fn guidance_inputs(plan: &Plan) -> Vec<(&'static str, &String, f64)> {
+    let (p, n) = (&plan.positive.guidance, &plan.negative.guidance);
+    let mut out: Vec<(&'static str, &String, f64)> = Vec::new();
+    if let Some(p) = p.as_ref().or(n.as_ref()) {
+        out.push(("request.flux_guidance", &p.node, p.value));
+    }
+    if let (Some(p), Some(n)) = (p, n)
+        && p.node != n.node
+    {
+        out.push(("request.negative_flux_guidance", &n.node, n.value));
+    }
+    out
+}
+
 /// The positive and negative side of `plan`.
 pub(super) fn sides(plan: &Plan) -> [PromptSide<'_>; 2] {
+    let guidance = guidance_inputs(plan);
+    let positive_guidance = guidance.first().map(|(input, ..)| *input);
+    let negative_guidance = guidance.last().map(|(input, ..)| *input);
     [
         PromptSide {
             name: "conditional",
@@ -64,6 +86,7 @@ pub(super) fn sides(plan: &Plan) -> [PromptSide<'_>; 2] {
             size_input: "request.positive_size",
             zeroed: plan.positive.zeroed.as_ref(),
             controlled: plan.control.as_ref().is_some_and(|c| c.positive),
+            guidance: positive_guidance,
         },
         PromptSide {
             name: "unconditional",
@@ -75,6 +98,7 @@ pub(super) fn sides(plan: &Plan) -> [PromptSide<'_>; 2] {
             size_input: "request.negative_size",
             zeroed: plan.negative.zeroed.as_ref(),
             controlled: plan.control.as_ref().is_some_and(|c| c.negative),
+            guidance: negative_guidance,
         },
     ]
 }

@@ -540,6 +540,19 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
         denoiser_ports["text_embeds"] = pooled.clone();
         denoiser_ports["time_ids"] = time_ids.clone();
     }
+    for (input, _, value) in prompts::guidance_inputs(plan) {
+        denoiser_ports["guidance"] = row("float32");
+        let name = input.trim_start_matches("request.");
+        inputs.insert(
+            input.into(),
+            parameter(
+                row("float32"),
+                json!({"kind": "opaque"}),
+                name,
+                json!(value),
+            ),
+        );
+    }
     let mut control_scale = "request.control_strength".to_string();
     if let Some(control) = &plan.control {
         let down = contract("float32", json!(["batch", "down_residual_elements"]), true);

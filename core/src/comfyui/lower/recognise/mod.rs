@@ -121,6 +121,16 @@ pub(super) struct Conditioning {
     /// `T5TokenizerOptions` on the CLIP path, which tokenizing the prompt
     /// must follow.
     pub tokenizer_options: Vec<TokenizerOptions>,
+    /// `FluxGuidance` on the way: the guidance-distilled model's own
+    /// guidance input for this prompt.
+    pub guidance: Option<Guidance>,
+}
+
+/// One `FluxGuidance` node and its value.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Guidance {
+    pub node: String,
+    pub value: f64,
 }
 
 /// One `T5TokenizerOptions` node's settings.
@@ -226,6 +236,13 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
     let (positive, positive_control) = prompt::conditioning(g, node, input, &model)?;
     let (node, input) = &guide.negative;
     let (negative, negative_control) = prompt::conditioning(g, node, input, &model)?;
+    guidance_sides(
+        g,
+        &positive,
+        &negative,
+        guide.positive == guide.negative,
+        &sampler,
+    )?;
     if matches!(positive.text, Prompt::Sdxl { .. }) != matches!(negative.text, Prompt::Sdxl { .. })
     {
         return Err(g.refuse(
@@ -306,6 +323,33 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
         latent,
         control,
     })
+}
+
+/// Refuses a `FluxGuidance` on one prompt only where the other prompt's
+/// model call matters: the model's own default guidance (which ComfyUI
+/// uses there) depends on the model family, which the graph does not say.
+/// With cfg 1 the negative call does not change the result, and it takes
+/// the positive's guidance; one conditioning on both sides is one prompt.
+fn guidance_sides(
+    g: &Graph<'_>,
+    positive: &Conditioning,
+    negative: &Conditioning,
+    one_conditioning: bool,
+    sampler: &Sampler,
+) -> Result<(), Refusal> {
+    let (lacking, having) = match (&positive.guidance, &negative.guidance) {
+        (Some(p), None) if sampler.cfg != 1.0 && !one_conditioning => ("negative", p),
+        (None, Some(n)) if !one_conditioning => ("positive", n),
+        _ => return Ok(()),
+    };
+    Err(g.refuse(
+        &having.node,
+        None,
+        format!(
+            "sets the guidance of one prompt only, and the {lacking} prompt would take the model's own default guidance, which the lowering does not know"
+        ),
+        &format!("add a FluxGuidance to the {lacking} prompt too, or set cfg to 1"),
+    ))
 }
 
 fn sampler(g: &Graph<'_>, node: &str) -> Result<Sampler, Refusal> {

@@ -1,11 +1,12 @@
 //! A prompt's way from the sampler back to its text encoder: ControlNet
-//! applications, a `ConditioningZeroOut`, the encoder (`CLIPTextEncode` or
+//! applications, a `FluxGuidance` (before or after them, or the zeroing),
+//! a `ConditioningZeroOut`, the encoder (`CLIPTextEncode` or
 //! `CLIPTextEncodeSDXL`) and its CLIP path (LoRA loaders, T5 tokenizer
 //! options, the loader).
 
 use super::super::graph::Graph;
 use super::{
-    CLIP_LOADERS, CONTROL_APPLIERS, Conditioning, Control, ENCODERS, ModelChain, Prompt,
+    CLIP_LOADERS, CONTROL_APPLIERS, Conditioning, Control, ENCODERS, Guidance, ModelChain, Prompt,
     TokenizerOptions, loaded_image,
 };
 use crate::comfyui::lower::Refusal;
@@ -20,6 +21,8 @@ pub(super) fn conditioning(
     let (mut node, mut slot) = g.source(sampler, name)?;
     let mut from = (sampler.to_string(), name.to_string());
     let mut control: Option<Control> = None;
+    let mut guidance: Option<Guidance> = None;
+    flux_guidance(g, &mut node, &mut slot, &mut from, &mut guidance)?;
     while CONTROL_APPLIERS.contains(&g.class(&node)) {
         let outputs = if g.class(&node) == "ControlNetApplyAdvanced" {
             2
@@ -78,6 +81,7 @@ pub(super) fn conditioning(
         from = (node.clone(), input.to_string());
         (node, slot) = g.source(&node, input)?;
     }
+    flux_guidance(g, &mut node, &mut slot, &mut from, &mut guidance)?;
     let mut zeroed = None;
     if g.class(&node) == "ConditioningZeroOut" {
         first_output(g, &from, &node, slot)?;
@@ -93,6 +97,7 @@ pub(super) fn conditioning(
                 "feed it a CLIPTextEncode, or encode an empty negative prompt instead",
             ));
         }
+        flux_guidance(g, &mut node, &mut slot, &mut from, &mut guidance)?;
     }
     g.expect(&node, ENCODERS, &from.1, (&from.0, &from.1))?;
     first_output(g, &from, &node, slot)?;
@@ -122,9 +127,54 @@ pub(super) fn conditioning(
             clip_loras,
             zeroed,
             tokenizer_options,
+            guidance,
         },
         control,
     ))
+}
+
+/// Steps over a `FluxGuidance` at `node` (the walk's position, read by
+/// input `from`), recording it in `guidance`; a second one on the same
+/// prompt is refused.
+fn flux_guidance(
+    g: &Graph<'_>,
+    node: &mut String,
+    slot: &mut i64,
+    from: &mut (String, String),
+    guidance: &mut Option<Guidance>,
+) -> Result<(), Refusal> {
+    if g.class(node) != "FluxGuidance" {
+        return Ok(());
+    }
+    first_output(g, from, node, *slot)?;
+    if let Some(nearer) = guidance {
+        return Err(g.refuse(
+            node,
+            None,
+            format!(
+                "sets the guidance that FluxGuidance node {} nearer the sampler sets again",
+                nearer.node
+            ),
+            "keep one FluxGuidance on each prompt",
+        ));
+    }
+    let value = g.number(node, "guidance")?;
+    if !(0.0..=100.0).contains(&value) {
+        return Err(g.refuse(
+            node,
+            Some("guidance"),
+            format!("is {value}"),
+            "use a guidance from 0 to 100",
+        ));
+    }
+    *guidance = Some(Guidance {
+        node: node.clone(),
+        value,
+    });
+    let here = node.clone();
+    *from = (here.clone(), "conditioning".to_string());
+    (*node, *slot) = g.source(&here, "conditioning")?;
+    Ok(())
 }
 
 /// The CLIP path of an encoder: the model's loader or a CLIP loader,
