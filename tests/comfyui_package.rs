@@ -232,12 +232,13 @@ fn txt2img_with(sampler: &str, scheduler: &str) -> serde_json::Value {
     graph
 }
 
-/// The txt2img graph making a video: an `EmptyHunyuanLatentVideo` of 9
-/// frames (3 latent frames) shown by `SaveAnimatedWEBP`, sampled with
-/// `sampler` on the karras schedule.
+/// The txt2img graph making two videos: an `EmptyHunyuanLatentVideo` of 9
+/// frames (3 latent frames) and batch 2 (each row's per-row values
+/// broadcast over a rank-5 latent) shown by `SaveAnimatedWEBP`, sampled
+/// with `sampler` on the karras schedule.
 fn txt2video_with(sampler: &str) -> serde_json::Value {
     let mut graph = txt2img_with(sampler, "karras");
-    graph["13"] = serde_json::json!({"class_type": "EmptyHunyuanLatentVideo", "inputs": {"width": 32, "height": 24, "length": 9, "batch_size": 1}});
+    graph["13"] = serde_json::json!({"class_type": "EmptyHunyuanLatentVideo", "inputs": {"width": 32, "height": 24, "length": 9, "batch_size": 2}});
     graph["16"] = serde_json::json!({"class_type": "SaveAnimatedWEBP", "inputs": {"filename_prefix": "clip", "fps": 12.0, "lossless": false, "quality": 80, "method": "default", "images": ["15", 0]}});
     graph
 }

@@ -8,7 +8,7 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::lowering::{lowered, npy, package_and_run, pattern, scratch, workflow};
+use support::lowering::{lowered, npy, package_and_run, pattern, s, scratch, workflow};
 use wfstudio_core::comfyui::lower::{self, Target};
 
 /// The video pattern: `EmptyHunyuanLatentVideo` (32x24, 11 frames) through
@@ -74,7 +74,7 @@ fn a_video_package_runs_into_frames_at_the_sinks_frame_rates() {
         return;
     }
     let root = scratch("video");
-    let (_, out) = package_and_run(&root, "video", &video());
+    let (dir, out) = package_and_run(&root, "video", &video());
     // 11 frames make (11 - 1) / 4 + 1 = 3 latent frames, which a video VAE
     // decodes into (3 - 1) * 4 + 1 = 9.
     let (latent, _) = npy(&out.join("latent.npy"));
@@ -87,6 +87,24 @@ fn a_video_package_runs_into_frames_at_the_sinks_frame_rates() {
     }
     let (_, rate) = npy(&out.join("video_frame_rate.npy"));
     assert_eq!(rate, [16.0]);
+    // The frames are the decoder's -1..1 moved to 0..1: (x + 1) / 2,
+    // clamped (the decoder run here on the run's latent, with numpy).
+    if let Some(python) = support::python() {
+        let check = "import numpy as np, onnxruntime as ort, sys
+pkg, out = sys.argv[1], sys.argv[2]
+latent = np.load(out + '/latent.npy')
+s = ort.InferenceSession(pkg + '/vae_decoder/model.onnx', providers=['CPUExecutionProvider'])
+x = s.run(None, {'latent': latent})[0]
+want = np.clip((x + 1) / 2, 0, 1)
+got = np.load(out + '/video.npy')
+assert got.shape == want.shape, (got.shape, want.shape)
+print(float(np.max(np.abs(got - want))))";
+        let worst: f64 = support::python_stdout(&python, &["-c", check, s(&dir), s(&out)])
+            .trim()
+            .parse()
+            .expect("a number");
+        assert!(worst <= 1e-6, "video pixels vs (decoder + 1) / 2: {worst}");
+    }
     // The animation plays at the sink's rate: 1/16 s is 6 hundredths in
     // a GIF (its unit), 1/8 s 12 or 13.
     for (name, delays) in [("video", [60, 60]), ("preview", [120, 130])] {
@@ -195,6 +213,40 @@ fn video_graphs_the_lowering_cannot_make_are_refused_by_name() {
                 g
             },
             ("9", "SaveAnimatedWEBP", Some("fps"), "is 0 frames a second"),
+        ),
+        (
+            {
+                let mut g = video();
+                g["9"] = json!({"class_type": "VHS_VideoCombine", "inputs": {"frame_rate": 8.0, "loop_count": 0, "filename_prefix": "AnimateDiff", "format": "image/gif", "pingpong": true, "save_output": true, "images": ["6", 0]}});
+                g
+            },
+            (
+                "9",
+                "VHS_VideoCombine",
+                Some("pingpong"),
+                "plays the frames forth and back, which the lowering's video output does not",
+            ),
+        ),
+        (
+            {
+                let mut g = video();
+                g["4"] = json!({"class_type": "Wan22ImageToVideoLatent", "inputs": {"width": 64, "height": 48, "length": 6, "batch_size": 2, "vae": ["15", 0]}});
+                g
+            },
+            (
+                "4",
+                "Wan22ImageToVideoLatent",
+                Some("batch_size"),
+                "asks for 2 videos; the lowering makes this class's latent for one",
+            ),
+        ),
+        (
+            {
+                let mut g = video();
+                g["4"] = json!({"class_type": "EmptyLTXVLatentVideo", "inputs": {"width": 32, "height": 64, "length": 9, "batch_size": 1}});
+                g
+            },
+            ("4", "EmptyLTXVLatentVideo", Some("width"), "is 32"),
         ),
         (
             {

@@ -102,25 +102,26 @@ pub fn decode(document: &Document, key: &str, tensor: &Tensor) -> anyhow::Result
 /// Frames per second of a video output that carries no frame rate.
 pub const DEFAULT_VIDEO_FPS: f64 = 8.0;
 
-/// The frames per second of video output `key` of a run's `outputs`: the
-/// first value of its frame-rate output (`wfstudio_core::media`), when
-/// that is a positive number.
-pub fn frame_rate(outputs: &BTreeMap<String, Tensor>, key: &str) -> Option<f64> {
+/// The frames per second of batch row `row` of video output `key` of a
+/// run's `outputs`: that row's value of its frame-rate output
+/// (`wfstudio_core::media`), when that is a positive number.
+pub fn frame_rate(outputs: &BTreeMap<String, Tensor>, key: &str, row: usize) -> Option<f64> {
     let rate = outputs.get(&wfstudio_core::media::frame_rate_output(key))?;
-    (!rate.data.is_empty())
-        .then(|| rate.data.get_f64(0))
+    (row < rate.data.len())
+        .then(|| rate.data.get_f64(row))
         .filter(|fps| fps.is_finite() && *fps > 0.0)
 }
 
-/// Animated GIF file bytes of `frames` shown at `fps`, looping forever
-/// (GIF keeps delays in hundredths of a second).
+/// Animated GIF file bytes of `frames` shown at `fps`, looping forever.
+/// GIF keeps delays in hundredths of a second, and players show delays
+/// under two hundredths slowly: above 50 fps the GIF plays at 50.
 pub fn gif_bytes(frames: &[Rgb8], fps: f64) -> anyhow::Result<Vec<u8>> {
     use image::codecs::gif::{GifEncoder, Repeat};
     let mut gif = Vec::new();
     {
         let mut encoder = GifEncoder::new_with_speed(&mut gif, 10);
         encoder.set_repeat(Repeat::Infinite)?;
-        let micros = (1e6 / fps.clamp(0.01, 1000.0)).round() as u32;
+        let micros = (1e6 / fps.clamp(0.01, 50.0)).round() as u32;
         let delay = image::Delay::from_numer_denom_ms(micros, 1000);
         for rgb in frames {
             let rgba = image::DynamicImage::ImageRgb8(

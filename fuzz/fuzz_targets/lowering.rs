@@ -1,7 +1,7 @@
 //! The ComfyUI lowering on graphs near every supported pattern: the input
 //! picks one of the pattern fixtures (txt2img, img2img, inpaint, LoRA,
 //! ControlNet, SDXL, SD3 flow, KSamplerAdvanced, latent noise mask,
-//! SamplerCustom, SamplerCustomAdvanced) and
+//! SamplerCustom, SamplerCustomAdvanced, chains, upscales, video) and
 //! spends its bytes on edits a user or a hostile file could make: numbers,
 //! strings from ComfyUI's vocabulary, links to other nodes and slots,
 //! removed and retyped nodes, removed inputs. The LoRA pattern lowers for
@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 use wfstudio_core::comfyui::lower::{self, Target};
 use wfstudio_schema::{Format, Limits, parse_text};
 
-const PATTERNS: [&str; 15] = [
+const PATTERNS: [&str; 16] = [
     include_str!("../../fixtures/comfyui/txt2img-sd15.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet-positive.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet.api.json"),
@@ -32,6 +32,7 @@ const PATTERNS: [&str; 15] = [
     include_str!("../../fixtures/comfyui/patterns/hires-fix.api.json"),
     include_str!("../../fixtures/comfyui/patterns/refiner.api.json"),
     include_str!("../../fixtures/comfyui/patterns/upscale-model.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/video.api.json"),
 ];
 
 /// Index of the LoRA pattern in [`PATTERNS`].
@@ -46,7 +47,7 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 38] = [
+const CLASSES: [&str; 50] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
     "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
@@ -55,7 +56,9 @@ const CLASSES: [&str; 38] = [
     "SamplerCustomAdvanced", "KSamplerSelect", "BasicScheduler", "RandomNoise",
     "DisableNoise", "CFGGuider", "BasicGuider", "ModelSamplingFlux", "LatentUpscale",
     "LatentUpscaleBy", "ImageUpscaleWithModel", "UpscaleModelLoader", "ConditioningZeroOut",
-    "T5TokenizerOptions", "PreviewImage",
+    "T5TokenizerOptions", "PreviewImage", "EmptyHunyuanLatentVideo", "EmptyMochiLatentVideo",
+    "EmptyCosmosLatentVideo", "EmptyLTXVLatentVideo", "Wan22ImageToVideoLatent", "VAEDecodeTiled",
+    "SaveAnimatedWEBP", "SaveAnimatedPNG", "SaveWEBM", "CreateVideo", "SaveVideo", "FluxGuidance",
 ];
 
 /// Strings from ComfyUI's vocabulary; every sampler and scheduler name

@@ -233,7 +233,7 @@ fn report_lowering(lowered: &lower::Lowered, recipe: Option<&Path>) {
         eprintln!("note: {note}");
     }
     for id in &lowered.ignored {
-        eprintln!("ignored: node {id} does not reach the image sink");
+        eprintln!("ignored: node {id} does not reach a sink");
     }
 }
 

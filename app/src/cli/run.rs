@@ -257,13 +257,11 @@ fn write_media(
     runner: &Runner,
     dir: &Path,
     key: &str,
+    tensor: &Tensor,
     outputs: &std::collections::BTreeMap<String, Tensor>,
 ) -> anyhow::Result<()> {
     use crate::output_media::{
         DEFAULT_VIDEO_FPS, Media, decode, frame_rate, gif_bytes, png_bytes, wav_bytes,
-    };
-    let Some(tensor) = outputs.get(key) else {
-        return Ok(());
     };
     let write = |file: std::path::PathBuf, bytes: Vec<u8>| {
         wfstudio_schema::save::write_atomic(&file, &bytes)
@@ -292,7 +290,7 @@ fn write_media(
                     dir.join(row_file(key, b, rows.len(), "gif")),
                     gif_bytes(
                         frames,
-                        frame_rate(outputs, key).unwrap_or(DEFAULT_VIDEO_FPS),
+                        frame_rate(outputs, key, b).unwrap_or(DEFAULT_VIDEO_FPS),
                     )?,
                 )?;
             }
@@ -471,7 +469,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         for (name, tensor) in &output.outputs {
             let file = dir.join(format!("{name}.npy"));
             write_npy(&file, tensor).with_context(|| format!("writing {}", file.display()))?;
-            write_media(&runner, dir, name, &output.outputs)?;
+            write_media(&runner, dir, name, tensor, &output.outputs)?;
         }
         for request in &args.png16 {
             let tensor = output

@@ -1,5 +1,5 @@
 //! Lowering a ComfyUI API graph to a `pipeline.workflow` document,
-//! fail-closed: every image sink becomes a workflow output and every node on
+//! fail-closed: every picture or video sink becomes a workflow output and every node on
 //! the paths to them must be understood; anything else is refused with the
 //! node id, its class, the input at fault and a remedy.
 //!
@@ -7,13 +7,16 @@
 //! or off, leftover noise) with classifier-free guidance, chained through
 //! latents (a refiner's step window, a hires fix through `LatentUpscale` or
 //! `LatentUpscaleBy`), each stage its own sampling loop; the latent from
-//! `EmptyLatentImage`/`EmptySD3LatentImage`, `VAEEncode` (img2img; the
+//! `EmptyLatentImage`/`EmptySD3LatentImage`, an empty video latent
+//! (frames after the channels, shown by video sinks at their frame rate),
+//! `VAEEncode` (img2img; the
 //! start step is `steps - round_half_even(steps * denoise)`),
 //! `VAEEncodeForInpaint` or `SetLatentNoiseMask` (the mask is applied after
 //! every step); `CLIPTextEncode` or `CLIPTextEncodeSDXL` prompts; one
 //! ControlNet per sampler (`ControlNetApply`/`ControlNetApplyAdvanced`); LoRA loaders
 //! routed through the target package's declared adapters; flow-matching
-//! sampling (`ModelSamplingSD3`/`AuraFlow`/`Flux`) as a schedule shift.
+//! sampling (`ModelSamplingSD3`/`AuraFlow`/`Flux`) as a schedule shift;
+//! `FluxGuidance` as the denoiser's own guidance input.
 //! Run parameters (seed, steps, cfg, denoise, start/end steps, strengths,
 //! shifts, SDXL sizes) become typed workflow inputs whose defaults are the
 //! graph's values.
@@ -21,7 +24,7 @@
 //! Default package layout (the component files the document names): the
 //! models `text_encoder/`, `text_encoder_2/` (SDXL), `denoiser/`,
 //! `controlnet/`, `vae_encoder/`, `vae_decoder/` (`vae2_decoder/`, ... for
-//! more VAEs), `upscaler/` (an upscale model), a second checkpoint's
+//! more VAEs, or a VAE decoding both pictures and video), `upscaler/` (an upscale model), a second checkpoint's
 //! `model2_<name>/`, each `model.onnx`, and the policies
 //! `policies/<component>.onnx` (a later sampler stage's named
 //! `stage<k>_<policy>`; what `package` writes). A [`Target`]
@@ -94,9 +97,9 @@ pub struct Lowered {
     /// Prompt texts by the token-id input they belong to (the workflow
     /// takes token ids; a tokenizer turns each text into its input).
     pub prompts: Vec<(String, String)>,
-    /// Nodes that reach no image sink and were ignored.
+    /// Nodes that reach no sink and were ignored.
     pub ignored: Vec<String>,
-    /// Nodes on the paths to the image sinks (everything else).
+    /// Nodes on the paths to the sinks (everything else).
     pub used: Vec<String>,
     /// Lowered step (document path) -> the ComfyUI nodes it came from.
     pub provenance: Vec<(String, Vec<String>)>,

@@ -19,9 +19,8 @@ pub(super) fn contract(dtype: &str, shape: Value, aligned: bool) -> Value {
 
 /// The axes of a stage's latent: a picture's, or a video's (frames
 /// between channels and height, as ComfyUI's video latents).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) enum Axes {
-    #[default]
     Image,
     Video,
 }

@@ -76,9 +76,10 @@ fn continue_predicate(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     g.output(&out, "continue")
 }
 
-/// `[channels, height / scale, width / scale]` of the empty latent (with
-/// its frames after the channels for a video's), or of the input picture; a latent's own `[channels, height, width]` when
-/// it takes one (a chained sampler's).
+/// A latent row's shape: `[channels, height / scale, width / scale]` of
+/// the empty latent (its frames after the channels for a video's) or of
+/// the input picture; a latent's own row shape when it takes one (a
+/// chained sampler's).
 fn latent_row_shape(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     if g.has_input("latent") {
         let latent = g.input("latent")?;

@@ -1,13 +1,14 @@
 //! Turning a [`Chain`] into the `inference_metadata` document: one
 //! sampling loop per sampler stage in run order (`stage`), each later
-//! stage's names kept apart (`rename`); then, for every image sink, the
-//! decode of its stage's latent and an output named after the sink; and
+//! stage's names kept apart (`rename`); then, for every sink, the decode
+//! of its stage's latent and an output named after the sink (a video
+//! sink's with its frame rate beside it); and
 //! the last stage's latent as the `latent` output.
 //!
 //! Model components are named after the checkpoint loader they come from:
 //! the first loader's plainly (`denoiser`), another's with a prefix
 //! (`model2_denoiser`, a refiner's). VAE decoders are named per VAE node
-//! (`vae_decoder`, then `vae2_decoder`), upscale models per loader
+//! and kind of latent (`vae_decoder`, then `vae2_decoder`), upscale models per loader
 //! (`upscaler`, then `upscaler2`); a sink behind an upscale model shows
 //! 0..1 pixels, as ComfyUI's upscalers take and give them.
 
@@ -63,6 +64,11 @@ impl Conflict {
 const DEFAULT_TITLES: &[&str] = &[
     "Save Image",
     "Preview Image",
+    "SaveImage",
+    "PreviewImage",
+    "SaveAnimatedWEBP",
+    "SaveAnimatedPNG",
+    "SaveVideo",
     "Save Animated WEBP",
     "Save Animated PNG",
     "SaveWEBM",
@@ -427,7 +433,15 @@ fn output_name(sink: &Sink, taken: &Map<String, Value>) -> String {
         .map(word)
         .filter(|w| !w.is_empty());
     let base = named.unwrap_or_else(|| base_name(sink).to_string());
-    let free = |name: &String| !taken.contains_key(name) && name != "latent";
+    // A name is free when neither it nor its frame-rate output is taken,
+    // and it is not the frame-rate output of a taken one.
+    let rate = crate::media::frame_rate_output;
+    let free = |name: &String| {
+        name != "latent"
+            && !taken.contains_key(name)
+            && !taken.contains_key(&rate(name))
+            && !taken.keys().any(|k| rate(k) == *name)
+    };
     if free(&base) {
         return base;
     }
@@ -510,5 +524,25 @@ mod tests {
         );
         taken.insert("image_16".into(), Value::Null);
         assert_eq!(output_name(&sink("16", None, None), &taken), "image_16_2");
+    }
+
+    #[test]
+    fn an_output_never_takes_a_frame_rate_outputs_name_or_the_reverse() {
+        let mut taken = Map::new();
+        taken.insert("clip_frame_rate".into(), Value::Null);
+        // `clip` would put its frame rate on a taken name.
+        assert_eq!(
+            output_name(&sink("9", Some("clip"), None), &taken),
+            "clip_9"
+        );
+        let mut taken = Map::new();
+        taken.insert("clip".into(), Value::Null);
+        taken.insert("clip_frame_rate".into(), Value::Null);
+        taken.insert("shot".into(), Value::Null);
+        // `shot_frame_rate` is where `shot`'s frame rate would go.
+        assert_eq!(
+            output_name(&sink("10", Some("shot frame rate"), None), &taken),
+            "shot_frame_rate_10"
+        );
     }
 }

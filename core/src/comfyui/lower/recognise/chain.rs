@@ -1,4 +1,4 @@
-//! A graph's image sinks and the chain of sampler stages behind them: each
+//! A graph's sinks and the chain of sampler stages behind them: each
 //! sink decodes the result of one sampler; a sampler whose latent comes
 //! from another (a refiner's `KSamplerAdvanced` window, a hires fix through
 //! `LatentUpscale`) makes that one an earlier stage. Stages are listed in
@@ -65,9 +65,8 @@ pub(in crate::comfyui::lower) struct Walk {
     visiting: Vec<String>,
 }
 
-/// A sink class: the input its pictures come in by (through
-/// `CreateVideo` for `SaveVideo`), and for a video sink its frame-rate
-/// input.
+/// A sink class and, for a video sink, its frame-rate input (on the
+/// `CreateVideo` node for `SaveVideo`).
 struct SinkClass {
     class: &'static str,
     frame_rate: Option<&'static str>,
@@ -125,7 +124,9 @@ pub(in crate::comfyui::lower) fn recognise(
     let mut walk = Walk::default();
     let mut out = Vec::new();
     for sink in sinks {
-        out.push(one_sink(g, sink, &mut walk)?);
+        if let Some(class) = SINKS.iter().find(|s| s.class == g.class(sink)) {
+            out.push(one_sink(g, sink, class, &mut walk)?);
+        }
     }
     Ok(Chain {
         stages: walk.stages,
@@ -134,25 +135,35 @@ pub(in crate::comfyui::lower) fn recognise(
 }
 
 /// Sink `sink`, with the stages behind it recognised through `walk`.
-fn one_sink(g: &Graph<'_>, sink: &str, walk: &mut Walk) -> Result<Sink, Refusal> {
-    let class = SINKS
-        .iter()
-        .find(|s| s.class == g.class(sink))
-        .ok_or_else(|| g.refuse(sink, None, "is not a sink".into(), ""))?;
+fn one_sink(
+    g: &Graph<'_>,
+    sink: &str,
+    class: &SinkClass,
+    walk: &mut Walk,
+) -> Result<Sink, Refusal> {
+    if class.class == "VHS_VideoCombine" {
+        silent(g, sink)?;
+        if g.nodes
+            .get(sink)
+            .and_then(|n| n.pointer("/inputs/pingpong"))
+            .and_then(serde_json::Value::as_bool)
+            == Some(true)
+        {
+            return Err(g.refuse(
+                sink,
+                Some("pingpong"),
+                "plays the frames forth and back, which the lowering's video output does not"
+                    .into(),
+                "set pingpong to false",
+            ));
+        }
+    }
     // SaveVideo shows the video CreateVideo makes of the pictures.
     let (shown, rate_node) = match class.class {
         "SaveVideo" => {
             let (create, _) = g.source(sink, "video")?;
             g.expect(&create, &["CreateVideo"], "video", (sink, "video"))?;
-            if g.has(&create, "audio") {
-                return Err(g.refuse(
-                    &create,
-                    Some("audio"),
-                    "adds a sound track to the video; the lowering makes silent video outputs"
-                        .into(),
-                    "disconnect the audio input",
-                ));
-            }
+            silent(g, &create)?;
             (create.clone(), create)
         }
         _ => (sink.to_string(), sink.to_string()),
@@ -236,6 +247,19 @@ fn one_sink(g: &Graph<'_>, sink: &str, walk: &mut Walk) -> Result<Sink, Refusal>
         upscale,
         frame_rate,
     })
+}
+
+/// Refuses a sound track on video node `node`.
+fn silent(g: &Graph<'_>, node: &str) -> Result<(), Refusal> {
+    if !g.has(node, "audio") {
+        return Ok(());
+    }
+    Err(g.refuse(
+        node,
+        Some("audio"),
+        "adds a sound track to the video; the lowering makes silent video outputs".into(),
+        "disconnect the audio input",
+    ))
 }
 
 impl Walk {

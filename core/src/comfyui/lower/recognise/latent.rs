@@ -68,7 +68,8 @@ pub(in crate::comfyui::lower) enum LatentSource {
 /// latent frames, as ComfyUI's video latent nodes make.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(in crate::comfyui::lower) struct Frames {
-    /// Frames of the decoded video.
+    /// The node's `length`: the video frames asked for (a video VAE
+    /// decodes `(latent frames - 1) * temporal + 1`, at most this).
     pub length: i64,
     /// Video frames per latent frame (after the first).
     pub temporal: i64,
@@ -81,6 +82,8 @@ struct VideoLatent {
     channels: i64,
     scale: i64,
     temporal: i64,
+    /// ComfyUI's least width and height for the class.
+    min_side: i64,
 }
 
 const VIDEO_LATENTS: &[VideoLatent] = &[
@@ -89,30 +92,35 @@ const VIDEO_LATENTS: &[VideoLatent] = &[
         channels: 16,
         scale: 8,
         temporal: 4,
+        min_side: 16,
     },
     VideoLatent {
         class: "EmptyMochiLatentVideo",
         channels: 12,
         scale: 8,
         temporal: 6,
+        min_side: 16,
     },
     VideoLatent {
         class: "EmptyCosmosLatentVideo",
         channels: 16,
         scale: 8,
         temporal: 8,
+        min_side: 16,
     },
     VideoLatent {
         class: "EmptyLTXVLatentVideo",
         channels: 128,
         scale: 32,
         temporal: 8,
+        min_side: 64,
     },
     VideoLatent {
         class: "Wan22ImageToVideoLatent",
         channels: 48,
         scale: 16,
         temporal: 4,
+        min_side: 32,
     },
 ];
 
@@ -263,10 +271,22 @@ fn empty_video(g: &Graph<'_>, node: &str, video: &VideoLatent) -> Result<LatentS
             "disconnect start_image to make a text-to-video latent",
         ));
     }
+    let batch = g.whole(node, "batch_size", 1..=MAX_BATCH)?;
+    if video.class == "Wan22ImageToVideoLatent" && batch != 1 {
+        // Whether ComfyUI repeats this node's latent by batch_size without
+        // a start image is not settled across its versions.
+        return Err(g.refuse(
+            node,
+            Some("batch_size"),
+            format!("asks for {batch} videos; the lowering makes this class's latent for one"),
+            "set batch_size to 1 and run the package once per video",
+        ));
+    }
+    let side = video.min_side..=MAX_RESOLUTION;
     Ok(LatentSource::Empty {
-        width: g.whole(node, "width", 16..=MAX_RESOLUTION)?,
-        height: g.whole(node, "height", 16..=MAX_RESOLUTION)?,
-        batch: g.whole(node, "batch_size", 1..=MAX_BATCH)?,
+        width: g.whole(node, "width", side.clone())?,
+        height: g.whole(node, "height", side)?,
+        batch,
         channels: video.channels,
         scale: video.scale,
         frames: Some(Frames {

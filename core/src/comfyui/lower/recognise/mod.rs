@@ -1,4 +1,4 @@
-//! Walking back from the image sink to the nodes the lowering understands,
+//! Walking back from each sink to the nodes the lowering understands,
 //! into a [`Plan`]: which sampler, which latent source, how each prompt is
 //! conditioned and what the model chain applies. Every node on the path is
 //! checked here; anything else is refused with the node, class and input.
