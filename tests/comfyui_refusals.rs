@@ -5,7 +5,7 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::lowering::{lora_target, lowered, pattern, workflow};
+use support::lowering::{Expected, lora_target, lowered, pattern, workflow};
 use wfstudio_core::comfyui::lower::{self, Refusal, Target};
 
 fn refusal(api: &Value, target: &Target) -> (String, String, Option<String>, String, String) {
@@ -26,14 +26,6 @@ fn edited(name: &str, edit: impl Fn(&mut Value)) -> Value {
     edit(&mut api);
     api
 }
-
-/// Node, class, input and message of the first refusal.
-type Expected = (
-    &'static str,
-    &'static str,
-    Option<&'static str>,
-    &'static str,
-);
 
 #[test]
 fn every_refusal_names_the_node_class_input_and_a_remedy() {

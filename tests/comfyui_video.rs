@@ -8,8 +8,11 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::lowering::{lowered, npy, package_and_run, pattern, s, scratch, workflow};
-use wfstudio_core::comfyui::lower::{self, Target};
+use support::lowering::{
+    Expected, assert_refused, invocations, lowered, npy, package_and_run, pattern, s, scratch,
+    workflow,
+};
+use wfstudio_core::comfyui::lower::Target;
 
 /// The video pattern: `EmptyHunyuanLatentVideo` (32x24, 11 frames) through
 /// `VAEDecodeTiled` into `CreateVideo` at 16 fps and `SaveVideo`, and into
@@ -59,13 +62,7 @@ fn a_video_graph_declares_a_video_latent_and_one_output_per_video_sink() {
         json!({"width": 32, "height": 24, "batch_size": 1, "channels": 16, "scale": 8, "length": 11, "temporal_scale": 4})
     );
     // Both sinks show one decode.
-    let decodes = w["steps"]
-        .as_array()
-        .expect("steps")
-        .iter()
-        .filter(|s| s["component"] == "vae_decoder")
-        .count();
-    assert_eq!(decodes, 1);
+    assert_eq!(invocations(w, "vae_decoder"), 1);
 }
 
 #[test]
@@ -140,14 +137,6 @@ fn a_wan22_latent_has_its_channels_and_sixteen_pixels_a_cell() {
     assert_eq!(npy(&out.join("video.npy")).0, [1, 5, 3, 48, 64]);
     let _ = std::fs::remove_dir_all(&root);
 }
-
-/// Node, class, input and message of the first refusal.
-type Expected = (
-    &'static str,
-    &'static str,
-    Option<&'static str>,
-    &'static str,
-);
 
 #[test]
 fn video_graphs_the_lowering_cannot_make_are_refused_by_name() {
@@ -266,18 +255,7 @@ fn video_graphs_the_lowering_cannot_make_are_refused_by_name() {
             ),
         ),
     ];
-    for (graph, (node, class, input, message)) in cases {
-        let refusals = lower::lower(&graph).expect_err("refused");
-        let r = &refusals[0];
-        assert_eq!(
-            (
-                r.node.as_str(),
-                r.class.as_str(),
-                r.input.as_deref(),
-                r.message.as_str()
-            ),
-            (node, class, input, message)
-        );
-        assert!(!r.remedy.is_empty());
+    for (graph, expected) in cases {
+        assert_refused(&graph, expected);
     }
 }

@@ -96,3 +96,37 @@ pub fn worst_relative(a: &[f32], b: &[f32]) -> f32 {
         .map(|(x, y)| (x - y).abs() / (1.0 + y.abs()))
         .fold(0.0, f32::max)
 }
+
+/// Node, class, input and message of the first refusal.
+pub type Expected = (
+    &'static str,
+    &'static str,
+    Option<&'static str>,
+    &'static str,
+);
+
+/// Asserts `api` is refused first with `expected`, and with a remedy.
+pub fn assert_refused(api: &Value, expected: Expected) {
+    let refusals = lower::lower(api).expect_err("refused");
+    let r = &refusals[0];
+    assert_eq!(
+        (
+            r.node.as_str(),
+            r.class.as_str(),
+            r.input.as_deref(),
+            r.message.as_str()
+        ),
+        expected
+    );
+    assert!(!r.remedy.is_empty());
+}
+
+/// How many top-level steps of workflow `w` invoke `component`.
+pub fn invocations(w: &Value, component: &str) -> usize {
+    w["steps"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|s| s["component"] == component)
+        .count()
+}
