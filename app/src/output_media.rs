@@ -100,16 +100,19 @@ pub fn decode(document: &Document, key: &str, tensor: &Tensor) -> anyhow::Result
 }
 
 /// Frames per second of a video output that carries no frame rate.
-pub const DEFAULT_VIDEO_FPS: f64 = 8.0;
+const DEFAULT_VIDEO_FPS: f64 = 8.0;
 
 /// The frames per second of batch row `row` of video output `key` of a
 /// run's `outputs`: that row's value of its frame-rate output
-/// (`wfstudio_core::media`), when that is a positive number.
-pub fn frame_rate(outputs: &BTreeMap<String, Tensor>, key: &str, row: usize) -> Option<f64> {
-    let rate = outputs.get(&wfstudio_core::media::frame_rate_output(key))?;
-    (row < rate.data.len())
-        .then(|| rate.data.get_f64(row))
+/// (`wfstudio_core::media`) when that is a positive number, else
+/// [`DEFAULT_VIDEO_FPS`].
+pub fn frame_rate(outputs: &BTreeMap<String, Tensor>, key: &str, row: usize) -> f64 {
+    outputs
+        .get(&wfstudio_core::media::frame_rate_output(key))
+        .filter(|rate| row < rate.data.len())
+        .map(|rate| rate.data.get_f64(row))
         .filter(|fps| fps.is_finite() && *fps > 0.0)
+        .unwrap_or(DEFAULT_VIDEO_FPS)
 }
 
 /// Animated GIF file bytes of `frames` shown at `fps`, looping forever.

@@ -260,9 +260,7 @@ fn write_media(
     tensor: &Tensor,
     outputs: &std::collections::BTreeMap<String, Tensor>,
 ) -> anyhow::Result<()> {
-    use crate::output_media::{
-        DEFAULT_VIDEO_FPS, Media, decode, frame_rate, gif_bytes, png_bytes, wav_bytes,
-    };
+    use crate::output_media::{Media, decode, frame_rate, gif_bytes, png_bytes, wav_bytes};
     let write = |file: std::path::PathBuf, bytes: Vec<u8>| {
         wfstudio_schema::save::write_atomic(&file, &bytes)
             .with_context(|| format!("writing {}", file.display()))
@@ -288,10 +286,7 @@ fn write_media(
             for (b, frames) in rows.iter().enumerate() {
                 write(
                     dir.join(row_file(key, b, rows.len(), "gif")),
-                    gif_bytes(
-                        frames,
-                        frame_rate(outputs, key, b).unwrap_or(DEFAULT_VIDEO_FPS),
-                    )?,
+                    gif_bytes(frames, frame_rate(outputs, key, b))?,
                 )?;
             }
         }

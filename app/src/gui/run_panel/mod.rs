@@ -213,8 +213,7 @@ impl RunPanel {
                         ctx,
                         key,
                         rows,
-                        output_media::frame_rate(&finished.output.outputs, key, 0)
-                            .unwrap_or(output_media::DEFAULT_VIDEO_FPS),
+                        output_media::frame_rate(&finished.output.outputs, key, 0),
                     ),
                 );
             }

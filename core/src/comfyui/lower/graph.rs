@@ -114,6 +114,32 @@ impl<'a> Graph<'a> {
         })
     }
 
+    /// A numeric literal input within `range` (refused as "is {value}",
+    /// the remedy naming the range with `what` the value is).
+    pub fn number_in(
+        &self,
+        id: &str,
+        name: &str,
+        range: std::ops::RangeInclusive<f64>,
+        what: &str,
+    ) -> Result<f64, Refusal> {
+        let value = self.number(id, name)?;
+        if !range.contains(&value) {
+            return Err(self.refuse(
+                id,
+                Some(name),
+                format!("is {value}"),
+                &format!("use a {what} from {} to {}", range.start(), range.end()),
+            ));
+        }
+        Ok(value)
+    }
+
+    /// A true/false literal input, if node `id` carries one.
+    pub fn flag(&self, id: &str, name: &str) -> Option<bool> {
+        self.input(id, name).and_then(Value::as_bool)
+    }
+
     /// Whether node `id` carries input `name` at all.
     pub fn has(&self, id: &str, name: &str) -> bool {
         self.input(id, name).is_some()

@@ -9,6 +9,7 @@ mod files;
 pub mod inputs;
 pub mod ports;
 
+use super::synth::decoded_frames;
 use super::synth::standin::{KnownExtents, stand_in};
 use super::synth::{self, SynthError};
 use crate::text::PackageTokenizer;
@@ -351,11 +352,9 @@ fn known_extents(components: &serde_json::Map<String, Value>) -> KnownExtents {
         known.named.insert("channels".into(), channels);
     }
     if let (Some(length), Some(temporal)) = (parameter("length"), parameter("temporal_scale")) {
-        // What a video VAE decodes the latent frames to: the first frame,
-        // then `temporal` frames for each further latent frame.
         known
             .named
-            .insert("frames".into(), (length - 1) / temporal * temporal + 1);
+            .insert("frames".into(), decoded_frames(length, temporal));
     }
     if let Some(scale) = parameter("scale") {
         known.latent_scale = scale;

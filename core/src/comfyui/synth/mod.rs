@@ -22,6 +22,8 @@ mod steps;
 mod unipc;
 pub mod upscale;
 
+pub use policies::decoded_frames;
+
 use graph::Family;
 use serde_json::Value;
 

@@ -102,13 +102,26 @@ fn latent_row_shape(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
             Some(_) => {
                 let length = g.positive_integer("length")?;
                 let temporal = g.positive_integer("temporal_scale")?;
-                let frames = (length - 1) / temporal + 1;
+                let frames = latent_frames(length, temporal);
                 g.b.vec_i64(&[channels, frames, height / scale, width / scale])
             }
             None => g.b.vec_i64(&[channels, height / scale, width / scale]),
         }
     };
     g.output(&out, "shape")
+}
+
+/// The latent frames of a video of `length` frames, `temporal` frames a
+/// latent frame after the first (ComfyUI's video latent nodes).
+fn latent_frames(length: i64, temporal: i64) -> i64 {
+    (length - 1) / temporal + 1
+}
+
+/// The frames a video VAE decodes the latent of a `length`-frame video
+/// into: the first, then `temporal` for each further latent frame (at
+/// most `length`).
+pub fn decoded_frames(length: i64, temporal: i64) -> i64 {
+    (latent_frames(length, temporal) - 1) * temporal + 1
 }
 
 /// `ConditioningZeroOut`: zeros shaped like the conditioning.

@@ -151,13 +151,12 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
         };
         match sink.frame_rate {
             Some(fps) => {
-                let video = sinks.video_pixels(sink, &decoded, &mut components, &mut after);
                 outputs.insert(
                     output.clone(),
                     json!({"contract": parts::video(), "role": "video", "stage": "pre_adapter"}),
                 );
                 after.push(
-                    json!({"kind": "emit", "value": video, "output": output, "mode": "replace"}),
+                    json!({"kind": "emit", "value": decoded, "output": output, "mode": "replace"}),
                     &[&sink.node],
                 );
                 let rate = crate::media::frame_rate_output(&output);
@@ -233,13 +232,13 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
 struct SinkParts<'c> {
     decoders: BTreeMap<(&'c str, Axes), String>,
     decodes: BTreeMap<&'c str, String>,
-    videos: BTreeMap<&'c str, String>,
     upscaled: Upscaled,
 }
 
 impl<'c> SinkParts<'c> {
-    /// The value of `sink`'s decode (-1..1): pictures, or video frames
-    /// `[batch, frames, 3, height, width]` of a video latent.
+    /// The value of `sink`'s decode: pictures (-1..1), or the video frames
+    /// `[batch, frames, 3, height, width]` of a video latent moved to the
+    /// 0..1 a video output shows (video outputs carry no value range).
     fn decoded(
         &mut self,
         sink: &'c Sink,
@@ -280,42 +279,40 @@ impl<'c> SinkParts<'c> {
             ),
             &[&sink.decode, &sink.vae],
         );
+        let value = match axes {
+            Axes::Image => value,
+            Axes::Video => video_pixels(sink, &value, components, after),
+        };
         self.decodes.insert(&sink.decode, value.clone());
         value
     }
+}
 
-    /// Decoded video frames moved from -1..1 to the 0..1 a video output
-    /// shows (video outputs carry no value range), once per decode.
-    fn video_pixels(
-        &mut self,
-        sink: &'c Sink,
-        decoded: &str,
-        components: &mut Map<String, Value>,
-        after: &mut Steps,
-    ) -> String {
-        if let Some(value) = self.videos.get(sink.decode.as_str()) {
-            return value.clone();
-        }
-        components.entry("video_pixels").or_insert_with(|| {
-            policy(
-                "video_pixels",
-                json!({"video": parts::video()}),
-                json!({"pixels": parts::video()}),
-                Some(json!({"id": "wfstudio.unit-pixels", "version": "1"})),
-            )
-        });
-        let value = format!("{decoded}.pixels");
-        after.push(
-            invoke(
-                "video_pixels",
-                json!({"video": decoded}),
-                json!({"pixels": value}),
-            ),
-            &[&sink.decode],
-        );
-        self.videos.insert(&sink.decode, value.clone());
-        value
-    }
+/// The decoded video frames `decoded` (-1..1) of `sink` in 0..1.
+fn video_pixels(
+    sink: &Sink,
+    decoded: &str,
+    components: &mut Map<String, Value>,
+    after: &mut Steps,
+) -> String {
+    components.entry("video_pixels").or_insert_with(|| {
+        policy(
+            "video_pixels",
+            json!({"video": parts::video()}),
+            json!({"pixels": parts::video()}),
+            Some(json!({"id": "wfstudio.unit-pixels", "version": "1"})),
+        )
+    });
+    let value = format!("{decoded}.pixels");
+    after.push(
+        invoke(
+            "video_pixels",
+            json!({"video": decoded}),
+            json!({"pixels": value}),
+        ),
+        &[&sink.decode],
+    );
+    value
 }
 
 /// The upscale models' runs so far: each `UpscaleModelLoader` is a

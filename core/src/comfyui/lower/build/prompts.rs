@@ -55,17 +55,17 @@ pub(super) fn reuses_positive(plan: &Plan) -> bool {
 }
 
 /// The positive prompt's `FluxGuidance` input, and the negative's own
-/// where its node is another: (input, node, value).
-pub(super) fn guidance_inputs(plan: &Plan) -> Vec<(&'static str, &String, f64)> {
+/// where its node is another: (input, value).
+pub(super) fn guidance_inputs(plan: &Plan) -> Vec<(&'static str, f64)> {
     let (p, n) = (&plan.positive.guidance, &plan.negative.guidance);
-    let mut out: Vec<(&'static str, &String, f64)> = Vec::new();
+    let mut out = Vec::new();
     if let Some(p) = p.as_ref().or(n.as_ref()) {
-        out.push(("request.flux_guidance", &p.node, p.value));
+        out.push(("request.flux_guidance", p.value));
     }
     if let (Some(p), Some(n)) = (p, n)
         && p.node != n.node
     {
-        out.push(("request.negative_flux_guidance", &n.node, n.value));
+        out.push(("request.negative_flux_guidance", n.value));
     }
     out
 }
@@ -73,8 +73,8 @@ pub(super) fn guidance_inputs(plan: &Plan) -> Vec<(&'static str, &String, f64)> 
 /// The positive and negative side of `plan`.
 pub(super) fn sides(plan: &Plan) -> [PromptSide<'_>; 2] {
     let guidance = guidance_inputs(plan);
-    let positive_guidance = guidance.first().map(|(input, ..)| *input);
-    let negative_guidance = guidance.last().map(|(input, ..)| *input);
+    let positive_guidance = guidance.first().map(|(input, _)| *input);
+    let negative_guidance = guidance.last().map(|(input, _)| *input);
     [
         PromptSide {
             name: "conditional",

@@ -540,8 +540,11 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
         denoiser_ports["text_embeds"] = pooled.clone();
         denoiser_ports["time_ids"] = time_ids.clone();
     }
-    for (input, _, value) in prompts::guidance_inputs(plan) {
+    let guidance = prompts::guidance_inputs(plan);
+    if !guidance.is_empty() {
         denoiser_ports["guidance"] = row("float32");
+    }
+    for (input, value) in guidance {
         let name = input.trim_start_matches("request.");
         inputs.insert(
             input.into(),

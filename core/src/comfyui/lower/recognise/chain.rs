@@ -143,12 +143,7 @@ fn one_sink(
 ) -> Result<Sink, Refusal> {
     if class.class == "VHS_VideoCombine" {
         silent(g, sink)?;
-        if g.nodes
-            .get(sink)
-            .and_then(|n| n.pointer("/inputs/pingpong"))
-            .and_then(serde_json::Value::as_bool)
-            == Some(true)
-        {
+        if g.flag(sink, "pingpong") == Some(true) {
             return Err(g.refuse(
                 sink,
                 Some("pingpong"),
@@ -158,22 +153,23 @@ fn one_sink(
             ));
         }
     }
-    // SaveVideo shows the video CreateVideo makes of the pictures.
-    let (shown, rate_node) = match class.class {
+    // SaveVideo shows the video CreateVideo makes of the pictures (at
+    // CreateVideo's frame rate); other sinks show the pictures themselves.
+    let shown = match class.class {
         "SaveVideo" => {
             let (create, _) = g.source(sink, "video")?;
             g.expect(&create, &["CreateVideo"], "video", (sink, "video"))?;
             silent(g, &create)?;
-            (create.clone(), create)
+            create
         }
-        _ => (sink.to_string(), sink.to_string()),
+        _ => sink.to_string(),
     };
     let frame_rate = match class.frame_rate {
         Some(input) => {
-            let fps = g.number(&rate_node, input)?;
+            let fps = g.number(&shown, input)?;
             if !(fps > 0.0 && fps <= 1000.0) {
                 return Err(g.refuse(
-                    &rate_node,
+                    &shown,
                     Some(input),
                     format!("is {fps} frames a second"),
                     "use a frame rate above 0 and at most 1000",

@@ -85,11 +85,7 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
         };
         (seed, add_noise, cfg, guide)
     } else {
-        let add_noise = match g
-            .nodes
-            .get(node)
-            .and_then(|n| n["inputs"]["add_noise"].as_bool())
-        {
+        let add_noise = match g.flag(node, "add_noise") {
             Some(on) => on,
             None => {
                 return Err(g.refuse(

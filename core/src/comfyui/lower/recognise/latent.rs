@@ -313,16 +313,7 @@ fn upscale(g: &Graph<'_>, node: &str) -> Result<Option<Upscale>, Refusal> {
         ));
     }
     let size = if g.class(node) == "LatentUpscaleBy" {
-        let scale = g.number(node, "scale_by")?;
-        if !(0.01..=8.0).contains(&scale) {
-            return Err(g.refuse(
-                node,
-                Some("scale_by"),
-                format!("is {scale}"),
-                "use a factor from 0.01 to 8",
-            ));
-        }
-        UpscaleSize::Scale(scale)
+        UpscaleSize::Scale(g.number_in(node, "scale_by", 0.01..=8.0, "factor")?)
     } else {
         let crop = g.text(node, "crop")?;
         if crop != "disabled" {

@@ -300,14 +300,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
         ));
     }
     let channels = match (&model.flow, &latent) {
-        (
-            _,
-            LatentSource::Empty {
-                frames: Some(_),
-                channels,
-                ..
-            },
-        ) => *channels,
+        (_, LatentSource::Empty { channels, .. }) if axes == Axes::Video => *channels,
         (Some(flow), _) => flow.channels,
         (None, LatentSource::Empty { channels, .. }) => *channels,
         (None, LatentSource::Stage { stage, .. }) => walk.channels(*stage),

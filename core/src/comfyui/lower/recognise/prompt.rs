@@ -158,15 +158,7 @@ fn flux_guidance(
             "keep one FluxGuidance on each prompt",
         ));
     }
-    let value = g.number(node, "guidance")?;
-    if !(0.0..=100.0).contains(&value) {
-        return Err(g.refuse(
-            node,
-            Some("guidance"),
-            format!("is {value}"),
-            "use a guidance from 0 to 100",
-        ));
-    }
+    let value = g.number_in(node, "guidance", 0.0..=100.0, "guidance")?;
     *guidance = Some(Guidance {
         node: node.clone(),
         value,
