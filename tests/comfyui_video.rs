@@ -1,9 +1,9 @@
 //! ComfyUI video graphs: an empty video latent (frames after the channels)
 //! sampled like a picture's, decoded into `[batch, frames, 3, height,
 //! width]` frames in 0..1, each video sink its own output with its frame
-//! rate beside it; and the video graphs the lowering refuses, by name.
-//! (The sampling itself is checked against numpy on video latents in
-//! `comfyui_package.rs`.)
+//! rate beside it; a batch of two videos runs row by row (per-row values
+//! broadcast over the five-axis latent); and the video graphs the
+//! lowering refuses, by name.
 
 mod support;
 
@@ -120,6 +120,30 @@ print(float(np.max(np.abs(got - want))))";
 }
 
 #[test]
+fn a_batch_of_two_videos_samples_each_row_with_its_own_noise() {
+    if !support::runtime_available() {
+        return;
+    }
+    let mut graph = video();
+    graph["4"]["inputs"]["batch_size"] = json!(2);
+    let root = scratch("video-batch");
+    let (_, out) = package_and_run(&root, "batch", &graph);
+    let (shape, latent) = npy(&out.join("latent.npy"));
+    assert_eq!(shape, [2, 16, 3, 3, 4]);
+    let row = latent.len() / 2;
+    assert!(
+        latent[..row]
+            .iter()
+            .zip(&latent[row..])
+            .any(|(a, b)| (a - b).abs() > 1e-3),
+        "the rows differ"
+    );
+    assert!(latent.iter().all(|v| v.is_finite()));
+    assert_eq!(npy(&out.join("video.npy")).0, [2, 9, 3, 24, 32]);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
 fn a_wan22_latent_has_its_channels_and_sixteen_pixels_a_cell() {
     if !support::runtime_available() {
         return;
@@ -193,6 +217,19 @@ fn video_graphs_the_lowering_cannot_make_are_refused_by_name() {
                 "CreateVideo",
                 Some("audio"),
                 "adds a sound track to the video; the lowering makes silent video outputs",
+            ),
+        ),
+        (
+            {
+                let mut g = video();
+                g["5"]["inputs"]["model"] = json!(["12", 0]);
+                g
+            },
+            (
+                "5",
+                "KSampler",
+                Some("model"),
+                "samples a video latent with the model's own sampling, which the graph does not state (video models sample by flow matching, with a shift of their own)",
             ),
         ),
         (

@@ -9,8 +9,7 @@ formulas, and onnxruntime is used only to run the three model files
 
     python tests/reference/sampler_reference.py PACKAGE_DIR OUT_DIR [SAMPLER SCHEDULER]
 
-writes OUT_DIR/latent.npy (float32 [batch, C, h, w], or [batch, C, frames, h, w]
-for a video latent) and OUT_DIR/image.npy (the decoder's output).
+writes OUT_DIR/latent.npy (float32 [batch, C, h, w]) and OUT_DIR/image.npy.
 Given SAMPLER and SCHEDULER (the ComfyUI graph's), it first checks that the
 package names that solver and spacing: the formulas then follow the graph,
 not only the package.
@@ -109,11 +108,6 @@ def read_package(pkg):
 
     scale = int(shape["scale"])
     row = (int(shape["channels"]), int(shape["height"]) // scale, int(shape["width"]) // scale)
-    if "length" in shape:
-        # A video latent (ComfyUI's EmptyHunyuanLatentVideo and the like):
-        # (length - 1) // temporal_scale + 1 frames after the channels.
-        frames = (int(shape["length"]) - 1) // int(shape["temporal_scale"]) + 1
-        row = (row[0], frames) + row[1:]
     # A KSamplerAdvanced window: its start and end steps and whether the end
     # fully denoises (the solver's final_step).
     window = None

@@ -299,6 +299,16 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
             "remove the ControlNet from the video graph",
         ));
     }
+    if axes == Axes::Video && model.flow.is_none() {
+        // Without an override the lowering samples as SD1.5's discrete
+        // epsilon schedule, which no video model family uses.
+        return Err(g.refuse(
+            &sampler_node,
+            Some("model"),
+            "samples a video latent with the model's own sampling, which the graph does not state (video models sample by flow matching, with a shift of their own)".into(),
+            "add ModelSamplingSD3 with the model's shift between the model and the sampler",
+        ));
+    }
     let channels = match (&model.flow, &latent) {
         (_, LatentSource::Empty { channels, .. }) if axes == Axes::Video => *channels,
         (Some(flow), _) => flow.channels,
