@@ -320,8 +320,9 @@ fn import_comfyui_emit_api_prints_the_api_prompt() {
         ]
     );
 
-    // The bundled definitions convert it with no flag or variable; the
-    // LoRA then needs a target package, so the lowering refuses it.
+    // The bundled definitions convert it with no flag or variable. Into a
+    // new package the LoRA is merged into the models it will get; into a
+    // package that has models but no adapters it cannot be, and is refused.
     let out = std::process::Command::new(support::wfstudio())
         .args(["import-comfyui", "--emit-api"])
         .env_remove("WFSTUDIO_NODE_DEFS")
@@ -331,16 +332,34 @@ fn import_comfyui_emit_api_prints_the_api_prompt() {
     assert_eq!(out.status.code(), Some(0));
     let offline: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(offline, emitted);
-    let out = std::process::Command::new(support::wfstudio())
-        .args(["import-comfyui"])
-        .env_remove("WFSTUDIO_NODE_DEFS")
-        .arg(dir.join("sd15-lora.ui.json"))
-        .output()
-        .expect("runs");
+    let import = |target: Option<&Path>| {
+        let mut command = std::process::Command::new(support::wfstudio());
+        command
+            .arg("import-comfyui")
+            .env_remove("WFSTUDIO_NODE_DEFS");
+        if let Some(target) = target {
+            command.arg("--models").arg(target);
+        }
+        command
+            .arg(dir.join("sd15-lora.ui.json"))
+            .output()
+            .expect("runs")
+    };
+    let out = import(None);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "note: LoRA 'epiNoiseoffset_v2.safetensors' (node 10) is merged into `denoiser` at strength 1 and into `text_encoder` at strength 1: export those models with the LoRA fused"
+        ),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = import(Some(&shared.join("corpus/packages/comfyui_txt2img_sd15")));
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        String::from_utf8_lossy(&out.stdout)
-            .contains("error[C001]: 10.inputs.lora_name: node 10 (LoraLoader)"),
+        String::from_utf8_lossy(&out.stdout).contains(
+            "error[C001]: 10.inputs.lora_name: node 10 (LoraLoader) input `lora_name` loads LoRA 'epiNoiseoffset_v2.safetensors', but the target package declares no adapters"
+        ),
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
@@ -519,6 +538,8 @@ fn unsupported_graphs_are_refused_with_node_class_input_and_remedy() {
 
     let out = std::process::Command::new(support::wfstudio())
         .arg("import-comfyui")
+        .arg("--models")
+        .arg(shared.join("corpus/packages/comfyui_txt2img_sd15"))
         .arg(shared.join("corpus/comfyui/sd15-lora.api.json"))
         .output()
         .expect("runs");

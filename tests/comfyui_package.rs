@@ -75,25 +75,25 @@ fn every_pattern_becomes_a_package_that_checks_and_runs_with_stand_ins() {
             .into_owned();
         let (dir, out) = (root.join(&name), root.join(format!("{name}-out")));
         if name == "lora.api" {
-            // The LoRA is routed through a target's adapters; the runner does
-            // not apply adapters yet, so this one is written and checked only.
+            // Routed through a target's adapters it is written only: the
+            // runner does not apply adapters yet. Merged into a
+            // new package's models (below) it runs.
             let target = support::fixtures().join("comfyui/lora-target");
             let (code, _, stderr) = wf(&[
                 "import-comfyui",
                 s(&graph),
                 "--package-out",
-                s(&dir),
+                s(&root.join("lora-routed")),
                 "--stand-in-models",
                 "--package",
                 s(&target),
             ]);
             assert_eq!(code, 0, "{stderr}");
-            continue;
         }
         import_check_run(&graph, &dir, &out, &[]);
         ran += 1;
     }
-    assert_eq!(ran, 14, "every pattern but the LoRA one runs");
+    assert_eq!(ran, 15, "every pattern runs");
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -131,9 +131,12 @@ fn every_corpus_graph_that_lowers_becomes_a_package_that_runs() {
             "esrgan_example.workflow.json",
             "fofr-sd15-inpainting.api.json",
             "fofr-sdxl-simple.api.json",
+            "hidream-dev-modelsamplingsd3.api.json",
+            "hidream-dev-modelsamplingsd3.ui.json",
             "img2img_workflow.workflow.json",
             "inpaint_example.workflow.json",
             "jaylyu-sd15.api.json",
+            "lora.workflow.json",
             "sd15-controlnet-single.api.json",
             "sd15-controlnet-single.ui.json",
             "sd15-esrgan-upscale.api.json",
@@ -142,11 +145,15 @@ fn every_corpus_graph_that_lowers_becomes_a_package_that_runs() {
             "sd15-hiresfix-latent.ui.json",
             "sd15-inpaint.api.json",
             "sd15-inpaint.ui.json",
+            "sd15-lora.api.json",
+            "sd15-lora.ui.json",
             "sdxl-simple.api.json",
             "sdxl-simple.ui.json",
             "tpl-default.ui.json",
+            "tpl-wan22-14b-t2v-bypass.ui.json",
             "tpl2026-flux-dev-subgraph-wrapped.ui.json",
             "wan22-5b-ti2v.ui.json",
+            "wyrde-vae-lora-latentupscale-reroutes.ui.json",
             "controlnet_example.png",
             "inpaint_example.png"
         ]

@@ -72,7 +72,12 @@ fn every_refusal_names_the_node_class_input_and_a_remedy() {
         ),
         (
             pattern("lora"),
-            none.clone(),
+            // A package with models of its own and no adapters: the LoRA
+            // can neither be merged nor routed.
+            Target {
+                existing: true,
+                ..Target::default()
+            },
             (
                 "12",
                 "LoraLoader",

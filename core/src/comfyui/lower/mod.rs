@@ -14,7 +14,8 @@
 //! `VAEEncodeForInpaint` or `SetLatentNoiseMask` (the mask is applied after
 //! every step); `CLIPTextEncode` or `CLIPTextEncodeSDXL` prompts; one
 //! ControlNet per sampler (`ControlNetApply`/`ControlNetApplyAdvanced`); LoRA loaders
-//! routed through the target package's declared adapters; flow-matching
+//! routed through the target package's declared adapters, or merged into
+//! a new package's models (`loras`); flow-matching
 //! sampling (`ModelSamplingSD3`/`AuraFlow`/`Flux`) as a schedule shift;
 //! `FluxGuidance` as the denoiser's own guidance input.
 //! Run parameters (seed, steps, cfg, denoise, start/end steps, strengths,
@@ -33,6 +34,7 @@
 
 mod build;
 mod graph;
+mod loras;
 mod parts;
 mod recognise;
 mod solver;
@@ -172,7 +174,12 @@ pub fn lower_for(api: &Value, target: &Target) -> Result<Lowered, Vec<Refusal>> 
 
 fn lower_from(g: &Graph<'_>, sinks: &[&String], target: &Target) -> Result<Lowered, Refusal> {
     let chain = recognise::recognise(g, sinks)?;
-    if chain.stages.len() > 1
+    let merged = loras::merged(target);
+    if merged {
+        for plan in &chain.stages {
+            loras::same_on_both_prompts(g, plan)?;
+        }
+    } else if chain.stages.len() > 1
         && let Some(lora) = chain.stages.iter().find_map(|p| p.model.loras.first())
     {
         return Err(g.refuse(
@@ -191,7 +198,10 @@ fn lower_from(g: &Graph<'_>, sinks: &[&String], target: &Target) -> Result<Lower
         .as_object()
         .map(|c| c.keys().map(String::as_str).collect())
         .unwrap_or_default();
-    let adapters = target::route_loras(g, &chain.stages[0], target, &components)?;
+    let adapters = match merged {
+        true => None,
+        false => target::route_loras(g, &chain.stages[0], target, &components)?,
+    };
     if let Some(adapters) = &adapters {
         target::add_adapters(&mut built, adapters);
     }
@@ -216,7 +226,10 @@ fn lower_from(g: &Graph<'_>, sinks: &[&String], target: &Target) -> Result<Lower
             });
         }
     }
-    notes.extend(lora_notes(adapters.as_ref()));
+    if merged {
+        notes.extend(loras::merged_notes(&chain));
+    }
+    notes.extend(loras::adapter_notes(adapters.as_ref()));
     Ok(Lowered {
         document: built.document,
         prompts: built.prompts,
@@ -257,18 +270,4 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
         Window::Denoise(_) => vec![],
     };
     window.into_iter().chain(tokenizing).collect()
-}
-
-/// The LoRA selection a run must pass.
-fn lora_notes(adapters: Option<&AdapterUse>) -> Vec<String> {
-    adapters
-        .map(|a| a.selection.as_slice())
-        .unwrap_or_default()
-        .iter()
-        .map(|(alias, index, scale)| {
-            format!(
-                "LoRA '{alias}' is adapter {index} at scale {scale}: pass it in the adapter selection inputs"
-            )
-        })
-        .collect()
 }

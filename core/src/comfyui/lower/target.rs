@@ -1,5 +1,7 @@
 //! The target package a lowering is for: LoRA loaders are routed through
-//! the adapters it declares (top-level `adapters`), and refused without them.
+//! the adapters it declares (top-level `adapters`), and refused when it
+//! has models of its own but no adapters (without a package, a LoRA is
+//! merged into the models the package will get: `loras`).
 
 use super::Refusal;
 use super::build::Built;
@@ -19,6 +21,9 @@ pub struct Target {
     pub artifacts: BTreeMap<String, String>,
     /// Its components' contract parameters, by component name.
     pub parameters: BTreeMap<String, Value>,
+    /// Whether the package already has a document, so its models exist
+    /// and a LoRA cannot be merged into them.
+    pub existing: bool,
 }
 
 impl Target {
@@ -56,6 +61,7 @@ impl Target {
             adapters: value.get("adapters").cloned(),
             artifacts,
             parameters,
+            existing: true,
         })
     }
 

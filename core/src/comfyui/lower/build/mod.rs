@@ -5,9 +5,10 @@
 //! sink's with its frame rate beside it); and
 //! the last stage's latent as the `latent` output.
 //!
-//! Model components are named after the checkpoint loader they come from:
-//! the first loader's plainly (`denoiser`), another's with a prefix
-//! (`model2_denoiser`, a refiner's). VAE decoders are named per VAE node
+//! Model components are named after the checkpoint loader they come from
+//! and the LoRAs merged into them (`loras::model_prefixes`): the first
+//! plainly (`denoiser`), another with a prefix (`model2_denoiser`, a
+//! refiner's). VAE decoders are named per VAE node
 //! and kind of latent (`vae_decoder`, then `vae2_decoder`), upscale models per loader
 //! (`upscaler`, then `upscaler2`); a sink behind an upscale model shows
 //! 0..1 pixels, as ComfyUI's upscalers take and give them.
@@ -87,13 +88,9 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
     let mut provenance = Provenance::new();
     let mut after = Steps::default();
     let mut latents: Vec<String> = Vec::new();
-    let mut models: BTreeMap<&str, String> = BTreeMap::new();
-    for (index, plan) in chain.stages.iter().enumerate() {
+    let prefixes = super::loras::model_prefixes(chain);
+    for ((index, plan), prefix) in chain.stages.iter().enumerate().zip(prefixes) {
         let loader = &plan.model.loader;
-        let prefix = numbered(&mut models, loader.as_str(), |n| match n {
-            1 => String::new(),
-            n => format!("model{n}_"),
-        });
         let names = StageNames::new(index);
         let mut parts = stage::stage(plan, &prefix);
         let shared: BTreeSet<String> = parts
@@ -136,7 +133,9 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
                 prompts.push(prompt);
             }
         }
-        after.push(parts.step, &[&plan.sampler.node, loader]);
+        let mut nodes = vec![&plan.sampler.node, loader];
+        nodes.extend(plan.model.loras.iter().map(|l| &l.node));
+        after.push(parts.step, &nodes);
         latents.push(names.value("latent_state"));
     }
 

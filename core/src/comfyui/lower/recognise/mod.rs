@@ -178,7 +178,13 @@ const SAMPLER_CLASSES: &[&str] = &[
     "SamplerCustomAdvanced",
 ];
 const MODEL_LOADERS: &[&str] = &["CheckpointLoaderSimple", "UNETLoader"];
-const CLIP_LOADERS: &[&str] = &["CheckpointLoaderSimple", "CLIPLoader", "DualCLIPLoader"];
+const CLIP_LOADERS: &[&str] = &[
+    "CheckpointLoaderSimple",
+    "CLIPLoader",
+    "DualCLIPLoader",
+    "TripleCLIPLoader",
+    "QuadrupleCLIPLoader",
+];
 const ENCODERS: &[&str] = &["CLIPTextEncode", "CLIPTextEncodeSDXL"];
 const CONTROL_APPLIERS: &[&str] = &["ControlNetApply", "ControlNetApplyAdvanced"];
 

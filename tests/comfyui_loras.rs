@@ -1,0 +1,154 @@
+//! LoRA loaders lowered into a new package: each LoRA is merged into the
+//! models the package gets (the denoiser, and the text encoder when the
+//! LoRA is on the prompts' CLIP path), so a loader chain's models are
+//! components of their own and the notes say which LoRA at which strength
+//! each carries. Into a package with models but no adapters a LoRA is
+//! refused (`comfyui_convert`); into one with adapters it is routed
+//! (`comfyui_lower`).
+
+mod support;
+
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use support::lowering::{Expected, assert_refused, lowered, package_and_run, pattern, workflow};
+use wfstudio_core::comfyui::lower::Target;
+
+/// The components the steps under `step` invoke, at any depth.
+fn invoked(step: &Value, found: &mut BTreeSet<String>) {
+    match step {
+        Value::Object(map) => {
+            if let Some(Value::String(c)) = map.get("component") {
+                found.insert(c.clone());
+            }
+            map.values().for_each(|v| invoked(v, found));
+        }
+        Value::Array(items) => items.iter().for_each(|v| invoked(v, found)),
+        _ => {}
+    }
+}
+
+/// The model components (denoisers and text encoders) each top-level
+/// sampling loop of `w` invokes, in step order.
+fn loop_models(w: &Value) -> Vec<Vec<String>> {
+    w["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .filter(|s| s["kind"] == "loop")
+        .map(|s| {
+            let mut found = BTreeSet::new();
+            invoked(s, &mut found);
+            found
+                .into_iter()
+                .filter(|c| c.ends_with("denoiser") || c.contains("text_encoder"))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn a_lora_is_merged_into_the_new_packages_denoiser_and_the_package_runs() {
+    let l = lowered(&pattern("lora"), &Target::default());
+    assert!(l.document.get("adapters").is_none());
+    let w = workflow(&l);
+    assert!(
+        !w["inputs"]
+            .as_object()
+            .expect("inputs")
+            .keys()
+            .any(|k| k.contains("adapter")),
+        "no adapter selection inputs"
+    );
+    assert_eq!(loop_models(w), [["denoiser", "text_encoder"]]);
+    assert_eq!(
+        l.notes,
+        [
+            "LoRA 'styles/watercolor.safetensors' (node 12) is merged into `denoiser` at strength 0.8: export those models with the LoRA fused"
+        ]
+    );
+    assert!(
+        l.provenance
+            .iter()
+            .any(|(path, nodes)| path == "pipeline.workflow.steps[0]"
+                && nodes == &["5", "1", "12"]),
+        "{:?}",
+        l.provenance
+    );
+    let root = support::lowering::scratch("lora-merged");
+    let (_, out) = package_and_run(&root, "lora", &pattern("lora"));
+    assert!(out.join("image.png").is_file());
+
+    // On the CLIP path at a strength of its own, the text encoder carries it.
+    let mut clip = pattern("lora");
+    clip["12"]["inputs"]["strength_clip"] = json!(0.5);
+    assert_eq!(
+        lowered(&clip, &Target::default()).notes,
+        [
+            "LoRA 'styles/watercolor.safetensors' (node 12) is merged into `denoiser` at strength 0.8 and into `text_encoder` at strength 0.5: export those models with the LoRA fused"
+        ]
+    );
+}
+
+/// Stage 1 samples through a LoRA on checkpoint 1, stage 2 samples the
+/// same checkpoint without it.
+fn lora_then_plain(strength: f64) -> Value {
+    let mut g = pattern("refiner");
+    g["20"] = json!({"class_type": "LoraLoaderModelOnly", "inputs": {"lora_name": "detail.safetensors", "strength_model": strength, "model": ["1", 0]}});
+    g["5"]["inputs"]["model"] = json!(["20", 0]);
+    g["13"]["inputs"]["model"] = json!(["1", 0]);
+    g["13"]["inputs"]["positive"] = json!(["2", 0]);
+    g["13"]["inputs"]["negative"] = json!(["3", 0]);
+    g["14"]["inputs"]["vae"] = json!(["1", 2]);
+    for id in ["10", "11", "12"] {
+        g.as_object_mut().map(|m| m.remove(id));
+    }
+    g
+}
+
+#[test]
+fn each_set_of_merged_loras_in_a_chain_is_its_own_model() {
+    let l = lowered(&lora_then_plain(0.7), &Target::default());
+    assert_eq!(
+        loop_models(workflow(&l)),
+        [
+            vec!["denoiser", "text_encoder"],
+            vec!["model2_denoiser", "model2_text_encoder"]
+        ]
+    );
+    assert_eq!(
+        l.notes[2],
+        "LoRA 'detail.safetensors' (node 20) is merged into `denoiser` at strength 0.7: export those models with the LoRA fused"
+    );
+    let root = support::lowering::scratch("lora-chain");
+    let (_, out) = package_and_run(&root, "lora-chain", &lora_then_plain(0.7));
+    assert!(out.join("image.png").is_file());
+
+    // At strength 0 the LoRA changes nothing: both stages share the
+    // checkpoint's own models.
+    let l = lowered(&lora_then_plain(0.0), &Target::default());
+    assert_eq!(
+        loop_models(workflow(&l)),
+        [
+            vec!["denoiser", "text_encoder"],
+            vec!["denoiser", "text_encoder"]
+        ]
+    );
+    assert_eq!(
+        l.notes[2],
+        "LoRA 'detail.safetensors' (node 20) has strength 0, so the models are the checkpoint's own"
+    );
+}
+
+#[test]
+fn a_merged_lora_on_one_prompts_clip_path_only_is_refused() {
+    let mut g = pattern("lora");
+    g["12"]["inputs"]["strength_clip"] = json!(1.0);
+    g["3"]["inputs"]["clip"] = json!(["1", 1]);
+    let expected: Expected = (
+        "12",
+        "LoraLoader",
+        Some("clip"),
+        "is on one prompt's CLIP path only; its LoRA is merged into the text encoder, which both prompts of a sampler share",
+    );
+    assert_refused(&g, expected);
+}
