@@ -1,17 +1,20 @@
-//! LoRA loaders lowered into a new package: each LoRA is merged into the
-//! models the package gets (the denoiser, and the text encoder when the
-//! LoRA is on the prompts' CLIP path), so a loader chain's models are
-//! components of their own and the notes say which LoRA at which strength
-//! each carries. Into a package with models but no adapters a LoRA is
-//! refused (`comfyui_convert`); into one with adapters it is routed
-//! (`comfyui_lower`).
+//! Model patches (LoRA loaders, `ModelMergeSimple`) lowered into a new
+//! package: each is merged into the models the package gets (the
+//! denoiser, and the text encoder when a LoRA is on the prompts' CLIP
+//! path), so a loader chain's models are components of their own and the
+//! notes say which patch at which strength each carries. Into a package
+//! with models but no adapters a LoRA is refused (`comfyui_convert`); into
+//! one with adapters it is routed (`comfyui_lower`); a merge into one with
+//! models is refused.
 
 mod support;
 
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
-use support::lowering::{Expected, assert_refused, lowered, package_and_run, pattern, workflow};
-use wfstudio_core::comfyui::lower::Target;
+use support::lowering::{
+    Expected, assert_refused, lora_target, lowered, package_and_run, pattern, workflow,
+};
+use wfstudio_core::comfyui::lower::{self, Target};
 
 /// The components the steps under `step` invoke, at any depth.
 fn invoked(step: &Value, found: &mut BTreeSet<String>) {
@@ -151,4 +154,73 @@ fn a_merged_lora_on_one_prompts_clip_path_only_is_refused() {
         "is on one prompt's CLIP path only; its LoRA is merged into the text encoder, which both prompts of a sampler share",
     );
     assert_refused(&g, expected);
+}
+
+/// The LoRA pattern with its LoRA replaced by a merge of checkpoint 1's
+/// denoiser (share `ratio`) with checkpoint 30's.
+fn merged_checkpoints(ratio: f64) -> Value {
+    let mut g = pattern("lora");
+    g["30"] = json!({"class_type": "UNETLoader", "inputs": {"unet_name": "anime.safetensors", "weight_dtype": "default"}});
+    g["12"] = json!({"class_type": "ModelMergeSimple", "inputs": {"model1": ["1", 0], "model2": ["30", 0], "ratio": ratio}});
+    g["2"]["inputs"]["clip"] = json!(["1", 1]);
+    g["3"]["inputs"]["clip"] = json!(["1", 1]);
+    g
+}
+
+#[test]
+fn a_model_merge_is_merged_into_the_new_packages_denoiser_and_refused_into_existing_models() {
+    let l = lowered(&merged_checkpoints(0.25), &Target::default());
+    assert_eq!(loop_models(workflow(&l)), [["denoiser", "text_encoder"]]);
+    assert_eq!(
+        l.notes,
+        [
+            "node 12 (ModelMergeSimple) merges the denoisers of nodes 1 and 30 at ratio 0.25 (node 1's share): export `denoiser` from the merged weights"
+        ]
+    );
+    assert!(
+        l.provenance
+            .iter()
+            .any(|(path, nodes)| path == "pipeline.workflow.steps[0]"
+                && nodes == &["5", "1", "12", "30"]),
+        "{:?}",
+        l.provenance
+    );
+    let root = support::lowering::scratch("model-merge");
+    let (_, out) = package_and_run(&root, "merge", &merged_checkpoints(0.25));
+    assert!(out.join("image.png").is_file());
+
+    for target in [
+        lora_target(),
+        Target {
+            existing: true,
+            ..Target::default()
+        },
+    ] {
+        let refusal =
+            &lower::lower_for(&merged_checkpoints(0.25), &target).expect_err("refused")[0];
+        assert_eq!(
+            (
+                refusal.node.as_str(),
+                refusal.class.as_str(),
+                refusal.message.as_str()
+            ),
+            (
+                "12",
+                "ModelMergeSimple",
+                "merges two checkpoints' denoisers, but the target package's models exist and are not the merged weights"
+            )
+        );
+    }
+    let expected: Expected = ("12", "ModelMergeSimple", Some("ratio"), "is 1.5");
+    assert_refused(&merged_checkpoints(1.5), expected);
+    let mut upstream = merged_checkpoints(0.5);
+    upstream["12"]["inputs"]["model2"] = json!(["31", 0]);
+    upstream["31"] = json!({"class_type": "FreeU", "inputs": {"model": ["30", 0]}});
+    let expected: Expected = (
+        "31",
+        "FreeU",
+        None,
+        "feeds `model2` of node 12 as its model, which the importer supports only from CheckpointLoaderSimple or UNETLoader",
+    );
+    assert_refused(&upstream, expected);
 }

@@ -125,8 +125,6 @@ fn every_corpus_graph_that_lowers_becomes_a_package_that_runs() {
     assert_eq!(
         runnable,
         [
-            "chroma-bypassed.api.json",
-            "chroma-bypassed.ui.json",
             "controlnet_example.workflow.json",
             "esrgan_example.workflow.json",
             "fofr-sd15-inpainting.api.json",
@@ -137,6 +135,8 @@ fn every_corpus_graph_that_lowers_becomes_a_package_that_runs() {
             "inpaint_example.workflow.json",
             "jaylyu-sd15.api.json",
             "lora.workflow.json",
+            "model-merge-muted-save.api.json",
+            "model-merge-muted-save.ui.json",
             "sd15-controlnet-single.api.json",
             "sd15-controlnet-single.ui.json",
             "sd15-esrgan-upscale.api.json",
@@ -151,7 +151,6 @@ fn every_corpus_graph_that_lowers_becomes_a_package_that_runs() {
             "sdxl-simple.ui.json",
             "tpl-default.ui.json",
             "tpl-wan22-14b-t2v-bypass.ui.json",
-            "tpl2026-flux-dev-subgraph-wrapped.ui.json",
             "wan22-5b-ti2v.ui.json",
             "wyrde-vae-lora-latentupscale-reroutes.ui.json",
             "controlnet_example.png",

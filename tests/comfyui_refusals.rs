@@ -122,6 +122,19 @@ fn every_refusal_names_the_node_class_input_and_a_remedy() {
         ),
         (
             edited("flow-sd3", |g| {
+                g["5"]["inputs"]["model"] = json!(["12", 0]);
+                g.as_object_mut().map(|m| m.remove("13"));
+            }),
+            none.clone(),
+            (
+                "5",
+                "KSampler",
+                Some("model"),
+                "samples an EmptySD3LatentImage latent with the model's own sampling, which the graph does not state (the models that take it sample by flow matching, with a shift of their own)",
+            ),
+        ),
+        (
+            edited("flow-sd3", |g| {
                 g["5"]["inputs"]["sampler_name"] = json!("dpmpp_3m_sde")
             }),
             none.clone(),

@@ -1,11 +1,12 @@
-//! What becomes of a graph's LoRA loaders. Lowered into a package that
-//! already has models, a LoRA is routed through the package's declared
-//! adapters (`target::route_loras`). Lowered into a new package, whose
-//! models are still to be exported (or made as stand-ins), a LoRA is
-//! merged into them: the denoiser (and, where the LoRA is on the prompts'
-//! CLIP path, the text encoders) a loader chain gives is its own model,
-//! named apart from the plain checkpoint's, and the notes say which LoRA
-//! at which strength each one carries.
+//! What becomes of the patches a graph applies to its models: LoRA
+//! loaders and `ModelMergeSimple`. Lowered into a package that already has
+//! models, a LoRA is routed through the package's declared adapters
+//! (`target::route_loras`) and a merge is refused. Lowered into a new
+//! package, whose models are still to be exported (or made as stand-ins),
+//! both are merged into them: the denoiser (and, where a LoRA is on the
+//! prompts' CLIP path, the text encoders) a loader chain gives is its own
+//! model, named apart from the plain checkpoint's, and the notes say which
+//! patch at which strength each one carries.
 
 use super::Refusal;
 use super::graph::Graph;
@@ -56,9 +57,36 @@ pub(super) fn model_prefixes(chain: &Chain) -> Vec<String> {
         .collect()
 }
 
-/// The key a stage's model components are named by: the checkpoint loader
-/// and the LoRA loaders merged into its denoiser and text encoders (a LoRA
-/// at strength 0 changes nothing).
+/// Refuses the patches a package with models cannot take: a model merge
+/// (its models are not the merged weights) and LoRAs in a chain of
+/// samplers (adapters are routed for one).
+pub(super) fn routable(g: &Graph<'_>, chain: &Chain) -> Result<(), Refusal> {
+    if let Some(merge) = chain.stages.iter().find_map(|p| p.model.merges.first()) {
+        return Err(g.refuse(
+            &merge.node,
+            None,
+            "merges two checkpoints' denoisers, but the target package's models exist and are not the merged weights".into(),
+            "lower into a new package (without --package or --models), whose denoiser is exported from the merged weights",
+        ));
+    }
+    match chain.stages.iter().find_map(|p| p.model.loras.first()) {
+        Some(lora) if chain.stages.len() > 1 => Err(g.refuse(
+            &lora.node,
+            Some("lora_name"),
+            format!(
+                "loads LoRA '{}' in a graph that chains {} samplers; adapters are routed for one sampler",
+                lora.name,
+                chain.stages.len()
+            ),
+            "remove the LoRA loader, or lower each sampler stage as its own graph",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The key a stage's model components are named by: the checkpoint loader,
+/// the checkpoints merged into it and the LoRA loaders merged into its
+/// denoiser and text encoders (a LoRA at strength 0 changes nothing).
 fn model_key(plan: &Plan) -> String {
     let patching: Vec<&str> = plan
         .model
@@ -80,13 +108,25 @@ fn model_key(plan: &Plan) -> String {
     )
 }
 
-/// Which LoRA is merged into which models, at which strength: once per
-/// LoRA loader, in stage order.
+/// Which checkpoint and LoRA is merged into which models, at which share
+/// or strength: once per node, in stage order.
 pub(super) fn merged_notes(chain: &Chain) -> Vec<String> {
     let mut seen = BTreeSet::new();
     let mut notes = Vec::new();
     for (plan, prefix) in chain.stages.iter().zip(model_prefixes(chain)) {
         let denoiser = format!("`{prefix}denoiser`");
+        for merge in &plan.model.merges {
+            if seen.insert(&merge.node) {
+                notes.push(format!(
+                    "node {} (ModelMergeSimple) merges the denoisers of nodes {} and {} at ratio {} (node {}'s share): export {denoiser} from the merged weights",
+                    merge.node,
+                    plan.model.loader,
+                    merge.other,
+                    shown(merge.ratio),
+                    plan.model.loader
+                                ));
+            }
+        }
         let encoders = match plan.positive.text {
             Prompt::Sdxl { .. } => format!("`{prefix}text_encoder` and `{prefix}text_encoder_2`"),
             Prompt::Single(_) => format!("`{prefix}text_encoder`"),

@@ -179,19 +179,8 @@ fn lower_from(g: &Graph<'_>, sinks: &[&String], target: &Target) -> Result<Lower
         for plan in &chain.stages {
             loras::same_on_both_prompts(g, plan)?;
         }
-    } else if chain.stages.len() > 1
-        && let Some(lora) = chain.stages.iter().find_map(|p| p.model.loras.first())
-    {
-        return Err(g.refuse(
-            &lora.node,
-            Some("lora_name"),
-            format!(
-                "loads LoRA '{}' in a graph that chains {} samplers; adapters are routed for one sampler",
-                lora.name,
-                chain.stages.len()
-            ),
-            "remove the LoRA loader, or lower each sampler stage as its own graph",
-        ));
+    } else {
+        loras::routable(g, &chain)?;
     }
     let mut built = build::build(&chain).map_err(|conflict| conflict.refusal(g))?;
     let components: Vec<&str> = built.document["pipeline"]["workflow"]["components"]

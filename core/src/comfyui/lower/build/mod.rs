@@ -135,6 +135,7 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
         }
         let mut nodes = vec![&plan.sampler.node, loader];
         nodes.extend(plan.model.loras.iter().map(|l| &l.node));
+        nodes.extend(plan.model.merges.iter().flat_map(|m| [&m.node, &m.other]));
         after.push(parts.step, &nodes);
         latents.push(names.value("latent_state"));
     }

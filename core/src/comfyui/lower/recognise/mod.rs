@@ -70,6 +70,8 @@ pub(super) struct ModelChain {
     pub loader: String,
     /// LoRAs in the order they apply (nearest the loader first).
     pub loras: Vec<Lora>,
+    /// `ModelMergeSimple` nodes on the path, nearest the loader first.
+    pub merges: Vec<Merge>,
     /// A flow-matching sampling override.
     pub flow: Option<FlowSampling>,
 }
@@ -81,6 +83,16 @@ pub(super) struct Lora {
     pub name: String,
     pub strength_model: f64,
     pub strength_clip: Option<f64>,
+}
+
+/// One `ModelMergeSimple`: the path's model (`model1`) weighted by
+/// `ratio`, another loader's (`model2`) by `1 - ratio`.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Merge {
+    pub node: String,
+    /// The loader `model2` comes from.
+    pub other: String,
+    pub ratio: f64,
 }
 
 /// `ModelSamplingSD3` / `ModelSamplingAuraFlow` (shift) or
@@ -305,14 +317,16 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
             "remove the ControlNet from the video graph",
         ));
     }
-    if axes == Axes::Video && model.flow.is_none() {
+    if model.flow.is_none()
+        && let Some(latent_kind) = flow_only_latent(g, &latent, axes)
+    {
         // Without an override the lowering samples as SD1.5's discrete
-        // epsilon schedule, which no video model family uses.
+        // epsilon schedule, which none of these model families uses.
         return Err(g.refuse(
             &sampler_node,
             Some("model"),
-            "samples a video latent with the model's own sampling, which the graph does not state (video models sample by flow matching, with a shift of their own)".into(),
-            "add ModelSamplingSD3 with the model's shift between the model and the sampler",
+            format!("samples {latent_kind} with the model's own sampling, which the graph does not state (the models that take it sample by flow matching, with a shift of their own)"),
+            "add the model's ModelSampling node (ModelSamplingFlux for Flux, ModelSamplingSD3 or ModelSamplingAuraFlow with its shift) between the model and the sampler",
         ));
     }
     let channels = match (&model.flow, &latent) {
@@ -332,6 +346,19 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
         latent,
         control,
     })
+}
+
+/// What kind of latent `latent` is when only flow-matching models sample
+/// it: a video latent, or an `EmptySD3LatentImage`'s (SD3, Flux and their
+/// kin).
+fn flow_only_latent(g: &Graph<'_>, latent: &LatentSource, axes: Axes) -> Option<&'static str> {
+    match latent {
+        _ if axes == Axes::Video => Some("a video latent"),
+        LatentSource::Empty { node, .. } if g.class(node) == "EmptySD3LatentImage" => {
+            Some("an EmptySD3LatentImage latent")
+        }
+        _ => None,
+    }
 }
 
 /// Refuses a `FluxGuidance` on one prompt only where the other prompt's
@@ -476,6 +503,7 @@ pub(super) fn checked_denoise(g: &Graph<'_>, node: &str, steps: i64) -> Result<f
 
 fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Refusal> {
     let mut loras = Vec::new();
+    let mut merges = Vec::new();
     let mut flow = None;
     let (mut node, _) = g.source(sampler, "model")?;
     let mut from = (sampler.to_string(), "model");
@@ -488,6 +516,15 @@ fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Refusal> {
                     name: g.text(&node, "lora_name")?.to_string(),
                     strength_model: g.number(&node, "strength_model")?,
                     strength_clip: clip.then(|| g.number(&node, "strength_clip")).transpose()?,
+                });
+            }
+            "ModelMergeSimple" => {
+                let (other, _) = g.source(&node, "model2")?;
+                g.expect(&other, MODEL_LOADERS, "model", (&node, "model2"))?;
+                merges.push(Merge {
+                    node: node.clone(),
+                    other,
+                    ratio: g.number_in(&node, "ratio", 0.0..=1.0, "a share from 0 to 1")?,
                 });
             }
             class @ ("ModelSamplingSD3" | "ModelSamplingAuraFlow" | "ModelSamplingFlux") => {
@@ -527,15 +564,21 @@ fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Refusal> {
             _ => {
                 g.expect(&node, MODEL_LOADERS, "model", (&from.0, from.1))?;
                 loras.reverse();
+                merges.reverse();
                 return Ok(ModelChain {
                     loader: node,
                     loras,
+                    merges,
                     flow,
                 });
             }
         }
-        let next = g.source(&node, "model")?.0;
-        from = (node, "model");
+        let input = match g.class(&node) {
+            "ModelMergeSimple" => "model1",
+            _ => "model",
+        };
+        let next = g.source(&node, input)?.0;
+        from = (node, input);
         node = next;
     }
     Err(g.refuse(
