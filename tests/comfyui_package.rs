@@ -93,7 +93,7 @@ fn every_pattern_becomes_a_package_that_checks_and_runs_with_stand_ins() {
         import_check_run(&graph, &dir, &out, &[]);
         ran += 1;
     }
-    assert_eq!(ran, 15, "every pattern runs");
+    assert_eq!(ran, 16, "every pattern runs");
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -147,6 +147,8 @@ fn every_corpus_graph_that_lowers_becomes_a_package_that_runs() {
             "sd15-inpaint.ui.json",
             "sd15-lora.api.json",
             "sd15-lora.ui.json",
+            "sd15-noisy-latents-ksampleradvanced.api.json",
+            "sd15-noisy-latents-ksampleradvanced.ui.json",
             "sdxl-simple.api.json",
             "sdxl-simple.ui.json",
             "tpl-default.ui.json",

@@ -7,6 +7,7 @@
 
 mod beta;
 mod cfgpp;
+mod composite;
 mod ersde;
 mod graph;
 mod midpoint;
@@ -49,6 +50,7 @@ pub const POLICIES: &[&str] = &[
     "sdxl_conditioning",
     "control_scale",
     "latent_upscale",
+    "latent_composite",
     "solver_midpoint",
     "upscale_pixels",
     "upscaled_pixels",
@@ -120,6 +122,7 @@ fn policy(kind: &str, component: &Value, family: &Family) -> Result<Vec<u8>, Syn
         "add_noise" => noise::add_noise(&mut g, family)?,
         "masked_blend" => noise::masked_blend(&mut g, family)?,
         "latent_upscale" => upscale::latent_upscale(&mut g)?,
+        "latent_composite" => composite::latent_composite(&mut g)?,
         _ => policies::build(&mut g, family)?,
     }
     Ok(g.finish())

@@ -14,6 +14,7 @@
 //! 0..1 pixels, as ComfyUI's upscalers take and give them.
 
 mod calls;
+mod composite;
 mod names;
 mod prompts;
 mod rename;

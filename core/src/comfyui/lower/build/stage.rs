@@ -235,6 +235,18 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
                 None => earlier,
             }
         }
+        LatentSource::Composite {
+            base,
+            extents,
+            pastes,
+        } => {
+            let (component, step, nodes) =
+                super::composite::composite(*base, *extents, pastes, latent());
+            components.insert("latent_composite".into(), component);
+            let nodes: Vec<&String> = nodes.iter().collect();
+            setup.push(step, &nodes);
+            "latent.source".to_string()
+        }
         _ => "latent.source".to_string(),
     };
     // The latent's size: the empty latent's, the input picture's, or the
@@ -266,7 +278,7 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
             json!({}),
             Some(node),
         ),
-        LatentSource::Stage { .. } => (
+        LatentSource::Stage { .. } | LatentSource::Composite { .. } => (
             json!({"from": "latent"}),
             json!({"latent": latent()}),
             json!({"latent": source}),
@@ -339,7 +351,9 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
     let mut initializer = "diffusion.noise".to_string();
     let mut max_iterations = "request.max_iterations";
     let image = match &plan.latent {
-        LatentSource::Empty { .. } | LatentSource::Stage { .. } => None,
+        LatentSource::Empty { .. }
+        | LatentSource::Stage { .. }
+        | LatentSource::Composite { .. } => None,
         LatentSource::Encoded { image, .. } | LatentSource::Inpaint { image, .. } => Some(image),
     };
     if image.is_some() {
@@ -420,7 +434,7 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
                     &[encode, image],
                 );
             }
-            LatentSource::Stage { .. } => {}
+            LatentSource::Stage { .. } | LatentSource::Composite { .. } => {}
             LatentSource::Inpaint {
                 encode,
                 image,

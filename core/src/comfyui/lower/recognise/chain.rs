@@ -316,6 +316,13 @@ impl Walk {
         self.stages.get(stage).map_or(4, |p| p.channels)
     }
 
+    /// The latent extents `(height, width)` of stage `stage`, where the
+    /// graph fixes them.
+    pub(super) fn extents(&self, stage: usize) -> Option<(i64, i64)> {
+        let plan = self.stages.get(stage)?;
+        super::composite::source_extents(&plan.latent, |earlier| self.extents(earlier))
+    }
+
     /// The latent axes of stage `stage`.
     pub(super) fn axes(&self, stage: usize) -> Axes {
         self.stages.get(stage).map_or(Axes::Image, |p| p.axes)

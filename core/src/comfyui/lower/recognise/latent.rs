@@ -1,8 +1,10 @@
 //! The latent a sampler starts from: an empty latent, an encoded (and
-//! maybe masked) picture, or an earlier sampler's result, maybe upscaled.
+//! maybe masked) picture, or an earlier sampler's result, maybe upscaled
+//! or composited with others'.
 
 use super::super::graph::Graph;
 use super::chain::Walk;
+use super::composite::{Paste, composite};
 use super::{SAMPLER_CLASSES, loaded_image, vae_source};
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::lower::parts::Axes;
@@ -22,6 +24,7 @@ const LATENT_SOURCES: &[&str] = &[
     "VAEEncode",
     "VAEEncodeForInpaint",
     "SetLatentNoiseMask",
+    "LatentComposite",
 ];
 /// Latent upscalers between two sampler stages.
 const UPSCALERS: &[&str] = &["LatentUpscale", "LatentUpscaleBy"];
@@ -61,6 +64,15 @@ pub(in crate::comfyui::lower) enum LatentSource {
         /// The stage's index in the chain.
         stage: usize,
         upscale: Option<Upscale>,
+    },
+    /// `LatentComposite`: an earlier stage's latent with others pasted on
+    /// it in turn.
+    Composite {
+        /// The stage whose latent is the base (`samples_to`).
+        base: usize,
+        /// The base's extents `(height, width)`, which the result keeps.
+        extents: (i64, i64),
+        pastes: Vec<Paste>,
     },
 }
 
@@ -202,6 +214,9 @@ pub(super) fn latent_source(
             ));
         }
         return Ok(LatentSource::Stage { stage, upscale });
+    }
+    if g.class(&node) == "LatentComposite" {
+        return composite(g, &node, walk);
     }
     if let Some(video) = VIDEO_LATENTS.iter().find(|v| v.class == g.class(&node)) {
         return empty_video(g, &node, video);

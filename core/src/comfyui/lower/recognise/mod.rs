@@ -4,11 +4,13 @@
 //! checked here; anything else is refused with the node, class and input.
 
 mod chain;
+mod composite;
 mod custom;
 mod latent;
 mod prompt;
 
 pub(super) use chain::{Chain, ModelUpscale, Sink, is_sink, recognise, sink_classes};
+pub(super) use composite::Paste;
 pub(super) use latent::{LatentSource, UpscaleSize};
 
 use super::graph::Graph;
@@ -307,6 +309,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
             frames: Some(_), ..
         } => Axes::Video,
         LatentSource::Stage { stage, .. } => walk.axes(*stage),
+        LatentSource::Composite { base, .. } => walk.axes(*base),
         _ => Axes::Image,
     };
     if let (Axes::Video, Some(control)) = (axes, &control) {
@@ -334,6 +337,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
         (Some(flow), _) => flow.channels,
         (None, LatentSource::Empty { channels, .. }) => *channels,
         (None, LatentSource::Stage { stage, .. }) => walk.channels(*stage),
+        (None, LatentSource::Composite { base, .. }) => walk.channels(*base),
         (None, _) => 4,
     };
     Ok(Plan {
