@@ -114,9 +114,6 @@ fn tensor(shape: [usize; 4], salt: usize) -> (Vec<f32>, String) {
 
 #[test]
 fn the_latent_composite_pastes_as_comfyuis_node_does() {
-    if !support::runtime_available() {
-        return;
-    }
     let document = lowered(&graph(), &Target::default()).document;
     let components = document["pipeline"]["workflow"]["components"]
         .as_object()
@@ -132,6 +129,9 @@ fn the_latent_composite_pastes_as_comfyuis_node_does() {
             "x_1": 6, "y_1": 1, "feather_1": 2, "height_1": 4, "width_1": 5,
             "x_2": 0, "y_2": 5, "feather_2": 5, "height_2": 3, "width_2": 3})
     );
+    if !support::runtime_available() {
+        return;
+    }
     let dir = scratch("composite");
     std::fs::create_dir_all(dir.join("policies")).expect("mkdir");
     let policies = wfstudio_core::comfyui::synth::policies(&document).expect("synthesized");
@@ -168,6 +168,21 @@ fn the_latent_composite_pastes_as_comfyuis_node_does() {
     let once = comfy_composite(&to, (n, c, 8, 10), &from_1, (4, 5), (48, 8, 16));
     let want = comfy_composite(&once, (n, c, 8, 10), &from_2, (3, 3), (0, 40, 40));
     assert_ne!(want, to, "the pastes change the base");
+    // Hand-worked cells of row 0, channel 0 (cells are [y][x] of 8x10).
+    // Paste 1 covers y 1..5, x 6..10; its 2-cell feather fades the top,
+    // bottom and left edges by 1/2 (the corner by 1/4), inside them it is
+    // the pasted value. Paste 2 covers y 5..8, x 0..3; its 5-cell feather
+    // takes its rows 0, 1, 2 by 1/5, 2/5, 3/5 from the top, and from the
+    // right its columns 2, 1, 0 by 1/5, 2/5, 3/5, then (t = 4, Python's
+    // a[-2:-1]) column 1 by 1: its corner cell is 1/5 * 3/5.
+    let at = |y: usize, x: usize| y * 10 + x;
+    let blend = |from: f32, base: f32, m: f32| from * m + base * (1.0 - m);
+    assert_eq!(ours[at(1, 6)], blend(from_1[0], to[at(1, 6)], 0.25));
+    assert_eq!(ours[at(2, 7)], from_1[5 + 1]);
+    assert_eq!(ours[at(2, 6)], blend(from_1[5], to[at(2, 6)], 0.5));
+    assert_eq!(ours[at(0, 6)], to[at(0, 6)]);
+    assert_eq!(ours[at(5, 0)], blend(from_2[0], to[at(5, 0)], 0.2f32 * 0.6));
+    assert_eq!(ours[at(6, 1)], blend(from_2[4], to[at(6, 1)], 0.4f32 * 0.4));
     let worst = worst_relative(&ours, &want);
     eprintln!("latent composite agreement with the node's steps: {worst:.1e}");
     assert!(worst <= 1e-6, "{worst}");
@@ -200,7 +215,25 @@ fn composites_of_latents_whose_size_the_graph_does_not_fix_are_refused() {
         "30",
         "LatentComposite",
         Some("x"),
-        "is 80 pixels, past the base latent's 80 pixels, so nothing is pasted",
+        "is 80 pixels, at or past the base latent's 80 pixels, so nothing is pasted",
     );
     assert_refused(&outside, expected);
+    let mut below = graph();
+    below["31"]["inputs"]["y"] = json!(70);
+    let expected: Expected = (
+        "31",
+        "LatentComposite",
+        Some("y"),
+        "is 70 pixels, at or past the base latent's 64 pixels, so nothing is pasted",
+    );
+    assert_refused(&below, expected);
+    let mut batches = graph();
+    batches["11"]["inputs"]["batch_size"] = json!(2);
+    let expected: Expected = (
+        "30",
+        "LatentComposite",
+        Some("samples_from"),
+        "pastes a latent of another batch size than the base's",
+    );
+    assert_refused(&batches, expected);
 }

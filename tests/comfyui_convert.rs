@@ -349,7 +349,7 @@ fn import_comfyui_emit_api_prints_the_api_prompt() {
     assert_eq!(out.status.code(), Some(0));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains(
-            "note: LoRA 'epiNoiseoffset_v2.safetensors' (node 10) is merged into `denoiser` at strength 1 and into `text_encoder` at strength 1: export those models with the LoRA fused"
+            "note: `denoiser` and `text_encoder` are node 4's weights with LoRA 'epiNoiseoffset_v2.safetensors' (node 10) at strength 1 (1 on the text encoder): export them with these merged"
         ),
         "{}",
         String::from_utf8_lossy(&out.stderr)
@@ -499,14 +499,14 @@ fn unsupported_graphs_are_refused_with_node_class_input_and_remedy() {
         )
     };
     let (node, class, input, message, remedy) =
-        refused(&|g| g["3"]["inputs"]["sampler_name"] = serde_json::json!("lms"));
+        refused(&|g| g["3"]["inputs"]["sampler_name"] = serde_json::json!("dpm_adaptive"));
     assert_eq!(
         (node.as_str(), class.as_str(), input.as_deref()),
         ("3", "KSampler", Some("sampler_name"))
     );
     assert_eq!(
         message,
-        "uses sampler 'lms', which is a multistep or stochastic solver the lowering does not build yet"
+        "uses sampler 'dpm_adaptive', which chooses its own step sizes as it goes, so its model calls do not follow a schedule the workflow can loop over"
     );
     assert_eq!(
         remedy,

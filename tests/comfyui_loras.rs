@@ -66,7 +66,7 @@ fn a_lora_is_merged_into_the_new_packages_denoiser_and_the_package_runs() {
     assert_eq!(
         l.notes,
         [
-            "LoRA 'styles/watercolor.safetensors' (node 12) is merged into `denoiser` at strength 0.8: export those models with the LoRA fused"
+            "`denoiser` is node 1's weights with LoRA 'styles/watercolor.safetensors' (node 12) at strength 0.8: export it with these merged"
         ]
     );
     assert!(
@@ -77,9 +77,6 @@ fn a_lora_is_merged_into_the_new_packages_denoiser_and_the_package_runs() {
         "{:?}",
         l.provenance
     );
-    let root = support::lowering::scratch("lora-merged");
-    let (_, out) = package_and_run(&root, "lora", &pattern("lora"));
-    assert!(out.join("image.png").is_file());
 
     // On the CLIP path at a strength of its own, the text encoder carries it.
     let mut clip = pattern("lora");
@@ -87,10 +84,22 @@ fn a_lora_is_merged_into_the_new_packages_denoiser_and_the_package_runs() {
     assert_eq!(
         lowered(&clip, &Target::default()).notes,
         [
-            "LoRA 'styles/watercolor.safetensors' (node 12) is merged into `denoiser` at strength 0.8 and into `text_encoder` at strength 0.5: export those models with the LoRA fused"
+            "`denoiser` and `text_encoder` are node 1's weights with LoRA 'styles/watercolor.safetensors' (node 12) at strength 0.8 (0.5 on the text encoder): export them with these merged"
         ]
     );
+    if support::runtime_available() {
+        let root = support::lowering::scratch("lora-merged");
+        let (_, out) = package_and_run(&root, "lora", &clip);
+        assert!(out.join("image.png").is_file());
+        let _ = std::fs::remove_dir_all(&root);
+    }
 }
+
+/// Two stages' models, each its own.
+const TWO_MODELS: [[&str; 2]; 2] = [
+    ["denoiser", "text_encoder"],
+    ["model2_denoiser", "model2_text_encoder"],
+];
 
 /// Stage 1 samples through a LoRA on checkpoint 1, stage 2 samples the
 /// same checkpoint without it.
@@ -111,20 +120,19 @@ fn lora_then_plain(strength: f64) -> Value {
 #[test]
 fn each_set_of_merged_loras_in_a_chain_is_its_own_model() {
     let l = lowered(&lora_then_plain(0.7), &Target::default());
+    assert_eq!(loop_models(workflow(&l)), TWO_MODELS);
     assert_eq!(
-        loop_models(workflow(&l)),
+        l.notes[2..],
         [
-            vec!["denoiser", "text_encoder"],
-            vec!["model2_denoiser", "model2_text_encoder"]
+            "`denoiser` is node 1's weights with LoRA 'detail.safetensors' (node 20) at strength 0.7: export it with these merged"
         ]
     );
-    assert_eq!(
-        l.notes[2],
-        "LoRA 'detail.safetensors' (node 20) is merged into `denoiser` at strength 0.7: export those models with the LoRA fused"
-    );
-    let root = support::lowering::scratch("lora-chain");
-    let (_, out) = package_and_run(&root, "lora-chain", &lora_then_plain(0.7));
-    assert!(out.join("image.png").is_file());
+    if support::runtime_available() {
+        let root = support::lowering::scratch("lora-chain");
+        let (_, out) = package_and_run(&root, "lora-chain", &lora_then_plain(0.7));
+        assert!(out.join("image.png").is_file());
+        let _ = std::fs::remove_dir_all(&root);
+    }
 
     // At strength 0 the LoRA changes nothing: both stages share the
     // checkpoint's own models.
@@ -137,8 +145,21 @@ fn each_set_of_merged_loras_in_a_chain_is_its_own_model() {
         ]
     );
     assert_eq!(
-        l.notes[2],
-        "LoRA 'detail.safetensors' (node 20) has strength 0, so the models are the checkpoint's own"
+        l.notes[2..],
+        ["LoRA 'detail.safetensors' (node 20) has strength 0 and changes nothing"]
+    );
+
+    // A LoRA shared by two models is in both notes: stage 2 samples
+    // through a second LoRA on top of stage 1's.
+    let mut stacked = lora_then_plain(0.7);
+    stacked["21"] = json!({"class_type": "LoraLoaderModelOnly", "inputs": {"lora_name": "ink.safetensors", "strength_model": 0.5, "model": ["20", 0]}});
+    stacked["13"]["inputs"]["model"] = json!(["21", 0]);
+    assert_eq!(
+        lowered(&stacked, &Target::default()).notes[2..],
+        [
+            "`denoiser` is node 1's weights with LoRA 'detail.safetensors' (node 20) at strength 0.7: export it with these merged",
+            "`model2_denoiser` is node 1's weights with LoRA 'detail.safetensors' (node 20) at strength 0.7, then LoRA 'ink.safetensors' (node 21) at strength 0.5: export it with these merged"
+        ]
     );
 }
 
@@ -174,7 +195,7 @@ fn a_model_merge_is_merged_into_the_new_packages_denoiser_and_refused_into_exist
     assert_eq!(
         l.notes,
         [
-            "node 12 (ModelMergeSimple) merges the denoisers of nodes 1 and 30 at ratio 0.25 (node 1's share): export `denoiser` from the merged weights"
+            "`denoiser` is node 1's weights with node 30's denoiser merged in by ModelMergeSimple node 12 at ratio 0.25 (the share of the model so far): export it with these merged"
         ]
     );
     assert!(
@@ -185,9 +206,12 @@ fn a_model_merge_is_merged_into_the_new_packages_denoiser_and_refused_into_exist
         "{:?}",
         l.provenance
     );
-    let root = support::lowering::scratch("model-merge");
-    let (_, out) = package_and_run(&root, "merge", &merged_checkpoints(0.25));
-    assert!(out.join("image.png").is_file());
+    if support::runtime_available() {
+        let root = support::lowering::scratch("model-merge");
+        let (_, out) = package_and_run(&root, "merge", &merged_checkpoints(0.25));
+        assert!(out.join("image.png").is_file());
+        let _ = std::fs::remove_dir_all(&root);
+    }
 
     for target in [
         lora_target(),
@@ -211,8 +235,15 @@ fn a_model_merge_is_merged_into_the_new_packages_denoiser_and_refused_into_exist
             )
         );
     }
-    let expected: Expected = ("12", "ModelMergeSimple", Some("ratio"), "is 1.5");
-    assert_refused(&merged_checkpoints(1.5), expected);
+    let refusal = &lower::lower(&merged_checkpoints(1.5)).expect_err("refused")[0];
+    assert_eq!(
+        (
+            refusal.input.as_deref(),
+            refusal.message.as_str(),
+            refusal.remedy.as_str()
+        ),
+        (Some("ratio"), "is 1.5", "use a share from 0 to 1")
+    );
     let mut upstream = merged_checkpoints(0.5);
     upstream["12"]["inputs"]["model2"] = json!(["31", 0]);
     upstream["31"] = json!({"class_type": "FreeU", "inputs": {"model": ["30", 0]}});
@@ -223,4 +254,21 @@ fn a_model_merge_is_merged_into_the_new_packages_denoiser_and_refused_into_exist
         "feeds `model2` of node 12 as its model, which the importer supports only from CheckpointLoaderSimple or UNETLoader",
     );
     assert_refused(&upstream, expected);
+}
+
+/// A merged model in one stage and the plain checkpoint in the next are
+/// two models.
+#[test]
+fn a_merged_stage_and_a_plain_one_get_their_own_models() {
+    let mut g = lora_then_plain(0.7);
+    g["30"] = json!({"class_type": "UNETLoader", "inputs": {"unet_name": "anime.safetensors", "weight_dtype": "default"}});
+    g["20"] = json!({"class_type": "ModelMergeSimple", "inputs": {"model1": ["1", 0], "model2": ["30", 0], "ratio": 0.5}});
+    let l = lowered(&g, &Target::default());
+    assert_eq!(loop_models(workflow(&l)), TWO_MODELS);
+    assert_eq!(
+        l.notes[2..],
+        [
+            "`denoiser` is node 1's weights with node 30's denoiser merged in by ModelMergeSimple node 20 at ratio 0.5 (the share of the model so far): export it with these merged"
+        ]
+    );
 }

@@ -393,6 +393,7 @@ fn synthesized_solvers_match_an_independent_numpy_reference() {
         "dpmpp_3m_sde",
         "res_multistep",
         "ipndm_v",
+        "lms",
         "dpmpp_2m_cfg_pp",
         "er_sde",
         "heun",

@@ -31,7 +31,7 @@ noise):
 * Solvers from k-diffusion sampling.py: `euler` (also used for ComfyUI's
   `ddim`), `euler_ancestral` (eta = 1, get_ancestral_step), `dpmpp_2m`,
   `lcm`, `ddpm`, `res_multistep(_ancestral)`, `gradient_estimation`, `ipndm`,
-  `ipndm_v`, the CFG++ forms (`euler_cfg_pp`, `euler_ancestral_cfg_pp`,
+  `ipndm_v`, `lms` (its weights by exact polynomial integration), the CFG++ forms (`euler_cfg_pp`, `euler_ancestral_cfg_pp`,
   `dpmpp_2m_cfg_pp`, `res_multistep*_cfg_pp`, `gradient_estimation_cfg_pp`,
   stepping along the unconditional estimate) and the DPM-Solver++ 2M/3M SDE samplers (their fresh noise
   the counter-hash noise at offset step + 1 in place of a Brownian tree), ComfyUI's `er_sde` (ER-SDE-Solver-3:
@@ -500,6 +500,28 @@ def run(pkg, out_dir, expected=None):
                                       + (c2 - (1 + hn1 / hn2) * temp1 - (1 + hn1 / hn2 + m) * temp2) * buffer[-1]
                                       + (temp1 * hn1 / hn2 + (hn1 / hn2 + m * (1 + hn2 / hn3)) * temp2) * buffer[-2]
                                       - temp2 * m * hn1 / hn2 * buffer[-3])
+            buffer = (buffer + [d])[-3:]
+        elif solver == "lms":
+            # k-diffusion's linear multistep: the weight of each earlier
+            # derivative (newest first) is the integral over [sigma,
+            # sigma_next] of its Lagrange basis polynomial through the last
+            # `order` sigmas, here by numpy's exact polynomial integration
+            # (ComfyUI integrates by quadrature).
+            order = min(4, i + 1)
+            if sigma_next == 0:
+                x = denoised
+            else:
+                nodes = [sigmas[i - k] for k in range(order)]
+                derivatives = ([d] + buffer[::-1])[:order]
+                step = 0.0
+                for j in range(order):
+                    basis = np.poly1d([1.0])
+                    for k in range(order):
+                        if k != j:
+                            basis = basis * np.poly1d([1.0, -nodes[k]]) / (nodes[j] - nodes[k])
+                    antiderivative = basis.integ()
+                    step = step + (antiderivative(sigma_next) - antiderivative(sigma)) * derivatives[j]
+                x = x + step
             buffer = (buffer + [d])[-3:]
         elif solver in TWO_CALL_SAMPLERS:
             x = two_call_step(solver, x, d, sigma, sigma_next, guided,

@@ -6,7 +6,8 @@
 //! Supported: `KSampler` and `KSamplerAdvanced` (start/end steps, noise on
 //! or off, leftover noise) with classifier-free guidance, chained through
 //! latents (a refiner's step window, a hires fix through `LatentUpscale` or
-//! `LatentUpscaleBy`), each stage its own sampling loop; the latent from
+//! `LatentUpscaleBy`) or composited with others' (`LatentComposite`), each
+//! stage its own sampling loop; the latent from
 //! `EmptyLatentImage`/`EmptySD3LatentImage`, an empty video latent
 //! (frames after the channels, shown by video sinks at their frame rate),
 //! `VAEEncode` (img2img; the
@@ -14,8 +15,9 @@
 //! `VAEEncodeForInpaint` or `SetLatentNoiseMask` (the mask is applied after
 //! every step); `CLIPTextEncode` or `CLIPTextEncodeSDXL` prompts; one
 //! ControlNet per sampler (`ControlNetApply`/`ControlNetApplyAdvanced`); LoRA loaders
-//! routed through the target package's declared adapters, or merged into
-//! a new package's models (`loras`); flow-matching
+//! routed through the target package's declared adapters, or, like
+//! `ModelMergeSimple`, merged into a new package's models (`loras`);
+//! flow-matching
 //! sampling (`ModelSamplingSD3`/`AuraFlow`/`Flux`) as a schedule shift;
 //! `FluxGuidance` as the denoiser's own guidance input.
 //! Run parameters (seed, steps, cfg, denoise, start/end steps, strengths,
@@ -174,7 +176,7 @@ pub fn lower_for(api: &Value, target: &Target) -> Result<Lowered, Vec<Refusal>> 
 
 fn lower_from(g: &Graph<'_>, sinks: &[&String], target: &Target) -> Result<Lowered, Refusal> {
     let chain = recognise::recognise(g, sinks)?;
-    let merged = loras::merged(target);
+    let merged = target.merges_patches();
     if merged {
         for plan in &chain.stages {
             loras::same_on_both_prompts(g, plan)?;
@@ -218,7 +220,7 @@ fn lower_from(g: &Graph<'_>, sinks: &[&String], target: &Target) -> Result<Lower
     if merged {
         notes.extend(loras::merged_notes(&chain));
     }
-    notes.extend(loras::adapter_notes(adapters.as_ref()));
+    notes.extend(target::adapter_notes(adapters.as_ref()));
     Ok(Lowered {
         document: built.document,
         prompts: built.prompts,

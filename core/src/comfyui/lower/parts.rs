@@ -146,3 +146,14 @@ impl Steps {
 pub(super) fn one_of(n: i64) -> Value {
     contract("float32", json!([n]), false)
 }
+
+/// The name of `key` in `names`: on first sight, `name(n)` for the n-th
+/// key seen (counted from 1).
+pub(super) fn numbered<K: Ord>(
+    names: &mut std::collections::BTreeMap<K, String>,
+    key: K,
+    name: impl FnOnce(usize) -> String,
+) -> String {
+    let n = names.len() + 1;
+    names.entry(key).or_insert_with(|| name(n)).clone()
+}

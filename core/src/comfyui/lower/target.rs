@@ -1,7 +1,7 @@
 //! The target package a lowering is for: LoRA loaders are routed through
 //! the adapters it declares (top-level `adapters`), and refused when it
-//! has models of its own but no adapters (without a package, a LoRA is
-//! merged into the models the package will get: `loras`).
+//! has models of its own but no adapters (into a package without a
+//! document, a LoRA is merged into the models it will get: `loras`).
 
 use super::Refusal;
 use super::build::Built;
@@ -27,6 +27,13 @@ pub struct Target {
 }
 
 impl Target {
+    /// Whether the graph's model patches (LoRAs, merges) are merged into
+    /// the models the package gets, rather than routed through the
+    /// target's adapters: the target declares none and has no document.
+    pub(super) fn merges_patches(&self) -> bool {
+        self.adapters.is_none() && !self.existing
+    }
+
     /// Reads the package's current document (`inference_metadata.yaml` or
     /// `.json` in `dir`); a folder without one is a target with no adapters.
     pub fn from_package(dir: &std::path::Path) -> Result<Target, String> {
@@ -204,7 +211,8 @@ pub(super) fn route_loras(
     target: &Target,
     components: &[&str],
 ) -> Result<Option<AdapterUse>, Refusal> {
-    let Some(first) = plan.model.loras.first() else {
+    let loras = plan.model.loras();
+    let Some(first) = loras.first() else {
         return Ok(None);
     };
     let Some(block) = &target.adapters else {
@@ -217,9 +225,9 @@ pub(super) fn route_loras(
     };
     let artifacts = block["artifacts"].as_object();
     let max = block["selection"]["max_adapters"].as_i64().unwrap_or(0);
-    if plan.model.loras.len() as i64 > max {
+    if loras.len() as i64 > max {
         return Err(g.refuse(
-            &plan.model.loras[max.max(0) as usize].node,
+            &loras[max.max(0) as usize].node,
             None,
             format!(
                 "is LoRA number {} on the model path; the target package selects at most {max}",
@@ -247,7 +255,7 @@ pub(super) fn route_loras(
         .iter()
         .any(|t| TEXT_ENCODERS.contains(&t["component"].as_str().unwrap_or_default()));
     let mut selection = Vec::new();
-    for lora in &plan.model.loras {
+    for lora in &loras {
         let wanted = stem(&lora.name);
         let found = artifacts
             .into_iter()
@@ -286,7 +294,7 @@ pub(super) fn route_loras(
     }
     Ok(Some(AdapterUse {
         block: block.clone(),
-        nodes: plan.model.loras.iter().map(|l| l.node.clone()).collect(),
+        nodes: loras.iter().map(|l| l.node.clone()).collect(),
         selection,
     }))
 }
@@ -315,4 +323,18 @@ pub(super) fn add_adapters(built: &mut Built, adapters: &AdapterUse) {
     built
         .provenance
         .push(("adapters".into(), adapters.nodes.clone()));
+}
+
+/// The adapter selection a run must pass, when LoRAs are routed.
+pub(super) fn adapter_notes(adapters: Option<&AdapterUse>) -> Vec<String> {
+    adapters
+        .map(|a| a.selection.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .map(|(alias, index, scale)| {
+            format!(
+                "LoRA '{alias}' is adapter {index} at scale {scale}: pass it in the adapter selection inputs"
+            )
+        })
+        .collect()
 }

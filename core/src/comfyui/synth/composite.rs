@@ -1,10 +1,11 @@
 //! `latent_composite`: ComfyUI's `LatentComposite`, one paste after
 //! another on the base latent `to`. Each paste crops `from_<k>` to what
 //! fits, pads it to the base's extents at its offset, and blends:
-//! `placed · mask + latent · (1 − mask)`. The mask is a constant built here
-//! from the contract parameters as ComfyUI's node builds it: 1 over the
-//! pasted cells and 0 elsewhere, and with a feather of `f` cells each edge
-//! that does not touch the base's border fades over `f` rows or columns,
+//! `placed · mask + latent · (1 − mask)`. The mask over the pasted cells is
+//! a constant built here from the contract parameters as ComfyUI's node
+//! builds it (padded with 0 to the base at run time): 1, and with a
+//! feather of `f` cells each edge that does not touch the base's border
+//! fades over `f` rows or columns,
 //! the factors `(t + 1) / f` multiplied in as the node's loop does
 //! (including Python's wrap-around of negative slice bounds), in float32.
 //! Where the mask is 1 the sum is the pasted value exactly, as the node's
@@ -63,10 +64,13 @@ pub fn latent_composite(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
         let pads =
             g.b.vec_i64(&[0, 0, p.y, p.x, 0, 0, height - p.y - h, width - p.x - w]);
         let placed = g.op("Pad", &[&cropped, &pads]);
-        let (mask, keep) = masks(&p, (h, w), (height, width));
-        let dims = [1, 1, height, width];
-        let mask = g.b.f32s(&mask, &dims);
-        let keep = g.b.f32s(&keep, &dims);
+        // The mask over the pasted cells, padded with 0 to the base; the
+        // kept share `1 - mask` in float32, as the node takes it.
+        let region = feather(&p, (h, w), (height, width));
+        let region = g.b.f32s(&region, &[1, 1, h, w]);
+        let mask = g.op("Pad", &[&region, &pads]);
+        let one = g.f(1.0);
+        let keep = g.op("Sub", &[&one, &mask]);
         let pasted = g.op("Mul", &[&placed, &mask]);
         let kept = g.op("Mul", &[&out, &keep]);
         out = g.op("Add", &[&pasted, &kept]);
@@ -74,49 +78,35 @@ pub fn latent_composite(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     g.output(&out, "latent")
 }
 
-/// The blend masks over the base: the pasted share and the kept share
-/// (`1 − share`), row-major `[height, width]`.
-fn masks(p: &Paste, (h, w): (i64, i64), (height, width): (i64, i64)) -> (Vec<f32>, Vec<f32>) {
-    let feathered = feather(p, (h, w), (height, width));
-    let size = (height * width) as usize;
-    let (mut mask, mut keep) = (vec![0f32; size], vec![1f32; size]);
-    for i in 0..h {
-        for j in 0..w {
-            let at = ((p.y + i) * width + p.x + j) as usize;
-            let m = feathered[(i * w + j) as usize];
-            mask[at] = m;
-            keep[at] = 1.0 - m;
-        }
-    }
-    (mask, keep)
-}
-
 /// The node's feathered mask over the cropped paste, `[h, w]`.
 fn feather(p: &Paste, (h, w): (i64, i64), (height, width): (i64, i64)) -> Vec<f32> {
     let mut mask = vec![1f32; (h * w) as usize];
+    let at = |i: i64, j: i64| (i * w + j) as usize;
     for t in 0..p.feather {
         // Python's float (1.0 / feather) * (t + 1), taken to float32 by
         // the in-place product.
         let factor = ((1.0 / p.feather as f64) * (t + 1) as f64) as f32;
+        // The rows (top, then bottom) and columns (left, then right) the
+        // node scales at this t, in its order.
+        let mut rows = Vec::new();
+        let mut columns = Vec::new();
         if p.y != 0 {
-            for i in slice(t, t + 1, h) {
-                (0..w).for_each(|j| mask[(i * w + j) as usize] *= factor);
-            }
+            rows.extend(slice(t, t + 1, h));
         }
         if p.y + h < height {
-            for i in slice(h - 1 - t, h - t, h) {
-                (0..w).for_each(|j| mask[(i * w + j) as usize] *= factor);
-            }
+            rows.extend(slice(h - 1 - t, h - t, h));
         }
         if p.x != 0 {
-            for j in slice(t, t + 1, w) {
-                (0..h).for_each(|i| mask[(i * w + j) as usize] *= factor);
-            }
+            columns.extend(slice(t, t + 1, w));
         }
         if p.x + w < width {
-            for j in slice(w - 1 - t, w - t, w) {
-                (0..h).for_each(|i| mask[(i * w + j) as usize] *= factor);
-            }
+            columns.extend(slice(w - 1 - t, w - t, w));
+        }
+        for i in rows {
+            (0..w).for_each(|j| mask[at(i, j)] *= factor);
+        }
+        for j in columns {
+            (0..h).for_each(|i| mask[at(i, j)] *= factor);
         }
     }
     mask

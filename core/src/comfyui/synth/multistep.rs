@@ -13,6 +13,11 @@
 //! - `ipndm` (up to fourth order, Adams-Bashforth weights) and `ipndm_v`
 //!   (the variable-step weights) over the last four derivatives `d`; `D`
 //!   at the end.
+//! - `lms` (k-diffusion's linear multistep, order up to 4): the weight of
+//!   each of the last derivatives is the integral over `[s, next]` of its
+//!   Lagrange basis polynomial through the last sigmas, which ComfyUI
+//!   finds by quadrature; a two-point Gauss-Legendre rule is exact for
+//!   these cubics. `D` at the end.
 //!
 //! The memory cells hold `D` for res_multistep (`D_u` in CFG++ form) and
 //! `d` (`d_u`) for the others.
@@ -32,6 +37,8 @@ pub enum Kind {
     GradientEstimation { cfg_pp: bool },
     /// `ipndm` (`variable`: `ipndm_v`).
     Ipndm { variable: bool },
+    /// `lms`.
+    Lms,
 }
 
 impl Kind {
@@ -51,6 +58,7 @@ impl Kind {
             },
             "ipndm" => Kind::Ipndm { variable: false },
             "ipndm_v" => Kind::Ipndm { variable: true },
+            "lms" => Kind::Lms,
             _ => return None,
         })
     }
@@ -105,6 +113,7 @@ pub fn step(g: &mut PolicyGraph<'_>, kind: Kind, st: &Step<'_>) -> Result<String
             gradient_estimation(g, &at, base, slope, unconditional.is_some())?
         }
         Kind::Ipndm { variable } => ipndm(g, &at, variable, x, d)?,
+        Kind::Lms => lms(g, &at, x, d)?,
     };
     Ok(st.denoised_at_zero(g, &at.last, &denoised, &stepped))
 }
@@ -223,11 +232,7 @@ fn ipndm(
     x: &str,
     d: &str,
 ) -> Result<String, SynthError> {
-    let old = [
-        g.input("previous")?,
-        g.input("previous_2")?,
-        g.input("previous_3")?,
-    ];
+    let old = remembered(g, d)?;
     let [s, s1, s2, s3] = &at.s;
     let dt = g.op("Sub", &[&at.next, s]);
     // The weights of d, d_1, d_2, d_3 (times dt) for orders 1 to 4.
@@ -242,7 +247,81 @@ fn ipndm(
         ];
         fixed.map(|row| row.map(|w| g.d(w)))
     };
-    // The order: min(4, iteration + 1).
+    let chosen = by_order(g, at, weights);
+    let one = g.d(1.0);
+    let mut terms = vec![(one, x.to_string())];
+    for (weight, latent) in chosen.iter().zip([d, &old[0], &old[1], &old[2]]) {
+        terms.push((g.op("Mul", &[weight, &dt]), latent.to_string()));
+    }
+    Ok(combine(g, &terms))
+}
+
+/// `lms`: `x` plus each of the last derivatives (newest first) times the
+/// integral of its Lagrange basis polynomial over `[s, next]`, the nodes
+/// being the last `order` sigmas.
+fn lms(g: &mut PolicyGraph<'_>, at: &At, x: &str, d: &str) -> Result<String, SynthError> {
+    let old = remembered(g, d)?;
+    // Two-point Gauss-Legendre on [s, next]: nodes mid -+ half / sqrt(3),
+    // each weighted half.
+    let s = at.s[0].clone();
+    let sum = g.op("Add", &[&at.next, &s]);
+    let two = g.d(2.0);
+    let mid = g.op("Div", &[&sum, &two]);
+    let span = g.op("Sub", &[&at.next, &s]);
+    let half = g.op("Div", &[&span, &two]);
+    let root3 = g.d(3f64.sqrt());
+    let offset = g.op("Div", &[&half, &root3]);
+    let taus = [g.op("Sub", &[&mid, &offset]), g.op("Add", &[&mid, &offset])];
+    let zero = g.d(0.0);
+    let weights: [[String; 4]; 4] = std::array::from_fn(|k| {
+        let order = k + 1;
+        std::array::from_fn(|j| {
+            if j >= order {
+                return zero.clone();
+            }
+            let mut integral = zero.clone();
+            for tau in &taus {
+                let mut product = g.d(1.0);
+                for m in (0..order).filter(|m| *m != j) {
+                    let num = g.op("Sub", &[tau, &at.s[m]]);
+                    let den = g.op("Sub", &[&at.s[j], &at.s[m]]);
+                    let den = g.nonzero(&den);
+                    let factor = g.op("Div", &[&num, &den]);
+                    product = g.op("Mul", &[&product, &factor]);
+                }
+                integral = g.op("Add", &[&integral, &product]);
+            }
+            g.op("Mul", &[&integral, &half])
+        })
+    });
+    let chosen = by_order(g, at, weights);
+    let one = g.d(1.0);
+    let mut terms = vec![(one, x.to_string())];
+    for (weight, latent) in chosen.into_iter().zip([d, &old[0], &old[1], &old[2]]) {
+        terms.push((weight, latent.to_string()));
+    }
+    Ok(combine(g, &terms))
+}
+
+/// The three remembered derivatives (newest first), and the memory
+/// outputs: `d` joins them and the oldest drops out.
+fn remembered(g: &mut PolicyGraph<'_>, d: &str) -> Result<[String; 3], SynthError> {
+    let old = [
+        g.input("previous")?,
+        g.input("previous_2")?,
+        g.input("previous_3")?,
+    ];
+    g.output(d, "denoised")?;
+    let shifted = g.op("Identity", &[&old[0]]);
+    g.output(&shifted, "denoised_1")?;
+    let shifted = g.op("Identity", &[&old[1]]);
+    g.output(&shifted, "denoised_2")?;
+    Ok(old)
+}
+
+/// The row of `weights` (one per order 1 to 4) for this step's order,
+/// `min(4, iteration + 1)`.
+fn by_order(g: &mut PolicyGraph<'_>, at: &At, weights: [[String; 4]; 4]) -> [String; 4] {
     let one_i = g.i(1);
     let order = g.op("Add", &[&at.iteration, &one_i]);
     let four = g.i(4);
@@ -253,17 +332,7 @@ fn ipndm(
         let is = g.op("Equal", &[&order, &n]);
         chosen = std::array::from_fn(|j| g.op("Where", &[&is, &weights[k][j], &chosen[j]]));
     }
-    let one = g.d(1.0);
-    let mut terms = vec![(one, x.to_string())];
-    for (weight, latent) in chosen.iter().zip([d, &old[0], &old[1], &old[2]]) {
-        terms.push((g.op("Mul", &[weight, &dt]), latent.to_string()));
-    }
-    g.output(d, "denoised")?;
-    let shifted = g.op("Identity", &[&old[0]]);
-    g.output(&shifted, "denoised_1")?;
-    let shifted = g.op("Identity", &[&old[1]]);
-    g.output(&shifted, "denoised_2")?;
-    Ok(combine(g, &terms))
+    chosen
 }
 
 /// `ipndm_v`'s weights for orders 1 to 4 from the sigmas `[next, s, s_1,

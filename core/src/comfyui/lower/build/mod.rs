@@ -25,9 +25,10 @@ pub(super) use names::StageNames;
 use super::Refusal;
 use super::graph::Graph;
 use super::parts::{
-    self, Axes, Provenance, Steps, component, contract, invoke, parameter, picture, policy, row,
+    self, Axes, Provenance, Steps, component, contract, invoke, numbered, parameter, picture,
+    policy, row,
 };
-use super::recognise::{Chain, ModelUpscale, Sink};
+use super::recognise::{Chain, ModelUpscale, Patch, Sink};
 use prompts::Prompted;
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -135,8 +136,12 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
             }
         }
         let mut nodes = vec![&plan.sampler.node, loader];
-        nodes.extend(plan.model.loras.iter().map(|l| &l.node));
-        nodes.extend(plan.model.merges.iter().flat_map(|m| [&m.node, &m.other]));
+        for patch in &plan.model.patches {
+            match patch {
+                Patch::Lora(lora) => nodes.push(&lora.node),
+                Patch::Merge(merge) => nodes.extend([&merge.node, &merge.other]),
+            }
+        }
         after.push(parts.step, &nodes);
         latents.push(names.value("latent_state"));
     }
@@ -396,17 +401,6 @@ impl Upscaled {
         self.runs.insert(up.node.clone(), value("image"));
         value("image")
     }
-}
-
-/// The name of `key` in `names`: on first sight, `name(n)` for the n-th
-/// key seen (counted from 1).
-fn numbered<K: Ord>(
-    names: &mut BTreeMap<K, String>,
-    key: K,
-    name: impl FnOnce(usize) -> String,
-) -> String {
-    let n = names.len() + 1;
-    names.entry(key).or_insert_with(|| name(n)).clone()
 }
 
 /// Whether token input `name` carries the same encoder node's text in this

@@ -320,7 +320,19 @@ impl Walk {
     /// graph fixes them.
     pub(super) fn extents(&self, stage: usize) -> Option<(i64, i64)> {
         let plan = self.stages.get(stage)?;
-        super::composite::source_extents(&plan.latent, |earlier| self.extents(earlier))
+        super::source_extents(&plan.latent, |earlier| self.extents(earlier))
+    }
+
+    /// The sampler node of stage `stage`, when it samples by flow matching.
+    pub(super) fn flow_sampler(&self, stage: usize) -> Option<&str> {
+        let plan = self.stages.get(stage)?;
+        plan.model.flow.as_ref().map(|_| plan.sampler.node.as_str())
+    }
+
+    /// The batch size of stage `stage`'s latent, where the graph fixes it.
+    pub(super) fn batch(&self, stage: usize) -> Option<i64> {
+        let plan = self.stages.get(stage)?;
+        super::source_batch(&plan.latent, |earlier| self.batch(earlier))
     }
 
     /// The latent axes of stage `stage`.

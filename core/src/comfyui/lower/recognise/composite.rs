@@ -8,13 +8,12 @@
 
 use super::super::graph::Graph;
 use super::chain::Walk;
-use super::latent::{LatentSource, UpscaleSize};
-use super::round_half_even;
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::lower::parts::Axes;
 
-/// ComfyUI's largest `x`, `y` and `feather`.
+/// ComfyUI's largest `x`, `y` and `feather`, and latent side in cells.
 const MAX_OFFSET: i64 = 16384;
+const MAX_CELLS: i64 = MAX_OFFSET / 8;
 
 /// One `LatentComposite`'s paste of a stage's latent, in latent cells.
 #[derive(Clone, Debug, PartialEq)]
@@ -29,50 +28,55 @@ pub(in crate::comfyui::lower) struct Paste {
     pub extents: (i64, i64),
 }
 
-/// The composite `node` (a `LatentComposite`) feeding input `from.1` of
-/// node `from.0`: the base stage and the pastes on it in order, the
-/// stages recognised through `walk`.
-pub(super) fn composite(
-    g: &Graph<'_>,
-    node: &str,
-    walk: &mut Walk,
-) -> Result<LatentSource, Refusal> {
+/// A recognised composite: the base stage, its extents and the pastes.
+pub(super) struct Composite {
+    pub base: usize,
+    pub extents: (i64, i64),
+    pub pastes: Vec<Paste>,
+}
+
+/// The composite `node` (a `LatentComposite`): the base stage and the
+/// pastes on it in order, the stages recognised through `walk` (the base
+/// first, then each pasted one in paste order).
+pub(super) fn composite(g: &Graph<'_>, node: &str, walk: &mut Walk) -> Result<Composite, Refusal> {
+    // The chain of composites down `samples_to`, last paste first.
+    let mut nodes = vec![node.to_string()];
+    let (mut to, mut slot) = g.source(node, "samples_to")?;
+    while g.class(&to) == "LatentComposite" && slot == 0 {
+        if nodes.len() > g.nodes.len() {
+            return Err(g.refuse(
+                &to,
+                Some("samples_to"),
+                "is part of a loop of latent composites".into(),
+                "connect samples_to to a sampler",
+            ));
+        }
+        nodes.push(to.clone());
+        (to, slot) = g.source(&to, "samples_to")?;
+    }
+    let first = nodes.last().cloned().unwrap_or_default();
+    let base = walk.sampled(g, &to, slot, (&first, "samples_to"))?;
+    let extents = known_extents(g, walk, base, &first, "samples_to")?;
     let mut pastes = Vec::new();
-    let mut current = node.to_string();
-    for _ in 0..=g.nodes.len() {
-        let (source, slot) = g.source(&current, "samples_from")?;
-        let stage = walk.sampled(g, &source, slot, (&current, "samples_from"))?;
-        pastes.push(Paste {
-            x: offset(g, &current, "x")?,
-            y: offset(g, &current, "y")?,
-            feather: offset(g, &current, "feather")?,
-            extents: known_extents(g, walk, stage, &current, "samples_from")?,
+    for current in nodes.iter().rev() {
+        let (source, slot) = g.source(current, "samples_from")?;
+        let stage = walk.sampled(g, &source, slot, (current, "samples_from"))?;
+        let paste = Paste {
+            x: offset(g, current, "x")?,
+            y: offset(g, current, "y")?,
+            feather: offset(g, current, "feather")?,
+            extents: known_extents(g, walk, stage, current, "samples_from")?,
             node: current.clone(),
             stage,
-        });
-        let (to, slot) = g.source(&current, "samples_to")?;
-        if g.class(&to) == "LatentComposite" && slot == 0 {
-            current = to;
-            continue;
-        }
-        let base = walk.sampled(g, &to, slot, (&current, "samples_to"))?;
-        let extents = known_extents(g, walk, base, &current, "samples_to")?;
-        pastes.reverse();
-        for paste in &pastes {
-            fits(g, walk, base, extents, paste)?;
-        }
-        return Ok(LatentSource::Composite {
-            base,
-            extents,
-            pastes,
-        });
+        };
+        fits(g, walk, base, extents, &paste)?;
+        pastes.push(paste);
     }
-    Err(g.refuse(
-        &current,
-        Some("samples_to"),
-        "is part of a loop of latent composites".into(),
-        "connect samples_to to a sampler",
-    ))
+    Ok(Composite {
+        base,
+        extents,
+        pastes,
+    })
 }
 
 /// Input `name` of `node`, a pixel offset or width, in latent cells
@@ -81,7 +85,7 @@ fn offset(g: &Graph<'_>, node: &str, name: &str) -> Result<i64, Refusal> {
     Ok(g.whole(node, name, 0..=MAX_OFFSET)? / 8)
 }
 
-/// A paste must land on the base, in a latent of the same kind.
+/// A paste must land on the base, in a latent of the same kind and batch.
 fn fits(
     g: &Graph<'_>,
     walk: &Walk,
@@ -109,14 +113,24 @@ fn fits(
             "sample both latents with the same model family",
         ));
     }
+    if walk.batch(base) != walk.batch(paste.stage) {
+        // ComfyUI pastes one latent on every row of a larger batch; the
+        // lowering samples each row with its own noise.
+        return Err(g.refuse(
+            &paste.node,
+            Some("samples_from"),
+            "pastes a latent of another batch size than the base's".into(),
+            "give every composited latent the same batch_size",
+        ));
+    }
     for (name, at, side) in [("x", paste.x, width), ("y", paste.y, height)] {
         if at >= side {
             return Err(g.refuse(
                 &paste.node,
                 Some(name),
                 format!(
-                    "is {} pixels, past the base latent's {} pixels, so nothing is pasted",
-                    at * 8,
+                    "is {} pixels, at or past the base latent's {} pixels, so nothing is pasted",
+                    g.number(&paste.node, name)?,
                     side * 8
                 ),
                 "paste within the base latent",
@@ -128,7 +142,7 @@ fn fits(
 
 /// The latent extents `(height, width)` of stage `stage`, which input
 /// `input` of composite `node` reads; refused where a loaded picture sets
-/// them.
+/// them, or where they pass ComfyUI's largest latent.
 fn known_extents(
     g: &Graph<'_>,
     walk: &Walk,
@@ -136,41 +150,23 @@ fn known_extents(
     node: &str,
     input: &str,
 ) -> Result<(i64, i64), Refusal> {
-    walk.extents(stage).ok_or_else(|| {
-        g.refuse(
+    let Some((height, width)) = walk.extents(stage) else {
+        return Err(g.refuse(
             node,
             Some(input),
             "reads a latent whose size comes from a loaded picture; the lowering composites latents whose sizes the graph fixes (empty latents, maybe resized)".into(),
             "start the composited samplers from empty latents",
-        )
-    })
-}
-
-/// The extents of the latent `latent` starts a stage from, where the
-/// graph fixes them; `earlier` gives an earlier stage's.
-pub(super) fn source_extents(
-    latent: &LatentSource,
-    earlier: impl Fn(usize) -> Option<(i64, i64)>,
-) -> Option<(i64, i64)> {
-    match latent {
-        LatentSource::Empty {
-            width,
-            height,
-            scale,
-            ..
-        } => Some((height / scale, width / scale)),
-        LatentSource::Stage { stage, upscale } => {
-            let (height, width) = earlier(*stage)?;
-            match upscale.as_ref().map(|u| &u.size) {
-                None => Some((height, width)),
-                Some(UpscaleSize::Fixed { width, height }) => Some((*height, *width)),
-                Some(UpscaleSize::Scale(s)) => {
-                    let side = |x: i64| (round_half_even(x as f64 * s) as i64).max(1);
-                    Some((side(height), side(width)))
-                }
-            }
-        }
-        LatentSource::Composite { extents, .. } => Some(*extents),
-        LatentSource::Encoded { .. } | LatentSource::Inpaint { .. } => None,
+        ));
+    };
+    if height > MAX_CELLS || width > MAX_CELLS {
+        return Err(g.refuse(
+            node,
+            Some(input),
+            format!(
+                "reads a latent of {height}x{width} cells, past ComfyUI's largest ({MAX_CELLS} a side)"
+            ),
+            "composite smaller latents",
+        ));
     }
+    Ok((height, width))
 }

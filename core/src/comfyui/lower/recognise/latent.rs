@@ -216,7 +216,12 @@ pub(super) fn latent_source(
         return Ok(LatentSource::Stage { stage, upscale });
     }
     if g.class(&node) == "LatentComposite" {
-        return composite(g, &node, walk);
+        let c = composite(g, &node, walk)?;
+        return Ok(LatentSource::Composite {
+            base: c.base,
+            extents: c.extents,
+            pastes: c.pastes,
+        });
     }
     if let Some(video) = VIDEO_LATENTS.iter().find(|v| v.class == g.class(&node)) {
         return empty_video(g, &node, video);

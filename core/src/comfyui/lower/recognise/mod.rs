@@ -7,11 +7,14 @@ mod chain;
 mod composite;
 mod custom;
 mod latent;
+mod model;
 mod prompt;
 
 pub(super) use chain::{Chain, ModelUpscale, Sink, is_sink, recognise, sink_classes};
 pub(super) use composite::Paste;
 pub(super) use latent::{LatentSource, UpscaleSize};
+use model::model_chain;
+pub(super) use model::{FlowShift, Lora, ModelChain, Patch};
 
 use super::graph::Graph;
 use super::parts::Axes;
@@ -62,63 +65,6 @@ pub(super) enum Window {
         end: i64,
         add_noise: bool,
         leftover_noise: bool,
-    },
-}
-
-/// The model path from the checkpoint to the sampler.
-#[derive(Clone, Debug, PartialEq)]
-pub(super) struct ModelChain {
-    /// The loader the denoiser comes from.
-    pub loader: String,
-    /// LoRAs in the order they apply (nearest the loader first).
-    pub loras: Vec<Lora>,
-    /// `ModelMergeSimple` nodes on the path, nearest the loader first.
-    pub merges: Vec<Merge>,
-    /// A flow-matching sampling override.
-    pub flow: Option<FlowSampling>,
-}
-
-/// One LoRA loader on the model (and maybe CLIP) path.
-#[derive(Clone, Debug, PartialEq)]
-pub(super) struct Lora {
-    pub node: String,
-    pub name: String,
-    pub strength_model: f64,
-    pub strength_clip: Option<f64>,
-}
-
-/// One `ModelMergeSimple`: the path's model (`model1`) weighted by
-/// `ratio`, another loader's (`model2`) by `1 - ratio`.
-#[derive(Clone, Debug, PartialEq)]
-pub(super) struct Merge {
-    pub node: String,
-    /// The loader `model2` comes from.
-    pub other: String,
-    pub ratio: f64,
-}
-
-/// `ModelSamplingSD3` / `ModelSamplingAuraFlow` (shift) or
-/// `ModelSamplingFlux` (resolution-dependent shift).
-#[derive(Clone, Debug, PartialEq)]
-pub(super) struct FlowSampling {
-    pub node: String,
-    pub shift: FlowShift,
-    /// Latent channels the model family works in (16 for SD3 and Flux,
-    /// 4 for AuraFlow), as ComfyUI corrects empty latents to.
-    pub channels: i64,
-    /// The model sampling family: `sd3`, `aura_flow` or `flux`.
-    pub family: &'static str,
-}
-
-/// The flow-matching time shift.
-#[derive(Clone, Debug, PartialEq)]
-pub(super) enum FlowShift {
-    Constant(f64),
-    Resolution {
-        max_shift: f64,
-        base_shift: f64,
-        width: f64,
-        height: f64,
     },
 }
 
@@ -191,7 +137,6 @@ const SAMPLER_CLASSES: &[&str] = &[
     "SamplerCustom",
     "SamplerCustomAdvanced",
 ];
-const MODEL_LOADERS: &[&str] = &["CheckpointLoaderSimple", "UNETLoader"];
 const CLIP_LOADERS: &[&str] = &[
     "CheckpointLoaderSimple",
     "CLIPLoader",
@@ -321,14 +266,14 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
         ));
     }
     if model.flow.is_none()
-        && let Some(latent_kind) = flow_only_latent(g, &latent, axes)
+        && let Some(what) = flow_only(g, walk, &latent, axes, [&positive, &negative])
     {
         // Without an override the lowering samples as SD1.5's discrete
         // epsilon schedule, which none of these model families uses.
         return Err(g.refuse(
             &sampler_node,
             Some("model"),
-            format!("samples {latent_kind} with the model's own sampling, which the graph does not state (the models that take it sample by flow matching, with a shift of their own)"),
+            format!("samples {what} with the model's own sampling, which the graph does not state (the models that take it sample by flow matching, with a shift of their own)"),
             "add the model's ModelSampling node (ModelSamplingFlux for Flux, ModelSamplingSD3 or ModelSamplingAuraFlow with its shift) between the model and the sampler",
         ));
     }
@@ -352,15 +297,31 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
     })
 }
 
-/// What kind of latent `latent` is when only flow-matching models sample
-/// it: a video latent, or an `EmptySD3LatentImage`'s (SD3, Flux and their
-/// kin).
-fn flow_only_latent(g: &Graph<'_>, latent: &LatentSource, axes: Axes) -> Option<&'static str> {
+/// What of a sampler's inputs only flow-matching models take, if any: a
+/// video latent, an `EmptySD3LatentImage`'s (SD3, Flux and their kin), an
+/// earlier flow-matching sampler's latent, or prompts through
+/// `FluxGuidance` (guidance-distilled Flux models).
+fn flow_only(
+    g: &Graph<'_>,
+    walk: &chain::Walk,
+    latent: &LatentSource,
+    axes: Axes,
+    prompts: [&Conditioning; 2],
+) -> Option<String> {
+    if let Some(guidance) = prompts.iter().find_map(|c| c.guidance.as_ref()) {
+        return Some(format!(
+            "prompts guided by FluxGuidance (node {})",
+            guidance.node
+        ));
+    }
     match latent {
-        _ if axes == Axes::Video => Some("a video latent"),
+        _ if axes == Axes::Video => Some("a video latent".into()),
         LatentSource::Empty { node, .. } if g.class(node) == "EmptySD3LatentImage" => {
-            Some("an EmptySD3LatentImage latent")
+            Some("an EmptySD3LatentImage latent".into())
         }
+        LatentSource::Stage { stage, .. } | LatentSource::Composite { base: stage, .. } => walk
+            .flow_sampler(*stage)
+            .map(|node| format!("the latent of flow-matching sampler {node}")),
         _ => None,
     }
 }
@@ -505,94 +466,6 @@ pub(super) fn checked_denoise(g: &Graph<'_>, node: &str, steps: i64) -> Result<f
     Ok(denoise)
 }
 
-fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Refusal> {
-    let mut loras = Vec::new();
-    let mut merges = Vec::new();
-    let mut flow = None;
-    let (mut node, _) = g.source(sampler, "model")?;
-    let mut from = (sampler.to_string(), "model");
-    for _ in 0..=g.nodes.len() {
-        match g.class(&node) {
-            "LoraLoader" | "LoraLoaderModelOnly" => {
-                let clip = g.class(&node) == "LoraLoader";
-                loras.push(Lora {
-                    node: node.clone(),
-                    name: g.text(&node, "lora_name")?.to_string(),
-                    strength_model: g.number(&node, "strength_model")?,
-                    strength_clip: clip.then(|| g.number(&node, "strength_clip")).transpose()?,
-                });
-            }
-            "ModelMergeSimple" => {
-                let (other, _) = g.source(&node, "model2")?;
-                g.expect(&other, MODEL_LOADERS, "model", (&node, "model2"))?;
-                merges.push(Merge {
-                    node: node.clone(),
-                    other,
-                    ratio: g.number_in(&node, "ratio", 0.0..=1.0, "a share from 0 to 1")?,
-                });
-            }
-            class @ ("ModelSamplingSD3" | "ModelSamplingAuraFlow" | "ModelSamplingFlux") => {
-                if flow.is_some() {
-                    return Err(g.refuse(
-                        &node,
-                        None,
-                        "is a second model-sampling override on the model path".into(),
-                        "keep one ModelSampling node",
-                    ));
-                }
-                let shift = if class == "ModelSamplingFlux" {
-                    FlowShift::Resolution {
-                        max_shift: g.number(&node, "max_shift")?,
-                        base_shift: g.number(&node, "base_shift")?,
-                        width: g.number(&node, "width")?,
-                        height: g.number(&node, "height")?,
-                    }
-                } else {
-                    FlowShift::Constant(g.number(&node, "shift")?)
-                };
-                flow = Some(FlowSampling {
-                    node: node.clone(),
-                    shift,
-                    channels: if class == "ModelSamplingAuraFlow" {
-                        4
-                    } else {
-                        16
-                    },
-                    family: match class {
-                        "ModelSamplingAuraFlow" => "aura_flow",
-                        "ModelSamplingFlux" => "flux",
-                        _ => "sd3",
-                    },
-                });
-            }
-            _ => {
-                g.expect(&node, MODEL_LOADERS, "model", (&from.0, from.1))?;
-                loras.reverse();
-                merges.reverse();
-                return Ok(ModelChain {
-                    loader: node,
-                    loras,
-                    merges,
-                    flow,
-                });
-            }
-        }
-        let input = match g.class(&node) {
-            "ModelMergeSimple" => "model1",
-            _ => "model",
-        };
-        let next = g.source(&node, input)?.0;
-        from = (node, input);
-        node = next;
-    }
-    Err(g.refuse(
-        &node,
-        Some("model"),
-        "is part of a loop of model links".into(),
-        "connect the model path to a loader",
-    ))
-}
-
 pub(super) fn vae_source(
     g: &Graph<'_>,
     vae: &str,
@@ -619,4 +492,47 @@ pub(super) fn loaded_image(g: &Graph<'_>, node: &str, name: &str) -> Result<Stri
         });
     }
     Ok(image)
+}
+
+/// The extents `(height, width)` of the latent `latent` starts a stage
+/// from, where the graph fixes them; `earlier` gives an earlier stage's.
+/// A resize by a factor rounds as the `latent_upscale` policy does (half
+/// to even, at least 1).
+fn source_extents(
+    latent: &LatentSource,
+    earlier: impl Fn(usize) -> Option<(i64, i64)>,
+) -> Option<(i64, i64)> {
+    match latent {
+        LatentSource::Empty {
+            width,
+            height,
+            scale,
+            ..
+        } => Some((height / scale, width / scale)),
+        LatentSource::Stage { stage, upscale } => {
+            let (height, width) = earlier(*stage)?;
+            match upscale.as_ref().map(|u| &u.size) {
+                None => Some((height, width)),
+                Some(UpscaleSize::Fixed { width, height }) => Some((*height, *width)),
+                Some(UpscaleSize::Scale(s)) => {
+                    let side =
+                        |x: i64| (round_half_even(x as f64 * s) as i64).clamp(1, i64::MAX / 2);
+                    Some((side(height), side(width)))
+                }
+            }
+        }
+        LatentSource::Composite { extents, .. } => Some(*extents),
+        LatentSource::Encoded { .. } | LatentSource::Inpaint { .. } => None,
+    }
+}
+
+/// The batch size of the empty latent `latent` starts from, through
+/// earlier stages (`earlier`), where the graph fixes it.
+fn source_batch(latent: &LatentSource, earlier: impl Fn(usize) -> Option<i64>) -> Option<i64> {
+    match latent {
+        LatentSource::Empty { batch, .. } => Some(*batch),
+        LatentSource::Stage { stage, .. } => earlier(*stage),
+        LatentSource::Composite { base, .. } => earlier(*base),
+        LatentSource::Encoded { .. } | LatentSource::Inpaint { .. } => None,
+    }
 }

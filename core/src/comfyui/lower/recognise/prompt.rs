@@ -197,7 +197,7 @@ fn clip_source(
         if g.class(&node) != "LoraLoader" {
             break;
         }
-        if !model.loras.iter().any(|l| l.node == node) {
+        if !model.loras().iter().any(|l| l.node == node) {
             return Err(g.refuse(
                 &node,
                 None,

@@ -1,0 +1,170 @@
+//! The model path from a sampler back to its loader: the LoRA loaders and
+//! model merges that patch the checkpoint's weights, in order, and a
+//! flow-matching sampling override.
+
+use super::super::graph::Graph;
+use crate::comfyui::lower::Refusal;
+
+const MODEL_LOADERS: &[&str] = &["CheckpointLoaderSimple", "UNETLoader"];
+
+/// The model path from the checkpoint to the sampler.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct ModelChain {
+    /// The loader the denoiser comes from.
+    pub loader: String,
+    /// LoRA loaders and model merges in the order they apply (nearest the
+    /// loader first).
+    pub patches: Vec<Patch>,
+    /// A flow-matching sampling override.
+    pub flow: Option<FlowSampling>,
+}
+
+impl ModelChain {
+    /// The LoRA loaders on the path, nearest the loader first.
+    pub fn loras(&self) -> Vec<&Lora> {
+        self.patches
+            .iter()
+            .filter_map(|p| match p {
+                Patch::Lora(lora) => Some(lora),
+                Patch::Merge(_) => None,
+            })
+            .collect()
+    }
+}
+
+/// One change the model path makes to the checkpoint's weights.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) enum Patch {
+    Lora(Lora),
+    Merge(Merge),
+}
+
+/// One LoRA loader on the model (and maybe CLIP) path.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct Lora {
+    pub node: String,
+    pub name: String,
+    pub strength_model: f64,
+    pub strength_clip: Option<f64>,
+}
+
+/// One `ModelMergeSimple`: the path's model (`model1`) weighted by
+/// `ratio`, another loader's (`model2`) by `1 - ratio`.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct Merge {
+    pub node: String,
+    /// The loader `model2` comes from.
+    pub other: String,
+    pub ratio: f64,
+}
+
+/// `ModelSamplingSD3` / `ModelSamplingAuraFlow` (shift) or
+/// `ModelSamplingFlux` (resolution-dependent shift).
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct FlowSampling {
+    pub node: String,
+    pub shift: FlowShift,
+    /// Latent channels the model family works in (16 for SD3 and Flux,
+    /// 4 for AuraFlow), as ComfyUI corrects empty latents to.
+    pub channels: i64,
+    /// The model sampling family: `sd3`, `aura_flow` or `flux`.
+    pub family: &'static str,
+}
+
+/// The flow-matching time shift.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) enum FlowShift {
+    Constant(f64),
+    Resolution {
+        max_shift: f64,
+        base_shift: f64,
+        width: f64,
+        height: f64,
+    },
+}
+
+/// The model path from `sampler` back to its loader.
+pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Refusal> {
+    let mut patches = Vec::new();
+    let mut flow = None;
+    let (mut node, _) = g.source(sampler, "model")?;
+    let mut from = (sampler.to_string(), "model");
+    for _ in 0..=g.nodes.len() {
+        match g.class(&node) {
+            "LoraLoader" | "LoraLoaderModelOnly" => {
+                let clip = g.class(&node) == "LoraLoader";
+                patches.push(Patch::Lora(Lora {
+                    node: node.clone(),
+                    name: g.text(&node, "lora_name")?.to_string(),
+                    strength_model: g.number(&node, "strength_model")?,
+                    strength_clip: clip.then(|| g.number(&node, "strength_clip")).transpose()?,
+                }));
+            }
+            "ModelMergeSimple" => {
+                let (other, _) = g.source(&node, "model2")?;
+                g.expect(&other, MODEL_LOADERS, "model", (&node, "model2"))?;
+                patches.push(Patch::Merge(Merge {
+                    node: node.clone(),
+                    other,
+                    ratio: g.number_in(&node, "ratio", 0.0..=1.0, "share")?,
+                }));
+            }
+            class @ ("ModelSamplingSD3" | "ModelSamplingAuraFlow" | "ModelSamplingFlux") => {
+                if flow.is_some() {
+                    return Err(g.refuse(
+                        &node,
+                        None,
+                        "is a second model-sampling override on the model path".into(),
+                        "keep one ModelSampling node",
+                    ));
+                }
+                let shift = if class == "ModelSamplingFlux" {
+                    FlowShift::Resolution {
+                        max_shift: g.number(&node, "max_shift")?,
+                        base_shift: g.number(&node, "base_shift")?,
+                        width: g.number(&node, "width")?,
+                        height: g.number(&node, "height")?,
+                    }
+                } else {
+                    FlowShift::Constant(g.number(&node, "shift")?)
+                };
+                flow = Some(FlowSampling {
+                    node: node.clone(),
+                    shift,
+                    channels: if class == "ModelSamplingAuraFlow" {
+                        4
+                    } else {
+                        16
+                    },
+                    family: match class {
+                        "ModelSamplingAuraFlow" => "aura_flow",
+                        "ModelSamplingFlux" => "flux",
+                        _ => "sd3",
+                    },
+                });
+            }
+            _ => {
+                g.expect(&node, MODEL_LOADERS, "model", (&from.0, from.1))?;
+                patches.reverse();
+                return Ok(ModelChain {
+                    loader: node,
+                    patches,
+                    flow,
+                });
+            }
+        }
+        let input = match g.class(&node) {
+            "ModelMergeSimple" => "model1",
+            _ => "model",
+        };
+        let next = g.source(&node, input)?.0;
+        from = (node, input);
+        node = next;
+    }
+    Err(g.refuse(
+        &node,
+        Some("model"),
+        "is part of a loop of model links".into(),
+        "connect the model path to a loader",
+    ))
+}
