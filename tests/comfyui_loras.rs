@@ -124,7 +124,8 @@ fn each_set_of_merged_loras_in_a_chain_is_its_own_model() {
     assert_eq!(
         l.notes[2..],
         [
-            "`denoiser` is node 1's weights with LoRA 'detail.safetensors' (node 20) at strength 0.7: export it with these merged"
+            "`denoiser` is node 1's weights with LoRA 'detail.safetensors' (node 20) at strength 0.7: export it with these merged",
+            "`model2_denoiser` and `model2_text_encoder` are node 1's own weights"
         ]
     );
     if support::runtime_available() {
@@ -146,7 +147,9 @@ fn each_set_of_merged_loras_in_a_chain_is_its_own_model() {
     );
     assert_eq!(
         l.notes[2..],
-        ["LoRA 'detail.safetensors' (node 20) has strength 0 and changes nothing"]
+        [
+            "LoRA 'detail.safetensors' (node 20) changes none of the models (its strengths are 0 where it applies)"
+        ]
     );
 
     // A LoRA shared by two models is in both notes: stage 2 samples
@@ -268,7 +271,8 @@ fn a_merged_stage_and_a_plain_one_get_their_own_models() {
     assert_eq!(
         l.notes[2..],
         [
-            "`denoiser` is node 1's weights with node 30's denoiser merged in by ModelMergeSimple node 20 at ratio 0.5 (the share of the model so far): export it with these merged"
+            "`denoiser` is node 1's weights with node 30's denoiser merged in by ModelMergeSimple node 20 at ratio 0.5 (the share of the model so far): export it with these merged",
+            "`model2_denoiser` and `model2_text_encoder` are node 1's own weights"
         ]
     );
 }

@@ -158,8 +158,11 @@ fn a_refused_graph_shows_its_badge_and_reason() {
     );
 }
 
+/// A LoRA graph lowers on its own with the LoRA merged into the new
+/// package's models (a note says so); choosing a package with adapters
+/// routes it through them instead.
 #[test]
-fn a_lora_graph_lowers_once_a_package_with_adapters_is_chosen() {
+fn a_lora_graph_lowers_merged_and_routes_through_a_package_with_adapters() {
     let target = temp_dir("lora-target");
     std::fs::copy(
         fixtures().join("comfyui/lora-target/inference_metadata.yaml"),
@@ -171,9 +174,15 @@ fn a_lora_graph_lowers_once_a_package_with_adapters_is_chosen() {
         &mut harness,
         &fixtures().join("comfyui/patterns/lora.api.json"),
     );
-    assert!(harness.state().doc.is_none());
-    harness.get_by_label("ComfyUI node 12 LoraLoader refused");
+    let merged = harness.state().doc.as_ref().expect("lowered");
+    assert!(merged.history.document().adapters.is_none());
+    harness.get_by_label(
+        "`denoiser` is node 1's weights with LoRA 'styles/watercolor.safetensors' (node 12) at strength 0.8: export it with these merged",
+    );
+    // The lowered workflow is unsaved, so lowering again asks first.
     harness.state_mut().lower_for_package(&target);
+    harness.run_steps(2);
+    harness.get_by_label("Discard and lower").click();
     harness.run_steps(2);
     settle(&mut harness);
     let studio = harness.state();

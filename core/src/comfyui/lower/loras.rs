@@ -129,17 +129,8 @@ fn model_key(plan: &Plan) -> String {
 /// nothing.
 pub(super) fn merged_notes(chain: &Chain) -> Vec<String> {
     let mut seen = BTreeSet::new();
-    let mut idle = BTreeSet::new();
     let mut notes = Vec::new();
     for (plan, prefix) in chain.stages.iter().zip(model_prefixes(chain)) {
-        for lora in plan.model.loras() {
-            if !patches_any(plan, lora) && idle.insert(lora.node.clone()) {
-                notes.push(format!(
-                    "LoRA '{}' (node {}) has strength 0 and changes nothing",
-                    lora.name, lora.node
-                ));
-            }
-        }
         if !seen.insert(prefix.clone()) {
             continue;
         }
@@ -172,29 +163,65 @@ pub(super) fn merged_notes(chain: &Chain) -> Vec<String> {
                 )),
             })
             .collect();
-        if patches.is_empty() {
-            continue;
+        let loader = &plan.model.loader;
+        match patches.is_empty() {
+            // A second name for a checkpoint's own models (beside a
+            // patched one): say so.
+            true if !prefix.is_empty() => notes.push(format!(
+                "{} node {loader}'s own weights",
+                models(&prefix, true, &plan.positive.text).0
+            )),
+            true => {}
+            false => {
+                let (models, them) = models(&prefix, encoders, &plan.positive.text);
+                notes.push(format!(
+                    "{models} node {loader}'s weights with {}: export {them} with these merged",
+                    patches.join(", then ")
+                ));
+            }
         }
-        let (models, them) = match (encoders, &plan.positive.text) {
-            (false, _) => (format!("`{prefix}denoiser` is"), "it"),
-            (true, Prompt::Sdxl { .. }) => (
-                format!(
-                    "`{prefix}denoiser`, `{prefix}text_encoder` and `{prefix}text_encoder_2` are"
-                ),
-                "them",
-            ),
-            (true, Prompt::Single(_)) => (
-                format!("`{prefix}denoiser` and `{prefix}text_encoder` are"),
-                "them",
-            ),
-        };
+    }
+    for lora in idle_loras(chain) {
         notes.push(format!(
-            "{models} node {}'s weights with {}: export {them} with these merged",
-            plan.model.loader,
-            patches.join(", then ")
+            "LoRA '{}' (node {}) changes none of the models (its strengths are 0 where it applies)",
+            lora.name, lora.node
         ));
     }
     notes
+}
+
+/// The models named with `prefix` ("... is" / "... are") and the pronoun
+/// for them: the denoiser, with the text encoders when `encoders`.
+fn models(prefix: &str, encoders: bool, text: &Prompt) -> (String, &'static str) {
+    match (encoders, text) {
+        (false, _) => (format!("`{prefix}denoiser` is"), "it"),
+        (true, Prompt::Sdxl { .. }) => (
+            format!("`{prefix}denoiser`, `{prefix}text_encoder` and `{prefix}text_encoder_2` are"),
+            "them",
+        ),
+        (true, Prompt::Single(_)) => (
+            format!("`{prefix}denoiser` and `{prefix}text_encoder` are"),
+            "them",
+        ),
+    }
+}
+
+/// The LoRA loaders that change no model of any stage they are on, once
+/// each, in stage order.
+fn idle_loras(chain: &Chain) -> Vec<&Lora> {
+    let mut seen = BTreeSet::new();
+    let mut idle = Vec::new();
+    for plan in &chain.stages {
+        for lora in plan.model.loras() {
+            let patching = chain.stages.iter().any(|p| {
+                p.model.loras().iter().any(|l| l.node == lora.node) && patches_any(p, lora)
+            });
+            if !patching && seen.insert(&lora.node) {
+                idle.push(lora);
+            }
+        }
+    }
+    idle
 }
 
 /// A strength as a person reads it: six decimals at most (UI files carry

@@ -142,7 +142,7 @@ fn fits(
 
 /// The latent extents `(height, width)` of stage `stage`, which input
 /// `input` of composite `node` reads; refused where a loaded picture sets
-/// them, or where they pass ComfyUI's largest latent.
+/// them, or where they pass the lowering's limit.
 fn known_extents(
     g: &Graph<'_>,
     walk: &Walk,
@@ -163,7 +163,7 @@ fn known_extents(
             node,
             Some(input),
             format!(
-                "reads a latent of {height}x{width} cells, past ComfyUI's largest ({MAX_CELLS} a side)"
+                "reads a latent of {height}x{width} cells, past the {MAX_CELLS} cells a side the lowering composites"
             ),
             "composite smaller latents",
         ));
