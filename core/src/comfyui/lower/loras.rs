@@ -26,6 +26,14 @@ fn text_strength(plan: &Plan, lora: &Lora) -> Option<f64> {
         .filter(|s| *s != 0.0 && plan.positive.clip_loras.contains(&lora.node))
 }
 
+/// Whether any patch of `plan`'s model path changes a model.
+fn patched(plan: &Plan) -> bool {
+    plan.model.patches.iter().any(|patch| match patch {
+        Patch::Lora(lora) => patches_any(plan, lora),
+        Patch::Merge(_) => true,
+    })
+}
+
 /// Whether LoRA `lora` changes any model of `plan`.
 fn patches_any(plan: &Plan, lora: &Lora) -> bool {
     patches_denoiser(lora) || text_strength(plan, lora).is_some()
@@ -164,10 +172,14 @@ pub(super) fn merged_notes(chain: &Chain) -> Vec<String> {
             })
             .collect();
         let loader = &plan.model.loader;
+        let beside_patched = chain
+            .stages
+            .iter()
+            .any(|p| p.model.loader == *loader && patched(p));
         match patches.is_empty() {
             // A second name for a checkpoint's own models (beside a
-            // patched one): say so.
-            true if !prefix.is_empty() => notes.push(format!(
+            // patched one of the same checkpoint): say so.
+            true if !prefix.is_empty() && beside_patched => notes.push(format!(
                 "{} node {loader}'s own weights",
                 models(&prefix, true, &plan.positive.text).0
             )),
