@@ -30,6 +30,18 @@ fn invoked(step: &Value, found: &mut BTreeSet<String>) {
     }
 }
 
+/// Where ONNX Runtime is present: `graph` becomes a package with
+/// stand-in models that runs into a picture.
+fn makes_a_picture(name: &str, graph: &Value) {
+    if !support::runtime_available() {
+        return;
+    }
+    let root = support::lowering::scratch(name);
+    let (_, out) = package_and_run(&root, name, graph);
+    assert!(out.join("image.png").is_file(), "{name}");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 /// The model components (denoisers and text encoders) each top-level
 /// sampling loop of `w` invokes, in step order.
 fn loop_models(w: &Value) -> Vec<Vec<String>> {
@@ -87,12 +99,7 @@ fn a_lora_is_merged_into_the_new_packages_denoiser_and_the_package_runs() {
             "`denoiser` and `text_encoder` are node 1's weights with LoRA 'styles/watercolor.safetensors' (node 12) at strength 0.8 (0.5 on the text encoder): export them with these merged"
         ]
     );
-    if support::runtime_available() {
-        let root = support::lowering::scratch("lora-merged");
-        let (_, out) = package_and_run(&root, "lora", &clip);
-        assert!(out.join("image.png").is_file());
-        let _ = std::fs::remove_dir_all(&root);
-    }
+    makes_a_picture("lora-merged", &clip);
 }
 
 /// Two stages' models, each its own.
@@ -128,12 +135,7 @@ fn each_set_of_merged_loras_in_a_chain_is_its_own_model() {
             "`model2_denoiser` and `model2_text_encoder` are node 1's own weights"
         ]
     );
-    if support::runtime_available() {
-        let root = support::lowering::scratch("lora-chain");
-        let (_, out) = package_and_run(&root, "lora-chain", &lora_then_plain(0.7));
-        assert!(out.join("image.png").is_file());
-        let _ = std::fs::remove_dir_all(&root);
-    }
+    makes_a_picture("lora-chain", &lora_then_plain(0.7));
 
     // At strength 0 the LoRA changes nothing: both stages share the
     // checkpoint's own models.
@@ -209,12 +211,7 @@ fn a_model_merge_is_merged_into_the_new_packages_denoiser_and_refused_into_exist
         "{:?}",
         l.provenance
     );
-    if support::runtime_available() {
-        let root = support::lowering::scratch("model-merge");
-        let (_, out) = package_and_run(&root, "merge", &merged_checkpoints(0.25));
-        assert!(out.join("image.png").is_file());
-        let _ = std::fs::remove_dir_all(&root);
-    }
+    makes_a_picture("model-merge", &merged_checkpoints(0.25));
 
     for target in [
         lora_target(),

@@ -7,22 +7,22 @@
 //! builds its masks.
 
 use super::super::parts::{contract, invoke, policy};
-use super::super::recognise::Paste;
+use super::super::recognise::Composite;
 use super::names::earlier_latent;
 use serde_json::{Map, Value, json};
 
-/// The `latent_composite` component, the step that invokes it into
-/// `latent.source`, and the nodes the step came from.
-pub(super) fn composite(
-    base: usize,
-    (height, width): (i64, i64),
-    pastes: &[Paste],
-    latent: Value,
-) -> (Value, Value, Vec<String>) {
+/// The `latent_composite` component of `composite` and the step that
+/// invokes it into `latent.source`.
+pub(super) fn composite(composite: &Composite, latent: Value) -> (Value, Value) {
+    let Composite {
+        base,
+        extents: (height, width),
+        pastes,
+    } = composite;
     let mut ports = Map::new();
     let mut binds = Map::new();
     ports.insert("to".into(), latent.clone());
-    binds.insert("to".into(), json!(earlier_latent(base)));
+    binds.insert("to".into(), json!(earlier_latent(*base)));
     let mut parameters = json!({"height": height, "width": width, "pastes": pastes.len()});
     for (k, paste) in pastes.iter().enumerate() {
         let port = format!("from_{}", k + 1);
@@ -55,6 +55,5 @@ pub(super) fn composite(
         Value::Object(binds),
         json!({"latent": "latent.source"}),
     );
-    let nodes = pastes.iter().map(|p| p.node.clone()).collect();
-    (component, step, nodes)
+    (component, step)
 }

@@ -235,15 +235,10 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
                 None => earlier,
             }
         }
-        LatentSource::Composite {
-            base,
-            extents,
-            pastes,
-        } => {
-            let (component, step, nodes) =
-                super::composite::composite(*base, *extents, pastes, latent());
+        LatentSource::Composite(composite) => {
+            let (component, step) = super::composite::composite(composite, latent());
             components.insert("latent_composite".into(), component);
-            let nodes: Vec<&String> = nodes.iter().collect();
+            let nodes: Vec<&String> = composite.pastes.iter().map(|p| &p.node).collect();
             setup.push(step, &nodes);
             "latent.source".to_string()
         }
@@ -278,7 +273,7 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
             json!({}),
             Some(node),
         ),
-        LatentSource::Stage { .. } | LatentSource::Composite { .. } => (
+        LatentSource::Stage { .. } | LatentSource::Composite(_) => (
             json!({"from": "latent"}),
             json!({"latent": latent()}),
             json!({"latent": source}),
@@ -351,9 +346,9 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
     let mut initializer = "diffusion.noise".to_string();
     let mut max_iterations = "request.max_iterations";
     let image = match &plan.latent {
-        LatentSource::Empty { .. }
-        | LatentSource::Stage { .. }
-        | LatentSource::Composite { .. } => None,
+        LatentSource::Empty { .. } | LatentSource::Stage { .. } | LatentSource::Composite(_) => {
+            None
+        }
         LatentSource::Encoded { image, .. } | LatentSource::Inpaint { image, .. } => Some(image),
     };
     if image.is_some() {
@@ -434,7 +429,7 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
                     &[encode, image],
                 );
             }
-            LatentSource::Stage { .. } | LatentSource::Composite { .. } => {}
+            LatentSource::Stage { .. } | LatentSource::Composite(_) => {}
             LatentSource::Inpaint {
                 encode,
                 image,

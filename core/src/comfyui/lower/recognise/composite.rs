@@ -29,8 +29,11 @@ pub(in crate::comfyui::lower) struct Paste {
 }
 
 /// A recognised composite: the base stage, its extents and the pastes.
-pub(super) struct Composite {
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct Composite {
+    /// The stage whose latent is the base (`samples_to`).
     pub base: usize,
+    /// The base's extents `(height, width)`, which the result keeps.
     pub extents: (i64, i64),
     pub pastes: Vec<Paste>,
 }

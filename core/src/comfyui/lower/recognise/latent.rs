@@ -4,7 +4,7 @@
 
 use super::super::graph::Graph;
 use super::chain::Walk;
-use super::composite::{Paste, composite};
+use super::composite::{Composite, composite};
 use super::{SAMPLER_CLASSES, loaded_image, vae_source};
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::lower::parts::Axes;
@@ -67,13 +67,7 @@ pub(in crate::comfyui::lower) enum LatentSource {
     },
     /// `LatentComposite`: an earlier stage's latent with others pasted on
     /// it in turn.
-    Composite {
-        /// The stage whose latent is the base (`samples_to`).
-        base: usize,
-        /// The base's extents `(height, width)`, which the result keeps.
-        extents: (i64, i64),
-        pastes: Vec<Paste>,
-    },
+    Composite(Composite),
 }
 
 /// The time axis of an empty video latent: `(length - 1) / temporal + 1`
@@ -216,12 +210,7 @@ pub(super) fn latent_source(
         return Ok(LatentSource::Stage { stage, upscale });
     }
     if g.class(&node) == "LatentComposite" {
-        let c = composite(g, &node, walk)?;
-        return Ok(LatentSource::Composite {
-            base: c.base,
-            extents: c.extents,
-            pastes: c.pastes,
-        });
+        return composite(g, &node, walk).map(LatentSource::Composite);
     }
     if let Some(video) = VIDEO_LATENTS.iter().find(|v| v.class == g.class(&node)) {
         return empty_video(g, &node, video);

@@ -11,7 +11,7 @@ mod model;
 mod prompt;
 
 pub(super) use chain::{Chain, ModelUpscale, Sink, is_sink, recognise, sink_classes};
-pub(super) use composite::Paste;
+pub(super) use composite::Composite;
 pub(super) use latent::{LatentSource, UpscaleSize};
 use model::model_chain;
 pub(super) use model::{FlowShift, Lora, ModelChain, Patch};
@@ -254,7 +254,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
             frames: Some(_), ..
         } => Axes::Video,
         LatentSource::Stage { stage, .. } => walk.axes(*stage),
-        LatentSource::Composite { base, .. } => walk.axes(*base),
+        LatentSource::Composite(c) => walk.axes(c.base),
         _ => Axes::Image,
     };
     if let (Axes::Video, Some(control)) = (axes, &control) {
@@ -282,7 +282,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
         (Some(flow), _) => flow.channels,
         (None, LatentSource::Empty { channels, .. }) => *channels,
         (None, LatentSource::Stage { stage, .. }) => walk.channels(*stage),
-        (None, LatentSource::Composite { base, .. }) => walk.channels(*base),
+        (None, LatentSource::Composite(c)) => walk.channels(c.base),
         (None, _) => 4,
     };
     Ok(Plan {
@@ -319,7 +319,8 @@ fn flow_only(
         LatentSource::Empty { node, .. } if g.class(node) == "EmptySD3LatentImage" => {
             Some("an EmptySD3LatentImage latent".into())
         }
-        LatentSource::Stage { stage, .. } | LatentSource::Composite { base: stage, .. } => walk
+        LatentSource::Stage { stage, .. }
+        | LatentSource::Composite(Composite { base: stage, .. }) => walk
             .flow_sampler(*stage)
             .map(|node| format!("the latent of flow-matching sampler {node}")),
         _ => None,
@@ -521,7 +522,7 @@ fn source_extents(
                 }
             }
         }
-        LatentSource::Composite { extents, .. } => Some(*extents),
+        LatentSource::Composite(c) => Some(c.extents),
         LatentSource::Encoded { .. } | LatentSource::Inpaint { .. } => None,
     }
 }
@@ -532,7 +533,7 @@ fn source_batch(latent: &LatentSource, earlier: impl Fn(usize) -> Option<i64>) -
     match latent {
         LatentSource::Empty { batch, .. } => Some(*batch),
         LatentSource::Stage { stage, .. } => earlier(*stage),
-        LatentSource::Composite { base, .. } => earlier(*base),
+        LatentSource::Composite(c) => earlier(c.base),
         LatentSource::Encoded { .. } | LatentSource::Inpaint { .. } => None,
     }
 }
