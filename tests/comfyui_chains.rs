@@ -9,7 +9,7 @@ mod support;
 
 use serde_json::{Value, json};
 use support::lowering::{
-    lowered, npy, package_and_run, pattern, s, scratch, workflow, worst_relative,
+    component_only, lowered, npy, package_and_run, pattern, s, scratch, workflow, worst_relative,
 };
 use wfstudio_core::comfyui::lower::Target;
 
@@ -147,7 +147,7 @@ fn the_latent_upscale_resizes_as_pytorch_does() {
             std::fs::write(dir.join("policies/stage2_latent_upscale.onnx"), bytes).expect("write");
             std::fs::write(
                 dir.join("inference_metadata.json"),
-                upscale_only(component).to_string(),
+                component_only("stage2_latent_upscale", component).to_string(),
             )
             .expect("write");
             let out = dir.join("out");
@@ -177,23 +177,6 @@ fn the_latent_upscale_resizes_as_pytorch_does() {
 
 fn workflow_of(document: &Value) -> &Value {
     &document["pipeline"]["workflow"]
-}
-
-/// A document that runs only `component` (a latent upscale) on its input.
-fn upscale_only(component: &Value) -> Value {
-    let ports = &component["ports"];
-    let latent = ports["inputs"]["latent"].clone();
-    let upscaled = ports["outputs"]["upscaled"].clone();
-    json!({"schema_version": "v1", "pipeline": {"workflow": {
-        "manifest": {"capabilities": ["workflow_ssa", "typed_emit"]},
-        "inputs": {"latent": {"contract": latent, "role": {"kind": "runtime", "version": "1.0", "role": "media"}, "source": {"kind": "request"}, "required": true}},
-        "outputs": {"upscaled": {"contract": upscaled, "role": "tensor", "stage": "pre_adapter"}},
-        "components": {"stage2_latent_upscale": component},
-        "steps": [
-            {"kind": "invoke", "component": "stage2_latent_upscale", "inputs": {"latent": "latent"}, "outputs": {"upscaled": "up"}},
-            {"kind": "emit", "value": "up", "output": "upscaled", "mode": "replace"}
-        ]
-    }}})
 }
 
 /// What the user sees of a chain: each sink an output (named after its

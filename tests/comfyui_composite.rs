@@ -9,7 +9,8 @@ mod support;
 
 use serde_json::{Value, json};
 use support::lowering::{
-    Expected, assert_refused, lowered, npy, package_and_run, pattern, s, scratch, worst_relative,
+    Expected, assert_refused, component_only, lowered, npy, package_and_run, pattern, s, scratch,
+    worst_relative,
 };
 use wfstudio_core::comfyui::lower::Target;
 
@@ -80,30 +81,6 @@ fn comfy_composite(
     s
 }
 
-/// A document that runs only `component` (a latent composite) on its
-/// inputs.
-fn composite_only(name: &str, component: &Value) -> Value {
-    let ports = component["ports"]["inputs"].as_object().expect("inputs");
-    let inputs: serde_json::Map<String, Value> = ports
-        .iter()
-        .map(|(port, c)| {
-            (port.clone(), json!({"contract": c, "role": {"kind": "runtime", "version": "1.0", "role": "media"}, "source": {"kind": "request"}, "required": true}))
-        })
-        .collect();
-    let binds: serde_json::Map<String, Value> =
-        ports.keys().map(|p| (p.clone(), json!(p))).collect();
-    json!({"schema_version": "v1", "pipeline": {"workflow": {
-        "manifest": {"capabilities": ["workflow_ssa", "typed_emit"]},
-        "inputs": inputs,
-        "outputs": {"latent": {"contract": component["ports"]["outputs"]["latent"], "role": "tensor", "stage": "pre_adapter"}},
-        "components": {name: component},
-        "steps": [
-            {"kind": "invoke", "component": name, "inputs": binds, "outputs": {"latent": "out"}},
-            {"kind": "emit", "value": "out", "output": "latent", "mode": "replace"}
-        ]
-    }}})
-}
-
 fn tensor(shape: [usize; 4], salt: usize) -> (Vec<f32>, String) {
     let data: Vec<f32> = (0..shape.iter().product::<usize>())
         .map(|i| ((i * 37 + salt * 11) % 29) as f32 / 7.0 - 2.0)
@@ -142,7 +119,7 @@ fn the_latent_composite_pastes_as_comfyuis_node_does() {
     std::fs::write(dir.join(format!("policies/{name}.onnx")), bytes).expect("write");
     std::fs::write(
         dir.join("inference_metadata.json"),
-        composite_only(name, component).to_string(),
+        component_only(name, component).to_string(),
     )
     .expect("write");
     let (n, c) = (2, 4);

@@ -12,7 +12,8 @@ mod support;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use support::lowering::{
-    Expected, assert_refused, lora_target, lowered, package_and_run, pattern, workflow,
+    Expected, assert_refused, assert_refused_for, lora_target, lowered, package_and_run, pattern,
+    workflow,
 };
 use wfstudio_core::comfyui::lower::{self, Target};
 
@@ -220,20 +221,13 @@ fn a_model_merge_is_merged_into_the_new_packages_denoiser_and_refused_into_exist
             ..Target::default()
         },
     ] {
-        let refusal =
-            &lower::lower_for(&merged_checkpoints(0.25), &target).expect_err("refused")[0];
-        assert_eq!(
-            (
-                refusal.node.as_str(),
-                refusal.class.as_str(),
-                refusal.message.as_str()
-            ),
-            (
-                "12",
-                "ModelMergeSimple",
-                "merges two checkpoints' denoisers, but the target package's models exist and are not the merged weights"
-            )
+        let expected: Expected = (
+            "12",
+            "ModelMergeSimple",
+            None,
+            "merges two checkpoints' denoisers, but the target package's models exist and are not the merged weights",
         );
+        assert_refused_for(&merged_checkpoints(0.25), &target, expected);
     }
     let refusal = &lower::lower(&merged_checkpoints(1.5)).expect_err("refused")[0];
     assert_eq!(

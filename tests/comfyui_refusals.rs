@@ -5,21 +5,8 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::lowering::{Expected, lora_target, lowered, pattern, workflow};
-use wfstudio_core::comfyui::lower::{self, Refusal, Target};
-
-fn refusal(api: &Value, target: &Target) -> (String, String, Option<String>, String, String) {
-    let refusals: Vec<Refusal> = lower::lower_for(api, target).expect_err("refused");
-    let r = &refusals[0];
-    assert!(!r.remedy.is_empty());
-    (
-        r.node.clone(),
-        r.class.clone(),
-        r.input.clone(),
-        r.message.clone(),
-        r.remedy.clone(),
-    )
-}
+use support::lowering::{Expected, assert_refused_for, lora_target, lowered, pattern, workflow};
+use wfstudio_core::comfyui::lower::{self, Target};
 
 fn edited(name: &str, edit: impl Fn(&mut Value)) -> Value {
     let mut api = pattern(name);
@@ -344,16 +331,7 @@ fn every_refusal_names_the_node_class_input_and_a_remedy() {
         ),
     ];
     for (api, target, want) in cases {
-        let (node, class, input, message, _) = refusal(&api, &target);
-        assert_eq!(
-            (
-                node.as_str(),
-                class.as_str(),
-                input.as_deref(),
-                message.as_str()
-            ),
-            want
-        );
+        assert_refused_for(&api, &target, want);
     }
 }
 

@@ -107,7 +107,13 @@ pub type Expected = (
 
 /// Asserts `api` is refused first with `expected`, and with a remedy.
 pub fn assert_refused(api: &Value, expected: Expected) {
-    let refusals = lower::lower(api).expect_err("refused");
+    assert_refused_for(api, &Target::default(), expected);
+}
+
+/// Asserts `api`, lowered for `target`, is refused first with `expected`,
+/// and with a remedy.
+pub fn assert_refused_for(api: &Value, target: &Target, expected: Expected) {
+    let refusals = lower::lower_for(api, target).expect_err("refused");
     let r = &refusals[0];
     assert_eq!(
         (
@@ -129,4 +135,53 @@ pub fn invocations(w: &Value, component: &str) -> usize {
         .flatten()
         .filter(|s| s["component"] == component)
         .count()
+}
+
+/// A document that runs only `component` (named `name`): each of its
+/// input ports a request input of the same name, each output port an
+/// output of the same name.
+pub fn component_only(name: &str, component: &Value) -> Value {
+    let ports = |side: &str| {
+        component["ports"][side]
+            .as_object()
+            .cloned()
+            .unwrap_or_default()
+    };
+    let (ins, outs) = (ports("inputs"), ports("outputs"));
+    let inputs: serde_json::Map<String, Value> = ins
+        .iter()
+        .map(|(port, c)| {
+            (port.clone(), serde_json::json!({"contract": c, "role": {"kind": "runtime", "version": "1.0", "role": "media"}, "source": {"kind": "request"}, "required": true}))
+        })
+        .collect();
+    let outputs: serde_json::Map<String, Value> = outs
+        .iter()
+        .map(|(port, c)| {
+            (
+                port.clone(),
+                serde_json::json!({"contract": c, "role": "tensor", "stage": "pre_adapter"}),
+            )
+        })
+        .collect();
+    let binds: serde_json::Map<String, Value> = ins
+        .keys()
+        .map(|p| (p.clone(), Value::from(p.as_str())))
+        .collect();
+    let results: serde_json::Map<String, Value> = outs
+        .keys()
+        .map(|p| (p.clone(), Value::from(format!("out.{p}"))))
+        .collect();
+    let mut steps = vec![
+        serde_json::json!({"kind": "invoke", "component": name, "inputs": binds, "outputs": results}),
+    ];
+    steps.extend(outs.keys().map(|p| {
+        serde_json::json!({"kind": "emit", "value": format!("out.{p}"), "output": p, "mode": "replace"})
+    }));
+    serde_json::json!({"schema_version": "v1", "pipeline": {"workflow": {
+        "manifest": {"capabilities": ["workflow_ssa", "typed_emit"]},
+        "inputs": inputs,
+        "outputs": outputs,
+        "components": {name: component},
+        "steps": steps
+    }}})
 }
