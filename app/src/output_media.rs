@@ -104,13 +104,16 @@ const DEFAULT_VIDEO_FPS: f64 = 8.0;
 
 /// The frames per second of batch row `row` of video output `key` of a
 /// run's `outputs`: that row's value of its frame-rate output
-/// (`wfstudio_core::media`) when that is a positive number, else
-/// [`DEFAULT_VIDEO_FPS`].
+/// (`wfstudio_core::media`; one value serves every row) when that is a
+/// positive number, else [`DEFAULT_VIDEO_FPS`].
 pub fn frame_rate(outputs: &BTreeMap<String, Tensor>, key: &str, row: usize) -> f64 {
     outputs
         .get(&wfstudio_core::media::frame_rate_output(key))
-        .filter(|rate| row < rate.data.len())
-        .map(|rate| rate.data.get_f64(row))
+        .and_then(|rate| match rate.data.len() {
+            1 => Some(rate.data.get_f64(0)),
+            n if row < n => Some(rate.data.get_f64(row)),
+            _ => None,
+        })
         .filter(|fps| fps.is_finite() && *fps > 0.0)
         .unwrap_or(DEFAULT_VIDEO_FPS)
 }
@@ -166,7 +169,7 @@ pub fn wav_bytes(channels: usize, rate: u32, samples: &[f32]) -> anyhow::Result<
 
 #[cfg(test)]
 mod tests {
-    use super::gif_bytes;
+    use super::{frame_rate, gif_bytes};
     use image::AnimationDecoder;
     use wfstudio_runner::media::Rgb8;
 
@@ -196,5 +199,23 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn one_frame_rate_serves_every_row_and_several_one_each() {
+        let outputs = |rates: &[f32]| {
+            let tensor = wfstudio_runner::Tensor::from_json(
+                &serde_json::json!({"dtype": "float32", "shape": [rates.len()], "data": rates}),
+            )
+            .expect("tensor");
+            std::collections::BTreeMap::from([("video_frame_rate".to_string(), tensor)])
+        };
+        let one = outputs(&[16.0]);
+        assert_eq!(frame_rate(&one, "video", 0), 16.0);
+        assert_eq!(frame_rate(&one, "video", 1), 16.0);
+        let two = outputs(&[16.0, 24.0]);
+        assert_eq!(frame_rate(&two, "video", 1), 24.0);
+        assert_eq!(frame_rate(&two, "video", 2), 8.0, "no value for the row");
+        assert_eq!(frame_rate(&one, "other", 0), 8.0, "no frame-rate output");
     }
 }
