@@ -133,19 +133,21 @@ fn guidance_the_lowering_cannot_state_is_refused_by_name() {
         assert_refused(&graph, (node, "FluxGuidance", input, message));
     }
     // FluxGuidance means a guidance-distilled Flux model, which samples by
-    // flow matching: without a ModelSampling node the graph does not say
-    // its shift, even on a 4-channel latent.
+    // flow matching: without a ModelSampling node, and with a text encoder
+    // type that does not name the model family, the graph does not say its
+    // shift, even on a 4-channel latent.
     let mut unstated = flux_dev();
     unstated["5"]["inputs"]["model"] = json!(["12", 0]);
     unstated.as_object_mut().map(|m| m.remove("13"));
     unstated["4"]["class_type"] = json!("EmptyLatentImage");
+    unstated["14"]["inputs"]["type"] = json!("lumina2");
     assert_refused(
         &unstated,
         (
             "5",
             "KSampler",
             Some("model"),
-            "samples prompts guided by FluxGuidance (node 20) with the model's own sampling, which the graph does not state (the models that take it sample by flow matching, with a shift of their own)",
+            "samples prompts guided by FluxGuidance (node 20) with the model's own sampling, which the graph does not state (the models that take it sample by flow matching, with a shift of their own); the text encoder's type 'lumina2' (node 14) does not settle it",
         ),
     );
 }

@@ -7,8 +7,8 @@ mod support;
 
 use serde_json::{Value, json};
 use support::lowering::{
-    default_of, lora_target, lowered, npy, package_and_run, pattern, scratch, workflow,
-    worst_relative,
+    assert_refused, default_of, lora_target, lowered, npy, package_and_run, pattern, scratch,
+    workflow, worst_relative,
 };
 use wfstudio_core::comfyui::lower::{self, Lowered, Target};
 
@@ -270,6 +270,58 @@ fn flow_matching_sampling_becomes_a_typed_shift_input() {
 }
 
 #[test]
+fn a_model_without_a_sampling_node_samples_as_its_text_encoder_type_says() {
+    // SD3's own shift is 3, what the pattern's ModelSamplingSD3 states.
+    let stated = lowered(&pattern("flow-sd3"), &Target::default());
+    let mut own = pattern("flow-sd3");
+    own["5"]["inputs"]["model"] = json!(["12", 0]);
+    own.as_object_mut().map(|m| m.remove("13"));
+    let l = lowered(&own, &Target::default());
+    assert_eq!(workflow(&l), workflow(&stated));
+    assert_eq!(
+        l.notes,
+        [
+            "the graph states no model sampling, which ComfyUI reads from the weights, so request.flow_shift is 3.0000: node 14 (CLIPLoader) loads the text encoder as type 'sd3', whose model samples by flow matching as SD3 does (shift 3); add a ModelSampling node to state another"
+        ]
+    );
+
+    // Chroma's is Flux's time shift 1.15 on Flux's 10000-entry table.
+    own["14"]["inputs"]["type"] = json!("chroma");
+    let l = lowered(&own, &Target::default());
+    assert_eq!(
+        default_of(&l, "request.flow_shift").as_f64(),
+        Some(1.15f64.exp())
+    );
+    let schedule = &workflow(&l)["components"]["diffusion_schedule"];
+    assert_eq!(schedule["contract"]["parameters"]["model_sampling"], "flux");
+
+    // A scheduler on the bare model computes the guider's sigmas where the
+    // model's own sampling is the one the guider's node states.
+    let mut custom = pattern("flow-sd3");
+    let k = custom["5"]["inputs"].clone();
+    custom["20"] =
+        json!({"class_type": "KSamplerSelect", "inputs": {"sampler_name": k["sampler_name"]}});
+    custom["21"] = json!({"class_type": "BasicScheduler", "inputs": {"scheduler": k["scheduler"], "steps": k["steps"], "denoise": 1.0, "model": ["12", 0]}});
+    custom["22"] = json!({"class_type": "CFGGuider", "inputs": {"cfg": k["cfg"], "model": ["13", 0], "positive": ["2", 0], "negative": ["3", 0]}});
+    custom["23"] = json!({"class_type": "RandomNoise", "inputs": {"noise_seed": k["seed"]}});
+    custom["5"] = json!({"class_type": "SamplerCustomAdvanced", "inputs": {"noise": ["23", 0], "guider": ["22", 0], "sampler": ["20", 0], "sigmas": ["21", 0], "latent_image": ["4", 0]}});
+    assert_eq!(
+        workflow(&lowered(&custom, &Target::default())),
+        workflow(&stated)
+    );
+    custom["13"]["inputs"]["shift"] = json!(5.0);
+    assert_refused(
+        &custom,
+        (
+            "21",
+            "BasicScheduler",
+            Some("model"),
+            "takes its model from node 12, whose sampling differs from the sampler's model's; the sigmas must come from the sampled model",
+        ),
+    );
+}
+
+#[test]
 fn lora_is_routed_through_the_target_packages_adapters() {
     let l = lowered(&pattern("lora"), &lora_target());
     assert_eq!(
@@ -407,7 +459,7 @@ fn custom_sampling_nodes_lower_as_the_ksampler_they_spell_out() {
             "21".into(),
             "BasicScheduler".into(),
             Some("model".into()),
-            "takes its model from node 30 but the sampler's guidance from node 1; the lowering needs one model for both".into()
+            "computes sigmas for node 30's model, but the sampler samples node 1's; the sigmas must come from the sampled model".into()
         )
     );
     let mut denoised_output = custom_sampling("img2img", None, None);

@@ -125,6 +125,8 @@ fn every_corpus_graph_that_lowers_becomes_a_package_that_runs() {
     assert_eq!(
         runnable,
         [
+            "chroma-bypassed.api.json",
+            "chroma-bypassed.ui.json",
             "controlnet_example.workflow.json",
             "esrgan_example.workflow.json",
             "fofr-sd15-inpainting.api.json",
@@ -152,7 +154,9 @@ fn every_corpus_graph_that_lowers_becomes_a_package_that_runs() {
             "sdxl-simple.api.json",
             "sdxl-simple.ui.json",
             "tpl-default.ui.json",
+            "tpl-hunyuan-video-muted.ui.json",
             "tpl-wan22-14b-t2v-bypass.ui.json",
+            "tpl2026-flux-dev-subgraph-wrapped.ui.json",
             "wan22-5b-ti2v.ui.json",
             "wyrde-vae-lora-latentupscale-reroutes.ui.json",
             "controlnet_example.png",

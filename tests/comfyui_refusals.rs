@@ -111,6 +111,11 @@ fn every_refusal_names_the_node_class_input_and_a_remedy() {
             edited("flow-sd3", |g| {
                 g["5"]["inputs"]["model"] = json!(["12", 0]);
                 g.as_object_mut().map(|m| m.remove("13"));
+                // A checkpoint's own text encoder has no type to tell.
+                g["12"] = json!({"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "sd3_medium_incl_clips.safetensors"}});
+                g["2"]["inputs"]["clip"] = json!(["12", 1]);
+                g["3"]["inputs"]["clip"] = json!(["12", 1]);
+                g.as_object_mut().map(|m| m.remove("14"));
             }),
             none.clone(),
             (

@@ -223,13 +223,14 @@ fn video_graphs_the_lowering_cannot_make_are_refused_by_name() {
             {
                 let mut g = video();
                 g["5"]["inputs"]["model"] = json!(["12", 0]);
+                g["14"]["inputs"]["type"] = json!("ltxv");
                 g
             },
             (
                 "5",
                 "KSampler",
                 Some("model"),
-                "samples a video latent with the model's own sampling, which the graph does not state (the models that take it sample by flow matching, with a shift of their own)",
+                "samples a video latent with the model's own sampling, which the graph does not state (the models that take it sample by flow matching, with a shift of their own); the text encoder's type 'ltxv' (node 14) does not settle it",
             ),
         ),
         (

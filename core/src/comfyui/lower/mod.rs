@@ -46,7 +46,7 @@ pub use recognise::denoise_start_step;
 pub use target::{AdapterUse, Target};
 
 use graph::Graph;
-use recognise::{Plan, Window};
+use recognise::{FlowShift, Plan, Window};
 use serde_json::Value;
 use std::collections::BTreeSet;
 
@@ -232,9 +232,20 @@ fn lower_from(g: &Graph<'_>, sinks: &[&String], target: &Target) -> Result<Lower
 }
 
 /// What the user should know about one sampler stage beyond the
-/// document (its window, with the inputs that set it).
+/// document (its window, with the inputs that set it, and a model
+/// sampling the graph does not state).
 fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
     let s = &plan.sampler;
+    let sampling = plan.model.flow.iter().filter_map(|flow| {
+        let why = flow.assumed.as_ref()?;
+        let FlowShift::Constant(shift) = flow.shift else {
+            return None;
+        };
+        Some(format!(
+            "the graph states no model sampling, which ComfyUI reads from the weights, so {} is {shift:.4}: {why}; add a ModelSampling node to state another",
+            names.value("request.flow_shift")
+        ))
+    });
     let options: BTreeSet<_> = [&plan.positive, &plan.negative]
         .iter()
         .flat_map(|c| &c.tokenizer_options)
@@ -260,5 +271,5 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
         )],
         Window::Denoise(_) => vec![],
     };
-    window.into_iter().chain(tokenizing).collect()
+    sampling.chain(window).chain(tokenizing).collect()
 }

@@ -7,10 +7,12 @@
 //! unconditional estimate, are refused under it), with the sampler from
 //! `KSamplerSelect` (its sampled output only, not `denoised_output`), the
 //! sigmas from `BasicScheduler` (its steps, scheduler and denoise, on the
-//! same model as the guider) and the noise from `RandomNoise` (its seed) or
+//! guider's checkpoint with the same sampling) and the noise from `RandomNoise` (its seed) or
 //! `DisableNoise` (no noise is added: the start latent is sampled as is).
 
 use super::super::graph::Graph;
+use super::model::{ModelChain, model_chain};
+use super::own_sampling::Family;
 use super::{
     Sampler, Window, checked_denoise, checked_sampler_name, checked_scheduler, checked_steps,
     denoise_start_step,
@@ -18,12 +20,14 @@ use super::{
 use crate::comfyui::lower::Refusal;
 
 /// Where a sampler's model and prompts come from: the node with the
-/// `model` input, and the (node, input) of each prompt.
+/// `model` input, the (node, input) of each prompt, and the scheduler
+/// node whose model gives the sigmas, where it is not the sampler.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct Guide {
     pub model: String,
     pub positive: (String, &'static str),
     pub negative: (String, &'static str),
+    pub scheduler: Option<String>,
 }
 
 impl Guide {
@@ -33,6 +37,7 @@ impl Guide {
             model: node.to_string(),
             positive: (node.to_string(), "positive"),
             negative: (node.to_string(), "negative"),
+            scheduler: None,
         }
     }
 }
@@ -80,6 +85,7 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
                     model: guider.clone(),
                     positive: (guider.clone(), "conditioning"),
                     negative: (guider.clone(), "conditioning"),
+                    scheduler: None,
                 },
             ),
         };
@@ -99,6 +105,10 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
         let seed = g.seed(node, "noise_seed")?;
         (seed, add_noise, g.number(node, "cfg")?, Guide::on(node))
     };
+    let guide = Guide {
+        scheduler: Some(sigmas),
+        ..guide
+    };
     if guide.positive == guide.negative && sampler_name.ends_with("_cfg_pp") {
         // ComfyUI's unconditional pass of a BasicGuider is zeros, which the
         // lowered guidance (the conditioning on both sides) does not give.
@@ -111,7 +121,6 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
             "use CFGGuider with a negative prompt, or a sampler without _cfg_pp",
         ));
     }
-    same_model(g, &sigmas, &guide.model)?;
     let window = if add_noise {
         Window::Denoise(denoise)
     } else {
@@ -135,21 +144,43 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
     Ok((sampler, guide))
 }
 
-/// Refuses a scheduler whose model is not the guider's: the sigmas come
-/// from the model's sampling, which the lowering takes from one chain.
-fn same_model(g: &Graph<'_>, scheduler: &str, guided: &str) -> Result<(), Refusal> {
-    let ours = g.source(scheduler, "model")?;
-    let theirs = g.source(guided, "model")?;
-    if ours != theirs {
-        return Err(g.refuse(
-            scheduler,
-            Some("model"),
-            format!(
-                "takes its model from node {} but the sampler's guidance from node {}; the lowering needs one model for both",
-                ours.0, theirs.0
-            ),
-            "connect the scheduler's model to the same node as the guider's",
-        ));
-    }
-    Ok(())
+/// Refuses a scheduler whose model is not the guider's loader with the
+/// same sampling: the sigmas come from the scheduler's model, the lowering
+/// takes them from the sampler's (`sampling`, resolved with the prompts'
+/// text encoder `family` where no node states it).
+pub(super) fn same_sampling(
+    g: &Graph<'_>,
+    scheduler: &str,
+    guided: &ModelChain,
+    family: &Family,
+) -> Result<(), Refusal> {
+    let ours = model_chain(g, scheduler)?;
+    let flow = ours.flow.or_else(|| match family {
+        Family::Flow(flow) => Some(flow.clone()),
+        _ => None,
+    });
+    let same = match (&flow, &guided.flow) {
+        (None, None) => true,
+        (Some(a), Some(b)) => a.same_sigmas(b),
+        _ => false,
+    };
+    let why = if ours.loader != guided.loader {
+        format!(
+            "computes sigmas for node {}'s model, but the sampler samples node {}'s",
+            ours.loader, guided.loader
+        )
+    } else if !same {
+        let theirs = g.source(scheduler, "model")?.0;
+        format!(
+            "takes its model from node {theirs}, whose sampling differs from the sampler's model's"
+        )
+    } else {
+        return Ok(());
+    };
+    Err(g.refuse(
+        scheduler,
+        Some("model"),
+        format!("{why}; the sigmas must come from the sampled model"),
+        "connect the scheduler's model to the same node as the guider's",
+    ))
 }

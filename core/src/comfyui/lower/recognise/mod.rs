@@ -8,6 +8,7 @@ mod composite;
 mod custom;
 mod latent;
 mod model;
+mod own_sampling;
 mod prompt;
 
 pub(super) use chain::{Chain, ModelUpscale, Sink, is_sink, recognise, sink_classes};
@@ -21,6 +22,7 @@ use super::parts::Axes;
 use super::{Refusal, SCHEDULES};
 use crate::comfyui::synth::sampling::sampler_names;
 use custom::Guide;
+use own_sampling::Family;
 
 /// One sampler stage: everything the document builder needs for it, with
 /// the graph's values.
@@ -73,6 +75,9 @@ pub(super) enum Window {
 pub(super) struct Conditioning {
     pub encoder: String,
     pub text: Prompt,
+    /// The loader of the encoder's text encoder (a checkpoint or CLIP
+    /// loader).
+    pub loader: String,
     /// The LoRA loaders on the encoder's CLIP path.
     pub clip_loras: Vec<String>,
     /// `ConditioningZeroOut` on the way to the sampler: the conditioning
@@ -172,7 +177,25 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
         true => custom::sampler(g, &sampler_node)?,
         false => (sampler(g, &sampler_node)?, Guide::on(&sampler_node)),
     };
-    let model = model_chain(g, &guide.model)?;
+    let mut model = model_chain(g, &guide.model)?;
+    let (node, input) = &guide.positive;
+    let (positive, positive_control) = prompt::conditioning(g, node, input, &model)?;
+    let (node, input) = &guide.negative;
+    let (negative, negative_control) = prompt::conditioning(g, node, input, &model)?;
+    guidance_sides(
+        g,
+        &positive,
+        &negative,
+        guide.positive == guide.negative,
+        &sampler,
+    )?;
+    let family = own_sampling::family(g, &positive.loader);
+    if let (None, Family::Flow(flow)) = (&model.flow, &family) {
+        model.flow = Some(flow.clone());
+    }
+    if let Some(scheduler) = &guide.scheduler {
+        custom::same_sampling(g, scheduler, &model, &family)?;
+    }
     let needs = crate::comfyui::synth::sampling::sampler(&sampler.sampler_name).map(|k| k.needs);
     if model.flow.is_some()
         && let Some(needs) = needs.filter(|n| !n.flow)
@@ -197,17 +220,6 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
             "choose dpmpp_2m, euler or uni_pc for this model",
         ));
     }
-    let (node, input) = &guide.positive;
-    let (positive, positive_control) = prompt::conditioning(g, node, input, &model)?;
-    let (node, input) = &guide.negative;
-    let (negative, negative_control) = prompt::conditioning(g, node, input, &model)?;
-    guidance_sides(
-        g,
-        &positive,
-        &negative,
-        guide.positive == guide.negative,
-        &sampler,
-    )?;
     if matches!(positive.text, Prompt::Sdxl { .. }) != matches!(negative.text, Prompt::Sdxl { .. })
     {
         return Err(g.refuse(
@@ -270,10 +282,17 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
     {
         // Without an override the lowering samples as SD1.5's discrete
         // epsilon schedule, which none of these model families uses.
+        let unsettled = match &family {
+            Family::Unsettled(clip_type) => format!(
+                "; the text encoder's type '{clip_type}' (node {}) does not settle it",
+                positive.loader
+            ),
+            _ => String::new(),
+        };
         return Err(g.refuse(
             &sampler_node,
             Some("model"),
-            format!("samples {what} with the model's own sampling, which the graph does not state (the models that take it sample by flow matching, with a shift of their own)"),
+            format!("samples {what} with the model's own sampling, which the graph does not state (the models that take it sample by flow matching, with a shift of their own){unsettled}"),
             "add the model's ModelSampling node (ModelSamplingFlux for Flux, ModelSamplingSD3 or ModelSamplingAuraFlow with its shift) between the model and the sampler",
         ));
     }

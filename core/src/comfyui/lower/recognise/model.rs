@@ -59,9 +59,12 @@ pub(in crate::comfyui::lower) struct Merge {
 }
 
 /// `ModelSamplingSD3` / `ModelSamplingAuraFlow` (shift) or
-/// `ModelSamplingFlux` (resolution-dependent shift).
+/// `ModelSamplingFlux` (resolution-dependent shift), or the model family's
+/// own flow sampling where no such node states it.
 #[derive(Clone, Debug, PartialEq)]
 pub(in crate::comfyui::lower) struct FlowSampling {
+    /// The `ModelSampling*` node, or the text encoder loader whose type
+    /// implies the sampling.
     pub node: String,
     pub shift: FlowShift,
     /// Latent channels the model family works in (16 for SD3 and Flux,
@@ -69,6 +72,16 @@ pub(in crate::comfyui::lower) struct FlowSampling {
     pub channels: i64,
     /// The model sampling family: `sd3`, `aura_flow` or `flux`.
     pub family: &'static str,
+    /// Why the sampling is the model family's own default, where no node
+    /// states it (for the lowering's notes).
+    pub assumed: Option<String>,
+}
+
+impl FlowSampling {
+    /// Whether both give the same sigmas (the same family and shift).
+    pub fn same_sigmas(&self, other: &FlowSampling) -> bool {
+        self.family == other.family && self.shift == other.shift
+    }
 }
 
 /// The flow-matching time shift.
@@ -141,6 +154,7 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
                         "ModelSamplingFlux" => "flux",
                         _ => "sd3",
                     },
+                    assumed: None,
                 });
             }
             _ => {

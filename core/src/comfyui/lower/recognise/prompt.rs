@@ -102,7 +102,7 @@ pub(super) fn conditioning(
     g.expect(&node, ENCODERS, &from.1, (&from.0, &from.1))?;
     first_output(g, &from, &node, slot)?;
     let (clip, _) = g.source(&node, "clip")?;
-    let (clip_loras, tokenizer_options) = clip_source(g, &clip, &node, model)?;
+    let (loader, clip_loras, tokenizer_options) = clip_source(g, &clip, &node, model)?;
     let text = if g.class(&node) == "CLIPTextEncodeSDXL" {
         let n = |k: &str| g.number(&node, k);
         Prompt::Sdxl {
@@ -124,6 +124,7 @@ pub(super) fn conditioning(
         Conditioning {
             encoder: node,
             text,
+            loader,
             clip_loras,
             zeroed,
             tokenizer_options,
@@ -171,13 +172,13 @@ fn flux_guidance(
 
 /// The CLIP path of an encoder: the model's loader or a CLIP loader,
 /// through LoRA loaders already on the model path and T5 tokenizer options
-/// (both returned).
+/// (the loader and both returned).
 fn clip_source(
     g: &Graph<'_>,
     clip: &str,
     encoder: &str,
     model: &ModelChain,
-) -> Result<(Vec<String>, Vec<TokenizerOptions>), Refusal> {
+) -> Result<(String, Vec<String>, Vec<TokenizerOptions>), Refusal> {
     let mut loras = Vec::new();
     let mut options = Vec::new();
     let mut node = clip.to_string();
@@ -215,7 +216,7 @@ fn clip_source(
         return Err(g.refuse(&node, None, "is a second checkpoint; the text encoder must come from the denoiser's checkpoint or a CLIP loader".into(), "load one checkpoint"));
     }
     options.reverse();
-    Ok((loras, options))
+    Ok((node, loras, options))
 }
 
 /// Input `from.1` of node `from.0` must read output 0 of `node`, a node
