@@ -398,6 +398,7 @@ fn synthesized_solvers_match_an_independent_numpy_reference() {
         "res_multistep",
         "ipndm_v",
         "lms",
+        "deis",
         "dpmpp_2m_cfg_pp",
         "er_sde",
         "heun",

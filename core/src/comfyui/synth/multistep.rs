@@ -18,6 +18,12 @@
 //!   Lagrange basis polynomial through the last sigmas, which ComfyUI
 //!   finds by quadrature; a two-point Gauss-Legendre rule is exact for
 //!   these cubics. `D` at the end.
+//! - `deis` (DEIS's "tab" form, order up to 3, as ComfyUI's port of
+//!   zju-pi's diff-solvers runs it): the same sum over the last
+//!   derivatives, each weighed by the integral over `[s, next]` of its
+//!   Lagrange basis polynomial in the VP time `t(sigma)` of EDM's schedule
+//!   (sigma 0.002 to 80, epsilon 1e-3) against `dsigma/dt`, by ComfyUI's
+//!   own 10000-point sum; Euler on the first step, `D` at the end.
 //!
 //! The memory cells hold `D` for res_multistep (`D_u` in CFG++ form) and
 //! `d` (`d_u`) for the others.
@@ -26,6 +32,7 @@
 use super::SynthError;
 use super::graph::PolicyGraph;
 use super::steps::{Step, ancestral, combine, fresh_noise};
+use wfstudio_onnx::builder::Attr;
 
 /// Which multistep sampler.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -39,6 +46,8 @@ pub enum Kind {
     Ipndm { variable: bool },
     /// `lms`.
     Lms,
+    /// `deis`.
+    Deis,
 }
 
 impl Kind {
@@ -59,6 +68,7 @@ impl Kind {
             "ipndm" => Kind::Ipndm { variable: false },
             "ipndm_v" => Kind::Ipndm { variable: true },
             "lms" => Kind::Lms,
+            "deis" => Kind::Deis,
             _ => return None,
         })
     }
@@ -114,6 +124,7 @@ pub fn step(g: &mut PolicyGraph<'_>, kind: Kind, st: &Step<'_>) -> Result<String
         }
         Kind::Ipndm { variable } => ipndm(g, &at, variable, x, d)?,
         Kind::Lms => lms(g, &at, x, d)?,
+        Kind::Deis => deis(g, &at, x, d)?,
     };
     Ok(st.denoised_at_zero(g, &at.last, &denoised, &stepped))
 }
@@ -295,6 +306,104 @@ fn lms(g: &mut PolicyGraph<'_>, at: &At, x: &str, d: &str) -> Result<String, Syn
         })
     });
     let chosen = by_order(g, at, weights);
+    let one = g.d(1.0);
+    let mut terms = vec![(one, x.to_string())];
+    for (weight, latent) in chosen.into_iter().zip([d, &old[0], &old[1], &old[2]]) {
+        terms.push((weight, latent.to_string()));
+    }
+    Ok(combine(g, &terms))
+}
+
+/// Points of DEIS's weight integrals (ComfyUI's `N`).
+const DEIS_POINTS: f64 = 10000.0;
+
+/// `deis`: `x` plus the last (up to three) derivatives, newest first, each
+/// weighed by `sum_k f(tau_k) L_j(tau_k) (t' - t) / N` over `N` points
+/// `tau_k` from `t` to `t'` (both included), with `f = dsigma/dt` and
+/// `L_j` the Lagrange basis through the last times; Euler at order 1.
+fn deis(g: &mut PolicyGraph<'_>, at: &At, x: &str, d: &str) -> Result<String, SynthError> {
+    let old = remembered(g, d)?;
+    // EDM's schedule as a VP one: beta_d and beta_min from sigma 0.002 to
+    // 80 at epsilon 1e-3.
+    let (sigma_min, sigma_max, epsilon): (f64, f64, f64) = (0.002, 80.0, 1e-3);
+    let log_max = (sigma_max * sigma_max).ln_1p();
+    let beta_d = 2.0 * ((sigma_min * sigma_min).ln_1p() / epsilon - log_max) / (epsilon - 1.0);
+    let beta_min = log_max - 0.5 * beta_d;
+    let [bd, bm] = [beta_d, beta_min].map(|v| g.d(v));
+    let (zero, one, half, two) = (g.d(0.0), g.d(1.0), g.d(0.5), g.d(2.0));
+    // t(sigma) = (sqrt(beta_min^2 + 2 beta_d ln(1 + sigma^2)) - beta_min) / beta_d.
+    let time = |g: &mut PolicyGraph<'_>, sigma: &str| {
+        let squared = g.op("Mul", &[sigma, sigma]);
+        let grown = g.op("Add", &[&one, &squared]);
+        let log = g.op("Log", &[&grown]);
+        let scaled = g.op("Mul", &[&log, &bd]);
+        let scaled = g.op("Mul", &[&scaled, &two]);
+        let bm2 = g.op("Mul", &[&bm, &bm]);
+        let under = g.op("Add", &[&bm2, &scaled]);
+        let root = g.op("Sqrt", &[&under]);
+        let less = g.op("Sub", &[&root, &bm]);
+        g.op("Div", &[&less, &bd])
+    };
+    let [s, s1, s2, _] = &at.s;
+    let times = [time(g, s), time(g, s1), time(g, s2)];
+    let t_next = time(g, &at.next);
+    // tau_k = t + (t' - t) k / (N - 1), per row: [batch, N].
+    let points = g.d(DEIS_POINTS);
+    let k = g.op("Range", &[&zero, &points, &one]);
+    let last_k = g.d(DEIS_POINTS - 1.0);
+    let fraction = g.op("Div", &[&k, &last_k]);
+    let span = g.op("Sub", &[&t_next, &times[0]]);
+    let column = g.b.vec_i64(&[-1, 1]);
+    let span_column = g.op("Reshape", &[&span, &column]);
+    let from = g.op("Reshape", &[&times[0], &column]);
+    let offsets = g.op("Mul", &[&span_column, &fraction]);
+    let taus = g.op("Add", &[&from, &offsets]);
+    // f(tau) = 0.5 (beta_d tau + beta_min) / sqrt(alpha (1 - alpha)), with
+    // alpha = exp(-beta_d tau^2 / 2 - beta_min tau).
+    let slope = g.op("Mul", &[&taus, &bd]);
+    let rate = g.op("Add", &[&slope, &bm]);
+    let tau2 = g.op("Mul", &[&taus, &taus]);
+    let quadratic = g.op("Mul", &[&tau2, &bd]);
+    let quadratic = g.op("Mul", &[&quadratic, &half]);
+    let linear = g.op("Mul", &[&taus, &bm]);
+    let exponent = g.op("Add", &[&quadratic, &linear]);
+    let exponent = g.op("Neg", &[&exponent]);
+    let alpha = g.op("Exp", &[&exponent]);
+    let rest = g.op("Sub", &[&one, &alpha]);
+    let product = g.op("Mul", &[&alpha, &rest]);
+    let root = g.op("Sqrt", &[&product]);
+    let root = g.nonzero(&root);
+    let integrand = g.op("Div", &[&rate, &root]);
+    let integrand = g.op("Mul", &[&integrand, &half]);
+    let width = g.op("Div", &[&span, &points]);
+    let axes = g.b.vec_i64(&[1]);
+    let nodes: [String; 3] = std::array::from_fn(|m| g.op("Reshape", &[&times[m], &column]));
+    let dt = g.op("Sub", &[&at.next, s]);
+    // Orders 1 to 3; the fourth row repeats the third (DEIS stops at 3).
+    let rows: [[String; 4]; 3] = std::array::from_fn(|k| {
+        let order = k + 1;
+        std::array::from_fn(|j| {
+            if j >= order {
+                return zero.clone();
+            }
+            if order == 1 {
+                return dt.clone();
+            }
+            let mut basis = integrand.clone();
+            for m in (0..order).filter(|m| *m != j) {
+                let num = g.op("Sub", &[&taus, &nodes[m]]);
+                let den = g.op("Sub", &[&times[j], &times[m]]);
+                let den = g.nonzero(&den);
+                let den = g.op("Reshape", &[&den, &column]);
+                let factor = g.op("Div", &[&num, &den]);
+                basis = g.op("Mul", &[&basis, &factor]);
+            }
+            let sum = g.op_with("ReduceSum", &[&basis, &axes], &[("keepdims", Attr::Int(0))]);
+            g.op("Mul", &[&sum, &width])
+        })
+    });
+    let [first, second, third] = rows;
+    let chosen = by_order(g, at, [first, second, third.clone(), third]);
     let one = g.d(1.0);
     let mut terms = vec![(one, x.to_string())];
     for (weight, latent) in chosen.into_iter().zip([d, &old[0], &old[1], &old[2]]) {

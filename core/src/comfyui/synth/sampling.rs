@@ -167,6 +167,10 @@ pub const SAMPLERS: &[Sampler] = &[
         needs: Needs::remembering(3),
     },
     Sampler {
+        name: "deis",
+        needs: Needs::remembering(3),
+    },
+    Sampler {
         name: "er_sde",
         needs: ER_SDE,
     },
@@ -240,7 +244,6 @@ pub fn why_not(sampler: &str) -> String {
         "sa_solver_pece" => "is SA-Solver's predictor-corrector, a stochastic Adams solver the lowering does not build yet".into(),
         "dpmpp_2s_ancestral_cfg_pp" => "takes its midpoint along the unconditional estimate (CFG++), which the lowered second model call does not give".into(),
         "dpm_fast" | "dpm_adaptive" => "chooses its own step sizes as it goes, so its model calls do not follow a schedule the workflow can loop over".into(),
-        "deis" => "is DEIS, whose weights integrate the exponential integrator's Lagrange polynomials in time, which the lowering does not build yet".into(),
         "sa_solver" => "is SA-Solver, a stochastic Adams solver the lowering does not build yet".into(),
         _ => "is not one of ComfyUI's core samplers (a custom node adds it)".into(),
     }

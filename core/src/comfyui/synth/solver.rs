@@ -21,8 +21,9 @@
 //! - `dpmpp_2m_sde`, `dpmpp_2m_sde_heun`, `dpmpp_3m_sde` (and their `_gpu`
 //!   names): DPM-Solver++ multistep SDE steps (`super::sde`).
 //! - `res_multistep`, `res_multistep_ancestral`, `gradient_estimation`,
-//!   `ipndm`, `ipndm_v`: multistep steps over earlier estimates
-//!   (`super::multistep`), with the CFG++ forms of the first and last two.
+//!   `ipndm`, `ipndm_v`, `lms`, `deis`: multistep steps over earlier
+//!   estimates (`super::multistep`), with the CFG++ forms of the first two
+//!   and `gradient_estimation`.
 //! - `euler_cfg_pp`, `euler_ancestral_cfg_pp`, `dpmpp_2m_cfg_pp`: CFG++
 //!   steps along the unconditional estimate (`super::cfgpp`).
 //! - `er_sde`: the ER-SDE-Solver-3 step (`super::ersde`).
