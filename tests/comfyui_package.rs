@@ -93,7 +93,7 @@ fn every_pattern_becomes_a_package_that_checks_and_runs_with_stand_ins() {
         import_check_run(&graph, &dir, &out, &[]);
         ran += 1;
     }
-    assert_eq!(ran, 16, "every pattern runs");
+    assert_eq!(ran, 17, "every pattern runs");
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -129,6 +129,8 @@ fn every_corpus_graph_that_lowers_becomes_a_package_that_runs() {
             "chroma-bypassed.ui.json",
             "controlnet_example.workflow.json",
             "esrgan_example.workflow.json",
+            "flux-depth-lora-modelonly.api.json",
+            "flux-depth-lora-modelonly.ui.json",
             "fofr-sd15-inpainting.api.json",
             "fofr-sdxl-simple.api.json",
             "hidream-dev-modelsamplingsd3.api.json",

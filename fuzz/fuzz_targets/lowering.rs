@@ -2,7 +2,7 @@
 //! picks one of the pattern fixtures (txt2img, img2img, inpaint, LoRA,
 //! ControlNet, SDXL, SD3 flow, KSamplerAdvanced, latent noise mask,
 //! SamplerCustom, SamplerCustomAdvanced, chains, upscales, video, latent
-//! composites) and
+//! composites, an InstructPixToPix edit) and
 //! spends its bytes on edits a user or a hostile file could make: numbers,
 //! strings from ComfyUI's vocabulary, links to other nodes and slots,
 //! removed and retyped nodes, removed inputs. The LoRA pattern lowers for
@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 use wfstudio_core::comfyui::lower::{self, Target};
 use wfstudio_schema::{Format, Limits, parse_text};
 
-const PATTERNS: [&str; 17] = [
+const PATTERNS: [&str; 18] = [
     include_str!("../../fixtures/comfyui/txt2img-sd15.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet-positive.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet.api.json"),
@@ -35,6 +35,7 @@ const PATTERNS: [&str; 17] = [
     include_str!("../../fixtures/comfyui/patterns/upscale-model.api.json"),
     include_str!("../../fixtures/comfyui/patterns/video.api.json"),
     include_str!("../../fixtures/comfyui/patterns/composite.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/edit.api.json"),
 ];
 
 /// Index of the LoRA pattern in [`PATTERNS`].
@@ -49,7 +50,7 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 55] = [
+const CLASSES: [&str; 56] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
     "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
@@ -62,7 +63,7 @@ const CLASSES: [&str; 55] = [
     "EmptyCosmosLatentVideo", "EmptyLTXVLatentVideo", "Wan22ImageToVideoLatent", "VAEDecodeTiled",
     "SaveAnimatedWEBP", "SaveAnimatedPNG", "SaveWEBM", "CreateVideo", "SaveVideo", "FluxGuidance",
     "LatentComposite", "ModelMergeSimple", "LoraLoaderModelOnly", "TripleCLIPLoader",
-    "QuadrupleCLIPLoader",
+    "QuadrupleCLIPLoader", "InstructPixToPixConditioning",
 ];
 
 /// Strings from ComfyUI's vocabulary; every sampler and scheduler name

@@ -232,8 +232,8 @@ fn lower_from(g: &Graph<'_>, sinks: &[&String], target: &Target) -> Result<Lower
 }
 
 /// What the user should know about one sampler stage beyond the
-/// document (its window, with the inputs that set it, and a model
-/// sampling the graph does not state).
+/// document (its window, with the inputs that set it, a model sampling the
+/// graph does not state, and an edit picture the denoiser takes).
 fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
     let s = &plan.sampler;
     let sampling = plan.model.flow.iter().filter_map(|flow| {
@@ -271,5 +271,20 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
         )],
         Window::Denoise(_) => vec![],
     };
-    sampling.chain(window).chain(tokenizing).collect()
+    let edit = plan.edit().map(|node| {
+        let carried = match (&plan.positive.edit, &plan.negative.edit) {
+            (Some(_), Some(_)) => "both prompts",
+            (Some(_), None) => "the positive prompt (the negative takes zeros in its place)",
+            _ => "the negative prompt (the positive takes zeros in its place)",
+        };
+        format!(
+            "node {node} (InstructPixToPixConditioning) attaches its picture ({}) to {carried}: the denoiser takes the picture's latent as input `concat` beside the sample, so export it with those channels appended to its input",
+            names.value("request.image")
+        )
+    });
+    sampling
+        .chain(edit)
+        .chain(window)
+        .chain(tokenizing)
+        .collect()
 }

@@ -1,6 +1,6 @@
 //! The model calls of one sampling step: the ControlNet (if any) and the
 //! denoiser once per prompt side at a sample and timestep (with the side's
-//! `FluxGuidance` value, if any), then the
+//! `FluxGuidance` value and edit picture, if any), then the
 //! classifier-free guidance of the two. A step of a two-call sampler makes
 //! them twice, the second set's values named with a suffix.
 
@@ -72,6 +72,15 @@ impl Calls<'_> {
             }
             if let Some(guidance) = side.guidance {
                 bind["guidance"] = json!(guidance);
+            }
+            if plan.edit().is_some() {
+                // The edit picture's latent, or zeros of its size (the
+                // edit latent the sampler starts from).
+                bind["concat"] = json!(if side.edit {
+                    "edit.latent"
+                } else {
+                    "latent.source"
+                });
             }
             body.push(
                 invoke(

@@ -27,6 +27,9 @@ pub(super) struct PromptSide<'a> {
     /// The input its `FluxGuidance` value comes in by, when the plan has
     /// one (a side without takes the positive's, which only cfg 1 allows).
     pub guidance: Option<&'static str>,
+    /// Whether the side carries the plan's edit picture (the others take
+    /// zeros in its place).
+    pub edit: bool,
 }
 
 /// A prompt text, the token-id input it is passed in and its encoder node.
@@ -87,6 +90,7 @@ pub(super) fn sides(plan: &Plan) -> [PromptSide<'_>; 2] {
             zeroed: plan.positive.zeroed.as_ref(),
             controlled: plan.control.as_ref().is_some_and(|c| c.positive),
             guidance: positive_guidance,
+            edit: plan.positive.edit.is_some(),
         },
         PromptSide {
             name: "unconditional",
@@ -99,6 +103,7 @@ pub(super) fn sides(plan: &Plan) -> [PromptSide<'_>; 2] {
             zeroed: plan.negative.zeroed.as_ref(),
             controlled: plan.control.as_ref().is_some_and(|c| c.negative),
             guidance: negative_guidance,
+            edit: plan.negative.edit.is_some(),
         },
     ]
 }

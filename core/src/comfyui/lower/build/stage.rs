@@ -349,7 +349,9 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
         LatentSource::Empty { .. } | LatentSource::Stage { .. } | LatentSource::Composite(_) => {
             None
         }
-        LatentSource::Encoded { image, .. } | LatentSource::Inpaint { image, .. } => Some(image),
+        LatentSource::Encoded { image, .. }
+        | LatentSource::Inpaint { image, .. }
+        | LatentSource::Edit { image, .. } => Some(image),
     };
     if image.is_some() {
         inputs.insert("request.image".into(), media(picture(json!(3))));
@@ -415,7 +417,7 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
             ),
         );
         match &plan.latent {
-            LatentSource::Empty { node, .. } => {
+            LatentSource::Empty { node, .. } | LatentSource::Edit { node, .. } => {
                 components.insert("empty_latent".into(), policy("empty_latent", json!({"row_shape": contract("int64", json!(["row_rank"]), false), "like": latent()}), json!({"latent": latent()}), None));
                 setup.push(invoke("empty_latent", json!({"row_shape": "diffusion.latent_row_shape", "like": "diffusion.noise"}), json!({"latent": "latent.source"})), &[node]);
             }
@@ -455,6 +457,17 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
                     &[encode],
                 );
             }
+        }
+        if let (Some(edit), Some(image)) = (plan.edit(), image) {
+            // The picture the prompts carry, beside the sample.
+            setup.push(
+                invoke(
+                    &m("vae_encoder"),
+                    json!({"image": "request.image"}),
+                    json!({"latent": "edit.latent"}),
+                ),
+                &[edit, image],
+            );
         }
         if image.is_some() {
             components.insert(
@@ -552,6 +565,9 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
     let guidance = prompts::guidance_inputs(plan);
     if !guidance.is_empty() {
         denoiser_ports["guidance"] = row("float32");
+    }
+    if plan.edit().is_some() {
+        denoiser_ports["concat"] = latent();
     }
     for (input, value) in guidance {
         let name = input.trim_start_matches("request.");

@@ -25,6 +25,7 @@ const LATENT_SOURCES: &[&str] = &[
     "VAEEncodeForInpaint",
     "SetLatentNoiseMask",
     "LatentComposite",
+    "InstructPixToPixConditioning",
 ];
 /// Latent upscalers between two sampler stages.
 const UPSCALERS: &[&str] = &["LatentUpscale", "LatentUpscaleBy"];
@@ -51,6 +52,10 @@ pub(in crate::comfyui::lower) enum LatentSource {
         image: String,
         mask: Option<Mask>,
     },
+    /// `InstructPixToPixConditioning`'s latent: zeros the size of its
+    /// picture's latent (the picture itself goes to the denoiser beside
+    /// the sample, on the prompts the node conditions).
+    Edit { node: String, image: String },
     /// `VAEEncodeForInpaint`: the masked pixels are greyed before encoding.
     Inpaint {
         encode: String,
@@ -245,6 +250,20 @@ pub(super) fn latent_source(
             encode: node,
             mask: None,
         },
+        "InstructPixToPixConditioning" => {
+            if slot != 2 {
+                return Err(g.refuse(
+                    sampler,
+                    Some("latent_image"),
+                    format!("reads output {slot} of node {node}, a conditioning, as its latent"),
+                    "connect latent_image to the node's latent output",
+                ));
+            }
+            LatentSource::Edit {
+                image: encoded(&node)?,
+                node,
+            }
+        }
         "VAEEncodeForInpaint" => LatentSource::Inpaint {
             image: encoded(&node)?,
             mask: mask(g, &node)?,

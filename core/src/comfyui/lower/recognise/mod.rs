@@ -41,6 +41,13 @@ pub(super) struct Plan {
     pub axes: Axes,
 }
 
+impl Plan {
+    /// The `InstructPixToPixConditioning` whose picture the prompts carry.
+    pub fn edit(&self) -> Option<&String> {
+        self.positive.edit.as_ref().or(self.negative.edit.as_ref())
+    }
+}
+
 /// The sampler node and its run parameters.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct Sampler {
@@ -89,6 +96,10 @@ pub(super) struct Conditioning {
     /// `FluxGuidance` on the way: the guidance-distilled model's own
     /// guidance input for this prompt.
     pub guidance: Option<Guidance>,
+    /// `InstructPixToPixConditioning` next to the sampler: the node whose
+    /// picture's latent the denoiser takes beside the sample for this
+    /// prompt (a prompt without one takes zeros, as ComfyUI does).
+    pub edit: Option<String>,
 }
 
 /// One `FluxGuidance` node and its value.
@@ -261,6 +272,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
             "set add_noise to enable",
         ));
     }
+    edits(g, [&positive, &negative], &latent)?;
     let axes = match &latent {
         LatentSource::Empty {
             frames: Some(_), ..
@@ -343,6 +355,38 @@ fn flow_only(
             .flow_sampler(*stage)
             .map(|node| format!("the latent of flow-matching sampler {node}")),
         _ => None,
+    }
+}
+
+/// Refuses prompts carrying a picture (`InstructPixToPixConditioning`)
+/// unless one node's on both and the sampler starts from that node's
+/// latent, whose size the picture's latent sets.
+fn edits(g: &Graph<'_>, prompts: [&Conditioning; 2], latent: &LatentSource) -> Result<(), Refusal> {
+    let [positive, negative] = prompts;
+    let Some(edit) = positive.edit.as_ref().or(negative.edit.as_ref()) else {
+        return Ok(());
+    };
+    if let Some(other) = [positive, negative]
+        .iter()
+        .filter_map(|c| c.edit.as_ref())
+        .find(|e| *e != edit)
+    {
+        return Err(g.refuse(
+            other,
+            None,
+            format!("attaches a second picture to the sampler's prompts, beside node {edit}'s"),
+            "condition both prompts through one InstructPixToPixConditioning",
+        ));
+    }
+    match latent {
+        LatentSource::Edit { node, .. } if node == edit => Ok(()),
+        _ => Err(g.refuse(
+            edit,
+            None,
+            "attaches its picture to the prompts of a sampler that does not start from its latent"
+                .into(),
+            "connect the sampler's latent_image to this node's latent output",
+        )),
     }
 }
 
@@ -542,7 +586,9 @@ fn source_extents(
             }
         }
         LatentSource::Composite(c) => Some(c.extents),
-        LatentSource::Encoded { .. } | LatentSource::Inpaint { .. } => None,
+        LatentSource::Encoded { .. } | LatentSource::Inpaint { .. } | LatentSource::Edit { .. } => {
+            None
+        }
     }
 }
 
@@ -553,6 +599,8 @@ fn source_batch(latent: &LatentSource, earlier: impl Fn(usize) -> Option<i64>) -
         LatentSource::Empty { batch, .. } => Some(*batch),
         LatentSource::Stage { stage, .. } => earlier(*stage),
         LatentSource::Composite(c) => earlier(c.base),
-        LatentSource::Encoded { .. } | LatentSource::Inpaint { .. } => None,
+        LatentSource::Encoded { .. } | LatentSource::Inpaint { .. } | LatentSource::Edit { .. } => {
+            None
+        }
     }
 }

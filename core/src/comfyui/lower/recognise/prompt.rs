@@ -1,4 +1,5 @@
-//! A prompt's way from the sampler back to its text encoder: ControlNet
+//! A prompt's way from the sampler back to its text encoder: an
+//! `InstructPixToPixConditioning` next to the sampler, ControlNet
 //! applications, a `FluxGuidance` (before or after them, or the zeroing),
 //! a `ConditioningZeroOut`, the encoder (`CLIPTextEncode` or
 //! `CLIPTextEncodeSDXL`) and its CLIP path (LoRA loaders, T5 tokenizer
@@ -22,6 +23,7 @@ pub(super) fn conditioning(
     let mut from = (sampler.to_string(), name.to_string());
     let mut control: Option<Control> = None;
     let mut guidance: Option<Guidance> = None;
+    let edit = edit_conditioning(g, &mut node, &mut slot, &mut from)?;
     flux_guidance(g, &mut node, &mut slot, &mut from, &mut guidance)?;
     while CONTROL_APPLIERS.contains(&g.class(&node)) {
         let outputs = if g.class(&node) == "ControlNetApplyAdvanced" {
@@ -129,9 +131,40 @@ pub(super) fn conditioning(
             zeroed,
             tokenizer_options,
             guidance,
+            edit,
         },
         control,
     ))
+}
+
+/// Steps back through an `InstructPixToPixConditioning` next to the
+/// sampler: its output `slot` (0 positive, 1 negative) is the prompt on
+/// that input with the node's picture attached; returns the node.
+fn edit_conditioning(
+    g: &Graph<'_>,
+    node: &mut String,
+    slot: &mut i64,
+    from: &mut (String, String),
+) -> Result<Option<String>, Refusal> {
+    if g.class(node) != "InstructPixToPixConditioning" {
+        return Ok(None);
+    }
+    let input = match *slot {
+        0 => "positive",
+        1 => "negative",
+        _ => {
+            return Err(g.refuse(
+                &from.0,
+                Some(&from.1),
+                format!("reads output {slot} of node {node}, its latent, as a conditioning"),
+                "connect the input to the node's positive or negative output",
+            ));
+        }
+    };
+    let here = node.clone();
+    *from = (here.clone(), input.to_string());
+    (*node, *slot) = g.source(&here, input)?;
+    Ok(Some(here))
 }
 
 /// Steps over a `FluxGuidance` at `node` (the walk's position, read by
