@@ -10,7 +10,7 @@ mod support;
 use serde_json::{Value, json};
 use support::lowering::{
     Expected, assert_refused, component_only, lowered, npy, package_and_run, pattern, s, scratch,
-    worst_relative,
+    tensor, worst_relative,
 };
 use wfstudio_core::comfyui::lower::Target;
 
@@ -79,14 +79,6 @@ fn comfy_composite(
         }
     }
     s
-}
-
-fn tensor(shape: [usize; 4], salt: usize) -> (Vec<f32>, String) {
-    let data: Vec<f32> = (0..shape.iter().product::<usize>())
-        .map(|i| ((i * 37 + salt * 11) % 29) as f32 / 7.0 - 2.0)
-        .collect();
-    let text = json!({"dtype": "float32", "shape": shape, "data": data}).to_string();
-    (data, text)
 }
 
 #[test]

@@ -1,14 +1,17 @@
-//! `InstructPixToPixConditioning`: an edit model's picture rides on the
-//! prompts. The lowering encodes the picture once, binds its latent to
-//! the denoiser's `concat` input on the prompts that carry it (zeros of its
-//! size on a prompt that does not, as ComfyUI fills them), starts sampling
-//! from zeros the picture's latent size, and refuses what it cannot pair.
+//! Edit graphs. `InstructPixToPixConditioning`: an edit model's picture
+//! rides on the prompts. The lowering encodes the picture once, binds its
+//! latent to the denoiser's `concat` input on the prompts that carry it
+//! (zeros of its size on a prompt that does not, as ComfyUI fills them),
+//! starts sampling from zeros the picture's latent size, and refuses what
+//! it cannot pair. `DualCFGGuider` (CosXL edit's guider): a third prompt
+//! and a combine of the three estimates, checked against its formulas.
 
 mod support;
 
 use serde_json::{Value, json};
 use support::lowering::{
-    assert_refused, lowered, npy, package_and_run, pattern, s, scratch, workflow,
+    assert_refused, component_only, lowered, npy, package_and_run, pattern, s, scratch, tensor,
+    workflow,
 };
 use wfstudio_core::comfyui::lower::Target;
 
@@ -182,6 +185,191 @@ fn edits_the_lowering_cannot_pair_are_refused_by_name() {
             "KSampler",
             Some("latent_image"),
             "reads output 0 of node 4, a conditioning, as its latent",
+        ),
+    );
+}
+
+/// The edit pattern sampled as the CosXL edit template does: a
+/// `DualCFGGuider` with the picture on `cond1` and `cond2` (node 4's
+/// outputs) and the plain empty prompt as the negative, `style` if given.
+fn dual(style: Option<&str>) -> Value {
+    let mut g = graph();
+    let k = g["5"]["inputs"].clone();
+    g["20"] =
+        json!({"class_type": "KSamplerSelect", "inputs": {"sampler_name": k["sampler_name"]}});
+    g["21"] = json!({"class_type": "BasicScheduler", "inputs": {"scheduler": k["scheduler"], "steps": k["steps"], "denoise": 1.0, "model": ["1", 0]}});
+    g["22"] = json!({"class_type": "DualCFGGuider", "inputs": {"cfg_conds": 5.0, "cfg_cond2_negative": 1.5, "model": ["1", 0], "cond1": ["4", 0], "cond2": ["4", 1], "negative": ["3", 0]}});
+    if let Some(style) = style {
+        g["22"]["inputs"]["style"] = json!(style);
+    }
+    g["23"] = json!({"class_type": "RandomNoise", "inputs": {"noise_seed": k["seed"]}});
+    g["5"] = json!({"class_type": "SamplerCustomAdvanced", "inputs": {"noise": ["23", 0], "guider": ["22", 0], "sampler": ["20", 0], "sigmas": ["21", 0], "latent_image": ["4", 2]}});
+    g
+}
+
+#[test]
+fn a_dual_cfg_guider_calls_the_denoiser_on_three_prompts_and_combines_them() {
+    let l = lowered(&dual(None), &Target::default());
+    let w = workflow(&l);
+    assert_eq!(
+        concat_bindings(w),
+        [
+            ("denoiser.middle".to_string(), json!("edit.latent")),
+            ("denoiser.unconditional".to_string(), json!("latent.source")),
+            ("denoiser.conditional".to_string(), json!("edit.latent")),
+        ]
+    );
+    let combine = w["steps"][0]["steps"]
+        .as_array()
+        .expect("loop body")
+        .iter()
+        .find(|s| s["component"] == "dual_guidance_combine")
+        .expect("the dual combine");
+    assert_eq!(
+        combine["inputs"],
+        json!({"unconditional": "denoiser.unconditional", "middle": "denoiser.middle", "conditional": "denoiser.conditional", "scale": "request.guidance_scale", "scale_2": "request.guidance_scale_2"})
+    );
+    assert_eq!(w["inputs"]["request.guidance_scale"]["default"], json!(5.0));
+    assert_eq!(
+        w["inputs"]["request.guidance_scale_2"]["default"],
+        json!(1.5)
+    );
+    assert_eq!(
+        w["components"]["dual_guidance_combine"]["contract"]["parameters"],
+        json!({"style": "regular"})
+    );
+    assert_eq!(
+        l.prompts
+            .iter()
+            .map(|(input, _)| input.as_str())
+            .collect::<Vec<_>>(),
+        [
+            "request.input_ids",
+            "request.negative_input_ids",
+            "request.middle_input_ids"
+        ]
+    );
+    assert_eq!(
+        l.notes,
+        [
+            "DualCFGGuider (regular style): its middle prompt (cond2) is request.middle_input_ids, cfg_conds request.guidance_scale and cfg_cond2_negative request.guidance_scale_2",
+            "node 4 (InstructPixToPixConditioning) attaches its picture (request.image) to the positive and middle prompts (the negative takes zeros in its place): the denoiser takes the picture's latent as input `concat` beside the sample, so export it with those channels appended to its input",
+        ]
+    );
+    let nested = lowered(&dual(Some("nested")), &Target::default());
+    assert_eq!(
+        workflow(&nested)["components"]["dual_guidance_combine"]["contract"]["parameters"],
+        json!({"style": "nested"})
+    );
+    if support::runtime_available() {
+        let root = scratch("dual-cfg");
+        let (_, out) = package_and_run(&root, "dual", &dual(None));
+        let (shape, latent) = npy(&out.join("latent.npy"));
+        assert_eq!(shape, [1, 4, 8, 8]);
+        assert!(latent.iter().all(|v| v.is_finite()));
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}
+
+#[test]
+fn the_dual_combine_policy_follows_both_styles_formulas() {
+    if !support::runtime_available() {
+        return;
+    }
+    let shape = [2, 4, 3, 5];
+    let (negative, negative_text) = tensor(shape, 1);
+    let (middle, middle_text) = tensor(shape, 2);
+    let (positive, positive_text) = tensor(shape, 3);
+    let (s1, s2) = ([5.0f32, 2.5], [1.5f32, 0.75]);
+    let root = scratch("dual-combine");
+    for (style, nested) in [("regular", false), ("nested", true)] {
+        let document = lowered(&dual(Some(style)), &Target::default()).document;
+        let component = &document["pipeline"]["workflow"]["components"]["dual_guidance_combine"];
+        let policies = wfstudio_core::comfyui::synth::policies(&document).expect("synthesized");
+        let (_, bytes) = policies
+            .iter()
+            .find(|(n, _)| n == "dual_guidance_combine")
+            .expect("the dual combine");
+        let dir = root.join(style);
+        std::fs::create_dir_all(dir.join("policies")).expect("mkdir");
+        std::fs::write(dir.join("policies/dual_guidance_combine.onnx"), bytes).expect("write");
+        std::fs::write(
+            dir.join("inference_metadata.json"),
+            component_only("dual_guidance_combine", component).to_string(),
+        )
+        .expect("write");
+        let out = dir.join("out");
+        let scale = |v: [f32; 2]| json!({"dtype": "float32", "shape": [2], "data": v}).to_string();
+        let (code, stdout, stderr) = support::run_wfstudio(&[
+            "run",
+            s(&dir),
+            "--input",
+            &format!("unconditional={negative_text}"),
+            "--input",
+            &format!("middle={middle_text}"),
+            "--input",
+            &format!("conditional={positive_text}"),
+            "--input",
+            &format!("scale={}", scale(s1)),
+            "--input",
+            &format!("scale_2={}", scale(s2)),
+            "--out",
+            s(&out),
+        ]);
+        assert_eq!(code, 0, "{stdout}{stderr}");
+        let (got_shape, ours) = npy(&out.join("estimate.npy"));
+        assert_eq!(got_shape, shape);
+        let row = negative.len() / 2;
+        for (i, got) in ours.iter().enumerate() {
+            let (n, m, p) = (negative[i], middle[i], positive[i]);
+            let (a, b) = (s1[i / row], s2[i / row]);
+            // ComfyUI's Guider_DualCFG.predict_noise, per style.
+            let want = if nested {
+                n + b * ((m + a * (p - m)) - n)
+            } else {
+                (n + (m - n) * b) + (p - m) * a
+            };
+            assert!(
+                (got - want).abs() <= 1e-5 * (1.0 + want.abs()),
+                "{style} {i}: {got} vs {want}"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn dual_cfg_guiders_the_lowering_cannot_make_are_refused_by_name() {
+    assert_refused(
+        &dual(Some("crossed")),
+        (
+            "22",
+            "DualCFGGuider",
+            Some("style"),
+            "is 'crossed', not regular or nested",
+        ),
+    );
+    let mut cfg_pp = dual(None);
+    cfg_pp["20"]["inputs"]["sampler_name"] = json!("euler_cfg_pp");
+    assert_refused(
+        &cfg_pp,
+        (
+            "20",
+            "KSamplerSelect",
+            Some("sampler_name"),
+            "uses the CFG++ sampler 'euler_cfg_pp' under a DualCFGGuider, whose three estimates the lowering does not step CFG++ along",
+        ),
+    );
+    let mut guided = dual(None);
+    guided["24"] = json!({"class_type": "FluxGuidance", "inputs": {"guidance": 3.5, "conditioning": ["2", 0]}});
+    guided["4"]["inputs"]["positive"] = json!(["24", 0]);
+    assert_refused(
+        &guided,
+        (
+            "22",
+            "DualCFGGuider",
+            None,
+            "guides three prompts, one through a FluxGuidance, which the lowering applies to a positive and negative pair only",
         ),
     );
 }

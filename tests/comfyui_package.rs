@@ -153,6 +153,8 @@ fn every_corpus_graph_that_lowers_becomes_a_package_that_runs() {
             "sd15-lora.ui.json",
             "sd15-noisy-latents-ksampleradvanced.api.json",
             "sd15-noisy-latents-ksampleradvanced.ui.json",
+            "sdxl-edit-legacy-groupnode.api.json",
+            "sdxl-edit-legacy-groupnode.ui.json",
             "sdxl-simple.api.json",
             "sdxl-simple.ui.json",
             "tpl-default.ui.json",

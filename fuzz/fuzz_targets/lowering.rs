@@ -50,7 +50,7 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 56] = [
+const CLASSES: [&str; 57] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
     "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
@@ -63,7 +63,7 @@ const CLASSES: [&str; 56] = [
     "EmptyCosmosLatentVideo", "EmptyLTXVLatentVideo", "Wan22ImageToVideoLatent", "VAEDecodeTiled",
     "SaveAnimatedWEBP", "SaveAnimatedPNG", "SaveWEBM", "CreateVideo", "SaveVideo", "FluxGuidance",
     "LatentComposite", "ModelMergeSimple", "LoraLoaderModelOnly", "TripleCLIPLoader",
-    "QuadrupleCLIPLoader", "InstructPixToPixConditioning",
+    "QuadrupleCLIPLoader", "InstructPixToPixConditioning", "DualCFGGuider",
 ];
 
 /// Strings from ComfyUI's vocabulary; every sampler and scheduler name

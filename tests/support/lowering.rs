@@ -185,3 +185,13 @@ pub fn component_only(name: &str, component: &Value) -> Value {
         "steps": steps
     }}})
 }
+
+/// A float32 tensor of `shape` with values in [-2, 2) that vary with the
+/// element and `salt`: (data, its `--input` JSON).
+pub fn tensor(shape: [usize; 4], salt: usize) -> (Vec<f32>, String) {
+    let data: Vec<f32> = (0..shape.iter().product::<usize>())
+        .map(|i| ((i * 37 + salt * 11) % 29) as f32 / 7.0 - 2.0)
+        .collect();
+    let text = serde_json::json!({"dtype": "float32", "shape": shape, "data": data}).to_string();
+    (data, text)
+}

@@ -272,17 +272,34 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
         Window::Denoise(_) => vec![],
     };
     let edit = plan.edit().map(|node| {
-        let carried = match (&plan.positive.edit, &plan.negative.edit) {
-            (Some(_), Some(_)) => "both prompts",
-            (Some(_), None) => "the positive prompt (the negative takes zeros in its place)",
-            _ => "the negative prompt (the positive takes zeros in its place)",
+        let sides = [("positive", Some(&plan.positive)), ("negative", Some(&plan.negative)), ("middle", plan.middle.as_ref())];
+        let (with, without): (Vec<_>, Vec<_>) = sides
+            .iter()
+            .filter_map(|(name, c)| c.map(|c| (*name, c.edit.is_some())))
+            .partition(|(_, carries)| *carries);
+        let listed = |v: &[(&str, bool)]| v.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(" and ");
+        let carried = match without.len() {
+            0 if with.len() == 2 => "both prompts".to_string(),
+            0 => "all three prompts".to_string(),
+            1 => format!("the {} prompt{} (the {} takes zeros in its place)", listed(&with), if with.len() > 1 { "s" } else { "" }, listed(&without)),
+            _ => format!("the {} prompt (the {} take zeros in their place)", listed(&with), listed(&without)),
         };
         format!(
             "node {node} (InstructPixToPixConditioning) attaches its picture ({}) to {carried}: the denoiser takes the picture's latent as input `concat` beside the sample, so export it with those channels appended to its input",
             names.value("request.image")
         )
     });
+    let dual = s.dual.as_ref().map(|dual| {
+        format!(
+            "DualCFGGuider ({} style): its middle prompt (cond2) is {}, cfg_conds {} and cfg_cond2_negative {}",
+            if dual.nested { "nested" } else { "regular" },
+            names.value("request.middle_input_ids"),
+            names.value("request.guidance_scale"),
+            names.value("request.guidance_scale_2")
+        )
+    });
     sampling
+        .chain(dual)
         .chain(edit)
         .chain(window)
         .chain(tokenizing)

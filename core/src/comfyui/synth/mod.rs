@@ -38,6 +38,7 @@ pub const POLICIES: &[&str] = &[
     "latent_row_shape",
     "latent_noise",
     "guidance_combine",
+    "dual_guidance_combine",
     "solver_step",
     "denoise_window",
     "step_window",

@@ -1,5 +1,5 @@
 //! The small policies: schedule lookups, the model's input scaling,
-//! classifier-free guidance, the loop predicate, step windows, latent
+//! classifier-free guidance (and `DualCFGGuider`'s), the loop predicate, step windows, latent
 //! shapes, inpainting masks, SDXL conditioning and the ControlNet window.
 
 use super::SynthError;
@@ -17,6 +17,7 @@ pub fn build(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError>
         "continue_predicate" => continue_predicate(g),
         "latent_row_shape" => latent_row_shape(g),
         "guidance_combine" => guidance_combine(g),
+        "dual_guidance_combine" => dual_guidance_combine(g),
         "denoise_window" => denoise_window(g),
         "step_window" => step_window(g),
         "step_offset" => step_offset(g),
@@ -164,6 +165,39 @@ fn guidance_combine(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let s = g.rows(&scale);
     let m = g.op("Mul", &[&d, &s]);
     let out = g.op("Add", &[&unconditional, &m]);
+    g.output(&out, "estimate")
+}
+
+/// `DualCFGGuider`'s estimate from the unconditional (negative), middle
+/// and conditional (positive) ones, with `scale` its `cfg_conds` and
+/// `scale_2` its `cfg_cond2_negative`: `regular` style `n + s2 (m - n) +
+/// s1 (p - m)`, `nested` style `n + s2 (m + s1 (p - m) - n)`.
+fn dual_guidance_combine(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let negative = g.input("unconditional")?;
+    let middle = g.input("middle")?;
+    let positive = g.input("conditional")?;
+    let scale = g.input("scale")?;
+    let s1 = g.rows(&scale);
+    let scale_2 = g.input("scale_2")?;
+    let s2 = g.rows(&scale_2);
+    let nested = match g.parameter("style").and_then(Value::as_str) {
+        Some("regular") => false,
+        Some("nested") => true,
+        other => return Err(g.error(format!("style {other:?} is not regular or nested"))),
+    };
+    let text = g.op("Sub", &[&positive, &middle]);
+    let text = g.op("Mul", &[&text, &s1]);
+    let out = if nested {
+        let guided = g.op("Add", &[&middle, &text]);
+        let away = g.op("Sub", &[&guided, &negative]);
+        let away = g.op("Mul", &[&away, &s2]);
+        g.op("Add", &[&negative, &away])
+    } else {
+        let away = g.op("Sub", &[&middle, &negative]);
+        let away = g.op("Mul", &[&away, &s2]);
+        let base = g.op("Add", &[&negative, &away]);
+        g.op("Add", &[&base, &text])
+    };
     g.output(&out, "estimate")
 }
 

@@ -1,7 +1,8 @@
 //! The model calls of one sampling step: the ControlNet (if any) and the
 //! denoiser once per prompt side at a sample and timestep (with the side's
 //! `FluxGuidance` value and edit picture, if any), then the
-//! classifier-free guidance of the two. A step of a two-call sampler makes
+//! classifier-free guidance of the two (of the three under a
+//! `DualCFGGuider`). A step of a two-call sampler makes
 //! them twice, the second set's values named with a suffix.
 
 use super::super::parts::{Steps, invoke};
@@ -12,7 +13,7 @@ use serde_json::json;
 /// What a step's model calls read besides the sample and timestep.
 pub(super) struct Calls<'a> {
     pub plan: &'a Plan,
-    pub sides: &'a [PromptSide<'a>; 2],
+    pub sides: &'a [PromptSide<'a>],
     /// The checkpoint's component name prefix.
     pub models: &'a str,
     /// The ControlNet scale of a controlled prompt (an input, or the
@@ -91,12 +92,20 @@ impl Calls<'_> {
                 &[&plan.sampler.node, &plan.model.loader],
             );
         }
+        let (combine, mut bind) = (
+            "guidance_combine",
+            json!({"unconditional": Self::unconditional(suffix), "conditional": format!("denoiser.conditional{suffix}"), "scale": "request.guidance_scale"}),
+        );
+        let combine = match plan.sampler.dual {
+            Some(_) => {
+                bind["middle"] = json!(format!("denoiser.middle{suffix}"));
+                bind["scale_2"] = json!("request.guidance_scale_2");
+                "dual_guidance_combine"
+            }
+            None => combine,
+        };
         body.push(
-            invoke(
-                "guidance_combine",
-                json!({"unconditional": Self::unconditional(suffix), "conditional": format!("denoiser.conditional{suffix}"), "scale": "request.guidance_scale"}),
-                json!({"estimate": Self::estimate(suffix)}),
-            ),
+            invoke(combine, bind, json!({"estimate": Self::estimate(suffix)})),
             &[&plan.sampler.node],
         );
     }

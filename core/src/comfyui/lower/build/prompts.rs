@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 
 /// Which prompt a set of conditioning values belongs to.
 pub(super) struct PromptSide<'a> {
-    /// `conditional` or `unconditional`.
+    /// `conditional`, `unconditional` or (`DualCFGGuider`'s) `middle`.
     pub name: &'static str,
     encoder: &'a String,
     text: &'a Prompt,
@@ -73,8 +73,9 @@ pub(super) fn guidance_inputs(plan: &Plan) -> Vec<(&'static str, f64)> {
     out
 }
 
-/// The positive and negative side of `plan`.
-pub(super) fn sides(plan: &Plan) -> [PromptSide<'_>; 2] {
+/// The positive and negative side of `plan`, and a `DualCFGGuider`'s
+/// middle one.
+pub(super) fn sides(plan: &Plan) -> Vec<PromptSide<'_>> {
     let guidance = guidance_inputs(plan);
     let positive_guidance = guidance.first().map(|(input, _)| *input);
     let negative_guidance = guidance.last().map(|(input, _)| *input);
@@ -106,16 +107,26 @@ pub(super) fn sides(plan: &Plan) -> [PromptSide<'_>; 2] {
             edit: plan.negative.edit.is_some(),
         },
     ]
+    .into_iter()
+    .chain(plan.middle.as_ref().map(|middle| PromptSide {
+        name: "middle",
+        encoder: &middle.encoder,
+        text: &middle.text,
+        ids: ("request.middle_input_ids", "request.middle_input_ids_l"),
+        role: "middle_prompt_tokens",
+        alias: "middle_input_ids_l",
+        size_input: "request.middle_size",
+        zeroed: middle.zeroed.as_ref(),
+        controlled: false,
+        guidance: None,
+        edit: middle.edit.is_some(),
+    }))
+    .collect()
 }
 
 /// Declares the encoders of `sides` (named with the checkpoint prefix
 /// `models`) and adds their token inputs and setup steps.
-pub(super) fn encode(
-    plan: &Plan,
-    sides: &[PromptSide<'_>; 2],
-    models: &str,
-    parts: &mut Parts<'_>,
-) {
+pub(super) fn encode(plan: &Plan, sides: &[PromptSide<'_>], models: &str, parts: &mut Parts<'_>) {
     let m = |name: &str| format!("{models}{name}");
     let loader = &plan.model.loader;
     let sdxl = matches!(plan.positive.text, Prompt::Sdxl { .. });

@@ -96,6 +96,9 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
     if !prompts::reuses_positive(plan) {
         inputs.insert("request.negative_input_ids".into(), json!({"contract": tokens(), "role": runtime("negative_prompt_tokens"), "source": {"kind": "application", "name": "negative_input_ids"}, "required": true}));
     }
+    if plan.middle.is_some() {
+        inputs.insert("request.middle_input_ids".into(), json!({"contract": tokens(), "role": {"kind": "opaque"}, "source": {"kind": "application", "name": "middle_input_ids"}, "required": true}));
+    }
     inputs.insert(
         "request.guidance_scale".into(),
         parameter(
@@ -658,9 +661,28 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
             None,
         ),
     );
-    components.insert("guidance_combine".into(), policy("guidance_combine",
-        json!({"unconditional": latent(), "conditional": latent(), "scale": row("float32")}), json!({"estimate": latent()}),
-        Some(json!({"id": "onnx-genai.guidance-combine", "version": "1", "bindings": {"unconditional": "unconditional", "conditional": "conditional", "scale": "scale", "estimate": "estimate"}}))));
+    match &s.dual {
+        None => {
+            components.insert("guidance_combine".into(), policy("guidance_combine",
+                json!({"unconditional": latent(), "conditional": latent(), "scale": row("float32")}), json!({"estimate": latent()}),
+                Some(json!({"id": "onnx-genai.guidance-combine", "version": "1", "bindings": {"unconditional": "unconditional", "conditional": "conditional", "scale": "scale", "estimate": "estimate"}}))));
+        }
+        Some(dual) => {
+            inputs.insert(
+                "request.guidance_scale_2".into(),
+                parameter(
+                    row("float32"),
+                    json!({"kind": "opaque"}),
+                    "guidance_scale_2",
+                    json!(dual.cfg2),
+                ),
+            );
+            let style = if dual.nested { "nested" } else { "regular" };
+            components.insert("dual_guidance_combine".into(), policy("dual_guidance_combine",
+                json!({"unconditional": latent(), "middle": latent(), "conditional": latent(), "scale": row("float32"), "scale_2": row("float32")}), json!({"estimate": latent()}),
+                Some(json!({"id": "wfstudio.dual-guidance-combine", "version": "1", "parameters": {"style": style}}))));
+        }
+    }
     let calls = Calls {
         plan,
         sides: &sides,

@@ -1,7 +1,8 @@
 //! ComfyUI's custom sampling nodes, read into the same sampler as
 //! `KSampler`'s: `SamplerCustom` (model, prompts and CFG on the node itself)
 //! and `SamplerCustomAdvanced` (a guider: `CFGGuider` with its model,
-//! prompts and CFG, or `BasicGuider` with one conditioning and no
+//! prompts and CFG, `DualCFGGuider` with three conditionings and two
+//! scales, or `BasicGuider` with one conditioning and no
 //! negative, which is CFG 1, what ComfyUI computes for it, with the
 //! conditioning on both sides; CFG++ samplers, which step along the
 //! unconditional estimate, are refused under it), with the sampler from
@@ -14,7 +15,7 @@ use super::super::graph::Graph;
 use super::model::{ModelChain, model_chain};
 use super::own_sampling::Family;
 use super::{
-    Sampler, Window, checked_denoise, checked_sampler_name, checked_scheduler, checked_steps,
+    Dual, Sampler, Window, checked_denoise, checked_sampler_name, checked_scheduler, checked_steps,
     denoise_start_step,
 };
 use crate::comfyui::lower::Refusal;
@@ -27,6 +28,8 @@ pub(super) struct Guide {
     pub model: String,
     pub positive: (String, &'static str),
     pub negative: (String, &'static str),
+    /// `DualCFGGuider`'s middle prompt (`cond2`).
+    pub middle: Option<(String, &'static str)>,
     pub scheduler: Option<String>,
 }
 
@@ -37,6 +40,7 @@ impl Guide {
             model: node.to_string(),
             positive: (node.to_string(), "positive"),
             negative: (node.to_string(), "negative"),
+            middle: None,
             scheduler: None,
         }
     }
@@ -58,6 +62,7 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
     let scheduler = checked_scheduler(g, &sigmas)?;
     let steps = checked_steps(g, &sigmas)?;
     let denoise = checked_denoise(g, &sigmas, steps)?;
+    let mut dual = None;
     let (seed, add_noise, cfg, guide) = if advanced {
         let (noise, _) = g.source(node, "noise")?;
         g.expect(
@@ -73,18 +78,30 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
         let (guider, _) = g.source(node, "guider")?;
         g.expect(
             &guider,
-            &["CFGGuider", "BasicGuider"],
+            &["CFGGuider", "BasicGuider", "DualCFGGuider"],
             "guider",
             (node, "guider"),
         )?;
         let (cfg, guide) = match g.class(&guider) {
             "CFGGuider" => (g.number(&guider, "cfg")?, Guide::on(&guider)),
+            "DualCFGGuider" => {
+                dual = Some(dual_cfg(g, &guider)?);
+                (
+                    g.number(&guider, "cfg_conds")?,
+                    Guide {
+                        positive: (guider.clone(), "cond1"),
+                        middle: Some((guider.clone(), "cond2")),
+                        ..Guide::on(&guider)
+                    },
+                )
+            }
             _ => (
                 1.0,
                 Guide {
                     model: guider.clone(),
                     positive: (guider.clone(), "conditioning"),
                     negative: (guider.clone(), "conditioning"),
+                    middle: None,
                     scheduler: None,
                 },
             ),
@@ -109,6 +126,16 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
         scheduler: Some(sigmas),
         ..guide
     };
+    if dual.is_some() && sampler_name.ends_with("_cfg_pp") {
+        return Err(g.refuse(
+            &select,
+            Some("sampler_name"),
+            format!(
+                "uses the CFG++ sampler '{sampler_name}' under a DualCFGGuider, whose three estimates the lowering does not step CFG++ along"
+            ),
+            "use a sampler without _cfg_pp",
+        ));
+    }
     if guide.positive == guide.negative && sampler_name.ends_with("_cfg_pp") {
         // ComfyUI's unconditional pass of a BasicGuider is zeros, which the
         // lowered guidance (the conditioning on both sides) does not give.
@@ -140,8 +167,33 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
         scheduler: scheduler.to_string(),
         window,
         discard_penultimate: false,
+        dual,
     };
     Ok((sampler, guide))
+}
+
+/// `DualCFGGuider`'s second scale and style (`regular` where a graph
+/// saved before the style existed has none).
+fn dual_cfg(g: &Graph<'_>, guider: &str) -> Result<Dual, Refusal> {
+    let nested = match g.has(guider, "style") {
+        false => false,
+        true => match g.text(guider, "style")? {
+            "regular" => false,
+            "nested" => true,
+            other => {
+                return Err(g.refuse(
+                    guider,
+                    Some("style"),
+                    format!("is '{other}', not regular or nested"),
+                    "choose regular or nested",
+                ));
+            }
+        },
+    };
+    Ok(Dual {
+        cfg2: g.number(guider, "cfg_cond2_negative")?,
+        nested,
+    })
 }
 
 /// Refuses a scheduler whose model is not the guider's loader with the

@@ -32,6 +32,8 @@ pub(super) struct Plan {
     pub model: ModelChain,
     pub positive: Conditioning,
     pub negative: Conditioning,
+    /// `DualCFGGuider`'s middle conditioning (`cond2`).
+    pub middle: Option<Conditioning>,
     pub latent: LatentSource,
     pub control: Option<Control>,
     /// Latent channels: an empty video latent's, else the flow-matching
@@ -42,9 +44,16 @@ pub(super) struct Plan {
 }
 
 impl Plan {
+    /// The prompts' conditionings: positive, negative and any middle.
+    pub fn conditionings(&self) -> impl Iterator<Item = &Conditioning> {
+        [&self.positive, &self.negative]
+            .into_iter()
+            .chain(self.middle.as_ref())
+    }
+
     /// The `InstructPixToPixConditioning` whose picture the prompts carry.
     pub fn edit(&self) -> Option<&String> {
-        self.positive.edit.as_ref().or(self.negative.edit.as_ref())
+        self.conditionings().find_map(|c| c.edit.as_ref())
     }
 }
 
@@ -61,6 +70,20 @@ pub(super) struct Sampler {
     /// Whether its schedule drops the penultimate sigma, as `KSampler`
     /// does for some samplers (`sampling::discards_penultimate`).
     pub discard_penultimate: bool,
+    /// `DualCFGGuider`'s second scale and style, where it guides: `cfg`
+    /// is then its `cfg_conds`.
+    pub dual: Option<Dual>,
+}
+
+/// `DualCFGGuider`: three estimates, the positive (`cond1`), the middle
+/// (`cond2`) and the negative. `regular`: `negative + cfg2 (middle -
+/// negative) + cfg1 (positive - middle)`; `nested`: `negative + cfg2
+/// (middle + cfg1 (positive - middle) - negative)`.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Dual {
+    /// `cfg_cond2_negative`.
+    pub cfg2: f64,
+    pub nested: bool,
 }
 
 /// Which part of the schedule the sampler runs.
@@ -193,6 +216,14 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
     let (positive, positive_control) = prompt::conditioning(g, node, input, &model)?;
     let (node, input) = &guide.negative;
     let (negative, negative_control) = prompt::conditioning(g, node, input, &model)?;
+    let middle = match &guide.middle {
+        Some((node, input)) => {
+            let (middle, control) = prompt::conditioning(g, node, input, &model)?;
+            dual_prompts(g, node, &middle, control.as_ref(), [&positive, &negative])?;
+            Some(middle)
+        }
+        None => None,
+    };
     guidance_sides(
         g,
         &positive,
@@ -257,6 +288,14 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
             ));
         }
     };
+    if let (Some(_), Some(control)) = (&middle, &control) {
+        return Err(g.refuse(
+            &control.apply,
+            None,
+            "applies a ControlNet under a DualCFGGuider, which the lowering applies to a positive and negative pair only".into(),
+            "remove the ControlNet, or use CFGGuider",
+        ));
+    }
     let latent = latent::latent_source(g, &sampler_node, &model.loader, walk)?;
     if let (
         Window::Steps {
@@ -272,7 +311,11 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
             "set add_noise to enable",
         ));
     }
-    edits(g, [&positive, &negative], &latent)?;
+    let prompts: Vec<&Conditioning> = [&positive, &negative]
+        .into_iter()
+        .chain(middle.as_ref())
+        .collect();
+    edits(g, &prompts, &latent)?;
     let axes = match &latent {
         LatentSource::Empty {
             frames: Some(_), ..
@@ -323,6 +366,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
         model,
         positive,
         negative,
+        middle,
         latent,
         control,
     })
@@ -361,12 +405,11 @@ fn flow_only(
 /// Refuses prompts carrying a picture (`InstructPixToPixConditioning`)
 /// unless one node's on both and the sampler starts from that node's
 /// latent, whose size the picture's latent sets.
-fn edits(g: &Graph<'_>, prompts: [&Conditioning; 2], latent: &LatentSource) -> Result<(), Refusal> {
-    let [positive, negative] = prompts;
-    let Some(edit) = positive.edit.as_ref().or(negative.edit.as_ref()) else {
+fn edits(g: &Graph<'_>, prompts: &[&Conditioning], latent: &LatentSource) -> Result<(), Refusal> {
+    let Some(edit) = prompts.iter().find_map(|c| c.edit.as_ref()) else {
         return Ok(());
     };
-    if let Some(other) = [positive, negative]
+    if let Some(other) = prompts
         .iter()
         .filter_map(|c| c.edit.as_ref())
         .find(|e| *e != edit)
@@ -388,6 +431,35 @@ fn edits(g: &Graph<'_>, prompts: [&Conditioning; 2], latent: &LatentSource) -> R
             "connect the sampler's latent_image to this node's latent output",
         )),
     }
+}
+
+/// Refuses what a `DualCFGGuider`'s middle prompt (`guider`'s `cond2`)
+/// has that the lowering gives the positive and negative only: a
+/// ControlNet, a `FluxGuidance`, SDXL's own encoder (the others' must be
+/// plain too).
+fn dual_prompts(
+    g: &Graph<'_>,
+    guider: &str,
+    middle: &Conditioning,
+    control: Option<&Control>,
+    others: [&Conditioning; 2],
+) -> Result<(), Refusal> {
+    let all = || [middle].into_iter().chain(others);
+    let why = if control.is_some() {
+        "a ControlNet"
+    } else if all().any(|c| c.guidance.is_some()) {
+        "a FluxGuidance"
+    } else if all().any(|c| matches!(c.text, Prompt::Sdxl { .. })) {
+        "a CLIPTextEncodeSDXL"
+    } else {
+        return Ok(());
+    };
+    Err(g.refuse(
+        guider,
+        None,
+        format!("guides three prompts, one through {why}, which the lowering applies to a positive and negative pair only"),
+        "use CFGGuider with one positive and one negative prompt",
+    ))
 }
 
 /// Refuses a `FluxGuidance` on one prompt only where the other prompt's
@@ -463,6 +535,7 @@ fn sampler(g: &Graph<'_>, node: &str) -> Result<Sampler, Refusal> {
         steps,
         cfg,
         discard_penultimate: crate::comfyui::synth::sampling::discards_penultimate(sampler_name),
+        dual: None,
         sampler_name: sampler_name.to_string(),
         scheduler: scheduler.to_string(),
         window,
