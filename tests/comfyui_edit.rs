@@ -3,8 +3,11 @@
 //! latent to the denoiser's `concat` input on the prompts that carry it
 //! (zeros of its size on a prompt that does not, as ComfyUI fills them),
 //! starts sampling from zeros the picture's latent size, and refuses what
-//! it cannot pair. `DualCFGGuider` (CosXL edit's guider): a third prompt
-//! and a combine of the three estimates, checked against its formulas.
+//! it cannot pair. `InpaintModelConditioning` (Flux fill, inpainting
+//! checkpoints): the picture greyed under the mask and the mask ride on
+//! the prompts, sampling starts from the encoded picture, maybe masked.
+//! `DualCFGGuider` (CosXL edit's guider): a third prompt and a combine of
+//! the three estimates, checked against its formulas.
 
 mod support;
 
@@ -371,5 +374,156 @@ fn dual_cfg_guiders_the_lowering_cannot_make_are_refused_by_name() {
             None,
             "guides three prompts, one through a FluxGuidance, which the lowering applies to a positive and negative pair only",
         ),
+    );
+}
+
+/// The edit pattern with node 4 an `InpaintModelConditioning` on the
+/// loaded picture and its mask, `noise_mask` as given.
+fn inpaint(noise_mask: bool) -> Value {
+    let mut g = graph();
+    g["4"]["class_type"] = json!("InpaintModelConditioning");
+    g["4"]["inputs"]["mask"] = json!(["8", 1]);
+    g["4"]["inputs"]["noise_mask"] = json!(noise_mask);
+    g
+}
+
+/// The (component, inputs, outputs) of the loop's setup steps.
+fn setup_steps(w: &Value) -> Vec<(String, Value, Value)> {
+    w["steps"][0]["setup"]
+        .as_array()
+        .expect("setup")
+        .iter()
+        .map(|s| {
+            (
+                s["component"].as_str().unwrap_or_default().to_string(),
+                s["inputs"].clone(),
+                s["outputs"].clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn an_inpainting_conditioning_gives_the_denoiser_the_greyed_picture_and_the_mask() {
+    for noise_mask in [true, false] {
+        let l = lowered(&inpaint(noise_mask), &Target::default());
+        let w = workflow(&l);
+        let setup = setup_steps(w);
+        let has = |component: &str, inputs: Value, outputs: Value| {
+            setup.contains(&(component.to_string(), inputs, outputs))
+        };
+        // Sampling starts from the picture; the prompts carry it greyed
+        // under the mask.
+        assert!(has(
+            "vae_encoder",
+            json!({"image": "request.image"}),
+            json!({"latent": "latent.source"})
+        ));
+        assert!(has(
+            "inpaint_pixels",
+            json!({"image": "request.image", "mask": "request.mask"}),
+            json!({"pixels": "edit.pixels"})
+        ));
+        assert!(has(
+            "vae_encoder",
+            json!({"image": "edit.pixels"}),
+            json!({"latent": "edit.latent"})
+        ));
+        assert_eq!(
+            setup.iter().any(|(c, _, _)| c == "latent_mask"),
+            noise_mask,
+            "noise_mask {noise_mask}"
+        );
+        let calls: Vec<Value> = w["steps"][0]["steps"]
+            .as_array()
+            .expect("loop body")
+            .iter()
+            .filter(|s| s["component"] == "denoiser")
+            .map(|s| json!([s["inputs"]["concat"], s["inputs"]["concat_mask"]]))
+            .collect();
+        let both = json!(["edit.latent", "request.mask"]);
+        assert_eq!(calls, [both.clone(), both]);
+        assert_eq!(
+            w["components"]["denoiser"]["ports"]["inputs"]["concat_mask"]["shape"],
+            json!(["batch", 1, "height", "width"])
+        );
+        assert_eq!(
+            l.notes,
+            [
+                "node 4 (InpaintModelConditioning) attaches its picture (request.image), greyed under the mask (request.mask), and the mask to both prompts: the denoiser takes the greyed picture's latent as input `concat` and the mask as `concat_mask` beside the sample, so export it with those channels appended to its input"
+            ]
+        );
+    }
+}
+
+#[test]
+fn an_inpainting_package_runs_and_its_result_follows_the_mask() {
+    if !support::runtime_available() {
+        return;
+    }
+    let root = scratch("inpaint-model");
+    // Without a noise mask the mask reaches the result only through the
+    // denoiser's concat inputs.
+    let (dir, out) = package_and_run(&root, "inpaint", &inpaint(false));
+    let (shape, first) = npy(&out.join("latent.npy"));
+    assert_eq!(shape, [1, 4, 8, 8]);
+    let mut recipe: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("recipes/default.json")).expect("recipe"),
+    )
+    .expect("JSON");
+    let mask = &mut recipe["inputs"]["request.mask"]["data"];
+    let masked: Vec<f32> = mask
+        .as_array()
+        .expect("mask data")
+        .iter()
+        .map(|v| 1.0 - v.as_f64().unwrap_or_default() as f32)
+        .collect();
+    *mask = json!(masked);
+    let file = root.join("inverted.json");
+    std::fs::write(&file, recipe.to_string()).expect("recipe");
+    let inverted = root.join("inverted");
+    let (code, stdout, stderr) =
+        support::run_wfstudio(&["run", s(&dir), "--recipe", s(&file), "--out", s(&inverted)]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert_ne!(npy(&inverted.join("latent.npy")).1, first);
+    let _ = package_and_run(&root, "inpaint-noise-mask", &inpaint(true));
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn inpainting_conditionings_the_lowering_cannot_make_are_refused_or_noted() {
+    // The inpainting model's picture and mask on one prompt only.
+    let mut one_prompt = inpaint(true);
+    one_prompt["5"]["inputs"]["negative"] = json!(["3", 0]);
+    assert_refused(
+        &one_prompt,
+        (
+            "4",
+            "InpaintModelConditioning",
+            None,
+            "attaches its picture and mask to some of the sampler's prompts only; the lowering gives an inpainting model's to every prompt",
+        ),
+    );
+    // DifferentialDiffusion reshapes a noise mask each step: refused over
+    // one, a no-op (noted) without.
+    let differential = |noise_mask: bool| {
+        let mut g = inpaint(noise_mask);
+        g["9"] = json!({"class_type": "DifferentialDiffusion", "inputs": {"model": ["1", 0]}});
+        g["5"]["inputs"]["model"] = json!(["9", 0]);
+        g
+    };
+    assert_refused(
+        &differential(true),
+        (
+            "9",
+            "DifferentialDiffusion",
+            None,
+            "reshapes the latent's noise mask at every step, which the lowering does not build yet",
+        ),
+    );
+    let l = lowered(&differential(false), &Target::default());
+    assert_eq!(
+        l.notes[0],
+        "node 9 (DifferentialDiffusion) changes nothing here: it reshapes a latent's noise mask at every step, and this sampler's latent has none"
     );
 }

@@ -131,6 +131,8 @@ fn every_corpus_graph_that_lowers_becomes_a_package_that_runs() {
             "esrgan_example.workflow.json",
             "flux-depth-lora-modelonly.api.json",
             "flux-depth-lora-modelonly.ui.json",
+            "flux-fill-inpaint.api.json",
+            "flux-fill-inpaint.ui.json",
             "fofr-sd15-inpainting.api.json",
             "fofr-sdxl-simple.api.json",
             "hidream-dev-modelsamplingsd3.api.json",

@@ -50,7 +50,7 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 57] = [
+const CLASSES: [&str; 59] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
     "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
@@ -64,6 +64,7 @@ const CLASSES: [&str; 57] = [
     "SaveAnimatedWEBP", "SaveAnimatedPNG", "SaveWEBM", "CreateVideo", "SaveVideo", "FluxGuidance",
     "LatentComposite", "ModelMergeSimple", "LoraLoaderModelOnly", "TripleCLIPLoader",
     "QuadrupleCLIPLoader", "InstructPixToPixConditioning", "DualCFGGuider",
+    "InpaintModelConditioning", "DifferentialDiffusion",
 ];
 
 /// Strings from ComfyUI's vocabulary; every sampler and scheduler name

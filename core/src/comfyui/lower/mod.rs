@@ -46,7 +46,7 @@ pub use recognise::denoise_start_step;
 pub use target::{AdapterUse, Target};
 
 use graph::Graph;
-use recognise::{FlowShift, Plan, Window};
+use recognise::{FlowShift, LatentSource, Plan, Window};
 use serde_json::Value;
 use std::collections::BTreeSet;
 
@@ -284,10 +284,18 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
             1 => format!("the {} prompt{} (the {} takes zeros in its place)", listed(&with), if with.len() > 1 { "s" } else { "" }, listed(&without)),
             _ => format!("the {} prompt (the {} take zeros in their place)", listed(&with), listed(&without)),
         };
-        format!(
-            "node {node} (InstructPixToPixConditioning) attaches its picture ({}) to {carried}: the denoiser takes the picture's latent as input `concat` beside the sample, so export it with those channels appended to its input",
-            names.value("request.image")
-        )
+        let image = names.value("request.image");
+        match &plan.latent {
+            LatentSource::Edit {
+                inpaint: Some(_), ..
+            } => format!(
+                "node {node} (InpaintModelConditioning) attaches its picture ({image}), greyed under the mask ({}), and the mask to {carried}: the denoiser takes the greyed picture's latent as input `concat` and the mask as `concat_mask` beside the sample, so export it with those channels appended to its input",
+                names.value("request.mask")
+            ),
+            _ => format!(
+                "node {node} (InstructPixToPixConditioning) attaches its picture ({image}) to {carried}: the denoiser takes the picture's latent as input `concat` beside the sample, so export it with those channels appended to its input"
+            ),
+        }
     });
     let dual = s.dual.as_ref().map(|dual| {
         format!(
@@ -298,7 +306,11 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
             names.value("request.guidance_scale_2")
         )
     });
+    let differential = plan.model.differential.as_ref().map(|node| {
+        format!("node {node} (DifferentialDiffusion) changes nothing here: it reshapes a latent's noise mask at every step, and this sampler's latent has none")
+    });
     sampling
+        .chain(differential)
         .chain(dual)
         .chain(edit)
         .chain(window)

@@ -82,6 +82,9 @@ impl Calls<'_> {
                 } else {
                     "latent.source"
                 });
+                if super::edit::takes_mask(plan) {
+                    bind["concat_mask"] = json!("request.mask");
+                }
             }
             body.push(
                 invoke(

@@ -15,6 +15,7 @@
 
 mod calls;
 mod composite;
+mod edit;
 mod names;
 mod prompts;
 mod rename;

@@ -13,6 +13,7 @@ use super::super::parts::{
 use super::super::recognise::{FlowShift, LatentSource, Plan, Prompt, UpscaleSize, Window};
 use super::super::solver::{Estimates, solver_step};
 use super::calls::Calls;
+use super::edit;
 use super::names::earlier_latent;
 use super::prompts::{self, Parts, Prompted};
 use crate::comfyui::synth::sampling::ModelSampling;
@@ -420,11 +421,21 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
             ),
         );
         match &plan.latent {
-            LatentSource::Empty { node, .. } | LatentSource::Edit { node, .. } => {
+            LatentSource::Empty { node, .. }
+            | LatentSource::Edit {
+                node,
+                inpaint: None,
+                ..
+            } => {
                 components.insert("empty_latent".into(), policy("empty_latent", json!({"row_shape": contract("int64", json!(["row_rank"]), false), "like": latent()}), json!({"latent": latent()}), None));
                 setup.push(invoke("empty_latent", json!({"row_shape": "diffusion.latent_row_shape", "like": "diffusion.noise"}), json!({"latent": "latent.source"})), &[node]);
             }
-            LatentSource::Encoded { encode, image, .. } => {
+            LatentSource::Encoded { encode, image, .. }
+            | LatentSource::Edit {
+                node: encode,
+                image,
+                inpaint: Some(_),
+            } => {
                 setup.push(
                     invoke(
                         &m("vae_encoder"),
@@ -441,8 +452,7 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
                 mask,
                 ..
             } => {
-                components.insert("inpaint_pixels".into(), policy("inpaint_pixels", json!({"image": picture(json!(3)), "mask": picture(json!(1))}), json!({"pixels": picture(json!(3))}),
-                    Some(json!({"id": "wfstudio.inpaint-pixels", "version": "1", "parameters": {"masked_value": 0.5, "threshold": 0.5}}))));
+                components.insert("inpaint_pixels".into(), edit::inpaint_pixels());
                 setup.push(
                     invoke(
                         "inpaint_pixels",
@@ -461,17 +471,14 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
                 );
             }
         }
-        if let (Some(edit), Some(image)) = (plan.edit(), image) {
-            // The picture the prompts carry, beside the sample.
-            setup.push(
-                invoke(
-                    &m("vae_encoder"),
-                    json!({"image": "request.image"}),
-                    json!({"latent": "edit.latent"}),
-                ),
-                &[edit, image],
-            );
-        }
+        // The picture the prompts carry, beside the sample.
+        edit::edit_latent(
+            plan,
+            &m("vae_encoder"),
+            &mut inputs,
+            &mut components,
+            &mut setup,
+        );
         if image.is_some() {
             components.insert(
                 m("vae_encoder"),
@@ -504,6 +511,10 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
         LatentSource::Inpaint {
             mask, grow_mask_by, ..
         } => Some((mask, *grow_mask_by)),
+        LatentSource::Edit {
+            inpaint: Some(inpaint),
+            ..
+        } if inpaint.noise_mask => Some((&inpaint.mask, 0)),
         _ => None,
     };
     if let Some((mask, grow)) = mask {
@@ -571,6 +582,9 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
     }
     if plan.edit().is_some() {
         denoiser_ports["concat"] = latent();
+        if edit::takes_mask(plan) {
+            denoiser_ports["concat_mask"] = picture(json!(1));
+        }
     }
     for (input, value) in guidance {
         let name = input.trim_start_matches("request.");

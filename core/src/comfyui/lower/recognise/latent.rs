@@ -26,6 +26,7 @@ const LATENT_SOURCES: &[&str] = &[
     "SetLatentNoiseMask",
     "LatentComposite",
     "InstructPixToPixConditioning",
+    "InpaintModelConditioning",
 ];
 /// Latent upscalers between two sampler stages.
 const UPSCALERS: &[&str] = &["LatentUpscale", "LatentUpscaleBy"];
@@ -52,10 +53,15 @@ pub(in crate::comfyui::lower) enum LatentSource {
         image: String,
         mask: Option<Mask>,
     },
-    /// `InstructPixToPixConditioning`'s latent: zeros the size of its
-    /// picture's latent (the picture itself goes to the denoiser beside
-    /// the sample, on the prompts the node conditions).
-    Edit { node: String, image: String },
+    /// The latent of a node that also attaches a picture to the prompts
+    /// (the denoiser takes it beside the sample): `InstructPixToPixConditioning`'s,
+    /// zeros the size of its picture's latent, or
+    /// `InpaintModelConditioning`'s (`inpaint` set), the picture encoded.
+    Edit {
+        node: String,
+        image: String,
+        inpaint: Option<EditInpaint>,
+    },
     /// `VAEEncodeForInpaint`: the masked pixels are greyed before encoding.
     Inpaint {
         encode: String,
@@ -151,6 +157,15 @@ pub(in crate::comfyui::lower) enum UpscaleSize {
     Fixed { width: i64, height: i64 },
     /// `LatentUpscaleBy`: each side times the factor, rounded.
     Scale(f64),
+}
+
+/// `InpaintModelConditioning`'s mask: the prompts carry the picture
+/// greyed under it and the mask itself; `noise_mask` also masks the latent
+/// at every step.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct EditInpaint {
+    pub mask: Mask,
+    pub noise_mask: bool,
 }
 
 /// A mask applied at every step.
@@ -250,7 +265,7 @@ pub(super) fn latent_source(
             encode: node,
             mask: None,
         },
-        "InstructPixToPixConditioning" => {
+        class @ ("InstructPixToPixConditioning" | "InpaintModelConditioning") => {
             if slot != 2 {
                 return Err(g.refuse(
                     sampler,
@@ -259,9 +274,28 @@ pub(super) fn latent_source(
                     "connect latent_image to the node's latent output",
                 ));
             }
+            let inpaint = match class {
+                "InpaintModelConditioning" => Some(EditInpaint {
+                    mask: mask(g, &node)?,
+                    // Graphs saved before the input existed always masked.
+                    noise_mask: match g.has(&node, "noise_mask") {
+                        false => true,
+                        true => g.flag(&node, "noise_mask").ok_or_else(|| {
+                            g.refuse(
+                                &node,
+                                Some("noise_mask"),
+                                "is not true or false".into(),
+                                "set noise_mask to true or false",
+                            )
+                        })?,
+                    },
+                }),
+                _ => None,
+            };
             LatentSource::Edit {
                 image: encoded(&node)?,
                 node,
+                inpaint,
             }
         }
         "VAEEncodeForInpaint" => LatentSource::Inpaint {

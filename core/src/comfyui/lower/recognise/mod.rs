@@ -316,6 +316,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
         .chain(middle.as_ref())
         .collect();
     edits(g, &prompts, &latent)?;
+    differential(g, &model, &latent)?;
     let axes = match &latent {
         LatentSource::Empty {
             frames: Some(_), ..
@@ -402,9 +403,10 @@ fn flow_only(
     }
 }
 
-/// Refuses prompts carrying a picture (`InstructPixToPixConditioning`)
-/// unless one node's on both and the sampler starts from that node's
-/// latent, whose size the picture's latent sets.
+/// Refuses prompts carrying a picture (`InstructPixToPixConditioning`,
+/// `InpaintModelConditioning`) unless it is one node's and the sampler
+/// starts from that node's latent, whose size the picture's latent sets;
+/// an inpainting node's must be on every prompt.
 fn edits(g: &Graph<'_>, prompts: &[&Conditioning], latent: &LatentSource) -> Result<(), Refusal> {
     let Some(edit) = prompts.iter().find_map(|c| c.edit.as_ref()) else {
         return Ok(());
@@ -418,10 +420,20 @@ fn edits(g: &Graph<'_>, prompts: &[&Conditioning], latent: &LatentSource) -> Res
             other,
             None,
             format!("attaches a second picture to the sampler's prompts, beside node {edit}'s"),
-            "condition both prompts through one InstructPixToPixConditioning",
+            &format!("condition the prompts through one {}", g.class(edit)),
         ));
     }
     match latent {
+        LatentSource::Edit {
+            node,
+            inpaint: Some(_),
+            ..
+        } if node == edit && prompts.iter().any(|c| c.edit.is_none()) => Err(g.refuse(
+            edit,
+            None,
+            "attaches its picture and mask to some of the sampler's prompts only; the lowering gives an inpainting model's to every prompt".into(),
+            "feed every prompt of the sampler through this node",
+        )),
         LatentSource::Edit { node, .. } if node == edit => Ok(()),
         _ => Err(g.refuse(
             edit,
@@ -431,6 +443,34 @@ fn edits(g: &Graph<'_>, prompts: &[&Conditioning], latent: &LatentSource) -> Res
             "connect the sampler's latent_image to this node's latent output",
         )),
     }
+}
+
+/// Refuses a `DifferentialDiffusion` where the latent has or may have a
+/// noise mask, which it reshapes at every step (by the schedule's
+/// timesteps) and the lowering does not build yet; without one it changes
+/// nothing (noted).
+fn differential(g: &Graph<'_>, model: &ModelChain, latent: &LatentSource) -> Result<(), Refusal> {
+    let Some(node) = &model.differential else {
+        return Ok(());
+    };
+    let unmasked = match latent {
+        LatentSource::Empty { .. } => true,
+        LatentSource::Encoded { mask, .. } => mask.is_none(),
+        LatentSource::Edit { inpaint, .. } => inpaint.as_ref().is_none_or(|i| !i.noise_mask),
+        LatentSource::Inpaint { .. } | LatentSource::Stage { .. } | LatentSource::Composite(_) => {
+            false
+        }
+    };
+    if unmasked {
+        return Ok(());
+    }
+    Err(g.refuse(
+        node,
+        None,
+        "reshapes the latent's noise mask at every step, which the lowering does not build yet"
+            .into(),
+        "remove DifferentialDiffusion (the mask then applies as it is), or drop the noise mask",
+    ))
 }
 
 /// Refuses what a `DualCFGGuider`'s middle prompt (`guider`'s `cond2`)

@@ -1,6 +1,6 @@
 //! The model path from a sampler back to its loader: the LoRA loaders and
-//! model merges that patch the checkpoint's weights, in order, and a
-//! flow-matching sampling override.
+//! model merges that patch the checkpoint's weights, in order, a
+//! flow-matching sampling override and a `DifferentialDiffusion`.
 
 use super::super::graph::Graph;
 use crate::comfyui::lower::Refusal;
@@ -17,6 +17,9 @@ pub(in crate::comfyui::lower) struct ModelChain {
     pub patches: Vec<Patch>,
     /// A flow-matching sampling override.
     pub flow: Option<FlowSampling>,
+    /// A `DifferentialDiffusion` on the path, which reshapes a latent's
+    /// noise mask at every step.
+    pub differential: Option<String>,
 }
 
 impl ModelChain {
@@ -100,6 +103,7 @@ pub(in crate::comfyui::lower) enum FlowShift {
 pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Refusal> {
     let mut patches = Vec::new();
     let mut flow = None;
+    let mut differential = None;
     let (mut node, _) = g.source(sampler, "model")?;
     let mut from = (sampler.to_string(), "model");
     for _ in 0..=g.nodes.len() {
@@ -121,6 +125,9 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
                     other,
                     ratio: g.number_in(&node, "ratio", 0.0..=1.0, "share")?,
                 }));
+            }
+            "DifferentialDiffusion" => {
+                differential.get_or_insert_with(|| node.clone());
             }
             class @ ("ModelSamplingSD3" | "ModelSamplingAuraFlow" | "ModelSamplingFlux") => {
                 if flow.is_some() {
@@ -164,6 +171,7 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
                     loader: node,
                     patches,
                     flow,
+                    differential,
                 });
             }
         }

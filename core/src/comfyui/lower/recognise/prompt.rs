@@ -1,5 +1,6 @@
 //! A prompt's way from the sampler back to its text encoder: an
-//! `InstructPixToPixConditioning` next to the sampler, ControlNet
+//! `InstructPixToPixConditioning` or `InpaintModelConditioning` next to
+//! the sampler, ControlNet
 //! applications, a `FluxGuidance` (before or after them, or the zeroing),
 //! a `ConditioningZeroOut`, the encoder (`CLIPTextEncode` or
 //! `CLIPTextEncodeSDXL`) and its CLIP path (LoRA loaders, T5 tokenizer
@@ -137,16 +138,20 @@ pub(super) fn conditioning(
     ))
 }
 
-/// Steps back through an `InstructPixToPixConditioning` next to the
-/// sampler: its output `slot` (0 positive, 1 negative) is the prompt on
-/// that input with the node's picture attached; returns the node.
+/// Steps back through an `InstructPixToPixConditioning` or
+/// `InpaintModelConditioning` next to the sampler: its output `slot` (0
+/// positive, 1 negative) is the prompt on that input with the node's
+/// picture attached; returns the node.
 fn edit_conditioning(
     g: &Graph<'_>,
     node: &mut String,
     slot: &mut i64,
     from: &mut (String, String),
 ) -> Result<Option<String>, Refusal> {
-    if g.class(node) != "InstructPixToPixConditioning" {
+    if !matches!(
+        g.class(node),
+        "InstructPixToPixConditioning" | "InpaintModelConditioning"
+    ) {
         return Ok(None);
     }
     let input = match *slot {

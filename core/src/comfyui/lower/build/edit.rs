@@ -1,0 +1,80 @@
+//! The picture an edit node attaches to the prompts, as setup steps: the
+//! latent the denoiser takes as `concat` (`edit.latent`), from the picture
+//! itself (`InstructPixToPixConditioning`) or from the picture greyed
+//! under the mask (`InpaintModelConditioning`, whose mask the denoiser
+//! also takes, as `concat_mask`); and the greying policy that inpainting
+//! shares with `VAEEncodeForInpaint`.
+
+use super::super::parts::{Steps, invoke, media, picture, policy};
+use super::super::recognise::{LatentSource, Plan};
+use serde_json::{Map, Value, json};
+
+/// The `inpaint_pixels` policy: masked pixels (mask over 0.5, as ComfyUI
+/// rounds it) set to grey 0.5.
+pub(super) fn inpaint_pixels() -> Value {
+    policy(
+        "inpaint_pixels",
+        json!({"image": picture(json!(3)), "mask": picture(json!(1))}),
+        json!({"pixels": picture(json!(3))}),
+        Some(
+            json!({"id": "wfstudio.inpaint-pixels", "version": "1", "parameters": {"masked_value": 0.5, "threshold": 0.5}}),
+        ),
+    )
+}
+
+/// Whether the plan's edit node gives the denoiser a mask too.
+pub(super) fn takes_mask(plan: &Plan) -> bool {
+    matches!(
+        &plan.latent,
+        LatentSource::Edit {
+            inpaint: Some(_),
+            ..
+        }
+    )
+}
+
+/// Adds the steps that make `edit.latent` with vae encoder `encoder`, and
+/// the inputs and policies they need, where the plan has an edit node.
+pub(super) fn edit_latent(
+    plan: &Plan,
+    encoder: &str,
+    inputs: &mut Map<String, Value>,
+    components: &mut Map<String, Value>,
+    setup: &mut Steps,
+) {
+    let LatentSource::Edit {
+        node,
+        image,
+        inpaint,
+    } = &plan.latent
+    else {
+        return;
+    };
+    if plan.edit().is_none() {
+        return;
+    }
+    let pixels = match inpaint {
+        None => "request.image",
+        Some(inpaint) => {
+            inputs.insert("request.mask".into(), media(picture(json!(1))));
+            components.insert("inpaint_pixels".into(), inpaint_pixels());
+            setup.push(
+                invoke(
+                    "inpaint_pixels",
+                    json!({"image": "request.image", "mask": "request.mask"}),
+                    json!({"pixels": "edit.pixels"}),
+                ),
+                &[node, image, &inpaint.mask.loader],
+            );
+            "edit.pixels"
+        }
+    };
+    setup.push(
+        invoke(
+            encoder,
+            json!({"image": pixels}),
+            json!({"latent": "edit.latent"}),
+        ),
+        &[node, image],
+    );
+}
