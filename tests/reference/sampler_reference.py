@@ -38,7 +38,7 @@ noise):
   the counter-hash noise at offset step + 1 in place of a Brownian tree), ComfyUI's `er_sde` (ER-SDE-Solver-3:
   its default noise scaler, 200-point stage integrals, fresh noise at offset step + 1), and ComfyUI's UniPC
   (`uni_pc`, `uni_pc_bh2`) in its own VP form; the two-call samplers `heun`, `dpm_2`,
-  `dpm_2_ancestral`, `dpmpp_2s_ancestral` and `dpmpp_sde` (its midpoint noise the
+  `dpm_2_ancestral`, `dpmpp_2s_ancestral`, `dpmpp_sde` and `seeds_2` (their midpoint noise the
   counter noise at offset -(step + 1)), which call the model twice per step.
 * Model input scaling for epsilon models: x / sqrt(sigma^2 + 1); the initial
   latent is noise * sqrt(1 + sigma_0^2) where sigma_0 is sigma_max, else noise * sigma_0.
@@ -594,7 +594,7 @@ def deis_weights(sigmas, i, order, points=10000):
     return weights
 
 
-TWO_CALL_SAMPLERS = ("heun", "dpm_2", "dpm_2_ancestral", "dpmpp_2s_ancestral", "dpmpp_sde", "dpmpp_sde_gpu")
+TWO_CALL_SAMPLERS = ("heun", "dpm_2", "dpm_2_ancestral", "dpmpp_2s_ancestral", "dpmpp_sde", "dpmpp_sde_gpu", "seeds_2")
 
 
 def ancestral_step(sigma_from, sigma_to):
@@ -607,7 +607,8 @@ def ancestral_step(sigma_from, sigma_to):
 
 def two_call_step(solver, x, d, sigma, sigma_next, guided, noise_at, step):
     """One step of k-diffusion's sample_heun, sample_dpm_2, sample_dpm_2_ancestral,
-    sample_dpmpp_2s_ancestral or sample_dpmpp_sde (s_churn 0, eta 1, s_noise 1, r 1/2),
+    sample_dpmpp_2s_ancestral, sample_dpmpp_sde or ComfyUI's sample_seeds_2 (s_churn 0,
+    eta 1, s_noise 1, r 1/2),
     with the model called a second time through `guided`.  Fresh noise is the
     counter noise at offset step + 1; dpmpp_sde's midpoint noise (a Brownian tree
     in ComfyUI) is the counter noise at offset -(step + 1)."""
@@ -655,6 +656,31 @@ def two_call_step(solver, x, d, sigma, sigma_next, guided, noise_at, step):
         if sigma_next > 0:
             x = x + noise_at(step + 1) * sigma_up
         return x
+    if solver == "seeds_2":
+        # ComfyUI's sample_seeds_2 (eta 1, s_noise 1, r 1/2) for an epsilon
+        # model: half log-SNR lambda = -ln sigma, alpha 1; its two noises
+        # (plain normal draws in ComfyUI) the counter noise at offsets
+        # -(step + 1) and step + 1.
+        if sigma_next == 0:
+            return denoised
+        eta, r = 1.0, 0.5
+        lambda_s, lambda_t = -math.log(sigma), -math.log(sigma_next)
+        h = lambda_t - lambda_s
+        h_eta = h * (eta + 1)
+        lambda_s_1 = lambda_s + r * (lambda_t - lambda_s)
+        sigma_s_1 = math.exp(-lambda_s_1)
+        alpha_s_1, alpha_t = sigma_s_1 * math.exp(lambda_s_1), sigma_next * math.exp(lambda_t)
+        x_2 = sigma_s_1 / sigma * math.exp(-r * h * eta) * x - alpha_s_1 * math.expm1(-r * h_eta) * denoised
+        sde_noise = math.sqrt(-math.expm1(-2 * r * h * eta)) * noise_at(-(step + 1))
+        x_2 = x_2 + sde_noise * sigma_s_1
+        denoised_2 = x_2 - sigma_s_1 * guided(x_2, sigma_s_1)
+        fac = 1 / (2 * r)
+        denoised_d = denoised + fac * (denoised_2 - denoised)
+        x = sigma_next / sigma * math.exp(-h * eta) * x - alpha_t * math.expm1(-h_eta) * denoised_d
+        segment_factor = (r - 1) * h * eta
+        sde_noise = sde_noise * math.exp(segment_factor)
+        sde_noise = sde_noise + math.sqrt(-math.expm1(2 * segment_factor)) * noise_at(step + 1)
+        return x + sde_noise * sigma_next
     # dpmpp_sde, dpmpp_sde_gpu
     if sigma_next == 0:
         return x + d * (sigma_next - sigma)

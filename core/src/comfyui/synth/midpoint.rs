@@ -20,6 +20,12 @@
 //!   with `D_2`. ComfyUI draws both noises from a Brownian tree; here the
 //!   midpoint's noise is the seeded noise at offset `-(step + 1)` and the
 //!   step's at `step + 1` (the documented, deterministic noise stream).
+//! - `seeds_2` (SEEDS-2, eta 1, r = 1/2, data prediction; for these models
+//!   the half log-SNR is `-ln s`): with `q = e^-h = (s_mid / s)^2`, `x_2 =
+//!   q x + (1 - q) D + sqrt(1 - q) s_mid n_1`, then `q^2 x + (1 - q^2) D_2
+//!   + s' (sqrt(q (1 - q)) n_1 + sqrt(1 - q) n_2)`; `n_1` and `n_2` (plain
+//!   normal draws in ComfyUI) are the seeded noise at offsets `-(step + 1)`
+//!   and `step + 1`.
 //!
 //! A step to sigma 0 is Euler's (ComfyUI makes no second call there); the
 //! loop still makes the second call, at the step's own sigma, and drops
@@ -40,6 +46,7 @@ pub enum Kind {
     Dpm2Ancestral,
     Dpmpp2sAncestral,
     DpmppSde,
+    Seeds2,
 }
 
 impl Kind {
@@ -51,6 +58,7 @@ impl Kind {
             "dpm_2_ancestral" => Kind::Dpm2Ancestral,
             "dpmpp_2s_ancestral" => Kind::Dpmpp2sAncestral,
             "dpmpp_sde" | "dpmpp_sde_gpu" => Kind::DpmppSde,
+            "seeds_2" => Kind::Seeds2,
             _ => return None,
         })
     }
@@ -105,6 +113,19 @@ fn midpoint(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<Mid, S
             let noise = midpoint_noise(g, at)?;
             plus_noise(g, &stepped, &up, &noise)
         }
+        Kind::Seeds2 => {
+            // q x + (1 - q) D + sqrt(1 - q) s_mid n_1.
+            let q = seeds_decay(g, &sigma, &s_mid);
+            let rest = g.op("Sub", &[&one, &q]);
+            let denoised = at.denoised(g, at.d);
+            let spread = g.op("Sqrt", &[&rest]);
+            let spread = g.op("Mul", &[&spread, &s_mid]);
+            let noise = midpoint_noise(g, at)?;
+            combine(
+                g,
+                &[(q, at.x.to_string()), (rest, denoised), (spread, noise)],
+            )
+        }
     };
     Ok(Mid {
         x2,
@@ -140,6 +161,12 @@ fn exponential_from(
     let one = g.d(1.0);
     let rest = g.op("Sub", &[&one, &ratio]);
     combine(g, &[(ratio, x.to_string()), (rest, denoised.to_string())])
+}
+
+/// SEEDS-2's `q = e^-h = (s_mid / sigma)^2`, per row.
+fn seeds_decay(g: &mut PolicyGraph<'_>, sigma: &str, s_mid: &str) -> String {
+    let ratio = g.op("Div", &[s_mid, sigma]);
+    g.op("Mul", &[&ratio, &ratio])
 }
 
 /// The midpoint's noise: the seeded noise at offset `-(step + 1)`.
@@ -236,6 +263,30 @@ pub fn step(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<String
             let stepped = exponential_from(g, at.x, &mid.sigma, &down, &denoised_2);
             let noise = fresh_noise(g, at.x, at.step)?;
             plus_noise(g, &stepped, &up, &noise)
+        }
+        Kind::Seeds2 => {
+            // q^2 x + (1 - q^2) D_2 + s' (sqrt(q (1 - q)) n_1 + sqrt(1 - q) n_2).
+            let denoised_2 = denoised_at(g, &mid.x2, &mid.s_mid, &d2);
+            let q = seeds_decay(g, &mid.sigma, &mid.s_mid);
+            let q2 = g.op("Mul", &[&q, &q]);
+            let rest2 = g.op("Sub", &[&one, &q2]);
+            let rest = g.op("Sub", &[&one, &q]);
+            let carried = g.op("Mul", &[&q, &rest]);
+            let carried = g.op("Sqrt", &[&carried]);
+            let carried = g.op("Mul", &[&carried, &mid.target]);
+            let fresh = g.op("Sqrt", &[&rest]);
+            let fresh = g.op("Mul", &[&fresh, &mid.target]);
+            let n_1 = midpoint_noise(g, at)?;
+            let n_2 = fresh_noise(g, at.x, at.step)?;
+            combine(
+                g,
+                &[
+                    (q2, at.x.to_string()),
+                    (rest2, denoised_2),
+                    (carried, n_1),
+                    (fresh, n_2),
+                ],
+            )
         }
     };
     let last = g.rows(&mid.last);

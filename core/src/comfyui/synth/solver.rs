@@ -28,7 +28,7 @@
 //!   steps along the unconditional estimate (`super::cfgpp`).
 //! - `er_sde`: the ER-SDE-Solver-3 step (`super::ersde`).
 //! - `heun`, `dpm_2`, `dpm_2_ancestral`, `dpmpp_2s_ancestral`,
-//!   `dpmpp_sde` (and `_gpu`): two model calls per step, the second's
+//!   `dpmpp_sde` (and `_gpu`), `seeds_2`: two model calls per step, the second's
 //!   estimate as input `second` (`super::midpoint`).
 
 use super::SynthError;
