@@ -367,6 +367,91 @@ fn custom_sampling(pattern_name: &str, noise: Option<Value>, guider: Option<Valu
     g
 }
 
+/// The refiner pattern's two `KSamplerAdvanced` spelled as custom
+/// sampling: each a `BasicScheduler` of 8 steps split at step 6 by
+/// `split` (a `SplitSigmas` or `SplitSigmasDenoise` node), the base
+/// sampling the high part with noise, the refiner the low part without.
+fn split_refiner(split: Value) -> Value {
+    let mut g = pattern("refiner");
+    for (sampler, model, positive, negative, first, part, noise) in [
+        (
+            "5",
+            "1",
+            "2",
+            "3",
+            20,
+            0,
+            json!({"class_type": "RandomNoise", "inputs": {"noise_seed": 11}}),
+        ),
+        (
+            "13",
+            "10",
+            "11",
+            "12",
+            30,
+            1,
+            json!({"class_type": "DisableNoise", "inputs": {}}),
+        ),
+    ] {
+        let k = g[sampler]["inputs"].clone();
+        let id = |offset: u64| (first + offset).to_string();
+        g[id(0)] =
+            json!({"class_type": "KSamplerSelect", "inputs": {"sampler_name": k["sampler_name"]}});
+        g[id(1)] = json!({"class_type": "BasicScheduler", "inputs": {"scheduler": k["scheduler"], "steps": k["steps"], "denoise": 1.0, "model": [model, 0]}});
+        g[id(2)] = split.clone();
+        g[id(2)]["inputs"]["sigmas"] = json!([id(1), 0]);
+        g[id(3)] = noise;
+        g[id(4)] = json!({"class_type": "CFGGuider", "inputs": {"cfg": k["cfg"], "model": [model, 0], "positive": [positive, 0], "negative": [negative, 0]}});
+        g[sampler] = json!({"class_type": "SamplerCustomAdvanced", "inputs": {"noise": [id(3), 0], "guider": [id(4), 0], "sampler": [id(0), 0], "sigmas": [id(2), part], "latent_image": k["latent_image"]}});
+    }
+    g
+}
+
+#[test]
+fn split_sigmas_sample_the_windows_ksampler_advanced_samples() {
+    let document = |g: &Value| lowered(g, &Target::default()).document;
+    let advanced = document(&pattern("refiner"));
+    let split = json!({"class_type": "SplitSigmas", "inputs": {"step": 6}});
+    assert_eq!(document(&split_refiner(split.clone())), advanced);
+    // The last round(8 * 0.25) = 2 steps are the low part.
+    let denoise = json!({"class_type": "SplitSigmasDenoise", "inputs": {"denoise": 0.25}});
+    assert_eq!(document(&split_refiner(denoise.clone())), advanced);
+
+    let mut empty_high = split_refiner(split.clone());
+    empty_high["22"]["inputs"]["step"] = json!(0);
+    assert_refused(
+        &empty_high,
+        (
+            "22",
+            "SplitSigmas",
+            None,
+            "leaves no step of 8 in the part it gives (output 0)",
+        ),
+    );
+    let mut nothing_low = split_refiner(denoise);
+    nothing_low["32"]["inputs"]["denoise"] = json!(0.05);
+    assert_refused(
+        &nothing_low,
+        (
+            "32",
+            "SplitSigmasDenoise",
+            None,
+            "leaves no step of 8 in the part it gives (output 1)",
+        ),
+    );
+    let mut cut = split_refiner(split);
+    cut["21"]["inputs"]["denoise"] = json!(0.5);
+    assert_refused(
+        &cut,
+        (
+            "21",
+            "BasicScheduler",
+            Some("denoise"),
+            "cuts the schedule it gives node 22 to denoise 0.5; the lowering splits whole schedules",
+        ),
+    );
+}
+
 #[test]
 fn custom_sampling_nodes_lower_as_the_ksampler_they_spell_out() {
     let target = Target::default();

@@ -50,7 +50,7 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 59] = [
+const CLASSES: [&str; 61] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
     "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
@@ -64,7 +64,7 @@ const CLASSES: [&str; 59] = [
     "SaveAnimatedWEBP", "SaveAnimatedPNG", "SaveWEBM", "CreateVideo", "SaveVideo", "FluxGuidance",
     "LatentComposite", "ModelMergeSimple", "LoraLoaderModelOnly", "TripleCLIPLoader",
     "QuadrupleCLIPLoader", "InstructPixToPixConditioning", "DualCFGGuider",
-    "InpaintModelConditioning", "DifferentialDiffusion",
+    "InpaintModelConditioning", "DifferentialDiffusion", "SplitSigmas", "SplitSigmasDenoise",
 ];
 
 /// Strings from ComfyUI's vocabulary; every sampler and scheduler name

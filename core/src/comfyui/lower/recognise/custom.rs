@@ -8,7 +8,9 @@
 //! unconditional estimate, are refused under it), with the sampler from
 //! `KSamplerSelect` (its sampled output only, not `denoised_output`), the
 //! sigmas from `BasicScheduler` (its steps, scheduler and denoise, on the
-//! guider's checkpoint with the same sampling) and the noise from `RandomNoise` (its seed) or
+//! guider's checkpoint with the same sampling), maybe split by
+//! `SplitSigmas` / `SplitSigmasDenoise` into a `KSamplerAdvanced`-like
+//! window, and the noise from `RandomNoise` (its seed) or
 //! `DisableNoise` (no noise is added: the start latent is sampled as is).
 
 use super::super::graph::Graph;
@@ -16,7 +18,7 @@ use super::model::{ModelChain, model_chain};
 use super::own_sampling::Family;
 use super::{
     Dual, Sampler, Window, checked_denoise, checked_sampler_name, checked_scheduler, checked_steps,
-    denoise_start_step,
+    denoise_start_step, round_half_even,
 };
 use crate::comfyui::lower::Refusal;
 
@@ -57,8 +59,26 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
     let (select, _) = g.source(node, "sampler")?;
     g.expect(&select, &["KSamplerSelect"], "sampler", (node, "sampler"))?;
     let sampler_name = checked_sampler_name(g, &select)?;
-    let (sigmas, _) = g.source(node, "sigmas")?;
-    g.expect(&sigmas, &["BasicScheduler"], "sigmas", (node, "sigmas"))?;
+    let (sigmas, slot) = g.source(node, "sigmas")?;
+    let (sigmas, split) = match g.class(&sigmas) {
+        "SplitSigmas" | "SplitSigmasDenoise" => {
+            let (scheduler, _) = g.source(&sigmas, "sigmas")?;
+            g.expect(
+                &scheduler,
+                &["BasicScheduler"],
+                "sigmas",
+                (&sigmas, "sigmas"),
+            )?;
+            (scheduler, Some((sigmas, slot)))
+        }
+        _ => (sigmas, None),
+    };
+    g.expect(
+        &sigmas,
+        &["BasicScheduler", "SplitSigmas", "SplitSigmasDenoise"],
+        "sigmas",
+        (node, "sigmas"),
+    )?;
     let scheduler = checked_scheduler(g, &sigmas)?;
     let steps = checked_steps(g, &sigmas)?;
     let denoise = checked_denoise(g, &sigmas, steps)?;
@@ -148,7 +168,9 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
             "use CFGGuider with a negative prompt, or a sampler without _cfg_pp",
         ));
     }
-    let window = if add_noise {
+    let window = if let Some((split, slot)) = &split {
+        split_window(g, (split, *slot), steps, denoise, add_noise)?
+    } else if add_noise {
         Window::Denoise(denoise)
     } else {
         Window::Steps {
@@ -170,6 +192,60 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
         dual,
     };
     Ok((sampler, guide))
+}
+
+/// The steps a `SplitSigmas` (at `step`) or `SplitSigmasDenoise` (the
+/// last `round(steps * denoise)` steps are the low part) part of a
+/// `BasicScheduler`'s schedule runs, as `KSamplerAdvanced`'s window: output
+/// 0, the high sigmas, ends with leftover noise where it stops early;
+/// output 1, the low sigmas, starts there.
+fn split_window(
+    g: &Graph<'_>,
+    (split, slot): (&str, i64),
+    steps: i64,
+    denoise: f64,
+    add_noise: bool,
+) -> Result<Window, Refusal> {
+    let (scheduler, _) = g.source(split, "sigmas")?;
+    if denoise != 1.0 {
+        return Err(g.refuse(
+            &scheduler,
+            Some("denoise"),
+            format!("cuts the schedule it gives node {split} to denoise {denoise}; the lowering splits whole schedules"),
+            "set the scheduler's denoise to 1",
+        ));
+    }
+    let at = match g.class(split) {
+        "SplitSigmas" => g.whole(split, "step", 0..=10000)?.min(steps),
+        // ComfyUI's sigmas[:-n] and sigmas[-(n + 1):], n rounded half to even.
+        _ => {
+            let share = g.number_in(split, "denoise", 0.0..=1.0, "denoise")?;
+            match round_half_even(steps as f64 * share) as i64 {
+                // sigmas[:-0] is empty and sigmas[-1:] the final 0 alone.
+                0 => -1,
+                low => steps - low,
+            }
+        }
+    };
+    let (start, end) = match (at, slot) {
+        (-1, _) => (0, 0),
+        (_, 0) => (0, at),
+        _ => (at, steps),
+    };
+    if start >= end {
+        return Err(g.refuse(
+            split,
+            None,
+            format!("leaves no step of {steps} in the part it gives (output {slot})"),
+            "split the schedule inside its steps",
+        ));
+    }
+    Ok(Window::Steps {
+        start,
+        end,
+        add_noise,
+        leftover_noise: end < steps,
+    })
 }
 
 /// `DualCFGGuider`'s second scale and style (`regular` where a graph
