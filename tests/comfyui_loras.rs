@@ -109,6 +109,13 @@ const TWO_MODELS: [[&str; 2]; 2] = [
     ["model2_denoiser", "model2_text_encoder"],
 ];
 
+/// Two stages' denoisers, each its own, and one text encoder, which no
+/// LoRA patches: the second stage encodes with the first's.
+const TWO_DENOISERS: [[&str; 2]; 2] = [
+    ["denoiser", "text_encoder"],
+    ["model2_denoiser", "text_encoder"],
+];
+
 /// Stage 1 samples through a LoRA on checkpoint 1, stage 2 samples the
 /// same checkpoint without it.
 fn lora_then_plain(strength: f64) -> Value {
@@ -128,11 +135,32 @@ fn lora_then_plain(strength: f64) -> Value {
 #[test]
 fn each_set_of_merged_loras_in_a_chain_is_its_own_model() {
     let l = lowered(&lora_then_plain(0.7), &Target::default());
-    assert_eq!(loop_models(workflow(&l)), TWO_MODELS);
+    assert_eq!(loop_models(workflow(&l)), TWO_DENOISERS);
     assert_eq!(
         l.notes[2..],
         [
             "`denoiser` is node 1's weights with LoRA 'detail.safetensors' (node 20) at strength 0.7: export it with these merged",
+            "`model2_denoiser` is node 1's own weights"
+        ]
+    );
+    // A LoRA on stage 1's CLIP too: stage 2, encoding through the plain
+    // CLIP, has a text encoder of its own.
+    let mut clip = lora_then_plain(0.7);
+    clip["20"] = json!({"class_type": "LoraLoader", "inputs": {"lora_name": "detail.safetensors", "strength_model": 0.7, "strength_clip": 0.5, "model": ["1", 0], "clip": ["1", 1]}});
+    for id in ["2", "3"] {
+        clip[id]["inputs"]["clip"] = json!(["20", 1]);
+    }
+    clip["11"] = json!({"class_type": "CLIPTextEncode", "inputs": {"text": "a lighthouse at dusk", "clip": ["1", 1]}});
+    clip["12"] =
+        json!({"class_type": "CLIPTextEncode", "inputs": {"text": "blurry", "clip": ["1", 1]}});
+    clip["13"]["inputs"]["positive"] = json!(["11", 0]);
+    clip["13"]["inputs"]["negative"] = json!(["12", 0]);
+    let l = lowered(&clip, &Target::default());
+    assert_eq!(loop_models(workflow(&l)), TWO_MODELS);
+    assert_eq!(
+        l.notes[2..],
+        [
+            "`denoiser` and `text_encoder` are node 1's weights with LoRA 'detail.safetensors' (node 20) at strength 0.7 (0.5 on the text encoder): export them with these merged",
             "`model2_denoiser` and `model2_text_encoder` are node 1's own weights"
         ]
     );
@@ -258,12 +286,12 @@ fn a_merged_stage_and_a_plain_one_get_their_own_models() {
     g["30"] = json!({"class_type": "UNETLoader", "inputs": {"unet_name": "anime.safetensors", "weight_dtype": "default"}});
     g["20"] = json!({"class_type": "ModelMergeSimple", "inputs": {"model1": ["1", 0], "model2": ["30", 0], "ratio": 0.5}});
     let l = lowered(&g, &Target::default());
-    assert_eq!(loop_models(workflow(&l)), TWO_MODELS);
+    assert_eq!(loop_models(workflow(&l)), TWO_DENOISERS);
     assert_eq!(
         l.notes[2..],
         [
             "`denoiser` is node 1's weights with node 30's denoiser merged in by ModelMergeSimple node 20 at ratio 0.5 (the share of the model so far): export it with these merged",
-            "`model2_denoiser` and `model2_text_encoder` are node 1's own weights"
+            "`model2_denoiser` is node 1's own weights"
         ]
     );
 }

@@ -112,6 +112,35 @@ pub(super) fn model_prefixes(chain: &Chain) -> Vec<String> {
         .collect()
 }
 
+/// The prefix of each stage's text encoders: the model prefix of the
+/// first stage whose prompts are encoded by the same loader with the same
+/// patches (a stage whose own denoiser is patched apart from the first's,
+/// as Wan 2.2's two experts, shares the first's text encoder instead of
+/// naming a copy).
+pub(super) fn encoder_prefixes(chain: &Chain) -> Vec<String> {
+    let models = model_prefixes(chain);
+    let keys: Vec<String> = chain.stages.iter().map(encoder_key).collect();
+    keys.iter()
+        .map(|key| {
+            let first = keys.iter().position(|k| k == key).unwrap_or_default();
+            models[first].clone()
+        })
+        .collect()
+}
+
+/// The key a stage's text encoders are named by: their loader and the
+/// LoRAs that patch them, in order.
+fn encoder_key(plan: &Plan) -> String {
+    let patches: Vec<&str> = plan
+        .model
+        .loras()
+        .into_iter()
+        .filter(|lora| text_strength(plan, lora).is_some())
+        .map(|lora| lora.node.as_str())
+        .collect();
+    format!("{}|{}", plan.positive.loader, patches.join(","))
+}
+
 /// The key a stage's model components are named by: the checkpoint loader
 /// and, in order, the patches that change its models (with their values,
 /// which the node ids fix).
@@ -138,10 +167,13 @@ fn model_key(plan: &Plan) -> String {
 pub(super) fn merged_notes(chain: &Chain) -> Vec<String> {
     let mut seen = BTreeSet::new();
     let mut notes = Vec::new();
-    for (plan, prefix) in chain.stages.iter().zip(model_prefixes(chain)) {
+    let encoders = encoder_prefixes(chain);
+    for ((plan, prefix), encoder) in chain.stages.iter().zip(model_prefixes(chain)).zip(encoders) {
         if !seen.insert(prefix.clone()) {
             continue;
         }
+        // The stage's text encoders, where it names them.
+        let own = (encoder == prefix).then_some(&plan.positive.text);
         let mut encoders = false;
         let patches: Vec<String> = plan
             .model
@@ -181,11 +213,11 @@ pub(super) fn merged_notes(chain: &Chain) -> Vec<String> {
             // patched one of the same checkpoint): say so.
             true if !prefix.is_empty() && beside_patched => notes.push(format!(
                 "{} node {loader}'s own weights",
-                models(&prefix, true, &plan.positive.text).0
+                models(&prefix, own).0
             )),
             true => {}
             false => {
-                let (models, them) = models(&prefix, encoders, &plan.positive.text);
+                let (models, them) = models(&prefix, own.filter(|_| encoders));
                 notes.push(format!(
                     "{models} node {loader}'s weights with {}: export {them} with these merged",
                     patches.join(", then ")
@@ -203,15 +235,16 @@ pub(super) fn merged_notes(chain: &Chain) -> Vec<String> {
 }
 
 /// The models named with `prefix` ("... is" / "... are") and the pronoun
-/// for them: the denoiser, with the text encoders when `encoders`.
-fn models(prefix: &str, encoders: bool, text: &Prompt) -> (String, &'static str) {
-    match (encoders, text) {
-        (false, _) => (format!("`{prefix}denoiser` is"), "it"),
-        (true, Prompt::Sdxl { .. }) => (
+/// for them: the denoiser, with the text encoders where `encoders` gives
+/// the prompt kind they encode.
+fn models(prefix: &str, encoders: Option<&Prompt>) -> (String, &'static str) {
+    match encoders {
+        None => (format!("`{prefix}denoiser` is"), "it"),
+        Some(Prompt::Sdxl { .. }) => (
             format!("`{prefix}denoiser`, `{prefix}text_encoder` and `{prefix}text_encoder_2` are"),
             "them",
         ),
-        (true, Prompt::Single(_)) => (
+        Some(Prompt::Single(_)) => (
             format!("`{prefix}denoiser` and `{prefix}text_encoder` are"),
             "them",
         ),

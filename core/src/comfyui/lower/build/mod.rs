@@ -92,10 +92,13 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
     let mut after = Steps::default();
     let mut latents: Vec<String> = Vec::new();
     let prefixes = super::loras::model_prefixes(chain);
-    for ((index, plan), prefix) in chain.stages.iter().enumerate().zip(prefixes) {
+    let encoders = super::loras::encoder_prefixes(chain);
+    for (((index, plan), prefix), encoder) in
+        chain.stages.iter().enumerate().zip(prefixes).zip(encoders)
+    {
         let loader = &plan.model.loader;
         let names = StageNames::new(index);
-        let mut parts = stage::stage(plan, &prefix);
+        let mut parts = stage::stage(plan, (&prefix, &encoder));
         let shared: BTreeSet<String> = parts
             .inputs
             .iter()

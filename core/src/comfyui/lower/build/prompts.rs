@@ -124,7 +124,7 @@ pub(super) fn sides(plan: &Plan) -> Vec<PromptSide<'_>> {
     .collect()
 }
 
-/// Declares the encoders of `sides` (named with the checkpoint prefix
+/// Declares the encoders of `sides` (named with the text encoders' prefix
 /// `models`) and adds their token inputs and setup steps.
 pub(super) fn encode(plan: &Plan, sides: &[PromptSide<'_>], models: &str, parts: &mut Parts<'_>) {
     let m = |name: &str| format!("{models}{name}");

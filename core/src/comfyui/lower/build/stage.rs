@@ -33,8 +33,8 @@ pub(super) struct StageParts {
 }
 
 /// Builds the parts of `plan`: its model components are named with
-/// `models` (its checkpoint's prefix).
-pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
+/// `models` (its checkpoint's prefix), its text encoders with `encoders`.
+pub(super) fn stage(plan: &Plan, (models, encoders): (&str, &str)) -> StageParts {
     let m = |name: &str| format!("{models}{name}");
     let latent = || plan.axes.latent();
     let s = &plan.sampler;
@@ -337,7 +337,7 @@ pub(super) fn stage(plan: &Plan, models: &str) -> StageParts {
     prompts::encode(
         plan,
         &sides,
-        models,
+        encoders,
         &mut Parts {
             inputs: &mut inputs,
             components: &mut components,
