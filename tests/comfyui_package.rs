@@ -410,6 +410,7 @@ fn synthesized_solvers_match_an_independent_numpy_reference() {
         "heun",
         "dpmpp_sde",
         "seeds_2",
+        "sa_solver",
     ] {
         for (start, end, leftover) in [(1, 4, false), (1, 5, true)] {
             let name = format!("{sampler}-window-{start}-{end}");

@@ -37,7 +37,8 @@ noise):
   stepping along the unconditional estimate) and the DPM-Solver++ 2M/3M SDE samplers (their fresh noise
   the counter-hash noise at offset step + 1 in place of a Brownian tree), ComfyUI's `er_sde` (ER-SDE-Solver-3:
   its default noise scaler, 200-point stage integrals, fresh noise at offset step + 1), and ComfyUI's UniPC
-  (`uni_pc`, `uni_pc_bh2`) in its own VP form; the two-call samplers `heun`, `dpm_2`,
+  (`uni_pc`, `uni_pc_bh2`) in its own VP form, ComfyUI's SA-Solver (`sa_solver`: its stochastic
+  Adams predictor-corrector with the Vandermonde solve, noise at offset step + 1); the two-call samplers `heun`, `dpm_2`,
   `dpm_2_ancestral`, `dpmpp_2s_ancestral`, `dpmpp_sde` and `seeds_2` (their midpoint noise the
   counter noise at offset -(step + 1)), which call the model twice per step.
 * Model input scaling for epsilon models: x / sqrt(sigma^2 + 1); the initial
@@ -316,13 +317,16 @@ def run(pkg, out_dir, expected=None):
     if solver in ("uni_pc", "uni_pc_bh2"):
         x = sample_unipc(lambda x, sigma: x - sigma * guided(x, sigma), x, sigmas,
                          "bh2" if solver == "uni_pc_bh2" else "bh1")
+    if solver == "sa_solver":
+        x = sample_sa_solver(lambda x, sigma: x - sigma * guided(x, sigma), x, sigmas,
+                             lambda offset: noise(seed, offset, p["row"], rows), first_step)
     denoised_prev = None
     denoised_1 = denoised_2 = h_1 = h_2 = old_d = old_sigma_down = None
     er_old = er_old_d = None
     buffer = []
     # Schedules that pick table entries (ddim_uniform, beta) may run more or
     # fewer steps than asked for.
-    for i in range(0 if solver.startswith("uni_pc") else len(sigmas) - 1):
+    for i in range(0 if solver.startswith("uni_pc") or solver == "sa_solver" else len(sigmas) - 1):
         sigma, sigma_next = sigmas[i], sigmas[i + 1]
         d = guided(x, sigma)
         # CFG++ samplers step along the unconditional estimate.
@@ -699,6 +703,70 @@ def two_call_step(solver, x, d, sigma, sigma_next, guided, noise_at, step):
     denoised_d = (1 - fac) * denoised + fac * denoised_2
     x = (sigma_fn(t_next_) / sigma_fn(t)) * x - math.expm1(t - t_next_) * denoised_d
     return x + noise_at(step + 1) * su
+
+
+def sample_sa_solver(denoise, x, sigmas, noise_at, first_step):
+    """ComfyUI's `sample_sa_solver` (comfy/k_diffusion/sampling.py and
+    sa_solver.py) for an epsilon model: half log-SNR -ln sigma, tau 1 (eta 1)
+    from the sigma at 20% to the one at 80% of the table's timesteps
+    (`percent_to_sigma`), predictor order 3, corrector order 4, s_noise 1, no
+    PECE; its noise at step i (a plain normal draw in ComfyUI) the counter
+    noise at offset first_step + i + 1. `denoise(x, sigma)` is the guided
+    denoised estimate."""
+    lambdas = [-math.log(s) if s > 0 else math.inf for s in sigmas]
+    start_sigma, end_sigma = sigma_of_t((1.0 - 0.2) * 999.0), sigma_of_t((1.0 - 0.8) * 999.0)
+
+    def tau_func(sigma):
+        return 1.0 if start_sigma >= sigma >= end_sigma else 0.0
+
+    def b_coeffs(sigma_next, curr, lambda_s, lambda_t, tau_t):
+        # compute_stochastic_adams_b_coeffs: the exponential moments, then
+        # the Vandermonde solve.
+        order = len(curr)
+        tau_mul = 1.0 + tau_t ** 2
+        h = lambda_t - lambda_s
+        p = np.arange(order, dtype=np.float64)
+        product = lambda_t ** p - lambda_s ** p * math.exp(-tau_mul * h)
+        m = np.zeros((order, order))
+        for row in range(order):
+            for col in range(row + 1):
+                log = math.lgamma(row + 1) - math.lgamma(col + 1) - (row - col) * math.log(tau_mul)
+                m[row, col] = math.exp(log) * (1.0 if (row - col) % 2 == 0 else -1.0)
+        moments = m @ product
+        vander = np.vander(np.array(curr, dtype=np.float64), order, increasing=True).T
+        return sigma_next * math.exp(lambda_t) * np.linalg.solve(vander, moments)
+
+    x_pred, h, tau_t, noise_v, preds = x, 0.0, 0.0, 0.0, []
+    lower_order_to_end = sigmas[-1] == 0
+    n = len(sigmas)
+    for i in range(n - 1):
+        denoised = denoise(x_pred, sigmas[i])
+        preds = (preds + [denoised])[-4:]
+        predictor_order = min(3, len(preds))
+        corrector_order = 0 if (i == 0 or sigmas[i + 1] == 0) else min(4, len(preds))
+        if lower_order_to_end:
+            predictor_order = min(predictor_order, n - 2 - i)
+            corrector_order = min(corrector_order, n - 1 - i)
+        if corrector_order == 0:
+            x = x_pred
+        else:
+            b = b_coeffs(sigmas[i], lambdas[i - corrector_order + 1:i + 1], lambdas[i - 1], lambdas[i], tau_t)
+            x = sigmas[i] / sigmas[i - 1] * math.exp(-(tau_t ** 2) * h) * x + sum(
+                w * d for w, d in zip(b, preds[-corrector_order:]))
+            if tau_t > 0:
+                x = x + noise_v
+        if sigmas[i + 1] == 0:
+            x = denoised
+        else:
+            tau_t = tau_func(sigmas[i + 1])
+            b = b_coeffs(sigmas[i + 1], lambdas[i - predictor_order + 1:i + 1], lambdas[i], lambdas[i + 1], tau_t)
+            h = lambdas[i + 1] - lambdas[i]
+            x_pred = sigmas[i + 1] / sigmas[i] * math.exp(-(tau_t ** 2) * h) * x + sum(
+                w * d for w, d in zip(b, preds[-predictor_order:]))
+            if tau_t > 0:
+                noise_v = noise_at(first_step + i + 1) * sigmas[i + 1] * math.sqrt(-math.expm1(-2 * tau_t ** 2 * h))
+                x_pred = x_pred + noise_v
+    return x
 
 
 def sample_unipc(denoise, x, sigmas, variant):

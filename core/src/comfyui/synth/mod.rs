@@ -15,6 +15,7 @@ mod multistep;
 mod noise;
 mod policies;
 pub mod sampling;
+mod sasolver;
 mod schedule;
 mod sde;
 mod solver;

@@ -74,6 +74,14 @@ const ER_SDE: Needs = Needs {
     ..SEEDED.and_memory(2)
 };
 
+/// SA-Solver: the seed, its corrected sample and the last three
+/// estimates (UniPC's cells); epsilon models only (on flow models ComfyUI
+/// moves its first sigma and takes another half log-SNR).
+const SA_SOLVER: Needs = Needs {
+    flow: false,
+    ..SEEDED.and_memory(4)
+};
+
 /// A sampler the synthesized `solver_step` implements, and its needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sampler {
@@ -175,6 +183,10 @@ pub const SAMPLERS: &[Sampler] = &[
         needs: ER_SDE,
     },
     Sampler {
+        name: "sa_solver",
+        needs: SA_SOLVER,
+    },
+    Sampler {
         name: "heun",
         needs: TWO_CALLS,
     },
@@ -247,7 +259,6 @@ pub fn why_not(sampler: &str) -> String {
         "sa_solver_pece" => "is SA-Solver's predictor-corrector, a stochastic Adams solver the lowering does not build yet".into(),
         "dpmpp_2s_ancestral_cfg_pp" => "takes its midpoint along the unconditional estimate (CFG++), which the lowered second model call does not give".into(),
         "dpm_fast" | "dpm_adaptive" => "chooses its own step sizes as it goes, so its model calls do not follow a schedule the workflow can loop over".into(),
-        "sa_solver" => "is SA-Solver, a stochastic Adams solver the lowering does not build yet".into(),
         _ => "is not one of ComfyUI's core samplers (a custom node adds it)".into(),
     }
 }

@@ -1,0 +1,349 @@
+//! `sa_solver`: SA-Solver (Xue et al. 2023), the stochastic Adams
+//! predictor-corrector ComfyUI runs with data prediction (eta 1 between the
+//! sigmas at 20% and 80% of the model's timesteps, else 0; s_noise 1;
+//! predictor order up to 3, corrector order up to 4, both lowered near the
+//! end where the run ends at sigma 0; no PECE), for epsilon models, whose
+//! half log-SNR is `lambda = -ln sigma` and whose `alpha` is 1.
+//!
+//! Each loop iteration i, after the model's call at step i gives `D_i`:
+//! - the corrector (not on the first iteration, nor on a step to 0) makes
+//!   the corrected sample of step i from the previous one: `(s_i / s_{i-1})
+//!   e^(-tau^2 h) x_c + sum_j b_j D_j + the previous step's noise`, with
+//!   `b` the weights of the last `K` estimates over `[lambda_{i-1},
+//!   lambda_i]`; without it the corrected sample is the sample itself;
+//! - the predictor makes the next sample the same way from the corrected
+//!   one over `[lambda_i, lambda_{i+1}]` (the newest estimates, its own
+//!   order and tau), plus `s' sqrt(1 - e^(-2 tau^2 h))` of fresh noise;
+//!   a step to 0 returns `D_i`. ComfyUI returns the corrected sample where
+//!   a run ends with leftover noise; so does the last iteration here.
+//!
+//! The weights `b_j = sum_p a_jp E_p` integrate each estimate's Lagrange
+//! basis polynomial in lambda (monomial coefficients `a_jp`, from the
+//! other nodes' elementary symmetric polynomials) against the exponential
+//! moments `E_p = sum_(k <= p) (-1)^(p-k) p!/k! (1 + tau^2)^-(p-k) (t^k -
+//! s^k e^(-(1 + tau^2) h))`: ComfyUI's `compute_exponential_coeffs` and
+//! its Vandermonde solve in closed form. The step's noise is the seeded
+//! noise at offset `step + 1` (ComfyUI draws plain normal noise), so the
+//! corrector re-draws the previous step's at offset `step`. In float64.
+
+use super::SynthError;
+use super::graph::PolicyGraph;
+use super::steps::{Step, combine, noise_at};
+
+/// The sigmas between which SA-Solver is stochastic: ComfyUI's
+/// `percent_to_sigma` of 0.2 and 0.8 on the discrete table `sigmas` (the
+/// log-linear interpolation at timestep `(1 - percent) * 999`).
+pub fn stochastic_interval(sigmas: &[f64]) -> (f64, f64) {
+    let at = |percent: f64| {
+        let t = (1.0 - percent) * (sigmas.len() - 1) as f64;
+        let (low, high) = (t.floor() as usize, t.ceil() as usize);
+        let w = t - t.floor();
+        ((1.0 - w) * sigmas[low].ln() + w * sigmas[high].ln()).exp()
+    };
+    (at(0.2), at(0.8))
+}
+
+/// Builds the step (see [`Step`]) with the stochastic interval `(start,
+/// end)` of sigmas; returns the next sample (the corrected sample and the
+/// shifted estimates are declared here).
+pub fn step(
+    g: &mut PolicyGraph<'_>,
+    at: &Step<'_>,
+    (start_sigma, end_sigma): (f64, f64),
+) -> Result<String, SynthError> {
+    let x = at.x.to_string();
+    let iteration = g.input("iteration")?;
+    let base = g.input("previous_sample")?;
+    let old = [
+        g.input("previous")?,
+        g.input("previous_2")?,
+        g.input("previous_3")?,
+    ];
+    let leftover = g
+        .parameter("final_step")
+        .and_then(|v| v.as_str())
+        .is_some_and(|s| s == "keep_leftover_noise");
+
+    // The run: steps start..last of the schedule, this is iteration i.
+    let one_i = g.i(1);
+    let start = g.op("Sub", &[at.step, &iteration]);
+    let length = g.op("Shape", &[at.schedule]);
+    let mut last = g.op("Sub", &[&length, &one_i]);
+    if let Some(end) = at.end_step {
+        last = g.op("Min", &[&last, end]);
+    }
+    let run = g.op("Sub", &[&last, &start]);
+    let next_i = g.op("Add", &[&iteration, &one_i]);
+    let is_last = g.op("Equal", &[&next_i, &run]);
+    // Orders lower near the end only where the run ends at sigma 0.
+    let lower = if leftover {
+        let last_sigma = g.gather(at.schedule, &last);
+        let zero_f = g.f(0.0);
+        g.op("Equal", &[&last_sigma, &zero_f])
+    } else {
+        let zero = g.i(0);
+        g.op("Equal", &[&zero, &zero])
+    };
+    let (s0, s1) = (at.sigma_at(g, 0), at.sigma_at(g, -1));
+    let sigmas = [s0.clone(), s1, at.sigma_at(g, -2), at.sigma_at(g, -3)];
+    let (next, to_zero) = at.next_sigma(g);
+    let safe_next = g.op("Where", &[&to_zero, &s0, &next]);
+    let lambdas: Vec<String> = sigmas
+        .iter()
+        .map(|s| {
+            let log = g.op("Log", &[s]);
+            g.op("Neg", &[&log])
+        })
+        .collect();
+    let lambda_next = {
+        let log = g.op("Log", &[&safe_next]);
+        g.op("Neg", &[&log])
+    };
+    let (predictor_order, corrector_order) = orders(g, &iteration, &run, &lower, &to_zero);
+    let tau2 = |g: &mut PolicyGraph<'_>, s: &str| {
+        let (lo, hi) = (g.d(end_sigma), g.d(start_sigma));
+        let above = g.op("GreaterOrEqual", &[s, &lo]);
+        let below = g.op("LessOrEqual", &[s, &hi]);
+        let inside = g.op("And", &[&above, &below]);
+        let (one, zero) = (g.d(1.0), g.d(0.0));
+        g.op("Where", &[&inside, &one, &zero])
+    };
+    let denoised = at.denoised(g, at.d);
+    let estimates = [
+        denoised.clone(),
+        old[0].clone(),
+        old[1].clone(),
+        old[2].clone(),
+    ];
+
+    // Corrector over [lambda_{i-1}, lambda_i].
+    let tau_c = tau2(g, &s0);
+    let weights_c = weights_by_order(
+        g,
+        &lambdas,
+        (&lambdas[1], &lambdas[0]),
+        &tau_c,
+        &corrector_order,
+        4,
+    );
+    let h_c = g.op("Sub", &[&lambdas[0], &lambdas[1]]);
+    let keep_c = keep(g, (&s0, &sigmas[1]), &tau_c, &h_c);
+    let previous_noise = noise_at(g, &x, at.step)?;
+    let spread_c = spread(g, &s0, &tau_c, &h_c);
+    let mut terms = vec![(keep_c, base), (spread_c, previous_noise)];
+    terms.extend(weights_c.into_iter().zip(estimates.iter().cloned()));
+    let corrected_formula = combine(g, &terms);
+    let zero_i = g.i(0);
+    let no_corrector = g.op("Equal", &[&corrector_order, &zero_i]);
+    let no_corrector = g.rows(&no_corrector);
+    let corrected = g.op("Where", &[&no_corrector, &x, &corrected_formula]);
+
+    // Predictor over [lambda_i, lambda_{i+1}].
+    let tau_p = tau2(g, &safe_next);
+    let newest = [
+        lambdas[0].clone(),
+        lambdas[1].clone(),
+        lambdas[2].clone(),
+        lambdas[3].clone(),
+    ];
+    let weights_p = weights_by_order(
+        g,
+        &newest,
+        (&lambdas[0], &lambda_next),
+        &tau_p,
+        &predictor_order,
+        3,
+    );
+    let h_p = g.op("Sub", &[&lambda_next, &lambdas[0]]);
+    let keep_p = keep(g, (&safe_next, &s0), &tau_p, &h_p);
+    let fresh = {
+        let offset = g.op("Add", &[at.step, &one_i]);
+        noise_at(g, &x, &offset)?
+    };
+    let spread_p = spread(g, &safe_next, &tau_p, &h_p);
+    let mut terms = vec![(keep_p, corrected.clone()), (spread_p, fresh)];
+    terms.extend(weights_p.into_iter().zip(estimates.iter().cloned()));
+    let predicted = combine(g, &terms);
+    let predicted = at.denoised_at_zero(g, &to_zero, &denoised, &predicted);
+    // A run ending with leftover noise returns its corrected sample.
+    let ends_noisy = if leftover {
+        let not_zero = g.op("Not", &[&to_zero]);
+        let ends = g.op("And", &[&is_last, &not_zero]);
+        Some(g.rows(&ends))
+    } else {
+        None
+    };
+    let next_sample = match ends_noisy {
+        Some(ends) => g.op("Where", &[&ends, &corrected, &predicted]),
+        None => predicted,
+    };
+    g.output(&corrected, "corrected")?;
+    g.output(&denoised, "denoised")?;
+    let shifted = g.op("Identity", &[&old[0]]);
+    g.output(&shifted, "denoised_1")?;
+    let shifted = g.op("Identity", &[&old[1]]);
+    g.output(&shifted, "denoised_2")?;
+    Ok(next_sample)
+}
+
+/// The predictor's and the corrector's orders at `iteration` of a run of
+/// `run` steps: `min(3, i + 1)` and (none on the first iteration or a step
+/// to 0) `min(4, i + 1)`, lowered to `run - 1 - i` and `run - i` where the
+/// run ends at sigma 0 (`lower`).
+fn orders(
+    g: &mut PolicyGraph<'_>,
+    iteration: &str,
+    run: &str,
+    lower: &str,
+    to_zero: &str,
+) -> (String, String) {
+    let (one, three, four) = (g.i(1), g.i(3), g.i(4));
+    let count = g.op("Add", &[iteration, &one]);
+    let predictor = g.op("Min", &[&count, &three]);
+    let corrector = g.op("Min", &[&count, &four]);
+    let left = g.op("Sub", &[run, iteration]);
+    let left_less = g.op("Sub", &[&left, &one]);
+    let lowered_p = g.op("Min", &[&predictor, &left_less]);
+    let lowered_c = g.op("Min", &[&corrector, &left]);
+    let predictor = g.op("Where", &[lower, &lowered_p, &predictor]);
+    let corrector = g.op("Where", &[lower, &lowered_c, &corrector]);
+    let zero = g.i(0);
+    let first = g.op("Equal", &[iteration, &zero]);
+    let none = g.op("Or", &[&first, to_zero]);
+    let corrector = g.op("Where", &[&none, &zero, &corrector]);
+    (predictor, corrector)
+}
+
+/// `(to / from) e^(-tau^2 h)`, per row.
+fn keep(g: &mut PolicyGraph<'_>, (to, from): (&str, &str), tau2: &str, h: &str) -> String {
+    let ratio = g.op("Div", &[to, from]);
+    let exponent = g.op("Mul", &[tau2, h]);
+    let exponent = g.op("Neg", &[&exponent]);
+    let decay = g.op("Exp", &[&exponent]);
+    g.op("Mul", &[&ratio, &decay])
+}
+
+/// `to sqrt(1 - e^(-2 tau^2 h))`, per row: the noise a step adds.
+fn spread(g: &mut PolicyGraph<'_>, to: &str, tau2: &str, h: &str) -> String {
+    let two = g.d(-2.0);
+    let exponent = g.op("Mul", &[tau2, h]);
+    let exponent = g.op("Mul", &[&exponent, &two]);
+    let decay = g.op("Exp", &[&exponent]);
+    let one = g.d(1.0);
+    let rest = g.op("Sub", &[&one, &decay]);
+    let zero = g.d(0.0);
+    let rest = g.op("Max", &[&rest, &zero]);
+    let root = g.op("Sqrt", &[&rest]);
+    g.op("Mul", &[to, &root])
+}
+
+/// The weights of the estimates, newest first (`lambdas` their nodes,
+/// newest first), for the update over `(s, t)` at the order `order` (1 to
+/// `most`; 0 gives zeros).
+fn weights_by_order(
+    g: &mut PolicyGraph<'_>,
+    lambdas: &[String],
+    (s, t): (&str, &str),
+    tau2: &str,
+    order: &str,
+    most: usize,
+) -> [String; 4] {
+    let zero = g.d(0.0);
+    let mut chosen: [String; 4] = std::array::from_fn(|_| zero.clone());
+    for k in 1..=most {
+        // Nodes oldest first: lambda_{i-k+1} .. lambda_i.
+        let nodes: Vec<&str> = lambdas[..k].iter().rev().map(String::as_str).collect();
+        let b = adams_weights(g, &nodes, (s, t), tau2);
+        let n = g.i(k as i64);
+        let is = g.op("Equal", &[order, &n]);
+        for (j, weight) in b.iter().enumerate() {
+            // Node j (oldest first) is the estimate k - 1 - j back.
+            let slot = k - 1 - j;
+            chosen[slot] = g.op("Where", &[&is, weight, &chosen[slot]]);
+        }
+    }
+    chosen
+}
+
+/// SA-Solver's `b` for Lagrange nodes `nodes` (oldest first) over the
+/// half log-SNR interval `(s, t)`, per row.
+fn adams_weights(
+    g: &mut PolicyGraph<'_>,
+    nodes: &[&str],
+    (s, t): (&str, &str),
+    tau2: &str,
+) -> Vec<String> {
+    let k = nodes.len();
+    let one = g.d(1.0);
+    let tau_mul = g.op("Add", &[&one, tau2]);
+    let h = g.op("Sub", &[t, s]);
+    let exponent = g.op("Mul", &[&tau_mul, &h]);
+    let exponent = g.op("Neg", &[&exponent]);
+    let decay = g.op("Exp", &[&exponent]);
+    // t^q - s^q e^(-(1 + tau^2) h), q = 0..k.
+    let mut products = Vec::new();
+    let (mut tq, mut sq) = (one.clone(), one.clone());
+    for q in 0..k {
+        if q > 0 {
+            tq = g.op("Mul", &[&tq, t]);
+            sq = g.op("Mul", &[&sq, s]);
+        }
+        let decayed = g.op("Mul", &[&sq, &decay]);
+        products.push(g.op("Sub", &[&tq, &decayed]));
+    }
+    // E_p = sum_(q <= p) (-1)^(p-q) p!/q! tau_mul^-(p-q) product_q.
+    let moments: Vec<String> = (0..k)
+        .map(|p| {
+            let mut sum = g.d(0.0);
+            for (q, product) in products.iter().enumerate().take(p + 1) {
+                let factorial_ratio: f64 = ((q + 1)..=p).map(|v| v as f64).product();
+                let sign = if (p - q).is_multiple_of(2) { 1.0 } else { -1.0 };
+                let mut term = g.d(sign * factorial_ratio);
+                for _ in q..p {
+                    term = g.op("Div", &[&term, &tau_mul]);
+                }
+                let term = g.op("Mul", &[&term, product]);
+                sum = g.op("Add", &[&sum, &term]);
+            }
+            sum
+        })
+        .collect();
+    (0..k)
+        .map(|j| {
+            let others: Vec<&str> = (0..k).filter(|m| *m != j).map(|m| nodes[m]).collect();
+            let symmetric = elementary_symmetric(g, &others);
+            let r = others.len();
+            // sum_q (-1)^(r-q) e_(r-q) E_q over the basis polynomial's
+            // denominator prod (lambda_j - lambda_m).
+            let mut sum = g.d(0.0);
+            for (q, moment) in moments.iter().enumerate() {
+                let sign = g.d(if (r - q).is_multiple_of(2) { 1.0 } else { -1.0 });
+                let term = g.op("Mul", &[&symmetric[r - q], moment]);
+                let term = g.op("Mul", &[&term, &sign]);
+                sum = g.op("Add", &[&sum, &term]);
+            }
+            let mut denominator = g.d(1.0);
+            for other in &others {
+                let gap = g.op("Sub", &[nodes[j], other]);
+                denominator = g.op("Mul", &[&denominator, &gap]);
+            }
+            let denominator = g.nonzero(&denominator);
+            g.op("Div", &[&sum, &denominator])
+        })
+        .collect()
+}
+
+/// `e_0 .. e_r` of `values` (`e_0` = 1).
+fn elementary_symmetric(g: &mut PolicyGraph<'_>, values: &[&str]) -> Vec<String> {
+    let mut e = vec![g.d(1.0)];
+    for value in values {
+        let mut next = e.clone();
+        next.push(g.d(0.0));
+        for q in 1..next.len() {
+            let term = g.op("Mul", &[&e[q - 1], value]);
+            next[q] = g.op("Add", &[&next[q], &term]);
+        }
+        e = next;
+    }
+    e
+}
