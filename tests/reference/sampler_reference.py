@@ -317,16 +317,17 @@ def run(pkg, out_dir, expected=None):
     if solver in ("uni_pc", "uni_pc_bh2"):
         x = sample_unipc(lambda x, sigma: x - sigma * guided(x, sigma), x, sigmas,
                          "bh2" if solver == "uni_pc_bh2" else "bh1")
-    if solver == "sa_solver":
+    if solver in ("sa_solver", "sa_solver_pece"):
         x = sample_sa_solver(lambda x, sigma: x - sigma * guided(x, sigma), x, sigmas,
-                             lambda offset: noise(seed, offset, p["row"], rows), first_step)
+                             lambda offset: noise(seed, offset, p["row"], rows), first_step,
+                             use_pece=solver == "sa_solver_pece")
     denoised_prev = None
     denoised_1 = denoised_2 = h_1 = h_2 = old_d = old_sigma_down = None
     er_old = er_old_d = None
     buffer = []
     # Schedules that pick table entries (ddim_uniform, beta) may run more or
     # fewer steps than asked for.
-    for i in range(0 if solver.startswith("uni_pc") or solver == "sa_solver" else len(sigmas) - 1):
+    for i in range(0 if solver.startswith("uni_pc") or solver.startswith("sa_solver") else len(sigmas) - 1):
         sigma, sigma_next = sigmas[i], sigmas[i + 1]
         d = guided(x, sigma)
         # CFG++ samplers step along the unconditional estimate.
@@ -705,12 +706,12 @@ def two_call_step(solver, x, d, sigma, sigma_next, guided, noise_at, step):
     return x + noise_at(step + 1) * su
 
 
-def sample_sa_solver(denoise, x, sigmas, noise_at, first_step):
+def sample_sa_solver(denoise, x, sigmas, noise_at, first_step, use_pece=False):
     """ComfyUI's `sample_sa_solver` (comfy/k_diffusion/sampling.py and
     sa_solver.py) for an epsilon model: half log-SNR -ln sigma, tau 1 (eta 1)
     from the sigma at 20% to the one at 80% of the table's timesteps
-    (`percent_to_sigma`), predictor order 3, corrector order 4, s_noise 1, no
-    PECE; its noise at step i (a plain normal draw in ComfyUI) the counter
+    (`percent_to_sigma`), predictor order 3, corrector order 4, s_noise 1, PECE
+    (evaluating the corrected sample again) where `use_pece`; its noise at step i (a plain normal draw in ComfyUI) the counter
     noise at offset first_step + i + 1. `denoise(x, sigma)` is the guided
     denoised estimate."""
     lambdas = [-math.log(s) if s > 0 else math.inf for s in sigmas]
@@ -743,7 +744,7 @@ def sample_sa_solver(denoise, x, sigmas, noise_at, first_step):
         denoised = denoise(x_pred, sigmas[i])
         preds = (preds + [denoised])[-4:]
         predictor_order = min(3, len(preds))
-        corrector_order = 0 if (i == 0 or sigmas[i + 1] == 0) else min(4, len(preds))
+        corrector_order = 0 if (i == 0 or (sigmas[i + 1] == 0 and not use_pece)) else min(4, len(preds))
         if lower_order_to_end:
             predictor_order = min(predictor_order, n - 2 - i)
             corrector_order = min(corrector_order, n - 1 - i)
@@ -755,6 +756,9 @@ def sample_sa_solver(denoise, x, sigmas, noise_at, first_step):
                 w * d for w, d in zip(b, preds[-corrector_order:]))
             if tau_t > 0:
                 x = x + noise_v
+            if use_pece:
+                denoised = denoise(x, sigmas[i])
+                preds[-1] = denoised
         if sigmas[i + 1] == 0:
             x = denoised
         else:

@@ -188,10 +188,9 @@ fn plus_noise(g: &mut PolicyGraph<'_>, x: &str, up: &str, noise: &str) -> String
 
 /// `solver_midpoint`: the second call's model input (`x_2` scaled by
 /// `1 / sqrt(s_mid^2 + 1)`) and timestep (the training timestep whose
-/// sigma is nearest `s_mid` in log space, ComfyUI's `timestep(sigma)`).
+/// sigma is nearest `s_mid` in log space, ComfyUI's `timestep(sigma)`);
+/// for `sa_solver_pece`, its corrected sample at the step's sigma.
 pub fn policy(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {
-    let kind = Kind::of(&family.solver)
-        .ok_or_else(|| g.error(format!("`{}` makes one model call per step", family.solver)))?;
     let ModelSampling::Discrete { sigmas } = &family.sampling else {
         return Err(g.error("two-call samplers are built for epsilon models only"));
     };
@@ -201,17 +200,38 @@ pub fn policy(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError
         g.input("seed")?;
     }
     let at = inputs.at();
+    if super::sasolver::variant(&family.solver) == Some(true) {
+        // PECE evaluates the corrected sample at the step's own sigma.
+        let interval = super::sasolver::stochastic_interval(sigmas);
+        let sample = super::sasolver::pece_sample(g, &at, interval)?;
+        let sigma = g.cast(at.sigma, DataType::DOUBLE);
+        return second_call(g, &sample, &sigma, sigmas);
+    }
+    let kind = Kind::of(&family.solver)
+        .ok_or_else(|| g.error(format!("`{}` makes one model call per step", family.solver)))?;
     let mid = midpoint(g, kind, &at)?;
-    let s2 = g.op("Mul", &[&mid.s_mid, &mid.s_mid]);
+    second_call(g, &mid.x2, &mid.s_mid, sigmas)
+}
+
+/// The second call's model input (`sample` at sigma `s_mid` scaled by
+/// `1 / sqrt(s_mid^2 + 1)`) and timestep (the nearest table entry to
+/// `s_mid` in log space) as outputs `mid_input` and `mid_timestep`.
+fn second_call(
+    g: &mut PolicyGraph<'_>,
+    sample: &str,
+    s_mid: &str,
+    sigmas: &[f64],
+) -> Result<(), SynthError> {
+    let s2 = g.op("Mul", &[s_mid, s_mid]);
     let one = g.d(1.0);
     let v = g.op("Add", &[&s2, &one]);
     let r = g.op("Sqrt", &[&v]);
     let c_in = g.op("Div", &[&one, &r]);
-    let model_input = combine(g, &[(c_in, mid.x2.clone())]);
+    let model_input = combine(g, &[(c_in, sample.to_string())]);
     g.output(&model_input, "mid_input")?;
     let logs: Vec<f64> = sigmas.iter().map(|s| s.ln()).collect();
     let table = g.b.f64s(&logs, &[1, logs.len() as i64]);
-    let log_mid = g.op("Log", &[&mid.s_mid]);
+    let log_mid = g.op("Log", &[s_mid]);
     let column = g.b.vec_i64(&[-1, 1]);
     let log_mid = g.op("Reshape", &[&log_mid, &column]);
     let gap = g.op("Sub", &[&log_mid, &table]);

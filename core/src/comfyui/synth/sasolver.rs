@@ -2,8 +2,12 @@
 //! predictor-corrector ComfyUI runs with data prediction (eta 1 between the
 //! sigmas at 20% and 80% of the model's timesteps, else 0; s_noise 1;
 //! predictor order up to 3, corrector order up to 4, both lowered near the
-//! end where the run ends at sigma 0; no PECE), for epsilon models, whose
-//! half log-SNR is `lambda = -ln sigma` and whose `alpha` is 1.
+//! end where the run ends at sigma 0), for epsilon models, whose half
+//! log-SNR is `lambda = -ln sigma` and whose `alpha` is 1; and
+//! `sa_solver_pece`, which evaluates the corrected sample again (a second
+//! model call at the step's sigma, `solver_midpoint` giving its input) and
+//! takes that estimate for `D_i` from there on, correcting on a step to 0
+//! too.
 //!
 //! Each loop iteration i, after the model's call at step i gives `D_i`:
 //! - the corrector (not on the first iteration, nor on a step to 0) makes
@@ -29,6 +33,16 @@
 use super::SynthError;
 use super::graph::PolicyGraph;
 use super::steps::{Step, combine, noise_at};
+use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
+
+/// Whether `sampler` is SA-Solver, and if so whether it is the PECE form.
+pub fn variant(sampler: &str) -> Option<bool> {
+    match sampler {
+        "sa_solver" => Some(false),
+        "sa_solver_pece" => Some(true),
+        _ => None,
+    }
+}
 
 /// The sigmas between which SA-Solver is stochastic: ComfyUI's
 /// `percent_to_sigma` of 0.2 and 0.8 on the discrete table `sigmas` (the
@@ -43,14 +57,39 @@ pub fn stochastic_interval(sigmas: &[f64]) -> (f64, f64) {
     (at(0.2), at(0.8))
 }
 
-/// Builds the step (see [`Step`]) with the stochastic interval `(start,
-/// end)` of sigmas; returns the next sample (the corrected sample and the
-/// shifted estimates are declared here).
-pub fn step(
+/// The stochastic strength `tau^2` (1 or 0) at sigma `s`, per row.
+fn tau2(g: &mut PolicyGraph<'_>, s: &str, (start_sigma, end_sigma): (f64, f64)) -> String {
+    let (lo, hi) = (g.d(end_sigma), g.d(start_sigma));
+    let above = g.op("GreaterOrEqual", &[s, &lo]);
+    let below = g.op("LessOrEqual", &[s, &hi]);
+    let inside = g.op("And", &[&above, &below]);
+    let (one, zero) = (g.d(1.0), g.d(0.0));
+    g.op("Where", &[&inside, &one, &zero])
+}
+
+/// Iteration i of the run, per row: its sigmas and half log-SNRs (step i
+/// and the three before, newest first; the next), the orders, the
+/// corrected sample and the estimates it weighed (`D_i` first).
+struct Corrected {
+    sigmas: [String; 4],
+    lambdas: [String; 4],
+    safe_next: String,
+    lambda_next: String,
+    to_zero: String,
+    is_last: String,
+    predictor_order: String,
+    estimates: [String; 4],
+    sample: String,
+}
+
+/// The corrector of iteration i (see the module): with PECE (`pece`) it
+/// also corrects on a step to 0.
+fn corrected(
     g: &mut PolicyGraph<'_>,
     at: &Step<'_>,
-    (start_sigma, end_sigma): (f64, f64),
-) -> Result<String, SynthError> {
+    interval: (f64, f64),
+    pece: bool,
+) -> Result<Corrected, SynthError> {
     let x = at.x.to_string();
     let iteration = g.input("iteration")?;
     let base = g.input("previous_sample")?;
@@ -84,41 +123,26 @@ pub fn step(
         let zero = g.i(0);
         g.op("Equal", &[&zero, &zero])
     };
-    let (s0, s1) = (at.sigma_at(g, 0), at.sigma_at(g, -1));
-    let sigmas = [s0.clone(), s1, at.sigma_at(g, -2), at.sigma_at(g, -3)];
+    let sigmas = [0, -1, -2, -3].map(|offset| at.sigma_at(g, offset));
     let (next, to_zero) = at.next_sigma(g);
-    let safe_next = g.op("Where", &[&to_zero, &s0, &next]);
-    let lambdas: Vec<String> = sigmas
-        .iter()
-        .map(|s| {
-            let log = g.op("Log", &[s]);
-            g.op("Neg", &[&log])
-        })
-        .collect();
-    let lambda_next = {
-        let log = g.op("Log", &[&safe_next]);
+    let safe_next = g.op("Where", &[&to_zero, &sigmas[0], &next]);
+    let half_log_snr = |g: &mut PolicyGraph<'_>, s: &str| {
+        let log = g.op("Log", &[s]);
         g.op("Neg", &[&log])
     };
-    let (predictor_order, corrector_order) = orders(g, &iteration, &run, &lower, &to_zero);
-    let tau2 = |g: &mut PolicyGraph<'_>, s: &str| {
-        let (lo, hi) = (g.d(end_sigma), g.d(start_sigma));
-        let above = g.op("GreaterOrEqual", &[s, &lo]);
-        let below = g.op("LessOrEqual", &[s, &hi]);
-        let inside = g.op("And", &[&above, &below]);
-        let (one, zero) = (g.d(1.0), g.d(0.0));
-        g.op("Where", &[&inside, &one, &zero])
+    let lambdas = [0, 1, 2, 3].map(|k| half_log_snr(g, &sigmas[k]));
+    let lambda_next = half_log_snr(g, &safe_next);
+    let corrector_skips = match pece {
+        true => None,
+        false => Some(to_zero.as_str()),
     };
+    let (predictor_order, corrector_order) = orders(g, &iteration, &run, &lower, corrector_skips);
     let denoised = at.denoised(g, at.d);
-    let estimates = [
-        denoised.clone(),
-        old[0].clone(),
-        old[1].clone(),
-        old[2].clone(),
-    ];
+    let estimates = [denoised, old[0].clone(), old[1].clone(), old[2].clone()];
 
-    // Corrector over [lambda_{i-1}, lambda_i].
-    let tau_c = tau2(g, &s0);
-    let weights_c = weights_by_order(
+    // Over [lambda_{i-1}, lambda_i], with the previous step's noise.
+    let tau_c = tau2(g, &sigmas[0], interval);
+    let weights = weights_by_order(
         g,
         &lambdas,
         (&lambdas[1], &lambdas[0]),
@@ -126,76 +150,124 @@ pub fn step(
         &corrector_order,
         4,
     );
-    let h_c = g.op("Sub", &[&lambdas[0], &lambdas[1]]);
-    let keep_c = keep(g, (&s0, &sigmas[1]), &tau_c, &h_c);
+    let h = g.op("Sub", &[&lambdas[0], &lambdas[1]]);
+    let keep_c = keep(g, (&sigmas[0], &sigmas[1]), &tau_c, &h);
     let previous_noise = noise_at(g, &x, at.step)?;
-    let spread_c = spread(g, &s0, &tau_c, &h_c);
+    let spread_c = spread(g, &sigmas[0], &tau_c, &h);
     let mut terms = vec![(keep_c, base), (spread_c, previous_noise)];
-    terms.extend(weights_c.into_iter().zip(estimates.iter().cloned()));
-    let corrected_formula = combine(g, &terms);
+    terms.extend(weights.into_iter().zip(estimates.iter().cloned()));
+    let formula = combine(g, &terms);
     let zero_i = g.i(0);
-    let no_corrector = g.op("Equal", &[&corrector_order, &zero_i]);
-    let no_corrector = g.rows(&no_corrector);
-    let corrected = g.op("Where", &[&no_corrector, &x, &corrected_formula]);
+    let none = g.op("Equal", &[&corrector_order, &zero_i]);
+    let none = g.rows(&none);
+    let sample = g.op("Where", &[&none, &x, &formula]);
+    Ok(Corrected {
+        sigmas,
+        lambdas,
+        safe_next,
+        lambda_next,
+        to_zero,
+        is_last,
+        predictor_order,
+        estimates,
+        sample,
+    })
+}
+
+/// PECE's second model call: the corrected sample of iteration i, which
+/// the call evaluates at step i's sigma.
+pub fn pece_sample(
+    g: &mut PolicyGraph<'_>,
+    at: &Step<'_>,
+    interval: (f64, f64),
+) -> Result<String, SynthError> {
+    Ok(corrected(g, at, interval, true)?.sample)
+}
+
+/// Builds the step (see [`Step`]) with the stochastic interval `(start,
+/// end)` of sigmas; returns the next sample (the corrected sample and the
+/// shifted estimates are declared here). With PECE (`pece`) the second
+/// call's estimate at the corrected sample (input `second`) replaces
+/// `D_i`.
+pub fn step(
+    g: &mut PolicyGraph<'_>,
+    at: &Step<'_>,
+    interval: (f64, f64),
+    pece: bool,
+) -> Result<String, SynthError> {
+    let Corrected {
+        sigmas,
+        lambdas,
+        safe_next,
+        lambda_next,
+        to_zero,
+        is_last,
+        predictor_order,
+        mut estimates,
+        sample: corrected,
+    } = corrected(g, at, interval, pece)?;
+    if pece {
+        let second = g.input("second")?;
+        let s = g.cast(at.sigma, DataType::DOUBLE);
+        let s = g.rows(&s);
+        let minus = g.op("Neg", &[&s]);
+        let one = g.d(1.0);
+        estimates[0] = combine(g, &[(one, corrected.clone()), (minus, second)]);
+    }
+    let denoised = estimates[0].clone();
 
     // Predictor over [lambda_i, lambda_{i+1}].
-    let tau_p = tau2(g, &safe_next);
-    let newest = [
-        lambdas[0].clone(),
-        lambdas[1].clone(),
-        lambdas[2].clone(),
-        lambdas[3].clone(),
-    ];
-    let weights_p = weights_by_order(
+    let tau_p = tau2(g, &safe_next, interval);
+    let weights = weights_by_order(
         g,
-        &newest,
+        &lambdas,
         (&lambdas[0], &lambda_next),
         &tau_p,
         &predictor_order,
         3,
     );
-    let h_p = g.op("Sub", &[&lambda_next, &lambdas[0]]);
-    let keep_p = keep(g, (&safe_next, &s0), &tau_p, &h_p);
-    let fresh = {
-        let offset = g.op("Add", &[at.step, &one_i]);
-        noise_at(g, &x, &offset)?
-    };
-    let spread_p = spread(g, &safe_next, &tau_p, &h_p);
+    let h = g.op("Sub", &[&lambda_next, &lambdas[0]]);
+    let keep_p = keep(g, (&safe_next, &sigmas[0]), &tau_p, &h);
+    let one_i = g.i(1);
+    let offset = g.op("Add", &[at.step, &one_i]);
+    let fresh = noise_at(g, at.x, &offset)?;
+    let spread_p = spread(g, &safe_next, &tau_p, &h);
     let mut terms = vec![(keep_p, corrected.clone()), (spread_p, fresh)];
-    terms.extend(weights_p.into_iter().zip(estimates.iter().cloned()));
+    terms.extend(weights.into_iter().zip(estimates.iter().cloned()));
     let predicted = combine(g, &terms);
     let predicted = at.denoised_at_zero(g, &to_zero, &denoised, &predicted);
     // A run ending with leftover noise returns its corrected sample.
-    let ends_noisy = if leftover {
+    let leftover = g
+        .parameter("final_step")
+        .and_then(|v| v.as_str())
+        .is_some_and(|s| s == "keep_leftover_noise");
+    let next_sample = if leftover {
         let not_zero = g.op("Not", &[&to_zero]);
         let ends = g.op("And", &[&is_last, &not_zero]);
-        Some(g.rows(&ends))
+        let ends = g.rows(&ends);
+        g.op("Where", &[&ends, &corrected, &predicted])
     } else {
-        None
-    };
-    let next_sample = match ends_noisy {
-        Some(ends) => g.op("Where", &[&ends, &corrected, &predicted]),
-        None => predicted,
+        predicted
     };
     g.output(&corrected, "corrected")?;
     g.output(&denoised, "denoised")?;
-    let shifted = g.op("Identity", &[&old[0]]);
+    let shifted = g.op("Identity", &[&estimates[1]]);
     g.output(&shifted, "denoised_1")?;
-    let shifted = g.op("Identity", &[&old[1]]);
+    let shifted = g.op("Identity", &[&estimates[2]]);
     g.output(&shifted, "denoised_2")?;
     Ok(next_sample)
 }
 
 /// The predictor's and the corrector's orders at `iteration` of a run of
-/// `run` steps: `min(3, i + 1)` and (none on the first iteration or a step
-/// to 0) `min(4, i + 1)`, lowered to `run - 1 - i` and `run - i` where the
-/// run ends at sigma 0 (`lower`).
+/// `run` steps: `min(3, i + 1)` and (none on the first iteration, nor on a
+/// step to 0 where `to_zero` is given) `min(4, i + 1)`, lowered to `run -
+/// 1 - i` and `run - i` where the run ends at sigma 0 (`lower`).
 fn orders(
     g: &mut PolicyGraph<'_>,
     iteration: &str,
     run: &str,
     lower: &str,
-    to_zero: &str,
+    to_zero: Option<&str>,
 ) -> (String, String) {
     let (one, three, four) = (g.i(1), g.i(3), g.i(4));
     let count = g.op("Add", &[iteration, &one]);
@@ -209,7 +281,10 @@ fn orders(
     let corrector = g.op("Where", &[lower, &lowered_c, &corrector]);
     let zero = g.i(0);
     let first = g.op("Equal", &[iteration, &zero]);
-    let none = g.op("Or", &[&first, to_zero]);
+    let none = match to_zero {
+        Some(to_zero) => g.op("Or", &[&first, to_zero]),
+        None => first,
+    };
     let corrector = g.op("Where", &[&none, &zero, &corrector]);
     (predictor, corrector)
 }

@@ -27,8 +27,8 @@
 //! - `euler_cfg_pp`, `euler_ancestral_cfg_pp`, `dpmpp_2m_cfg_pp`: CFG++
 //!   steps along the unconditional estimate (`super::cfgpp`).
 //! - `er_sde`: the ER-SDE-Solver-3 step (`super::ersde`).
-//! - `sa_solver`: SA-Solver's stochastic Adams predictor-corrector
-//!   (`super::sasolver`).
+//! - `sa_solver`, `sa_solver_pece`: SA-Solver's stochastic Adams
+//!   predictor-corrector (`super::sasolver`).
 //! - `heun`, `dpm_2`, `dpm_2_ancestral`, `dpmpp_2s_ancestral`,
 //!   `dpmpp_sde` (and `_gpu`), `seeds_2`: two model calls per step, the second's
 //!   estimate as input `second` (`super::midpoint`).
@@ -53,12 +53,12 @@ pub fn step(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> 
         Some(super::sde::step(g, kind, &at)?)
     } else if family.solver == "er_sde" {
         Some(super::ersde::step(g, &at)?)
-    } else if family.solver == "sa_solver" {
+    } else if let Some(pece) = super::sasolver::variant(&family.solver) {
         let ModelSampling::Discrete { sigmas } = &family.sampling else {
-            return Err(g.error("sa_solver is built for epsilon models only"));
+            return Err(g.error("SA-Solver is built for epsilon models only"));
         };
         let interval = super::sasolver::stochastic_interval(sigmas);
-        Some(super::sasolver::step(g, &at, interval)?)
+        Some(super::sasolver::step(g, &at, interval, pece)?)
     } else if let Some(kind) = super::midpoint::Kind::of(&family.solver) {
         Some(super::midpoint::step(g, kind, &at)?)
     } else {
