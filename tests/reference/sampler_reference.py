@@ -599,7 +599,8 @@ def deis_weights(sigmas, i, order, points=10000):
     return weights
 
 
-TWO_CALL_SAMPLERS = ("heun", "dpm_2", "dpm_2_ancestral", "dpmpp_2s_ancestral", "dpmpp_sde", "dpmpp_sde_gpu", "seeds_2")
+TWO_CALL_SAMPLERS = ("heun", "dpm_2", "dpm_2_ancestral", "dpmpp_2s_ancestral", "dpmpp_2s_ancestral_cfg_pp",
+                     "dpmpp_sde", "dpmpp_sde_gpu", "seeds_2")
 
 
 def ancestral_step(sigma_from, sigma_to):
@@ -612,7 +613,8 @@ def ancestral_step(sigma_from, sigma_to):
 
 def two_call_step(solver, x, d, sigma, sigma_next, guided, noise_at, step):
     """One step of k-diffusion's sample_heun, sample_dpm_2, sample_dpm_2_ancestral,
-    sample_dpmpp_2s_ancestral, sample_dpmpp_sde or ComfyUI's sample_seeds_2 (s_churn 0,
+    sample_dpmpp_2s_ancestral (and ComfyUI's _cfg_pp form), sample_dpmpp_sde or ComfyUI's
+    sample_seeds_2 (s_churn 0,
     eta 1, s_noise 1, r 1/2),
     with the model called a second time through `guided`.  Fresh noise is the
     counter noise at offset step + 1; dpmpp_sde's midpoint noise (a Brownian tree
@@ -658,6 +660,26 @@ def two_call_step(solver, x, d, sigma, sigma_next, guided, noise_at, step):
             x_2 = (sigma_fn(s) / sigma_fn(t)) * x - math.expm1(-h * r) * denoised
             denoised_2 = x_2 - sigma_fn(s) * guided(x_2, sigma_fn(s))
             x = (sigma_fn(t_next) / sigma_fn(t)) * x - math.expm1(-h) * denoised_2
+        if sigma_next > 0:
+            x = x + noise_at(step + 1) * sigma_up
+        return x
+    if solver == "dpmpp_2s_ancestral_cfg_pp":
+        # ComfyUI's sample_dpmpp_2s_ancestral_cfg_pp: its post-CFG hook keeps
+        # the latest call's unconditional pass, so the midpoint moves along
+        # the first call's and the step along the second call's.
+        denoised_u = x - sigma * guided.unconditional
+        sigma_down, sigma_up = ancestral_step(sigma, sigma_next)
+        if sigma_down == 0:
+            x = denoised
+        else:
+            t, t_next = t_fn(sigma), t_fn(sigma_down)
+            h = t_next - t
+            s = t + 0.5 * h
+            x_2 = (sigma_fn(s) / sigma_fn(t)) * (x + (denoised - denoised_u)) - math.expm1(-h * 0.5) * denoised
+            d_2 = guided(x_2, sigma_fn(s))
+            denoised_2 = x_2 - sigma_fn(s) * d_2
+            denoised_u2 = x_2 - sigma_fn(s) * guided.unconditional
+            x = (sigma_fn(t_next) / sigma_fn(t)) * (x + (denoised - denoised_u2)) - math.expm1(-h) * denoised_2
         if sigma_next > 0:
             x = x + noise_at(step + 1) * sigma_up
         return x

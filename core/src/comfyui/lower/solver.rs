@@ -29,6 +29,9 @@ pub(super) struct Estimates {
     pub unconditional: String,
     /// A two-call sampler's second guided estimate.
     pub second: String,
+    /// A two-call sampler's second unconditional pass (CFG++ forms step
+    /// along it).
+    pub second_unconditional: String,
 }
 
 /// The solver policies of the plan's sampler: ancestral samplers take the
@@ -101,6 +104,10 @@ pub(super) fn solver_step(
     if midpoint.is_some() {
         solver_ports["second"] = latent();
         solver_bind["second"] = json!(estimates.second);
+        if needs.is_some_and(|n| n.unconditional) {
+            solver_ports["second_unconditional"] = latent();
+            solver_bind["second_unconditional"] = json!(estimates.second_unconditional);
+        }
     }
     let component = policy(
         "solver_step",

@@ -14,6 +14,11 @@
 //!   `s_mid = sqrt(s s_down)`, `x_2 = (s_mid / s) x + (1 - s_mid / s) D`,
 //!   then `(s_down / s) x + (1 - s_down / s) D_2` (`D_2 = x_2 - s_mid
 //!   d_2`) and `s_up` of fresh noise.
+//! - `dpmpp_2s_ancestral_cfg_pp`: its CFG++ form (ComfyUI's, on its own
+//!   unconditional passes): `x_2 = (s_mid / s) (x + D - D_u) + (1 - s_mid
+//!   / s) D`, then `(s_down / s) (x + D - D_u2) + (1 - s_down / s) D_2`,
+//!   with `D_u2` the second call's unconditional pass (input
+//!   `second_unconditional`), and `s_up` of fresh noise.
 //! - `dpmpp_sde`, `dpmpp_sde_gpu` (DPM-Solver++ SDE, r = 1/2): `s_mid =
 //!   sqrt(s s')`; `x_2` is the ancestral DPM-Solver++ step from `s` to
 //!   `s_mid` (its own `s_down`, `s_up`), then the same from `s` to `s'`
@@ -45,6 +50,7 @@ pub enum Kind {
     Dpm2,
     Dpm2Ancestral,
     Dpmpp2sAncestral,
+    Dpmpp2sAncestralCfgPp,
     DpmppSde,
     Seeds2,
 }
@@ -57,6 +63,7 @@ impl Kind {
             "dpm_2" => Kind::Dpm2,
             "dpm_2_ancestral" => Kind::Dpm2Ancestral,
             "dpmpp_2s_ancestral" => Kind::Dpmpp2sAncestral,
+            "dpmpp_2s_ancestral_cfg_pp" => Kind::Dpmpp2sAncestralCfgPp,
             "dpmpp_sde" | "dpmpp_sde_gpu" => Kind::DpmppSde,
             "seeds_2" => Kind::Seeds2,
             _ => return None,
@@ -64,7 +71,10 @@ impl Kind {
     }
 
     fn ancestral(self) -> bool {
-        matches!(self, Kind::Dpm2Ancestral | Kind::Dpmpp2sAncestral)
+        matches!(
+            self,
+            Kind::Dpm2Ancestral | Kind::Dpmpp2sAncestral | Kind::Dpmpp2sAncestralCfgPp
+        )
     }
 }
 
@@ -107,6 +117,12 @@ fn midpoint(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<Mid, S
             combine(g, &[(one, at.x.to_string()), (dt, at.d.to_string())])
         }
         Kind::Dpmpp2sAncestral => exponential_step(g, at, &sigma, &s_mid, at.d),
+        Kind::Dpmpp2sAncestralCfgPp => {
+            // (s_mid / s) (x + D - D_u) + (1 - s_mid / s) D.
+            let d_u = g.input("unconditional")?;
+            let unguided = at.denoised(g, &d_u);
+            cfg_pp_step(g, at, &sigma, &s_mid, at.d, &unguided)
+        }
         Kind::DpmppSde => {
             let (down, up) = ancestral(g, &sigma, &s_mid);
             let stepped = exponential_step(g, at, &sigma, &down, at.d);
@@ -148,6 +164,27 @@ fn exponential_step(
 ) -> String {
     let denoised = at.denoised(g, e);
     exponential_from(g, at.x, sigma, to, &denoised)
+}
+
+/// DPM-Solver++'s first-order step in CFG++ form: from `x + D - D_u` with
+/// the guided `D` (estimate `e`) and the unconditional `D_u`.
+fn cfg_pp_step(
+    g: &mut PolicyGraph<'_>,
+    at: &Step<'_>,
+    sigma: &str,
+    to: &str,
+    e: &str,
+    unguided: &str,
+) -> String {
+    let denoised = at.denoised(g, e);
+    let moved = shifted_sample(g, at.x, &denoised, unguided);
+    exponential_from(g, &moved, sigma, to, &denoised)
+}
+
+/// `x + D - D_u`: CFG++'s sample, moved along the guidance.
+fn shifted_sample(g: &mut PolicyGraph<'_>, x: &str, denoised: &str, unguided: &str) -> String {
+    let gap = g.op("Sub", &[denoised, unguided]);
+    g.op("Add", &[x, &gap])
 }
 
 fn exponential_from(
@@ -276,6 +313,15 @@ pub fn step(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<String
         Kind::Dpmpp2sAncestral => {
             let denoised_2 = denoised_at(g, &mid.x2, &mid.s_mid, &d2);
             exponential_from(g, at.x, &mid.sigma, &mid.target, &denoised_2)
+        }
+        Kind::Dpmpp2sAncestralCfgPp => {
+            // ComfyUI's step takes the second call's unconditional pass.
+            let denoised_2 = denoised_at(g, &mid.x2, &mid.s_mid, &d2);
+            let d_u2 = g.input("second_unconditional")?;
+            let unguided_2 = denoised_at(g, &mid.x2, &mid.s_mid, &d_u2);
+            let denoised = at.denoised(g, at.d);
+            let moved = shifted_sample(g, at.x, &denoised, &unguided_2);
+            exponential_from(g, &moved, &mid.sigma, &mid.target, &denoised_2)
         }
         Kind::DpmppSde => {
             let denoised_2 = denoised_at(g, &mid.x2, &mid.s_mid, &d2);

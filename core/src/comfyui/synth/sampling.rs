@@ -222,6 +222,13 @@ pub const SAMPLERS: &[Sampler] = &[
         needs: TWO_CALLS.and_seed(),
     },
     Sampler {
+        name: "dpmpp_2s_ancestral_cfg_pp",
+        needs: Needs {
+            unconditional: true,
+            ..TWO_CALLS.and_seed()
+        },
+    },
+    Sampler {
         name: "euler_cfg_pp",
         needs: CFG_PP,
     },
@@ -263,7 +270,6 @@ pub fn why_not(sampler: &str) -> String {
     match sampler {
         "heunpp2" => "calls the model up to three times per step (Heun++'s second correction), and the lowered sampling loop makes at most two calls per step".into(),
         "seeds_3" => "calls the model three times per step, and the lowered sampling loop makes at most two calls per step".into(),
-        "dpmpp_2s_ancestral_cfg_pp" => "takes its midpoint along the unconditional estimate (CFG++), which the lowered second model call does not give".into(),
         "dpm_fast" | "dpm_adaptive" => "chooses its own step sizes as it goes, so its model calls do not follow a schedule the workflow can loop over".into(),
         _ => "is not one of ComfyUI's core samplers (a custom node adds it)".into(),
     }

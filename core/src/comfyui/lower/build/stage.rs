@@ -713,6 +713,7 @@ pub(super) fn stage(plan: &Plan, (models, encoders): (&str, &str)) -> StageParts
         first: Calls::estimate(""),
         unconditional: Calls::unconditional(""),
         second: Calls::estimate("_2"),
+        second_unconditional: Calls::unconditional("_2"),
     };
     let solver = solver_step(
         s, step_value, prediction, &schedule, solved, &estimates, plan.axes,
