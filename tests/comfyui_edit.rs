@@ -83,7 +83,7 @@ fn the_edit_picture_is_encoded_once_and_taken_beside_the_sample() {
     assert_eq!(
         l.notes,
         [
-            "node 4 (InstructPixToPixConditioning) attaches its picture (request.image) to both prompts: the denoiser takes the picture's latent as input `concat` beside the sample, so export it with those channels appended to its input"
+            "node 4 (InstructPixToPixConditioning) attaches its picture (request.image) to both prompts: the denoiser takes the picture's latent as input `concat` beside the sample, so an edit model takes those channels appended to its input (ComfyUI gives them only to a model with the extra input channels)"
         ]
     );
 
@@ -99,7 +99,7 @@ fn the_edit_picture_is_encoded_once_and_taken_beside_the_sample() {
             ("denoiser.conditional".to_string(), json!("edit.latent")),
         ]
     );
-    assert!(l.notes[0].ends_with("to the positive prompt (the negative takes zeros in its place): the denoiser takes the picture's latent as input `concat` beside the sample, so export it with those channels appended to its input"));
+    assert!(l.notes[0].ends_with("to the positive prompt (the negative takes zeros in its place): the denoiser takes the picture's latent as input `concat` beside the sample, so an edit model takes those channels appended to its input (ComfyUI gives them only to a model with the extra input channels)"));
 }
 
 #[test]
@@ -256,7 +256,7 @@ fn a_dual_cfg_guider_calls_the_denoiser_on_three_prompts_and_combines_them() {
         l.notes,
         [
             "DualCFGGuider (regular style): its middle prompt (cond2) is request.middle_input_ids, cfg_conds request.guidance_scale and cfg_cond2_negative request.guidance_scale_2",
-            "node 4 (InstructPixToPixConditioning) attaches its picture (request.image) to the positive and middle prompts (the negative takes zeros in its place): the denoiser takes the picture's latent as input `concat` beside the sample, so export it with those channels appended to its input",
+            "node 4 (InstructPixToPixConditioning) attaches its picture (request.image) to the positive and middle prompts (the negative takes zeros in its place): the denoiser takes the picture's latent as input `concat` beside the sample, so an edit model takes those channels appended to its input (ComfyUI gives them only to a model with the extra input channels)",
         ]
     );
     let nested = lowered(&dual(Some("nested")), &Target::default());
@@ -360,7 +360,7 @@ fn dual_cfg_guiders_the_lowering_cannot_make_are_refused_by_name() {
             "20",
             "KSamplerSelect",
             Some("sampler_name"),
-            "uses the CFG++ sampler 'euler_cfg_pp' under a DualCFGGuider, whose three estimates the lowering does not step CFG++ along",
+            "uses the CFG++ sampler 'euler_cfg_pp' under a DualCFGGuider, whose three estimates give no single unconditional one to step along",
         ),
     );
     let mut guided = dual(None);
@@ -372,7 +372,7 @@ fn dual_cfg_guiders_the_lowering_cannot_make_are_refused_by_name() {
             "22",
             "DualCFGGuider",
             None,
-            "guides three prompts, one through a FluxGuidance, which the lowering applies to a positive and negative pair only",
+            "guides three prompts, one with a FluxGuidance, which the lowering gives a positive and negative pair only",
         ),
     );
 }
@@ -450,7 +450,7 @@ fn an_inpainting_conditioning_gives_the_denoiser_the_greyed_picture_and_the_mask
         assert_eq!(
             l.notes,
             [
-                "node 4 (InpaintModelConditioning) attaches its picture (request.image), greyed under the mask (request.mask), and the mask to both prompts: the denoiser takes the greyed picture's latent as input `concat` and the mask as `concat_mask` beside the sample, so export it with those channels appended to its input"
+                "node 4 (InpaintModelConditioning) attaches its picture (request.image), greyed under the mask (request.mask), and the mask to both prompts: the denoiser takes the greyed picture's latent as input `concat` and the mask as `concat_mask` beside the sample, so an inpainting model takes those channels appended to its input (ComfyUI gives them only to a model with the extra input channels: for a plain checkpoint, use VAEEncodeForInpaint or SetLatentNoiseMask instead)"
             ]
         );
     }

@@ -147,7 +147,7 @@ fn guidance_the_lowering_cannot_state_is_refused_by_name() {
             "5",
             "KSampler",
             Some("model"),
-            "samples prompts guided by FluxGuidance (node 20) with the model's own sampling, which the graph does not state (the models that take it sample by flow matching, with a shift of their own); the text encoder's type 'lumina2' (node 14) does not settle it",
+            "samples prompts guided by FluxGuidance (node 20) with the model's own sampling, which the graph does not state: the models that take it sample by flow matching with a shift of their own, and the text encoder's type 'lumina2' (node 14) does not settle which",
         ),
     );
 }

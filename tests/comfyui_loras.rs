@@ -278,6 +278,47 @@ fn a_model_merge_is_merged_into_the_new_packages_denoiser_and_refused_into_exist
     assert_refused(&upstream, expected);
 }
 
+/// One denoiser sampled twice with prompts from two CLIP loaders: two
+/// text encoders, the second under a prefix no model has.
+#[test]
+fn two_text_encoders_beside_one_denoiser_get_names_of_their_own() {
+    let mut g = lora_then_plain(1.0);
+    g.as_object_mut().map(|m| m.remove("20"));
+    g["30"] = json!({"class_type": "UNETLoader", "inputs": {"unet_name": "sd_xl_base_1.0.safetensors", "weight_dtype": "default"}});
+    g["31"] = json!({"class_type": "CLIPLoader", "inputs": {"clip_name": "clip_a.safetensors", "type": "stable_diffusion", "device": "default"}});
+    g["32"] = json!({"class_type": "CLIPLoader", "inputs": {"clip_name": "clip_b.safetensors", "type": "stable_diffusion", "device": "default"}});
+    for sampler in ["5", "13"] {
+        g[sampler]["inputs"]["model"] = json!(["30", 0]);
+    }
+    for (encoder, loader) in [("2", "31"), ("3", "31"), ("11", "32"), ("12", "32")] {
+        g[encoder] = json!({"class_type": "CLIPTextEncode", "inputs": {"text": format!("prompt {encoder}"), "clip": [loader, 0]}});
+    }
+    g["13"]["inputs"]["positive"] = json!(["11", 0]);
+    g["13"]["inputs"]["negative"] = json!(["12", 0]);
+    g["33"] = json!({"class_type": "VAELoader", "inputs": {"vae_name": "sdxl_vae.safetensors"}});
+    g["14"]["inputs"]["vae"] = json!(["33", 0]);
+    let l = lowered(&g, &Target::default());
+    assert_eq!(
+        loop_models(workflow(&l)),
+        [
+            ["denoiser", "text_encoder"],
+            ["denoiser", "model2_text_encoder"]
+        ]
+    );
+    // One sampler's prompts share one text encoder.
+    let mut mixed = g.clone();
+    mixed["5"]["inputs"]["negative"] = json!(["12", 0]);
+    assert_refused(
+        &mixed,
+        (
+            "12",
+            "CLIPTextEncode",
+            Some("clip"),
+            "encodes its prompt with node 32's text encoder, but the positive prompt uses node 31's, and the lowering gives a sampler's prompts one",
+        ),
+    );
+}
+
 /// A merged model in one stage and the plain checkpoint in the next are
 /// two models.
 #[test]

@@ -281,7 +281,7 @@ fn a_model_without_a_sampling_node_samples_as_its_text_encoder_type_says() {
     assert_eq!(
         l.notes,
         [
-            "the graph states no model sampling, which ComfyUI reads from the weights, so request.flow_shift is 3.0000: node 14 (CLIPLoader) loads the text encoder as type 'sd3', whose model samples by flow matching as SD3 does (shift 3); add a ModelSampling node to state another"
+            "the graph states no model sampling, which ComfyUI reads from the weights, so request.flow_shift is 3, as node 14 (CLIPLoader) loads the text encoder as type 'sd3', and the model samples by flow matching as SD3's model does (shift 3); a ModelSampling node states another"
         ]
     );
 
@@ -437,6 +437,40 @@ fn split_sigmas_sample_the_windows_ksampler_advanced_samples() {
             "SplitSigmasDenoise",
             None,
             "leaves no step of 8 in the part it gives (output 1)",
+        ),
+    );
+    // round(5 * 0.5) = 2 (half to even): the low part is the last 2 of 5.
+    let mut half =
+        split_refiner(json!({"class_type": "SplitSigmasDenoise", "inputs": {"denoise": 0.5}}));
+    for id in ["21", "31"] {
+        half[id]["inputs"]["steps"] = json!(5);
+    }
+    let l = lowered(&half, &Target::default());
+    assert_eq!(default_of(&l, "request.start_step"), &json!(0));
+    assert_eq!(default_of(&l, "request.end_step"), &json!(3));
+    assert_eq!(default_of(&l, "stage2.request.start_step"), &json!(3));
+    // Denoise 1 leaves the high part nothing.
+    let all_low =
+        split_refiner(json!({"class_type": "SplitSigmasDenoise", "inputs": {"denoise": 1.0}}));
+    assert_refused(
+        &all_low,
+        (
+            "22",
+            "SplitSigmasDenoise",
+            None,
+            "leaves no step of 8 in the part it gives (output 0)",
+        ),
+    );
+    // Schedulers whose sigma count the steps do not fix are not split.
+    let mut uniform = split_refiner(json!({"class_type": "SplitSigmas", "inputs": {"step": 6}}));
+    uniform["21"]["inputs"]["scheduler"] = json!("ddim_uniform");
+    assert_refused(
+        &uniform,
+        (
+            "22",
+            "SplitSigmas",
+            None,
+            "splits a 'ddim_uniform' schedule, whose sigma count the graph's steps do not fix",
         ),
     );
     let mut cut = split_refiner(split);

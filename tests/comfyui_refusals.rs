@@ -122,7 +122,7 @@ fn every_refusal_names_the_node_class_input_and_a_remedy() {
                 "5",
                 "KSampler",
                 Some("model"),
-                "samples an EmptySD3LatentImage latent with the model's own sampling, which the graph does not state (the models that take it sample by flow matching, with a shift of their own)",
+                "samples an EmptySD3LatentImage latent with the model's own sampling, which the graph does not state: the models that take it sample by flow matching with a shift of their own",
             ),
         ),
         (

@@ -230,7 +230,7 @@ fn video_graphs_the_lowering_cannot_make_are_refused_by_name() {
                 "5",
                 "KSampler",
                 Some("model"),
-                "samples a video latent with the model's own sampling, which the graph does not state (the models that take it sample by flow matching, with a shift of their own); the text encoder's type 'ltxv' (node 14) does not settle it",
+                "samples a video latent with the model's own sampling, which the graph does not state: the models that take it sample by flow matching with a shift of their own, and the text encoder's type 'ltxv' (node 14) does not settle which",
             ),
         ),
         (

@@ -112,18 +112,36 @@ pub(super) fn model_prefixes(chain: &Chain) -> Vec<String> {
         .collect()
 }
 
-/// The prefix of each stage's text encoders: the model prefix of the
-/// first stage whose prompts are encoded by the same loader with the same
-/// patches (a stage whose own denoiser is patched apart from the first's,
-/// as Wan 2.2's two experts, shares the first's text encoder instead of
-/// naming a copy).
+/// The prefix of each stage's text encoders: that of the first stage
+/// whose prompts are encoded by the same loader with the same patches (a
+/// stage whose own denoiser is patched apart from the first's, as Wan
+/// 2.2's two experts, shares the first's text encoder instead of naming a
+/// copy); a new one takes its stage's model prefix, or, where another text
+/// encoder has that, a prefix of its own.
 pub(super) fn encoder_prefixes(chain: &Chain) -> Vec<String> {
     let models = model_prefixes(chain);
-    let keys: Vec<String> = chain.stages.iter().map(encoder_key).collect();
-    keys.iter()
-        .map(|key| {
-            let first = keys.iter().position(|k| k == key).unwrap_or_default();
-            models[first].clone()
+    let mut named: BTreeMap<String, String> = BTreeMap::new();
+    chain
+        .stages
+        .iter()
+        .zip(&models)
+        .map(|(plan, model)| {
+            let key = encoder_key(plan);
+            if let Some(prefix) = named.get(&key) {
+                return prefix.clone();
+            }
+            // Another text encoder beside the same denoiser takes a prefix
+            // no model has.
+            let taken = |p: &String| named.values().any(|t| t == p);
+            let prefix = match taken(model) {
+                false => model.clone(),
+                true => (2..)
+                    .map(|n| format!("model{n}_"))
+                    .find(|p| !taken(p) && !models.contains(p))
+                    .unwrap_or_default(),
+            };
+            named.insert(key, prefix.clone());
+            prefix
         })
         .collect()
 }

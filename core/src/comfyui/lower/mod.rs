@@ -242,12 +242,13 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
             return None;
         };
         Some(format!(
-            "the graph states no model sampling, which ComfyUI reads from the weights, so {} is {shift:.4}: {why}; add a ModelSampling node to state another",
-            names.value("request.flow_shift")
+            "the graph states no model sampling, which ComfyUI reads from the weights, so {} is {}, as {why}; a ModelSampling node states another",
+            names.value("request.flow_shift"),
+            (shift * 1e4).round() / 1e4
         ))
     });
-    let options: BTreeSet<_> = [&plan.positive, &plan.negative]
-        .iter()
+    let options: BTreeSet<_> = plan
+        .conditionings()
         .flat_map(|c| &c.tokenizer_options)
         .collect();
     let tokenizing = options.into_iter().map(|o| {
@@ -289,11 +290,11 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
             LatentSource::Edit {
                 inpaint: Some(_), ..
             } => format!(
-                "node {node} (InpaintModelConditioning) attaches its picture ({image}), greyed under the mask ({}), and the mask to {carried}: the denoiser takes the greyed picture's latent as input `concat` and the mask as `concat_mask` beside the sample, so export it with those channels appended to its input",
+                "node {node} (InpaintModelConditioning) attaches its picture ({image}), greyed under the mask ({}), and the mask to {carried}: the denoiser takes the greyed picture's latent as input `concat` and the mask as `concat_mask` beside the sample, so an inpainting model takes those channels appended to its input (ComfyUI gives them only to a model with the extra input channels: for a plain checkpoint, use VAEEncodeForInpaint or SetLatentNoiseMask instead)",
                 names.value("request.mask")
             ),
             _ => format!(
-                "node {node} (InstructPixToPixConditioning) attaches its picture ({image}) to {carried}: the denoiser takes the picture's latent as input `concat` beside the sample, so export it with those channels appended to its input"
+                "node {node} (InstructPixToPixConditioning) attaches its picture ({image}) to {carried}: the denoiser takes the picture's latent as input `concat` beside the sample, so an edit model takes those channels appended to its input (ComfyUI gives them only to a model with the extra input channels)"
             ),
         }
     });

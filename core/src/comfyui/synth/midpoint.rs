@@ -121,7 +121,9 @@ fn midpoint(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<Mid, S
             // (s_mid / s) (x + D - D_u) + (1 - s_mid / s) D.
             let d_u = g.input("unconditional")?;
             let unguided = at.denoised(g, &d_u);
-            cfg_pp_step(g, at, &sigma, &s_mid, at.d, &unguided)
+            let denoised = at.denoised(g, at.d);
+            let moved = shifted_sample(g, at.x, &denoised, &unguided);
+            exponential_from(g, &moved, &sigma, &s_mid, &denoised)
         }
         Kind::DpmppSde => {
             let (down, up) = ancestral(g, &sigma, &s_mid);
@@ -164,21 +166,6 @@ fn exponential_step(
 ) -> String {
     let denoised = at.denoised(g, e);
     exponential_from(g, at.x, sigma, to, &denoised)
-}
-
-/// DPM-Solver++'s first-order step in CFG++ form: from `x + D - D_u` with
-/// the guided `D` (estimate `e`) and the unconditional `D_u`.
-fn cfg_pp_step(
-    g: &mut PolicyGraph<'_>,
-    at: &Step<'_>,
-    sigma: &str,
-    to: &str,
-    e: &str,
-    unguided: &str,
-) -> String {
-    let denoised = at.denoised(g, e);
-    let moved = shifted_sample(g, at.x, &denoised, unguided);
-    exponential_from(g, &moved, sigma, to, &denoised)
 }
 
 /// `x + D - D_u`: CFG++'s sample, moved along the guidance.

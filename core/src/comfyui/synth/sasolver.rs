@@ -57,6 +57,13 @@ pub fn stochastic_interval(sigmas: &[f64]) -> (f64, f64) {
     (at(0.2), at(0.8))
 }
 
+/// Whether the run is a window that ends with leftover noise.
+fn keeps_leftover_noise(g: &PolicyGraph<'_>) -> bool {
+    g.parameter("final_step")
+        .and_then(|v| v.as_str())
+        .is_some_and(|s| s == "keep_leftover_noise")
+}
+
 /// The stochastic strength `tau^2` (1 or 0) at sigma `s`, per row.
 fn tau2(g: &mut PolicyGraph<'_>, s: &str, (start_sigma, end_sigma): (f64, f64)) -> String {
     let (lo, hi) = (g.d(end_sigma), g.d(start_sigma));
@@ -98,25 +105,11 @@ fn corrected(
         g.input("previous_2")?,
         g.input("previous_3")?,
     ];
-    let leftover = g
-        .parameter("final_step")
-        .and_then(|v| v.as_str())
-        .is_some_and(|s| s == "keep_leftover_noise");
-
-    // The run: steps start..last of the schedule, this is iteration i.
-    let one_i = g.i(1);
-    let start = g.op("Sub", &[at.step, &iteration]);
-    let length = g.op("Shape", &[at.schedule]);
-    let mut last = g.op("Sub", &[&length, &one_i]);
-    if let Some(end) = at.end_step {
-        last = g.op("Min", &[&last, end]);
-    }
-    let run = g.op("Sub", &[&last, &start]);
-    let next_i = g.op("Add", &[&iteration, &one_i]);
-    let is_last = g.op("Equal", &[&next_i, &run]);
+    let position = at.run_position(g, &iteration);
+    let (run, is_last) = (position.steps, position.is_last);
     // Orders lower near the end only where the run ends at sigma 0.
-    let lower = if leftover {
-        let last_sigma = g.gather(at.schedule, &last);
+    let lower = if keeps_leftover_noise(g) {
+        let last_sigma = g.gather(at.schedule, &position.last);
         let zero_f = g.f(0.0);
         g.op("Equal", &[&last_sigma, &zero_f])
     } else {
@@ -237,11 +230,7 @@ pub fn step(
     let predicted = combine(g, &terms);
     let predicted = at.denoised_at_zero(g, &to_zero, &denoised, &predicted);
     // A run ending with leftover noise returns its corrected sample.
-    let leftover = g
-        .parameter("final_step")
-        .and_then(|v| v.as_str())
-        .is_some_and(|s| s == "keep_leftover_noise");
-    let next_sample = if leftover {
+    let next_sample = if keeps_leftover_noise(g) {
         let not_zero = g.op("Not", &[&to_zero]);
         let ends = g.op("And", &[&is_last, &not_zero]);
         let ends = g.rows(&ends);
@@ -300,9 +289,9 @@ fn keep(g: &mut PolicyGraph<'_>, (to, from): (&str, &str), tau2: &str, h: &str) 
 
 /// `to sqrt(1 - e^(-2 tau^2 h))`, per row: the noise a step adds.
 fn spread(g: &mut PolicyGraph<'_>, to: &str, tau2: &str, h: &str) -> String {
-    let two = g.d(-2.0);
+    let minus_two = g.d(-2.0);
     let exponent = g.op("Mul", &[tau2, h]);
-    let exponent = g.op("Mul", &[&exponent, &two]);
+    let exponent = g.op("Mul", &[&exponent, &minus_two]);
     let decay = g.op("Exp", &[&exponent]);
     let one = g.d(1.0);
     let rest = g.op("Sub", &[&one, &decay]);

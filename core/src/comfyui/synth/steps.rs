@@ -35,6 +35,27 @@ impl Step<'_> {
         g.sigma_at(self.schedule, self.step, offset)
     }
 
+    /// Where a run (a whole schedule, or a window of it) stands at
+    /// `iteration`: its last schedule index, its step count and whether
+    /// this is its last iteration, per row.
+    pub fn run_position(&self, g: &mut PolicyGraph<'_>, iteration: &str) -> RunPosition {
+        let one = g.i(1);
+        let start = g.op("Sub", &[self.step, iteration]);
+        let length = g.op("Shape", &[self.schedule]);
+        let mut last = g.op("Sub", &[&length, &one]);
+        if let Some(end) = self.end_step {
+            last = g.op("Min", &[&last, end]);
+        }
+        let steps = g.op("Sub", &[&last, &start]);
+        let next = g.op("Add", &[iteration, &one]);
+        let is_last = g.op("Equal", &[&next, &steps]);
+        RunPosition {
+            last,
+            steps,
+            is_last,
+        }
+    }
+
     /// The next sigma per row as float64, and whether it is 0 (a step to 0
     /// returns the denoised sample: [`Step::denoised_at_zero`]).
     pub fn next_sigma(&self, g: &mut PolicyGraph<'_>) -> (String, String) {
@@ -55,6 +76,13 @@ impl Step<'_> {
         let last = g.rows(last);
         g.op("Where", &[&last, denoised, stepped])
     }
+}
+
+/// Where a run stands (see [`Step::run_position`]).
+pub(super) struct RunPosition {
+    pub last: String,
+    pub steps: String,
+    pub is_last: String,
 }
 
 /// The step's fresh noise, shaped like `x`: the seeded noise at offset

@@ -42,17 +42,11 @@ pub fn step(g: &mut PolicyGraph<'_>, bh2: bool, at: &Step<'_>) -> Result<String,
     let m2 = g.input("previous_2")?;
     let m3 = g.input("previous_3")?;
 
-    // Where the run is: N steps from `start`, this is step i of them.
-    let start = g.op("Sub", &[at.step, &iteration]);
-    let length = g.op("Shape", &[at.schedule]);
+    // Where the run is: N steps, this is step i of them.
+    let run = at.run_position(g, &iteration);
+    let (n, is_last) = (run.steps, run.is_last);
     let one_i = g.i(1);
-    let mut last = g.op("Sub", &[&length, &one_i]);
-    if let Some(end) = at.end_step {
-        last = g.op("Min", &[&last, end]);
-    }
-    let n = g.op("Sub", &[&last, &start]);
     let next_i = g.op("Add", &[&iteration, &one_i]);
-    let is_last = g.op("Equal", &[&next_i, &n]);
     let n_less = g.op("Sub", &[&n, &one_i]);
     let three = g.i(3);
     let order = g.op("Min", &[&n_less, &three]);

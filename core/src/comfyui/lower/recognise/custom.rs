@@ -151,7 +151,7 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
             &select,
             Some("sampler_name"),
             format!(
-                "uses the CFG++ sampler '{sampler_name}' under a DualCFGGuider, whose three estimates the lowering does not step CFG++ along"
+                "uses the CFG++ sampler '{sampler_name}' under a DualCFGGuider, whose three estimates give no single unconditional one to step along"
             ),
             "use a sampler without _cfg_pp",
         ));
@@ -215,22 +215,32 @@ fn split_window(
             "set the scheduler's denoise to 1",
         ));
     }
-    let at = match g.class(split) {
-        "SplitSigmas" => g.whole(split, "step", 0..=10000)?.min(steps),
-        // ComfyUI's sigmas[:-n] and sigmas[-(n + 1):], n rounded half to even.
+    let scheduler_name = g.text(&scheduler, "scheduler")?;
+    if matches!(scheduler_name, "ddim_uniform" | "beta") {
+        return Err(g.refuse(
+            split,
+            None,
+            format!("splits a '{scheduler_name}' schedule, whose sigma count the graph's steps do not fix"),
+            "split a schedule of another scheduler",
+        ));
+    }
+    // The high part is output 0, the low part output 1: (start, end) steps.
+    let high = slot == 0;
+    let (start, end) = match g.class(split) {
+        "SplitSigmas" => {
+            let at = g.whole(split, "step", 0..=10000)?.min(steps);
+            if high { (0, at) } else { (at, steps) }
+        }
+        // ComfyUI's sigmas[:-n] and sigmas[-(n + 1):], n rounded half to
+        // even; at n = 0 the first is empty and the second the final 0.
         _ => {
             let share = g.number_in(split, "denoise", 0.0..=1.0, "denoise")?;
             match round_half_even(steps as f64 * share) as i64 {
-                // sigmas[:-0] is empty and sigmas[-1:] the final 0 alone.
-                0 => -1,
-                low => steps - low,
+                0 => (0, 0),
+                low if high => (0, steps - low),
+                low => (steps - low, steps),
             }
         }
-    };
-    let (start, end) = match (at, slot) {
-        (-1, _) => (0, 0),
-        (_, 0) => (0, at),
-        _ => (at, steps),
     };
     if start >= end {
         return Err(g.refuse(
@@ -296,6 +306,11 @@ pub(super) fn same_sampling(
         format!(
             "computes sigmas for node {}'s model, but the sampler samples node {}'s",
             ours.loader, guided.loader
+        )
+    } else if flow.is_none() && guided.flow.is_some() {
+        let theirs = g.source(scheduler, "model")?.0;
+        format!(
+            "takes its model from node {theirs}, whose own sampling the graph does not state, unlike the sampler's model's"
         )
     } else if !same {
         let theirs = g.source(scheduler, "model")?.0;

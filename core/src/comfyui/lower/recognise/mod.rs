@@ -51,7 +51,8 @@ impl Plan {
             .chain(self.middle.as_ref())
     }
 
-    /// The `InstructPixToPixConditioning` whose picture the prompts carry.
+    /// The edit node (`InstructPixToPixConditioning`,
+    /// `InpaintModelConditioning`) whose picture the prompts carry.
     pub fn edit(&self) -> Option<&String> {
         self.conditionings().find_map(|c| c.edit.as_ref())
     }
@@ -119,9 +120,10 @@ pub(super) struct Conditioning {
     /// `FluxGuidance` on the way: the guidance-distilled model's own
     /// guidance input for this prompt.
     pub guidance: Option<Guidance>,
-    /// `InstructPixToPixConditioning` next to the sampler: the node whose
-    /// picture's latent the denoiser takes beside the sample for this
-    /// prompt (a prompt without one takes zeros, as ComfyUI does).
+    /// An edit node next to the sampler (`InstructPixToPixConditioning`,
+    /// `InpaintModelConditioning`): the node whose picture's latent the
+    /// denoiser takes beside the sample for this prompt (a prompt without
+    /// one takes zeros, as ComfyUI does).
     pub edit: Option<String>,
 }
 
@@ -216,14 +218,15 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
     let (positive, positive_control) = prompt::conditioning(g, node, input, &model)?;
     let (node, input) = &guide.negative;
     let (negative, negative_control) = prompt::conditioning(g, node, input, &model)?;
-    let middle = match &guide.middle {
+    let (middle, middle_control) = match &guide.middle {
         Some((node, input)) => {
             let (middle, control) = prompt::conditioning(g, node, input, &model)?;
-            dual_prompts(g, node, &middle, control.as_ref(), [&positive, &negative])?;
-            Some(middle)
+            dual_prompts(g, node, &middle, [&positive, &negative])?;
+            (Some(middle), control)
         }
-        None => None,
+        None => (None, None),
     };
+    one_text_encoder(g, &positive, [Some(&negative), middle.as_ref()])?;
     guidance_sides(
         g,
         &positive,
@@ -246,7 +249,8 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
             true => g.source(&sampler_node, "sampler")?.0,
             false => sampler_node.clone(),
         };
-        let what = match needs.midpoint {
+        // SA-Solver's PECE call is no midpoint: its flow form is SDE-like.
+        let what = match needs.midpoint && !sampler.sampler_name.starts_with("sa_solver") {
             true => "whose midpoint model call the lowering builds for epsilon models only",
             false => {
                 "whose SDE form (the flow's half log-SNR, its shifted first sigma) the lowering does not build yet"
@@ -288,7 +292,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
             ));
         }
     };
-    if let (Some(_), Some(control)) = (&middle, &control) {
+    if let (Some(_), Some(control)) = (&middle, control.as_ref().or(middle_control.as_ref())) {
         return Err(g.refuse(
             &control.apply,
             None,
@@ -340,7 +344,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
         // epsilon schedule, which none of these model families uses.
         let unsettled = match &family {
             Family::Unsettled(clip_type) => format!(
-                "; the text encoder's type '{clip_type}' (node {}) does not settle it",
+                ", and the text encoder's type '{clip_type}' (node {}) does not settle which",
                 positive.loader
             ),
             _ => String::new(),
@@ -348,7 +352,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
         return Err(g.refuse(
             &sampler_node,
             Some("model"),
-            format!("samples {what} with the model's own sampling, which the graph does not state (the models that take it sample by flow matching, with a shift of their own){unsettled}"),
+            format!("samples {what} with the model's own sampling, which the graph does not state: the models that take it sample by flow matching with a shift of their own{unsettled}"),
             "add the model's ModelSampling node (ModelSamplingFlux for Flux, ModelSamplingSD3 or ModelSamplingAuraFlow with its shift) between the model and the sampler",
         ));
     }
@@ -473,20 +477,44 @@ fn differential(g: &Graph<'_>, model: &ModelChain, latent: &LatentSource) -> Res
     ))
 }
 
+/// Refuses prompts encoded by another text encoder than the positive's
+/// (another loader, or other LoRAs on its CLIP path where they patch it):
+/// a sampler's prompts share one.
+fn one_text_encoder(
+    g: &Graph<'_>,
+    positive: &Conditioning,
+    others: [Option<&Conditioning>; 2],
+) -> Result<(), Refusal> {
+    for other in others.into_iter().flatten() {
+        if other.loader != positive.loader {
+            return Err(g.refuse(
+                &other.encoder,
+                Some("clip"),
+                format!(
+                    "encodes its prompt with node {}'s text encoder, but the positive prompt uses node {}'s, and the lowering gives a sampler's prompts one",
+                    other.loader, positive.loader
+                ),
+                "encode every prompt of the sampler from the same CLIP loader",
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Refuses what a `DualCFGGuider`'s middle prompt (`guider`'s `cond2`)
 /// has that the lowering gives the positive and negative only: a
-/// ControlNet, a `FluxGuidance`, SDXL's own encoder (the others' must be
-/// plain too).
+/// `FluxGuidance`, SDXL's own encoder (the others' must be plain too),
+/// other LoRAs on its CLIP path than the positive's (a ControlNet under
+/// the guider is refused with the sampler's).
 fn dual_prompts(
     g: &Graph<'_>,
     guider: &str,
     middle: &Conditioning,
-    control: Option<&Control>,
     others: [&Conditioning; 2],
 ) -> Result<(), Refusal> {
     let all = || [middle].into_iter().chain(others);
-    let why = if control.is_some() {
-        "a ControlNet"
+    let why = if middle.clip_loras != others[0].clip_loras {
+        "other LoRAs on its CLIP path than the positive's"
     } else if all().any(|c| c.guidance.is_some()) {
         "a FluxGuidance"
     } else if all().any(|c| matches!(c.text, Prompt::Sdxl { .. })) {
@@ -497,7 +525,7 @@ fn dual_prompts(
     Err(g.refuse(
         guider,
         None,
-        format!("guides three prompts, one through {why}, which the lowering applies to a positive and negative pair only"),
+        format!("guides three prompts, one with {why}, which the lowering gives a positive and negative pair only"),
         "use CFGGuider with one positive and one negative prompt",
     ))
 }

@@ -37,24 +37,32 @@ pub(super) fn family(g: &Graph<'_>, loader: &str) -> Family {
         _ => return Family::Unstated,
     };
     let (family, shift, model) = match clip_type {
-        "sd3" => ("sd3", FlowShift::Constant(3.0), "SD3 does (shift 3)"),
+        "sd3" => (
+            "sd3",
+            FlowShift::Constant(3.0),
+            "SD3's model does (shift 3)",
+        ),
         "hunyuan_video" => (
             "sd3",
             FlowShift::Constant(7.0),
-            "HunyuanVideo does (shift 7)",
+            "HunyuanVideo's model does (shift 7)",
         ),
-        "wan" => ("sd3", FlowShift::Constant(8.0), "Wan does (shift 8)"),
+        "wan" => (
+            "sd3",
+            FlowShift::Constant(8.0),
+            "Wan's model does (shift 8)",
+        ),
         "chroma" => (
             "flux",
             FlowShift::Constant(FLUX_MU.exp()),
-            "Chroma does (Flux time shift 1.15, a shift of e^1.15)",
+            "Chroma's model does (Flux time shift 1.15, a shift of e^1.15)",
         ),
         // Flux dev and schnell share the text encoders; dev is the one
         // shared graphs mostly run, and the shift stays a run parameter.
         "flux" => (
             "flux",
             FlowShift::Constant(FLUX_MU.exp()),
-            "Flux dev does (Flux time shift 1.15, a shift of e^1.15; Flux schnell's is 1.0, a shift of e)",
+            "Flux dev's model does (Flux time shift 1.15, a shift of e^1.15), the lowering's assumption: Flux schnell shares the type and takes time shift 1.0, a flow_shift of 2.7183",
         ),
         other => return Family::Unsettled(other.to_string()),
     };
@@ -63,9 +71,13 @@ pub(super) fn family(g: &Graph<'_>, loader: &str) -> Family {
         shift,
         channels: 16,
         family,
-        assumed: Some(format!(
-            "node {loader} ({}) loads the text encoder as type '{clip_type}', whose model samples by flow matching as {model}",
-            g.class(loader)
-        )),
+        assumed: Some(match g.class(loader) {
+            "TripleCLIPLoader" => format!(
+                "node {loader} (TripleCLIPLoader) loads SD3's three text encoders, and the model samples by flow matching as {model}"
+            ),
+            class => format!(
+                "node {loader} ({class}) loads the text encoder as type '{clip_type}', and the model samples by flow matching as {model}"
+            ),
+        }),
     })
 }
