@@ -140,6 +140,18 @@ impl<'a> Graph<'a> {
         self.input(id, name).and_then(Value::as_bool)
     }
 
+    /// A true/false literal input (refused as "is not true or false").
+    pub fn boolean(&self, id: &str, name: &str) -> Result<bool, Refusal> {
+        self.flag(id, name).ok_or_else(|| {
+            self.refuse(
+                id,
+                Some(name),
+                "is not true or false".into(),
+                &format!("set {name} to true or false"),
+            )
+        })
+    }
+
     /// Whether node `id` carries input `name` at all.
     pub fn has(&self, id: &str, name: &str) -> bool {
         self.input(id, name).is_some()

@@ -273,17 +273,21 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
         Window::Denoise(_) => vec![],
     };
     let edit = plan.edit().map(|node| {
-        let sides = [("positive", Some(&plan.positive)), ("negative", Some(&plan.negative)), ("middle", plan.middle.as_ref())];
-        let (with, without): (Vec<_>, Vec<_>) = sides
-            .iter()
-            .filter_map(|(name, c)| c.map(|c| (*name, c.edit.is_some())))
-            .partition(|(_, carries)| *carries);
-        let listed = |v: &[(&str, bool)]| v.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(" and ");
-        let carried = match without.len() {
-            0 if with.len() == 2 => "both prompts".to_string(),
-            0 => "all three prompts".to_string(),
-            1 => format!("the {} prompt{} (the {} takes zeros in its place)", listed(&with), if with.len() > 1 { "s" } else { "" }, listed(&without)),
-            _ => format!("the {} prompt (the {} take zeros in their place)", listed(&with), listed(&without)),
+        let named = |carries: bool| {
+            let names: Vec<&str> = plan
+                .named_conditionings()
+                .filter(|(_, c)| c.edit.is_some() == carries)
+                .map(|(name, _)| name)
+                .collect();
+            (names.join(" and "), names.len())
+        };
+        let ((with, carrying), (without, lacking)) = (named(true), named(false));
+        let carried = match (carrying, lacking) {
+            (2, 0) => "both prompts".to_string(),
+            (_, 0) => "all three prompts".to_string(),
+            (1, 1) => format!("the {with} prompt (the {without} takes zeros in its place)"),
+            (_, 1) => format!("the {with} prompts (the {without} takes zeros in its place)"),
+            _ => format!("the {with} prompt (the {without} take zeros in their place)"),
         };
         let image = names.value("request.image");
         match &plan.latent {

@@ -292,14 +292,7 @@ fn lms(g: &mut PolicyGraph<'_>, at: &At, x: &str, d: &str) -> Result<String, Syn
             }
             let mut integral = zero.clone();
             for tau in &taus {
-                let mut product = g.d(1.0);
-                for m in (0..order).filter(|m| *m != j) {
-                    let num = g.op("Sub", &[tau, &at.s[m]]);
-                    let den = g.op("Sub", &[&at.s[j], &at.s[m]]);
-                    let den = g.nonzero(&den);
-                    let factor = g.op("Div", &[&num, &den]);
-                    product = g.op("Mul", &[&product, &factor]);
-                }
+                let product = lagrange_basis(g, tau, &at.s[..order], j);
                 integral = g.op("Add", &[&integral, &product]);
             }
             g.op("Mul", &[&integral, &half])
@@ -389,15 +382,8 @@ fn deis(g: &mut PolicyGraph<'_>, at: &At, x: &str, d: &str) -> Result<String, Sy
             if order == 1 {
                 return dt.clone();
             }
-            let mut basis = integrand.clone();
-            for m in (0..order).filter(|m| *m != j) {
-                let num = g.op("Sub", &[&taus, &nodes[m]]);
-                let den = g.op("Sub", &[&times[j], &times[m]]);
-                let den = g.nonzero(&den);
-                let den = g.op("Reshape", &[&den, &column]);
-                let factor = g.op("Div", &[&num, &den]);
-                basis = g.op("Mul", &[&basis, &factor]);
-            }
+            let basis = lagrange_basis(g, &taus, &nodes[..order], j);
+            let basis = g.op("Mul", &[&integrand, &basis]);
             let sum = g.op_with("ReduceSum", &[&basis, &axes], &[("keepdims", Attr::Int(0))]);
             g.op("Mul", &[&sum, &width])
         })
@@ -410,6 +396,20 @@ fn deis(g: &mut PolicyGraph<'_>, at: &At, x: &str, d: &str) -> Result<String, Sy
         terms.push((weight, latent.to_string()));
     }
     Ok(combine(g, &terms))
+}
+
+/// Lagrange basis polynomial `j` through `nodes` at `tau` (per row; the
+/// shapes broadcast): `prod_(m != j) (tau - nodes_m) / (nodes_j - nodes_m)`.
+fn lagrange_basis(g: &mut PolicyGraph<'_>, tau: &str, nodes: &[String], j: usize) -> String {
+    let mut product = g.d(1.0);
+    for m in (0..nodes.len()).filter(|m| *m != j) {
+        let num = g.op("Sub", &[tau, &nodes[m]]);
+        let den = g.op("Sub", &[&nodes[j], &nodes[m]]);
+        let den = g.nonzero(&den);
+        let factor = g.op("Div", &[&num, &den]);
+        product = g.op("Mul", &[&product, &factor]);
+    }
+    product
 }
 
 /// The three remembered derivatives (newest first), and the memory

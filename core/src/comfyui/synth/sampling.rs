@@ -275,6 +275,19 @@ pub fn why_not(sampler: &str) -> String {
     }
 }
 
+/// Why the lowering runs sampler `sampler` (one of [`SAMPLERS`]) on
+/// epsilon models only, as a clause after "uses sampler 'x' on a
+/// flow-matching model,".
+pub fn why_not_on_flow(sampler: &str) -> &'static str {
+    match super::midpoint::Kind::of(sampler) {
+        Some(_) => "whose midpoint model call the lowering builds for epsilon models only",
+        // The SDE samplers and SA-Solver (PECE's second call included).
+        None => {
+            "whose SDE form (the flow's half log-SNR, its shifted first sigma) the lowering does not build yet"
+        }
+    }
+}
+
 /// The schedulers the synthesized `diffusion_schedule` implements (the
 /// lowering refuses others).
 pub const SCHEDULES: &[&str] = &[

@@ -65,6 +65,7 @@ impl Calls<'_> {
                 );
             }
         }
+        let concat_mask = super::edit::takes_mask(plan);
         for side in self.sides.iter().rev() {
             let mut bind = conditioning(side);
             if plan.control.is_some() {
@@ -82,7 +83,7 @@ impl Calls<'_> {
                 } else {
                     "latent.source"
                 });
-                if super::edit::takes_mask(plan) {
+                if concat_mask {
                     bind["concat_mask"] = json!("request.mask");
                 }
             }
@@ -95,17 +96,13 @@ impl Calls<'_> {
                 &[&plan.sampler.node, &plan.model.loader],
             );
         }
-        let (combine, mut bind) = (
-            "guidance_combine",
-            json!({"unconditional": Self::unconditional(suffix), "conditional": format!("denoiser.conditional{suffix}"), "scale": "request.guidance_scale"}),
-        );
-        let combine = match plan.sampler.dual {
-            Some(_) => {
-                bind["middle"] = json!(format!("denoiser.middle{suffix}"));
-                bind["scale_2"] = json!("request.guidance_scale_2");
-                "dual_guidance_combine"
-            }
-            None => combine,
+        let mut bind = json!({"unconditional": Self::unconditional(suffix), "conditional": format!("denoiser.conditional{suffix}"), "scale": "request.guidance_scale"});
+        let combine = if plan.sampler.dual.is_some() {
+            bind["middle"] = json!(format!("denoiser.middle{suffix}"));
+            bind["scale_2"] = json!("request.guidance_scale_2");
+            "dual_guidance_combine"
+        } else {
+            "guidance_combine"
         };
         body.push(
             invoke(combine, bind, json!({"estimate": Self::estimate(suffix)})),

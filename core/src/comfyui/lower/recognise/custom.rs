@@ -71,14 +71,16 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
             )?;
             (scheduler, Some((sigmas, slot)))
         }
-        _ => (sigmas, None),
+        _ => {
+            g.expect(
+                &sigmas,
+                &["BasicScheduler", "SplitSigmas", "SplitSigmasDenoise"],
+                "sigmas",
+                (node, "sigmas"),
+            )?;
+            (sigmas, None)
+        }
     };
-    g.expect(
-        &sigmas,
-        &["BasicScheduler", "SplitSigmas", "SplitSigmasDenoise"],
-        "sigmas",
-        (node, "sigmas"),
-    )?;
     let scheduler = checked_scheduler(g, &sigmas)?;
     let steps = checked_steps(g, &sigmas)?;
     let denoise = checked_denoise(g, &sigmas, steps)?;
@@ -128,22 +130,12 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
         };
         (seed, add_noise, cfg, guide)
     } else {
-        let add_noise = match g.flag(node, "add_noise") {
-            Some(on) => on,
-            None => {
-                return Err(g.refuse(
-                    node,
-                    Some("add_noise"),
-                    "is not true or false".into(),
-                    "set add_noise to true or false",
-                ));
-            }
-        };
+        let add_noise = g.boolean(node, "add_noise")?;
         let seed = g.seed(node, "noise_seed")?;
         (seed, add_noise, g.number(node, "cfg")?, Guide::on(node))
     };
     let guide = Guide {
-        scheduler: Some(sigmas),
+        scheduler: Some(sigmas.clone()),
         ..guide
     };
     if dual.is_some() && sampler_name.ends_with("_cfg_pp") {
@@ -169,7 +161,7 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
         ));
     }
     let window = if let Some((split, slot)) = &split {
-        split_window(g, (split, *slot), steps, denoise, add_noise)?
+        split_window(g, (split, *slot), (&sigmas, steps, denoise), add_noise)?
     } else if add_noise {
         Window::Denoise(denoise)
     } else {
@@ -195,27 +187,25 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
 }
 
 /// The steps a `SplitSigmas` (at `step`) or `SplitSigmasDenoise` (the
-/// last `round(steps * denoise)` steps are the low part) part of a
-/// `BasicScheduler`'s schedule runs, as `KSamplerAdvanced`'s window: output
-/// 0, the high sigmas, ends with leftover noise where it stops early;
-/// output 1, the low sigmas, starts there.
+/// last `round(steps * denoise)` steps are the low part) part of
+/// `BasicScheduler` `scheduler`'s schedule runs, as `KSamplerAdvanced`'s
+/// window: output 0, the high sigmas, ends with leftover noise where it
+/// stops early; output 1, the low sigmas, starts there.
 fn split_window(
     g: &Graph<'_>,
     (split, slot): (&str, i64),
-    steps: i64,
-    denoise: f64,
+    (scheduler, steps, denoise): (&str, i64, f64),
     add_noise: bool,
 ) -> Result<Window, Refusal> {
-    let (scheduler, _) = g.source(split, "sigmas")?;
     if denoise != 1.0 {
         return Err(g.refuse(
-            &scheduler,
+            scheduler,
             Some("denoise"),
             format!("cuts the schedule it gives node {split} to denoise {denoise}; the lowering splits whole schedules"),
             "set the scheduler's denoise to 1",
         ));
     }
-    let scheduler_name = g.text(&scheduler, "scheduler")?;
+    let scheduler_name = g.text(scheduler, "scheduler")?;
     if matches!(scheduler_name, "ddim_uniform" | "beta") {
         return Err(g.refuse(
             split,
@@ -307,16 +297,13 @@ pub(super) fn same_sampling(
             "computes sigmas for node {}'s model, but the sampler samples node {}'s",
             ours.loader, guided.loader
         )
-    } else if flow.is_none() && guided.flow.is_some() {
-        let theirs = g.source(scheduler, "model")?.0;
-        format!(
-            "takes its model from node {theirs}, whose own sampling the graph does not state, unlike the sampler's model's"
-        )
     } else if !same {
         let theirs = g.source(scheduler, "model")?.0;
-        format!(
-            "takes its model from node {theirs}, whose sampling differs from the sampler's model's"
-        )
+        let whose = match flow {
+            None => "whose own sampling the graph does not state, unlike the sampler's model's",
+            Some(_) => "whose sampling differs from the sampler's model's",
+        };
+        format!("takes its model from node {theirs}, {whose}")
     } else {
         return Ok(());
     };

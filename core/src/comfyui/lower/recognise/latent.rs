@@ -5,7 +5,7 @@
 use super::super::graph::Graph;
 use super::chain::Walk;
 use super::composite::{Composite, composite};
-use super::{SAMPLER_CLASSES, loaded_image, vae_source};
+use super::{EDIT_NODES, SAMPLER_CLASSES, loaded_image, vae_source};
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::lower::parts::Axes;
 use crate::comfyui::synth::upscale::METHODS;
@@ -265,7 +265,7 @@ pub(super) fn latent_source(
             encode: node,
             mask: None,
         },
-        class @ ("InstructPixToPixConditioning" | "InpaintModelConditioning") => {
+        class if EDIT_NODES.contains(&class) => {
             if slot != 2 {
                 return Err(g.refuse(
                     sampler,
@@ -280,14 +280,7 @@ pub(super) fn latent_source(
                     // Graphs saved before the input existed always masked.
                     noise_mask: match g.has(&node, "noise_mask") {
                         false => true,
-                        true => g.flag(&node, "noise_mask").ok_or_else(|| {
-                            g.refuse(
-                                &node,
-                                Some("noise_mask"),
-                                "is not true or false".into(),
-                                "set noise_mask to true or false",
-                            )
-                        })?,
+                        true => g.boolean(&node, "noise_mask")?,
                     },
                 }),
                 _ => None,

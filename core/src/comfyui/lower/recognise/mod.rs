@@ -44,11 +44,17 @@ pub(super) struct Plan {
 }
 
 impl Plan {
+    /// The prompts' conditionings by the prompt's name: positive,
+    /// negative and any (`DualCFGGuider`) middle.
+    pub fn named_conditionings(&self) -> impl Iterator<Item = (&'static str, &Conditioning)> {
+        [("positive", &self.positive), ("negative", &self.negative)]
+            .into_iter()
+            .chain(self.middle.as_ref().map(|m| ("middle", m)))
+    }
+
     /// The prompts' conditionings: positive, negative and any middle.
     pub fn conditionings(&self) -> impl Iterator<Item = &Conditioning> {
-        [&self.positive, &self.negative]
-            .into_iter()
-            .chain(self.middle.as_ref())
+        self.named_conditionings().map(|(_, c)| c)
     }
 
     /// The edit node (`InstructPixToPixConditioning`,
@@ -187,6 +193,9 @@ const CLIP_LOADERS: &[&str] = &[
 ];
 const ENCODERS: &[&str] = &["CLIPTextEncode", "CLIPTextEncodeSDXL"];
 const CONTROL_APPLIERS: &[&str] = &["ControlNetApply", "ControlNetApplyAdvanced"];
+/// Nodes that attach a picture to both prompts and give the latent of its
+/// size: conditioning outputs 0 and 1, the latent output 2.
+const EDIT_NODES: &[&str] = &["InstructPixToPixConditioning", "InpaintModelConditioning"];
 
 /// Banker's rounding, as the img2img start step uses.
 pub(super) fn round_half_even(x: f64) -> f64 {
@@ -226,7 +235,11 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
         }
         None => (None, None),
     };
-    one_text_encoder(g, &positive, [Some(&negative), middle.as_ref()])?;
+    let prompts: Vec<&Conditioning> = [&positive, &negative]
+        .into_iter()
+        .chain(middle.as_ref())
+        .collect();
+    one_text_encoder(g, &prompts)?;
     guidance_sides(
         g,
         &positive,
@@ -242,20 +255,12 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
         custom::same_sampling(g, scheduler, &model, &family)?;
     }
     let needs = crate::comfyui::synth::sampling::sampler(&sampler.sampler_name).map(|k| k.needs);
-    if model.flow.is_some()
-        && let Some(needs) = needs.filter(|n| !n.flow)
-    {
+    if model.flow.is_some() && needs.is_some_and(|n| !n.flow) {
         let node = match custom {
             true => g.source(&sampler_node, "sampler")?.0,
             false => sampler_node.clone(),
         };
-        // SA-Solver's PECE call is no midpoint: its flow form is SDE-like.
-        let what = match needs.midpoint && !sampler.sampler_name.starts_with("sa_solver") {
-            true => "whose midpoint model call the lowering builds for epsilon models only",
-            false => {
-                "whose SDE form (the flow's half log-SNR, its shifted first sigma) the lowering does not build yet"
-            }
-        };
+        let what = crate::comfyui::synth::sampling::why_not_on_flow(&sampler.sampler_name);
         return Err(g.refuse(
             &node,
             Some("sampler_name"),
@@ -315,10 +320,6 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
             "set add_noise to enable",
         ));
     }
-    let prompts: Vec<&Conditioning> = [&positive, &negative]
-        .into_iter()
-        .chain(middle.as_ref())
-        .collect();
     edits(g, &prompts, &latent)?;
     differential(g, &model, &latent)?;
     let axes = match &latent {
@@ -477,15 +478,13 @@ fn differential(g: &Graph<'_>, model: &ModelChain, latent: &LatentSource) -> Res
     ))
 }
 
-/// Refuses prompts encoded by another text encoder than the positive's
-/// (another loader, or other LoRAs on its CLIP path where they patch it):
-/// a sampler's prompts share one.
-fn one_text_encoder(
-    g: &Graph<'_>,
-    positive: &Conditioning,
-    others: [Option<&Conditioning>; 2],
-) -> Result<(), Refusal> {
-    for other in others.into_iter().flatten() {
+/// Refuses prompts encoded with another loader's text encoder than the
+/// first (positive) prompt's: a sampler's prompts share one.
+fn one_text_encoder(g: &Graph<'_>, prompts: &[&Conditioning]) -> Result<(), Refusal> {
+    let [positive, others @ ..] = prompts else {
+        return Ok(());
+    };
+    for other in others {
         if other.loader != positive.loader {
             return Err(g.refuse(
                 &other.encoder,

@@ -8,8 +8,8 @@
 
 use super::super::graph::Graph;
 use super::{
-    CLIP_LOADERS, CONTROL_APPLIERS, Conditioning, Control, ENCODERS, Guidance, ModelChain, Prompt,
-    TokenizerOptions, loaded_image,
+    CLIP_LOADERS, CONTROL_APPLIERS, Conditioning, Control, EDIT_NODES, ENCODERS, Guidance,
+    ModelChain, Prompt, TokenizerOptions, loaded_image,
 };
 use crate::comfyui::lower::Refusal;
 
@@ -148,10 +148,7 @@ fn edit_conditioning(
     slot: &mut i64,
     from: &mut (String, String),
 ) -> Result<Option<String>, Refusal> {
-    if !matches!(
-        g.class(node),
-        "InstructPixToPixConditioning" | "InpaintModelConditioning"
-    ) {
+    if !EDIT_NODES.contains(&g.class(node)) {
         return Ok(None);
     }
     let input = match *slot {
