@@ -165,6 +165,39 @@ fn the_latent_composite_pastes_as_comfyuis_node_does() {
 }
 
 #[test]
+fn a_document_asking_for_a_huge_composite_is_refused_before_anything_is_built() {
+    let mut document = lowered(&graph(), &Target::default()).document;
+    let components = &mut document["pipeline"]["workflow"]["components"];
+    let name = components
+        .as_object()
+        .expect("components")
+        .keys()
+        .find(|n| n.ends_with("latent_composite"))
+        .expect("a composite policy")
+        .clone();
+    let parameters = &mut components[&name]["contract"]["parameters"];
+    parameters["height"] = json!(1_000_000);
+    let error = wfstudio_core::comfyui::synth::policies(&document).expect_err("refused");
+    assert!(
+        error.to_string().contains(
+            "its base latent of 1000000x10 cells is past the 2048 cells a side a composite takes"
+        ),
+        "{error}"
+    );
+    let parameters =
+        &mut document["pipeline"]["workflow"]["components"][&name]["contract"]["parameters"];
+    parameters["height"] = json!(8);
+    parameters["width_1"] = json!(1 << 20);
+    let error = wfstudio_core::comfyui::synth::policies(&document).expect_err("refused");
+    assert!(
+        error
+            .to_string()
+            .contains("`width_1` is not a whole number of cells from 0 to 2048"),
+        "{error}"
+    );
+}
+
+#[test]
 fn composites_of_latents_whose_size_the_graph_does_not_fix_are_refused() {
     let mut encoded = graph();
     encoded["4"] = pattern("img2img")["4"].clone();

@@ -15,6 +15,12 @@ use super::SynthError;
 use super::graph::PolicyGraph;
 use serde_json::Value;
 
+/// The largest latent side, in cells, a composite takes: ComfyUI's
+/// largest picture side (16384 pixels) over the latent scale 8. Its masks
+/// are constants of the paste's size, so larger sides are refused before
+/// anything is allocated.
+pub const MAX_LATENT_SIDE: i64 = 16384 / 8;
+
 /// One paste, in latent cells.
 struct Paste {
     x: i64,
@@ -27,6 +33,11 @@ struct Paste {
 /// Builds the composite of `to` and every `from_<k>`.
 pub fn latent_composite(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let (height, width) = (g.positive_integer("height")?, g.positive_integer("width")?);
+    if height > MAX_LATENT_SIDE || width > MAX_LATENT_SIDE {
+        return Err(g.error(format!(
+            "its base latent of {height}x{width} cells is past the {MAX_LATENT_SIDE} cells a side a composite takes"
+        )));
+    }
     let pastes = g.positive_integer("pastes")?;
     let mut out = g.input("to")?;
     for k in 0..pastes {
@@ -34,10 +45,10 @@ pub fn latent_composite(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
             let key = format!("{key}_{}", k + 1);
             g.parameter(&key)
                 .and_then(Value::as_i64)
-                .filter(|v| (0..=1 << 20).contains(v))
+                .filter(|v| (0..=MAX_LATENT_SIDE).contains(v))
                 .ok_or_else(|| {
                     g.error(format!(
-                        "its contract parameter `{key}` is not a whole number of at least 0"
+                        "its contract parameter `{key}` is not a whole number of cells from 0 to {MAX_LATENT_SIDE}"
                     ))
                 })
         };

@@ -24,7 +24,9 @@ mod steps;
 mod unipc;
 pub mod upscale;
 
+pub use composite::MAX_LATENT_SIDE;
 pub use policies::decoded_frames;
+pub use solver::why_not_on_flow;
 
 use graph::Family;
 use serde_json::Value;

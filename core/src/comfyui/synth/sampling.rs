@@ -270,21 +270,9 @@ pub fn why_not(sampler: &str) -> String {
     match sampler {
         "heunpp2" => "calls the model up to three times per step (Heun++'s second correction), and the lowered sampling loop makes at most two calls per step".into(),
         "seeds_3" => "calls the model three times per step, and the lowered sampling loop makes at most two calls per step".into(),
-        "dpm_fast" | "dpm_adaptive" => "chooses its own step sizes as it goes, so its model calls do not follow a schedule the workflow can loop over".into(),
+        "dpm_fast" => "is DPM-Solver-fast, which takes up to three model calls a step on a log-SNR grid of its own between the schedule's ends, and the lowered sampling loop makes at most two calls per step".into(),
+        "dpm_adaptive" => "chooses its own step sizes as it goes, so its model calls do not follow a schedule the workflow can loop over".into(),
         _ => "is not one of ComfyUI's core samplers (a custom node adds it)".into(),
-    }
-}
-
-/// Why the lowering runs sampler `sampler` (one of [`SAMPLERS`]) on
-/// epsilon models only, as a clause after "uses sampler 'x' on a
-/// flow-matching model,".
-pub fn why_not_on_flow(sampler: &str) -> &'static str {
-    match super::midpoint::Kind::of(sampler) {
-        Some(_) => "whose midpoint model call the lowering builds for epsilon models only",
-        // The SDE samplers and SA-Solver (PECE's second call included).
-        None => {
-            "whose SDE form (the flow's half log-SNR, its shifted first sigma) the lowering does not build yet"
-        }
     }
 }
 

@@ -38,6 +38,19 @@ use super::graph::{Family, PolicyGraph};
 use super::sampling::ModelSampling;
 use super::steps::{StepInputs, fresh_noise};
 
+/// Why the lowering runs sampler `sampler` (one of `sampling::SAMPLERS`) on
+/// epsilon models only, as a clause after "uses sampler 'x' on a
+/// flow-matching model,".
+pub fn why_not_on_flow(sampler: &str) -> &'static str {
+    match super::midpoint::Kind::of(sampler) {
+        Some(_) => "whose midpoint model call the lowering builds for epsilon models only",
+        // The SDE samplers and SA-Solver (PECE's second call included).
+        None => {
+            "whose SDE form (the flow's half log-SNR, its shifted first sigma) the lowering does not build yet"
+        }
+    }
+}
+
 /// Builds the solver of the family's sampler.
 pub fn step(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {
     let inputs = StepInputs::read(g)?;

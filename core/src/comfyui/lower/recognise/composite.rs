@@ -11,9 +11,10 @@ use super::chain::Walk;
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::lower::parts::Axes;
 
-/// ComfyUI's largest `x`, `y` and `feather`, and latent side in cells.
+/// ComfyUI's largest `x`, `y` and `feather`, and latent side in cells
+/// (what the synthesized composite takes).
 const MAX_OFFSET: i64 = 16384;
-const MAX_CELLS: i64 = MAX_OFFSET / 8;
+const MAX_CELLS: i64 = crate::comfyui::synth::MAX_LATENT_SIDE;
 
 /// One `LatentComposite`'s paste of a stage's latent, in latent cells.
 #[derive(Clone, Debug, PartialEq)]

@@ -260,7 +260,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
             true => g.source(&sampler_node, "sampler")?.0,
             false => sampler_node.clone(),
         };
-        let what = crate::comfyui::synth::sampling::why_not_on_flow(&sampler.sampler_name);
+        let what = crate::comfyui::synth::why_not_on_flow(&sampler.sampler_name);
         return Err(g.refuse(
             &node,
             Some("sampler_name"),
