@@ -597,10 +597,10 @@ fn custom_sampling_nodes_lower_as_the_ksampler_they_spell_out() {
         (node.as_str(), class.as_str(), input.as_deref()),
         ("20", "KSamplerSelect", Some("sampler_name"))
     );
-    let mut karras = custom_sampling("img2img", None, None);
-    karras["21"] = json!({"class_type": "KarrasScheduler", "inputs": {"steps": 5, "sigma_max": 14.6, "sigma_min": 0.03, "rho": 7.0}});
-    let (node, class, _, message) = refused(&karras);
-    assert_eq!((node.as_str(), class.as_str()), ("21", "KarrasScheduler"));
+    let mut vp = custom_sampling("img2img", None, None);
+    vp["21"] = json!({"class_type": "VPScheduler", "inputs": {"steps": 5, "beta_d": 19.9, "beta_min": 0.1, "eps_s": 0.001}});
+    let (node, class, _, message) = refused(&vp);
+    assert_eq!((node.as_str(), class.as_str()), ("21", "VPScheduler"));
     assert!(message.contains("feeds `sigmas` of node 5"), "{message}");
 }
 

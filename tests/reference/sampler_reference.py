@@ -24,7 +24,8 @@ noise):
 * Schedulers `normal`, `karras` (Karras et al. 2022, rho = 7), `simple`,
   `exponential`, `ddim_uniform`, `sgm_uniform`, `kl_optimal`, `beta` (alpha = beta = 0.6, its
   quantiles by quadrature and bisection) and `linear_quadratic` (comfy/samplers.py,
-  k-diffusion sampling.py), each ending in 0.
+  k-diffusion sampling.py), each ending in 0; the scheduler nodes' own schedules and
+  FlipSigmas from schedule_reference.py.
 * Noise: the counter-hash + Box-Muller generator of the `onnx-genai.counter-rng`
   contract (SplitMix64 of (seed, offset, element index)).
 * Classifier-free guidance: uncond + (cond - uncond) * cfg.
@@ -59,6 +60,7 @@ import onnxruntime as ort
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from multistep_reference import deis_weights, sample_sa_solver, sample_unipc  # noqa: E402
+from schedule_reference import flipped, stated_schedule  # noqa: E402
 
 
 # --- reading the package --------------------------------------------------------
@@ -121,7 +123,7 @@ def read_package(pkg):
         end = int(yaml_scalars(yaml_block(meta, *wf, "inputs", "request.end_step"))["default"])
         solver = yaml_scalars(yaml_block(meta, *comp, "solver_step", "contract", "parameters"))
         window = (start, end, solver.get("final_step") == "full_denoise")
-    return dict(solver=sched["solver"], spacing=sched["spacing"],
+    return dict(solver=sched["solver"], spacing=sched["spacing"], schedule=sched,
                 prediction=sched["prediction"], model_sampling=sched["model_sampling"],
                 steps=int(sched["steps"]), discard=sched.get("discard_penultimate") == "true", seed=seed, cfg=cfg, row=row, window=window,
                 ids=tensor("request.input_ids"), neg_ids=tensor("request.negative_input_ids"))
@@ -147,7 +149,8 @@ def timestep_of_sigma(sigma):
     return float(np.argmin(np.abs(LOG_SIGMAS - math.log(sigma))))
 
 
-def schedule(spacing, steps, sigmas=None, sigma_of_t=sigma_of_t, timestep_of_sigma=timestep_of_sigma):
+def schedule(spacing, steps, sigmas=None, sigma_of_t=sigma_of_t, timestep_of_sigma=timestep_of_sigma,
+             beta_shapes=(0.6, 0.6)):
     """ComfyUI's scheduler `spacing` over `steps` steps, with a final 0 (float64).
 
     The model sampling defaults to the discrete SD 1.x table above; another one
@@ -179,7 +182,7 @@ def schedule(spacing, steps, sigmas=None, sigma_of_t=sigma_of_t, timestep_of_sig
     elif spacing == "beta":
         ts = 1 - np.linspace(0, 1, steps, endpoint=False)
         picked, last = [], -1
-        for t in np.rint(np.array([beta_ppf(x, 0.6, 0.6) for x in ts]) * (len(table) - 1)):
+        for t in np.rint(np.array([beta_ppf(x, *beta_shapes) for x in ts]) * (len(table) - 1)):
             if t != last:
                 picked.append(table[int(t)])
             last = t
@@ -288,7 +291,12 @@ def run(pkg, out_dir, expected=None):
         sigmas = schedule(p["spacing"], steps + 1)
         sigmas = np.concatenate([sigmas[:-2], sigmas[-1:]])
     else:
-        sigmas = schedule(p["spacing"], steps)
+        sigmas = stated_schedule(p["schedule"], steps, sigma_of_t)
+        if sigmas is None:
+            shapes = (float(p["schedule"].get("alpha", 0.6)), float(p["schedule"].get("beta", 0.6)))
+            sigmas = schedule(p["spacing"], steps, beta_shapes=shapes)
+    if p["schedule"].get("flip") == "true":
+        sigmas = flipped(sigmas)
     # ComfyUI keeps a run's sigmas as float32 tensors (so does the package):
     # the steps' arithmetic is float64 from there. It matters where a
     # two-call sampler's midpoint falls exactly between two table sigmas

@@ -236,7 +236,8 @@ fn lower_from(g: &Graph<'_>, sinks: &[&String], target: &Target) -> Result<Lower
 /// graph does not state, and an edit picture the denoiser takes).
 fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
     let s = &plan.sampler;
-    let sampling = plan.model.flow.iter().filter_map(|flow| {
+    let follows = s.schedule.follows_model();
+    let sampling = plan.model.flow.iter().filter(|_| follows).filter_map(|flow| {
         let why = flow.assumed.as_ref()?;
         let FlowShift::Constant(shift) = flow.shift else {
             return None;

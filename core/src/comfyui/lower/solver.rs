@@ -54,7 +54,7 @@ pub(super) fn solver_step(
     let mut solver_bind = json!({"sample": "latent_state", "estimate": estimates.first, "step": step_value, "schedule": "diffusion.schedule"});
     let solver_bindings = json!({"state": "sample", "estimate": "estimate", "step": "step", "schedule": "schedule", "next_state": "next_state"});
     let mut solver_parameters =
-        json!({"solver": s.sampler_name, "spacing": s.scheduler, "prediction": prediction});
+        json!({"solver": s.sampler_name, "spacing": s.schedule.name(), "prediction": prediction});
     if let Window::Steps { leftover_noise, .. } = s.window {
         solver_ports["end_step"] = one("int64");
         solver_bind["end_step"] = json!("diffusion.end_step");

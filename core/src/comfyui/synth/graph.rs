@@ -4,6 +4,7 @@
 
 use super::SynthError;
 use super::sampling::ModelSampling;
+use super::spacing::Schedule;
 use serde_json::{Map, Value};
 use wfstudio_onnx::builder::{Attr, Dim, GraphBuilder};
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
@@ -19,13 +20,10 @@ pub struct Family {
     pub sampling: ModelSampling,
     /// The sampler (`euler`, `euler_ancestral`, `ddim`, `dpmpp_2m`).
     pub solver: String,
-    /// The scheduler (`normal`, `karras`, ...).
-    pub scheduler: String,
+    /// The schedule (`normal`, `karras`, a scheduler node's own, ...).
+    pub schedule: Schedule,
     /// The schedule's step count.
     pub steps: usize,
-    /// Whether the schedule is computed for one step more and its
-    /// penultimate sigma dropped (`sampling::discards_penultimate`).
-    pub discard_penultimate: bool,
 }
 
 impl Family {
@@ -68,26 +66,26 @@ impl Family {
         Ok(Family {
             sampling,
             solver: text("solver")?.to_string(),
-            scheduler: text("spacing")?.to_string(),
+            schedule: Schedule::read(parameters).map_err(|reason| fail(&reason))?,
             steps: steps as usize,
-            discard_penultimate: parameters
-                .get("discard_penultimate")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
         })
     }
 
-    /// The solver steps the schedule has (see
-    /// `ModelSampling::schedule_steps`).
+    /// The solver steps the schedule has (see `Schedule::run_steps`).
     pub fn run_steps(&self) -> usize {
-        self.sampling
-            .schedule_steps(&self.scheduler, self.steps, self.discard_penultimate)
+        self.schedule.run_steps(&self.sampling, self.steps)
     }
 
     /// The step count the scheduler computes its sigmas for: one more where
     /// the penultimate sigma is discarded.
     pub fn computed_steps(&self) -> usize {
-        self.steps + usize::from(self.discard_penultimate)
+        self.steps + usize::from(self.schedule.discard_penultimate)
+    }
+
+    /// The schedule's sigmas where they are known at import (see
+    /// `Schedule::constant`).
+    pub fn constant_schedule(&self) -> Option<Vec<f64>> {
+        self.schedule.constant(&self.sampling, self.steps)
     }
 
     /// Whether the model predicts a flow velocity (else epsilon noise).

@@ -19,6 +19,7 @@ mod sasolver;
 mod schedule;
 mod sde;
 mod solver;
+pub mod spacing;
 pub mod standin;
 mod steps;
 mod unipc;

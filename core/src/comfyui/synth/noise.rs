@@ -6,7 +6,7 @@
 
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
-use super::sampling::{ModelSampling, discrete_schedule};
+use super::sampling::ModelSampling;
 use wfstudio_onnx::random::gaussian;
 
 /// `latent_noise`: the seeded noise for a latent of `[batch] ++ row_shape`;
@@ -24,10 +24,10 @@ pub fn latent_noise(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), Synt
         .and_then(|v| v.as_str())
         .is_some_and(|s| s == "initial_sigma");
     if initial && let ModelSampling::Discrete { sigmas } = &family.sampling {
-        let schedule = discrete_schedule(sigmas, &family.scheduler, family.computed_steps())
-            .ok_or_else(|| g.error(format!("unknown scheduler `{}`", family.scheduler)))?;
+        let first = family.constant_schedule().and_then(|s| s.first().copied());
+        let first = first.ok_or_else(|| g.error("the schedule has no sigmas"))?;
         let sigma_max = sigmas[sigmas.len() - 1];
-        let scale = g.f(first_sample_scale(schedule[0], sigma_max));
+        let scale = g.f(first_sample_scale(first, sigma_max));
         noise = g.op("Mul", &[&noise, &scale]);
     }
     let one = g.i(1);

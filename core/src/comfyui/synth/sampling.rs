@@ -343,27 +343,6 @@ impl ModelSampling {
             ModelSampling::Flow { table, .. } => *table,
         }
     }
-
-    /// The solver steps ComfyUI runs for `steps` with `scheduler`: `steps`,
-    /// except for `ddim_uniform`, whose stride over the table can pick more.
-    pub fn run_steps(&self, scheduler: &str, steps: usize) -> usize {
-        match scheduler {
-            "ddim_uniform" | "beta" => {
-                table_indices(scheduler, self.table_len(), steps).map_or(steps, |i| i.len())
-            }
-            _ => steps,
-        }
-    }
-
-    /// The solver steps of a schedule for `steps` that may discard its
-    /// penultimate sigma ([`discards_penultimate`]): then computed for
-    /// `steps + 1` and one shorter.
-    pub fn schedule_steps(&self, scheduler: &str, steps: usize, discard: bool) -> usize {
-        match discard {
-            true => self.run_steps(scheduler, steps + 1).saturating_sub(1),
-            false => self.run_steps(scheduler, steps),
-        }
-    }
 }
 
 /// Whether ComfyUI's `KSampler` and `KSamplerAdvanced` run `sampler` on a
@@ -448,7 +427,7 @@ pub fn discrete_schedule(sigmas: &[f64], scheduler: &str, steps: usize) -> Optio
                 .map(|r| sigma_at(sigmas, start + r * (end - start)))
                 .collect()
         }
-        "karras" => karras(sigma_min, sigma_max, steps),
+        "karras" => karras(sigma_min, sigma_max, 7.0, steps),
         "exponential" => linspace(sigma_max.ln(), sigma_min.ln(), steps)
             .into_iter()
             .map(f64::exp)
@@ -468,10 +447,9 @@ pub fn discrete_schedule(sigmas: &[f64], scheduler: &str, steps: usize) -> Optio
     Some(out)
 }
 
-/// Karras et al. (2022), eq. 5 with rho = 7: `steps` sigmas from
-/// `sigma_max` down to `sigma_min`.
-pub fn karras(sigma_min: f64, sigma_max: f64, steps: usize) -> Vec<f64> {
-    let rho = 7.0;
+/// Karras et al. (2022), eq. 5 (ComfyUI's scheduler takes rho = 7):
+/// `steps` sigmas from `sigma_max` down to `sigma_min`.
+pub fn karras(sigma_min: f64, sigma_max: f64, rho: f64, steps: usize) -> Vec<f64> {
     let (min_inv, max_inv) = (sigma_min.powf(1.0 / rho), sigma_max.powf(1.0 / rho));
     linspace(0.0, 1.0, steps)
         .into_iter()
@@ -485,7 +463,7 @@ pub fn table_indices(scheduler: &str, table: usize, steps: usize) -> Option<Vec<
     Some(match scheduler {
         "simple" => simple_indices(table, steps),
         "ddim_uniform" => ddim_uniform_indices(table, steps),
-        "beta" => beta_indices(table, steps),
+        "beta" => beta_indices(table, steps, 0.6, 0.6),
         _ => return None,
     })
 }
@@ -499,14 +477,15 @@ pub fn sgm_ramp(steps: usize) -> Vec<f64> {
 }
 
 /// The table indices the `beta` scheduler takes, highest first: the
-/// beta(0.6, 0.6) quantiles of `1 - i / steps` scaled to the table and
-/// rounded half to even, repeats dropped.
-pub fn beta_indices(table: usize, steps: usize) -> Vec<usize> {
+/// beta(alpha, beta) quantiles of `1 - i / steps` (the scheduler's shapes
+/// are 0.6 and 0.6) scaled to the table and rounded half to even, repeats
+/// dropped.
+pub fn beta_indices(table: usize, steps: usize, alpha: f64, beta: f64) -> Vec<usize> {
     let total = table.saturating_sub(1) as f64;
     let mut picked: Vec<usize> = Vec::with_capacity(steps);
     for i in 0..steps {
         let t = 1.0 - i as f64 / steps as f64;
-        let index = (super::beta::quantile(t, 0.6, 0.6) * total).round_ties_even() as usize;
+        let index = (super::beta::quantile(t, alpha, beta) * total).round_ties_even() as usize;
         if picked.last() != Some(&index) {
             picked.push(index);
         }
@@ -597,7 +576,7 @@ mod tests {
 
     #[test]
     fn karras_matches_the_papers_formula_at_its_ends() {
-        let k = karras(0.03, 4.0, 4);
+        let k = karras(0.03, 4.0, 7.0, 4);
         assert!(close(k[0], 4.0, 1e-12) && close(k[3], 0.03, 1e-12));
         // The corpus txt2img package's schedule (sigma range 0.03..4).
         assert!(close(k[1], 1.107_270_6, 1e-6), "{}", k[1]);
@@ -622,12 +601,8 @@ mod tests {
     }
 
     #[test]
-    fn ddim_uniform_runs_as_many_steps_as_its_stride_picks() {
+    fn ddim_uniform_gives_a_sigma_per_picked_timestep() {
         let sd = ModelSampling::of_family("discrete").expect("sd");
-        // 1000 // 6 = 166: timesteps 1, 167, ..., 997 are seven.
-        assert_eq!(sd.run_steps("ddim_uniform", 6), 7);
-        assert_eq!(sd.run_steps("ddim_uniform", 20), 20);
-        assert_eq!(sd.run_steps("karras", 6), 6);
         let sched = match &sd {
             ModelSampling::Discrete { sigmas } => discrete_schedule(sigmas, "ddim_uniform", 6),
             ModelSampling::Flow { .. } => None,

@@ -6,9 +6,9 @@
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
 use super::sampling::{
-    ModelSampling, SCHEDULES, discrete_schedule, linear_quadratic, linspace, nearest_timestep,
-    sgm_ramp, table_indices,
+    ModelSampling, SCHEDULES, linear_quadratic, linspace, nearest_timestep, sgm_ramp,
 };
+use super::spacing::FLIPPED_ZERO;
 use wfstudio_onnx::builder::Attr;
 
 /// `diffusion_schedule`: `steps + 1` sigmas.
@@ -17,13 +17,13 @@ pub fn sigmas(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError
     g.output(&sigmas, "schedule")
 }
 
-/// `diffusion_timesteps`: the model's timestep for each of the `steps`
+/// `diffusion_timesteps`: the model's timestep for each of the run's
 /// sigmas: for discrete models the nearest training timestep, the integer
 /// ComfyUI feeds them; for flow models sigma times the multiplier.
 pub fn timesteps(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {
     let out = match &family.sampling {
         ModelSampling::Discrete { sigmas } => {
-            let schedule = constant_schedule(g, family, sigmas)?;
+            let schedule = constant_schedule(g, family)?;
             let ts: Vec<f32> = schedule[..family.run_steps()]
                 .iter()
                 .map(|s| nearest_timestep(sigmas, *s) as f32)
@@ -41,26 +41,19 @@ pub fn timesteps(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthEr
     g.output(&out, "schedule")
 }
 
-fn constant_schedule(
-    g: &PolicyGraph<'_>,
-    family: &Family,
-    sigmas: &[f64],
-) -> Result<Vec<f64>, SynthError> {
-    let computed = discrete_schedule(sigmas, &family.scheduler, family.computed_steps());
-    let mut schedule = computed.ok_or_else(|| {
+/// The schedule's sigmas known at import, checked to be as many as the
+/// run's steps and one.
+fn constant_schedule(g: &PolicyGraph<'_>, family: &Family) -> Result<Vec<f64>, SynthError> {
+    let schedule = family.constant_schedule().ok_or_else(|| {
         g.error(format!(
-            "the `{}` scheduler is not synthesized ({} are)",
-            family.scheduler,
-            SCHEDULES.join(", ")
+            "the `{}` schedule follows the model's run-time shift",
+            family.schedule.name()
         ))
     })?;
-    if family.discard_penultimate && schedule.len() >= 2 {
-        schedule.remove(schedule.len() - 2);
-    }
     if schedule.len() != family.run_steps() + 1 {
         return Err(g.error(format!(
             "the `{}` scheduler gives {} sigmas for {} steps, not {}",
-            family.scheduler,
+            family.schedule.name(),
             schedule.len(),
             family.steps,
             family.run_steps() + 1
@@ -69,17 +62,24 @@ fn constant_schedule(
     Ok(schedule)
 }
 
-/// The schedule's sigmas (with the final 0) as a graph value.
+/// The schedule's sigmas (with the final 0, or flipped) as a graph value:
+/// a constant where they are known at import, else computed from a flow
+/// model's shift inputs.
 fn schedule(g: &mut PolicyGraph<'_>, family: &Family) -> Result<String, SynthError> {
+    if family.constant_schedule().is_some() {
+        let values: Vec<f32> = constant_schedule(g, family)?
+            .iter()
+            .map(|s| *s as f32)
+            .collect();
+        return Ok(g.b.vec_f32(&values));
+    }
     match &family.sampling {
-        ModelSampling::Discrete { sigmas } => {
-            let values: Vec<f32> = constant_schedule(g, family, sigmas)?
-                .iter()
-                .map(|s| *s as f32)
-                .collect();
-            Ok(g.b.vec_f32(&values))
+        ModelSampling::Flow { table, .. } => {
+            let sigmas = flow_schedule(g, family, *table)?;
+            let sigmas = discard_penultimate(g, family, &sigmas);
+            Ok(flip(g, family, &sigmas))
         }
-        ModelSampling::Flow { table, .. } => flow_schedule(g, family, *table),
+        ModelSampling::Discrete { .. } => Err(g.error("a discrete model's schedule is a constant")),
     }
 }
 
@@ -93,19 +93,22 @@ fn flow_schedule(
     let alpha = shift_alpha(g)?;
     let steps = family.computed_steps();
     let n = table as f64;
-    let sigmas = match family.scheduler.as_str() {
+    let scheduler = family.schedule.name();
+    let sigmas = match scheduler {
         "linear_quadratic" => {
             // Its sigmas scale with sigma_max, which is 1 at every shift.
             let values: Vec<f32> = linear_quadratic(steps).iter().map(|s| *s as f32).collect();
-            let values = g.b.vec_f32(&values);
-            return Ok(discard_penultimate(g, family, &values));
+            return Ok(g.b.vec_f32(&values));
         }
-        scheduler @ ("simple" | "ddim_uniform" | "beta") => {
-            let indices = table_indices(scheduler, table, steps).unwrap_or_default();
-            if indices.len() != family.sampling.run_steps(scheduler, steps) {
+        "simple" | "ddim_uniform" | "beta" => {
+            let indices = family
+                .schedule
+                .table_indices(table, steps)
+                .unwrap_or_default();
+            let discarded = usize::from(family.schedule.discard_penultimate);
+            if indices.len().saturating_sub(discarded) != family.run_steps() {
                 return Err(g.error(format!(
-                    "the {} scheduler gives {} sigmas for {steps} steps",
-                    family.scheduler,
+                    "the {scheduler} scheduler gives {} sigmas for {steps} steps",
                     indices.len()
                 )));
             }
@@ -119,13 +122,13 @@ fn flow_schedule(
         "normal" | "sgm_uniform" | "karras" | "exponential" | "kl_optimal" => {
             let first = g.f(1.0 / n);
             let sigma_min = shifted(g, &alpha, &first);
-            let ramp = match family.scheduler.as_str() {
+            let ramp = match scheduler {
                 "sgm_uniform" => sgm_ramp(steps),
                 _ => linspace(0.0, 1.0, steps),
             };
             let ramp: Vec<f32> = ramp.iter().map(|r| *r as f32).collect();
             let ramp = g.b.vec_f32(&ramp);
-            match family.scheduler.as_str() {
+            match scheduler {
                 "normal" | "sgm_uniform" => {
                     // Timesteps evenly spaced from sigma_max (1) to sigma_min.
                     let one = g.f(1.0);
@@ -168,13 +171,39 @@ fn flow_schedule(
         }
     };
     let zero = g.b.vec_f32(&[0.0]);
-    let all = g.op_with("Concat", &[&sigmas, &zero], &[("axis", Attr::Int(0))]);
-    Ok(discard_penultimate(g, family, &all))
+    Ok(g.op_with("Concat", &[&sigmas, &zero], &[("axis", Attr::Int(0))]))
+}
+
+/// `sigmas` reversed where the schedule is flipped, a first 0 made
+/// [`FLIPPED_ZERO`].
+fn flip(g: &mut PolicyGraph<'_>, family: &Family, sigmas: &str) -> String {
+    if !family.schedule.flip {
+        return sigmas.to_string();
+    }
+    let (last, before_first, axis, backwards) = (
+        g.b.vec_i64(&[-1]),
+        g.b.vec_i64(&[i64::MIN]),
+        g.b.vec_i64(&[0]),
+        g.b.vec_i64(&[-1]),
+    );
+    let reversed = g.op("Slice", &[sigmas, &last, &before_first, &axis, &backwards]);
+    let zero = g.f(0.0);
+    let small = g.f(FLIPPED_ZERO);
+    let (start, second, end) = (
+        g.b.vec_i64(&[0]),
+        g.b.vec_i64(&[1]),
+        g.b.vec_i64(&[i64::MAX]),
+    );
+    let first = g.op("Slice", &[&reversed, &start, &second]);
+    let rest = g.op("Slice", &[&reversed, &second, &end]);
+    let is_zero = g.op("Equal", &[&first, &zero]);
+    let first = g.op("Where", &[&is_zero, &small, &first]);
+    g.op_with("Concat", &[&first, &rest], &[("axis", Attr::Int(0))])
 }
 
 /// `sigmas` without its penultimate entry where the family discards it.
 fn discard_penultimate(g: &mut PolicyGraph<'_>, family: &Family, sigmas: &str) -> String {
-    if !family.discard_penultimate {
+    if !family.schedule.discard_penultimate {
         return sigmas.to_string();
     }
     let (zero, penultimate, last, end) = (

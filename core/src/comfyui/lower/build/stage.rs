@@ -38,10 +38,14 @@ pub(super) fn stage(plan: &Plan, (models, encoders): (&str, &str)) -> StageParts
     let m = |name: &str| format!("{models}{name}");
     let latent = || plan.axes.latent();
     let s = &plan.sampler;
-    let windowed = !matches!(
-        (&s.window, &plan.latent),
-        (Window::Denoise(d), LatentSource::Empty { .. }) if *d == 1.0
-    );
+    // A run from pure noise at the top of the model's schedule starts
+    // from the scaled noise; anything else noises its start latent to the
+    // schedule's first sigma.
+    let windowed = !s.schedule.starts_at_top()
+        || !matches!(
+            (&s.window, &plan.latent),
+            (Window::Denoise(d), LatentSource::Empty { .. }) if *d == 1.0
+        );
     let sdxl = matches!(plan.positive.text, Prompt::Sdxl { .. });
     let step_value = if windowed {
         "diffusion.step"
@@ -55,9 +59,9 @@ pub(super) fn stage(plan: &Plan, (models, encoders): (&str, &str)) -> StageParts
     };
     let model_sampling = plan.model.flow.as_ref().map_or("discrete", |f| f.family);
     // The schedule's length: the graph's steps, or what ddim_uniform's
-    // stride picks (ComfyUI runs that many).
+    // stride picks, or what a scheduler node keeps (ComfyUI runs that many).
     let steps = ModelSampling::of_family(model_sampling).map_or(s.steps, |m| {
-        m.schedule_steps(&s.scheduler, s.steps.max(0) as usize, s.discard_penultimate) as i64
+        s.schedule.run_steps(&m, s.steps.max(0) as usize) as i64
     });
     let mut inputs = Map::new();
     let mut components = Map::new();
@@ -112,14 +116,17 @@ pub(super) fn stage(plan: &Plan, (models, encoders): (&str, &str)) -> StageParts
 
     // The schedule: its length is the step count (folded into the schedule
     // policies' contracts); a flow-matching shift is a typed input.
-    let mut schedule_parameters = json!({"solver": s.sampler_name, "spacing": s.scheduler, "prediction": prediction, "model_sampling": model_sampling, "steps": s.steps});
-    if s.discard_penultimate {
-        schedule_parameters["discard_penultimate"] = json!(true);
-    }
+    let mut schedule_parameters = json!({"solver": s.sampler_name, "prediction": prediction, "model_sampling": model_sampling, "steps": s.steps});
+    s.schedule.write(&mut schedule_parameters);
     let mut schedule_inputs = json!({});
     let mut schedule_binds = json!({});
     let mut schedule_from = vec![sampler];
-    if let Some(flow) = &plan.model.flow {
+    if let Some(flow) = plan
+        .model
+        .flow
+        .as_ref()
+        .filter(|_| s.schedule.follows_model())
+    {
         schedule_from.push(&flow.node);
         let shift_inputs: &[(&str, &str, f64)] = match flow.shift {
             FlowShift::Constant(shift) => &[("shift", "request.flow_shift", shift)],

@@ -7,19 +7,15 @@
 //! conditioning on both sides; CFG++ samplers, which step along the
 //! unconditional estimate, are refused under it), with the sampler from
 //! `KSamplerSelect` (its sampled output only, not `denoised_output`), the
-//! sigmas from `BasicScheduler` (its steps, scheduler and denoise, on the
-//! guider's checkpoint with the same sampling), maybe split by
-//! `SplitSigmas` / `SplitSigmasDenoise` into a `KSamplerAdvanced`-like
-//! window, and the noise from `RandomNoise` (its seed) or
-//! `DisableNoise` (no noise is added: the start latent is sampled as is).
+//! sigmas from a scheduler node (`super::sigmas`; one that takes a model
+//! must take the guider's checkpoint with the same sampling), and the
+//! noise from `RandomNoise` (its seed) or `DisableNoise` (no noise is
+//! added: the start latent is sampled as is).
 
 use super::super::graph::Graph;
 use super::model::{ModelChain, model_chain};
 use super::own_sampling::Family;
-use super::{
-    Dual, Sampler, Window, checked_denoise, checked_sampler_name, checked_scheduler, checked_steps,
-    denoise_start_step, round_half_even,
-};
+use super::{Dual, Sampler, checked_sampler_name};
 use crate::comfyui::lower::Refusal;
 
 /// Where a sampler's model and prompts come from: the node with the
@@ -59,31 +55,7 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
     let (select, _) = g.source(node, "sampler")?;
     g.expect(&select, &["KSamplerSelect"], "sampler", (node, "sampler"))?;
     let sampler_name = checked_sampler_name(g, &select)?;
-    let (sigmas, slot) = g.source(node, "sigmas")?;
-    let (sigmas, split) = match g.class(&sigmas) {
-        "SplitSigmas" | "SplitSigmasDenoise" => {
-            let (scheduler, _) = g.source(&sigmas, "sigmas")?;
-            g.expect(
-                &scheduler,
-                &["BasicScheduler"],
-                "sigmas",
-                (&sigmas, "sigmas"),
-            )?;
-            (scheduler, Some((sigmas, slot)))
-        }
-        _ => {
-            g.expect(
-                &sigmas,
-                &["BasicScheduler", "SplitSigmas", "SplitSigmasDenoise"],
-                "sigmas",
-                (node, "sigmas"),
-            )?;
-            (sigmas, None)
-        }
-    };
-    let scheduler = checked_scheduler(g, &sigmas)?;
-    let steps = checked_steps(g, &sigmas)?;
-    let denoise = checked_denoise(g, &sigmas, steps)?;
+    let sigmas = super::sigmas::sigmas(g, node)?;
     let mut dual = None;
     let (seed, add_noise, cfg, guide) = if advanced {
         let (noise, _) = g.source(node, "noise")?;
@@ -135,7 +107,7 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
         (seed, add_noise, g.number(node, "cfg")?, Guide::on(node))
     };
     let guide = Guide {
-        scheduler: Some(sigmas.clone()),
+        scheduler: Some(sigmas.scheduler.clone()).filter(|_| sigmas.takes_model),
         ..guide
     };
     if dual.is_some() && sampler_name.ends_with("_cfg_pp") {
@@ -160,92 +132,18 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
             "use CFGGuider with a negative prompt, or a sampler without _cfg_pp",
         ));
     }
-    let window = if let Some((split, slot)) = &split {
-        split_window(g, (split, *slot), (&sigmas, steps, denoise), add_noise)?
-    } else if add_noise {
-        Window::Denoise(denoise)
-    } else {
-        Window::Steps {
-            start: denoise_start_step(steps, denoise),
-            end: steps,
-            add_noise: false,
-            leftover_noise: false,
-        }
-    };
+    let window = super::sigmas::window(g, &sigmas, add_noise)?;
     let sampler = Sampler {
         node: node.to_string(),
         seed,
-        steps,
+        steps: sigmas.steps,
         cfg,
         sampler_name: sampler_name.to_string(),
-        scheduler: scheduler.to_string(),
+        schedule: sigmas.schedule,
         window,
-        discard_penultimate: false,
         dual,
     };
     Ok((sampler, guide))
-}
-
-/// The steps a `SplitSigmas` (at `step`) or `SplitSigmasDenoise` (the
-/// last `round(steps * denoise)` steps are the low part) part of
-/// `BasicScheduler` `scheduler`'s schedule runs, as `KSamplerAdvanced`'s
-/// window: output 0, the high sigmas, ends with leftover noise where it
-/// stops early; output 1, the low sigmas, starts there.
-fn split_window(
-    g: &Graph<'_>,
-    (split, slot): (&str, i64),
-    (scheduler, steps, denoise): (&str, i64, f64),
-    add_noise: bool,
-) -> Result<Window, Refusal> {
-    if denoise != 1.0 {
-        return Err(g.refuse(
-            scheduler,
-            Some("denoise"),
-            format!("cuts the schedule it gives node {split} to denoise {denoise}; the lowering splits whole schedules"),
-            "set the scheduler's denoise to 1",
-        ));
-    }
-    let scheduler_name = g.text(scheduler, "scheduler")?;
-    if matches!(scheduler_name, "ddim_uniform" | "beta") {
-        return Err(g.refuse(
-            split,
-            None,
-            format!("splits a '{scheduler_name}' schedule, whose sigma count the graph's steps do not fix"),
-            "split a schedule of another scheduler",
-        ));
-    }
-    // The high part is output 0, the low part output 1: (start, end) steps.
-    let high = slot == 0;
-    let (start, end) = match g.class(split) {
-        "SplitSigmas" => {
-            let at = g.whole(split, "step", 0..=10000)?.min(steps);
-            if high { (0, at) } else { (at, steps) }
-        }
-        // ComfyUI's sigmas[:-n] and sigmas[-(n + 1):], n rounded half to
-        // even; at n = 0 the first is empty and the second the final 0.
-        _ => {
-            let share = g.number_in(split, "denoise", 0.0..=1.0, "denoise")?;
-            match round_half_even(steps as f64 * share) as i64 {
-                0 => (0, 0),
-                low if high => (0, steps - low),
-                low => (steps - low, steps),
-            }
-        }
-    };
-    if start >= end {
-        return Err(g.refuse(
-            split,
-            None,
-            format!("leaves no step of {steps} in the part it gives (output {slot})"),
-            "split the schedule inside its steps",
-        ));
-    }
-    Ok(Window::Steps {
-        start,
-        end,
-        add_noise,
-        leftover_noise: end < steps,
-    })
 }
 
 /// `DualCFGGuider`'s second scale and style (`regular` where a graph

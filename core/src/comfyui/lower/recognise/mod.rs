@@ -10,6 +10,7 @@ mod latent;
 mod model;
 mod own_sampling;
 mod prompt;
+mod sigmas;
 
 pub(super) use chain::{Chain, ModelUpscale, Sink, is_sink, recognise, sink_classes};
 pub(super) use composite::Composite;
@@ -21,6 +22,7 @@ use super::graph::Graph;
 use super::parts::Axes;
 use super::{Refusal, SCHEDULES};
 use crate::comfyui::synth::sampling::sampler_names;
+use crate::comfyui::synth::spacing::Schedule;
 use custom::Guide;
 use own_sampling::Family;
 
@@ -72,11 +74,11 @@ pub(super) struct Sampler {
     pub steps: i64,
     pub cfg: f64,
     pub sampler_name: String,
-    pub scheduler: String,
+    /// Its schedule: a scheduler over the model's sigmas (dropping the
+    /// penultimate one where `KSampler` does for the sampler), or a
+    /// scheduler node's own.
+    pub schedule: Schedule,
     pub window: Window,
-    /// Whether its schedule drops the penultimate sigma, as `KSampler`
-    /// does for some samplers (`sampling::discards_penultimate`).
-    pub discard_penultimate: bool,
     /// `DualCFGGuider`'s second scale and style, where it guides: `cfg`
     /// is then its `cfg_conds`.
     pub dual: Option<Dual>,
@@ -253,6 +255,16 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
     }
     if let Some(scheduler) = &guide.scheduler {
         custom::same_sampling(g, scheduler, &model, &family)?;
+    }
+    if let (Some(_), Some(scheduler)) = (&model.flow, &guide.scheduler)
+        && !sampler.schedule.runs_on_flow()
+    {
+        return Err(g.refuse(
+            scheduler,
+            Some("model"),
+            "takes a flow-matching model, but its timesteps 999, 899, ..., 99 are a discrete model's (SD Turbo's)".into(),
+            "use BasicScheduler for this model",
+        ));
     }
     let needs = crate::comfyui::synth::sampling::sampler(&sampler.sampler_name).map(|k| k.needs);
     if model.flow.is_some() && needs.is_some_and(|n| !n.flow) {
@@ -601,10 +613,12 @@ fn sampler(g: &Graph<'_>, node: &str) -> Result<Sampler, Refusal> {
         seed,
         steps,
         cfg,
-        discard_penultimate: crate::comfyui::synth::sampling::discards_penultimate(sampler_name),
         dual: None,
         sampler_name: sampler_name.to_string(),
-        scheduler: scheduler.to_string(),
+        schedule: Schedule::named(
+            scheduler,
+            crate::comfyui::synth::sampling::discards_penultimate(sampler_name),
+        ),
         window,
     })
 }

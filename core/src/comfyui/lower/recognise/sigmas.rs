@@ -1,0 +1,271 @@
+//! Where a custom sampler's sigmas come from: a scheduler node, maybe
+//! reversed by `FlipSigmas`, maybe split by `SplitSigmas` /
+//! `SplitSigmasDenoise` into a `KSamplerAdvanced`-like window. The
+//! scheduler is `BasicScheduler` (a core scheduler over the model's
+//! sigmas), one with bounds of its own (`KarrasScheduler`,
+//! `ExponentialScheduler`, `PolyexponentialScheduler`), one over the
+//! model's table (`BetaSamplingScheduler`, `SDTurboScheduler`) or Align
+//! Your Steps' levels (`AlignYourStepsScheduler`).
+
+use super::super::graph::Graph;
+use super::{Window, checked_denoise, checked_scheduler, checked_steps, round_half_even};
+use crate::comfyui::lower::Refusal;
+use crate::comfyui::synth::spacing::{ALIGN_YOUR_STEPS, Schedule, Spacing};
+
+/// The scheduler node classes the lowering reads.
+pub(super) const SCHEDULER_NODES: &[&str] = &[
+    "BasicScheduler",
+    "KarrasScheduler",
+    "ExponentialScheduler",
+    "PolyexponentialScheduler",
+    "BetaSamplingScheduler",
+    "SDTurboScheduler",
+    "AlignYourStepsScheduler",
+];
+
+/// A custom sampler's sigmas as read from the graph.
+#[derive(Clone, Debug)]
+pub(super) struct Sigmas {
+    /// The scheduler node.
+    pub scheduler: String,
+    pub schedule: Schedule,
+    pub steps: i64,
+    /// `BasicScheduler`'s denoise (the others' denoise shortens their
+    /// schedule itself): the run is its last `steps * denoise` steps.
+    pub denoise: f64,
+    /// Whether the scheduler computes its sigmas from its model, which must
+    /// then sample as the sampler's.
+    pub takes_model: bool,
+    /// The split node and the output the sampler takes.
+    pub split: Option<(String, i64)>,
+}
+
+/// The sigmas input of `sampler`.
+pub(super) fn sigmas(g: &Graph<'_>, sampler: &str) -> Result<Sigmas, Refusal> {
+    let mut asker = (sampler.to_string(), "sigmas");
+    let (mut node, slot) = g.source(sampler, "sigmas")?;
+    let mut split = None;
+    if matches!(g.class(&node), "SplitSigmas" | "SplitSigmasDenoise") {
+        split = Some((node.clone(), slot));
+        asker = (node.clone(), "sigmas");
+        node = g.source(&node, "sigmas")?.0;
+    }
+    let mut flip = None;
+    if g.class(&node) == "FlipSigmas" {
+        flip = Some(node.clone());
+        asker = (node.clone(), "sigmas");
+        node = g.source(&node, "sigmas")?.0;
+    }
+    g.expect(&node, SCHEDULER_NODES, "sigmas", (&asker.0, asker.1))?;
+    let mut read = scheduler(g, &node)?;
+    read.split = split;
+    if let Some(flip) = flip {
+        if read.denoise != 1.0 {
+            return Err(g.refuse(
+                &node,
+                Some("denoise"),
+                format!("cuts the schedule it gives node {flip} (FlipSigmas) to denoise {}; the lowering flips whole schedules", read.denoise),
+                "set the scheduler's denoise to 1",
+            ));
+        }
+        read.schedule.flip = true;
+    }
+    if read.schedule.fixed_steps(read.steps as usize) == Some(0) {
+        return Err(g.refuse(
+            &node,
+            Some("denoise"),
+            format!("keeps no step of its {} at its denoise", read.steps),
+            "raise the denoise",
+        ));
+    }
+    Ok(read)
+}
+
+/// Scheduler node `node`'s schedule and settings.
+fn scheduler(g: &Graph<'_>, node: &str) -> Result<Sigmas, Refusal> {
+    let class = g.class(node);
+    let steps = match class {
+        "SDTurboScheduler" => g.whole(node, "steps", 1..=10)?,
+        _ => checked_steps(g, node)?,
+    };
+    let mut denoise = 1.0;
+    let spacing = match class {
+        "BasicScheduler" => {
+            denoise = checked_denoise(g, node, steps)?;
+            Spacing::Named(checked_scheduler(g, node)?.to_string())
+        }
+        "KarrasScheduler" => {
+            let (sigma_min, sigma_max) = bounds(g, node)?;
+            Spacing::Karras {
+                sigma_min,
+                sigma_max,
+                rho: positive(g, node, "rho")?,
+            }
+        }
+        "ExponentialScheduler" => {
+            let (sigma_min, sigma_max) = bounds(g, node)?;
+            Spacing::Exponential {
+                sigma_min,
+                sigma_max,
+            }
+        }
+        "PolyexponentialScheduler" => {
+            let (sigma_min, sigma_max) = bounds(g, node)?;
+            Spacing::Polyexponential {
+                sigma_min,
+                sigma_max,
+                rho: positive(g, node, "rho")?,
+            }
+        }
+        "BetaSamplingScheduler" => Spacing::Beta {
+            alpha: positive(g, node, "alpha")?,
+            beta: positive(g, node, "beta")?,
+        },
+        "SDTurboScheduler" => Spacing::SdTurbo {
+            denoise: g.number_in(node, "denoise", 0.0..=1.0, "denoise")?,
+        },
+        _ => {
+            let model_type = g.text(node, "model_type")?;
+            if !ALIGN_YOUR_STEPS.iter().any(|(name, _)| *name == model_type) {
+                return Err(g.refuse(
+                    node,
+                    Some("model_type"),
+                    format!("is '{model_type}', which Align Your Steps has no noise levels for"),
+                    "choose SD1, SDXL or SVD",
+                ));
+            }
+            Spacing::AlignYourSteps {
+                model_type: model_type.to_string(),
+                denoise: g.number_in(node, "denoise", 0.0..=1.0, "denoise")?,
+            }
+        }
+    };
+    Ok(Sigmas {
+        scheduler: node.to_string(),
+        schedule: Schedule::of(spacing),
+        steps,
+        denoise,
+        takes_model: matches!(
+            class,
+            "BasicScheduler" | "BetaSamplingScheduler" | "SDTurboScheduler"
+        ),
+        split: None,
+    })
+}
+
+/// A scheduler's `sigma_min` and `sigma_max`: positive, the first below
+/// the second.
+fn bounds(g: &Graph<'_>, node: &str) -> Result<(f64, f64), Refusal> {
+    let (low, high) = (
+        positive(g, node, "sigma_min")?,
+        positive(g, node, "sigma_max")?,
+    );
+    if low >= high {
+        return Err(g.refuse(
+            node,
+            Some("sigma_min"),
+            format!("is {low}, not below sigma_max {high}"),
+            "choose a sigma_min below sigma_max",
+        ));
+    }
+    Ok((low, high))
+}
+
+/// Node `node`'s number `name`, above 0 (a log or a power of it is taken).
+fn positive(g: &Graph<'_>, node: &str, name: &str) -> Result<f64, Refusal> {
+    let value = g.number(node, name)?;
+    if !(value > 0.0 && value.is_finite()) {
+        return Err(g.refuse(
+            node,
+            Some(name),
+            format!("is {value}, not above 0"),
+            &format!("use a {name} above 0"),
+        ));
+    }
+    Ok(value)
+}
+
+/// The window a sampler runs of `sigmas`: a split part as
+/// `KSamplerAdvanced`'s steps, else the last `steps * denoise` steps (all
+/// but those before the window where no noise is added).
+pub(super) fn window(g: &Graph<'_>, sigmas: &Sigmas, add_noise: bool) -> Result<Window, Refusal> {
+    if let Some((split, slot)) = &sigmas.split {
+        return split_window(g, (split, *slot), sigmas, add_noise);
+    }
+    Ok(if add_noise {
+        Window::Denoise(sigmas.denoise)
+    } else {
+        Window::Steps {
+            start: super::denoise_start_step(sigmas.steps, sigmas.denoise),
+            end: sigmas.steps,
+            add_noise: false,
+            leftover_noise: false,
+        }
+    })
+}
+
+/// The steps a `SplitSigmas` (at `step`) or `SplitSigmasDenoise` (the
+/// last `round(steps * denoise)` steps are the low part) part of the
+/// schedule runs, as `KSamplerAdvanced`'s window: output 0, the high
+/// sigmas, ends with leftover noise where it stops early; output 1, the
+/// low sigmas, starts there.
+fn split_window(
+    g: &Graph<'_>,
+    (split, slot): (&str, i64),
+    sigmas: &Sigmas,
+    add_noise: bool,
+) -> Result<Window, Refusal> {
+    let scheduler = sigmas.scheduler.as_str();
+    if sigmas.denoise != 1.0 {
+        return Err(g.refuse(
+            scheduler,
+            Some("denoise"),
+            format!("cuts the schedule it gives node {split} to denoise {}; the lowering splits whole schedules", sigmas.denoise),
+            "set the scheduler's denoise to 1",
+        ));
+    }
+    let Some(steps) = sigmas.schedule.fixed_steps(sigmas.steps as usize) else {
+        return Err(g.refuse(
+            split,
+            None,
+            format!(
+                "splits a '{}' schedule, whose sigma count the graph's steps do not fix",
+                sigmas.schedule.name()
+            ),
+            "split a schedule of another scheduler",
+        ));
+    };
+    let steps = steps as i64;
+    // The high part is output 0, the low part output 1: (start, end) steps.
+    let high = slot == 0;
+    let (start, end) = match g.class(split) {
+        "SplitSigmas" => {
+            let at = g.whole(split, "step", 0..=10000)?.min(steps);
+            if high { (0, at) } else { (at, steps) }
+        }
+        // ComfyUI's sigmas[:-n] and sigmas[-(n + 1):], n rounded half to
+        // even; at n = 0 the first is empty and the second the final 0.
+        _ => {
+            let share = g.number_in(split, "denoise", 0.0..=1.0, "denoise")?;
+            match round_half_even(steps as f64 * share) as i64 {
+                0 => (0, 0),
+                low if high => (0, steps - low),
+                low => (steps - low, steps),
+            }
+        }
+    };
+    if start >= end {
+        return Err(g.refuse(
+            split,
+            None,
+            format!("leaves no step of {steps} in the part it gives (output {slot})"),
+            "split the schedule inside its steps",
+        ));
+    }
+    Ok(Window::Steps {
+        start,
+        end,
+        add_noise,
+        leftover_noise: end < steps,
+    })
+}

@@ -1,0 +1,336 @@
+//! ComfyUI's scheduler nodes under `SamplerCustom`: `KarrasScheduler`,
+//! `ExponentialScheduler`, `PolyexponentialScheduler`,
+//! `BetaSamplingScheduler`, `SDTurboScheduler`, `AlignYourStepsScheduler`
+//! and `FlipSigmas` lower into schedules with the node's own settings,
+//! whose runs match the independent numpy reference; bad settings are
+//! refused by node and input.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::lowering::{
+    Expected, assert_refused, lowered, package_and_run, pattern, s, scratch, workflow,
+};
+use wfstudio_core::comfyui::lower::Target;
+
+/// The txt2img fixture graph sampled by `SamplerCustom` with its sampler
+/// (`sampler_name`) and sigmas from `scheduler` (node 21), reversed by
+/// `FlipSigmas` (node 24) where `flip`.
+fn txt2img_custom(sampler_name: &str, scheduler: Value, flip: bool) -> Value {
+    let text = std::fs::read_to_string(support::fixtures().join("comfyui/txt2img-sd15.api.json"))
+        .expect("txt2img");
+    let mut g: Value = serde_json::from_str(&text).expect("json");
+    let k = g["14"]["inputs"].clone();
+    g["20"] = json!({"class_type": "KSamplerSelect", "inputs": {"sampler_name": sampler_name}});
+    g["21"] = scheduler;
+    let sigmas = if flip {
+        g["24"] = json!({"class_type": "FlipSigmas", "inputs": {"sigmas": ["21", 0]}});
+        "24"
+    } else {
+        "21"
+    };
+    g["14"] = json!({"class_type": "SamplerCustom", "inputs": {"add_noise": true, "noise_seed": k["seed"], "cfg": k["cfg"], "model": ["10", 0], "positive": ["11", 0], "negative": ["12", 0], "sampler": ["20", 0], "sigmas": [sigmas, 0], "latent_image": k["latent_image"]}});
+    g
+}
+
+/// A scheduler node of `class` with `inputs` (the model input added for
+/// the classes that take one).
+fn node(class: &str, mut inputs: Value) -> Value {
+    if matches!(
+        class,
+        "BasicScheduler" | "BetaSamplingScheduler" | "SDTurboScheduler"
+    ) {
+        inputs["model"] = json!(["10", 0]);
+    }
+    json!({"class_type": class, "inputs": inputs})
+}
+
+/// The scheduler nodes of the numpy comparison: (name, sampler, node,
+/// flipped, the schedule parameters the document must state).
+fn cases() -> Vec<(&'static str, &'static str, Value, bool, Value)> {
+    vec![
+        (
+            "karras",
+            "dpmpp_2m",
+            node(
+                "KarrasScheduler",
+                json!({"steps": 5, "sigma_max": 10.0, "sigma_min": 0.05, "rho": 5.0}),
+            ),
+            false,
+            json!({"spacing": "karras", "sigma_min": 0.05, "sigma_max": 10.0, "rho": 5.0}),
+        ),
+        (
+            "exponential",
+            "euler",
+            node(
+                "ExponentialScheduler",
+                json!({"steps": 5, "sigma_max": 14.614642, "sigma_min": 0.0291675}),
+            ),
+            false,
+            json!({"spacing": "exponential", "sigma_min": 0.0291675, "sigma_max": 14.614642}),
+        ),
+        (
+            "polyexponential",
+            "heun",
+            node(
+                "PolyexponentialScheduler",
+                json!({"steps": 4, "sigma_max": 8.0, "sigma_min": 0.1, "rho": 1.7}),
+            ),
+            false,
+            json!({"spacing": "polyexponential", "sigma_min": 0.1, "sigma_max": 8.0, "rho": 1.7}),
+        ),
+        (
+            "beta",
+            "euler_ancestral",
+            node(
+                "BetaSamplingScheduler",
+                json!({"steps": 6, "alpha": 0.4, "beta": 0.9}),
+            ),
+            false,
+            json!({"spacing": "beta", "alpha": 0.4, "beta": 0.9}),
+        ),
+        (
+            "sd_turbo",
+            "euler",
+            node("SDTurboScheduler", json!({"steps": 4, "denoise": 0.8})),
+            false,
+            json!({"spacing": "sd_turbo", "denoise": 0.8}),
+        ),
+        (
+            "align_your_steps",
+            "dpmpp_2m",
+            node(
+                "AlignYourStepsScheduler",
+                json!({"model_type": "SD1", "steps": 7, "denoise": 1.0}),
+            ),
+            false,
+            json!({"spacing": "align_your_steps", "model_type": "SD1", "denoise": 1.0}),
+        ),
+        (
+            "align_your_steps_denoise",
+            "uni_pc",
+            node(
+                "AlignYourStepsScheduler",
+                json!({"model_type": "SDXL", "steps": 10, "denoise": 0.55}),
+            ),
+            false,
+            json!({"spacing": "align_your_steps", "model_type": "SDXL", "denoise": 0.55}),
+        ),
+        (
+            "flipped",
+            "euler",
+            node(
+                "BasicScheduler",
+                json!({"scheduler": "karras", "steps": 4, "denoise": 1.0}),
+            ),
+            true,
+            json!({"spacing": "karras", "flip": true}),
+        ),
+    ]
+}
+
+#[test]
+fn scheduler_nodes_state_their_settings_in_the_schedule_contract() {
+    for (name, sampler, scheduler, flip, stated) in cases() {
+        let l = lowered(
+            &txt2img_custom(sampler, scheduler, flip),
+            &Target::default(),
+        );
+        let parameters =
+            &workflow(&l)["components"]["diffusion_schedule"]["contract"]["parameters"];
+        for (key, value) in stated.as_object().expect("object") {
+            assert_eq!(&parameters[key], value, "{name}: {key}");
+        }
+    }
+    // SD Turbo at denoise 0.8 keeps timesteps 799..99 (8 of 10), of which
+    // the 4 steps asked for run; Align Your Steps at 0.55 runs
+    // round(10 * 0.55) = 6 (half to even) of its 10.
+    let steps_of = |graph: Value| {
+        let l = lowered(&graph, &Target::default());
+        workflow(&l)["components"]["diffusion_schedule"]["ports"]["outputs"]["schedule"]["shape"]
+            .clone()
+    };
+    let all = cases();
+    assert_eq!(
+        steps_of(txt2img_custom("euler", all[4].2.clone(), false)),
+        json!([5])
+    );
+    assert_eq!(
+        steps_of(txt2img_custom("euler", all[6].2.clone(), false)),
+        json!([7])
+    );
+    let few = node("SDTurboScheduler", json!({"steps": 4, "denoise": 0.2}));
+    assert_eq!(steps_of(txt2img_custom("euler", few, false)), json!([3]));
+}
+
+#[test]
+fn scheduler_node_runs_match_an_independent_numpy_reference() {
+    if !support::runtime_available() {
+        return;
+    }
+    let Some(python) = support::python() else {
+        return;
+    };
+    let reference = support::workspace().join("tests/reference/sampler_reference.py");
+    let root = scratch("schedulers");
+    let mut figures = Vec::new();
+    for (name, sampler, scheduler, flip, stated) in cases() {
+        let spacing = stated["spacing"].as_str().expect("spacing");
+        let graph = txt2img_custom(sampler, scheduler, flip);
+        let (dir, out) = package_and_run(&root, name, &graph);
+        let numpy_out = root.join(format!("{name}-numpy"));
+        support::python_stdout(
+            &python,
+            &[s(&reference), s(&dir), s(&numpy_out), sampler, spacing],
+        );
+        let compare = "import numpy as np, sys\na, b = np.load(sys.argv[1]), np.load(sys.argv[2])\nassert a.shape == b.shape, (a.shape, b.shape)\nassert np.isfinite(b).all()\nprint(float(np.max(np.abs(a - b) / (1 + np.abs(b)))))";
+        let (ours, numpy) = (out.join("latent.npy"), numpy_out.join("latent.npy"));
+        let worst: f64 = support::python_stdout(&python, &["-c", compare, s(&ours), s(&numpy)])
+            .trim()
+            .parse()
+            .expect("a number");
+        figures.push(format!("{name}: {worst:.2e}"));
+        assert!(worst <= 1e-5, "{name}: worst |a - b| / (1 + |b|) = {worst}");
+    }
+    eprintln!("scheduler nodes against numpy: {}", figures.join(", "));
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn a_flow_model_takes_a_stated_schedule_and_refuses_sd_turbos() {
+    let mut flow = pattern("flow-sd3");
+    let k = flow["5"]["inputs"].clone();
+    flow["20"] = json!({"class_type": "KSamplerSelect", "inputs": {"sampler_name": "euler"}});
+    flow["21"] = json!({"class_type": "KarrasScheduler", "inputs": {"steps": 4, "sigma_max": 1.0, "sigma_min": 0.02, "rho": 7.0}});
+    flow["5"] = json!({"class_type": "SamplerCustom", "inputs": {"add_noise": true, "noise_seed": k["seed"], "cfg": k["cfg"], "model": k["model"], "positive": k["positive"], "negative": k["negative"], "sampler": ["20", 0], "sigmas": ["21", 0], "latent_image": k["latent_image"]}});
+    let l = lowered(&flow, &Target::default());
+    let parameters = &workflow(&l)["components"]["diffusion_schedule"]["contract"]["parameters"];
+    assert_eq!(parameters["model_sampling"], "sd3");
+    assert_eq!(parameters["sigma_max"], 1.0);
+    // The stated sigmas do not follow the model's shift, so none is asked.
+    assert!(workflow(&l)["inputs"].get("request.flow_shift").is_none());
+    if support::runtime_available() {
+        let root = scratch("flow-karras");
+        let (_, out) = package_and_run(&root, "flow-karras", &flow);
+        let (_, latent) = support::lowering::npy(&out.join("latent.npy"));
+        assert!(latent.iter().all(|v| v.is_finite() && v.abs() < 100.0));
+        let _ = std::fs::remove_dir_all(&root);
+    }
+    flow["21"] = json!({"class_type": "SDTurboScheduler", "inputs": {"steps": 2, "denoise": 1.0, "model": k["model"]}});
+    assert_refused(
+        &flow,
+        (
+            "21",
+            "SDTurboScheduler",
+            Some("model"),
+            "takes a flow-matching model, but its timesteps 999, 899, ..., 99 are a discrete model's (SD Turbo's)",
+        ),
+    );
+}
+
+#[test]
+fn bad_scheduler_settings_are_refused_by_node_and_input() {
+    let refused = |scheduler: Value, flip: bool, expected: Expected| {
+        assert_refused(&txt2img_custom("euler", scheduler, flip), expected);
+    };
+    refused(
+        node(
+            "KarrasScheduler",
+            json!({"steps": 5, "sigma_max": 0.5, "sigma_min": 0.5, "rho": 7.0}),
+        ),
+        false,
+        (
+            "21",
+            "KarrasScheduler",
+            Some("sigma_min"),
+            "is 0.5, not below sigma_max 0.5",
+        ),
+    );
+    refused(
+        node(
+            "PolyexponentialScheduler",
+            json!({"steps": 5, "sigma_max": 8.0, "sigma_min": 0.1, "rho": 0.0}),
+        ),
+        false,
+        (
+            "21",
+            "PolyexponentialScheduler",
+            Some("rho"),
+            "is 0, not above 0",
+        ),
+    );
+    refused(
+        node(
+            "ExponentialScheduler",
+            json!({"steps": 5, "sigma_max": 8.0, "sigma_min": 0.0}),
+        ),
+        false,
+        (
+            "21",
+            "ExponentialScheduler",
+            Some("sigma_min"),
+            "is 0, not above 0",
+        ),
+    );
+    refused(
+        node("SDTurboScheduler", json!({"steps": 2, "denoise": 0.05})),
+        false,
+        (
+            "21",
+            "SDTurboScheduler",
+            Some("denoise"),
+            "keeps no step of its 2 at its denoise",
+        ),
+    );
+    refused(
+        node("SDTurboScheduler", json!({"steps": 11, "denoise": 1.0})),
+        false,
+        ("21", "SDTurboScheduler", Some("steps"), "is 11"),
+    );
+    refused(
+        node(
+            "AlignYourStepsScheduler",
+            json!({"model_type": "SD3", "steps": 5, "denoise": 1.0}),
+        ),
+        false,
+        (
+            "21",
+            "AlignYourStepsScheduler",
+            Some("model_type"),
+            "is 'SD3', which Align Your Steps has no noise levels for",
+        ),
+    );
+    refused(
+        node(
+            "BasicScheduler",
+            json!({"scheduler": "normal", "steps": 6, "denoise": 0.5}),
+        ),
+        true,
+        (
+            "21",
+            "BasicScheduler",
+            Some("denoise"),
+            "cuts the schedule it gives node 24 (FlipSigmas) to denoise 0.5; the lowering flips whole schedules",
+        ),
+    );
+    // A flipped split: FlipSigmas reads only a scheduler node.
+    let mut split = txt2img_custom(
+        "euler",
+        node(
+            "BasicScheduler",
+            json!({"scheduler": "normal", "steps": 6, "denoise": 1.0}),
+        ),
+        true,
+    );
+    split["25"] = json!({"class_type": "SplitSigmas", "inputs": {"step": 3, "sigmas": ["21", 0]}});
+    split["24"]["inputs"]["sigmas"] = json!(["25", 1]);
+    assert_refused(
+        &split,
+        (
+            "25",
+            "SplitSigmas",
+            None,
+            "feeds `sigmas` of node 24 as its sigmas, which the importer supports only from BasicScheduler, KarrasScheduler, ExponentialScheduler, PolyexponentialScheduler, BetaSamplingScheduler, SDTurboScheduler or AlignYourStepsScheduler",
+        ),
+    );
+}
