@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 use wfstudio_core::comfyui::lower::{self, Target};
 use wfstudio_schema::{Format, Limits, parse_text};
 
-const PATTERNS: [&str; 18] = [
+const PATTERNS: [&str; 19] = [
     include_str!("../../fixtures/comfyui/txt2img-sd15.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet-positive.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet.api.json"),
@@ -36,6 +36,7 @@ const PATTERNS: [&str; 18] = [
     include_str!("../../fixtures/comfyui/patterns/video.api.json"),
     include_str!("../../fixtures/comfyui/patterns/composite.api.json"),
     include_str!("../../fixtures/comfyui/patterns/edit.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/scheduler-nodes.api.json"),
 ];
 
 /// Index of the LoRA pattern in [`PATTERNS`].
@@ -50,7 +51,7 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 61] = [
+const CLASSES: [&str; 70] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
     "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
@@ -65,14 +66,17 @@ const CLASSES: [&str; 61] = [
     "LatentComposite", "ModelMergeSimple", "LoraLoaderModelOnly", "TripleCLIPLoader",
     "QuadrupleCLIPLoader", "InstructPixToPixConditioning", "DualCFGGuider",
     "InpaintModelConditioning", "DifferentialDiffusion", "SplitSigmas", "SplitSigmasDenoise",
+    "KarrasScheduler", "ExponentialScheduler", "PolyexponentialScheduler",
+    "BetaSamplingScheduler", "SDTurboScheduler", "AlignYourStepsScheduler", "FlipSigmas",
+    "ModelSamplingDiscrete", "ModelSamplingContinuousEDM",
 ];
 
 /// Strings from ComfyUI's vocabulary; every sampler and scheduler name
 /// comes from the lowering's own lists (`words`).
-const WORDS: [&str; 11] = [
+const WORDS: [&str; 16] = [
     "enable", "disable", "default", "sd3", "", "a castle", "image.png", "no_such_sampler",
     "nearest-exact", "bilinear",
-    "euler_cfg_pp",
+    "euler_cfg_pp", "v_prediction", "edm", "x0", "lcm", "SDXL",
 ];
 
 /// [`WORDS`], then every sampler and scheduler the lowering knows.

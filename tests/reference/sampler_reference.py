@@ -44,6 +44,8 @@ noise):
   counter noise at offset -(step + 1)), which call the model twice per step.
 * Model input scaling for epsilon models: x / sqrt(sigma^2 + 1); the initial
   latent is noise * sqrt(1 + sigma_0^2) where sigma_0 is sigma_max, else noise * sigma_0.
+  A stated ModelSamplingDiscrete / ModelSamplingContinuousEDM (v_prediction, edm, x0,
+  zero terminal SNR, continuous tables) from prediction_reference.py.
 
 Only the standard library, numpy and onnxruntime are needed; the package's
 inference_metadata.yaml is read with a tiny indentation-based lookup so that
@@ -61,6 +63,7 @@ import onnxruntime as ort
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from multistep_reference import deis_weights, sample_sa_solver, sample_unipc  # noqa: E402
 from schedule_reference import flipped, stated_schedule  # noqa: E402
+import prediction_reference  # noqa: E402
 
 
 # --- reading the package --------------------------------------------------------
@@ -275,8 +278,13 @@ def run(pkg, out_dir, expected=None):
     p = read_package(pkg)
     if expected is not None and (p["solver"], p["spacing"]) != expected:
         raise ValueError(f"the package runs {(p['solver'], p['spacing'])}, the graph asked for {expected}")
-    if p["prediction"] != "epsilon" or p["model_sampling"] != "discrete":
-        raise ValueError("only discrete epsilon model sampling is implemented")
+    # The package's sigma table, timesteps and prediction (SD's epsilon table
+    # unless a ModelSampling node states another).
+    global SIGMAS, LOG_SIGMAS, SIGMA_MIN, SIGMA_MAX, sigma_of_t, timestep_of_sigma
+    SIGMAS, timestep_of_sigma, sigma_of_t = prediction_reference.table(p["schedule"])
+    LOG_SIGMAS = np.log(SIGMAS)
+    SIGMA_MIN, SIGMA_MAX = SIGMAS[0], SIGMAS[-1]
+    prediction = prediction_reference.Prediction(p["schedule"])
     session = lambda name: ort.InferenceSession(os.path.join(pkg, name, "model.onnx"),
                                                 providers=["CPUExecutionProvider"])
     text_encoder, denoiser, vae = session("text_encoder"), session("denoiser"), session("vae_decoder")
@@ -288,13 +296,14 @@ def run(pkg, out_dir, expected=None):
         # KSampler's DISCARD_PENULTIMATE_SIGMA_SAMPLERS (dpm_2, dpm_2_ancestral,
         # uni_pc, uni_pc_bh2): the schedule for steps + 1, its penultimate
         # sigma dropped.
-        sigmas = schedule(p["spacing"], steps + 1)
+        sigmas = schedule(p["spacing"], steps + 1, sigma_of_t=sigma_of_t, timestep_of_sigma=timestep_of_sigma)
         sigmas = np.concatenate([sigmas[:-2], sigmas[-1:]])
     else:
         sigmas = stated_schedule(p["schedule"], steps, sigma_of_t)
         if sigmas is None:
             shapes = (float(p["schedule"].get("alpha", 0.6)), float(p["schedule"].get("beta", 0.6)))
-            sigmas = schedule(p["spacing"], steps, beta_shapes=shapes)
+            sigmas = schedule(p["spacing"], steps, sigma_of_t=sigma_of_t,
+                              timestep_of_sigma=timestep_of_sigma, beta_shapes=shapes)
     if p["schedule"].get("flip") == "true":
         sigmas = flipped(sigmas)
     # ComfyUI keeps a run's sigmas as float32 tensors (so does the package):
@@ -318,19 +327,22 @@ def run(pkg, out_dir, expected=None):
 
     def guided(x, sigma):
         """The guided estimate d (dx/dsigma) of the model at (x, sigma)."""
-        feed = {"sample": (x / math.sqrt(sigma ** 2 + 1.0)).astype(np.float32),
+        feed = {"sample": prediction.model_input(x, sigma).astype(np.float32),
                 "timestep": np.full([rows], timestep_of_sigma(sigma), dtype=np.float32)}
         eps_u = denoiser.run(None, dict(feed, encoder_hidden_states=uncond))[0].astype(np.float64)
         eps_c = denoiser.run(None, dict(feed, encoder_hidden_states=cond))[0].astype(np.float64)
-        guided.unconditional = eps_u
-        return eps_u + (eps_c - eps_u) * cfg
+        guided.unconditional = prediction.to_epsilon(x, sigma, eps_u)
+        return prediction.to_epsilon(x, sigma, eps_u + (eps_c - eps_u) * cfg)
 
     if solver in ("uni_pc", "uni_pc_bh2"):
         x = sample_unipc(lambda x, sigma: x - sigma * guided(x, sigma), x, sigmas,
                          "bh2" if solver == "uni_pc_bh2" else "bh1")
     if solver in ("sa_solver", "sa_solver_pece"):
-        # The stochastic interval: percent_to_sigma of 0.2 and 0.8.
-        interval = (sigma_of_t((1.0 - 0.2) * 999.0), sigma_of_t((1.0 - 0.8) * 999.0))
+        # The stochastic interval: percent_to_sigma of 0.2 and 0.8 (the
+        # table's log-linear interpolation: a discrete model's sigma(t), and a
+        # continuous one's geometric range).
+        on_table = lambda t: float(np.exp(np.interp(t, np.arange(len(SIGMAS)), LOG_SIGMAS)))
+        interval = (on_table((1.0 - 0.2) * 999.0), on_table((1.0 - 0.8) * 999.0))
         x = sample_sa_solver(lambda x, sigma: x - sigma * guided(x, sigma), x, sigmas,
                              lambda offset: noise(seed, offset, p["row"], rows), first_step,
                              interval, use_pece=solver == "sa_solver_pece")

@@ -45,7 +45,7 @@ pub fn step(
     at: &Step<'_>,
 ) -> Result<String, SynthError> {
     let (x, step) = (at.x, at.step);
-    let d_u = g.input("unconditional")?;
+    let d_u = at.estimate(g, "unconditional", at.x, at.sigma)?;
     let denoised = at.denoised(g, at.d);
     let denoised_u = at.denoised(g, &d_u);
     let s = at.sigma_at(g, 0);

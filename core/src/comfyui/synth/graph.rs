@@ -3,6 +3,7 @@
 //! of a document shares.
 
 use super::SynthError;
+use super::prediction::Prediction;
 use super::sampling::ModelSampling;
 use super::spacing::Schedule;
 use serde_json::{Map, Value};
@@ -18,6 +19,8 @@ pub const PRODUCER: &str = "wfstudio";
 pub struct Family {
     /// How the model maps noise levels to timesteps.
     pub sampling: ModelSampling,
+    /// What the model's output means.
+    pub prediction: Prediction,
     /// The sampler (`euler`, `euler_ancestral`, `ddim`, `dpmpp_2m`).
     pub solver: String,
     /// The schedule (`normal`, `karras`, a scheduler node's own, ...).
@@ -50,12 +53,8 @@ impl Family {
                 .and_then(Value::as_str)
                 .ok_or_else(|| fail(&format!("its contract parameters lack `{key}`")))
         };
-        let family = parameters
-            .get("model_sampling")
-            .and_then(Value::as_str)
-            .unwrap_or("discrete");
-        let sampling = ModelSampling::of_family(family)
-            .ok_or_else(|| fail(&format!("unknown model_sampling `{family}`")))?;
+        let sampling = ModelSampling::read(parameters).map_err(|reason| fail(&reason))?;
+        let prediction = Prediction::read(parameters).map_err(|reason| fail(&reason))?;
         let steps = parameters
             .get("steps")
             .and_then(Value::as_u64)
@@ -65,6 +64,7 @@ impl Family {
             })?;
         Ok(Family {
             sampling,
+            prediction,
             solver: text("solver")?.to_string(),
             schedule: Schedule::read(parameters).map_err(|reason| fail(&reason))?,
             steps: steps as usize,

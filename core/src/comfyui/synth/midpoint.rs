@@ -38,7 +38,7 @@
 
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
-use super::sampling::ModelSampling;
+use super::sampling::{ModelSampling, Timesteps};
 use super::steps::{Step, StepInputs, ancestral, combine, fresh_noise, noise_at};
 use wfstudio_onnx::builder::Attr;
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
@@ -119,7 +119,7 @@ fn midpoint(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<Mid, S
         Kind::Dpmpp2sAncestral => exponential_step(g, at, &sigma, &s_mid, at.d),
         Kind::Dpmpp2sAncestralCfgPp => {
             // (s_mid / s) (x + D - D_u) + (1 - s_mid / s) D.
-            let d_u = g.input("unconditional")?;
+            let d_u = at.estimate(g, "unconditional", at.x, at.sigma)?;
             let unguided = at.denoised(g, &d_u);
             let denoised = at.denoised(g, at.d);
             let moved = shifted_sample(g, at.x, &denoised, &unguided);
@@ -211,14 +211,16 @@ fn plus_noise(g: &mut PolicyGraph<'_>, x: &str, up: &str, noise: &str) -> String
 }
 
 /// `solver_midpoint`: the second call's model input (`x_2` scaled by
-/// `1 / sqrt(s_mid^2 + 1)`) and timestep (the training timestep whose
-/// sigma is nearest `s_mid` in log space, ComfyUI's `timestep(sigma)`);
+/// `1 / sqrt(s_mid^2 + sigma_data^2)`) and timestep (the training timestep
+/// whose sigma is nearest `s_mid` in log space, ComfyUI's
+/// `timestep(sigma)`, or a continuous model's `0.25 ln s_mid`);
 /// for `sa_solver_pece`, its corrected sample at the step's sigma.
 pub fn policy(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {
-    let ModelSampling::Discrete { sigmas } = &family.sampling else {
+    let ModelSampling::Discrete { sigmas, .. } = &family.sampling else {
         return Err(g.error("two-call samplers are built for epsilon models only"));
     };
-    let inputs = StepInputs::read(g)?;
+    let (sigmas, call) = (sigmas.as_slice(), SecondCall { family });
+    let inputs = StepInputs::read(g, family.prediction)?;
     if g.has_input("seed") {
         // Declared for every seeded sampler; only some midpoints draw noise.
         g.input("seed")?;
@@ -229,30 +231,53 @@ pub fn policy(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError
         let interval = super::sasolver::stochastic_interval(sigmas);
         let sample = super::sasolver::pece_sample(g, &at, interval)?;
         let sigma = g.cast(at.sigma, DataType::DOUBLE);
-        return second_call(g, &sample, &sigma, sigmas);
+        return call.build(g, &sample, &sigma);
     }
     let kind = Kind::of(&family.solver)
         .ok_or_else(|| g.error(format!("`{}` makes one model call per step", family.solver)))?;
     let mid = midpoint(g, kind, &at)?;
-    second_call(g, &mid.x2, &mid.s_mid, sigmas)
+    call.build(g, &mid.x2, &mid.s_mid)
 }
 
-/// The second call's model input (`sample` at sigma `s_mid` scaled by
-/// `1 / sqrt(s_mid^2 + 1)`) and timestep (the nearest table entry to
-/// `s_mid` in log space) as outputs `mid_input` and `mid_timestep`.
-fn second_call(
-    g: &mut PolicyGraph<'_>,
-    sample: &str,
-    s_mid: &str,
-    sigmas: &[f64],
-) -> Result<(), SynthError> {
-    let s2 = g.op("Mul", &[s_mid, s_mid]);
-    let one = g.d(1.0);
-    let v = g.op("Add", &[&s2, &one]);
-    let r = g.op("Sqrt", &[&v]);
-    let c_in = g.op("Div", &[&one, &r]);
-    let model_input = combine(g, &[(c_in, sample.to_string())]);
-    g.output(&model_input, "mid_input")?;
+/// The second model call of a step on a table model.
+struct SecondCall<'a> {
+    family: &'a Family,
+}
+
+impl SecondCall<'_> {
+    /// The call's model input (`sample` at per-row float64 sigma `s_mid`,
+    /// scaled by `1 / sqrt(s_mid^2 + sigma_data^2)`) and timestep as outputs
+    /// `mid_input` and `mid_timestep`.
+    fn build(&self, g: &mut PolicyGraph<'_>, sample: &str, s_mid: &str) -> Result<(), SynthError> {
+        let s2 = g.op("Mul", &[s_mid, s_mid]);
+        let sigma_data = self.family.prediction.sigma_data;
+        let sd2 = g.d(sigma_data * sigma_data);
+        let v = g.op("Add", &[&s2, &sd2]);
+        let r = g.op("Sqrt", &[&v]);
+        let one = g.d(1.0);
+        let c_in = g.op("Div", &[&one, &r]);
+        let model_input = combine(g, &[(c_in, sample.to_string())]);
+        g.output(&model_input, "mid_input")?;
+        let timestep = match &self.family.sampling {
+            ModelSampling::Discrete {
+                sigmas,
+                timesteps: Timesteps::NearestIndex,
+            } => nearest_index(g, s_mid, sigmas),
+            _ => {
+                // 0.25 ln sigma.
+                let log_mid = g.op("Log", &[s_mid]);
+                let quarter = g.d(0.25);
+                let t = g.op("Mul", &[&log_mid, &quarter]);
+                g.cast(&t, DataType::FLOAT)
+            }
+        };
+        g.output(&timestep, "mid_timestep")
+    }
+}
+
+/// The index of the table entry nearest per-row float64 `s_mid` in log
+/// space (ComfyUI's discrete `timestep(sigma)`), as float32.
+fn nearest_index(g: &mut PolicyGraph<'_>, s_mid: &str, sigmas: &[f64]) -> String {
     let logs: Vec<f64> = sigmas.iter().map(|s| s.ln()).collect();
     let table = g.b.f64s(&logs, &[1, logs.len() as i64]);
     let log_mid = g.op("Log", &[s_mid]);
@@ -265,15 +290,14 @@ fn second_call(
         &[&distance],
         &[("axis", Attr::Int(1)), ("keepdims", Attr::Int(0))],
     );
-    let timestep = g.cast(&nearest, DataType::FLOAT);
-    g.output(&timestep, "mid_timestep")
+    g.cast(&nearest, DataType::FLOAT)
 }
 
 /// The step's end, from the first estimate `d` and the second `d_2`
 /// (input `second`).
 pub fn step(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<String, SynthError> {
-    let d2 = g.input("second")?;
     let mid = midpoint(g, kind, at)?;
+    let d2 = at.estimate(g, "second", &mid.x2, &mid.s_mid)?;
     let one = g.d(1.0);
     let dt = g.op("Sub", &[&mid.target, &mid.sigma]);
     let euler = combine(
@@ -304,7 +328,7 @@ pub fn step(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<String
         Kind::Dpmpp2sAncestralCfgPp => {
             // ComfyUI's step takes the second call's unconditional pass.
             let denoised_2 = denoised_at(g, &mid.x2, &mid.s_mid, &d2);
-            let d_u2 = g.input("second_unconditional")?;
+            let d_u2 = at.estimate(g, "second_unconditional", &mid.x2, &mid.s_mid)?;
             let unguided_2 = denoised_at(g, &mid.x2, &mid.s_mid, &d_u2);
             let denoised = at.denoised(g, at.d);
             let moved = shifted_sample(g, at.x, &denoised, &unguided_2);

@@ -14,6 +14,7 @@ mod midpoint;
 mod multistep;
 mod noise;
 mod policies;
+pub mod prediction;
 pub mod sampling;
 mod sasolver;
 mod schedule;

@@ -102,7 +102,7 @@ pub fn step(g: &mut PolicyGraph<'_>, kind: Kind, st: &Step<'_>) -> Result<String
     // plain forms take the guided one, and adds the guided D back.
     let unconditional = match kind {
         Kind::Res { cfg_pp: true, .. } | Kind::GradientEstimation { cfg_pp: true } => {
-            let d_u = g.input("unconditional")?;
+            let d_u = st.estimate(g, "unconditional", st.x, st.sigma)?;
             Some((st.denoised(g, &d_u), d_u))
         }
         _ => None,

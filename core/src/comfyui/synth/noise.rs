@@ -23,7 +23,7 @@ pub fn latent_noise(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), Synt
         .parameter("scale")
         .and_then(|v| v.as_str())
         .is_some_and(|s| s == "initial_sigma");
-    if initial && let ModelSampling::Discrete { sigmas } = &family.sampling {
+    if initial && let ModelSampling::Discrete { sigmas, .. } = &family.sampling {
         let first = family.constant_schedule().and_then(|s| s.first().copied());
         let first = first.ok_or_else(|| g.error("the schedule has no sigmas"))?;
         let sigma_max = sigmas[sigmas.len() - 1];
@@ -81,7 +81,7 @@ pub fn add_noise(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthEr
     let step = g.input("step")?;
     let sigma = g.gather(&schedule, &step);
     let mut sigma = g.rows(&sigma);
-    if let ModelSampling::Discrete { sigmas } = &family.sampling {
+    if let ModelSampling::Discrete { sigmas, .. } = &family.sampling {
         let threshold = g.f(sigmas[sigmas.len() - 1] * (1.0 - MAX_DENOISE_TOLERANCE));
         let at_top = g.op("GreaterOrEqual", &[&sigma, &threshold]);
         let squared = g.op("Mul", &[&sigma, &sigma]);

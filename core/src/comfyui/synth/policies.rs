@@ -42,8 +42,9 @@ fn schedule_lookup(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     g.output(&out, "timestep")
 }
 
-/// The denoiser's input: `x / sqrt(sigma^2 + 1)` for epsilon models
-/// (k-diffusion's c_in), the sample itself for flow models.
+/// The denoiser's input: `x / sqrt(sigma^2 + sigma_data^2)` for
+/// noise-predicting models (k-diffusion's c_in), the sample itself for flow
+/// models.
 fn model_input(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {
     let sample = g.input("sample")?;
     let step = g.input("step")?;
@@ -53,11 +54,7 @@ fn model_input(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthErro
     } else {
         let sigma = g.gather(&schedule, &step);
         let s = g.rows(&sigma);
-        let s2 = g.op("Mul", &[&s, &s]);
-        let one = g.f(1.0);
-        let v = g.op("Add", &[&s2, &one]);
-        let r = g.op("Sqrt", &[&v]);
-        g.op("Div", &[&sample, &r])
+        super::steps::model_input(g, &family.prediction, &sample, &s)
     };
     g.output(&out, "model_input")
 }

@@ -200,7 +200,7 @@ pub fn step(
         sample: corrected,
     } = corrected(g, at, interval, pece)?;
     if pece {
-        let second = g.input("second")?;
+        let second = at.estimate(g, "second", &corrected, at.sigma)?;
         let s = g.cast(at.sigma, DataType::DOUBLE);
         let s = g.rows(&s);
         let minus = g.op("Neg", &[&s]);

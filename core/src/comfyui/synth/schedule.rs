@@ -5,9 +5,7 @@
 
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
-use super::sampling::{
-    ModelSampling, SCHEDULES, linear_quadratic, linspace, nearest_timestep, sgm_ramp,
-};
+use super::sampling::{ModelSampling, SCHEDULES, linear_quadratic, linspace, sgm_ramp};
 use super::spacing::FLIPPED_ZERO;
 use wfstudio_onnx::builder::Attr;
 
@@ -19,14 +17,15 @@ pub fn sigmas(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError
 
 /// `diffusion_timesteps`: the model's timestep for each of the run's
 /// sigmas: for discrete models the nearest training timestep, the integer
-/// ComfyUI feeds them; for flow models sigma times the multiplier.
+/// ComfyUI feeds them (a continuous EDM model's `0.25 ln sigma`); for flow
+/// models sigma times the multiplier.
 pub fn timesteps(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {
     let out = match &family.sampling {
-        ModelSampling::Discrete { sigmas } => {
+        ModelSampling::Discrete { sigmas, timesteps } => {
             let schedule = constant_schedule(g, family)?;
             let ts: Vec<f32> = schedule[..family.run_steps()]
                 .iter()
-                .map(|s| nearest_timestep(sigmas, *s) as f32)
+                .map(|s| timesteps.of(sigmas, *s) as f32)
                 .collect();
             g.b.vec_f32(&ts)
         }

@@ -53,7 +53,7 @@ pub fn why_not_on_flow(sampler: &str) -> &'static str {
 
 /// Builds the solver of the family's sampler.
 pub fn step(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {
-    let inputs = StepInputs::read(g)?;
+    let inputs = StepInputs::read(g, family.prediction)?;
     let at = inputs.at();
     let (x, d, step, schedule) = (at.x, at.d, at.step, at.schedule);
     let out = if let Some(bh2) = super::unipc::variant(&family.solver) {
@@ -67,7 +67,7 @@ pub fn step(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> 
     } else if family.solver == "er_sde" {
         Some(super::ersde::step(g, &at)?)
     } else if let Some(pece) = super::sasolver::variant(&family.solver) {
-        let ModelSampling::Discrete { sigmas } = &family.sampling else {
+        let ModelSampling::Discrete { sigmas, .. } = &family.sampling else {
             return Err(g.error("SA-Solver is built for epsilon models only"));
         };
         let interval = super::sasolver::stochastic_interval(sigmas);

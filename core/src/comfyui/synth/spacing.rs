@@ -320,7 +320,7 @@ impl Schedule {
     pub fn constant(&self, sampling: &ModelSampling, steps: usize) -> Option<Vec<f64>> {
         let computed = steps + usize::from(self.discard_penultimate);
         let table = match sampling {
-            ModelSampling::Discrete { sigmas } => Some(sigmas.as_slice()),
+            ModelSampling::Discrete { sigmas, .. } => Some(sigmas.as_slice()),
             ModelSampling::Flow { .. } => None,
         };
         let mut sigmas = match &self.spacing {
@@ -539,7 +539,7 @@ mod tests {
     #[test]
     fn sd_turbo_takes_the_models_sigma_every_hundred_timesteps() {
         let table = match sd() {
-            ModelSampling::Discrete { sigmas } => sigmas,
+            ModelSampling::Discrete { sigmas, .. } => sigmas,
             ModelSampling::Flow { .. } => unreachable!(),
         };
         let turbo = Schedule::of(Spacing::SdTurbo { denoise: 0.5 });

@@ -1,16 +1,20 @@
 //! What the solver builders share: the step's graph values ([`Step`]),
-//! the step's fresh noise, latent combinations with per-row float64
-//! weights, and the ancestral step's sigmas.
+//! the model's input and its outputs read as epsilon estimates
+//! (whatever the model predicts), the step's fresh noise, latent
+//! combinations with per-row float64 weights, and the ancestral step's
+//! sigmas.
 
 use super::SynthError;
 use super::graph::PolicyGraph;
+use super::prediction::{Prediction, PredictionKind};
 use wfstudio_onnx::builder::Attr;
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 use wfstudio_onnx::random::gaussian;
 
-/// A solver step's graph values: the sample `x`, the guided estimate `d`,
-/// the step's sigmas per row (float32; the next one 0 at the end of a
-/// fully denoising window), the schedule, the step and a window's end step.
+/// A solver step's graph values: the sample `x`, the guided estimate `d`
+/// (as epsilon), the step's sigmas per row (float32; the next one 0 at the
+/// end of a fully denoising window), the schedule, the step, a window's end
+/// step and what the model's outputs mean.
 pub(super) struct Step<'a> {
     pub x: &'a str,
     pub d: &'a str,
@@ -19,9 +23,23 @@ pub(super) struct Step<'a> {
     pub schedule: &'a str,
     pub step: &'a str,
     pub end_step: Option<&'a str>,
+    pub prediction: Prediction,
 }
 
 impl Step<'_> {
+    /// Input `name`, another of the model's (guided or unguided) outputs,
+    /// taken at `sample` and per-row `sigma`, as an epsilon estimate.
+    pub fn estimate(
+        &self,
+        g: &mut PolicyGraph<'_>,
+        name: &str,
+        sample: &str,
+        sigma: &str,
+    ) -> Result<String, SynthError> {
+        let out = g.input(name)?;
+        Ok(to_epsilon(g, &self.prediction, sample, sigma, &out))
+    }
+
     /// `x - sigma e`: the denoised sample of estimate `e` (the guided `d`,
     /// or another pass's).
     pub fn denoised(&self, g: &mut PolicyGraph<'_>, e: &str) -> String {
@@ -143,8 +161,9 @@ pub(super) fn ancestral(g: &mut PolicyGraph<'_>, from: &str, to: &str) -> (Strin
 }
 
 /// A solver policy's inputs read into the graph: the sample, the guided
-/// estimate, the step, the schedule, a window's end step and the step's
-/// sigmas (the next one 0 at the end step of a fully denoising window).
+/// estimate (as epsilon), the step, the schedule, a window's end step and
+/// the step's sigmas (the next one 0 at the end step of a fully denoising
+/// window).
 pub(super) struct StepInputs {
     x: String,
     d: String,
@@ -153,16 +172,22 @@ pub(super) struct StepInputs {
     end: Option<String>,
     sigma: String,
     sigma_next: String,
+    prediction: Prediction,
 }
 
 impl StepInputs {
-    /// Reads the inputs every solver policy has.
-    pub(super) fn read(g: &mut PolicyGraph<'_>) -> Result<StepInputs, SynthError> {
+    /// Reads the inputs every solver policy has, the model's outputs meaning
+    /// `prediction`.
+    pub(super) fn read(
+        g: &mut PolicyGraph<'_>,
+        prediction: Prediction,
+    ) -> Result<StepInputs, SynthError> {
         let x = g.input("sample")?;
-        let d = g.input("estimate")?;
+        let out = g.input("estimate")?;
         let step = g.input("step")?;
         let schedule = g.input("schedule")?;
         let sigma = g.gather(&schedule, &step);
+        let d = to_epsilon(g, &prediction, &x, &sigma, &out);
         let one_i = g.i(1);
         let next = g.op("Add", &[&step, &one_i]);
         let mut sigma_next = g.gather(&schedule, &next);
@@ -189,6 +214,7 @@ impl StepInputs {
             end,
             sigma,
             sigma_next,
+            prediction,
         })
     }
 
@@ -202,6 +228,63 @@ impl StepInputs {
             schedule: &self.schedule,
             step: &self.step,
             end_step: self.end.as_deref(),
+            prediction: self.prediction,
         }
     }
+}
+
+/// `out`, the model's output at sample `x` and noise level `sigma`
+/// (`[batch]`, float32 or float64), as the estimate the solvers take:
+/// `(x - denoised) / sigma`; `out` itself for epsilon models.
+pub(super) fn to_epsilon(
+    g: &mut PolicyGraph<'_>,
+    prediction: &Prediction,
+    x: &str,
+    sigma: &str,
+    out: &str,
+) -> String {
+    if prediction.kind == PredictionKind::Epsilon {
+        return out.to_string();
+    }
+    let sigma = g.cast(sigma, DataType::FLOAT);
+    let sigma = &g.rows(&sigma);
+    match prediction.kind {
+        PredictionKind::Epsilon => out.to_string(),
+        PredictionKind::X0 => {
+            let gap = g.op("Sub", &[x, out]);
+            g.op("Div", &[&gap, sigma])
+        }
+        // x - denoised, divided by sigma without the cancellation:
+        // x s / (s^2 + sd^2) +- out sd / sqrt(s^2 + sd^2).
+        PredictionKind::V | PredictionKind::Edm => {
+            let sd2 = g.f(prediction.sigma_data * prediction.sigma_data);
+            let s2 = g.op("Mul", &[sigma, sigma]);
+            let total = g.op("Add", &[&s2, &sd2]);
+            let x_weight = g.op("Div", &[sigma, &total]);
+            let from_x = g.op("Mul", &[x, &x_weight]);
+            let root = g.op("Sqrt", &[&total]);
+            let sd = g.f(prediction.sigma_data);
+            let out_weight = g.op("Div", &[&sd, &root]);
+            let from_out = g.op("Mul", &[out, &out_weight]);
+            match prediction.kind {
+                PredictionKind::V => g.op("Add", &[&from_x, &from_out]),
+                _ => g.op("Sub", &[&from_x, &from_out]),
+            }
+        }
+    }
+}
+
+/// The model's input at per-row (broadcastable) `sigma`:
+/// `x / sqrt(sigma^2 + sigma_data^2)`.
+pub(super) fn model_input(
+    g: &mut PolicyGraph<'_>,
+    prediction: &Prediction,
+    x: &str,
+    sigma: &str,
+) -> String {
+    let s2 = g.op("Mul", &[sigma, sigma]);
+    let sd2 = g.f(prediction.sigma_data * prediction.sigma_data);
+    let v = g.op("Add", &[&s2, &sd2]);
+    let r = g.op("Sqrt", &[&v]);
+    g.op("Div", &[x, &r])
 }

@@ -19,6 +19,7 @@ mod edit;
 mod names;
 mod prompts;
 mod rename;
+mod schedule;
 mod stage;
 
 pub(super) use names::StageNames;

@@ -10,13 +10,13 @@ use super::super::parts::{
     Axes, Provenance, Steps, component, contract, hidden, invoke, media, one, opaque_literal,
     parameter, picture, policy, row, runtime, tokens,
 };
-use super::super::recognise::{FlowShift, LatentSource, Plan, Prompt, UpscaleSize, Window};
+use super::super::recognise::{LatentSource, Plan, Prompt, UpscaleSize, Window};
 use super::super::solver::{Estimates, solver_step};
 use super::calls::Calls;
 use super::edit;
 use super::names::earlier_latent;
 use super::prompts::{self, Parts, Prompted};
-use crate::comfyui::synth::sampling::ModelSampling;
+use super::schedule;
 use serde_json::{Map, Value, json};
 
 /// One stage's part of the document.
@@ -52,17 +52,8 @@ pub(super) fn stage(plan: &Plan, (models, encoders): (&str, &str)) -> StageParts
     } else {
         "loop.iteration"
     };
-    let prediction = if plan.model.flow.is_some() {
-        "flow"
-    } else {
-        "epsilon"
-    };
-    let model_sampling = plan.model.flow.as_ref().map_or("discrete", |f| f.family);
-    // The schedule's length: the graph's steps, or what ddim_uniform's
-    // stride picks, or what a scheduler node keeps (ComfyUI runs that many).
-    let steps = ModelSampling::of_family(model_sampling).map_or(s.steps, |m| {
-        s.schedule.run_steps(&m, s.steps.max(0) as usize) as i64
-    });
+    let schedule_part = schedule::parts(plan);
+    let (prediction, steps) = (schedule_part.prediction, schedule_part.steps);
     let mut inputs = Map::new();
     let mut components = Map::new();
     let mut setup = Steps::default();
@@ -116,70 +107,9 @@ pub(super) fn stage(plan: &Plan, (models, encoders): (&str, &str)) -> StageParts
 
     // The schedule: its length is the step count (folded into the schedule
     // policies' contracts); a flow-matching shift is a typed input.
-    let mut schedule_parameters = json!({"solver": s.sampler_name, "prediction": prediction, "model_sampling": model_sampling, "steps": s.steps});
-    s.schedule.write(&mut schedule_parameters);
-    let mut schedule_inputs = json!({});
-    let mut schedule_binds = json!({});
-    let mut schedule_from = vec![sampler];
-    if let Some(flow) = plan
-        .model
-        .flow
-        .as_ref()
-        .filter(|_| s.schedule.follows_model())
-    {
-        schedule_from.push(&flow.node);
-        let shift_inputs: &[(&str, &str, f64)] = match flow.shift {
-            FlowShift::Constant(shift) => &[("shift", "request.flow_shift", shift)],
-            FlowShift::Resolution {
-                max_shift,
-                base_shift,
-                width,
-                height,
-            } => &[
-                ("max_shift", "request.flow_max_shift", max_shift),
-                ("base_shift", "request.flow_base_shift", base_shift),
-                ("width", "request.flow_width", width),
-                ("height", "request.flow_height", height),
-            ],
-        };
-        schedule_parameters["shift"] = json!(match flow.shift {
-            FlowShift::Constant(_) => "constant",
-            FlowShift::Resolution { .. } => "resolution",
-        });
-        for (port, input, value) in shift_inputs {
-            inputs.insert(
-                input.to_string(),
-                parameter(
-                    one("float32"),
-                    json!({"kind": "opaque"}),
-                    &input["request.".len()..],
-                    json!(value),
-                ),
-            );
-            schedule_inputs[*port] = one("float32");
-            schedule_binds[*port] = json!(input);
-        }
-    }
     let schedule = contract("float32", json!(["schedule_length"]), false);
-    let schedule_contract = json!({"id": "onnx-genai.diffusion-schedule", "version": "1", "bindings": {"schedule": "schedule"}, "parameters": schedule_parameters});
-    components.insert(
-        "diffusion_schedule".into(),
-        policy(
-            "diffusion_schedule",
-            schedule_inputs.clone(),
-            json!({"schedule": contract("float32", json!([steps + 1]), false)}),
-            Some(schedule_contract.clone()),
-        ),
-    );
-    components.insert(
-        "diffusion_timesteps".into(),
-        policy(
-            "diffusion_timesteps",
-            schedule_inputs,
-            json!({"schedule": contract("float32", json!([steps]), false)}),
-            Some(schedule_contract),
-        ),
-    );
+    inputs.extend(schedule_part.inputs);
+    components.extend(schedule_part.components);
     components.insert(
         "schedule_lookup".into(),
         policy(
@@ -308,18 +238,18 @@ pub(super) fn stage(plan: &Plan, (models, encoders): (&str, &str)) -> StageParts
     setup.push(
         invoke(
             "diffusion_schedule",
-            schedule_binds.clone(),
+            schedule_part.binds.clone(),
             json!({"schedule": "diffusion.schedule"}),
         ),
-        &schedule_from,
+        &schedule_part.from.iter().collect::<Vec<_>>(),
     );
     setup.push(
         invoke(
             "diffusion_timesteps",
-            schedule_binds,
+            schedule_part.binds,
             json!({"schedule": "diffusion.timesteps"}),
         ),
-        &schedule_from,
+        &schedule_part.from.iter().collect::<Vec<_>>(),
     );
     let mut shape_from = vec![];
     if let Some(node) = latent_node {

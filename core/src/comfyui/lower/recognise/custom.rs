@@ -181,15 +181,17 @@ pub(super) fn same_sampling(
     family: &Family,
 ) -> Result<(), Refusal> {
     let ours = model_chain(g, scheduler)?;
-    let flow = ours.flow.or_else(|| match family {
+    let flow = ours.flow.clone().or_else(|| match family {
         Family::Flow(flow) => Some(flow.clone()),
         _ => None,
     });
-    let same = match (&flow, &guided.flow) {
-        (None, None) => true,
-        (Some(a), Some(b)) => a.same_sigmas(b),
-        _ => false,
-    };
+    let tables = |chain: &ModelChain| chain.table.as_ref().map(|t| t.table.clone());
+    let same = tables(&ours) == tables(guided)
+        && match (&flow, &guided.flow) {
+            (None, None) => true,
+            (Some(a), Some(b)) => a.same_sigmas(b),
+            _ => false,
+        };
     let why = if ours.loader != guided.loader {
         format!(
             "computes sigmas for node {}'s model, but the sampler samples node {}'s",
@@ -197,9 +199,9 @@ pub(super) fn same_sampling(
         )
     } else if !same {
         let theirs = g.source(scheduler, "model")?.0;
-        let whose = match flow {
-            None => "whose own sampling the graph does not state, unlike the sampler's model's",
-            Some(_) => "whose sampling differs from the sampler's model's",
+        let whose = match flow.is_some() || ours.table.is_some() {
+            false => "whose own sampling the graph does not state, unlike the sampler's model's",
+            true => "whose sampling differs from the sampler's model's",
         };
         format!("takes its model from node {theirs}, {whose}")
     } else {

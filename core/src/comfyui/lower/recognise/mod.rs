@@ -250,7 +250,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
         &sampler,
     )?;
     let family = own_sampling::family(g, &positive.loader);
-    if let (None, Family::Flow(flow)) = (&model.flow, &family) {
+    if let (None, None, Family::Flow(flow)) = (&model.flow, &model.table, &family) {
         model.flow = Some(flow.clone());
     }
     if let Some(scheduler) = &guide.scheduler {

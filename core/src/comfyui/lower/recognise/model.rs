@@ -1,9 +1,12 @@
 //! The model path from a sampler back to its loader: the LoRA loaders and
 //! model merges that patch the checkpoint's weights, in order, a
-//! flow-matching sampling override and a `DifferentialDiffusion`.
+//! flow-matching or noise-prediction sampling override and a
+//! `DifferentialDiffusion`.
 
 use super::super::graph::Graph;
 use crate::comfyui::lower::Refusal;
+use crate::comfyui::synth::prediction::{Prediction, PredictionKind};
+use crate::comfyui::synth::sampling::Table;
 
 const MODEL_LOADERS: &[&str] = &["CheckpointLoaderSimple", "UNETLoader"];
 
@@ -17,6 +20,9 @@ pub(in crate::comfyui::lower) struct ModelChain {
     pub patches: Vec<Patch>,
     /// A flow-matching sampling override.
     pub flow: Option<FlowSampling>,
+    /// A noise-prediction sampling override (`ModelSamplingDiscrete`,
+    /// `ModelSamplingContinuousEDM`).
+    pub table: Option<TableSampling>,
     /// A `DifferentialDiffusion` on the path, which reshapes a latent's
     /// noise mask at every step.
     pub differential: Option<String>,
@@ -87,6 +93,15 @@ impl FlowSampling {
     }
 }
 
+/// What a `ModelSamplingDiscrete` or `ModelSamplingContinuousEDM` node
+/// states: the model's prediction and sigma table.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct TableSampling {
+    pub node: String,
+    pub prediction: Prediction,
+    pub table: Table,
+}
+
 /// The flow-matching time shift.
 #[derive(Clone, Debug, PartialEq)]
 pub(in crate::comfyui::lower) enum FlowShift {
@@ -103,6 +118,7 @@ pub(in crate::comfyui::lower) enum FlowShift {
 pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Refusal> {
     let mut patches = Vec::new();
     let mut flow = None;
+    let mut table = None;
     let mut differential = None;
     let (mut node, _) = g.source(sampler, "model")?;
     let mut from = (sampler.to_string(), "model");
@@ -129,15 +145,18 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
             "DifferentialDiffusion" => {
                 differential.get_or_insert_with(|| node.clone());
             }
+            class if class.starts_with("ModelSampling") && (flow.is_some() || table.is_some()) => {
+                return Err(g.refuse(
+                    &node,
+                    None,
+                    "is a second model-sampling override on the model path".into(),
+                    "keep one ModelSampling node",
+                ));
+            }
+            "ModelSamplingDiscrete" | "ModelSamplingContinuousEDM" => {
+                table = Some(table_sampling(g, &node)?);
+            }
             class @ ("ModelSamplingSD3" | "ModelSamplingAuraFlow" | "ModelSamplingFlux") => {
-                if flow.is_some() {
-                    return Err(g.refuse(
-                        &node,
-                        None,
-                        "is a second model-sampling override on the model path".into(),
-                        "keep one ModelSampling node",
-                    ));
-                }
                 let shift = if class == "ModelSamplingFlux" {
                     FlowShift::Resolution {
                         max_shift: g.number(&node, "max_shift")?,
@@ -171,6 +190,7 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
                     loader: node,
                     patches,
                     flow,
+                    table,
                     differential,
                 });
             }
@@ -189,4 +209,60 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
         "is part of a loop of model links".into(),
         "connect the model path to a loader",
     ))
+}
+
+/// The prediction and table a `ModelSamplingDiscrete` (`sampling`, `zsnr`)
+/// or `ModelSamplingContinuousEDM` (`sampling`, `sigma_min`, `sigma_max`)
+/// node states.
+fn table_sampling(g: &Graph<'_>, node: &str) -> Result<TableSampling, Refusal> {
+    let edm = g.class(node) == "ModelSamplingContinuousEDM";
+    let sampling = g.text(node, "sampling")?;
+    let kind = |kind, sigma_data| Prediction { kind, sigma_data };
+    let prediction = match (sampling, edm) {
+        ("eps", _) => kind(PredictionKind::Epsilon, 1.0),
+        ("v_prediction", _) => kind(PredictionKind::V, 1.0),
+        ("x0", false) => kind(PredictionKind::X0, 1.0),
+        ("edm", true) => kind(PredictionKind::Edm, 0.5),
+        (other, _) => {
+            let why = match other {
+                "lcm" => "a distilled 50-timestep table with LCM's boundary scaling, which the lowering does not build".to_string(),
+                "img_to_img" => "a model that takes the noisy latent unscaled and predicts the picture, which the lowering does not build".to_string(),
+                "edm_playground_v2.5" => "Playground v2.5's latent format, which the lowering does not convert".to_string(),
+                "cosmos_rflow" => "Cosmos' rectified-flow sampling, which the lowering does not build".to_string(),
+                _ => "not a sampling type ComfyUI offers here".to_string(),
+            };
+            return Err(g.refuse(
+                node,
+                Some("sampling"),
+                format!("is '{other}': {why}"),
+                "choose eps, v_prediction or x0 (edm on ModelSamplingContinuousEDM)",
+            ));
+        }
+    };
+    let table = if edm {
+        let (sigma_min, sigma_max) = (g.number(node, "sigma_min")?, g.number(node, "sigma_max")?);
+        if !(sigma_min > 0.0 && sigma_min < sigma_max && sigma_max.is_finite()) {
+            return Err(g.refuse(
+                node,
+                Some("sigma_min"),
+                format!(
+                    "is {sigma_min} with sigma_max {sigma_max}, not a range of positive sigmas"
+                ),
+                "choose 0 < sigma_min < sigma_max",
+            ));
+        }
+        Table::ContinuousEdm {
+            sigma_min,
+            sigma_max,
+        }
+    } else {
+        Table::Discrete {
+            zero_terminal_snr: g.boolean(node, "zsnr")?,
+        }
+    };
+    Ok(TableSampling {
+        node: node.to_string(),
+        prediction,
+        table,
+    })
 }

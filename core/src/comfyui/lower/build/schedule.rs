@@ -1,0 +1,129 @@
+//! A stage's schedule policies (`diffusion_schedule`,
+//! `diffusion_timesteps`): their contract parameters (solver, schedule,
+//! the model's sampling and prediction), their length (the run's steps),
+//! and a flow model's shift as typed inputs where the schedule follows it.
+
+use super::super::parts::{contract, one, parameter, policy};
+use super::super::recognise::{FlowShift, Plan};
+use crate::comfyui::synth::prediction::Prediction;
+use crate::comfyui::synth::sampling::{ModelSampling, Table};
+use serde_json::{Map, Value, json};
+
+/// The schedule part of a stage's document.
+pub(super) struct ScheduleParts {
+    /// The workflow inputs it adds (a flow model's shift).
+    pub inputs: Map<String, Value>,
+    /// `diffusion_schedule` and `diffusion_timesteps`.
+    pub components: Map<String, Value>,
+    /// What both policies are invoked with.
+    pub binds: Value,
+    /// The graph nodes the schedule comes from.
+    pub from: Vec<String>,
+    /// The run's steps: the graph's, or what ddim_uniform's stride picks,
+    /// or what a scheduler node keeps (ComfyUI runs that many).
+    pub steps: i64,
+    /// What the solvers read the model's output as (`flow`, `epsilon`,
+    /// `v_prediction`, ...).
+    pub prediction: &'static str,
+}
+
+/// The schedule policies of `plan`'s sampler.
+pub(super) fn parts(plan: &Plan) -> ScheduleParts {
+    let s = &plan.sampler;
+    let mut parameters = json!({"solver": s.sampler_name, "steps": s.steps});
+    let prediction = match (&plan.model.flow, &plan.model.table) {
+        (Some(flow), _) => {
+            parameters["model_sampling"] = json!(flow.family);
+            parameters["prediction"] = json!("flow");
+            "flow"
+        }
+        (None, table) => {
+            let (table, prediction) = table.as_ref().map_or(
+                (
+                    Table::Discrete {
+                        zero_terminal_snr: false,
+                    },
+                    Prediction::EPSILON,
+                ),
+                |t| (t.table.clone(), t.prediction),
+            );
+            table.write(&mut parameters);
+            prediction.write(&mut parameters);
+            prediction.name()
+        }
+    };
+    s.schedule.write(&mut parameters);
+    let steps = ModelSampling::read(&parameters).map_or(s.steps, |m| {
+        s.schedule.run_steps(&m, s.steps.max(0) as usize) as i64
+    });
+    let mut inputs = Map::new();
+    let mut ports = json!({});
+    let mut binds = json!({});
+    let mut from = vec![s.node.clone()];
+    if let Some(table) = &plan.model.table {
+        from.push(table.node.clone());
+    }
+    if let Some(flow) = plan
+        .model
+        .flow
+        .as_ref()
+        .filter(|_| s.schedule.follows_model())
+    {
+        from.push(flow.node.clone());
+        let shift_inputs: &[(&str, &str, f64)] = match flow.shift {
+            FlowShift::Constant(shift) => &[("shift", "request.flow_shift", shift)],
+            FlowShift::Resolution {
+                max_shift,
+                base_shift,
+                width,
+                height,
+            } => &[
+                ("max_shift", "request.flow_max_shift", max_shift),
+                ("base_shift", "request.flow_base_shift", base_shift),
+                ("width", "request.flow_width", width),
+                ("height", "request.flow_height", height),
+            ],
+        };
+        parameters["shift"] = json!(match flow.shift {
+            FlowShift::Constant(_) => "constant",
+            FlowShift::Resolution { .. } => "resolution",
+        });
+        for (port, input, value) in shift_inputs {
+            inputs.insert(
+                input.to_string(),
+                parameter(
+                    one("float32"),
+                    json!({"kind": "opaque"}),
+                    &input["request.".len()..],
+                    json!(value),
+                ),
+            );
+            ports[*port] = one("float32");
+            binds[*port] = json!(input);
+        }
+    }
+    let schedule_contract = json!({"id": "onnx-genai.diffusion-schedule", "version": "1", "bindings": {"schedule": "schedule"}, "parameters": parameters});
+    let mut components = Map::new();
+    for (name, length) in [
+        ("diffusion_schedule", steps + 1),
+        ("diffusion_timesteps", steps),
+    ] {
+        components.insert(
+            name.into(),
+            policy(
+                name,
+                ports.clone(),
+                json!({"schedule": contract("float32", json!([length]), false)}),
+                Some(schedule_contract.clone()),
+            ),
+        );
+    }
+    ScheduleParts {
+        inputs,
+        components,
+        binds,
+        from,
+        steps,
+        prediction,
+    }
+}

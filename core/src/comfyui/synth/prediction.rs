@@ -1,0 +1,76 @@
+//! What a noise-predicting model's output means (ComfyUI's `EPS`,
+//! `V_PREDICTION`, `EDM` and `X0` sampling types), as the lowering records
+//! it in the schedule contract (`steps::to_epsilon` turns an output into
+//! the estimate every solver steps with).
+
+use serde_json::Value;
+
+/// A model's prediction type and its `sigma_data`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Prediction {
+    pub kind: PredictionKind,
+    /// The data's standard deviation the model was trained with (1, or
+    /// 0.5 for EDM models): its input is `x / sqrt(sigma^2 + sigma_data^2)`.
+    pub sigma_data: f64,
+}
+
+/// What the model's output is.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PredictionKind {
+    /// The noise (`denoised = x - sigma out`), or a flow velocity.
+    Epsilon,
+    /// The velocity `v` of Salimans and Ho: `denoised = x sd^2 / (s^2 +
+    /// sd^2) - out s sd / sqrt(s^2 + sd^2)`.
+    V,
+    /// EDM's preconditioned output: as `V` with the output's sign turned.
+    Edm,
+    /// The denoised sample itself.
+    X0,
+}
+
+impl Prediction {
+    /// An epsilon (or flow) model's.
+    pub const EPSILON: Prediction = Prediction {
+        kind: PredictionKind::Epsilon,
+        sigma_data: 1.0,
+    };
+
+    /// The `prediction` contract parameter's name for the kind.
+    pub fn name(&self) -> &'static str {
+        match self.kind {
+            PredictionKind::Epsilon => "epsilon",
+            PredictionKind::V => "v_prediction",
+            PredictionKind::Edm => "edm",
+            PredictionKind::X0 => "x0",
+        }
+    }
+
+    /// Writes `prediction` and a `sigma_data` other than 1 into contract
+    /// `parameters` (what [`Prediction::read`] reads).
+    pub fn write(&self, parameters: &mut Value) {
+        parameters["prediction"] = self.name().into();
+        if self.sigma_data != 1.0 {
+            parameters["sigma_data"] = self.sigma_data.into();
+        }
+    }
+
+    /// Reads `prediction` (`epsilon` and `flow` step with the output as it
+    /// is) and `sigma_data` (1 where absent) from contract parameters.
+    pub fn read(parameters: &Value) -> Result<Prediction, String> {
+        let kind = match parameters.get("prediction").and_then(Value::as_str) {
+            None | Some("epsilon" | "flow") => PredictionKind::Epsilon,
+            Some("v_prediction") => PredictionKind::V,
+            Some("edm") => PredictionKind::Edm,
+            Some("x0") => PredictionKind::X0,
+            Some(other) => return Err(format!("unknown prediction `{other}`")),
+        };
+        let sigma_data = match parameters.get("sigma_data") {
+            None => 1.0,
+            Some(value) => value
+                .as_f64()
+                .filter(|v| *v > 0.0 && v.is_finite())
+                .ok_or("its contract parameter `sigma_data` is not a positive number")?,
+        };
+        Ok(Prediction { kind, sigma_data })
+    }
+}

@@ -1,0 +1,218 @@
+//! ComfyUI's `ModelSamplingDiscrete` (eps, v_prediction, x0; zero terminal
+//! SNR) and `ModelSamplingContinuousEDM` (eps, v_prediction, edm): the
+//! lowering records the model's prediction and sigma table, the policies
+//! read its output as that prediction, and runs match the independent
+//! numpy reference; the sampling types the lowering does not build are
+//! refused by name.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::lowering::{assert_refused, lowered, package_and_run, s, scratch, workflow};
+use wfstudio_core::comfyui::lower::Target;
+
+/// The txt2img fixture with `sampler` on `scheduler` and the model
+/// sampled through `sampling` (node 30, its model input added).
+fn txt2img_sampled(sampling: Value, sampler: &str, scheduler: &str) -> Value {
+    let text = std::fs::read_to_string(support::fixtures().join("comfyui/txt2img-sd15.api.json"))
+        .expect("txt2img");
+    let mut g: Value = serde_json::from_str(&text).expect("json");
+    g["30"] = sampling;
+    g["30"]["inputs"]["model"] = json!(["10", 0]);
+    g["14"]["inputs"]["model"] = json!(["30", 0]);
+    g["14"]["inputs"]["sampler_name"] = json!(sampler);
+    g["14"]["inputs"]["scheduler"] = json!(scheduler);
+    g
+}
+
+fn discrete(sampling: &str, zsnr: bool) -> Value {
+    json!({"class_type": "ModelSamplingDiscrete", "inputs": {"sampling": sampling, "zsnr": zsnr}})
+}
+
+fn edm(sampling: &str) -> Value {
+    json!({"class_type": "ModelSamplingContinuousEDM", "inputs": {"sampling": sampling, "sigma_max": 120.0, "sigma_min": 0.002}})
+}
+
+/// (name, node, sampler, scheduler, the schedule parameters stated).
+fn cases() -> Vec<(&'static str, Value, &'static str, &'static str, Value)> {
+    vec![
+        (
+            "v",
+            discrete("v_prediction", false),
+            "dpmpp_2m",
+            "karras",
+            json!({"prediction": "v_prediction", "model_sampling": "discrete"}),
+        ),
+        (
+            "v-zsnr",
+            discrete("v_prediction", true),
+            "euler",
+            "normal",
+            json!({"prediction": "v_prediction", "zero_terminal_snr": true}),
+        ),
+        (
+            "x0-heun",
+            discrete("x0", false),
+            "heun",
+            "karras",
+            json!({"prediction": "x0"}),
+        ),
+        (
+            "eps-zsnr-uni_pc",
+            discrete("eps", true),
+            "uni_pc",
+            "simple",
+            json!({"prediction": "epsilon", "zero_terminal_snr": true}),
+        ),
+        (
+            "edm-ancestral",
+            edm("edm"),
+            "euler_ancestral",
+            "karras",
+            json!({"prediction": "edm", "sigma_data": 0.5, "model_sampling": "continuous_edm", "model_sigma_min": 0.002, "model_sigma_max": 120.0}),
+        ),
+        (
+            "cosxl-cfg_pp",
+            edm("v_prediction"),
+            "dpmpp_2m_cfg_pp",
+            "exponential",
+            json!({"prediction": "v_prediction", "model_sampling": "continuous_edm"}),
+        ),
+        (
+            "edm-dpmpp_sde",
+            edm("edm"),
+            "dpmpp_sde",
+            "normal",
+            json!({"prediction": "edm"}),
+        ),
+    ]
+}
+
+#[test]
+fn a_stated_model_sampling_is_recorded_in_the_schedule_contract() {
+    for (name, node, sampler, scheduler, stated) in cases() {
+        let l = lowered(
+            &txt2img_sampled(node, sampler, scheduler),
+            &Target::default(),
+        );
+        let components = &workflow(&l)["components"];
+        let parameters = &components["diffusion_schedule"]["contract"]["parameters"];
+        for (key, value) in stated.as_object().expect("object") {
+            assert_eq!(&parameters[key], value, "{name}: {key}");
+        }
+        let solver = &components["solver_step"]["contract"]["parameters"];
+        assert_eq!(solver["prediction"], stated["prediction"], "{name}");
+    }
+}
+
+#[test]
+fn stated_model_sampling_runs_match_an_independent_numpy_reference() {
+    if !support::runtime_available() {
+        return;
+    }
+    let Some(python) = support::python() else {
+        return;
+    };
+    let reference = support::workspace().join("tests/reference/sampler_reference.py");
+    let root = scratch("model-sampling");
+    let mut figures = Vec::new();
+    for (name, node, sampler, scheduler, _) in cases() {
+        let (dir, out) = package_and_run(&root, name, &txt2img_sampled(node, sampler, scheduler));
+        let numpy_out = root.join(format!("{name}-numpy"));
+        support::python_stdout(
+            &python,
+            &[s(&reference), s(&dir), s(&numpy_out), sampler, scheduler],
+        );
+        let compare = "import numpy as np, sys\na, b = np.load(sys.argv[1]), np.load(sys.argv[2])\nassert a.shape == b.shape, (a.shape, b.shape)\nassert np.isfinite(b).all()\nprint(float(np.max(np.abs(a - b) / (1 + np.abs(b)))))";
+        let (ours, numpy) = (out.join("latent.npy"), numpy_out.join("latent.npy"));
+        let worst: f64 = support::python_stdout(&python, &["-c", compare, s(&ours), s(&numpy)])
+            .trim()
+            .parse()
+            .expect("a number");
+        figures.push(format!("{name}: {worst:.2e}"));
+        // A zero-terminal-SNR run starts at sigma 4517: its first float32
+        // step (the latent near 4517 times the noise, the step nearly all of
+        // it) keeps about 1e-4 of the float64 reference's bits, as ComfyUI's
+        // float32 sampling would.
+        let tolerance = if name.contains("zsnr") { 2e-4 } else { 1e-5 };
+        assert!(
+            worst <= tolerance,
+            "{name}: worst |a - b| / (1 + |b|) = {worst}"
+        );
+    }
+    eprintln!("model sampling against numpy: {}", figures.join(", "));
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn sampling_types_the_lowering_does_not_build_are_refused_by_name() {
+    let refused = |node: Value, input: Option<&'static str>, message: &'static str| {
+        let class: &'static str = match node["class_type"].as_str() {
+            Some("ModelSamplingDiscrete") => "ModelSamplingDiscrete",
+            _ => "ModelSamplingContinuousEDM",
+        };
+        assert_refused(
+            &txt2img_sampled(node, "euler", "normal"),
+            ("30", class, input, message),
+        );
+    };
+    refused(
+        discrete("lcm", false),
+        Some("sampling"),
+        "is 'lcm': a distilled 50-timestep table with LCM's boundary scaling, which the lowering does not build",
+    );
+    refused(
+        edm("edm_playground_v2.5"),
+        Some("sampling"),
+        "is 'edm_playground_v2.5': Playground v2.5's latent format, which the lowering does not convert",
+    );
+    refused(
+        edm("x0"),
+        Some("sampling"),
+        "is 'x0': not a sampling type ComfyUI offers here",
+    );
+    let mut backwards = edm("edm");
+    backwards["inputs"]["sigma_min"] = json!(200.0);
+    refused(
+        backwards,
+        Some("sigma_min"),
+        "is 200 with sigma_max 120, not a range of positive sigmas",
+    );
+    // Two overrides on one model path.
+    let mut twice = txt2img_sampled(discrete("v_prediction", false), "euler", "normal");
+    twice["31"] =
+        json!({"class_type": "ModelSamplingSD3", "inputs": {"shift": 3.0, "model": ["30", 0]}});
+    twice["14"]["inputs"]["model"] = json!(["31", 0]);
+    assert_refused(
+        &twice,
+        (
+            "30",
+            "ModelSamplingDiscrete",
+            None,
+            "is a second model-sampling override on the model path",
+        ),
+    );
+}
+
+#[test]
+fn a_scheduler_on_the_model_without_the_stated_sampling_is_refused() {
+    let mut g = txt2img_sampled(discrete("v_prediction", true), "euler", "normal");
+    let k = g["14"]["inputs"].clone();
+    g["20"] = json!({"class_type": "KSamplerSelect", "inputs": {"sampler_name": "euler"}});
+    g["21"] = json!({"class_type": "BasicScheduler", "inputs": {"scheduler": "normal", "steps": 4, "denoise": 1.0, "model": ["10", 0]}});
+    g["14"] = json!({"class_type": "SamplerCustom", "inputs": {"add_noise": true, "noise_seed": k["seed"], "cfg": k["cfg"], "model": ["30", 0], "positive": k["positive"], "negative": k["negative"], "sampler": ["20", 0], "sigmas": ["21", 0], "latent_image": k["latent_image"]}});
+    assert_refused(
+        &g,
+        (
+            "21",
+            "BasicScheduler",
+            Some("model"),
+            "takes its model from node 10, whose own sampling the graph does not state, unlike the sampler's model's; the sigmas must come from the sampled model",
+        ),
+    );
+    // Through the same node, it lowers.
+    g["21"]["inputs"]["model"] = json!(["30", 0]);
+    let l = lowered(&g, &Target::default());
+    let parameters = &workflow(&l)["components"]["diffusion_schedule"]["contract"]["parameters"];
+    assert_eq!(parameters["zero_terminal_snr"], true);
+}

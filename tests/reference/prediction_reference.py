@@ -1,0 +1,78 @@
+"""Independent numpy reference for what a noise-predicting model's output means and
+how its sigmas map to timesteps (ComfyUI comfy/model_sampling.py), for packages
+whose `diffusion_schedule` contract parameters state a ModelSamplingDiscrete or
+ModelSamplingContinuousEDM:
+
+* `model_sampling: discrete`: SD's scaled-linear table (betas from 0.00085 to 0.012,
+  sqrt-linear), with `zero_terminal_snr: true` rescaled as Lin et al. (2024):
+  sqrt(alpha_cumprod) shifted to end at 0 and scaled to keep its first value, the
+  last alpha_cumprod then 4.8973451890853435e-08; stored as float32; the timestep of
+  sigma is the nearest table index in log sigma, sigma(t) log-linear in between.
+* `model_sampling: continuous_edm`: 1000 sigmas exp(linspace(ln sigma_min, ln sigma_max))
+  (float32); timestep 0.25 ln sigma, sigma(t) = exp(4 t).
+* `prediction`: `epsilon` (denoised = x - sigma out), `v_prediction` (denoised =
+  x sd^2 / (s^2 + sd^2) - out s sd / sqrt(s^2 + sd^2)), `edm` (the same with + and
+  sigma_data 0.5), `x0` (denoised = out); the model's input is x / sqrt(s^2 + sd^2).
+"""
+import math
+
+import numpy as np
+
+
+def table(params):
+    """(sigma table ascending, timestep_of_sigma, sigma_of_t) for the package."""
+    kind = params.get("model_sampling", "discrete")
+    if kind == "continuous_edm":
+        lo, hi = float(params["model_sigma_min"]), float(params["model_sigma_max"])
+        sigmas = np.exp(np.linspace(math.log(lo), math.log(hi), 1000)).astype(np.float32).astype(np.float64)
+        return sigmas, (lambda s: 0.25 * math.log(s)), (lambda t: math.exp(t / 0.25))
+    if kind != "discrete":
+        raise ValueError(f"only discrete and continuous_edm tables are implemented, not {kind!r}")
+    betas = np.linspace(math.sqrt(0.00085), math.sqrt(0.012), 1000, dtype=np.float64) ** 2
+    alphas_cumprod = np.cumprod(1.0 - betas)
+    sigmas = np.sqrt((1.0 - alphas_cumprod) / alphas_cumprod)
+    if params.get("zero_terminal_snr") == "true":
+        root = np.sqrt(1.0 / (sigmas * sigmas + 1.0))
+        first, last = root[0], root[-1]
+        root = (root - last) * first / (first - last)
+        alphas_bar = root ** 2
+        alphas_bar[-1] = 4.8973451890853435e-08
+        sigmas = np.sqrt((1.0 - alphas_bar) / alphas_bar)
+    sigmas = sigmas.astype(np.float32).astype(np.float64)
+    logs = np.log(sigmas)
+
+    def timestep_of_sigma(s):
+        return float(np.argmin(np.abs(logs - math.log(s))))
+
+    def sigma_of_t(t):
+        t = min(max(t, 0.0), len(sigmas) - 1.0)
+        low, high = int(math.floor(t)), int(math.ceil(t))
+        w = t - low
+        return math.exp((1.0 - w) * logs[low] + w * logs[high])
+
+    return sigmas, timestep_of_sigma, sigma_of_t
+
+
+class Prediction:
+    """The package's prediction type and sigma_data."""
+
+    def __init__(self, params):
+        self.kind = params.get("prediction", "epsilon")
+        if self.kind not in ("epsilon", "v_prediction", "edm", "x0"):
+            raise ValueError(f"unsupported prediction {self.kind!r}")
+        self.sigma_data = float(params.get("sigma_data", 1.0))
+
+    def model_input(self, x, sigma):
+        return x / math.sqrt(sigma ** 2 + self.sigma_data ** 2)
+
+    def to_epsilon(self, x, sigma, out):
+        """The estimate (x - denoised) / sigma of output `out` at (x, sigma)."""
+        if self.kind == "epsilon":
+            return out
+        sd = self.sigma_data
+        if self.kind == "x0":
+            denoised = out
+        else:
+            sign = -1.0 if self.kind == "v_prediction" else 1.0
+            denoised = x * sd ** 2 / (sigma ** 2 + sd ** 2) + sign * out * sigma * sd / math.sqrt(sigma ** 2 + sd ** 2)
+        return (x - denoised) / sigma
