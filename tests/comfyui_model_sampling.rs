@@ -8,7 +8,9 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::lowering::{assert_refused, lowered, package_and_run, s, scratch, workflow};
+use support::lowering::{
+    assert_refused, lowered, numpy_disagreement, package_and_run, scratch, workflow,
+};
 use wfstudio_core::comfyui::lower::Target;
 
 /// The txt2img fixture with `sampler` on `scheduler` and the model
@@ -113,22 +115,12 @@ fn stated_model_sampling_runs_match_an_independent_numpy_reference() {
     let Some(python) = support::python() else {
         return;
     };
-    let reference = support::workspace().join("tests/reference/sampler_reference.py");
     let root = scratch("model-sampling");
     let mut figures = Vec::new();
     for (name, node, sampler, scheduler, _) in cases() {
-        let (dir, out) = package_and_run(&root, name, &txt2img_sampled(node, sampler, scheduler));
-        let numpy_out = root.join(format!("{name}-numpy"));
-        support::python_stdout(
-            &python,
-            &[s(&reference), s(&dir), s(&numpy_out), sampler, scheduler],
-        );
-        let compare = "import numpy as np, sys\na, b = np.load(sys.argv[1]), np.load(sys.argv[2])\nassert a.shape == b.shape, (a.shape, b.shape)\nassert np.isfinite(b).all()\nprint(float(np.max(np.abs(a - b) / (1 + np.abs(b)))))";
-        let (ours, numpy) = (out.join("latent.npy"), numpy_out.join("latent.npy"));
-        let worst: f64 = support::python_stdout(&python, &["-c", compare, s(&ours), s(&numpy)])
-            .trim()
-            .parse()
-            .expect("a number");
+        let graph = txt2img_sampled(node, sampler, scheduler);
+        let (dir, out) = package_and_run(&root, name, &graph);
+        let worst = numpy_disagreement(&python, &dir, &out, (sampler, scheduler));
         figures.push(format!("{name}: {worst:.2e}"));
         // A zero-terminal-SNR run starts at sigma 4517: its first float32
         // step (the latent near 4517 times the noise, the step nearly all of

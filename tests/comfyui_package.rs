@@ -370,7 +370,6 @@ fn synthesized_solvers_match_an_independent_numpy_reference() {
     let Some(python) = support::python() else {
         return;
     };
-    let reference = support::workspace().join("tests/reference/sampler_reference.py");
     let root = scratch("numpy");
     std::fs::create_dir_all(&root).expect("mkdir");
     let mut figures = Vec::new();
@@ -426,17 +425,8 @@ fn synthesized_solvers_match_an_independent_numpy_reference() {
             std::fs::write(&file, graph.to_string()).expect("graph");
             let (dir, out) = (root.join(&name), root.join(format!("{name}-out")));
             import_check_run(&file, &dir, &out, &[]);
-            let numpy_out = root.join(format!("{name}-numpy"));
-            support::python_stdout(
-                &python,
-                &[s(&reference), s(&dir), s(&numpy_out), sampler, scheduler],
-            );
-            let compare = "import numpy as np, sys\na, b = np.load(sys.argv[1]), np.load(sys.argv[2])\nassert a.shape == b.shape, (a.shape, b.shape)\nprint(float(np.max(np.abs(a - b) / (1 + np.abs(b)))))";
-            let (ours, numpy) = (out.join("latent.npy"), numpy_out.join("latent.npy"));
-            let worst: f64 = support::python_stdout(&python, &["-c", compare, s(&ours), s(&numpy)])
-                .trim()
-                .parse()
-                .expect("a number");
+            let worst =
+                support::lowering::numpy_disagreement(&python, &dir, &out, (sampler, scheduler));
             figures.push(format!("{name}: {worst:.2e}"));
             assert!(worst <= 1e-5, "{name}: worst |a - b| / (1 + |b|) = {worst}");
         }

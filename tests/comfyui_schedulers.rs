@@ -9,7 +9,8 @@ mod support;
 
 use serde_json::{Value, json};
 use support::lowering::{
-    Expected, assert_refused, lowered, package_and_run, pattern, s, scratch, workflow,
+    Expected, assert_refused, lowered, numpy_disagreement, package_and_run, pattern, scratch,
+    workflow,
 };
 use wfstudio_core::comfyui::lower::Target;
 
@@ -171,24 +172,13 @@ fn scheduler_node_runs_match_an_independent_numpy_reference() {
     let Some(python) = support::python() else {
         return;
     };
-    let reference = support::workspace().join("tests/reference/sampler_reference.py");
     let root = scratch("schedulers");
     let mut figures = Vec::new();
     for (name, sampler, scheduler, flip, stated) in cases() {
         let spacing = stated["spacing"].as_str().expect("spacing");
         let graph = txt2img_custom(sampler, scheduler, flip);
         let (dir, out) = package_and_run(&root, name, &graph);
-        let numpy_out = root.join(format!("{name}-numpy"));
-        support::python_stdout(
-            &python,
-            &[s(&reference), s(&dir), s(&numpy_out), sampler, spacing],
-        );
-        let compare = "import numpy as np, sys\na, b = np.load(sys.argv[1]), np.load(sys.argv[2])\nassert a.shape == b.shape, (a.shape, b.shape)\nassert np.isfinite(b).all()\nprint(float(np.max(np.abs(a - b) / (1 + np.abs(b)))))";
-        let (ours, numpy) = (out.join("latent.npy"), numpy_out.join("latent.npy"));
-        let worst: f64 = support::python_stdout(&python, &["-c", compare, s(&ours), s(&numpy)])
-            .trim()
-            .parse()
-            .expect("a number");
+        let worst = numpy_disagreement(&python, &dir, &out, (sampler, spacing));
         figures.push(format!("{name}: {worst:.2e}"));
         assert!(worst <= 1e-5, "{name}: worst |a - b| / (1 + |b|) = {worst}");
     }

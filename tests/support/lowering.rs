@@ -195,3 +195,28 @@ pub fn tensor(shape: [usize; 4], salt: usize) -> (Vec<f32>, String) {
     let text = serde_json::json!({"dtype": "float32", "shape": shape, "data": data}).to_string();
     (data, text)
 }
+
+/// How far package `dir`'s run (`out/latent.npy`) is from the independent
+/// numpy reference (`tests/reference/sampler_reference.py`) run on the same
+/// package, which first checks that the package samples with `sampler` on
+/// `scheduler`: the worst `|ours - numpy| / (1 + |numpy|)` (the reference's
+/// latent must be finite and of the same shape).
+pub fn numpy_disagreement(
+    python: &Path,
+    dir: &Path,
+    out: &Path,
+    (sampler, scheduler): (&str, &str),
+) -> f64 {
+    let reference = super::workspace().join("tests/reference/sampler_reference.py");
+    let numpy_out = out.with_extension("numpy");
+    super::python_stdout(
+        python,
+        &[s(&reference), s(dir), s(&numpy_out), sampler, scheduler],
+    );
+    let compare = "import numpy as np, sys\na, b = np.load(sys.argv[1]), np.load(sys.argv[2])\nassert a.shape == b.shape, (a.shape, b.shape)\nassert np.isfinite(b).all()\nprint(float(np.max(np.abs(a - b) / (1 + np.abs(b)))))";
+    let (ours, numpy) = (out.join("latent.npy"), numpy_out.join("latent.npy"));
+    super::python_stdout(python, &["-c", compare, s(&ours), s(&numpy)])
+        .trim()
+        .parse()
+        .expect("a number")
+}
