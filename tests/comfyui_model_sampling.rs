@@ -207,4 +207,24 @@ fn a_scheduler_on_the_model_without_the_stated_sampling_is_refused() {
     let l = lowered(&g, &Target::default());
     let parameters = &workflow(&l)["components"]["diffusion_schedule"]["contract"]["parameters"];
     assert_eq!(parameters["zero_terminal_snr"], true);
+    // Without zero terminal SNR the node keeps SD's own table, which the
+    // bare model's scheduler computes too.
+    g["30"]["inputs"]["zsnr"] = json!(false);
+    g["21"]["inputs"]["model"] = json!(["10", 0]);
+    let l = lowered(&g, &Target::default());
+    let parameters = &workflow(&l)["components"]["diffusion_schedule"]["contract"]["parameters"];
+    assert_eq!(parameters["prediction"], "v_prediction");
+    // SD Turbo's timesteps are a discrete table's, which an EDM model lacks.
+    g["30"] = edm("v_prediction");
+    g["30"]["inputs"]["model"] = json!(["10", 0]);
+    g["21"] = json!({"class_type": "SDTurboScheduler", "inputs": {"steps": 2, "denoise": 1.0, "model": ["30", 0]}});
+    assert_refused(
+        &g,
+        (
+            "21",
+            "SDTurboScheduler",
+            Some("model"),
+            "takes a model without discrete training timesteps (a flow-matching or continuous EDM one), but its timesteps 999, 899, ..., 99 are a discrete model's (SD Turbo's)",
+        ),
+    );
 }

@@ -213,7 +213,39 @@ fn a_flow_model_takes_a_stated_schedule_and_refuses_sd_turbos() {
             "21",
             "SDTurboScheduler",
             Some("model"),
-            "takes a flow-matching model, but its timesteps 999, 899, ..., 99 are a discrete model's (SD Turbo's)",
+            "takes a model without discrete training timesteps (a flow-matching or continuous EDM one), but its timesteps 999, 899, ..., 99 are a discrete model's (SD Turbo's)",
+        ),
+    );
+}
+
+/// Inverting a picture (`DisableNoise`-style `add_noise: false` over
+/// flipped sigmas) steps up to the schedule's last sigma, sigma_max, with
+/// no forced 0 at its end; samplers that add noise are refused on it.
+#[test]
+fn a_flipped_schedule_runs_up_to_its_last_sigma_without_fresh_noise() {
+    let mut invert = pattern("custom");
+    invert["21"] = json!({"class_type": "BasicScheduler", "inputs": {"scheduler": "karras", "steps": 5, "denoise": 1.0, "model": ["1", 0]}});
+    invert["5"]["inputs"]["add_noise"] = json!(false);
+    invert["20"]["inputs"]["sampler_name"] = json!("euler");
+    let final_step = |graph: &Value| {
+        let l = lowered(graph, &Target::default());
+        workflow(&l)["components"]["solver_step"]["contract"]["parameters"]["final_step"].clone()
+    };
+    assert_eq!(final_step(&invert), "full_denoise");
+    invert["24"] = json!({"class_type": "FlipSigmas", "inputs": {"sigmas": ["21", 0]}});
+    invert["5"]["inputs"]["sigmas"] = json!(["24", 0]);
+    assert_eq!(final_step(&invert), "keep_leftover_noise");
+    let l = lowered(&invert, &Target::default());
+    let parameters = &workflow(&l)["components"]["diffusion_schedule"]["contract"]["parameters"];
+    assert_eq!(parameters["flip"], true);
+    invert["20"]["inputs"]["sampler_name"] = json!("euler_ancestral");
+    assert_refused(
+        &invert,
+        (
+            "20",
+            "KSamplerSelect",
+            Some("sampler_name"),
+            "uses sampler 'euler_ancestral', which adds fresh noise at every step, on the sigmas node 24 (FlipSigmas) reverses, where each step raises sigma and ComfyUI's noise amount is the square root of a negative number",
         ),
     );
 }
@@ -269,7 +301,7 @@ fn bad_scheduler_settings_are_refused_by_node_and_input() {
             "21",
             "SDTurboScheduler",
             Some("denoise"),
-            "keeps no step of its 2 at its denoise",
+            "is 0.05, which keeps none of its 2 steps",
         ),
     );
     refused(

@@ -1,7 +1,8 @@
-//! `diffusion_schedule` (the run's sigmas, ending in 0) and
-//! `diffusion_timesteps` (the denoiser's timestep input per step). For
-//! discrete models both are constants computed at import; for flow models
-//! they are computed from the run-time shift inputs.
+//! `diffusion_schedule` (the run's sigmas, ending in 0, or rising where
+//! flipped) and `diffusion_timesteps` (the denoiser's timestep input per
+//! step). Both are constants computed at import for discrete models and for
+//! a scheduler node's stated schedule on any model; a flow model's own
+//! schedule is computed from the run-time shift inputs.
 
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
@@ -9,7 +10,7 @@ use super::sampling::{ModelSampling, SCHEDULES, linear_quadratic, linspace, sgm_
 use super::spacing::FLIPPED_ZERO;
 use wfstudio_onnx::builder::Attr;
 
-/// `diffusion_schedule`: `steps + 1` sigmas.
+/// `diffusion_schedule`: the run's steps and one sigmas.
 pub fn sigmas(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {
     let sigmas = schedule(g, family)?;
     g.output(&sigmas, "schedule")

@@ -239,6 +239,7 @@ impl Schedule {
                 ));
             }
         };
+        valid(&spacing)?;
         Ok(Schedule {
             spacing,
             flip: flag("flip"),
@@ -261,10 +262,10 @@ impl Schedule {
         )
     }
 
-    /// Whether the schedule can be computed for a flow-matching model
-    /// (SD Turbo's timesteps are a discrete model's).
-    pub fn runs_on_flow(&self) -> bool {
-        !matches!(self.spacing, Spacing::SdTurbo { .. })
+    /// Whether the schedule needs a discrete model's training timesteps
+    /// (SD Turbo's 999, 899, ...), which flow and continuous models lack.
+    pub fn needs_training_timesteps(&self) -> bool {
+        matches!(self.spacing, Spacing::SdTurbo { .. })
     }
 
     /// The sigma count less one that the schedule has for `steps` on any
@@ -380,6 +381,37 @@ impl Schedule {
             }
         }
         Some(sigmas)
+    }
+}
+
+/// Refuses settings whose schedule is not a falling list of positive
+/// sigmas (a hand-edited contract's: the lowering refuses them first).
+fn valid(spacing: &Spacing) -> Result<(), String> {
+    let ordered = |low: f64, high: f64| low > 0.0 && low < high;
+    let ok = match spacing {
+        Spacing::Named(_) => true,
+        Spacing::Exponential {
+            sigma_min,
+            sigma_max,
+        } => ordered(*sigma_min, *sigma_max),
+        Spacing::Karras {
+            sigma_min,
+            sigma_max,
+            rho,
+        }
+        | Spacing::Polyexponential {
+            sigma_min,
+            sigma_max,
+            rho,
+        } => ordered(*sigma_min, *sigma_max) && *rho > 0.0,
+        Spacing::Beta { alpha, beta } => *alpha > 0.0 && *beta > 0.0,
+        Spacing::SdTurbo { denoise } | Spacing::AlignYourSteps { denoise, .. } => {
+            (0.0..=1.0).contains(denoise)
+        }
+    };
+    match ok {
+        true => Ok(()),
+        false => Err("its contract parameters state a schedule that is not a falling list of positive sigmas (sigma_min above 0 and below sigma_max, rho, alpha and beta above 0, denoise from 0 to 1)".into()),
     }
 }
 
@@ -499,6 +531,17 @@ mod tests {
         }
         let unknown = Schedule::read(&json!({"spacing": "sigmoid_offset"}));
         assert!(unknown.is_err_and(|e| e.starts_with("the `sigmoid_offset` scheduler")));
+        // A hand-edited contract whose schedule would not fall through
+        // positive sigmas is refused.
+        for bad in [
+            json!({"spacing": "karras", "sigma_min": 0.0, "sigma_max": 10.0, "rho": 7.0}),
+            json!({"spacing": "exponential", "sigma_min": 5.0, "sigma_max": 1.0}),
+            json!({"spacing": "polyexponential", "sigma_min": 0.1, "sigma_max": 1.0, "rho": -1.0}),
+            json!({"spacing": "beta", "alpha": 0.0, "beta": 0.6}),
+            json!({"spacing": "sd_turbo", "denoise": 1.5}),
+        ] {
+            assert!(Schedule::read(&bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

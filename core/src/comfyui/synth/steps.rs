@@ -243,35 +243,30 @@ pub(super) fn to_epsilon(
     sigma: &str,
     out: &str,
 ) -> String {
-    if prediction.kind == PredictionKind::Epsilon {
-        return out.to_string();
-    }
+    // x - denoised, divided by sigma; for v and EDM without the
+    // cancellation: x s / (s^2 + sd^2) +- out sd / sqrt(s^2 + sd^2).
+    let out_sign = match prediction.kind {
+        PredictionKind::Epsilon => return out.to_string(),
+        PredictionKind::X0 => None,
+        PredictionKind::V => Some("Add"),
+        PredictionKind::Edm => Some("Sub"),
+    };
     let sigma = g.cast(sigma, DataType::FLOAT);
-    let sigma = &g.rows(&sigma);
-    match prediction.kind {
-        PredictionKind::Epsilon => out.to_string(),
-        PredictionKind::X0 => {
-            let gap = g.op("Sub", &[x, out]);
-            g.op("Div", &[&gap, sigma])
-        }
-        // x - denoised, divided by sigma without the cancellation:
-        // x s / (s^2 + sd^2) +- out sd / sqrt(s^2 + sd^2).
-        PredictionKind::V | PredictionKind::Edm => {
-            let sd2 = g.f(prediction.sigma_data * prediction.sigma_data);
-            let s2 = g.op("Mul", &[sigma, sigma]);
-            let total = g.op("Add", &[&s2, &sd2]);
-            let x_weight = g.op("Div", &[sigma, &total]);
-            let from_x = g.op("Mul", &[x, &x_weight]);
-            let root = g.op("Sqrt", &[&total]);
-            let sd = g.f(prediction.sigma_data);
-            let out_weight = g.op("Div", &[&sd, &root]);
-            let from_out = g.op("Mul", &[out, &out_weight]);
-            match prediction.kind {
-                PredictionKind::V => g.op("Add", &[&from_x, &from_out]),
-                _ => g.op("Sub", &[&from_x, &from_out]),
-            }
-        }
-    }
+    let sigma = g.rows(&sigma);
+    let Some(out_sign) = out_sign else {
+        let gap = g.op("Sub", &[x, out]);
+        return g.op("Div", &[&gap, &sigma]);
+    };
+    let sd2 = g.f(prediction.sigma_data * prediction.sigma_data);
+    let s2 = g.op("Mul", &[&sigma, &sigma]);
+    let total = g.op("Add", &[&s2, &sd2]);
+    let x_weight = g.op("Div", &[&sigma, &total]);
+    let from_x = g.op("Mul", &[x, &x_weight]);
+    let root = g.op("Sqrt", &[&total]);
+    let sd = g.f(prediction.sigma_data);
+    let out_weight = g.op("Div", &[&sd, &root]);
+    let from_out = g.op("Mul", &[out, &out_weight]);
+    g.op(out_sign, &[&from_x, &from_out])
 }
 
 /// The model's input at per-row (broadcastable) `sigma`:

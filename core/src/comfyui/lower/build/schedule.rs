@@ -30,7 +30,9 @@ pub(super) struct ScheduleParts {
 /// The schedule policies of `plan`'s sampler.
 pub(super) fn parts(plan: &Plan) -> ScheduleParts {
     let s = &plan.sampler;
-    let mut parameters = json!({"solver": s.sampler_name, "steps": s.steps});
+    // The keys in the order documents have always listed them; the
+    // writers below fill them in place and append their own.
+    let mut parameters = json!({"solver": s.sampler_name, "spacing": s.schedule.name(), "prediction": null, "model_sampling": null, "steps": s.steps});
     let prediction = match (&plan.model.flow, &plan.model.table) {
         (Some(flow), _) => {
             parameters["model_sampling"] = json!(flow.family);

@@ -17,6 +17,7 @@ use super::model::{ModelChain, model_chain};
 use super::own_sampling::Family;
 use super::{Dual, Sampler, checked_sampler_name};
 use crate::comfyui::lower::Refusal;
+use crate::comfyui::synth::sampling::Table;
 
 /// Where a sampler's model and prompts come from: the node with the
 /// `model` input, the (node, input) of each prompt, and the scheduler
@@ -56,6 +57,18 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
     g.expect(&select, &["KSamplerSelect"], "sampler", (node, "sampler"))?;
     let sampler_name = checked_sampler_name(g, &select)?;
     let sigmas = super::sigmas::sigmas(g, node)?;
+    let seeded =
+        crate::comfyui::synth::sampling::sampler(sampler_name).is_some_and(|k| k.needs.seed);
+    if let (Some(flip), true) = (&sigmas.flip, seeded) {
+        return Err(g.refuse(
+            &select,
+            Some("sampler_name"),
+            format!(
+                "uses sampler '{sampler_name}', which adds fresh noise at every step, on the sigmas node {flip} (FlipSigmas) reverses, where each step raises sigma and ComfyUI's noise amount is the square root of a negative number"
+            ),
+            "invert with a sampler that adds no noise (euler, heun, dpmpp_2m)",
+        ));
+    }
     let mut dual = None;
     let (seed, add_noise, cfg, guide) = if advanced {
         let (noise, _) = g.source(node, "noise")?;
@@ -181,11 +194,19 @@ pub(super) fn same_sampling(
     family: &Family,
 ) -> Result<(), Refusal> {
     let ours = model_chain(g, scheduler)?;
-    let flow = ours.flow.clone().or_else(|| match family {
-        Family::Flow(flow) => Some(flow.clone()),
+    let flow = ours.flow.clone().or_else(|| match (family, &ours.table) {
+        (Family::Flow(flow), None) => Some(flow.clone()),
         _ => None,
     });
-    let tables = |chain: &ModelChain| chain.table.as_ref().map(|t| t.table.clone());
+    // No node states SD's own table.
+    let tables = |chain: &ModelChain| {
+        chain.table.as_ref().map_or(
+            Table::Discrete {
+                zero_terminal_snr: false,
+            },
+            |t| t.table.clone(),
+        )
+    };
     let same = tables(&ours) == tables(guided)
         && match (&flow, &guided.flow) {
             (None, None) => true,

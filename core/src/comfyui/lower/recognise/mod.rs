@@ -256,13 +256,18 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
     if let Some(scheduler) = &guide.scheduler {
         custom::same_sampling(g, scheduler, &model, &family)?;
     }
-    if let (Some(_), Some(scheduler)) = (&model.flow, &guide.scheduler)
-        && !sampler.schedule.runs_on_flow()
+    let continuous = matches!(
+        model.table.as_ref().map(|t| &t.table),
+        Some(crate::comfyui::synth::sampling::Table::ContinuousEdm { .. })
+    );
+    if let Some(scheduler) = &guide.scheduler
+        && (model.flow.is_some() || continuous)
+        && sampler.schedule.needs_training_timesteps()
     {
         return Err(g.refuse(
             scheduler,
             Some("model"),
-            "takes a flow-matching model, but its timesteps 999, 899, ..., 99 are a discrete model's (SD Turbo's)".into(),
+            "takes a model without discrete training timesteps (a flow-matching or continuous EDM one), but its timesteps 999, 899, ..., 99 are a discrete model's (SD Turbo's)".into(),
             "use BasicScheduler for this model",
         ));
     }

@@ -231,11 +231,15 @@ fn table_sampling(g: &Graph<'_>, node: &str) -> Result<TableSampling, Refusal> {
                 "cosmos_rflow" => "Cosmos' rectified-flow sampling, which the lowering does not build".to_string(),
                 _ => "not a sampling type ComfyUI offers here".to_string(),
             };
+            let choices = match edm {
+                true => "choose eps, v_prediction or edm",
+                false => "choose eps, v_prediction or x0",
+            };
             return Err(g.refuse(
                 node,
                 Some("sampling"),
                 format!("is '{other}': {why}"),
-                "choose eps, v_prediction or x0 (edm on ModelSamplingContinuousEDM)",
+                choices,
             ));
         }
     };

@@ -38,6 +38,8 @@ pub(super) struct Sigmas {
     pub takes_model: bool,
     /// The split node and the output the sampler takes.
     pub split: Option<(String, i64)>,
+    /// The `FlipSigmas` node that reverses the schedule.
+    pub flip: Option<String>,
 }
 
 /// The sigmas input of `sampler`.
@@ -59,7 +61,7 @@ pub(super) fn sigmas(g: &Graph<'_>, sampler: &str) -> Result<Sigmas, Refusal> {
     g.expect(&node, SCHEDULER_NODES, "sigmas", (&asker.0, asker.1))?;
     let mut read = scheduler(g, &node)?;
     read.split = split;
-    if let Some(flip) = flip {
+    if let Some(flip) = &flip {
         if read.denoise != 1.0 {
             return Err(g.refuse(
                 &node,
@@ -70,11 +72,16 @@ pub(super) fn sigmas(g: &Graph<'_>, sampler: &str) -> Result<Sigmas, Refusal> {
         }
         read.schedule.flip = true;
     }
+    read.flip = flip;
     if read.schedule.fixed_steps(read.steps as usize) == Some(0) {
+        let denoise = match &read.schedule.spacing {
+            Spacing::SdTurbo { denoise } | Spacing::AlignYourSteps { denoise, .. } => *denoise,
+            _ => read.denoise,
+        };
         return Err(g.refuse(
             &node,
             Some("denoise"),
-            format!("keeps no step of its {} at its denoise", read.steps),
+            format!("is {denoise}, which keeps none of its {} steps", read.steps),
             "raise the denoise",
         ));
     }
@@ -150,6 +157,7 @@ fn scheduler(g: &Graph<'_>, node: &str) -> Result<Sigmas, Refusal> {
             "BasicScheduler" | "BetaSamplingScheduler" | "SDTurboScheduler"
         ),
         split: None,
+        flip: None,
     })
 }
 
@@ -199,7 +207,9 @@ pub(super) fn window(g: &Graph<'_>, sigmas: &Sigmas, add_noise: bool) -> Result<
             start: super::denoise_start_step(sigmas.steps, sigmas.denoise),
             end: sigmas.steps,
             add_noise: false,
-            leftover_noise: false,
+            // A custom sampler steps to its schedule's last sigma, which a
+            // flipped schedule ends on (sigma_max) rather than 0.
+            leftover_noise: sigmas.schedule.flip,
         }
     })
 }
@@ -266,6 +276,6 @@ fn split_window(
         start,
         end,
         add_noise,
-        leftover_noise: end < steps,
+        leftover_noise: end < steps || sigmas.schedule.flip,
     })
 }
