@@ -281,10 +281,10 @@ def run(pkg, out_dir, expected=None):
     # The package's sigma table, timesteps and prediction (SD's epsilon table
     # unless a ModelSampling node states another).
     global SIGMAS, LOG_SIGMAS, SIGMA_MIN, SIGMA_MAX, sigma_of_t, timestep_of_sigma
-    SIGMAS, timestep_of_sigma, sigma_of_t = prediction_reference.table(p["schedule"])
+    SIGMAS, timestep_of_sigma, sigma_of_t, percent_to_sigma = prediction_reference.table(p["schedule"])
     LOG_SIGMAS = np.log(SIGMAS)
     SIGMA_MIN, SIGMA_MAX = SIGMAS[0], SIGMAS[-1]
-    prediction = prediction_reference.Prediction(p["schedule"])
+    prediction = prediction_reference.Prediction(p["schedule"], timestep_of_sigma)
     session = lambda name: ort.InferenceSession(os.path.join(pkg, name, "model.onnx"),
                                                 providers=["CPUExecutionProvider"])
     text_encoder, denoiser, vae = session("text_encoder"), session("denoiser"), session("vae_decoder")
@@ -338,11 +338,8 @@ def run(pkg, out_dir, expected=None):
         x = sample_unipc(lambda x, sigma: x - sigma * guided(x, sigma), x, sigmas,
                          "bh2" if solver == "uni_pc_bh2" else "bh1")
     if solver in ("sa_solver", "sa_solver_pece"):
-        # The stochastic interval: percent_to_sigma of 0.2 and 0.8 (the
-        # table's log-linear interpolation: a discrete model's sigma(t), and a
-        # continuous one's geometric range).
-        on_table = lambda t: float(np.exp(np.interp(t, np.arange(len(SIGMAS)), LOG_SIGMAS)))
-        interval = (on_table((1.0 - 0.2) * 999.0), on_table((1.0 - 0.8) * 999.0))
+        # The stochastic interval: percent_to_sigma of 0.2 and 0.8.
+        interval = (percent_to_sigma(0.2), percent_to_sigma(0.8))
         x = sample_sa_solver(lambda x, sigma: x - sigma * guided(x, sigma), x, sigmas,
                              lambda offset: noise(seed, offset, p["row"], rows), first_step,
                              interval, use_pece=solver == "sa_solver_pece")

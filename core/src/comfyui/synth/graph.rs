@@ -4,8 +4,8 @@
 
 use super::SynthError;
 use super::prediction::Prediction;
-use super::sampling::ModelSampling;
 use super::spacing::Schedule;
+use super::tables::ModelSampling;
 use serde_json::{Map, Value};
 use wfstudio_onnx::builder::{Attr, Dim, GraphBuilder};
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;

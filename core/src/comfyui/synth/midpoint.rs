@@ -37,10 +37,10 @@
 //! its estimate.
 
 use super::SynthError;
+use super::estimate::model_timestep;
 use super::graph::{Family, PolicyGraph};
-use super::sampling::{ModelSampling, Timesteps};
 use super::steps::{Step, StepInputs, ancestral, combine, fresh_noise, noise_at};
-use wfstudio_onnx::builder::Attr;
+use super::tables::ModelSampling;
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 
 /// A two-call sampler.
@@ -216,11 +216,11 @@ fn plus_noise(g: &mut PolicyGraph<'_>, x: &str, up: &str, noise: &str) -> String
 /// `timestep(sigma)`, or a continuous model's `0.25 ln s_mid`);
 /// for `sa_solver_pece`, its corrected sample at the step's sigma.
 pub fn policy(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {
-    let ModelSampling::Discrete { sigmas, .. } = &family.sampling else {
+    let ModelSampling::Discrete { sigmas, timesteps } = &family.sampling else {
         return Err(g.error("two-call samplers are built for epsilon models only"));
     };
     let (sigmas, call) = (sigmas.as_slice(), SecondCall { family });
-    let inputs = StepInputs::read(g, family.prediction)?;
+    let inputs = StepInputs::read(g, family)?;
     if g.has_input("seed") {
         // Declared for every seeded sampler; only some midpoints draw noise.
         g.input("seed")?;
@@ -228,7 +228,7 @@ pub fn policy(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError
     let at = inputs.at();
     if super::sasolver::variant(&family.solver) == Some(true) {
         // PECE evaluates the corrected sample at the step's own sigma.
-        let interval = super::sasolver::stochastic_interval(sigmas);
+        let interval = super::sasolver::stochastic_interval(sigmas, *timesteps);
         let sample = super::sasolver::pece_sample(g, &at, interval)?;
         let sigma = g.cast(at.sigma, DataType::DOUBLE);
         return call.build(g, &sample, &sigma);
@@ -258,39 +258,9 @@ impl SecondCall<'_> {
         let c_in = g.op("Div", &[&one, &r]);
         let model_input = combine(g, &[(c_in, sample.to_string())]);
         g.output(&model_input, "mid_input")?;
-        let timestep = match &self.family.sampling {
-            ModelSampling::Discrete {
-                sigmas,
-                timesteps: Timesteps::NearestIndex,
-            } => nearest_index(g, s_mid, sigmas),
-            _ => {
-                // 0.25 ln sigma.
-                let log_mid = g.op("Log", &[s_mid]);
-                let quarter = g.d(0.25);
-                let t = g.op("Mul", &[&log_mid, &quarter]);
-                g.cast(&t, DataType::FLOAT)
-            }
-        };
+        let timestep = model_timestep(g, &self.family.sampling, s_mid);
         g.output(&timestep, "mid_timestep")
     }
-}
-
-/// The index of the table entry nearest per-row float64 `s_mid` in log
-/// space (ComfyUI's discrete `timestep(sigma)`), as float32.
-fn nearest_index(g: &mut PolicyGraph<'_>, s_mid: &str, sigmas: &[f64]) -> String {
-    let logs: Vec<f64> = sigmas.iter().map(|s| s.ln()).collect();
-    let table = g.b.f64s(&logs, &[1, logs.len() as i64]);
-    let log_mid = g.op("Log", &[s_mid]);
-    let column = g.b.vec_i64(&[-1, 1]);
-    let log_mid = g.op("Reshape", &[&log_mid, &column]);
-    let gap = g.op("Sub", &[&log_mid, &table]);
-    let distance = g.op("Abs", &[&gap]);
-    let nearest = g.op_with(
-        "ArgMin",
-        &[&distance],
-        &[("axis", Attr::Int(1)), ("keepdims", Attr::Int(0))],
-    );
-    g.cast(&nearest, DataType::FLOAT)
 }
 
 /// The step's end, from the first estimate `d` and the second `d_2`

@@ -9,6 +9,7 @@ mod beta;
 mod cfgpp;
 mod composite;
 mod ersde;
+mod estimate;
 mod graph;
 mod midpoint;
 mod multistep;
@@ -23,6 +24,7 @@ mod solver;
 pub mod spacing;
 pub mod standin;
 mod steps;
+pub mod tables;
 mod unipc;
 pub mod upscale;
 

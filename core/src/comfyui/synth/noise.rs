@@ -6,7 +6,7 @@
 
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
-use super::sampling::ModelSampling;
+use super::tables::ModelSampling;
 use wfstudio_onnx::random::gaussian;
 
 /// `latent_noise`: the seeded noise for a latent of `[batch] ++ row_shape`;

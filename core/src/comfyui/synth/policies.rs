@@ -54,7 +54,7 @@ fn model_input(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthErro
     } else {
         let sigma = g.gather(&schedule, &step);
         let s = g.rows(&sigma);
-        super::steps::model_input(g, &family.prediction, &sample, &s)
+        super::estimate::model_input(g, &family.prediction, &sample, &s)
     };
     g.output(&out, "model_input")
 }

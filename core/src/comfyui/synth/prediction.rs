@@ -26,7 +26,16 @@ pub enum PredictionKind {
     Edm,
     /// The denoised sample itself.
     X0,
+    /// LCM's: epsilon scaled to its consistency boundary (see
+    /// `estimate::to_epsilon`), on the distilled 50-timestep table.
+    Lcm,
 }
+
+/// LCM's `sigma_data` in its boundary scaling (the model input keeps 1).
+pub const LCM_SIGMA_DATA: f64 = 0.5;
+
+/// LCM's timestep scaling in its boundary condition.
+pub const LCM_TIMESTEP_SCALING: f64 = 10.0;
 
 impl Prediction {
     /// An epsilon (or flow) model's.
@@ -42,6 +51,7 @@ impl Prediction {
             PredictionKind::V => "v_prediction",
             PredictionKind::Edm => "edm",
             PredictionKind::X0 => "x0",
+            PredictionKind::Lcm => "lcm",
         }
     }
 
@@ -62,6 +72,7 @@ impl Prediction {
             Some("v_prediction") => PredictionKind::V,
             Some("edm") => PredictionKind::Edm,
             Some("x0") => PredictionKind::X0,
+            Some("lcm") => PredictionKind::Lcm,
             Some(other) => return Err(format!("unknown prediction `{other}`")),
         };
         let sigma_data = match parameters.get("sigma_data") {

@@ -33,6 +33,7 @@
 use super::SynthError;
 use super::graph::PolicyGraph;
 use super::steps::{Step, combine, noise_at};
+use super::tables::{Timesteps, sigma_at};
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 
 /// Whether `sampler` is SA-Solver, and if so whether it is the PECE form.
@@ -45,15 +46,10 @@ pub fn variant(sampler: &str) -> Option<bool> {
 }
 
 /// The sigmas between which SA-Solver is stochastic: ComfyUI's
-/// `percent_to_sigma` of 0.2 and 0.8 on the discrete table `sigmas` (the
-/// log-linear interpolation at timestep `(1 - percent) * 999`).
-pub fn stochastic_interval(sigmas: &[f64]) -> (f64, f64) {
-    let at = |percent: f64| {
-        let t = (1.0 - percent) * (sigmas.len() - 1) as f64;
-        let (low, high) = (t.floor() as usize, t.ceil() as usize);
-        let w = t - t.floor();
-        ((1.0 - w) * sigmas[low].ln() + w * sigmas[high].ln()).exp()
-    };
+/// `percent_to_sigma` of 0.2 and 0.8 on table `sigmas` (the log-linear
+/// interpolation at timestep `(1 - percent) * 999`, in the table's index).
+pub fn stochastic_interval(sigmas: &[f64], timesteps: Timesteps) -> (f64, f64) {
+    let at = |percent: f64| sigma_at(sigmas, timesteps.percent_index(percent, sigmas.len()));
     (at(0.2), at(0.8))
 }
 

@@ -6,8 +6,9 @@
 
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
-use super::sampling::{ModelSampling, SCHEDULES, linear_quadratic, linspace, sgm_ramp};
+use super::sampling::{SCHEDULES, linear_quadratic, sgm_ramp};
 use super::spacing::FLIPPED_ZERO;
+use super::tables::{ModelSampling, linspace};
 use wfstudio_onnx::builder::Attr;
 
 /// `diffusion_schedule`: the run's steps and one sigmas.
@@ -24,9 +25,12 @@ pub fn timesteps(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthEr
     let out = match &family.sampling {
         ModelSampling::Discrete { sigmas, timesteps } => {
             let schedule = constant_schedule(g, family)?;
+            // Of the sigmas as the run keeps them (float32, as ComfyUI's
+            // tensors): a sigma halfway between two table entries in log
+            // space is decided by its last bit.
             let ts: Vec<f32> = schedule[..family.run_steps()]
                 .iter()
-                .map(|s| timesteps.of(sigmas, *s) as f32)
+                .map(|s| timesteps.of(sigmas, f64::from(*s as f32)) as f32)
                 .collect();
             g.b.vec_f32(&ts)
         }

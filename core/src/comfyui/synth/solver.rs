@@ -35,8 +35,8 @@
 
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
-use super::sampling::ModelSampling;
 use super::steps::{StepInputs, fresh_noise};
+use super::tables::ModelSampling;
 
 /// Why the lowering runs sampler `sampler` (one of `sampling::SAMPLERS`) on
 /// epsilon models only, as a clause after "uses sampler 'x' on a
@@ -53,7 +53,7 @@ pub fn why_not_on_flow(sampler: &str) -> &'static str {
 
 /// Builds the solver of the family's sampler.
 pub fn step(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {
-    let inputs = StepInputs::read(g, family.prediction)?;
+    let inputs = StepInputs::read(g, family)?;
     let at = inputs.at();
     let (x, d, step, schedule) = (at.x, at.d, at.step, at.schedule);
     let out = if let Some(bh2) = super::unipc::variant(&family.solver) {
@@ -67,10 +67,10 @@ pub fn step(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> 
     } else if family.solver == "er_sde" {
         Some(super::ersde::step(g, &at)?)
     } else if let Some(pece) = super::sasolver::variant(&family.solver) {
-        let ModelSampling::Discrete { sigmas, .. } = &family.sampling else {
+        let ModelSampling::Discrete { sigmas, timesteps } = &family.sampling else {
             return Err(g.error("SA-Solver is built for epsilon models only"));
         };
-        let interval = super::sasolver::stochastic_interval(sigmas);
+        let interval = super::sasolver::stochastic_interval(sigmas, *timesteps);
         Some(super::sasolver::step(g, &at, interval, pece)?)
     } else if let Some(kind) = super::midpoint::Kind::of(&family.solver) {
         Some(super::midpoint::step(g, kind, &at)?)

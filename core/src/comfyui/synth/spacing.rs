@@ -6,10 +6,8 @@
 //! maybe reversed by `FlipSigmas`. It travels in the `diffusion_schedule`
 //! contract parameters: `spacing` names it, the settings sit beside it.
 
-use super::sampling::{
-    ModelSampling, SCHEDULES, beta_indices, discrete_schedule, karras, linspace, sigma_at,
-    table_indices,
-};
+use super::sampling::{SCHEDULES, beta_indices, discrete_schedule, karras, table_indices};
+use super::tables::{ModelSampling, linspace, sigma_at};
 use serde_json::{Value, json};
 
 /// How the sigmas are spaced.
@@ -320,9 +318,11 @@ impl Schedule {
     /// run-time shift.
     pub fn constant(&self, sampling: &ModelSampling, steps: usize) -> Option<Vec<f64>> {
         let computed = steps + usize::from(self.discard_penultimate);
-        let table = match sampling {
-            ModelSampling::Discrete { sigmas, .. } => Some(sigmas.as_slice()),
-            ModelSampling::Flow { .. } => None,
+        let (table, timesteps) = match sampling {
+            ModelSampling::Discrete { sigmas, timesteps } => {
+                (Some(sigmas.as_slice()), Some(*timesteps))
+            }
+            ModelSampling::Flow { .. } => (None, None),
         };
         let mut sigmas = match &self.spacing {
             Spacing::Named(name) => discrete_schedule(table?, name, computed).unwrap_or_default(),
@@ -332,11 +332,13 @@ impl Schedule {
                 indices.iter().map(|i| table[*i]).chain([0.0]).collect()
             }
             Spacing::SdTurbo { denoise } => {
-                let table = table?;
+                let (table, timesteps) = (table?, timesteps?);
                 let start = sd_turbo_start(*denoise);
+                let sigma =
+                    |t: usize| sigma_at(table, timesteps.table_index(t as f64, table.len()));
                 (start..SD_TURBO_TIMESTEPS)
                     .take(computed)
-                    .map(|i| sigma_at(table, ((SD_TURBO_TIMESTEPS - i) * 100 - 1) as f64))
+                    .map(|i| sigma((SD_TURBO_TIMESTEPS - i) * 100 - 1))
                     .chain([0.0])
                     .collect()
             }
@@ -595,6 +597,13 @@ mod tests {
             ]
         );
         assert_eq!(turbo.run_steps(&sd(), 8), 5);
+        // On LCM's distilled table timestep 499 is entry (499 - 19) / 20.
+        let lcm = ModelSampling::read(&json!({"model_sampling": "discrete_distilled"}));
+        let lcm = lcm.expect("the distilled table");
+        let ModelSampling::Discrete { sigmas: entries, .. } = &lcm else {
+            unreachable!("a table")
+        };
+        assert_eq!(turbo.constant(&lcm, 8).expect("constant")[0], entries[24]);
         assert_eq!(turbo.fixed_steps(2), Some(2));
     }
 

@@ -1,12 +1,12 @@
-//! What the solver builders share: the step's graph values ([`Step`]),
-//! the model's input and its outputs read as epsilon estimates
-//! (whatever the model predicts), the step's fresh noise, latent
-//! combinations with per-row float64 weights, and the ancestral step's
-//! sigmas.
+//! What the solver builders share: the step's graph values ([`Step`],
+//! the model's outputs read as epsilon estimates by `estimate`), the
+//! step's fresh noise, latent combinations with per-row float64 weights,
+//! and the ancestral step's sigmas.
 
 use super::SynthError;
+use super::estimate::to_epsilon;
+use super::graph::Family;
 use super::graph::PolicyGraph;
-use super::prediction::{Prediction, PredictionKind};
 use wfstudio_onnx::builder::Attr;
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 use wfstudio_onnx::random::gaussian;
@@ -23,7 +23,8 @@ pub(super) struct Step<'a> {
     pub schedule: &'a str,
     pub step: &'a str,
     pub end_step: Option<&'a str>,
-    pub prediction: Prediction,
+    /// The sampling facts: what the model's outputs mean.
+    pub family: &'a Family,
 }
 
 impl Step<'_> {
@@ -37,7 +38,7 @@ impl Step<'_> {
         sigma: &str,
     ) -> Result<String, SynthError> {
         let out = g.input(name)?;
-        Ok(to_epsilon(g, &self.prediction, sample, sigma, &out))
+        Ok(to_epsilon(g, self.family, sample, sigma, &out))
     }
 
     /// `x - sigma e`: the denoised sample of estimate `e` (the guided `d`,
@@ -164,7 +165,7 @@ pub(super) fn ancestral(g: &mut PolicyGraph<'_>, from: &str, to: &str) -> (Strin
 /// estimate (as epsilon), the step, the schedule, a window's end step and
 /// the step's sigmas (the next one 0 at the end step of a fully denoising
 /// window).
-pub(super) struct StepInputs {
+pub(super) struct StepInputs<'f> {
     x: String,
     d: String,
     step: String,
@@ -172,22 +173,22 @@ pub(super) struct StepInputs {
     end: Option<String>,
     sigma: String,
     sigma_next: String,
-    prediction: Prediction,
+    family: &'f Family,
 }
 
-impl StepInputs {
-    /// Reads the inputs every solver policy has, the model's outputs meaning
-    /// `prediction`.
+impl<'f> StepInputs<'f> {
+    /// Reads the inputs every solver policy has, the model's outputs read
+    /// as `family`'s model gives them.
     pub(super) fn read(
         g: &mut PolicyGraph<'_>,
-        prediction: Prediction,
-    ) -> Result<StepInputs, SynthError> {
+        family: &'f Family,
+    ) -> Result<StepInputs<'f>, SynthError> {
         let x = g.input("sample")?;
         let out = g.input("estimate")?;
         let step = g.input("step")?;
         let schedule = g.input("schedule")?;
         let sigma = g.gather(&schedule, &step);
-        let d = to_epsilon(g, &prediction, &x, &sigma, &out);
+        let d = to_epsilon(g, family, &x, &sigma, &out);
         let one_i = g.i(1);
         let next = g.op("Add", &[&step, &one_i]);
         let mut sigma_next = g.gather(&schedule, &next);
@@ -214,7 +215,7 @@ impl StepInputs {
             end,
             sigma,
             sigma_next,
-            prediction,
+            family,
         })
     }
 
@@ -228,58 +229,7 @@ impl StepInputs {
             schedule: &self.schedule,
             step: &self.step,
             end_step: self.end.as_deref(),
-            prediction: self.prediction,
+            family: self.family,
         }
     }
-}
-
-/// `out`, the model's output at sample `x` and noise level `sigma`
-/// (`[batch]`, float32 or float64), as the estimate the solvers take:
-/// `(x - denoised) / sigma`; `out` itself for epsilon models.
-pub(super) fn to_epsilon(
-    g: &mut PolicyGraph<'_>,
-    prediction: &Prediction,
-    x: &str,
-    sigma: &str,
-    out: &str,
-) -> String {
-    // x - denoised, divided by sigma; for v and EDM without the
-    // cancellation: x s / (s^2 + sd^2) +- out sd / sqrt(s^2 + sd^2).
-    let out_sign = match prediction.kind {
-        PredictionKind::Epsilon => return out.to_string(),
-        PredictionKind::X0 => None,
-        PredictionKind::V => Some("Add"),
-        PredictionKind::Edm => Some("Sub"),
-    };
-    let sigma = g.cast(sigma, DataType::FLOAT);
-    let sigma = g.rows(&sigma);
-    let Some(out_sign) = out_sign else {
-        let gap = g.op("Sub", &[x, out]);
-        return g.op("Div", &[&gap, &sigma]);
-    };
-    let sd2 = g.f(prediction.sigma_data * prediction.sigma_data);
-    let s2 = g.op("Mul", &[&sigma, &sigma]);
-    let total = g.op("Add", &[&s2, &sd2]);
-    let x_weight = g.op("Div", &[&sigma, &total]);
-    let from_x = g.op("Mul", &[x, &x_weight]);
-    let root = g.op("Sqrt", &[&total]);
-    let sd = g.f(prediction.sigma_data);
-    let out_weight = g.op("Div", &[&sd, &root]);
-    let from_out = g.op("Mul", &[out, &out_weight]);
-    g.op(out_sign, &[&from_x, &from_out])
-}
-
-/// The model's input at per-row (broadcastable) `sigma`:
-/// `x / sqrt(sigma^2 + sigma_data^2)`.
-pub(super) fn model_input(
-    g: &mut PolicyGraph<'_>,
-    prediction: &Prediction,
-    x: &str,
-    sigma: &str,
-) -> String {
-    let s2 = g.op("Mul", &[sigma, sigma]);
-    let sd2 = g.f(prediction.sigma_data * prediction.sigma_data);
-    let v = g.op("Add", &[&s2, &sd2]);
-    let r = g.op("Sqrt", &[&v]);
-    g.op("Div", &[x, &r])
 }

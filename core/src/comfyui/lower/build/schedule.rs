@@ -6,7 +6,7 @@
 use super::super::parts::{contract, one, parameter, policy};
 use super::super::recognise::{FlowShift, Plan};
 use crate::comfyui::synth::prediction::Prediction;
-use crate::comfyui::synth::sampling::{ModelSampling, Table};
+use crate::comfyui::synth::tables::{ModelSampling, Table};
 use serde_json::{Map, Value, json};
 
 /// The schedule part of a stage's document.

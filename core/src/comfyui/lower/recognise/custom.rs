@@ -17,7 +17,7 @@ use super::model::{ModelChain, model_chain};
 use super::own_sampling::Family;
 use super::{Dual, Sampler, checked_sampler_name};
 use crate::comfyui::lower::Refusal;
-use crate::comfyui::synth::sampling::Table;
+use crate::comfyui::synth::tables::Table;
 
 /// Where a sampler's model and prompts come from: the node with the
 /// `model` input, the (node, input) of each prompt, and the scheduler

@@ -258,7 +258,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
     }
     let continuous = matches!(
         model.table.as_ref().map(|t| &t.table),
-        Some(crate::comfyui::synth::sampling::Table::ContinuousEdm { .. })
+        Some(crate::comfyui::synth::tables::Table::ContinuousEdm { .. })
     );
     if let Some(scheduler) = &guide.scheduler
         && (model.flow.is_some() || continuous)

@@ -6,7 +6,7 @@
 use super::super::graph::Graph;
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::synth::prediction::{Prediction, PredictionKind};
-use crate::comfyui::synth::sampling::Table;
+use crate::comfyui::synth::tables::Table;
 
 const MODEL_LOADERS: &[&str] = &["CheckpointLoaderSimple", "UNETLoader"];
 
@@ -222,10 +222,11 @@ fn table_sampling(g: &Graph<'_>, node: &str) -> Result<TableSampling, Refusal> {
         ("eps", _) => kind(PredictionKind::Epsilon, 1.0),
         ("v_prediction", _) => kind(PredictionKind::V, 1.0),
         ("x0", false) => kind(PredictionKind::X0, 1.0),
+        // The model input keeps sigma_data 1; LCM's 0.5 is its boundary's.
+        ("lcm", false) => kind(PredictionKind::Lcm, 1.0),
         ("edm", true) => kind(PredictionKind::Edm, 0.5),
         (other, _) => {
             let why = match other {
-                "lcm" => "a distilled 50-timestep table with LCM's boundary scaling, which the lowering does not build".to_string(),
                 "img_to_img" => "a model that takes the noisy latent unscaled and predicts the picture, which the lowering does not build".to_string(),
                 "edm_playground_v2.5" => "Playground v2.5's latent format, which the lowering does not convert".to_string(),
                 "cosmos_rflow" => "Cosmos' rectified-flow sampling, which the lowering does not build".to_string(),
@@ -233,7 +234,7 @@ fn table_sampling(g: &Graph<'_>, node: &str) -> Result<TableSampling, Refusal> {
             };
             let choices = match edm {
                 true => "choose eps, v_prediction or edm",
-                false => "choose eps, v_prediction or x0",
+                false => "choose eps, v_prediction, lcm or x0",
             };
             return Err(g.refuse(
                 node,
@@ -260,8 +261,10 @@ fn table_sampling(g: &Graph<'_>, node: &str) -> Result<TableSampling, Refusal> {
             sigma_max,
         }
     } else {
-        Table::Discrete {
-            zero_terminal_snr: g.boolean(node, "zsnr")?,
+        let zero_terminal_snr = g.boolean(node, "zsnr")?;
+        match prediction.kind {
+            PredictionKind::Lcm => Table::Distilled { zero_terminal_snr },
+            _ => Table::Discrete { zero_terminal_snr },
         }
     };
     Ok(TableSampling {
