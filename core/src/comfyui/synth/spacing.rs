@@ -600,7 +600,10 @@ mod tests {
         // On LCM's distilled table timestep 499 is entry (499 - 19) / 20.
         let lcm = ModelSampling::read(&json!({"model_sampling": "discrete_distilled"}));
         let lcm = lcm.expect("the distilled table");
-        let ModelSampling::Discrete { sigmas: entries, .. } = &lcm else {
+        let ModelSampling::Discrete {
+            sigmas: entries, ..
+        } = &lcm
+        else {
             unreachable!("a table")
         };
         assert_eq!(turbo.constant(&lcm, 8).expect("constant")[0], entries[24]);
