@@ -1,8 +1,6 @@
-//! Model sampling and noise schedules, as ComfyUI computes them
-//! (`comfy/model_sampling.py`, `comfy/samplers.py`): the discrete sigma
-//! table of Stable Diffusion's scaled-linear beta schedule, the time shift
-//! of flow-matching models, and the schedulers that pick a run's sigmas
-//! (Karras et al. 2022 for `karras` and `exponential`).
+//! ComfyUI's samplers and the schedulers that pick a run's sigmas from a
+//! model's table (`comfy/samplers.py`; the tables themselves are in
+//! `tables`; Karras et al. 2022 for `karras` and `exponential`).
 
 use super::tables::{linspace, nearest_timestep, sigma_at};
 

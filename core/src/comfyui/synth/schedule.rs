@@ -26,8 +26,9 @@ pub fn timesteps(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthEr
         ModelSampling::Discrete { sigmas, timesteps } => {
             let schedule = constant_schedule(g, family)?;
             // Of the sigmas as the run keeps them (float32, as ComfyUI's
-            // tensors): a sigma halfway between two table entries in log
-            // space is decided by its last bit.
+            // tensors), compared in float64 as the numpy reference does;
+            // ComfyUI compares float32 logs, which can break an exact tie
+            // between two table entries the other way.
             let ts: Vec<f32> = schedule[..family.run_steps()]
                 .iter()
                 .map(|s| timesteps.of(sigmas, f64::from(*s as f32)) as f32)

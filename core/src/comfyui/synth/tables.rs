@@ -7,9 +7,10 @@
 /// How a model maps noise levels to its timestep input.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ModelSampling {
-    /// A table of 1000 sigmas: the discrete schedule of SD 1.x, SD 2 and
-    /// SDXL (betas linear in sqrt between 0.00085 and 0.012, maybe rescaled
-    /// to zero terminal SNR), or a continuous EDM model's geometric range.
+    /// A table of sigmas: the 1000 of SD 1.x, SD 2 and SDXL's discrete
+    /// schedule (betas linear in sqrt between 0.00085 and 0.012, maybe
+    /// rescaled to zero terminal SNR), LCM's 50 distilled from them, or 1000
+    /// over a continuous EDM model's geometric range.
     Discrete {
         /// sigma of each training timestep, ascending.
         sigmas: Vec<f64>,
