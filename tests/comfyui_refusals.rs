@@ -220,7 +220,7 @@ fn every_refusal_names_the_node_class_input_and_a_remedy() {
                 "8",
                 "LatentUpscaleBy",
                 Some("upscale_method"),
-                "is 'bislerp'; the lowering resizes latents by nearest-exact or bilinear only",
+                "is 'bislerp'; the lowering resizes latents by nearest-exact, bilinear or bicubic only",
             ),
         ),
         (
@@ -328,10 +328,10 @@ fn every_refusal_names_the_node_class_input_and_a_remedy() {
             ),
             none.clone(),
             (
-                "8",
-                "LoadImage",
-                None,
-                "feeds `images` of node 9 as its images, which the importer supports only from VAEDecode or VAEDecodeTiled",
+                "9",
+                "PreviewImage",
+                Some("images"),
+                "shows a loaded picture; the lowering makes outputs of sampled pictures",
             ),
         ),
     ];

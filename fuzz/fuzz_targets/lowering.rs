@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 use wfstudio_core::comfyui::lower::{self, Target};
 use wfstudio_schema::{Format, Limits, parse_text};
 
-const PATTERNS: [&str; 19] = [
+const PATTERNS: [&str; 20] = [
     include_str!("../../fixtures/comfyui/txt2img-sd15.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet-positive.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet.api.json"),
@@ -37,6 +37,7 @@ const PATTERNS: [&str; 19] = [
     include_str!("../../fixtures/comfyui/patterns/composite.api.json"),
     include_str!("../../fixtures/comfyui/patterns/edit.api.json"),
     include_str!("../../fixtures/comfyui/patterns/scheduler-nodes.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/hires-pixels.api.json"),
 ];
 
 /// Index of the LoRA pattern in [`PATTERNS`].
@@ -51,7 +52,7 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 70] = [
+const CLASSES: [&str; 73] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
     "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
@@ -68,14 +69,15 @@ const CLASSES: [&str; 70] = [
     "InpaintModelConditioning", "DifferentialDiffusion", "SplitSigmas", "SplitSigmasDenoise",
     "KarrasScheduler", "ExponentialScheduler", "PolyexponentialScheduler",
     "BetaSamplingScheduler", "SDTurboScheduler", "AlignYourStepsScheduler", "FlipSigmas",
-    "ModelSamplingDiscrete", "ModelSamplingContinuousEDM",
+    "ModelSamplingDiscrete", "ModelSamplingContinuousEDM", "ImageScale", "ImageScaleBy",
+    "ImageScaleToTotalPixels",
 ];
 
 /// Strings from ComfyUI's vocabulary; every sampler and scheduler name
 /// comes from the lowering's own lists (`words`).
-const WORDS: [&str; 16] = [
+const WORDS: [&str; 18] = [
     "enable", "disable", "default", "sd3", "", "a castle", "image.png", "no_such_sampler",
-    "nearest-exact", "bilinear",
+    "nearest-exact", "bilinear", "bicubic", "center",
     "euler_cfg_pp", "v_prediction", "edm", "x0", "lcm", "SDXL",
 ];
 

@@ -34,6 +34,8 @@ pub enum Attr {
     Ints(Vec<i64>),
     /// A string.
     Str(String),
+    /// One float.
+    Float(f32),
 }
 
 /// A model under construction: one graph in the default domain.
@@ -232,6 +234,10 @@ fn attribute(name: &str, value: &Attr) -> AttributeProto {
         Attr::Str(s) => {
             a.set_s(s.as_bytes().to_vec());
             a.set_type(AttributeType::STRING);
+        }
+        Attr::Float(f) => {
+            a.set_f(*f);
+            a.set_type(AttributeType::FLOAT);
         }
     }
     a

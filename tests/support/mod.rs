@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 pub mod lowering;
 pub mod mutation;
+pub mod resize;
 
 /// The workspace root.
 pub fn workspace() -> PathBuf {

@@ -221,8 +221,8 @@ impl<'a> Graph<'a> {
     }
 }
 
-/// `a`, `a or b`, `a, b or c`: the classes a refusal accepts.
-fn either(classes: &[&str]) -> String {
+/// `a`, `a or b`, `a, b or c`: the classes or values a refusal accepts.
+pub(super) fn either(classes: &[&str]) -> String {
     match classes {
         [] => String::new(),
         [one] => one.to_string(),

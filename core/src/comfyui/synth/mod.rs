@@ -58,6 +58,9 @@ pub const POLICIES: &[&str] = &[
     "sdxl_conditioning",
     "control_scale",
     "latent_upscale",
+    "image_scale",
+    "input_scale",
+    "decoded_pixels",
     "latent_composite",
     "solver_midpoint",
     "upscale_pixels",
@@ -66,9 +69,13 @@ pub const POLICIES: &[&str] = &[
     "zero_conditioning",
 ];
 
+/// The policies a workflow may hold several of at its top level, numbered
+/// from the second: `image_scale`, `image_scale_2`, ...
+const NUMBERED: &[&str] = &["image_scale"];
+
 /// The policy kind and stage prefix of a component name: a chained
 /// sampler's policies are named `stage<k>_<policy>` (k from 2), the first
-/// stage's by the policy alone.
+/// stage's by the policy alone; a [`NUMBERED`] policy may end in `_<n>`.
 pub fn policy_kind(component: &str) -> Option<(&str, &str)> {
     let (prefix, kind) = match component.split_once('_') {
         Some((stage, rest))
@@ -80,7 +87,14 @@ pub fn policy_kind(component: &str) -> Option<(&str, &str)> {
         }
         _ => ("", component),
     };
-    POLICIES.contains(&kind).then_some((kind, prefix))
+    if POLICIES.contains(&kind) {
+        return Some((kind, prefix));
+    }
+    let (base, number) = kind.rsplit_once('_')?;
+    let numbered = NUMBERED.contains(&base)
+        && !number.is_empty()
+        && number.bytes().all(|b| b.is_ascii_digit());
+    numbered.then_some((base, prefix))
 }
 
 /// Why a policy could not be synthesized.
@@ -130,6 +144,7 @@ fn policy(kind: &str, component: &Value, family: &Family) -> Result<Vec<u8>, Syn
         "add_noise" => noise::add_noise(&mut g, family)?,
         "masked_blend" => noise::masked_blend(&mut g, family)?,
         "latent_upscale" => upscale::latent_upscale(&mut g)?,
+        "image_scale" | "input_scale" => upscale::image_scale(&mut g)?,
         "latent_composite" => composite::latent_composite(&mut g)?,
         _ => policies::build(&mut g, family)?,
     }

@@ -30,6 +30,7 @@ pub fn build(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError>
         "upscale_pixels" => unit_pixels(g, true),
         "upscaled_pixels" => unit_pixels(g, false),
         "video_pixels" => unit_pixels(g, true),
+        "decoded_pixels" => unit_pixels(g, true),
         other => Err(g.error(format!("`{other}` is not a policy this importer makes"))),
     }
 }
@@ -132,8 +133,9 @@ fn zero_conditioning(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
 }
 
 /// Pixels for (`upscale_pixels`, from the decoder's -1..1) and from
-/// (`upscaled_pixels`) an upscale model, and a video's frames
-/// (`video_pixels`, from the decoder's -1..1), in 0..1 as ComfyUI's are:
+/// (`upscaled_pixels`) an upscale model, a decode that is processed
+/// further (`decoded_pixels`) and a video's frames (`video_pixels`, both
+/// from the decoder's -1..1), in 0..1 as ComfyUI's are:
 /// `(x + 1) / 2`, then clamped; or clamped only.
 fn unit_pixels(g: &mut PolicyGraph<'_>, from_signed: bool) -> Result<(), SynthError> {
     let x = match g.has_input("video") {

@@ -1,14 +1,23 @@
-//! `latent_upscale`: ComfyUI's `LatentUpscale` / `LatentUpscaleBy` on a
-//! latent `[batch, channels, h, w]`, as an ONNX `Resize` over the last two
-//! axes. The contract parameters say how the new size is found and how it
-//! is sampled:
-//! - `size`: `fixed` (`width`, `height`: the latent's new extents) or
+//! ComfyUI's resizes, as an ONNX `Resize` over the last two axes of
+//! `[batch, channels, h, w]`:
+//! - `latent_upscale`: `LatentUpscale` / `LatentUpscaleBy` on a latent;
+//! - `image_scale` (a decoded picture's, numbered `image_scale_2`, ...)
+//!   and `input_scale` (a loaded picture's): `ImageScale`, `ImageScaleBy`
+//!   and `ImageScaleToTotalPixels` on pixels, then (parameter `multiple`)
+//!   the centred crop to whole multiples that `VAEEncode` makes.
+//!
+//! The contract parameters say how the new size is found and how it is
+//! sampled:
+//! - `size`: `fixed` (`width`, `height`: the new extents; for pictures a 0
+//!   takes that side from the aspect, `max(1, round(side * asked / other))`),
 //!   `scale` (`scale_by`: each side `round_half_even(side * scale_by)`, as
-//!   Python's `round` does);
+//!   Python's `round` does, at least 1) or `total_pixels` (`pixels`: each
+//!   side times `sqrt(pixels / (h * w))`, rounded so);
 //! - `method`: `nearest-exact` (PyTorch's: source index
 //!   `floor((i + 0.5) * in / out)`, which is ONNX's half-pixel nearest
-//!   rounding halves up) or `bilinear` (PyTorch's `align_corners=False`
-//!   linear, ONNX's `pytorch_half_pixel`).
+//!   rounding halves up), `bilinear` (PyTorch's `align_corners=False`
+//!   linear, ONNX's `pytorch_half_pixel`) or `bicubic` (PyTorch's cubic
+//!   convolution with `a = -0.75`, edge samples repeated: ONNX's cubic).
 
 use super::SynthError;
 use super::graph::PolicyGraph;
@@ -16,22 +25,157 @@ use serde_json::Value;
 use wfstudio_onnx::builder::Attr;
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 
-/// The upscale methods the policy makes (ComfyUI's names).
-pub const METHODS: &[&str] = &["nearest-exact", "bilinear"];
+/// The upscale methods the policies make (ComfyUI's names).
+pub const METHODS: &[&str] = &["nearest-exact", "bilinear", "bicubic"];
 
 /// Builds the resize of `latent` to the parameters' size.
 pub fn latent_upscale(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let latent = g.input("latent")?;
-    let text = |g: &PolicyGraph<'_>, key: &str| {
-        g.parameter(key)
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .ok_or_else(|| g.error(format!("its contract parameter `{key}` is not text")))
+    let side = match text(g, "size")?.as_str() {
+        "fixed" => {
+            let (width, height) = (g.positive_integer("width")?, g.positive_integer("height")?);
+            g.b.vec_i64(&[height, width])
+        }
+        "scale" => scaled_sides(g, &latent)?,
+        other => return Err(g.error(format!("size `{other}` is not fixed or scale"))),
     };
+    let out = resize(g, &latent, &side)?;
+    g.output(&out, "upscaled")
+}
+
+/// Builds the resize of picture `image` to the parameters' size, cropped
+/// to whole `multiple`s where that parameter is set.
+pub fn image_scale(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let image = g.input("image")?;
+    let side = match text(g, "size")?.as_str() {
+        "fixed" => fixed_sides(g, &image)?,
+        "scale" => scaled_sides(g, &image)?,
+        "total_pixels" => {
+            let pixels = g.positive_integer("pixels")?;
+            let hw = sides(g, &image);
+            let area = g.op_with("ReduceProd", &[&hw], &[("keepdims", Attr::Int(1))]);
+            let total = g.d(pixels as f64);
+            let ratio = g.op("Div", &[&total, &area]);
+            let factor = g.op("Sqrt", &[&ratio]);
+            rounded(g, &hw, &factor)
+        }
+        other => {
+            return Err(g.error(format!(
+                "size `{other}` is not fixed, scale or total_pixels"
+            )));
+        }
+    };
+    let mut out = resize(g, &image, &side)?;
+    if g.parameter("multiple").is_some() {
+        out = crop_to_multiple(g, &out)?;
+    }
+    g.output(&out, "scaled")
+}
+
+/// Contract parameter `key` as text.
+fn text(g: &PolicyGraph<'_>, key: &str) -> Result<String, SynthError> {
+    g.parameter(key)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| g.error(format!("its contract parameter `{key}` is not text")))
+}
+
+/// The last two extents of `x`, as float64 `[h, w]`.
+fn sides(g: &mut PolicyGraph<'_>, x: &str) -> String {
+    let hw = g.op_with("Shape", &[x], &[("start", Attr::Int(2))]);
+    g.cast(&hw, DataType::DOUBLE)
+}
+
+/// `max(1, round_half_even(hw * factor))` as int64.
+fn rounded(g: &mut PolicyGraph<'_>, hw: &str, factor: &str) -> String {
+    let scaled = g.op("Mul", &[hw, factor]);
+    let rounded = g.op("Round", &[&scaled]);
+    let one = g.d(1.0);
+    let at_least_one = g.op("Max", &[&rounded, &one]);
+    g.cast(&at_least_one, DataType::INT64)
+}
+
+/// Each side of `x` times the positive parameter `scale_by`, rounded.
+fn scaled_sides(g: &mut PolicyGraph<'_>, x: &str) -> Result<String, SynthError> {
+    let scale = g
+        .parameter("scale_by")
+        .and_then(Value::as_f64)
+        .filter(|s| *s > 0.0)
+        .ok_or_else(|| g.error("its contract parameter `scale_by` is not a positive number"))?;
+    let hw = sides(g, x);
+    let factor = g.d(scale);
+    Ok(rounded(g, &hw, &factor))
+}
+
+/// `ImageScale`'s sides: `width` and `height`, a 0 taken from the
+/// picture's aspect.
+fn fixed_sides(g: &mut PolicyGraph<'_>, image: &str) -> Result<String, SynthError> {
+    let side = |g: &PolicyGraph<'_>, key: &str| {
+        g.parameter(key)
+            .and_then(Value::as_i64)
+            .filter(|n| *n >= 0)
+            .ok_or_else(|| {
+                g.error(format!(
+                    "its contract parameter `{key}` is not a whole number of at least 0"
+                ))
+            })
+    };
+    let (width, height) = (side(g, "width")?, side(g, "height")?);
+    if width > 0 && height > 0 {
+        return Ok(g.b.vec_i64(&[height, width]));
+    }
+    // The missing side is the picture's times asked / its other side.
+    let (asked, from, kept) = match (width, height) {
+        (0, 0) => return Err(g.error("its width and height are both 0")),
+        (0, h) => (h, 0, 1),
+        (w, _) => (w, 1, 0),
+    };
+    let hw = sides(g, image);
+    let other = g.b.vec_i64(&[from]);
+    let other = g.op_with("Gather", &[&hw, &other], &[("axis", Attr::Int(0))]);
+    let missing = g.b.vec_i64(&[kept]);
+    let missing = g.op_with("Gather", &[&hw, &missing], &[("axis", Attr::Int(0))]);
+    let asked_value = g.d(asked as f64);
+    let times = g.op("Mul", &[&missing, &asked_value]);
+    let factor = g.op("Div", &[&times, &other]);
+    let one = g.d(1.0);
+    let computed = rounded(g, &factor, &one);
+    let fixed = g.b.vec_i64(&[asked]);
+    let parts = match kept {
+        0 => [computed, fixed],
+        _ => [fixed, computed],
+    };
+    Ok(g.op_with("Concat", &[&parts[0], &parts[1]], &[("axis", Attr::Int(0))]))
+}
+
+/// `x` resized over its last two axes to `side` (int64 `[h, w]`) by the
+/// parameters' `method`.
+fn resize(g: &mut PolicyGraph<'_>, x: &str, side: &str) -> Result<String, SynthError> {
     let method = text(g, "method")?;
-    let (mode, coordinates, nearest) = match method.as_str() {
-        "nearest-exact" => ("nearest", "half_pixel", Some("round_prefer_ceil")),
-        "bilinear" => ("linear", "pytorch_half_pixel", None),
+    let attrs = match method.as_str() {
+        "nearest-exact" => vec![
+            ("mode", Attr::Str("nearest".into())),
+            (
+                "coordinate_transformation_mode",
+                Attr::Str("half_pixel".into()),
+            ),
+            ("nearest_mode", Attr::Str("round_prefer_ceil".into())),
+        ],
+        "bilinear" => vec![
+            ("mode", Attr::Str("linear".into())),
+            (
+                "coordinate_transformation_mode",
+                Attr::Str("pytorch_half_pixel".into()),
+            ),
+        ],
+        "bicubic" => vec![
+            ("mode", Attr::Str("cubic".into())),
+            (
+                "coordinate_transformation_mode",
+                Attr::Str("pytorch_half_pixel".into()),
+            ),
+            ("cubic_coeff_a", Attr::Float(-0.75)),
+        ],
         other => {
             return Err(g.error(format!(
                 "upscale method `{other}` is not one of {}",
@@ -41,44 +185,25 @@ pub fn latent_upscale(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     };
     let lead = g.op_with(
         "Shape",
-        &[&latent],
+        &[x],
         &[("start", Attr::Int(0)), ("end", Attr::Int(2))],
     );
-    let side = match text(g, "size")?.as_str() {
-        "fixed" => {
-            let (width, height) = (g.positive_integer("width")?, g.positive_integer("height")?);
-            g.b.vec_i64(&[height, width])
-        }
-        "scale" => {
-            let scale = g
-                .parameter("scale_by")
-                .and_then(Value::as_f64)
-                .filter(|s| *s > 0.0)
-                .ok_or_else(|| {
-                    g.error("its contract parameter `scale_by` is not a positive number")
-                })?;
-            let hw = g.op_with("Shape", &[&latent], &[("start", Attr::Int(2))]);
-            let hw = g.cast(&hw, DataType::DOUBLE);
-            let factor = g.d(scale);
-            let scaled = g.op("Mul", &[&hw, &factor]);
-            let rounded = g.op("Round", &[&scaled]);
-            let one = g.d(1.0);
-            let at_least_one = g.op("Max", &[&rounded, &one]);
-            g.cast(&at_least_one, DataType::INT64)
-        }
-        other => return Err(g.error(format!("size `{other}` is not fixed or scale"))),
-    };
-    let sizes = g.op_with("Concat", &[&lead, &side], &[("axis", Attr::Int(0))]);
-    let mut attrs = vec![
-        ("mode", Attr::Str(mode.into())),
-        (
-            "coordinate_transformation_mode",
-            Attr::Str(coordinates.into()),
-        ),
-    ];
-    if let Some(nearest) = nearest {
-        attrs.push(("nearest_mode", Attr::Str(nearest.into())));
-    }
-    let out = g.op_with("Resize", &[&latent, "", "", &sizes], &attrs);
-    g.output(&out, "upscaled")
+    let sizes = g.op_with("Concat", &[&lead, side], &[("axis", Attr::Int(0))]);
+    Ok(g.op_with("Resize", &[x, "", "", &sizes], &attrs))
+}
+
+/// `x`'s last two axes cut to whole multiples of the parameter
+/// `multiple`, centred as `VAEEncode` does (`(side % m) // 2` dropped
+/// before).
+fn crop_to_multiple(g: &mut PolicyGraph<'_>, x: &str) -> Result<String, SynthError> {
+    let m = g.positive_integer("multiple")?;
+    let hw = g.op_with("Shape", &[x], &[("start", Attr::Int(2))]);
+    let multiple = g.b.vec_i64(&[m, m]);
+    let rest = g.op("Mod", &[&hw, &multiple]);
+    let kept = g.op("Sub", &[&hw, &rest]);
+    let two = g.b.vec_i64(&[2, 2]);
+    let start = g.op("Div", &[&rest, &two]);
+    let end = g.op("Add", &[&start, &kept]);
+    let axes = g.b.vec_i64(&[2, 3]);
+    Ok(g.op("Slice", &[x, &start, &end, &axes]))
 }

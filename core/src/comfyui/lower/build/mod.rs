@@ -17,6 +17,7 @@ mod calls;
 mod composite;
 mod edit;
 mod names;
+mod pixels;
 mod prompts;
 mod rename;
 mod schedule;
@@ -26,11 +27,9 @@ pub(super) use names::StageNames;
 
 use super::Refusal;
 use super::graph::Graph;
-use super::parts::{
-    self, Axes, Provenance, Steps, component, contract, invoke, numbered, parameter, picture,
-    policy, row,
-};
-use super::recognise::{Chain, ModelUpscale, Patch, Sink};
+use super::parts::{self, Axes, Provenance, Steps, parameter, picture, row};
+use super::recognise::{Chain, LatentSource, Patch, Sink};
+use pixels::{PixelParts, Top};
 use prompts::Prompted;
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -92,6 +91,7 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
     let mut provenance = Provenance::new();
     let mut after = Steps::default();
     let mut latents: Vec<String> = Vec::new();
+    let mut pixels = PixelParts::default();
     let prefixes = super::loras::model_prefixes(chain);
     let encoders = super::loras::encoder_prefixes(chain);
     for (((index, plan), prefix), encoder) in
@@ -99,7 +99,19 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
     {
         let loader = &plan.model.loader;
         let names = StageNames::new(index);
-        let mut parts = stage::stage(plan, (&prefix, &encoder));
+        // Pixels it encodes from an earlier stage's decode are made first.
+        let decoded = match &plan.latent {
+            LatentSource::Encoded { image, .. } => pixels.encoded(
+                image,
+                &mut Top {
+                    components: &mut components,
+                    after: &mut after,
+                    latents: &latents,
+                },
+            ),
+            _ => None,
+        };
+        let mut parts = stage::stage(plan, (&prefix, &encoder), decoded.as_deref());
         let shared: BTreeSet<String> = parts
             .inputs
             .iter()
@@ -152,10 +164,14 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
     }
 
     let mut outputs = Map::new();
-    let mut sinks = SinkParts::default();
     for sink in &chain.sinks {
         let axes = chain.stages[sink.stage].axes;
-        let decoded = sinks.decoded(sink, axes, &latents, &mut components, &mut after);
+        let mut top = Top {
+            components: &mut components,
+            after: &mut after,
+            latents: &latents,
+        };
+        let (shown, range) = pixels.shown(sink, axes, &mut top);
         let output = match chain.sinks.len() {
             1 => base_name(sink).to_string(),
             _ => output_name(sink, &outputs),
@@ -167,7 +183,7 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
                     json!({"contract": parts::video(), "role": "video", "stage": "pre_adapter"}),
                 );
                 after.push(
-                    json!({"kind": "emit", "value": decoded, "output": output, "mode": "replace"}),
+                    json!({"kind": "emit", "value": shown, "output": output, "mode": "replace"}),
                     &[&sink.node],
                 );
                 let rate = crate::media::frame_rate_output(&output);
@@ -186,18 +202,9 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
                 );
             }
             None => {
-                let (image, range) = match &sink.upscale {
-                    Some(up) => (
-                        sinks
-                            .upscaled
-                            .image(up, &decoded, &mut components, &mut after),
-                        "zero_to_one",
-                    ),
-                    None => (decoded, "negative_one_to_one"),
-                };
                 outputs.insert(output.clone(), json!({"contract": picture(json!(3)), "role": "image", "value_range": range, "stage": "pre_adapter"}));
                 after.push(
-                    json!({"kind": "emit", "value": image, "output": output, "mode": "replace"}),
+                    json!({"kind": "emit", "value": shown, "output": output, "mode": "replace"}),
                     &[&sink.node],
                 );
             }
@@ -234,178 +241,6 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
         prompts: prompts.into_iter().map(|p| (p.input, p.text)).collect(),
         provenance,
     })
-}
-
-/// The decoders and decodes of the sinks so far: a VAE is one decoder
-/// component per kind of latent it decodes (`vae_decoder`, then
-/// `vae2_decoder`, ...), a decode node one run however many sinks show it.
-#[derive(Default)]
-struct SinkParts<'c> {
-    decoders: BTreeMap<(&'c str, Axes), String>,
-    decodes: BTreeMap<&'c str, String>,
-    upscaled: Upscaled,
-}
-
-impl<'c> SinkParts<'c> {
-    /// The value of `sink`'s decode: pictures (-1..1), or the video frames
-    /// `[batch, frames, 3, height, width]` of a video latent moved to the
-    /// 0..1 a video output shows (video outputs carry no value range).
-    fn decoded(
-        &mut self,
-        sink: &'c Sink,
-        axes: Axes,
-        latents: &[String],
-        components: &mut Map<String, Value>,
-        after: &mut Steps,
-    ) -> String {
-        if let Some(value) = self.decodes.get(sink.decode.as_str()) {
-            return value.clone();
-        }
-        let decoder = numbered(&mut self.decoders, (sink.vae.as_str(), axes), |n| match n {
-            1 => "vae_decoder".to_string(),
-            n => format!("vae{n}_decoder"),
-        });
-        let (port, shown) = match axes {
-            Axes::Image => ("image", picture(json!(3))),
-            Axes::Video => ("video", parts::video()),
-        };
-        components.entry(decoder.clone()).or_insert_with(|| {
-            component(
-                &format!("{decoder}/model.onnx"),
-                json!({"latent": axes.latent()}),
-                json!({port: shown}),
-                None,
-            )
-        });
-        let value = match (self.decodes.len(), axes) {
-            (0, Axes::Image) => "vae.image".to_string(),
-            (0, Axes::Video) => "vae.video".to_string(),
-            _ => format!("vae.{port}_{}", sink.decode),
-        };
-        after.push(
-            invoke(
-                &decoder,
-                json!({"latent": latents[sink.stage]}),
-                json!({port: value}),
-            ),
-            &[&sink.decode, &sink.vae],
-        );
-        let value = match axes {
-            Axes::Image => value,
-            Axes::Video => video_pixels(sink, &value, components, after),
-        };
-        self.decodes.insert(&sink.decode, value.clone());
-        value
-    }
-}
-
-/// The decoded video frames `decoded` (-1..1) of `sink` in 0..1.
-fn video_pixels(
-    sink: &Sink,
-    decoded: &str,
-    components: &mut Map<String, Value>,
-    after: &mut Steps,
-) -> String {
-    components.entry("video_pixels").or_insert_with(|| {
-        policy(
-            "video_pixels",
-            json!({"video": parts::video()}),
-            json!({"pixels": parts::video()}),
-            Some(json!({"id": "wfstudio.unit-pixels", "version": "1"})),
-        )
-    });
-    let value = format!("{decoded}.pixels");
-    after.push(
-        invoke(
-            "video_pixels",
-            json!({"video": decoded}),
-            json!({"pixels": value}),
-        ),
-        &[&sink.decode],
-    );
-    value
-}
-
-/// The upscale models' runs so far: each `UpscaleModelLoader` is a
-/// component (`upscaler`, then `upscaler2`, ...), each
-/// `ImageUpscaleWithModel` one run however many sinks show it.
-#[derive(Default)]
-struct Upscaled {
-    models: BTreeMap<String, String>,
-    runs: BTreeMap<String, String>,
-}
-
-impl Upscaled {
-    /// The value of `up` run on the decoded `image` (-1..1): the pixels
-    /// moved to ComfyUI's 0..1, the model, its result clamped to 0..1.
-    fn image(
-        &mut self,
-        up: &ModelUpscale,
-        image: &str,
-        components: &mut Map<String, Value>,
-        after: &mut Steps,
-    ) -> String {
-        if let Some(value) = self.runs.get(&up.node) {
-            return value.clone();
-        }
-        let model = numbered(&mut self.models, up.loader.clone(), |n| match n {
-            1 => "upscaler".to_string(),
-            n => format!("upscaler{n}"),
-        });
-        let big = contract(
-            "float32",
-            json!(["batch", 3, "upscaled_height", "upscaled_width"]),
-            true,
-        );
-        components.entry(model.clone()).or_insert_with(|| {
-            component(
-                &format!("{model}/model.onnx"),
-                json!({"image": picture(json!(3))}),
-                json!({"upscaled": big.clone()}),
-                None,
-            )
-        });
-        for (kind, port) in [
-            ("upscale_pixels", picture(json!(3))),
-            ("upscaled_pixels", big),
-        ] {
-            components.entry(kind).or_insert_with(|| {
-                policy(
-                    kind,
-                    json!({"image": port.clone()}),
-                    json!({"pixels": port}),
-                    Some(json!({"id": "wfstudio.unit-pixels", "version": "1"})),
-                )
-            });
-        }
-        let value = |what: &str| format!("upscale.{}.{what}", up.node);
-        after.push(
-            invoke(
-                "upscale_pixels",
-                json!({"image": image}),
-                json!({"pixels": value("input")}),
-            ),
-            &[&up.node],
-        );
-        after.push(
-            invoke(
-                &model,
-                json!({"image": value("input")}),
-                json!({"upscaled": value("raw")}),
-            ),
-            &[&up.node, &up.loader],
-        );
-        after.push(
-            invoke(
-                "upscaled_pixels",
-                json!({"image": value("raw")}),
-                json!({"pixels": value("image")}),
-            ),
-            &[&up.node],
-        );
-        self.runs.insert(up.node.clone(), value("image"));
-        value("image")
-    }
 }
 
 /// Whether token input `name` carries the same encoder node's text in this
@@ -493,6 +328,7 @@ mod tests {
             title: title.map(str::to_string),
             prefix: prefix.map(str::to_string),
             upscale: None,
+            resize: None,
             frame_rate: None,
         }
     }

@@ -10,7 +10,7 @@ use super::super::parts::{
     Axes, Provenance, Steps, component, contract, hidden, invoke, media, one, opaque_literal,
     parameter, picture, policy, row, runtime, tokens,
 };
-use super::super::recognise::{LatentSource, Plan, Prompt, UpscaleSize, Window};
+use super::super::recognise::{LatentSource, Origin, Pixels, Plan, Prompt, UpscaleSize, Window};
 use super::super::solver::{Estimates, solver_step};
 use super::calls::Calls;
 use super::edit;
@@ -33,8 +33,14 @@ pub(super) struct StageParts {
 }
 
 /// Builds the parts of `plan`: its model components are named with
-/// `models` (its checkpoint's prefix), its text encoders with `encoders`.
-pub(super) fn stage(plan: &Plan, (models, encoders): (&str, &str)) -> StageParts {
+/// `models` (its checkpoint's prefix), its text encoders with `encoders`;
+/// `decoded` is the value of the pixels it encodes from an earlier
+/// stage's decode, made before it.
+pub(super) fn stage(
+    plan: &Plan,
+    (models, encoders): (&str, &str),
+    decoded: Option<&str>,
+) -> StageParts {
     let m = |name: &str| format!("{models}{name}");
     let latent = || plan.axes.latent();
     let s = &plan.sampler;
@@ -185,7 +191,13 @@ pub(super) fn stage(plan: &Plan, (models, encoders): (&str, &str)) -> StageParts
         }
         _ => "latent.source".to_string(),
     };
-    // The latent's size: the empty latent's, the input picture's, or the
+    // The picture a `VAEEncode` encodes (see `encoded`); an edit or
+    // inpainting node's is the input picture.
+    let (picture_value, picture_loader) = match &plan.latent {
+        LatentSource::Encoded { image, .. } => encoded(image, decoded, &mut components, &mut setup),
+        _ => ("request.image".to_string(), None),
+    };
+    // The latent's size: the empty latent's, the encoded picture's, or the
     // earlier stage's; a row of it is one axis shorter than the latent.
     let row_rank = match plan.axes {
         Axes::Image => 3,
@@ -223,7 +235,7 @@ pub(super) fn stage(plan: &Plan, (models, encoders): (&str, &str)) -> StageParts
         _ => (
             json!({"from": "image", "channels": plan.channels, "scale": 8}),
             json!({"image": picture(json!(3))}),
-            json!({"image": "request.image"}),
+            json!({"image": picture_value}),
             None,
         ),
     };
@@ -286,15 +298,21 @@ pub(super) fn stage(plan: &Plan, (models, encoders): (&str, &str)) -> StageParts
     // The sampling window and the starting latent.
     let mut initializer = "diffusion.noise".to_string();
     let mut max_iterations = "request.max_iterations";
-    let image = match &plan.latent {
+    // A loaded picture is an input; an earlier stage's decode is made
+    // before the stage (`encoded_pixels`).
+    let encodes = match &plan.latent {
         LatentSource::Empty { .. } | LatentSource::Stage { .. } | LatentSource::Composite(_) => {
-            None
+            false
         }
-        LatentSource::Encoded { image, .. }
-        | LatentSource::Inpaint { image, .. }
-        | LatentSource::Edit { image, .. } => Some(image),
+        LatentSource::Encoded { .. } | LatentSource::Inpaint { .. } | LatentSource::Edit { .. } => {
+            true
+        }
     };
-    if image.is_some() {
+    let loaded = match &plan.latent {
+        LatentSource::Encoded { image, .. } => matches!(image.origin, Origin::Loaded(_)),
+        _ => encodes,
+    };
+    if loaded {
         inputs.insert("request.image".into(), media(picture(json!(3))));
     }
     if windowed {
@@ -367,8 +385,21 @@ pub(super) fn stage(plan: &Plan, (models, encoders): (&str, &str)) -> StageParts
                 components.insert("empty_latent".into(), policy("empty_latent", json!({"row_shape": contract("int64", json!(["row_rank"]), false), "like": latent()}), json!({"latent": latent()}), None));
                 setup.push(invoke("empty_latent", json!({"row_shape": "diffusion.latent_row_shape", "like": "diffusion.noise"}), json!({"latent": "latent.source"})), &[node]);
             }
-            LatentSource::Encoded { encode, image, .. }
-            | LatentSource::Edit {
+            LatentSource::Encoded { encode, .. } => {
+                let from: Vec<&String> = [Some(encode), picture_loader]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                setup.push(
+                    invoke(
+                        &m("vae_encoder"),
+                        json!({"image": picture_value}),
+                        json!({"latent": "latent.source"}),
+                    ),
+                    &from,
+                );
+            }
+            LatentSource::Edit {
                 node: encode,
                 image,
                 inpaint: Some(_),
@@ -416,7 +447,7 @@ pub(super) fn stage(plan: &Plan, (models, encoders): (&str, &str)) -> StageParts
             &mut components,
             &mut setup,
         );
-        if image.is_some() {
+        if encodes {
             components.insert(
                 m("vae_encoder"),
                 component(
@@ -712,4 +743,35 @@ pub(super) fn stage(plan: &Plan, (models, encoders): (&str, &str)) -> StageParts
         prompts,
         provenance,
     }
+}
+
+/// The value of the pixels the stage encodes: a loaded picture (resized
+/// within the stage where the graph resizes it) or an earlier stage's
+/// decode (`decoded`, made before the stage); and the loader, where the
+/// encode reads its picture as it is.
+fn encoded<'p>(
+    image: &'p Pixels,
+    decoded: Option<&str>,
+    components: &mut Map<String, Value>,
+    setup: &mut Steps,
+) -> (String, Option<&'p String>) {
+    let Origin::Loaded(loader) = &image.origin else {
+        return (decoded.unwrap_or_default().to_string(), None);
+    };
+    let Some(resize) = &image.resize else {
+        return ("request.image".into(), Some(loader));
+    };
+    components.insert(
+        "input_scale".into(),
+        super::pixels::resize_policy("input_scale", resize, true),
+    );
+    setup.push(
+        invoke(
+            "input_scale",
+            json!({"image": "request.image"}),
+            json!({"scaled": "latent.pixels"}),
+        ),
+        &[loader, &resize.node],
+    );
+    ("latent.pixels".into(), None)
 }

@@ -1,27 +1,21 @@
 //! A graph's sinks and the chain of sampler stages behind them: each
 //! sink decodes the result of one sampler; a sampler whose latent comes
 //! from another (a refiner's `KSamplerAdvanced` window, a hires fix through
-//! `LatentUpscale`) makes that one an earlier stage. Stages are listed in
+//! `LatentUpscale`, or through pixels: `VAEEncode` of its decode) makes
+//! that one an earlier stage. Stages are listed in
 //! the order they run (every stage after the ones it samples further), and
 //! each is recognised once however many sinks or stages read it. A sink
-//! may show the decode through an upscale model (`ImageUpscaleWithModel`).
+//! may show the decode through an upscale model and a resize (`pixels`).
 //! A video sink (animated WEBP/PNG, WEBM, `CreateVideo` into `SaveVideo`,
 //! VideoHelperSuite's `VHS_VideoCombine`) shows the decode of a video
 //! latent at its frame rate.
 
 use super::super::graph::Graph;
-use super::{Plan, SAMPLER_CLASSES, custom, stage, vae_source};
+use super::Plan;
+use super::pixels::{ModelUpscale, Origin, Resize};
+use super::walk::Walk;
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::lower::parts::Axes;
-use std::collections::BTreeMap;
-
-/// The decodes a sink may show (`VAEDecodeTiled` decodes the same
-/// pictures in tiles, to save memory).
-const DECODERS: &[&str] = &["VAEDecode", "VAEDecodeTiled"];
-
-/// The most sampler stages one graph chains (ComfyUI has no limit; a
-/// longer chain is refused rather than walked without end).
-const MAX_STAGES: usize = 64;
 
 /// The sampler stages in run order and the sinks that show their results.
 #[derive(Clone, Debug, PartialEq)]
@@ -45,24 +39,10 @@ pub(in crate::comfyui::lower) struct Sink {
     pub prefix: Option<String>,
     /// An `ImageUpscaleWithModel` between the decode and the sink.
     pub upscale: Option<ModelUpscale>,
+    /// A resize after that.
+    pub resize: Option<Resize>,
     /// A video sink's frames per second (`None`: a picture sink).
     pub frame_rate: Option<f64>,
-}
-
-/// `ImageUpscaleWithModel` and the `UpscaleModelLoader` it runs.
-#[derive(Clone, Debug, PartialEq)]
-pub(in crate::comfyui::lower) struct ModelUpscale {
-    pub node: String,
-    pub loader: String,
-}
-
-/// The stages recognised so far, and the samplers being recognised (to
-/// catch a cycle through latents).
-#[derive(Default)]
-pub(in crate::comfyui::lower) struct Walk {
-    stages: Vec<Plan>,
-    index: BTreeMap<String, usize>,
-    visiting: Vec<String>,
 }
 
 /// A sink class and, for a video sink, its frame-rate input (on the
@@ -179,27 +159,16 @@ fn one_sink(
         }
         None => None,
     };
-    let (mut decode, _) = g.source(&shown, "images")?;
-    let mut from = (shown.clone(), "images");
-    let mut upscale = None;
-    if g.class(&decode) == "ImageUpscaleWithModel" {
-        let (loader, _) = g.source(&decode, "upscale_model")?;
-        g.expect(
-            &loader,
-            &["UpscaleModelLoader"],
-            "upscale_model",
-            (&decode, "upscale_model"),
-        )?;
-        let node = std::mem::take(&mut decode);
-        decode = g.source(&node, "image")?.0;
-        from = (node.clone(), "image");
-        upscale = Some(ModelUpscale { node, loader });
-    }
-    g.expect(&decode, DECODERS, from.1, (&from.0, from.1))?;
-    let (sampler, slot) = g.source(&decode, "samples")?;
-    let stage = walk.sampled(g, &sampler, slot, (&decode, "samples"))?;
-    let (vae, _) = g.source(&decode, "vae")?;
-    vae_source(g, &vae, &walk.stages[stage].model.loader, (&decode, "vae"))?;
+    let pixels = super::pixels::pixels(g, &shown, "images", walk, true)?;
+    let Origin::Decoded { decode, vae, stage } = pixels.origin else {
+        return Err(g.refuse(
+            &shown,
+            Some("images"),
+            "shows a loaded picture; the lowering makes outputs of sampled pictures".into(),
+            "save the pictures a sampler makes",
+        ));
+    };
+    let (upscale, resize) = (pixels.upscale, pixels.resize);
     match (walk.axes(stage), frame_rate, &upscale) {
         (Axes::Video, None, _) => {
             return Err(g.refuse(
@@ -225,6 +194,15 @@ fn one_sink(
                 "upscale the video outside the graph",
             ));
         }
+        (Axes::Video, Some(_), None) if resize.is_some() => {
+            let node = resize.as_ref().map_or("", |r| r.node.as_str());
+            return Err(g.refuse(
+                node,
+                None,
+                "resizes video frames; the lowering resizes pictures only".into(),
+                "make the video at the final size",
+            ));
+        }
         _ => {}
     }
     let text = |value: Option<&serde_json::Value>| {
@@ -241,6 +219,7 @@ fn one_sink(
         title: text(node.and_then(|n| n.pointer("/_meta/title"))),
         prefix: text(node.and_then(|n| n.pointer("/inputs/filename_prefix"))),
         upscale,
+        resize,
         frame_rate,
     })
 }
@@ -256,87 +235,4 @@ fn silent(g: &Graph<'_>, node: &str) -> Result<(), Refusal> {
         "adds a sound track to the video; the lowering makes silent video outputs".into(),
         "disconnect the audio input",
     ))
-}
-
-impl Walk {
-    /// The stage of sampler `node`, whose output `slot` feeds input
-    /// `from.1` of node `from.0`, recognised (with the stages it samples
-    /// further) on first sight.
-    pub(super) fn sampled(
-        &mut self,
-        g: &Graph<'_>,
-        node: &str,
-        slot: i64,
-        from: (&str, &str),
-    ) -> Result<usize, Refusal> {
-        g.expect(node, SAMPLER_CLASSES, from.1, from)?;
-        if slot != 0 && custom::is_custom(g.class(node)) {
-            return Err(g.refuse(
-                node,
-                None,
-                format!(
-                    "feeds its denoised_output to node {}; the lowering makes the sampled output (slot 0) only",
-                    from.0
-                ),
-                "use the sampler's first output",
-            ));
-        }
-        if let Some(&stage) = self.index.get(node) {
-            return Ok(stage);
-        }
-        if self.visiting.iter().any(|v| v == node) {
-            return Err(g.refuse(
-                node,
-                Some("latent_image"),
-                format!(
-                    "samples a latent that comes back from its own result (a cycle through samplers {})",
-                    self.visiting.join(", ")
-                ),
-                "break the cycle: start one sampler from an empty or encoded latent",
-            ));
-        }
-        if self.visiting.len() >= MAX_STAGES {
-            return Err(g.refuse(
-                node,
-                None,
-                format!("is the sampler at depth {MAX_STAGES} of a chain; the lowering chains at most {MAX_STAGES} samplers"),
-                "split the chain into several graphs",
-            ));
-        }
-        self.visiting.push(node.to_string());
-        let plan = stage(g, node, self)?;
-        self.visiting.pop();
-        self.stages.push(plan);
-        self.index.insert(node.to_string(), self.stages.len() - 1);
-        Ok(self.stages.len() - 1)
-    }
-
-    /// The latent channels of stage `stage`.
-    pub(super) fn channels(&self, stage: usize) -> i64 {
-        self.stages.get(stage).map_or(4, |p| p.channels)
-    }
-
-    /// The latent extents `(height, width)` of stage `stage`, where the
-    /// graph fixes them.
-    pub(super) fn extents(&self, stage: usize) -> Option<(i64, i64)> {
-        let plan = self.stages.get(stage)?;
-        super::source_extents(&plan.latent, |earlier| self.extents(earlier))
-    }
-
-    /// The sampler node of stage `stage`, when it samples by flow matching.
-    pub(super) fn flow_sampler(&self, stage: usize) -> Option<&str> {
-        let plan = self.stages.get(stage)?;
-        plan.model.flow.as_ref().map(|_| plan.sampler.node.as_str())
-    }
-
-    /// The batch size of stage `stage`'s latent, where the graph fixes it.
-    pub(super) fn batch(&self, stage: usize) -> Option<i64> {
-        let plan = self.stages.get(stage)?;
-        super::source_batch(&plan.latent, |earlier| self.batch(earlier))
-    }
-
-    /// The latent axes of stage `stage`.
-    pub(super) fn axes(&self, stage: usize) -> Axes {
-        self.stages.get(stage).map_or(Axes::Image, |p| p.axes)
-    }
 }

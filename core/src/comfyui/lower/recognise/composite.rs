@@ -7,7 +7,7 @@
 //! built from them.
 
 use super::super::graph::Graph;
-use super::chain::Walk;
+use super::walk::Walk;
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::lower::parts::Axes;
 

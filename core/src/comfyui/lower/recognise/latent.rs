@@ -2,16 +2,16 @@
 //! maybe masked) picture, or an earlier sampler's result, maybe upscaled
 //! or composited with others'.
 
-use super::super::graph::Graph;
-use super::chain::Walk;
+use super::super::graph::{Graph, either};
 use super::composite::{Composite, composite};
-use super::{EDIT_NODES, SAMPLER_CLASSES, loaded_image, vae_source};
+use super::pixels::{Origin, Pixels, pixels};
+use super::walk::Walk;
+use super::{EDIT_NODES, MAX_RESOLUTION, SAMPLER_CLASSES, loaded_image, vae_source};
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::lower::parts::Axes;
 use crate::comfyui::synth::upscale::METHODS;
 
-/// ComfyUI's own limits on image sides and batch size.
-const MAX_RESOLUTION: i64 = 16384;
+/// ComfyUI's own limit on batch size.
 const MAX_BATCH: i64 = 4096;
 const LATENT_SOURCES: &[&str] = &[
     "EmptyLatentImage",
@@ -46,11 +46,12 @@ pub(in crate::comfyui::lower) enum LatentSource {
         scale: i64,
         frames: Option<Frames>,
     },
-    /// `VAEEncode` of a loaded image, optionally masked by
-    /// `SetLatentNoiseMask` (`mask`: the mask's loader and the mask node).
+    /// `VAEEncode` of a picture (a loaded one, or an earlier stage's
+    /// decode), optionally masked by `SetLatentNoiseMask` (`mask`: the
+    /// mask's loader and the mask node).
     Encoded {
         encode: String,
-        image: String,
+        image: Pixels,
         mask: Option<Mask>,
     },
     /// The latent of a node that also attaches a picture to the prompts
@@ -241,10 +242,28 @@ pub(super) fn latent_source(
         "latent_image",
         (sampler, "latent_image"),
     )?;
-    let encoded = |encode: &str| -> Result<String, Refusal> {
+    let vae = |encode: &str| -> Result<(), Refusal> {
         let (vae, _) = g.source(encode, "vae")?;
-        vae_source(g, &vae, loader, (encode, "vae"))?;
+        vae_source(g, &vae, loader, (encode, "vae"))
+    };
+    let encoded = |encode: &str| -> Result<String, Refusal> {
+        vae(encode)?;
         loaded_image(g, encode, "pixels")
+    };
+    let mut round_trip = |encode: &str| -> Result<Pixels, Refusal> {
+        vae(encode)?;
+        let image = pixels(g, encode, "pixels", walk, true)?;
+        if let Origin::Decoded { stage, decode, .. } = &image.origin
+            && walk.axes(*stage) == Axes::Video
+        {
+            return Err(g.refuse(
+                decode,
+                None,
+                format!("decodes video frames that node {encode} encodes again; the lowering takes pictures through pixels only"),
+                "sample the video in one stage",
+            ));
+        }
+        Ok(image)
     };
     Ok(match g.class(&node) {
         class @ ("EmptyLatentImage" | "EmptySD3LatentImage") => LatentSource::Empty {
@@ -261,7 +280,7 @@ pub(super) fn latent_source(
             node,
         },
         "VAEEncode" => LatentSource::Encoded {
-            image: encoded(&node)?,
+            image: round_trip(&node)?,
             encode: node,
             mask: None,
         },
@@ -307,7 +326,7 @@ pub(super) fn latent_source(
             let mut m = mask(g, &node)?;
             m.setter = Some(node);
             LatentSource::Encoded {
-                image: encoded(&encode)?,
+                image: round_trip(&encode)?,
                 encode,
                 mask: Some(m),
             }
@@ -362,9 +381,9 @@ fn upscale(g: &Graph<'_>, node: &str) -> Result<Option<Upscale>, Refusal> {
             Some("upscale_method"),
             format!(
                 "is '{method}'; the lowering resizes latents by {} only",
-                METHODS.join(" or ")
+                either(METHODS)
             ),
-            &format!("choose {}", METHODS.join(" or ")),
+            &format!("choose {}", either(METHODS)),
         ));
     }
     let size = if g.class(node) == "LatentUpscaleBy" {

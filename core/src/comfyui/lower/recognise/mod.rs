@@ -9,14 +9,17 @@ mod custom;
 mod latent;
 mod model;
 mod own_sampling;
+mod pixels;
 mod prompt;
 mod sigmas;
+mod walk;
 
-pub(super) use chain::{Chain, ModelUpscale, Sink, is_sink, recognise, sink_classes};
+pub(super) use chain::{Chain, Sink, is_sink, recognise, sink_classes};
 pub(super) use composite::Composite;
 pub(super) use latent::{LatentSource, UpscaleSize};
 use model::model_chain;
 pub(super) use model::{FlowShift, Lora, ModelChain, Patch};
+pub(super) use pixels::{ModelUpscale, Origin, PixelSize, Pixels, Resize};
 
 use super::graph::Graph;
 use super::parts::Axes;
@@ -25,6 +28,9 @@ use crate::comfyui::synth::sampling::sampler_names;
 use crate::comfyui::synth::spacing::Schedule;
 use custom::Guide;
 use own_sampling::Family;
+
+/// ComfyUI's own limit on picture sides.
+const MAX_RESOLUTION: i64 = 16384;
 
 /// One sampler stage: everything the document builder needs for it, with
 /// the graph's values.
@@ -217,7 +223,7 @@ pub fn denoise_start_step(steps: i64, denoise: f64) -> i64 {
 /// Builds the plan of sampler node `sampler_node` (a `KSampler`,
 /// `KSamplerAdvanced` or custom sampling node); samplers whose latent it
 /// samples further are recognised first, through `walk`.
-fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Plan, Refusal> {
+fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Plan, Refusal> {
     let custom = custom::is_custom(g.class(sampler_node));
     let sampler_node = sampler_node.to_string();
     let (sampler, guide) = match custom {
@@ -401,7 +407,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut chain::Walk) -> Result<Pl
 /// `FluxGuidance` (guidance-distilled Flux models).
 fn flow_only(
     g: &Graph<'_>,
-    walk: &chain::Walk,
+    walk: &walk::Walk,
     latent: &LatentSource,
     axes: Axes,
     prompts: [&Conditioning; 2],

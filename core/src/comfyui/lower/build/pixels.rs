@@ -1,0 +1,306 @@
+//! The document's work in pixels, at its top level: decodes of the
+//! stages' latents (a VAE is one decoder component per kind of latent it
+//! decodes, `vae_decoder`, then `vae2_decoder`, ...; a decode node is one
+//! run however many sinks or encodes read it), upscale models (each
+//! `UpscaleModelLoader` a component, `upscaler`, then `upscaler2`, ...) and
+//! resizes (`image_scale`, then `image_scale_2`, ...). Pixels that are
+//! processed further are ComfyUI's 0..1; a decode shown as it is stays
+//! the decoder's -1..1.
+
+use super::super::parts::{
+    self, Axes, Steps, component, contract, invoke, numbered, picture, policy,
+};
+use super::super::recognise::{ModelUpscale, Origin, PixelSize, Pixels, Resize, Sink};
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+/// Where the steps go and what they read: the document's components, its
+/// top-level steps and the final latent of each stage built so far.
+pub(super) struct Top<'a> {
+    pub components: &'a mut Map<String, Value>,
+    pub after: &'a mut Steps,
+    pub latents: &'a [String],
+}
+
+/// The decodes, upscale model runs and resizes made so far.
+#[derive(Default)]
+pub(super) struct PixelParts<'c> {
+    decoders: BTreeMap<(&'c str, Axes), String>,
+    /// A decode node's value, by node.
+    decodes: BTreeMap<&'c str, String>,
+    /// A decode's value in 0..1, by decode node.
+    units: BTreeMap<&'c str, String>,
+    models: BTreeMap<&'c str, String>,
+    /// An upscale model run's value, by `ImageUpscaleWithModel` node.
+    upscales: BTreeMap<&'c str, String>,
+    /// A sink's resize's value, by resize node.
+    resized: BTreeMap<&'c str, String>,
+    /// The resize policies declared so far.
+    resizes: usize,
+}
+
+impl<'c> PixelParts<'c> {
+    /// The value `sink` shows and its value range: its decode (-1..1, or
+    /// video frames in 0..1), or that decode through its upscale model and
+    /// resize, in ComfyUI's 0..1.
+    pub(super) fn shown(
+        &mut self,
+        sink: &'c Sink,
+        axes: Axes,
+        top: &mut Top<'_>,
+    ) -> (String, &'static str) {
+        let decoded = self.decoded(&sink.decode, &sink.vae, sink.stage, axes, top);
+        if sink.upscale.is_none() && sink.resize.is_none() {
+            return (decoded, "negative_one_to_one");
+        }
+        let unit = self.processed(&sink.decode, &decoded, sink.upscale.as_ref(), top);
+        let value = match &sink.resize {
+            None => unit,
+            Some(resize) => match self.resized.get(resize.node.as_str()) {
+                Some(value) => value.clone(),
+                None => {
+                    let value = self.resize(resize, &unit, false, top);
+                    self.resized.insert(&resize.node, value.clone());
+                    value
+                }
+            },
+        };
+        (value, "zero_to_one")
+    }
+
+    /// The value of the 0..1 pixels an encode reads from an earlier
+    /// stage's decode (`None` for a loaded picture, which the stage reads
+    /// itself); after a resize, cut to whole multiples of 8 as `VAEEncode`
+    /// does.
+    pub(super) fn encoded(&mut self, image: &'c Pixels, top: &mut Top<'_>) -> Option<String> {
+        let Origin::Decoded { decode, vae, stage } = &image.origin else {
+            return None;
+        };
+        let decoded = self.decoded(decode, vae, *stage, Axes::Image, top);
+        let unit = self.processed(decode, &decoded, image.upscale.as_ref(), top);
+        Some(match &image.resize {
+            Some(resize) => self.resize(resize, &unit, true, top),
+            None => unit,
+        })
+    }
+
+    /// The decode `decoded` (of node `decode`) in 0..1: through upscale
+    /// model `upscale`, or moved there as it is.
+    fn processed(
+        &mut self,
+        decode: &'c str,
+        decoded: &str,
+        upscale: Option<&'c ModelUpscale>,
+        top: &mut Top<'_>,
+    ) -> String {
+        if let Some(up) = upscale {
+            return self.upscaled(up, decoded, top);
+        }
+        if let Some(value) = self.units.get(decode) {
+            return value.clone();
+        }
+        top.components
+            .entry("decoded_pixels")
+            .or_insert_with(|| unit_policy("decoded_pixels", "image", picture(json!(3))));
+        let value = format!("{decoded}.pixels");
+        top.after.push(
+            invoke(
+                "decoded_pixels",
+                json!({"image": decoded}),
+                json!({"pixels": value}),
+            ),
+            &[&decode.to_string()],
+        );
+        self.units.insert(decode, value.clone());
+        value
+    }
+
+    /// The value of `resize` run on the 0..1 pixels `image`, cut to whole
+    /// multiples of 8 where `for_encode`.
+    fn resize(
+        &mut self,
+        resize: &Resize,
+        image: &str,
+        for_encode: bool,
+        top: &mut Top<'_>,
+    ) -> String {
+        self.resizes += 1;
+        let name = match self.resizes {
+            1 => "image_scale".to_string(),
+            n => format!("image_scale_{n}"),
+        };
+        top.components
+            .insert(name.clone(), resize_policy(&name, resize, for_encode));
+        let value = format!("resized.{name}");
+        top.after.push(
+            invoke(&name, json!({"image": image}), json!({"scaled": value})),
+            &[&resize.node],
+        );
+        value
+    }
+
+    /// The value of decode node `decode` (VAE `vae`) of stage `stage`'s
+    /// latent: pictures (-1..1), or the video frames `[batch, frames, 3,
+    /// height, width]` of a video latent moved to the 0..1 a video output
+    /// shows (video outputs carry no value range).
+    fn decoded(
+        &mut self,
+        decode: &'c str,
+        vae: &'c str,
+        stage: usize,
+        axes: Axes,
+        top: &mut Top<'_>,
+    ) -> String {
+        if let Some(value) = self.decodes.get(decode) {
+            return value.clone();
+        }
+        let decoder = numbered(&mut self.decoders, (vae, axes), |n| match n {
+            1 => "vae_decoder".to_string(),
+            n => format!("vae{n}_decoder"),
+        });
+        let (port, shown) = match axes {
+            Axes::Image => ("image", picture(json!(3))),
+            Axes::Video => ("video", parts::video()),
+        };
+        top.components.entry(decoder.clone()).or_insert_with(|| {
+            component(
+                &format!("{decoder}/model.onnx"),
+                json!({"latent": axes.latent()}),
+                json!({port: shown}),
+                None,
+            )
+        });
+        let value = match (self.decodes.len(), axes) {
+            (0, Axes::Image) => "vae.image".to_string(),
+            (0, Axes::Video) => "vae.video".to_string(),
+            _ => format!("vae.{port}_{decode}"),
+        };
+        top.after.push(
+            invoke(
+                &decoder,
+                json!({"latent": top.latents[stage]}),
+                json!({port: value}),
+            ),
+            &[&decode.to_string(), &vae.to_string()],
+        );
+        let value = match axes {
+            Axes::Image => value,
+            Axes::Video => {
+                top.components
+                    .entry("video_pixels")
+                    .or_insert_with(|| unit_policy("video_pixels", "video", parts::video()));
+                let pixels = format!("{value}.pixels");
+                top.after.push(
+                    invoke(
+                        "video_pixels",
+                        json!({"video": value}),
+                        json!({"pixels": pixels}),
+                    ),
+                    &[&decode.to_string()],
+                );
+                pixels
+            }
+        };
+        self.decodes.insert(decode, value.clone());
+        value
+    }
+
+    /// The value of `up` run on the decoded `image` (-1..1): the pixels
+    /// moved to ComfyUI's 0..1, the model, its result clamped to 0..1;
+    /// one run however many sinks or encodes read it.
+    fn upscaled(&mut self, up: &'c ModelUpscale, image: &str, top: &mut Top<'_>) -> String {
+        if let Some(value) = self.upscales.get(up.node.as_str()) {
+            return value.clone();
+        }
+        let model = numbered(&mut self.models, up.loader.as_str(), |n| match n {
+            1 => "upscaler".to_string(),
+            n => format!("upscaler{n}"),
+        });
+        let big = contract(
+            "float32",
+            json!(["batch", 3, "upscaled_height", "upscaled_width"]),
+            true,
+        );
+        top.components.entry(model.clone()).or_insert_with(|| {
+            component(
+                &format!("{model}/model.onnx"),
+                json!({"image": picture(json!(3))}),
+                json!({"upscaled": big.clone()}),
+                None,
+            )
+        });
+        for (kind, port) in [
+            ("upscale_pixels", picture(json!(3))),
+            ("upscaled_pixels", big),
+        ] {
+            top.components
+                .entry(kind)
+                .or_insert_with(|| unit_policy(kind, "image", port));
+        }
+        let value = |what: &str| format!("upscale.{}.{what}", up.node);
+        top.after.push(
+            invoke(
+                "upscale_pixels",
+                json!({"image": image}),
+                json!({"pixels": value("input")}),
+            ),
+            &[&up.node],
+        );
+        top.after.push(
+            invoke(
+                &model,
+                json!({"image": value("input")}),
+                json!({"upscaled": value("raw")}),
+            ),
+            &[&up.node, &up.loader],
+        );
+        top.after.push(
+            invoke(
+                "upscaled_pixels",
+                json!({"image": value("raw")}),
+                json!({"pixels": value("image")}),
+            ),
+            &[&up.node],
+        );
+        self.upscales.insert(&up.node, value("image"));
+        value("image")
+    }
+}
+
+/// A policy moving pixels to 0..1 (`synth`'s `unit_pixels`), with input
+/// `port` of contract `contract`.
+fn unit_policy(kind: &str, port: &str, contract: Value) -> Value {
+    policy(
+        kind,
+        json!({port: contract.clone()}),
+        json!({"pixels": contract}),
+        Some(json!({"id": "wfstudio.unit-pixels", "version": "1"})),
+    )
+}
+
+/// The resize policy `kind` of `resize` (`image_scale...` or
+/// `input_scale`), cutting to whole multiples of 8 where `for_encode`.
+pub(super) fn resize_policy(kind: &str, resize: &Resize, for_encode: bool) -> Value {
+    let mut parameters = match resize.size {
+        PixelSize::Fixed { width, height } => {
+            json!({"size": "fixed", "width": width, "height": height})
+        }
+        PixelSize::Scale(factor) => json!({"size": "scale", "scale_by": factor}),
+        PixelSize::TotalPixels(pixels) => json!({"size": "total_pixels", "pixels": pixels}),
+    };
+    parameters["method"] = json!(resize.method);
+    if for_encode {
+        parameters["multiple"] = json!(8);
+    }
+    let scaled = contract(
+        "float32",
+        json!(["batch", 3, "scaled_height", "scaled_width"]),
+        true,
+    );
+    policy(
+        kind,
+        json!({"image": picture(json!(3))}),
+        json!({"scaled": scaled}),
+        Some(json!({"id": "wfstudio.image-scale", "version": "1", "parameters": parameters})),
+    )
+}

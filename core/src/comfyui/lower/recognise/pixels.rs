@@ -1,0 +1,185 @@
+//! Pictures between nodes, in pixels: where the picture an input reads
+//! comes from (a loaded image, or the decode of a sampler stage's latent),
+//! through an optional upscale model (`ImageUpscaleWithModel`) and then an
+//! optional resize (`ImageScale`, `ImageScaleBy`,
+//! `ImageScaleToTotalPixels`). A sink shows such a picture; a `VAEEncode`
+//! of a decode is a round trip through pixels (a hires fix by pixels, a
+//! refiner fed a picture).
+
+use super::super::graph::{Graph, either};
+use super::walk::Walk;
+use super::{MAX_RESOLUTION, vae_source};
+use crate::comfyui::lower::Refusal;
+use crate::comfyui::synth::upscale::METHODS;
+
+/// The decodes a picture may come from (`VAEDecodeTiled` decodes the same
+/// pictures in tiles, to save memory).
+const DECODERS: &[&str] = &["VAEDecode", "VAEDecodeTiled"];
+
+/// The resize classes.
+const RESIZERS: &[&str] = &["ImageScale", "ImageScaleBy", "ImageScaleToTotalPixels"];
+
+/// `ImageUpscaleWithModel` and the `UpscaleModelLoader` it runs.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct ModelUpscale {
+    pub node: String,
+    pub loader: String,
+}
+
+/// A picture in pixels and how it was made.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct Pixels {
+    pub origin: Origin,
+    /// An upscale model run on the origin's picture.
+    pub upscale: Option<ModelUpscale>,
+    /// A resize after that.
+    pub resize: Option<Resize>,
+}
+
+/// Where a picture starts.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) enum Origin {
+    /// A `LoadImage` node (its picture is a workflow input).
+    Loaded(String),
+    /// The decode node `decode` of stage `stage`'s latent with VAE `vae`.
+    Decoded {
+        decode: String,
+        vae: String,
+        stage: usize,
+    },
+}
+
+/// An `ImageScale`, `ImageScaleBy` or `ImageScaleToTotalPixels` node.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct Resize {
+    pub node: String,
+    /// ComfyUI's method (one of `synth::upscale::METHODS`).
+    pub method: String,
+    pub size: PixelSize,
+}
+
+/// How a resize finds the new picture's sides.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) enum PixelSize {
+    /// `ImageScale`: these sides; a 0 takes that side from the picture's
+    /// aspect (`max(1, round(other side * asked / other asked))`).
+    Fixed { width: i64, height: i64 },
+    /// `ImageScaleBy`: each side `round(side * factor)`.
+    Scale(f64),
+    /// `ImageScaleToTotalPixels`: each side times `sqrt(pixels / (width *
+    /// height))`, rounded, with `pixels` the whole part of `megapixels *
+    /// 1024 * 1024`.
+    TotalPixels(i64),
+}
+
+/// The picture input `input` of `node` reads; a loaded one only where
+/// `loaded` allows it (else the picture must be a decode).
+pub(super) fn pixels(
+    g: &Graph<'_>,
+    node: &str,
+    input: &str,
+    walk: &mut Walk,
+    loaded: bool,
+) -> Result<Pixels, Refusal> {
+    let (mut at, _) = g.source(node, input)?;
+    let mut from = (node.to_string(), input);
+    let mut resize = None;
+    if RESIZERS.contains(&g.class(&at)) {
+        resize = image_resize(g, &at)?;
+        let next = g.source(&at, "image")?.0;
+        from = (std::mem::replace(&mut at, next), "image");
+    }
+    let mut upscale = None;
+    if g.class(&at) == "ImageUpscaleWithModel" {
+        let (loader, _) = g.source(&at, "upscale_model")?;
+        g.expect(
+            &loader,
+            &["UpscaleModelLoader"],
+            "upscale_model",
+            (&at, "upscale_model"),
+        )?;
+        let next = g.source(&at, "image")?.0;
+        let node = std::mem::replace(&mut at, next);
+        from = (node.clone(), "image");
+        upscale = Some(ModelUpscale { node, loader });
+    }
+    if g.class(&at) == "LoadImage" && loaded {
+        if upscale.is_some() || g.source(&from.0, from.1)?.1 != 0 {
+            return Err(g.refuse(
+                &from.0,
+                Some(from.1),
+                "reads a loaded picture through an upscale model, or its mask as a picture; the importer takes a loaded picture as it is or resized".into(),
+                "upscale the picture before loading it",
+            ));
+        }
+        return Ok(Pixels {
+            origin: Origin::Loaded(at),
+            upscale,
+            resize,
+        });
+    }
+    let mut classes = DECODERS.to_vec();
+    if loaded {
+        classes.push("LoadImage");
+    }
+    g.expect(&at, &classes, from.1, (&from.0, from.1))?;
+    let (sampler, slot) = g.source(&at, "samples")?;
+    let stage = walk.sampled(g, &sampler, slot, (&at, "samples"))?;
+    let (vae, _) = g.source(&at, "vae")?;
+    vae_source(g, &vae, walk.loader(stage), (&at, "vae"))?;
+    Ok(Pixels {
+        origin: Origin::Decoded {
+            decode: at,
+            vae,
+            stage,
+        },
+        upscale,
+        resize,
+    })
+}
+
+/// The resize of `node`, `None` where it keeps the picture as it is
+/// (`ImageScale` with width and height 0).
+fn image_resize(g: &Graph<'_>, node: &str) -> Result<Option<Resize>, Refusal> {
+    let method = g.text(node, "upscale_method")?;
+    if !METHODS.contains(&method) {
+        return Err(g.refuse(
+            node,
+            Some("upscale_method"),
+            format!(
+                "is '{method}'; the lowering resizes pictures by {} only",
+                either(METHODS)
+            ),
+            &format!("choose {}", either(METHODS)),
+        ));
+    }
+    let size = match g.class(node) {
+        "ImageScaleBy" => PixelSize::Scale(g.number_in(node, "scale_by", 0.01..=8.0, "factor")?),
+        "ImageScaleToTotalPixels" => {
+            let megapixels = g.number_in(node, "megapixels", 0.01..=16.0, "size")?;
+            PixelSize::TotalPixels((megapixels * 1024.0 * 1024.0) as i64)
+        }
+        _ => {
+            let crop = g.text(node, "crop")?;
+            if crop != "disabled" {
+                return Err(g.refuse(
+                    node,
+                    Some("crop"),
+                    format!("is '{crop}'; the lowering resizes whole pictures and does not crop them to the new aspect"),
+                    "set crop to disabled",
+                ));
+            }
+            let width = g.whole(node, "width", 0..=MAX_RESOLUTION)?;
+            let height = g.whole(node, "height", 0..=MAX_RESOLUTION)?;
+            if (width, height) == (0, 0) {
+                return Ok(None);
+            }
+            PixelSize::Fixed { width, height }
+        }
+    };
+    Ok(Some(Resize {
+        node: node.to_string(),
+        method: method.to_string(),
+        size,
+    }))
+}

@@ -1,0 +1,112 @@
+//! The walk from the sinks back through the sampler stages: each sampler
+//! is recognised once, on first sight, after the stages it samples
+//! further; a cycle through latents and an endless chain are refused.
+
+use super::super::graph::Graph;
+use super::{Plan, SAMPLER_CLASSES, custom, stage};
+use crate::comfyui::lower::Refusal;
+use crate::comfyui::lower::parts::Axes;
+use std::collections::BTreeMap;
+
+/// The most sampler stages one graph chains (ComfyUI has no limit; a
+/// longer chain is refused rather than walked without end).
+const MAX_STAGES: usize = 64;
+
+/// The stages recognised so far, and the samplers being recognised (to
+/// catch a cycle through latents).
+#[derive(Default)]
+pub(in crate::comfyui::lower) struct Walk {
+    pub(super) stages: Vec<Plan>,
+    index: BTreeMap<String, usize>,
+    visiting: Vec<String>,
+}
+
+impl Walk {
+    /// The stage of sampler `node`, whose output `slot` feeds input
+    /// `from.1` of node `from.0`, recognised (with the stages it samples
+    /// further) on first sight.
+    pub(super) fn sampled(
+        &mut self,
+        g: &Graph<'_>,
+        node: &str,
+        slot: i64,
+        from: (&str, &str),
+    ) -> Result<usize, Refusal> {
+        g.expect(node, SAMPLER_CLASSES, from.1, from)?;
+        if slot != 0 && custom::is_custom(g.class(node)) {
+            return Err(g.refuse(
+                node,
+                None,
+                format!(
+                    "feeds its denoised_output to node {}; the lowering makes the sampled output (slot 0) only",
+                    from.0
+                ),
+                "use the sampler's first output",
+            ));
+        }
+        if let Some(&stage) = self.index.get(node) {
+            return Ok(stage);
+        }
+        if self.visiting.iter().any(|v| v == node) {
+            return Err(g.refuse(
+                node,
+                Some("latent_image"),
+                format!(
+                    "samples a latent that comes back from its own result (a cycle through samplers {})",
+                    self.visiting.join(", ")
+                ),
+                "break the cycle: start one sampler from an empty or encoded latent",
+            ));
+        }
+        if self.visiting.len() >= MAX_STAGES {
+            return Err(g.refuse(
+                node,
+                None,
+                format!("is the sampler at depth {MAX_STAGES} of a chain; the lowering chains at most {MAX_STAGES} samplers"),
+                "split the chain into several graphs",
+            ));
+        }
+        self.visiting.push(node.to_string());
+        let plan = stage(g, node, self)?;
+        self.visiting.pop();
+        self.stages.push(plan);
+        self.index.insert(node.to_string(), self.stages.len() - 1);
+        Ok(self.stages.len() - 1)
+    }
+
+    /// The checkpoint loader of stage `stage`'s model.
+    pub(super) fn loader(&self, stage: usize) -> &str {
+        self.stages
+            .get(stage)
+            .map_or("", |p| p.model.loader.as_str())
+    }
+
+    /// The latent channels of stage `stage`.
+    pub(super) fn channels(&self, stage: usize) -> i64 {
+        self.stages.get(stage).map_or(4, |p| p.channels)
+    }
+
+    /// The latent extents `(height, width)` of stage `stage`, where the
+    /// graph fixes them.
+    pub(super) fn extents(&self, stage: usize) -> Option<(i64, i64)> {
+        let plan = self.stages.get(stage)?;
+        super::source_extents(&plan.latent, |earlier| self.extents(earlier))
+    }
+
+    /// The sampler node of stage `stage`, when it samples by flow matching.
+    pub(super) fn flow_sampler(&self, stage: usize) -> Option<&str> {
+        let plan = self.stages.get(stage)?;
+        plan.model.flow.as_ref().map(|_| plan.sampler.node.as_str())
+    }
+
+    /// The batch size of stage `stage`'s latent, where the graph fixes it.
+    pub(super) fn batch(&self, stage: usize) -> Option<i64> {
+        let plan = self.stages.get(stage)?;
+        super::source_batch(&plan.latent, |earlier| self.batch(earlier))
+    }
+
+    /// The latent axes of stage `stage`.
+    pub(super) fn axes(&self, stage: usize) -> Axes {
+        self.stages.get(stage).map_or(Axes::Image, |p| p.axes)
+    }
+}

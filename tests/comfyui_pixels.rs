@@ -1,0 +1,281 @@
+//! Pictures through pixels: a hires fix that decodes, resizes and encodes
+//! again between two samplers (`VAEDecode` -> `ImageScaleBy` ->
+//! `VAEEncode`), a resized sink, a resized loaded picture; the picture
+//! resizes (`ImageScale`, `ImageScaleBy`, `ImageScaleToTotalPixels`) agree
+//! with PyTorch's index rules, and the resize before an encode cuts to
+//! whole multiples of 8 as ComfyUI's `VAEEncode` does.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::lowering::{
+    assert_refused, component_only, lowered, npy, package_and_run, pattern, s, scratch, workflow,
+    worst_relative,
+};
+use support::resize::torch_resize;
+use wfstudio_core::comfyui::lower::Target;
+
+/// The kind and component (or emitted output) of each top-level step.
+fn top_steps(w: &Value) -> Vec<String> {
+    w["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|step| match step["kind"].as_str() {
+            Some("invoke") => step["component"].as_str().unwrap_or_default().to_string(),
+            Some("emit") => format!("emit {}", step["output"].as_str().unwrap_or_default()),
+            other => other.unwrap_or_default().to_string(),
+        })
+        .collect()
+}
+
+#[test]
+fn a_hires_fix_through_pixels_decodes_resizes_and_encodes_between_the_stages() {
+    let l = lowered(&pattern("hires-pixels"), &Target::default());
+    let w = workflow(&l);
+    assert_eq!(
+        top_steps(w),
+        [
+            "loop",
+            "vae_decoder",
+            "decoded_pixels",
+            "image_scale",
+            "loop",
+            "emit draft",
+            "vae_decoder",
+            "decoded_pixels",
+            "image_scale_2",
+            "emit hires",
+            "emit latent"
+        ]
+    );
+    let parameters = |c: &str| w["components"][c]["contract"]["parameters"].clone();
+    assert_eq!(
+        parameters("image_scale"),
+        json!({"size": "scale", "scale_by": 1.5, "method": "bicubic", "multiple": 8})
+    );
+    assert_eq!(
+        parameters("image_scale_2"),
+        json!({"size": "fixed", "width": 0, "height": 48, "method": "bilinear"})
+    );
+    // The second stage encodes the resized draft; no picture is asked for.
+    let stage2 = &w["steps"][4]["setup"];
+    let encode = stage2
+        .as_array()
+        .expect("setup")
+        .iter()
+        .find(|s| s["component"] == "vae_encoder")
+        .expect("an encode");
+    assert_eq!(encode["inputs"], json!({"image": "resized.image_scale"}));
+    assert!(w["inputs"].get("request.image").is_none());
+    assert!(w["inputs"].get("stage2.request.image").is_none());
+    assert_eq!(w["outputs"]["draft"]["value_range"], "negative_one_to_one");
+    assert_eq!(w["outputs"]["hires"]["value_range"], "zero_to_one");
+
+    if !support::runtime_available() {
+        return;
+    }
+    let root = scratch("hires-pixels");
+    let (_, out) = package_and_run(&root, "hires-pixels", &pattern("hires-pixels"));
+    // 16 x 24 pixels, 1.5 times (24 x 36), cut to 24 x 32 for the encoder:
+    // a 3 x 4 latent; its decode, 24 x 32, to height 48 keeping the aspect.
+    let (draft, _) = npy(&out.join("draft.npy"));
+    let (latent, _) = npy(&out.join("latent.npy"));
+    let (hires, pixels) = npy(&out.join("hires.npy"));
+    assert_eq!(draft, [1, 3, 24, 16]);
+    assert_eq!(latent, [1, 4, 4, 3]);
+    assert_eq!(hires, [1, 3, 48, 36]);
+    assert!(pixels.iter().all(|v| (0.0..=1.0).contains(v)));
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn a_loaded_picture_is_resized_within_its_stage() {
+    let mut graph = pattern("img2img");
+    graph["9"] = json!({"class_type": "ImageScaleToTotalPixels", "inputs": {"upscale_method": "nearest-exact", "megapixels": 0.01, "image": ["8", 0]}});
+    graph["4"]["inputs"]["pixels"] = json!(["9", 0]);
+    let l = lowered(&graph, &Target::default());
+    let w = workflow(&l);
+    assert_eq!(
+        w["components"]["input_scale"]["contract"]["parameters"],
+        json!({"size": "total_pixels", "pixels": 10485, "method": "nearest-exact", "multiple": 8})
+    );
+    let setup = w["steps"][0]["setup"].as_array().expect("setup");
+    let consumers: Vec<&Value> = setup
+        .iter()
+        .filter(|s| s["inputs"]["image"] == "latent.pixels")
+        .map(|s| &s["component"])
+        .collect();
+    assert_eq!(
+        consumers,
+        [&json!("latent_row_shape"), &json!("vae_encoder")]
+    );
+    assert_eq!(setup[0]["inputs"], json!({"image": "request.image"}));
+}
+
+/// A resize policy of the lowered `graph`, run on its own on `picture`
+/// (`[1, 3, h, w]`): the output's shape and values.
+fn resized(
+    root: &std::path::Path,
+    name: &str,
+    graph: &Value,
+    component: &str,
+    picture: &[f32],
+    (h, w): (usize, usize),
+) -> (Vec<usize>, Vec<f32>) {
+    let document = lowered(graph, &Target::default()).document;
+    let declared = &document["pipeline"]["workflow"]["components"][component];
+    let dir = root.join(name);
+    std::fs::create_dir_all(dir.join("policies")).expect("mkdir");
+    let policies = wfstudio_core::comfyui::synth::policies(&document).expect("synthesized");
+    let (_, bytes) = policies
+        .iter()
+        .find(|(n, _)| n == component)
+        .expect("the resize policy");
+    std::fs::write(dir.join(format!("policies/{component}.onnx")), bytes).expect("write");
+    std::fs::write(
+        dir.join("inference_metadata.json"),
+        component_only(component, declared).to_string(),
+    )
+    .expect("write");
+    let input = json!({"dtype": "float32", "shape": [1, 3, h, w], "data": picture}).to_string();
+    let out = dir.join("out");
+    let (code, stdout, stderr) = support::run_wfstudio(&[
+        "run",
+        s(&dir),
+        "--input",
+        &format!("image={input}"),
+        "--out",
+        s(&out),
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    npy(&out.join("scaled.npy"))
+}
+
+/// Each resize class and method on a 7 x 10 picture, shown by a sink:
+/// the sizes ComfyUI computes (Python's half-even `round`) and PyTorch's
+/// values.
+#[test]
+fn picture_resizes_agree_with_pytorchs_rules() {
+    if !support::runtime_available() {
+        return;
+    }
+    let root = scratch("picture-resize");
+    let (h, w) = (7usize, 10usize);
+    let picture: Vec<f32> = (0..3 * h * w)
+        .map(|i| ((i * 37 % 23) as f32) / 22.0)
+        .collect();
+    let resizes = [
+        (
+            json!({"class_type": "ImageScaleBy", "inputs": {"scale_by": 1.5}}),
+            (10, 15),
+        ),
+        // 3.5 and 5 halves: 3.5 rounds to 4 (even), 5 stays.
+        (
+            json!({"class_type": "ImageScaleBy", "inputs": {"scale_by": 0.5}}),
+            (4, 5),
+        ),
+        (
+            json!({"class_type": "ImageScale", "inputs": {"width": 0, "height": 9, "crop": "disabled"}}),
+            (9, 13),
+        ),
+        (
+            json!({"class_type": "ImageScale", "inputs": {"width": 12, "height": 0, "crop": "disabled"}}),
+            (8, 12),
+        ),
+        (
+            json!({"class_type": "ImageScale", "inputs": {"width": 5, "height": 11, "crop": "disabled"}}),
+            (11, 5),
+        ),
+        // 0.01 megapixels: 10485 pixels, sides times sqrt(10485 / 70).
+        (
+            json!({"class_type": "ImageScaleToTotalPixels", "inputs": {"megapixels": 0.01}}),
+            (86, 122),
+        ),
+    ];
+    let mut figures = Vec::new();
+    for (n, (node, (oh, ow))) in resizes.into_iter().enumerate() {
+        for method in ["nearest-exact", "bilinear", "bicubic"] {
+            let mut graph = pattern("hires-pixels");
+            let mut resize = node.clone();
+            resize["inputs"]["upscale_method"] = json!(method);
+            resize["inputs"]["image"] = json!(["10", 0]);
+            graph["13"] = resize;
+            let name = format!("{n}-{method}");
+            let (shape, ours) = resized(&root, &name, &graph, "image_scale_2", &picture, (h, w));
+            assert_eq!(shape, vec![1, 3, oh, ow], "{name}");
+            let want = torch_resize(&picture, 3, (h, w), (oh, ow), method);
+            let worst = worst_relative(&ours, &want);
+            figures.push(format!("{name}: {worst:.1e}"));
+            assert!(worst <= 1e-5, "{name}: {worst}");
+        }
+    }
+    eprintln!(
+        "picture resizes against PyTorch's rules: {}",
+        figures.join(", ")
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// The resize before an encode keeps the centred whole multiples of 8, as
+/// `VAEEncode` crops: 13 x 21 keeps rows 2..10 and columns 2..18.
+#[test]
+fn the_resize_before_an_encode_cuts_to_whole_multiples_of_8() {
+    if !support::runtime_available() {
+        return;
+    }
+    let root = scratch("encode-crop");
+    let (h, w) = (13usize, 21usize);
+    let picture: Vec<f32> = (0..3 * h * w).map(|i| i as f32).collect();
+    let mut graph = pattern("hires-pixels");
+    graph["8"]["inputs"]["scale_by"] = json!(1.0);
+    graph["8"]["inputs"]["upscale_method"] = json!("nearest-exact");
+    let (shape, ours) = resized(&root, "crop", &graph, "image_scale", &picture, (h, w));
+    assert_eq!(shape, vec![1, 3, 8, 16]);
+    let want: Vec<f32> = (0..3)
+        .flat_map(|c| {
+            (2..10).flat_map(move |y| (2..18).map(move |x| (c * h * w + y * w + x) as f32))
+        })
+        .collect();
+    assert_eq!(ours, want);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn pixels_the_lowering_cannot_make_are_refused_by_node() {
+    let hires = |edit: &dyn Fn(&mut Value)| {
+        let mut g = pattern("hires-pixels");
+        edit(&mut g);
+        g
+    };
+    assert_refused(
+        &hires(&|g| g["8"]["inputs"]["upscale_method"] = json!("lanczos")),
+        (
+            "8",
+            "ImageScaleBy",
+            Some("upscale_method"),
+            "is 'lanczos'; the lowering resizes pictures by nearest-exact, bilinear or bicubic only",
+        ),
+    );
+    assert_refused(
+        &hires(&|g| g["13"]["inputs"]["crop"] = json!("center")),
+        (
+            "13",
+            "ImageScale",
+            Some("crop"),
+            "is 'center'; the lowering resizes whole pictures and does not crop them to the new aspect",
+        ),
+    );
+    assert_refused(
+        &hires(&|g| {
+            g["8"]["inputs"]["image"] = json!(["15", 0]);
+            g["15"] = json!({"class_type": "ImageInvert", "inputs": {"image": ["6", 0]}});
+        }),
+        (
+            "15",
+            "ImageInvert",
+            None,
+            "feeds `image` of node 8 as its image, which the importer supports only from VAEDecode, VAEDecodeTiled or LoadImage",
+        ),
+    );
+}
