@@ -273,7 +273,7 @@ fn a_model_merge_is_merged_into_the_new_packages_denoiser_and_refused_into_exist
         "31",
         "FreeU",
         None,
-        "feeds `model2` of node 12 as its model, which the importer supports only from CheckpointLoaderSimple or UNETLoader",
+        "feeds `model2` of node 12 as its model, which the importer supports only from CheckpointLoaderSimple, UNETLoader or ImageOnlyCheckpointLoader",
     );
     assert_refused(&upstream, expected);
 }

@@ -93,7 +93,7 @@ fn every_pattern_becomes_a_package_that_checks_and_runs_with_stand_ins() {
         import_check_run(&graph, &dir, &out, &[]);
         ran += 1;
     }
-    assert_eq!(ran, 19, "every pattern runs");
+    assert_eq!(ran, 20, "every pattern runs");
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -135,6 +135,7 @@ fn every_corpus_graph_that_lowers_becomes_a_package_that_runs() {
             "flux-fill-inpaint.ui.json",
             "fofr-sd15-inpainting.api.json",
             "fofr-sdxl-simple.api.json",
+            "fofr-svd-txt2img2vid.api.json",
             "hidream-dev-modelsamplingsd3.api.json",
             "hidream-dev-modelsamplingsd3.ui.json",
             "img2img_workflow.workflow.json",
@@ -159,8 +160,10 @@ fn every_corpus_graph_that_lowers_becomes_a_package_that_runs() {
             "sdxl-edit-legacy-groupnode.ui.json",
             "sdxl-simple.api.json",
             "sdxl-simple.ui.json",
+            "svd-txt2img2vid.ui.json",
             "tpl-default.ui.json",
             "tpl-hunyuan-video-muted.ui.json",
+            "tpl-svd-img2vid.ui.json",
             "tpl-wan22-14b-t2v-bypass.ui.json",
             "tpl2026-flux-dev-subgraph-wrapped.ui.json",
             "wan22-5b-ti2v.ui.json",

@@ -9,7 +9,7 @@ mod support;
 
 use serde_json::{Value, json};
 use support::lowering::{
-    assert_refused, component_only, lowered, npy, package_and_run, pattern, s, scratch, workflow,
+    assert_refused, lowered, npy, package_and_run, pattern, run_policy_alone, scratch, workflow,
     worst_relative,
 };
 use support::resize::torch_resize;
@@ -124,31 +124,8 @@ fn resized(
     (h, w): (usize, usize),
 ) -> (Vec<usize>, Vec<f32>) {
     let document = lowered(graph, &Target::default()).document;
-    let declared = &document["pipeline"]["workflow"]["components"][component];
-    let dir = root.join(name);
-    std::fs::create_dir_all(dir.join("policies")).expect("mkdir");
-    let policies = wfstudio_core::comfyui::synth::policies(&document).expect("synthesized");
-    let (_, bytes) = policies
-        .iter()
-        .find(|(n, _)| n == component)
-        .expect("the resize policy");
-    std::fs::write(dir.join(format!("policies/{component}.onnx")), bytes).expect("write");
-    std::fs::write(
-        dir.join("inference_metadata.json"),
-        component_only(component, declared).to_string(),
-    )
-    .expect("write");
     let input = json!({"dtype": "float32", "shape": [1, 3, h, w], "data": picture}).to_string();
-    let out = dir.join("out");
-    let (code, stdout, stderr) = support::run_wfstudio(&[
-        "run",
-        s(&dir),
-        "--input",
-        &format!("image={input}"),
-        "--out",
-        s(&out),
-    ]);
-    assert_eq!(code, 0, "{stdout}{stderr}");
+    let out = run_policy_alone(root, name, &document, component, &[("image", input)]);
     npy(&out.join("scaled.npy"))
 }
 
@@ -255,15 +232,6 @@ fn pixels_the_lowering_cannot_make_are_refused_by_node() {
             "ImageScaleBy",
             Some("upscale_method"),
             "is 'lanczos'; the lowering resizes pictures by nearest-exact, bilinear or bicubic only",
-        ),
-    );
-    assert_refused(
-        &hires(&|g| g["13"]["inputs"]["crop"] = json!("center")),
-        (
-            "13",
-            "ImageScale",
-            Some("crop"),
-            "is 'center'; the lowering resizes whole pictures and does not crop them to the new aspect",
         ),
     );
     assert_refused(

@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 use wfstudio_core::comfyui::lower::{self, Target};
 use wfstudio_schema::{Format, Limits, parse_text};
 
-const PATTERNS: [&str; 20] = [
+const PATTERNS: [&str; 21] = [
     include_str!("../../fixtures/comfyui/txt2img-sd15.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet-positive.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet.api.json"),
@@ -38,6 +38,7 @@ const PATTERNS: [&str; 20] = [
     include_str!("../../fixtures/comfyui/patterns/edit.api.json"),
     include_str!("../../fixtures/comfyui/patterns/scheduler-nodes.api.json"),
     include_str!("../../fixtures/comfyui/patterns/hires-pixels.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/svd.api.json"),
 ];
 
 /// Index of the LoRA pattern in [`PATTERNS`].
@@ -52,7 +53,7 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 73] = [
+const CLASSES: [&str; 77] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
     "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
@@ -70,7 +71,8 @@ const CLASSES: [&str; 73] = [
     "KarrasScheduler", "ExponentialScheduler", "PolyexponentialScheduler",
     "BetaSamplingScheduler", "SDTurboScheduler", "AlignYourStepsScheduler", "FlipSigmas",
     "ModelSamplingDiscrete", "ModelSamplingContinuousEDM", "ImageScale", "ImageScaleBy",
-    "ImageScaleToTotalPixels",
+    "ImageScaleToTotalPixels", "SVD_img2vid_Conditioning", "VideoLinearCFGGuidance",
+    "ImageOnlyCheckpointLoader", "CLIPVisionLoader",
 ];
 
 /// Strings from ComfyUI's vocabulary; every sampler and scheduler name

@@ -220,3 +220,40 @@ pub fn numpy_disagreement(
         .parse()
         .expect("a number")
 }
+
+/// Runs policy `component` of the lowered `document` on its own (package
+/// folder `root/name`) with `inputs` (`port=JSON` values); returns the
+/// output folder, one `.npy` per output port.
+pub fn run_policy_alone(
+    root: &Path,
+    name: &str,
+    document: &Value,
+    component: &str,
+    inputs: &[(&str, String)],
+) -> PathBuf {
+    let declared = &document["pipeline"]["workflow"]["components"][component];
+    let dir = root.join(name);
+    std::fs::create_dir_all(dir.join("policies")).expect("mkdir");
+    let policies = wfstudio_core::comfyui::synth::policies(document).expect("synthesized");
+    let (_, bytes) = policies
+        .iter()
+        .find(|(n, _)| n == component)
+        .expect("the policy");
+    std::fs::write(dir.join(format!("policies/{component}.onnx")), bytes).expect("write");
+    std::fs::write(
+        dir.join("inference_metadata.json"),
+        component_only(component, declared).to_string(),
+    )
+    .expect("write");
+    let out = dir.join("out");
+    let mut args = vec!["run".to_string(), s(&dir).to_string()];
+    for (port, value) in inputs {
+        args.push("--input".into());
+        args.push(format!("{port}={value}"));
+    }
+    args.extend(["--out".to_string(), s(&out).to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, stdout, stderr) = super::run_wfstudio(&args);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    out
+}

@@ -143,6 +143,16 @@ impl Steps {
 }
 
 /// A fixed-length float vector contract.
+/// SDXL's pooled text embedding, `[batch, pooled]`.
+pub(super) fn pooled() -> Value {
+    contract("float32", json!(["batch", "pooled"]), true)
+}
+
+/// SDXL's size conditioning as the denoiser takes it, `[batch, 6]`.
+pub(super) fn sdxl_time_ids() -> Value {
+    contract("float32", json!(["batch", 6]), true)
+}
+
 pub(super) fn one_of(n: i64) -> Value {
     contract("float32", json!([n]), false)
 }

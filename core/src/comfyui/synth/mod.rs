@@ -60,6 +60,7 @@ pub const POLICIES: &[&str] = &[
     "latent_upscale",
     "image_scale",
     "input_scale",
+    "init_scale",
     "decoded_pixels",
     "latent_composite",
     "solver_midpoint",
@@ -67,6 +68,8 @@ pub const POLICIES: &[&str] = &[
     "upscaled_pixels",
     "video_pixels",
     "zero_conditioning",
+    "zero_latent",
+    "linear_guidance_combine",
 ];
 
 /// The policies a workflow may hold several of at its top level, numbered
@@ -144,7 +147,7 @@ fn policy(kind: &str, component: &Value, family: &Family) -> Result<Vec<u8>, Syn
         "add_noise" => noise::add_noise(&mut g, family)?,
         "masked_blend" => noise::masked_blend(&mut g, family)?,
         "latent_upscale" => upscale::latent_upscale(&mut g)?,
-        "image_scale" | "input_scale" => upscale::image_scale(&mut g)?,
+        "image_scale" | "input_scale" | "init_scale" => upscale::image_scale(&mut g)?,
         "latent_composite" => composite::latent_composite(&mut g)?,
         _ => policies::build(&mut g, family)?,
     }

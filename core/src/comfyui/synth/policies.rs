@@ -1,5 +1,6 @@
 //! The small policies: schedule lookups, the model's input scaling,
-//! classifier-free guidance (and `DualCFGGuider`'s), the loop predicate, step windows, latent
+//! classifier-free guidance (and `DualCFGGuider`'s and `VideoLinearCFGGuidance`'s), the loop
+//! predicate, step windows, latent
 //! shapes, inpainting masks, SDXL conditioning and the ControlNet window.
 
 use super::SynthError;
@@ -17,6 +18,7 @@ pub fn build(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError>
         "continue_predicate" => continue_predicate(g),
         "latent_row_shape" => latent_row_shape(g),
         "guidance_combine" => guidance_combine(g),
+        "linear_guidance_combine" => linear_guidance_combine(g),
         "dual_guidance_combine" => dual_guidance_combine(g),
         "denoise_window" => denoise_window(g),
         "step_window" => step_window(g),
@@ -26,7 +28,7 @@ pub fn build(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError>
         "latent_mask" => latent_mask(g),
         "sdxl_conditioning" => sdxl_conditioning(g),
         "control_scale" => control_scale(g),
-        "zero_conditioning" => zero_conditioning(g),
+        "zero_conditioning" | "zero_latent" => zero_conditioning(g),
         "upscale_pixels" => unit_pixels(g, true),
         "upscaled_pixels" => unit_pixels(g, false),
         "video_pixels" => unit_pixels(g, true),
@@ -123,9 +125,13 @@ pub fn decoded_frames(length: i64, temporal: i64) -> i64 {
     (latent_frames(length, temporal) - 1) * temporal + 1
 }
 
-/// `ConditioningZeroOut`: zeros shaped like the conditioning.
+/// `ConditioningZeroOut` (`zero_conditioning`) and a zeroed latent
+/// (`zero_latent`): zeros shaped like the input.
 fn zero_conditioning(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
-    let x = g.input("conditioning")?;
+    let x = match g.has_input("latent") {
+        true => g.input("latent")?,
+        false => g.input("conditioning")?,
+    };
     let shape = g.op("Shape", &[&x]);
     // ConstantOfShape's default value is a float32 0.
     let zeros = g.op("ConstantOfShape", &[&shape]);
@@ -163,6 +169,45 @@ fn guidance_combine(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let d = g.op("Sub", &[&conditional, &unconditional]);
     let s = g.rows(&scale);
     let m = g.op("Mul", &[&d, &s]);
+    let out = g.op("Add", &[&unconditional, &m]);
+    g.output(&out, "estimate")
+}
+
+/// `VideoLinearCFGGuidance`'s guidance on a video latent `[batch,
+/// channels, frames, h, w]`: frame `f` of `F` is guided with `min_scale +
+/// (scale - min_scale) * f / max(F - 1, 1)` (ComfyUI's `linspace` from
+/// the node's `min_cfg` to the sampler's cfg over the frames).
+fn linear_guidance_combine(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let unconditional = g.input("unconditional")?;
+    let conditional = g.input("conditional")?;
+    let scale = g.input("scale")?;
+    let min_scale = g
+        .parameter("min_scale")
+        .and_then(Value::as_f64)
+        .ok_or_else(|| g.error("its contract parameter `min_scale` is not a number"))?;
+    let frames = g.op_with(
+        "Shape",
+        &[&conditional],
+        &[("start", Attr::Int(2)), ("end", Attr::Int(3))],
+    );
+    let first = g.b.vec_i64(&[0]);
+    let frames = g.op("Squeeze", &[&frames, &first]);
+    let (zero, one) = (g.i(0), g.i(1));
+    let index = g.op("Range", &[&zero, &frames, &one]);
+    let index = g.cast(&index, DataType::FLOAT);
+    let last = g.op("Sub", &[&frames, &one]);
+    let last = g.op("Max", &[&last, &one]);
+    let last = g.cast(&last, DataType::FLOAT);
+    let fraction = g.op("Div", &[&index, &last]);
+    let along_frames = g.b.vec_i64(&[1, 1, -1, 1, 1]);
+    let fraction = g.op("Reshape", &[&fraction, &along_frames]);
+    let low = g.f(min_scale);
+    let s = g.rows(&scale);
+    let span = g.op("Sub", &[&s, &low]);
+    let rise = g.op("Mul", &[&span, &fraction]);
+    let per_frame = g.op("Add", &[&low, &rise]);
+    let d = g.op("Sub", &[&conditional, &unconditional]);
+    let m = g.op("Mul", &[&d, &per_frame]);
     let out = g.op("Add", &[&unconditional, &m]);
     g.output(&out, "estimate")
 }

@@ -3,8 +3,10 @@
 //! - `latent_upscale`: `LatentUpscale` / `LatentUpscaleBy` on a latent;
 //! - `image_scale` (a decoded picture's, numbered `image_scale_2`, ...)
 //!   and `input_scale` (a loaded picture's): `ImageScale`, `ImageScaleBy`
-//!   and `ImageScaleToTotalPixels` on pixels, then (parameter `multiple`)
-//!   the centred crop to whole multiples that `VAEEncode` makes.
+//!   and `ImageScaleToTotalPixels` on pixels (with `crop: center`, first
+//!   the centred part of the new aspect, as ComfyUI's `common_upscale`
+//!   cuts it), then (parameter `multiple`) the centred crop to whole
+//!   multiples that `VAEEncode` makes.
 //!
 //! The contract parameters say how the new size is found and how it is
 //! sampled:
@@ -65,7 +67,12 @@ pub fn image_scale(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
             )));
         }
     };
-    let mut out = resize(g, &image, &side)?;
+    let source = match g.parameter("crop").and_then(Value::as_str) {
+        None | Some("disabled") => image,
+        Some("center") => centre_of_aspect(g, &image, &side),
+        Some(other) => return Err(g.error(format!("crop `{other}` is not disabled or center"))),
+    };
+    let mut out = resize(g, &source, &side)?;
     if g.parameter("multiple").is_some() {
         out = crop_to_multiple(g, &out)?;
     }
@@ -190,6 +197,49 @@ fn resize(g: &mut PolicyGraph<'_>, x: &str, side: &str) -> Result<String, SynthE
     );
     let sizes = g.op_with("Concat", &[&lead, side], &[("axis", Attr::Int(0))]);
     Ok(g.op_with("Resize", &[x, "", "", &sizes], &attrs))
+}
+
+/// The centred part of `x` with the aspect of `side` (int64 `[h, w]`):
+/// `round((w - w * new / old) / 2)` columns off each side where the
+/// picture is wider (`new`, `old`: width over height), else as many rows
+/// by the inverse ratio, as ComfyUI's `common_upscale` crops.
+fn centre_of_aspect(g: &mut PolicyGraph<'_>, x: &str, side: &str) -> String {
+    let hw = sides(g, x);
+    let new = g.cast(side, DataType::DOUBLE);
+    let at = |g: &mut PolicyGraph<'_>, v: &str, i: i64| {
+        let index = g.b.vec_i64(&[i]);
+        g.op_with("Gather", &[v, &index], &[("axis", Attr::Int(0))])
+    };
+    let (h, w) = (at(g, &hw, 0), at(g, &hw, 1));
+    let (nh, nw) = (at(g, &new, 0), at(g, &new, 1));
+    let old_aspect = g.op("Div", &[&w, &h]);
+    let new_aspect = g.op("Div", &[&nw, &nh]);
+    let half = g.d(0.5);
+    let zero = g.d(0.0);
+    // Columns: w - w * (new / old), halved and rounded, where wider.
+    let ratio = g.op("Div", &[&new_aspect, &old_aspect]);
+    let kept = g.op("Mul", &[&w, &ratio]);
+    let cut = g.op("Sub", &[&w, &kept]);
+    let cut = g.op("Mul", &[&cut, &half]);
+    let cut = g.op("Round", &[&cut]);
+    let wider = g.op("Greater", &[&old_aspect, &new_aspect]);
+    let x0 = g.op("Where", &[&wider, &cut, &zero]);
+    // Rows: h - h * (old / new), where narrower.
+    let ratio = g.op("Div", &[&old_aspect, &new_aspect]);
+    let kept = g.op("Mul", &[&h, &ratio]);
+    let cut = g.op("Sub", &[&h, &kept]);
+    let cut = g.op("Mul", &[&cut, &half]);
+    let cut = g.op("Round", &[&cut]);
+    let narrower = g.op("Less", &[&old_aspect, &new_aspect]);
+    let y0 = g.op("Where", &[&narrower, &cut, &zero]);
+    let start = g.op_with("Concat", &[&y0, &x0], &[("axis", Attr::Int(0))]);
+    let end = g.op("Sub", &[&hw, &start]);
+    let (start, end) = (
+        g.cast(&start, DataType::INT64),
+        g.cast(&end, DataType::INT64),
+    );
+    let axes = g.b.vec_i64(&[2, 3]);
+    g.op("Slice", &[x, &start, &end, &axes])
 }
 
 /// `x`'s last two axes cut to whole multiples of the parameter

@@ -75,6 +75,13 @@ impl Calls<'_> {
             if let Some(guidance) = side.guidance {
                 bind["guidance"] = json!(guidance);
             }
+            if super::svd::prompt(plan).is_some() {
+                bind["concat"] = json!(match side.name {
+                    "conditional" => super::svd::CONCAT,
+                    _ => super::svd::CONCAT_ZERO,
+                });
+                bind["added_time_ids"] = json!(super::svd::TIME_IDS);
+            }
             if plan.edit().is_some() {
                 // The edit picture's latent, or zeros of its size (the
                 // edit latent the sampler starts from).
@@ -101,6 +108,8 @@ impl Calls<'_> {
             bind["middle"] = json!(format!("denoiser.middle{suffix}"));
             bind["scale_2"] = json!("request.guidance_scale_2");
             "dual_guidance_combine"
+        } else if plan.model.linear_cfg.is_some() {
+            "linear_guidance_combine"
         } else {
             "guidance_combine"
         };

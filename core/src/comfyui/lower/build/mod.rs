@@ -15,6 +15,7 @@
 
 mod calls;
 mod composite;
+mod control;
 mod edit;
 mod names;
 mod pixels;
@@ -22,13 +23,14 @@ mod prompts;
 mod rename;
 mod schedule;
 mod stage;
+mod svd;
 
 pub(super) use names::StageNames;
 
 use super::Refusal;
 use super::graph::Graph;
 use super::parts::{self, Axes, Provenance, Steps, parameter, picture, row};
-use super::recognise::{Chain, LatentSource, Patch, Sink};
+use super::recognise::{Chain, LatentSource, Patch, Prompt, Sink};
 use pixels::{PixelParts, Top};
 use prompts::Prompted;
 use serde_json::{Map, Value, json};
@@ -100,8 +102,13 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
         let loader = &plan.model.loader;
         let names = StageNames::new(index);
         // Pixels it encodes from an earlier stage's decode are made first.
-        let decoded = match &plan.latent {
-            LatentSource::Encoded { image, .. } => pixels.encoded(
+        let picture = match (&plan.latent, &plan.positive.text) {
+            (LatentSource::Encoded { image, .. }, _) => Some(image),
+            (_, Prompt::Video(video)) => Some(&video.image),
+            _ => None,
+        };
+        let decoded = match picture {
+            Some(image) => pixels.encoded(
                 image,
                 &mut Top {
                     components: &mut components,

@@ -282,8 +282,16 @@ fn unit_policy(kind: &str, port: &str, contract: Value) -> Value {
 /// `input_scale`), cutting to whole multiples of 8 where `for_encode`.
 pub(super) fn resize_policy(kind: &str, resize: &Resize, for_encode: bool) -> Value {
     let mut parameters = match resize.size {
-        PixelSize::Fixed { width, height } => {
-            json!({"size": "fixed", "width": width, "height": height})
+        PixelSize::Fixed {
+            width,
+            height,
+            centre,
+        } => {
+            let mut p = json!({"size": "fixed", "width": width, "height": height});
+            if centre {
+                p["crop"] = json!("center");
+            }
+            p
         }
         PixelSize::Scale(factor) => json!({"size": "scale", "scale_by": factor}),
         PixelSize::TotalPixels(pixels) => json!({"size": "total_pixels", "pixels": pixels}),

@@ -5,7 +5,8 @@
 //! with no token input, when it zeroes the positive's encoder).
 
 use super::super::parts::{
-    Steps, component, contract, hidden, invoke, one_of, parameter, policy, runtime, tokens,
+    Steps, component, contract, hidden, invoke, one_of, parameter, policy, pooled, runtime,
+    sdxl_time_ids, tokens,
 };
 use super::super::recognise::{Plan, Prompt};
 use serde_json::{Map, Value, json};
@@ -140,8 +141,7 @@ pub(super) fn encode(plan: &Plan, sides: &[PromptSide<'_>], models: &str, parts:
             None,
         ),
     );
-    let pooled = contract("float32", json!(["batch", "pooled"]), true);
-    let time_ids = contract("float32", json!(["batch", 6]), true);
+    let (pooled, time_ids) = (pooled(), sdxl_time_ids());
     if sdxl {
         parts.components.insert(
             m("text_encoder_2"),
@@ -214,6 +214,8 @@ pub(super) fn encode(plan: &Plan, sides: &[PromptSide<'_>], models: &str, parts:
                     );
                 }
             }
+            // Made by `svd::encode` instead.
+            Prompt::Video(_) => {}
             Prompt::Sdxl {
                 text_g,
                 text_l,

@@ -8,7 +8,7 @@
 
 use super::super::parts::{
     Axes, Provenance, Steps, component, contract, hidden, invoke, media, one, opaque_literal,
-    parameter, picture, policy, row, runtime, tokens,
+    parameter, picture, policy, pooled, row, runtime, sdxl_time_ids, tokens,
 };
 use super::super::recognise::{LatentSource, Origin, Pixels, Plan, Prompt, UpscaleSize, Window};
 use super::super::solver::{Estimates, solver_step};
@@ -17,6 +17,7 @@ use super::edit;
 use super::names::earlier_latent;
 use super::prompts::{self, Parts, Prompted};
 use super::schedule;
+use super::svd;
 use serde_json::{Map, Value, json};
 
 /// One stage's part of the document.
@@ -66,7 +67,10 @@ pub(super) fn stage(
     let mut body = Steps::default();
     let sampler = &s.node;
 
-    inputs.insert("request.input_ids".into(), json!({"contract": tokens(), "role": runtime("prompt_tokens"), "source": {"kind": "request"}, "required": true}));
+    let video = svd::prompt(plan);
+    if video.is_none() {
+        inputs.insert("request.input_ids".into(), json!({"contract": tokens(), "role": runtime("prompt_tokens"), "source": {"kind": "request"}, "required": true}));
+    }
     // Application-sourced, so the graph's values are used unless the
     // caller passes others (request-sourced defaults are not materialised
     // by every executor).
@@ -95,7 +99,7 @@ pub(super) fn stage(
         "package.loop_0_active".into(),
         opaque_literal(one("bool"), json!(true)),
     );
-    if !prompts::reuses_positive(plan) {
+    if !prompts::reuses_positive(plan) && video.is_none() {
         inputs.insert("request.negative_input_ids".into(), json!({"contract": tokens(), "role": runtime("negative_prompt_tokens"), "source": {"kind": "application", "name": "negative_input_ids"}, "required": true}));
     }
     if plan.middle.is_some() {
@@ -193,8 +197,11 @@ pub(super) fn stage(
     };
     // The picture a `VAEEncode` encodes (see `encoded`); an edit or
     // inpainting node's is the input picture.
-    let (picture_value, picture_loader) = match &plan.latent {
-        LatentSource::Encoded { image, .. } => encoded(image, decoded, &mut components, &mut setup),
+    let (picture_value, picture_loader) = match (&plan.latent, video) {
+        (LatentSource::Encoded { image, .. }, _) => {
+            encoded(image, decoded, &mut components, &mut setup)
+        }
+        (_, Some(video)) => encoded(&video.image, decoded, &mut components, &mut setup),
         _ => ("request.image".to_string(), None),
     };
     // The latent's size: the empty latent's, the encoded picture's, or the
@@ -279,21 +286,30 @@ pub(super) fn stage(
         json!({"noise": "diffusion.noise", "next_offset": "diffusion.rng_offset"})), &[sampler]);
 
     // Conditioning: one encoder set per prompt.
-    let pooled = contract("float32", json!(["batch", "pooled"]), true);
-    let time_ids = contract("float32", json!(["batch", 6]), true);
+    let (pooled, time_ids) = (pooled(), sdxl_time_ids());
     let sides = prompts::sides(plan);
     let mut prompts = Vec::new();
-    prompts::encode(
-        plan,
-        &sides,
-        encoders,
-        &mut Parts {
-            inputs: &mut inputs,
-            components: &mut components,
-            setup: &mut setup,
-            prompts: &mut prompts,
-        },
-    );
+    match video {
+        Some(video) => svd::encode(
+            (&plan.positive.encoder, video),
+            &picture_value,
+            models,
+            &mut inputs,
+            &mut components,
+            &mut setup,
+        ),
+        None => prompts::encode(
+            plan,
+            &sides,
+            encoders,
+            &mut Parts {
+                inputs: &mut inputs,
+                components: &mut components,
+                setup: &mut setup,
+                prompts: &mut prompts,
+            },
+        ),
+    }
 
     // The sampling window and the starting latent.
     let mut initializer = "diffusion.noise".to_string();
@@ -308,8 +324,9 @@ pub(super) fn stage(
             true
         }
     };
-    let loaded = match &plan.latent {
-        LatentSource::Encoded { image, .. } => matches!(image.origin, Origin::Loaded(_)),
+    let loaded = match (&plan.latent, video) {
+        (LatentSource::Encoded { image, .. }, _) => matches!(image.origin, Origin::Loaded(_)),
+        (_, Some(video)) => matches!(video.image.origin, Origin::Loaded(_)),
         _ => encodes,
     };
     if loaded {
@@ -548,6 +565,9 @@ pub(super) fn stage(
     if !guidance.is_empty() {
         denoiser_ports["guidance"] = row("float32");
     }
+    if video.is_some() {
+        svd::denoiser_ports(&mut denoiser_ports);
+    }
     if plan.edit().is_some() {
         denoiser_ports["concat"] = latent();
         if edit::takes_mask(plan) {
@@ -566,74 +586,15 @@ pub(super) fn stage(
             ),
         );
     }
-    let mut control_scale = "request.control_strength".to_string();
-    if let Some(control) = &plan.control {
-        let down = contract("float32", json!(["batch", "down_residual_elements"]), true);
-        let mid = contract(
-            "float32",
-            json!(["batch", "mid_channels", "mid_height", "mid_width"]),
-            true,
-        );
-        denoiser_ports["down_residuals"] = down.clone();
-        denoiser_ports["mid_residual"] = mid.clone();
-        inputs.insert("request.control_image".into(), media(picture(json!(3))));
-        inputs.insert(
-            "request.control_strength".into(),
-            parameter(
-                one("float32"),
-                json!({"kind": "opaque"}),
-                "control_strength",
-                json!(control.strength),
-            ),
-        );
-        let mut control_ports = json!({"sample": latent(), "timestep": row("float32"), "encoder_hidden_states": hidden(), "image": picture(json!(3)), "scale": one("float32")});
-        if sdxl {
-            control_ports["text_embeds"] = pooled.clone();
-            control_ports["time_ids"] = time_ids.clone();
-        }
-        components.insert(
-            m("controlnet"),
-            component(
-                &format!("{}/model.onnx", m("controlnet")),
-                control_ports,
-                json!({"down_residuals": down, "mid_residual": mid}),
-                None,
-            ),
-        );
-        if let Some((start, end)) = control.window {
-            inputs.insert(
-                "request.control_start".into(),
-                parameter(
-                    one("float32"),
-                    json!({"kind": "opaque"}),
-                    "control_start",
-                    json!(start),
-                ),
-            );
-            inputs.insert(
-                "request.control_end".into(),
-                parameter(
-                    one("float32"),
-                    json!({"kind": "opaque"}),
-                    "control_end",
-                    json!(end),
-                ),
-            );
-            components.insert("control_scale".into(), policy("control_scale",
-                json!({"strength": one("float32"), "start": one("float32"), "end": one("float32"), "step": row("int64"), "schedule": schedule}),
-                json!({"scale": one("float32")}),
-                Some(json!({"id": "wfstudio.control-window", "version": "1", "parameters": {"window": "percent_of_schedule"}}))));
-            body.push(invoke("control_scale", json!({"strength": "request.control_strength", "start": "request.control_start", "end": "request.control_end", "step": step_value, "schedule": "diffusion.schedule"}),
-                json!({"scale": "control.scale"})), &[&control.apply]);
-            control_scale = "control.scale".into();
-        }
-        if !(control.positive && control.negative) {
-            inputs.insert(
-                "package.no_control".into(),
-                opaque_literal(one("float32"), json!(0.0)),
-            );
-        }
-    }
+    let control_scale = super::control::control(
+        plan,
+        &m,
+        (&schedule, step_value),
+        &mut denoiser_ports,
+        &mut inputs,
+        &mut components,
+        &mut body,
+    );
     components.insert(
         m("denoiser"),
         component(
@@ -644,6 +605,12 @@ pub(super) fn stage(
         ),
     );
     match &s.dual {
+        None if plan.model.linear_cfg.is_some() => {
+            let min_scale = plan.model.linear_cfg.as_ref().map(|l| l.min_cfg);
+            components.insert("linear_guidance_combine".into(), policy("linear_guidance_combine",
+                json!({"unconditional": latent(), "conditional": latent(), "scale": row("float32")}), json!({"estimate": latent()}),
+                Some(json!({"id": "wfstudio.linear-guidance-combine", "version": "1", "parameters": {"min_scale": min_scale}}))));
+        }
         None => {
             components.insert("guidance_combine".into(), policy("guidance_combine",
                 json!({"unconditional": latent(), "conditional": latent(), "scale": row("float32")}), json!({"estimate": latent()}),

@@ -4,9 +4,11 @@
 
 use super::super::graph::{Graph, either};
 use super::composite::{Composite, composite};
-use super::pixels::{Origin, Pixels, pixels};
+use super::pixels::{Pixels, picture};
 use super::walk::Walk;
-use super::{EDIT_NODES, MAX_RESOLUTION, SAMPLER_CLASSES, loaded_image, vae_source};
+use super::{
+    EDIT_NODES, MAX_RESOLUTION, SAMPLER_CLASSES, SVD_CONDITIONING, loaded_image, vae_source,
+};
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::lower::parts::Axes;
 use crate::comfyui::synth::upscale::METHODS;
@@ -233,6 +235,9 @@ pub(super) fn latent_source(
     if g.class(&node) == "LatentComposite" {
         return composite(g, &node, walk).map(LatentSource::Composite);
     }
+    if g.class(&node) == SVD_CONDITIONING && slot == 2 {
+        return svd_latent(g, &node);
+    }
     if let Some(video) = VIDEO_LATENTS.iter().find(|v| v.class == g.class(&node)) {
         return empty_video(g, &node, video);
     }
@@ -252,18 +257,7 @@ pub(super) fn latent_source(
     };
     let mut round_trip = |encode: &str| -> Result<Pixels, Refusal> {
         vae(encode)?;
-        let image = pixels(g, encode, "pixels", walk, true)?;
-        if let Origin::Decoded { stage, decode, .. } = &image.origin
-            && walk.axes(*stage) == Axes::Video
-        {
-            return Err(g.refuse(
-                decode,
-                None,
-                format!("decodes video frames that node {encode} encodes again; the lowering takes pictures through pixels only"),
-                "sample the video in one stage",
-            ));
-        }
-        Ok(image)
+        picture(g, encode, "pixels", walk)
     };
     Ok(match g.class(&node) {
         class @ ("EmptyLatentImage" | "EmptySD3LatentImage") => LatentSource::Empty {
@@ -331,6 +325,23 @@ pub(super) fn latent_source(
                 mask: Some(m),
             }
         }
+    })
+}
+
+/// The empty video latent (output 2) of `SVD_img2vid_Conditioning` node
+/// `node`: `video_frames` frames, 4 channels, 8 pixels a cell.
+fn svd_latent(g: &Graph<'_>, node: &str) -> Result<LatentSource, Refusal> {
+    Ok(LatentSource::Empty {
+        node: node.to_string(),
+        width: g.whole(node, "width", 16..=MAX_RESOLUTION)?,
+        height: g.whole(node, "height", 16..=MAX_RESOLUTION)?,
+        batch: 1,
+        channels: 4,
+        scale: 8,
+        frames: Some(Frames {
+            length: g.whole(node, "video_frames", 1..=4096)?,
+            temporal: 1,
+        }),
     })
 }
 

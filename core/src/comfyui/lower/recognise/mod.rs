@@ -6,12 +6,14 @@
 mod chain;
 mod composite;
 mod custom;
+mod ksampler;
 mod latent;
 mod model;
 mod own_sampling;
 mod pixels;
 mod prompt;
 mod sigmas;
+mod svd;
 mod walk;
 
 pub(super) use chain::{Chain, Sink, is_sink, recognise, sink_classes};
@@ -20,13 +22,15 @@ pub(super) use latent::{LatentSource, UpscaleSize};
 use model::model_chain;
 pub(super) use model::{FlowShift, Lora, ModelChain, Patch};
 pub(super) use pixels::{ModelUpscale, Origin, PixelSize, Pixels, Resize};
+pub(super) use svd::VideoPrompt;
 
+use super::Refusal;
 use super::graph::Graph;
 use super::parts::Axes;
-use super::{Refusal, SCHEDULES};
-use crate::comfyui::synth::sampling::sampler_names;
 use crate::comfyui::synth::spacing::Schedule;
 use custom::Guide;
+use ksampler::sampler;
+use ksampler::{checked_denoise, checked_sampler_name, checked_scheduler, checked_steps};
 use own_sampling::Family;
 
 /// ComfyUI's own limit on picture sides.
@@ -168,6 +172,10 @@ pub(super) enum Prompt {
         text_l: String,
         size: [f64; 6],
     },
+    /// `SVD_img2vid_Conditioning`: a picture's CLIP vision embedding
+    /// (zeroed for the negative prompt), with what the denoiser takes
+    /// beside it.
+    Video(Box<VideoPrompt>),
 }
 
 /// A single ControlNet on the conditioning.
@@ -184,8 +192,6 @@ pub(super) struct Control {
     pub negative: bool,
 }
 
-/// ComfyUI's own limit on sampler steps.
-const MAX_STEPS: f64 = 10000.0;
 const SAMPLER_CLASSES: &[&str] = &[
     "KSampler",
     "KSamplerAdvanced",
@@ -201,6 +207,8 @@ const CLIP_LOADERS: &[&str] = &[
 ];
 const ENCODERS: &[&str] = &["CLIPTextEncode", "CLIPTextEncodeSDXL"];
 const CONTROL_APPLIERS: &[&str] = &["ControlNetApply", "ControlNetApplyAdvanced"];
+/// Stable Video Diffusion's image-to-video conditioning (see `svd`).
+const SVD_CONDITIONING: &str = "SVD_img2vid_Conditioning";
 /// Nodes that attach a picture to both prompts and give the latent of its
 /// size: conditioning outputs 0 and 1, the latent output 2.
 const EDIT_NODES: &[&str] = &["InstructPixToPixConditioning", "InpaintModelConditioning"];
@@ -231,10 +239,27 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         false => (sampler(g, &sampler_node)?, Guide::on(&sampler_node)),
     };
     let mut model = model_chain(g, &guide.model)?;
-    let (node, input) = &guide.positive;
-    let (positive, positive_control) = prompt::conditioning(g, node, input, &model)?;
-    let (node, input) = &guide.negative;
-    let (negative, negative_control) = prompt::conditioning(g, node, input, &model)?;
+    let video = svd::prompts(
+        g,
+        &sampler_node,
+        (&guide.positive, &guide.negative),
+        guide.middle.is_some(),
+        walk,
+    )?;
+    let ((positive, positive_control), (negative, negative_control)) = match video {
+        Some((positive, negative)) => {
+            if model.table.is_none() && model.flow.is_none() {
+                model.table = Some(svd::sampling(&positive.encoder));
+            }
+            ((positive, None), (negative, None))
+        }
+        None => {
+            let (node, input) = &guide.positive;
+            let positive = prompt::conditioning(g, node, input, &model)?;
+            let (node, input) = &guide.negative;
+            (positive, prompt::conditioning(g, node, input, &model)?)
+        }
+    };
     let (middle, middle_control) = match &guide.middle {
         Some((node, input)) => {
             let (middle, control) = prompt::conditioning(g, node, input, &model)?;
@@ -353,6 +378,25 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         LatentSource::Composite(c) => walk.axes(c.base),
         _ => Axes::Image,
     };
+    if let Some(linear) = &model.linear_cfg {
+        let why = match (axes, &sampler.dual) {
+            (Axes::Image, _) => Some(
+                "guides a picture latent, where ComfyUI would vary the scale over the batch's pictures",
+            ),
+            (_, Some(_)) => {
+                Some("is under a DualCFGGuider, whose three-way guidance it does not shape")
+            }
+            _ => None,
+        };
+        if let Some(why) = why {
+            return Err(g.refuse(
+                &linear.node,
+                None,
+                format!("{why}; the lowering rises the scale over a video's frames only"),
+                "remove VideoLinearCFGGuidance, or use it on a video sampler with CFGGuider",
+            ));
+        }
+    }
     if let (Axes::Video, Some(control)) = (axes, &control) {
         return Err(g.refuse(
             &control.apply,
@@ -362,6 +406,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         ));
     }
     if model.flow.is_none()
+        && model.table.is_none()
         && let Some(what) = flow_only(g, walk, &latent, axes, [&positive, &negative])
     {
         // Without an override the lowering samples as SD1.5's discrete
@@ -579,130 +624,20 @@ fn guidance_sides(
     ))
 }
 
-fn sampler(g: &Graph<'_>, node: &str) -> Result<Sampler, Refusal> {
-    let advanced = g.class(node) == "KSamplerAdvanced";
-    let seed = g.seed(node, if advanced { "noise_seed" } else { "seed" })?;
-    let cfg = g.number(node, "cfg")?;
-    let sampler_name = checked_sampler_name(g, node)?;
-    let scheduler = checked_scheduler(g, node)?;
-    let steps = checked_steps(g, node)?;
-    let window = if advanced {
-        let start = g.whole(node, "start_at_step", 0..=MAX_STEPS as i64)?;
-        let end = g.whole(node, "end_at_step", 0..=MAX_STEPS as i64)?;
-        let switch = |name: &str| -> Result<bool, Refusal> {
-            match g.text(node, name)? {
-                "enable" => Ok(true),
-                "disable" => Ok(false),
-                other => Err(g.refuse(
-                    node,
-                    Some(name),
-                    format!("is '{other}'"),
-                    "choose enable or disable",
-                )),
-            }
-        };
-        let end = end.min(steps);
-        if start < 0 || start >= end {
-            return Err(g.refuse(
-                node,
-                Some("start_at_step"),
-                format!("starts at step {start} but the run ends at step {end}, so no step runs"),
-                "choose a start step below the end step and the step count",
-            ));
-        }
-        Window::Steps {
-            start,
-            end,
-            add_noise: switch("add_noise")?,
-            leftover_noise: switch("return_with_leftover_noise")?,
-        }
-    } else {
-        Window::Denoise(checked_denoise(g, node, steps)?)
-    };
-    Ok(Sampler {
-        node: node.to_string(),
-        seed,
-        steps,
-        cfg,
-        dual: None,
-        sampler_name: sampler_name.to_string(),
-        schedule: Schedule::named(
-            scheduler,
-            crate::comfyui::synth::sampling::discards_penultimate(sampler_name),
-        ),
-        window,
-    })
-}
-
-/// Node `node`'s `sampler_name`, one the lowering builds.
-pub(super) fn checked_sampler_name<'a>(g: &Graph<'a>, node: &str) -> Result<&'a str, Refusal> {
-    let sampler_name = g.text(node, "sampler_name")?;
-    if crate::comfyui::synth::sampling::sampler(sampler_name).is_none() {
-        return Err(g.refuse(
-            node,
-            Some("sampler_name"),
-            format!(
-                "uses sampler '{sampler_name}', which {}",
-                crate::comfyui::synth::sampling::why_not(sampler_name)
-            ),
-            &format!("choose one of: {}", sampler_names().join(", ")),
-        ));
-    }
-    Ok(sampler_name)
-}
-
-/// Node `node`'s `scheduler`, one of ComfyUI's core schedulers.
-pub(super) fn checked_scheduler<'a>(g: &Graph<'a>, node: &str) -> Result<&'a str, Refusal> {
-    let scheduler = g.text(node, "scheduler")?;
-    if !SCHEDULES.contains(&scheduler) {
-        return Err(g.refuse(
-            node,
-            Some("scheduler"),
-            format!(
-                "uses scheduler '{scheduler}', which is not one of ComfyUI's core schedulers (a custom node adds it)"
-            ),
-            &format!("choose one of: {}", SCHEDULES.join(", ")),
-        ));
-    }
-    Ok(scheduler)
-}
-
-/// Node `node`'s `steps`, a whole number within ComfyUI's limit.
-pub(super) fn checked_steps(g: &Graph<'_>, node: &str) -> Result<i64, Refusal> {
-    let steps = g.number(node, "steps")?;
-    if !(1.0..=MAX_STEPS).contains(&steps) || steps.fract() != 0.0 {
-        return Err(g.refuse(
-            node,
-            Some("steps"),
-            format!("has {steps} steps"),
-            "use a whole number of steps from 1 to 10000",
-        ));
-    }
-    Ok(steps as i64)
-}
-
-/// Node `node`'s `denoise`, one that leaves a step of `steps` to run.
-pub(super) fn checked_denoise(g: &Graph<'_>, node: &str, steps: i64) -> Result<f64, Refusal> {
-    let denoise = g.number(node, "denoise")?;
-    if !(denoise > 0.0 && denoise <= 1.0) || denoise_start_step(steps, denoise) >= steps {
-        return Err(g.refuse(
-            node,
-            Some("denoise"),
-            format!("has denoise {denoise}, which leaves no step of {steps} to run"),
-            "use a denoise above 0 and at most 1",
-        ));
-    }
-    Ok(denoise)
-}
-
 pub(super) fn vae_source(
     g: &Graph<'_>,
     vae: &str,
     loader: &str,
     from: (&str, &str),
 ) -> Result<(), Refusal> {
-    g.expect(vae, &["CheckpointLoaderSimple", "VAELoader"], "vae", from)?;
-    if g.class(vae) == "CheckpointLoaderSimple" && vae != loader {
+    let checkpoints = ["CheckpointLoaderSimple", "ImageOnlyCheckpointLoader"];
+    g.expect(
+        vae,
+        &[checkpoints[0], checkpoints[1], "VAELoader"],
+        "vae",
+        from,
+    )?;
+    if checkpoints.contains(&g.class(vae)) && vae != loader {
         return Err(g.refuse(vae, None, "is a second checkpoint; the VAE must come from the denoiser's checkpoint or a VAELoader".into(), "load one checkpoint"));
     }
     Ok(())

@@ -1,14 +1,18 @@
 //! The model path from a sampler back to its loader: the LoRA loaders and
 //! model merges that patch the checkpoint's weights, in order, a
-//! flow-matching or noise-prediction sampling override and a
-//! `DifferentialDiffusion`.
+//! flow-matching or noise-prediction sampling override, a
+//! `DifferentialDiffusion` and a `VideoLinearCFGGuidance`.
 
 use super::super::graph::Graph;
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::synth::prediction::{Prediction, PredictionKind};
 use crate::comfyui::synth::tables::Table;
 
-const MODEL_LOADERS: &[&str] = &["CheckpointLoaderSimple", "UNETLoader"];
+const MODEL_LOADERS: &[&str] = &[
+    "CheckpointLoaderSimple",
+    "UNETLoader",
+    "ImageOnlyCheckpointLoader",
+];
 
 /// The model path from the checkpoint to the sampler.
 #[derive(Clone, Debug, PartialEq)]
@@ -26,6 +30,16 @@ pub(in crate::comfyui::lower) struct ModelChain {
     /// A `DifferentialDiffusion` on the path, which reshapes a latent's
     /// noise mask at every step.
     pub differential: Option<String>,
+    /// A `VideoLinearCFGGuidance`: the guidance scale rises linearly over
+    /// the frames from its `min_cfg` to the sampler's.
+    pub linear_cfg: Option<LinearCfg>,
+}
+
+/// A `VideoLinearCFGGuidance` node and its first frame's scale.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct LinearCfg {
+    pub node: String,
+    pub min_cfg: f64,
 }
 
 impl ModelChain {
@@ -120,6 +134,7 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
     let mut flow = None;
     let mut table = None;
     let mut differential = None;
+    let mut linear_cfg = None;
     let (mut node, _) = g.source(sampler, "model")?;
     let mut from = (sampler.to_string(), "model");
     for _ in 0..=g.nodes.len() {
@@ -144,6 +159,20 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
             }
             "DifferentialDiffusion" => {
                 differential.get_or_insert_with(|| node.clone());
+            }
+            "VideoLinearCFGGuidance" if linear_cfg.is_some() => {
+                return Err(g.refuse(
+                    &node,
+                    None,
+                    "is a second VideoLinearCFGGuidance on the model path".into(),
+                    "keep one",
+                ));
+            }
+            "VideoLinearCFGGuidance" => {
+                linear_cfg = Some(LinearCfg {
+                    node: node.clone(),
+                    min_cfg: g.number_in(&node, "min_cfg", 0.0..=100.0, "scale")?,
+                });
             }
             class if class.starts_with("ModelSampling") && (flow.is_some() || table.is_some()) => {
                 return Err(g.refuse(
@@ -192,6 +221,7 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
                     flow,
                     table,
                     differential,
+                    linear_cfg,
                 });
             }
         }

@@ -10,6 +10,7 @@ use super::super::graph::{Graph, either};
 use super::walk::Walk;
 use super::{MAX_RESOLUTION, vae_source};
 use crate::comfyui::lower::Refusal;
+use crate::comfyui::lower::parts::Axes;
 use crate::comfyui::synth::upscale::METHODS;
 
 /// The decodes a picture may come from (`VAEDecodeTiled` decodes the same
@@ -62,8 +63,13 @@ pub(in crate::comfyui::lower) struct Resize {
 #[derive(Clone, Debug, PartialEq)]
 pub(in crate::comfyui::lower) enum PixelSize {
     /// `ImageScale`: these sides; a 0 takes that side from the picture's
-    /// aspect (`max(1, round(other side * asked / other asked))`).
-    Fixed { width: i64, height: i64 },
+    /// aspect (`max(1, round(other side * asked / other asked))`);
+    /// `centre`: the centred part of the new aspect is resized.
+    Fixed {
+        width: i64,
+        height: i64,
+        centre: bool,
+    },
     /// `ImageScaleBy`: each side `round(side * factor)`.
     Scale(f64),
     /// `ImageScaleToTotalPixels`: each side times `sqrt(pixels / (width *
@@ -138,6 +144,28 @@ pub(super) fn pixels(
     })
 }
 
+/// The picture input `input` of `node` reads to encode or embed it: a
+/// loaded one, or a decode of a picture latent (video frames are refused).
+pub(super) fn picture(
+    g: &Graph<'_>,
+    node: &str,
+    input: &str,
+    walk: &mut Walk,
+) -> Result<Pixels, Refusal> {
+    let image = pixels(g, node, input, walk, true)?;
+    if let Origin::Decoded { stage, decode, .. } = &image.origin
+        && walk.axes(*stage) == Axes::Video
+    {
+        return Err(g.refuse(
+            decode,
+            None,
+            format!("decodes video frames that node {node} reads as a picture; the lowering takes pictures through pixels only"),
+            "sample the video in one stage",
+        ));
+    }
+    Ok(image)
+}
+
 /// The resize of `node`, `None` where it keeps the picture as it is
 /// (`ImageScale` with width and height 0).
 fn image_resize(g: &Graph<'_>, node: &str) -> Result<Option<Resize>, Refusal> {
@@ -161,12 +189,12 @@ fn image_resize(g: &Graph<'_>, node: &str) -> Result<Option<Resize>, Refusal> {
         }
         _ => {
             let crop = g.text(node, "crop")?;
-            if crop != "disabled" {
+            if !matches!(crop, "disabled" | "center") {
                 return Err(g.refuse(
                     node,
                     Some("crop"),
-                    format!("is '{crop}'; the lowering resizes whole pictures and does not crop them to the new aspect"),
-                    "set crop to disabled",
+                    format!("is '{crop}', not disabled or center"),
+                    "set crop to disabled or center",
                 ));
             }
             let width = g.whole(node, "width", 0..=MAX_RESOLUTION)?;
@@ -174,7 +202,11 @@ fn image_resize(g: &Graph<'_>, node: &str) -> Result<Option<Resize>, Refusal> {
             if (width, height) == (0, 0) {
                 return Ok(None);
             }
-            PixelSize::Fixed { width, height }
+            PixelSize::Fixed {
+                width,
+                height,
+                centre: crop == "center",
+            }
         }
     };
     Ok(Some(Resize {

@@ -1,0 +1,128 @@
+//! A `KSampler`'s or `KSamplerAdvanced`'s run parameters, and the checks
+//! every sampler's sampler name, scheduler, steps and denoise pass.
+
+use super::super::graph::Graph;
+use super::{Sampler, Window, denoise_start_step};
+use crate::comfyui::lower::{Refusal, SCHEDULES};
+use crate::comfyui::synth::sampling::sampler_names;
+use crate::comfyui::synth::spacing::Schedule;
+
+/// ComfyUI's own limit on sampler steps.
+const MAX_STEPS: f64 = 10000.0;
+
+/// The run parameters of `KSampler` / `KSamplerAdvanced` node `node`.
+pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<Sampler, Refusal> {
+    let advanced = g.class(node) == "KSamplerAdvanced";
+    let seed = g.seed(node, if advanced { "noise_seed" } else { "seed" })?;
+    let cfg = g.number(node, "cfg")?;
+    let sampler_name = checked_sampler_name(g, node)?;
+    let scheduler = checked_scheduler(g, node)?;
+    let steps = checked_steps(g, node)?;
+    let window = if advanced {
+        let start = g.whole(node, "start_at_step", 0..=MAX_STEPS as i64)?;
+        let end = g.whole(node, "end_at_step", 0..=MAX_STEPS as i64)?;
+        let switch = |name: &str| -> Result<bool, Refusal> {
+            match g.text(node, name)? {
+                "enable" => Ok(true),
+                "disable" => Ok(false),
+                other => Err(g.refuse(
+                    node,
+                    Some(name),
+                    format!("is '{other}'"),
+                    "choose enable or disable",
+                )),
+            }
+        };
+        let end = end.min(steps);
+        if start < 0 || start >= end {
+            return Err(g.refuse(
+                node,
+                Some("start_at_step"),
+                format!("starts at step {start} but the run ends at step {end}, so no step runs"),
+                "choose a start step below the end step and the step count",
+            ));
+        }
+        Window::Steps {
+            start,
+            end,
+            add_noise: switch("add_noise")?,
+            leftover_noise: switch("return_with_leftover_noise")?,
+        }
+    } else {
+        Window::Denoise(checked_denoise(g, node, steps)?)
+    };
+    Ok(Sampler {
+        node: node.to_string(),
+        seed,
+        steps,
+        cfg,
+        dual: None,
+        sampler_name: sampler_name.to_string(),
+        schedule: Schedule::named(
+            scheduler,
+            crate::comfyui::synth::sampling::discards_penultimate(sampler_name),
+        ),
+        window,
+    })
+}
+
+/// Node `node`'s `sampler_name`, one the lowering builds.
+pub(super) fn checked_sampler_name<'a>(g: &Graph<'a>, node: &str) -> Result<&'a str, Refusal> {
+    let sampler_name = g.text(node, "sampler_name")?;
+    if crate::comfyui::synth::sampling::sampler(sampler_name).is_none() {
+        return Err(g.refuse(
+            node,
+            Some("sampler_name"),
+            format!(
+                "uses sampler '{sampler_name}', which {}",
+                crate::comfyui::synth::sampling::why_not(sampler_name)
+            ),
+            &format!("choose one of: {}", sampler_names().join(", ")),
+        ));
+    }
+    Ok(sampler_name)
+}
+
+/// Node `node`'s `scheduler`, one of ComfyUI's core schedulers.
+pub(super) fn checked_scheduler<'a>(g: &Graph<'a>, node: &str) -> Result<&'a str, Refusal> {
+    let scheduler = g.text(node, "scheduler")?;
+    if !SCHEDULES.contains(&scheduler) {
+        return Err(g.refuse(
+            node,
+            Some("scheduler"),
+            format!(
+                "uses scheduler '{scheduler}', which is not one of ComfyUI's core schedulers (a custom node adds it)"
+            ),
+            &format!("choose one of: {}", SCHEDULES.join(", ")),
+        ));
+    }
+    Ok(scheduler)
+}
+
+/// Node `node`'s `steps`, a whole number within ComfyUI's limit.
+pub(super) fn checked_steps(g: &Graph<'_>, node: &str) -> Result<i64, Refusal> {
+    let steps = g.number(node, "steps")?;
+    if !(1.0..=MAX_STEPS).contains(&steps) || steps.fract() != 0.0 {
+        return Err(g.refuse(
+            node,
+            Some("steps"),
+            format!("has {steps} steps"),
+            "use a whole number of steps from 1 to 10000",
+        ));
+    }
+    Ok(steps as i64)
+}
+
+/// Node `node`'s `denoise`, one that leaves a step of `steps` to run.
+pub(super) fn checked_denoise(g: &Graph<'_>, node: &str, steps: i64) -> Result<f64, Refusal> {
+    let denoise = g.number(node, "denoise")?;
+    if !(denoise > 0.0 && denoise <= 1.0) || denoise_start_step(steps, denoise) >= steps {
+        return Err(g.refuse(
+            node,
+            Some("denoise"),
+            format!("has denoise {denoise}, which leaves no step of {steps} to run"),
+            "use a denoise above 0 and at most 1",
+        ));
+    }
+    Ok(denoise)
+}
