@@ -9,7 +9,7 @@ mod support;
 
 use serde_json::{Value, json};
 use support::lowering::{
-    component_only, lowered, npy, package_and_run, pattern, s, scratch, workflow, worst_relative,
+    lowered, npy, package_and_run, pattern, run_policy_alone, s, scratch, workflow, worst_relative,
 };
 use support::resize::torch_resize;
 use wfstudio_core::comfyui::lower::Target;
@@ -100,30 +100,14 @@ fn the_latent_upscale_resizes_as_pytorch_does() {
             upscale["inputs"]["samples"] = json!(["5", 0]);
             graph["8"] = upscale;
             let document = lowered(&graph, &Target::default()).document;
-            let component = &workflow_of(&document)["components"]["stage2_latent_upscale"];
-            let dir = root.join(format!("{n}-{method}"));
-            std::fs::create_dir_all(dir.join("policies")).expect("mkdir");
-            let policies = wfstudio_core::comfyui::synth::policies(&document).expect("synthesized");
-            let (_, bytes) = policies
-                .iter()
-                .find(|(name, _)| name == "stage2_latent_upscale")
-                .expect("the upscale policy");
-            std::fs::write(dir.join("policies/stage2_latent_upscale.onnx"), bytes).expect("write");
-            std::fs::write(
-                dir.join("inference_metadata.json"),
-                component_only("stage2_latent_upscale", component).to_string(),
-            )
-            .expect("write");
-            let out = dir.join("out");
-            let (code, stdout, stderr) = support::run_wfstudio(&[
-                "run",
-                s(&dir),
-                "--input",
-                &format!("latent={input}"),
-                "--out",
-                s(&out),
-            ]);
-            assert_eq!(code, 0, "{stdout}{stderr}");
+            let name = format!("{n}-{method}");
+            let out = run_policy_alone(
+                &root,
+                &name,
+                &document,
+                "stage2_latent_upscale",
+                &[("latent", input.clone())],
+            );
             let (shape, ours) = npy(&out.join("upscaled.npy"));
             assert_eq!(shape, vec![1, c, oh, ow], "{n} {method}");
             let want = torch_resize(&latent, c, (h, w), (oh, ow), method);
@@ -139,10 +123,6 @@ fn the_latent_upscale_resizes_as_pytorch_does() {
         figures.join(", ")
     );
     let _ = std::fs::remove_dir_all(&root);
-}
-
-fn workflow_of(document: &Value) -> &Value {
-    &document["pipeline"]["workflow"]
 }
 
 /// What the user sees of a chain: each sink an output (named after its

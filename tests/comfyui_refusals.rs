@@ -328,10 +328,10 @@ fn every_refusal_names_the_node_class_input_and_a_remedy() {
             ),
             none.clone(),
             (
-                "9",
-                "PreviewImage",
-                Some("images"),
-                "shows a loaded picture; the lowering makes outputs of sampled pictures",
+                "8",
+                "LoadImage",
+                None,
+                "feeds `images` of node 9 as its images, which the importer supports only from VAEDecode or VAEDecodeTiled",
             ),
         ),
     ];

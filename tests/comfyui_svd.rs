@@ -55,7 +55,7 @@ fn svd_conditioning_lowers_to_an_embedded_and_encoded_init_picture() {
     );
     assert_eq!(
         components["init_scale"]["contract"]["parameters"],
-        json!({"size": "fixed", "width": 16, "height": 24, "crop": "center", "method": "bilinear"})
+        json!({"size": "fixed", "width": 16, "height": 24, "crop": "center", "method": "bilinear", "multiple": 8})
     );
     let denoiser = &components["denoiser"]["ports"]["inputs"];
     assert_eq!(denoiser["sample"]["rank"], 5);
@@ -148,31 +148,38 @@ fn the_linear_guidance_rises_over_the_frames() {
 
 /// The init picture's resize: a 10 x 7 picture to 16 x 24 keeps its
 /// centred 4 columns (`round((10 - 10 * (16/24) / (10/7)) / 2)` = 3 off
-/// each side), then resizes bilinearly, as ComfyUI's `common_upscale`.
+/// each side), a 5 x 10 one its centred 8 rows (`round((10 - 10 * (5/10) /
+/// (16/24)) / 2)` = 1 off each end), then resizes bilinearly, as ComfyUI's
+/// `common_upscale`.
 #[test]
 fn the_init_picture_is_cropped_to_the_videos_aspect_then_resized() {
     if !support::runtime_available() {
         return;
     }
     let root = scratch("init-scale");
-    let (h, w) = (7usize, 10usize);
-    let picture: Vec<f32> = (0..3 * h * w)
-        .map(|i| ((i * 37 % 23) as f32) / 22.0)
-        .collect();
     let document = lowered(&svd(), &Target::default()).document;
-    let input = json!({"dtype": "float32", "shape": [1, 3, h, w], "data": picture}).to_string();
-    let out = run_policy_alone(&root, "crop", &document, "init_scale", &[("image", input)]);
-    let (shape, ours) = npy(&out.join("scaled.npy"));
-    assert_eq!(shape, [1, 3, 24, 16]);
-    let cropped: Vec<f32> = (0..3)
-        .flat_map(|c| {
-            let picture = &picture;
-            (0..h).flat_map(move |y| (3..7).map(move |x| picture[c * h * w + y * w + x]))
-        })
-        .collect();
-    let want = torch_resize(&cropped, 3, (h, 4), (24, 16), "bilinear");
-    let worst = worst_relative(&ours, &want);
-    assert!(worst <= 1e-6, "{worst}");
+    let cases = [((7usize, 10usize), (0..7, 3..7)), ((10, 5), (1..9, 0..5))];
+    for (n, ((h, w), (rows, columns))) in cases.into_iter().enumerate() {
+        let picture: Vec<f32> = (0..3 * h * w)
+            .map(|i| ((i * 37 % 23) as f32) / 22.0)
+            .collect();
+        let input = json!({"dtype": "float32", "shape": [1, 3, h, w], "data": picture}).to_string();
+        let name = format!("crop-{n}");
+        let out = run_policy_alone(&root, &name, &document, "init_scale", &[("image", input)]);
+        let (shape, ours) = npy(&out.join("scaled.npy"));
+        assert_eq!(shape, [1, 3, 24, 16], "{name}");
+        let kept = (rows.len(), columns.len());
+        let cropped: Vec<f32> = (0..3)
+            .flat_map(|c| {
+                let (picture, columns) = (&picture, columns.clone());
+                rows.clone()
+                    .flat_map(move |y| columns.clone().map(move |x| picture[c * h * w + y * w + x]))
+            })
+            .collect();
+        let want = torch_resize(&cropped, 3, kept, (24, 16), "bilinear");
+        let worst = worst_relative(&ours, &want);
+        assert!(worst <= 1e-6, "{name}: {worst}");
+    }
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -199,6 +206,42 @@ fn svd_graphs_the_lowering_cannot_express_are_refused_by_node() {
             "SVD_img2vid_Conditioning",
             None,
             "conditions sampler 3 other than as its positive (output 0) and negative (output 1) prompt, which the lowering takes together",
+        ),
+    );
+    assert_refused(
+        &edited(&|g| {
+            g["16"] = json!({"class_type": "EmptyHunyuanLatentVideo", "inputs": {"width": 16, "height": 24, "length": 3, "batch_size": 1}});
+            g["3"]["inputs"]["latent_image"] = json!(["16", 0]);
+        }),
+        (
+            "12",
+            "SVD_img2vid_Conditioning",
+            None,
+            "conditions sampler 3, which does not start from this node's latent (output 2)",
+        ),
+    );
+    assert_refused(
+        &edited(&|g| {
+            g["17"] = json!({"class_type": "ImageOnlyCheckpointLoader", "inputs": {"ckpt_name": "other.safetensors"}});
+            g["12"]["inputs"]["clip_vision"] = json!(["17", 1]);
+        }),
+        (
+            "12",
+            "SVD_img2vid_Conditioning",
+            Some("clip_vision"),
+            "reads output 1 of node 17; the lowering takes the CLIP vision model of the sampler's own checkpoint (node 15, output 1)",
+        ),
+    );
+    assert_refused(
+        &edited(&|g| {
+            g["3"]["inputs"]["cfg"] = json!(1.0);
+            g["14"]["inputs"]["min_cfg"] = json!(0.5);
+        }),
+        (
+            "14",
+            "VideoLinearCFGGuidance",
+            None,
+            "rises the scale to a cfg of 1, where ComfyUI skips the negative prompt's model call; the lowering rises the scale over a video's frames only",
         ),
     );
     let mut picture = pattern("img2img");

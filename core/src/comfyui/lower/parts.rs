@@ -142,7 +142,6 @@ impl Steps {
     }
 }
 
-/// A fixed-length float vector contract.
 /// SDXL's pooled text embedding, `[batch, pooled]`.
 pub(super) fn pooled() -> Value {
     contract("float32", json!(["batch", "pooled"]), true)
@@ -153,6 +152,7 @@ pub(super) fn sdxl_time_ids() -> Value {
     contract("float32", json!(["batch", 6]), true)
 }
 
+/// A fixed-length float vector contract.
 pub(super) fn one_of(n: i64) -> Value {
     contract("float32", json!([n]), false)
 }

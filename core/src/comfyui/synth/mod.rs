@@ -94,9 +94,11 @@ pub fn policy_kind(component: &str) -> Option<(&str, &str)> {
         return Some((kind, prefix));
     }
     let (base, number) = kind.rsplit_once('_')?;
+    // From 2, as the builder numbers them.
     let numbered = NUMBERED.contains(&base)
-        && !number.is_empty()
-        && number.bytes().all(|b| b.is_ascii_digit());
+        && !number.starts_with('0')
+        && number.bytes().all(|b| b.is_ascii_digit())
+        && number.parse::<u64>().is_ok_and(|n| n >= 2);
     numbered.then_some((base, prefix))
 }
 

@@ -113,9 +113,11 @@ impl Calls<'_> {
         } else {
             "guidance_combine"
         };
+        let mut from = vec![&plan.sampler.node];
+        from.extend(plan.model.linear_cfg.as_ref().map(|l| &l.node));
         body.push(
             invoke(combine, bind, json!({"estimate": Self::estimate(suffix)})),
-            &[&plan.sampler.node],
+            &from,
         );
     }
 }

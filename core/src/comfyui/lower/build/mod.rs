@@ -30,7 +30,7 @@ pub(super) use names::StageNames;
 use super::Refusal;
 use super::graph::Graph;
 use super::parts::{self, Axes, Provenance, Steps, parameter, picture, row};
-use super::recognise::{Chain, LatentSource, Patch, Prompt, Sink};
+use super::recognise::{Chain, LatentSource, Patch, Sink};
 use pixels::{PixelParts, Top};
 use prompts::Prompted;
 use serde_json::{Map, Value, json};
@@ -101,22 +101,20 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
     {
         let loader = &plan.model.loader;
         let names = StageNames::new(index);
-        // Pixels it encodes from an earlier stage's decode are made first.
-        let picture = match (&plan.latent, &plan.positive.text) {
-            (LatentSource::Encoded { image, .. }, _) => Some(image),
-            (_, Prompt::Video(video)) => Some(&video.image),
-            _ => None,
-        };
-        let decoded = match picture {
+        // Pixels it encodes from an earlier stage's decode are made first
+        // (cut to whole multiples of 8 after a resize for a VAEEncode,
+        // which crops so; SVD's own resize comes later).
+        let decoded = match plan.encoded_picture() {
             Some(image) => pixels.encoded(
                 image,
+                matches!(plan.latent, LatentSource::Encoded { .. }),
                 &mut Top {
                     components: &mut components,
                     after: &mut after,
                     latents: &latents,
                 },
             ),
-            _ => None,
+            None => None,
         };
         let mut parts = stage::stage(plan, (&prefix, &encoder), decoded.as_deref());
         let shared: BTreeSet<String> = parts

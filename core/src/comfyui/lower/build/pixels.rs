@@ -68,18 +68,23 @@ impl<'c> PixelParts<'c> {
         (value, "zero_to_one")
     }
 
-    /// The value of the 0..1 pixels an encode reads from an earlier
+    /// The value of the 0..1 pixels a stage encodes from an earlier
     /// stage's decode (`None` for a loaded picture, which the stage reads
-    /// itself); after a resize, cut to whole multiples of 8 as `VAEEncode`
-    /// does.
-    pub(super) fn encoded(&mut self, image: &'c Pixels, top: &mut Top<'_>) -> Option<String> {
+    /// itself); after a resize, cut to whole multiples of 8 where
+    /// `for_encode` (a `VAEEncode` reads it, which crops so).
+    pub(super) fn encoded(
+        &mut self,
+        image: &'c Pixels,
+        for_encode: bool,
+        top: &mut Top<'_>,
+    ) -> Option<String> {
         let Origin::Decoded { decode, vae, stage } = &image.origin else {
             return None;
         };
         let decoded = self.decoded(decode, vae, *stage, Axes::Image, top);
         let unit = self.processed(decode, &decoded, image.upscale.as_ref(), top);
         Some(match &image.resize {
-            Some(resize) => self.resize(resize, &unit, true, top),
+            Some(resize) => self.resize(resize, &unit, for_encode, top),
             None => unit,
         })
     }

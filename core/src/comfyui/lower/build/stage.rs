@@ -10,7 +10,9 @@ use super::super::parts::{
     Axes, Provenance, Steps, component, contract, hidden, invoke, media, one, opaque_literal,
     parameter, picture, policy, pooled, row, runtime, sdxl_time_ids, tokens,
 };
-use super::super::recognise::{LatentSource, Origin, Pixels, Plan, Prompt, UpscaleSize, Window};
+use super::super::recognise::{
+    LatentSource, Origin, Pixels, Plan, Prompt, Resize, UpscaleSize, Window,
+};
 use super::super::solver::{Estimates, solver_step};
 use super::calls::Calls;
 use super::edit;
@@ -197,11 +199,22 @@ pub(super) fn stage(
     };
     // The picture a `VAEEncode` encodes (see `encoded`); an edit or
     // inpainting node's is the input picture.
-    let (picture_value, picture_loader) = match (&plan.latent, video) {
-        (LatentSource::Encoded { image, .. }, _) => {
-            encoded(image, decoded, &mut components, &mut setup)
-        }
-        (_, Some(video)) => encoded(&video.image, decoded, &mut components, &mut setup),
+    let (picture_value, picture_loader) = match (plan.encoded_picture(), decoded) {
+        (_, Some(decoded)) => (decoded.to_string(), None),
+        (
+            Some(Pixels {
+                origin: Origin::Loaded(loader),
+                resize,
+                ..
+            }),
+            None,
+        ) => loaded(
+            (loader, resize.as_ref()),
+            video.is_none(),
+            &mut components,
+            &mut setup,
+        ),
+        // An edit or inpainting node's picture.
         _ => ("request.image".to_string(), None),
     };
     // The latent's size: the empty latent's, the encoded picture's, or the
@@ -315,7 +328,7 @@ pub(super) fn stage(
     let mut initializer = "diffusion.noise".to_string();
     let mut max_iterations = "request.max_iterations";
     // A loaded picture is an input; an earlier stage's decode is made
-    // before the stage (`encoded_pixels`).
+    // before the stage (`decoded`).
     let encodes = match &plan.latent {
         LatentSource::Empty { .. } | LatentSource::Stage { .. } | LatentSource::Composite(_) => {
             false
@@ -324,10 +337,9 @@ pub(super) fn stage(
             true
         }
     };
-    let loaded = match (&plan.latent, video) {
-        (LatentSource::Encoded { image, .. }, _) => matches!(image.origin, Origin::Loaded(_)),
-        (_, Some(video)) => matches!(video.image.origin, Origin::Loaded(_)),
-        _ => encodes,
+    let loaded = match plan.encoded_picture() {
+        Some(image) => matches!(image.origin, Origin::Loaded(_)),
+        None => encodes,
     };
     if loaded {
         inputs.insert("request.image".into(), media(picture(json!(3))));
@@ -712,25 +724,22 @@ pub(super) fn stage(
     }
 }
 
-/// The value of the pixels the stage encodes: a loaded picture (resized
-/// within the stage where the graph resizes it) or an earlier stage's
-/// decode (`decoded`, made before the stage); and the loader, where the
-/// encode reads its picture as it is.
-fn encoded<'p>(
-    image: &'p Pixels,
-    decoded: Option<&str>,
+/// The value of the picture of `loader` a stage encodes, resized within
+/// the stage by `resize` where the graph resizes it (then cut to whole
+/// multiples of 8 where `for_encode`, as `VAEEncode` crops); and the
+/// loader, where the encode reads the picture as it is.
+fn loaded<'p>(
+    (loader, resize): (&'p String, Option<&Resize>),
+    for_encode: bool,
     components: &mut Map<String, Value>,
     setup: &mut Steps,
 ) -> (String, Option<&'p String>) {
-    let Origin::Loaded(loader) = &image.origin else {
-        return (decoded.unwrap_or_default().to_string(), None);
-    };
-    let Some(resize) = &image.resize else {
+    let Some(resize) = resize else {
         return ("request.image".into(), Some(loader));
     };
     components.insert(
         "input_scale".into(),
-        super::pixels::resize_policy("input_scale", resize, true),
+        super::pixels::resize_policy("input_scale", resize, for_encode),
     );
     setup.push(
         invoke(

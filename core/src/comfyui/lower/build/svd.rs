@@ -79,9 +79,10 @@ pub(super) fn encode(
             centre: true,
         },
     };
+    // The encode crops to whole multiples of 8, as ComfyUI's VAE does.
     components.insert(
         "init_scale".into(),
-        super::pixels::resize_policy("init_scale", &resize, false),
+        super::pixels::resize_policy("init_scale", &resize, true),
     );
     components.insert(
         m("vae_encoder"),
@@ -131,7 +132,7 @@ pub(super) fn encode(
             json!({"image": "video.pixels"}),
             json!({"latent": CONCAT}),
         ),
-        &[node],
+        &[node, &video.vae],
     );
     setup.push(
         invoke(

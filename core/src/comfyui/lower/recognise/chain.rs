@@ -12,7 +12,7 @@
 
 use super::super::graph::Graph;
 use super::Plan;
-use super::pixels::{ModelUpscale, Origin, Resize};
+use super::pixels::{ModelUpscale, Resize};
 use super::walk::Walk;
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::lower::parts::Axes;
@@ -159,16 +159,13 @@ fn one_sink(
         }
         None => None,
     };
-    let pixels = super::pixels::pixels(g, &shown, "images", walk, true)?;
-    let Origin::Decoded { decode, vae, stage } = pixels.origin else {
-        return Err(g.refuse(
-            &shown,
-            Some("images"),
-            "shows a loaded picture; the lowering makes outputs of sampled pictures".into(),
-            "save the pictures a sampler makes",
-        ));
-    };
-    let (upscale, resize) = (pixels.upscale, pixels.resize);
+    let super::pixels::Shown {
+        decode,
+        vae,
+        stage,
+        upscale,
+        resize,
+    } = super::pixels::shown(g, &shown, "images", walk)?;
     match (walk.axes(stage), frame_rate, &upscale) {
         (Axes::Video, None, _) => {
             return Err(g.refuse(

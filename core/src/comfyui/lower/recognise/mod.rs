@@ -69,6 +69,16 @@ impl Plan {
         self.named_conditionings().map(|(_, c)| c)
     }
 
+    /// The picture the stage encodes: a `VAEEncode`'s, or an SVD prompt's
+    /// init picture.
+    pub fn encoded_picture(&self) -> Option<&Pixels> {
+        match (&self.latent, &self.positive.text) {
+            (LatentSource::Encoded { image, .. }, _) => Some(image),
+            (_, Prompt::Video(video)) => Some(&video.image),
+            _ => None,
+        }
+    }
+
     /// The edit node (`InstructPixToPixConditioning`,
     /// `InpaintModelConditioning`) whose picture the prompts carry.
     pub fn edit(&self) -> Option<&String> {
@@ -243,7 +253,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         g,
         &sampler_node,
         (&guide.positive, &guide.negative),
-        guide.middle.is_some(),
+        (guide.middle.is_some(), &model.loader),
         walk,
     )?;
     let ((positive, positive_control), (negative, negative_control)) = match video {
@@ -378,6 +388,16 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         LatentSource::Composite(c) => walk.axes(c.base),
         _ => Axes::Image,
     };
+    if let Prompt::Video(_) = &positive.text
+        && !matches!(&latent, LatentSource::Empty { node, .. } if *node == positive.encoder)
+    {
+        return Err(g.refuse(
+            &positive.encoder,
+            None,
+            format!("conditions sampler {sampler_node}, which does not start from this node's latent (output 2)"),
+            "connect the sampler's latent_image to the node's latent output",
+        ));
+    }
     if let Some(linear) = &model.linear_cfg {
         let why = match (axes, &sampler.dual) {
             (Axes::Image, _) => Some(
@@ -386,6 +406,11 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
             (_, Some(_)) => {
                 Some("is under a DualCFGGuider, whose three-way guidance it does not shape")
             }
+            // At cfg 1 ComfyUI skips the negative prompt's pass, and the
+            // node's blend reads zeros for it.
+            _ if sampler.cfg == 1.0 && linear.min_cfg != 1.0 => Some(
+                "rises the scale to a cfg of 1, where ComfyUI skips the negative prompt's model call",
+            ),
             _ => None,
         };
         if let Some(why) = why {

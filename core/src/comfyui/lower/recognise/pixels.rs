@@ -63,7 +63,8 @@ pub(in crate::comfyui::lower) struct Resize {
 #[derive(Clone, Debug, PartialEq)]
 pub(in crate::comfyui::lower) enum PixelSize {
     /// `ImageScale`: these sides; a 0 takes that side from the picture's
-    /// aspect (`max(1, round(other side * asked / other asked))`);
+    /// aspect (a missing width is `max(1, round(picture width * height /
+    /// picture height))`, and the reverse);
     /// `centre`: the centred part of the new aspect is resized.
     Fixed {
         width: i64,
@@ -78,15 +79,84 @@ pub(in crate::comfyui::lower) enum PixelSize {
     TotalPixels(i64),
 }
 
-/// The picture input `input` of `node` reads; a loaded one only where
-/// `loaded` allows it (else the picture must be a decode).
-pub(super) fn pixels(
+/// What a sink shows: a decode through an upscale model and a resize.
+pub(super) struct Shown {
+    pub decode: String,
+    pub vae: String,
+    pub stage: usize,
+    pub upscale: Option<ModelUpscale>,
+    pub resize: Option<Resize>,
+}
+
+/// The decode (maybe upscaled and resized) input `input` of sink `node`
+/// shows.
+pub(super) fn shown(
     g: &Graph<'_>,
     node: &str,
     input: &str,
     walk: &mut Walk,
-    loaded: bool,
-) -> Result<Pixels, Refusal> {
+) -> Result<Shown, Refusal> {
+    let Processing {
+        at,
+        from,
+        upscale,
+        resize,
+    } = processing(g, node, input)?;
+    let (decode, vae, stage) = decoded(g, at, (&from.0, from.1), DECODERS, walk)?;
+    Ok(Shown {
+        decode,
+        vae,
+        stage,
+        upscale,
+        resize,
+    })
+}
+
+/// The picture input `input` of `node` reads: a loaded one (as it is or
+/// resized) or a decode (maybe upscaled and resized).
+fn pixels(g: &Graph<'_>, node: &str, input: &str, walk: &mut Walk) -> Result<Pixels, Refusal> {
+    let Processing {
+        at,
+        from,
+        upscale,
+        resize,
+    } = processing(g, node, input)?;
+    if g.class(&at) == "LoadImage" {
+        if upscale.is_some() || g.source(&from.0, from.1)?.1 != 0 {
+            return Err(g.refuse(
+                &from.0,
+                Some(from.1),
+                "reads a loaded picture through an upscale model, or its mask as a picture; the importer takes a loaded picture as it is or resized".into(),
+                "upscale the picture before loading it",
+            ));
+        }
+        return Ok(Pixels {
+            origin: Origin::Loaded(at),
+            upscale,
+            resize,
+        });
+    }
+    let classes = [DECODERS[0], DECODERS[1], "LoadImage"];
+    let (decode, vae, stage) = decoded(g, at, (&from.0, from.1), &classes, walk)?;
+    Ok(Pixels {
+        origin: Origin::Decoded { decode, vae, stage },
+        upscale,
+        resize,
+    })
+}
+
+/// Where a walk back through a resize and an upscale model ends: the node
+/// reached, the input (node and name) it feeds, and the two.
+struct Processing<'i> {
+    at: String,
+    from: (String, &'i str),
+    upscale: Option<ModelUpscale>,
+    resize: Option<Resize>,
+}
+
+/// Walks back from input `input` of `node` through a resize, then an
+/// upscale model.
+fn processing<'i>(g: &Graph<'_>, node: &str, input: &'i str) -> Result<Processing<'i>, Refusal> {
     let (mut at, _) = g.source(node, input)?;
     let mut from = (node.to_string(), input);
     let mut resize = None;
@@ -109,39 +179,29 @@ pub(super) fn pixels(
         from = (node.clone(), "image");
         upscale = Some(ModelUpscale { node, loader });
     }
-    if g.class(&at) == "LoadImage" && loaded {
-        if upscale.is_some() || g.source(&from.0, from.1)?.1 != 0 {
-            return Err(g.refuse(
-                &from.0,
-                Some(from.1),
-                "reads a loaded picture through an upscale model, or its mask as a picture; the importer takes a loaded picture as it is or resized".into(),
-                "upscale the picture before loading it",
-            ));
-        }
-        return Ok(Pixels {
-            origin: Origin::Loaded(at),
-            upscale,
-            resize,
-        });
-    }
-    let mut classes = DECODERS.to_vec();
-    if loaded {
-        classes.push("LoadImage");
-    }
-    g.expect(&at, &classes, from.1, (&from.0, from.1))?;
+    Ok(Processing {
+        at,
+        from,
+        upscale,
+        resize,
+    })
+}
+
+/// Decode node `at` (one of `classes`, else refused as the source of
+/// input `from`): the node, its VAE and the stage whose latent it decodes.
+fn decoded(
+    g: &Graph<'_>,
+    at: String,
+    from: (&str, &str),
+    classes: &[&str],
+    walk: &mut Walk,
+) -> Result<(String, String, usize), Refusal> {
+    g.expect(&at, classes, from.1, from)?;
     let (sampler, slot) = g.source(&at, "samples")?;
     let stage = walk.sampled(g, &sampler, slot, (&at, "samples"))?;
     let (vae, _) = g.source(&at, "vae")?;
     vae_source(g, &vae, walk.loader(stage), (&at, "vae"))?;
-    Ok(Pixels {
-        origin: Origin::Decoded {
-            decode: at,
-            vae,
-            stage,
-        },
-        upscale,
-        resize,
-    })
+    Ok((at, vae, stage))
 }
 
 /// The picture input `input` of `node` reads to encode or embed it: a
@@ -152,7 +212,7 @@ pub(super) fn picture(
     input: &str,
     walk: &mut Walk,
 ) -> Result<Pixels, Refusal> {
-    let image = pixels(g, node, input, walk, true)?;
+    let image = pixels(g, node, input, walk)?;
     if let Origin::Decoded { stage, decode, .. } = &image.origin
         && walk.axes(*stage) == Axes::Video
     {

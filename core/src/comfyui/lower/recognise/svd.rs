@@ -5,13 +5,13 @@
 //! picture's latent (zeros for the negative prompt) and the frame rate,
 //! motion bucket and augmentation level. A model whose prompts come from
 //! it samples as SVD's checkpoints do, unless the model path states
-//! another sampling.
+//! another sampling; its latent must be the node's own (output 2).
 
 use super::super::graph::Graph;
 use super::model::TableSampling;
 use super::pixels::{Pixels, picture};
 use super::walk::Walk;
-use super::{Conditioning, MAX_RESOLUTION, Prompt, SVD_CONDITIONING};
+use super::{Conditioning, MAX_RESOLUTION, Prompt, SVD_CONDITIONING, vae_source};
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::synth::prediction::{Prediction, PredictionKind};
 use crate::comfyui::synth::tables::Table;
@@ -26,11 +26,13 @@ const SIGMA_MAX: f64 = 700.0;
 pub(in crate::comfyui::lower) struct VideoPrompt {
     /// The init picture.
     pub image: Pixels,
-    /// The loader of the CLIP vision model (`clip_vision`).
+    /// The loader of the CLIP vision model (`clip_vision`): the
+    /// sampler's own checkpoint.
     pub clip_vision: String,
+    /// The VAE node that encodes the picture.
+    pub vae: String,
     pub width: i64,
     pub height: i64,
-    pub frames: i64,
     pub motion_bucket_id: i64,
     pub fps: i64,
     pub augmentation_level: f64,
@@ -55,7 +57,7 @@ pub(super) fn prompts(
     g: &Graph<'_>,
     sampler: &str,
     (positive, negative): (&(String, &str), &(String, &str)),
-    middle: bool,
+    (middle, loader): (bool, &str),
     walk: &mut Walk,
 ) -> Result<Option<(Conditioning, Conditioning)>, Refusal> {
     let (node, slot) = g.source(&positive.0, positive.1)?;
@@ -71,7 +73,7 @@ pub(super) fn prompts(
             "connect positive to output 0 and negative to output 1, and guide with CFGGuider",
         ));
     }
-    let prompt = video_prompt(g, &node, walk)?;
+    let prompt = video_prompt(g, &node, loader, walk)?;
     let conditioning = |zeroed: Option<String>| Conditioning {
         encoder: node.clone(),
         text: Prompt::Video(Box::new(prompt.clone())),
@@ -100,7 +102,12 @@ pub(super) fn sampling(node: &str) -> TableSampling {
     }
 }
 
-fn video_prompt(g: &Graph<'_>, node: &str, walk: &mut Walk) -> Result<VideoPrompt, Refusal> {
+fn video_prompt(
+    g: &Graph<'_>,
+    node: &str,
+    loader: &str,
+    walk: &mut Walk,
+) -> Result<VideoPrompt, Refusal> {
     let augmentation_level = g.number_in(node, "augmentation_level", 0.0..=10.0, "level")?;
     if augmentation_level != 0.0 {
         return Err(g.refuse(
@@ -111,27 +118,23 @@ fn video_prompt(g: &Graph<'_>, node: &str, walk: &mut Walk) -> Result<VideoPromp
         ));
     }
     let (clip_vision, slot) = g.source(node, "clip_vision")?;
-    g.expect(
-        &clip_vision,
-        &["ImageOnlyCheckpointLoader", "CLIPVisionLoader"],
-        "clip_vision",
-        (node, "clip_vision"),
-    )?;
-    if g.class(&clip_vision) == "ImageOnlyCheckpointLoader" && slot != 1 {
+    if clip_vision != loader || slot != 1 {
         return Err(g.refuse(
             node,
             Some("clip_vision"),
-            format!("reads output {slot} of node {clip_vision}, not its CLIP vision model"),
-            "connect clip_vision to the loader's CLIP_VISION output",
+            format!("reads output {slot} of node {clip_vision}; the lowering takes the CLIP vision model of the sampler's own checkpoint (node {loader}, output 1)"),
+            "connect clip_vision to the ImageOnlyCheckpointLoader's CLIP_VISION output",
         ));
     }
+    let (vae, _) = g.source(node, "vae")?;
+    vae_source(g, &vae, loader, (node, "vae"))?;
     let image = picture(g, node, "init_image", walk)?;
     Ok(VideoPrompt {
         image,
         clip_vision,
+        vae,
         width: g.whole(node, "width", 16..=MAX_RESOLUTION)?,
         height: g.whole(node, "height", 16..=MAX_RESOLUTION)?,
-        frames: g.whole(node, "video_frames", 1..=4096)?,
         motion_bucket_id: g.whole(node, "motion_bucket_id", 1..=1023)?,
         fps: g.whole(node, "fps", 1..=1024)?,
         augmentation_level,
