@@ -1,5 +1,6 @@
 //! ComfyUI's `ModelSamplingDiscrete` (eps, v_prediction, x0, lcm; zero terminal
-//! SNR) and `ModelSamplingContinuousEDM` (eps, v_prediction, edm): the
+//! SNR), `ModelSamplingContinuousEDM` (eps, v_prediction, edm) and
+//! `ModelSamplingContinuousV` (Stable Audio's v_prediction): the
 //! lowering records the model's prediction and sigma table, the policies
 //! read its output as that prediction, and runs match the independent
 //! numpy reference; the sampling types the lowering does not build are
@@ -29,6 +30,10 @@ fn txt2img_sampled(sampling: Value, sampler: &str, scheduler: &str) -> Value {
 
 fn discrete(sampling: &str, zsnr: bool) -> Value {
     json!({"class_type": "ModelSamplingDiscrete", "inputs": {"sampling": sampling, "zsnr": zsnr}})
+}
+
+fn continuous_v() -> Value {
+    json!({"class_type": "ModelSamplingContinuousV", "inputs": {"sampling": "v_prediction", "sigma_max": 500.0, "sigma_min": 0.03}})
 }
 
 fn edm(sampling: &str) -> Value {
@@ -86,6 +91,13 @@ fn cases() -> Vec<(&'static str, Value, &'static str, &'static str, Value)> {
             "dpmpp_sde",
             "normal",
             json!({"prediction": "edm"}),
+        ),
+        (
+            "continuous-v",
+            continuous_v(),
+            "dpmpp_2m",
+            "exponential",
+            json!({"prediction": "v_prediction", "model_sampling": "continuous_v", "model_sigma_min": 0.03, "model_sigma_max": 500.0}),
         ),
         (
             "lcm",
@@ -163,6 +175,7 @@ fn sampling_types_the_lowering_does_not_build_are_refused_by_name() {
     let refused = |node: Value, input: Option<&'static str>, message: &'static str| {
         let class: &'static str = match node["class_type"].as_str() {
             Some("ModelSamplingDiscrete") => "ModelSamplingDiscrete",
+            Some("ModelSamplingContinuousV") => "ModelSamplingContinuousV",
             _ => "ModelSamplingContinuousEDM",
         };
         assert_refused(
@@ -184,6 +197,13 @@ fn sampling_types_the_lowering_does_not_build_are_refused_by_name() {
         edm("x0"),
         Some("sampling"),
         "is 'x0': not a sampling type ComfyUI offers here",
+    );
+    let mut eps = continuous_v();
+    eps["inputs"]["sampling"] = json!("eps");
+    refused(
+        eps,
+        Some("sampling"),
+        "is 'eps': not a sampling type ComfyUI offers here",
     );
     let mut backwards = edm("edm");
     backwards["inputs"]["sigma_min"] = json!(200.0);

@@ -43,12 +43,15 @@ fn import_check_run(graph: &Path, dir: &Path, out: &Path, extra: &[&str]) {
     assert_eq!(code, 0, "check {}: {stdout}{stderr}", graph.display());
     let (code, stdout, stderr) = wf(&["run", s(dir), "--out", s(out)]);
     assert_eq!(code, 0, "run {}: {stdout}{stderr}", graph.display());
-    // A picture or a video shown, whatever its output is called.
+    // A picture, a video or a sound, whatever its output is called.
     let shown = std::fs::read_dir(out)
         .expect("the run's output folder")
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .any(|p| p.extension().is_some_and(|x| x == "png" || x == "gif"));
-    assert!(shown, "{}: no .png or .gif written", graph.display());
+        .any(|p| {
+            p.extension()
+                .is_some_and(|x| x == "png" || x == "gif" || x == "wav")
+        });
+    assert!(shown, "{}: no .png, .gif or .wav written", graph.display());
 }
 
 fn patterns() -> Vec<PathBuf> {
@@ -93,7 +96,7 @@ fn every_pattern_becomes_a_package_that_checks_and_runs_with_stand_ins() {
         import_check_run(&graph, &dir, &out, &[]);
         ran += 1;
     }
-    assert_eq!(ran, 20, "every pattern runs");
+    assert_eq!(ran, 21, "every pattern runs");
     let _ = std::fs::remove_dir_all(&root);
 }
 

@@ -289,7 +289,7 @@ fn video_graphs_the_lowering_cannot_make_are_refused_by_name() {
                 "21",
                 "LatentUpscaleBy",
                 Some("samples"),
-                "resizes a video latent; the lowering resizes picture latents only",
+                "resizes a video or audio latent; the lowering resizes picture latents only",
             ),
         ),
     ];

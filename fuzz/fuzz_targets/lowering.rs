@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 use wfstudio_core::comfyui::lower::{self, Target};
 use wfstudio_schema::{Format, Limits, parse_text};
 
-const PATTERNS: [&str; 21] = [
+const PATTERNS: [&str; 22] = [
     include_str!("../../fixtures/comfyui/txt2img-sd15.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet-positive.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet.api.json"),
@@ -39,6 +39,7 @@ const PATTERNS: [&str; 21] = [
     include_str!("../../fixtures/comfyui/patterns/scheduler-nodes.api.json"),
     include_str!("../../fixtures/comfyui/patterns/hires-pixels.api.json"),
     include_str!("../../fixtures/comfyui/patterns/svd.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/stable-audio.api.json"),
 ];
 
 /// Index of the LoRA pattern in [`PATTERNS`].
@@ -53,7 +54,7 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 77] = [
+const CLASSES: [&str; 85] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
     "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
@@ -72,7 +73,9 @@ const CLASSES: [&str; 77] = [
     "BetaSamplingScheduler", "SDTurboScheduler", "AlignYourStepsScheduler", "FlipSigmas",
     "ModelSamplingDiscrete", "ModelSamplingContinuousEDM", "ImageScale", "ImageScaleBy",
     "ImageScaleToTotalPixels", "SVD_img2vid_Conditioning", "VideoLinearCFGGuidance",
-    "ImageOnlyCheckpointLoader", "CLIPVisionLoader",
+    "ImageOnlyCheckpointLoader", "CLIPVisionLoader", "EmptyLatentAudio", "ConditioningStableAudio",
+    "VAEDecodeAudio", "SaveAudio", "SaveAudioMP3", "SaveAudioOpus", "PreviewAudio",
+    "ModelSamplingContinuousV",
 ];
 
 /// Strings from ComfyUI's vocabulary; every sampler and scheduler name

@@ -1,7 +1,7 @@
 """Independent numpy reference for what a noise-predicting model's output means and
 how its sigmas map to timesteps (ComfyUI comfy/model_sampling.py), for packages
 whose `diffusion_schedule` contract parameters state a ModelSamplingDiscrete or
-ModelSamplingContinuousEDM:
+ModelSamplingContinuousEDM or ModelSamplingContinuousV:
 
 * `model_sampling: discrete`: SD's scaled-linear table (betas from 0.00085 to 0.012,
   sqrt-linear), with `zero_terminal_snr: true` rescaled as Lin et al. (2024):
@@ -12,6 +12,8 @@ ModelSamplingContinuousEDM:
   timestep = 20 * nearest index + 19, sigma(t) interpolated at (t - 19) / 20.
 * `model_sampling: continuous_edm`: 1000 sigmas exp(linspace(ln sigma_min, ln sigma_max))
   (float32); timestep 0.25 ln sigma, sigma(t) = exp(4 t).
+* `model_sampling: continuous_v` (ModelSamplingContinuousV, Stable Audio's): the same
+  sigmas; timestep atan(sigma) * 2 / pi, sigma(t) = tan(t pi / 2).
 * `prediction`: `epsilon` (denoised = x - sigma out), `v_prediction` (denoised =
   x sd^2 / (s^2 + sd^2) - out s sd / sqrt(s^2 + sd^2)), `edm` (the same with + and
   sigma_data 0.5), `x0` (denoised = out), `lcm` (denoised = c_out (x - s out) + c_skip x,
@@ -27,13 +29,15 @@ def table(params):
     """(sigma table ascending, timestep_of_sigma, sigma_of_t, percent_to_sigma)
     for the package."""
     kind = params.get("model_sampling", "discrete")
-    if kind == "continuous_edm":
+    if kind in ("continuous_edm", "continuous_v"):
         lo, hi = float(params["model_sigma_min"]), float(params["model_sigma_max"])
         sigmas = np.exp(np.linspace(math.log(lo), math.log(hi), 1000)).astype(np.float32).astype(np.float64)
         percent = lambda p: math.exp((math.log(hi) - math.log(lo)) * (1.0 - p) + math.log(lo))
+        if kind == "continuous_v":
+            return sigmas, (lambda s: math.atan(s) * 2.0 / math.pi), (lambda t: math.tan(t * math.pi / 2.0)), percent
         return sigmas, (lambda s: 0.25 * math.log(s)), (lambda t: math.exp(t / 0.25)), percent
     if kind not in ("discrete", "discrete_distilled"):
-        raise ValueError(f"only discrete, distilled and continuous_edm tables are implemented, not {kind!r}")
+        raise ValueError(f"only discrete, distilled and continuous tables are implemented, not {kind!r}")
     betas = np.linspace(math.sqrt(0.00085), math.sqrt(0.012), 1000, dtype=np.float64) ** 2
     alphas_cumprod = np.cumprod(1.0 - betas)
     sigmas = np.sqrt((1.0 - alphas_cumprod) / alphas_cumprod)

@@ -56,10 +56,6 @@ pub use crate::comfyui::synth::sampling::{SCHEDULES, sampler_names};
 /// its output.
 const OTHER_SINKS: &[(&str, &str)] = &[
     ("ADE_AnimateDiffCombine", "a video"),
-    ("SaveAudio", "audio"),
-    ("SaveAudioMP3", "audio"),
-    ("SaveAudioOpus", "audio"),
-    ("PreviewAudio", "audio"),
     ("SaveLatent", "a latent file"),
 ];
 
@@ -142,7 +138,7 @@ pub fn lower_for(api: &Value, target: &Target) -> Result<Lowered, Vec<Refusal>> 
             class: g.class(id).to_string(),
             input: None,
             message: format!(
-                "saves {what}, and the lowering makes picture and video outputs only ({})",
+                "saves {what}, and the lowering makes picture, video and audio outputs only ({})",
                 recognise::sink_classes()
             ),
             remedy: "remove it (and what only it uses) to lower the rest of the graph".into(),
@@ -165,7 +161,7 @@ pub fn lower_for(api: &Value, target: &Target) -> Result<Lowered, Vec<Refusal>> 
             class: String::new(),
             input: None,
             message: format!(
-                "the graph has no picture or video sink ({})",
+                "the graph has no picture, video or audio sink ({})",
                 recognise::sink_classes()
             ),
             remedy: "add a SaveImage node where the image should come out".into(),

@@ -17,12 +17,14 @@ pub(super) fn contract(dtype: &str, shape: Value, aligned: bool) -> Value {
     c
 }
 
-/// The axes of a stage's latent: a picture's, or a video's (frames
-/// between channels and height, as ComfyUI's video latents).
+/// The axes of a stage's latent: a picture's, a video's (frames between
+/// channels and height, as ComfyUI's video latents) or audio's (channels
+/// and steps).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) enum Axes {
     Image,
     Video,
+    Audio,
 }
 
 impl Axes {
@@ -37,6 +39,7 @@ impl Axes {
                 "latent_height",
                 "latent_width"
             ]),
+            Axes::Audio => json!(["batch", "channels", "latent_samples"]),
         };
         contract("float32", shape, true)
     }
@@ -49,6 +52,11 @@ pub(super) fn video() -> Value {
         json!(["batch", "frames", 3, "height", "width"]),
         true,
     )
+}
+
+/// A decoded waveform `[batch, channels, samples]` of `channels` channels.
+pub(super) fn audio(channels: i64) -> Value {
+    contract("float32", json!(["batch", channels, "samples"]), true)
 }
 
 pub(super) fn picture(channels: Value) -> Value {

@@ -102,7 +102,8 @@ fn lcm_to_epsilon(
 
 /// The model's timestep input for per-row float64 `sigma` (`[batch]`), as
 /// float32: the nearest table entry's index (times 20 plus 19 on LCM's
-/// distilled table), or a continuous model's `0.25 ln sigma`.
+/// distilled table), or a continuous model's `0.25 ln sigma` (`atan(sigma)
+/// * 2 / pi` for `ModelSamplingContinuousV`).
 pub(super) fn model_timestep(
     g: &mut PolicyGraph<'_>,
     sampling: &ModelSampling,
@@ -122,6 +123,15 @@ pub(super) fn model_timestep(
             let offset = g.f((DISTILLED_STRIDE - 1) as f64);
             let scaled = g.op("Mul", &[&index, &stride]);
             g.op("Add", &[&scaled, &offset])
+        }
+        ModelSampling::Discrete {
+            timesteps: Timesteps::Arctan,
+            ..
+        } => {
+            let angle = g.op("Atan", &[sigma]);
+            let factor = g.d(2.0 / std::f64::consts::PI);
+            let t = g.op("Mul", &[&angle, &factor]);
+            g.cast(&t, DataType::FLOAT)
         }
         _ => {
             let log = g.op("Log", &[sigma]);

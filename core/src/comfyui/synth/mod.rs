@@ -69,6 +69,7 @@ pub const POLICIES: &[&str] = &[
     "video_pixels",
     "zero_conditioning",
     "zero_latent",
+    "audio_loudness",
     "linear_guidance_combine",
 ];
 

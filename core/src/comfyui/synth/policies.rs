@@ -29,6 +29,7 @@ pub fn build(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError>
         "sdxl_conditioning" => sdxl_conditioning(g),
         "control_scale" => control_scale(g),
         "zero_conditioning" | "zero_latent" => zero_conditioning(g),
+        "audio_loudness" => audio_loudness(g),
         "upscale_pixels" => unit_pixels(g, true),
         "upscaled_pixels" => unit_pixels(g, false),
         "video_pixels" => unit_pixels(g, true),
@@ -89,7 +90,11 @@ fn latent_row_shape(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     }
     let channels = g.positive_integer("channels")?;
     let scale = g.positive_integer("scale")?;
-    let out = if g.has_input("image") {
+    let out = if g.parameter("audio_length").is_some() {
+        // An audio latent: channels by steps.
+        let length = g.positive_integer("audio_length")?;
+        g.b.vec_i64(&[channels, length])
+    } else if g.has_input("image") {
         let image = g.input("image")?;
         let hw = g.op_with("Shape", &[&image], &[("start", Attr::Int(2))]);
         let s = g.b.vec_i64(&[scale]);
@@ -123,6 +128,39 @@ fn latent_frames(length: i64, temporal: i64) -> i64 {
 /// most `length`).
 pub fn decoded_frames(length: i64, temporal: i64) -> i64 {
     (latent_frames(length, temporal) - 1) * temporal + 1
+}
+
+/// `VAEDecodeAudio`'s guard on loud waveforms `[batch, channels,
+/// samples]`: each row divided by `max(1, m * std)`, with `std` its
+/// unbiased standard deviation over channels and samples and `m` the
+/// parameter `std_multiple` (5 in ComfyUI).
+fn audio_loudness(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let x = g.input("audio")?;
+    let multiple = g
+        .parameter("std_multiple")
+        .and_then(Value::as_f64)
+        .filter(|m| *m > 0.0)
+        .ok_or_else(|| g.error("its contract parameter `std_multiple` is not a positive number"))?;
+    let axes = g.b.vec_i64(&[1, 2]);
+    let keep = [("keepdims", Attr::Int(1))];
+    let mean = g.op_with("ReduceMean", &[&x, &axes], &keep);
+    let centred = g.op("Sub", &[&x, &mean]);
+    let squared = g.op("Mul", &[&centred, &centred]);
+    let sum = g.op_with("ReduceSum", &[&squared, &axes], &keep);
+    let extents = g.op_with("Shape", &[&x], &[("start", Attr::Int(1))]);
+    let count = g.op_with("ReduceProd", &[&extents], &[("keepdims", Attr::Int(0))]);
+    let one = g.i(1);
+    let less_one = g.op("Sub", &[&count, &one]);
+    let less_one = g.op("Max", &[&less_one, &one]);
+    let less_one = g.cast(&less_one, DataType::FLOAT);
+    let variance = g.op("Div", &[&sum, &less_one]);
+    let deviation = g.op("Sqrt", &[&variance]);
+    let factor = g.f(multiple);
+    let scaled = g.op("Mul", &[&deviation, &factor]);
+    let floor = g.f(1.0);
+    let divisor = g.op("Max", &[&scaled, &floor]);
+    let out = g.op("Div", &[&x, &divisor]);
+    g.output(&out, "normalized")
 }
 
 /// `ConditioningZeroOut` (`zero_conditioning`) and a zeroed latent

@@ -39,6 +39,8 @@ pub enum Timesteps {
     Distilled,
     /// `0.25 ln sigma` (`ModelSamplingContinuousEDM`).
     QuarterLog,
+    /// `atan(sigma) * 2 / pi` (`ModelSamplingContinuousV`, Stable Audio's).
+    Arctan,
 }
 
 impl Timesteps {
@@ -50,6 +52,7 @@ impl Timesteps {
                 (nearest_timestep(sigmas, sigma) * DISTILLED_STRIDE + DISTILLED_STRIDE - 1) as f64
             }
             Timesteps::QuarterLog => 0.25 * sigma.ln(),
+            Timesteps::Arctan => sigma.atan() * 2.0 / std::f64::consts::PI,
         }
     }
 
@@ -60,7 +63,7 @@ impl Timesteps {
             Timesteps::Distilled => (t - (DISTILLED_STRIDE - 1) as f64) / DISTILLED_STRIDE as f64,
             // A continuous table is geometric: its log-linear interpolation
             // at `t` is `percent_to_sigma`'s range.
-            Timesteps::NearestIndex | Timesteps::QuarterLog => t,
+            Timesteps::NearestIndex | Timesteps::QuarterLog | Timesteps::Arctan => t,
         };
         index.clamp(0.0, (len - 1) as f64)
     }
@@ -89,6 +92,8 @@ pub enum Table {
     /// 1000 sigmas evenly spaced in log between the bounds; timesteps
     /// `0.25 ln sigma`.
     ContinuousEdm { sigma_min: f64, sigma_max: f64 },
+    /// The same sigmas; timesteps `atan(sigma) * 2 / pi`.
+    ContinuousV { sigma_min: f64, sigma_max: f64 },
 }
 
 impl Table {
@@ -109,8 +114,16 @@ impl Table {
             Table::ContinuousEdm {
                 sigma_min,
                 sigma_max,
+            }
+            | Table::ContinuousV {
+                sigma_min,
+                sigma_max,
             } => {
-                parameters["model_sampling"] = "continuous_edm".into();
+                parameters["model_sampling"] = match self {
+                    Table::ContinuousV { .. } => "continuous_v",
+                    _ => "continuous_edm",
+                }
+                .into();
                 parameters["model_sigma_min"] = (*sigma_min).into();
                 parameters["model_sigma_max"] = (*sigma_max).into();
             }
@@ -121,7 +134,8 @@ impl Table {
 impl ModelSampling {
     /// The sampling the lowering recorded in contract `parameters`:
     /// `model_sampling` (`discrete`, with `zero_terminal_snr`;
-    /// `continuous_edm`, with `model_sigma_min` and `model_sigma_max`; or
+    /// `continuous_edm` or `continuous_v`, with `model_sigma_min` and
+    /// `model_sigma_max`; or
     /// a flow family), `discrete` where absent.
     pub fn read(parameters: &serde_json::Value) -> Result<ModelSampling, String> {
         let family = parameters
@@ -156,7 +170,7 @@ impl ModelSampling {
                     },
                 })
             }
-            "continuous_edm" => {
+            "continuous_edm" | "continuous_v" => {
                 let (low, high) = (number("model_sigma_min")?, number("model_sigma_max")?);
                 if low >= high {
                     return Err(format!("its model sigma range {low}..{high} is empty"));
@@ -166,7 +180,10 @@ impl ModelSampling {
                         .into_iter()
                         .map(|l| f64::from(l.exp() as f32))
                         .collect(),
-                    timesteps: Timesteps::QuarterLog,
+                    timesteps: match family {
+                        "continuous_v" => Timesteps::Arctan,
+                        _ => Timesteps::QuarterLog,
+                    },
                 })
             }
             other => {

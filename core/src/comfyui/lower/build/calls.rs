@@ -75,6 +75,10 @@ impl Calls<'_> {
             if let Some(guidance) = side.guidance {
                 bind["guidance"] = json!(guidance);
             }
+            if plan.seconds.is_some() {
+                bind["seconds_start"] = json!("request.seconds_start");
+                bind["seconds_total"] = json!("request.seconds_total");
+            }
             if super::svd::prompt(plan).is_some() {
                 bind["concat"] = json!(match side.name {
                     "conditional" => super::svd::CONCAT,

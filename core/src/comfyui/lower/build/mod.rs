@@ -2,7 +2,8 @@
 //! sampling loop per sampler stage in run order (`stage`), each later
 //! stage's names kept apart (`rename`); then, for every sink, the decode
 //! of its stage's latent and an output named after the sink (a video
-//! sink's with its frame rate beside it); and
+//! sink's with its frame rate beside it, an audio sink's with its sample
+//! rate in its media); and
 //! the last stage's latent as the `latent` output.
 //!
 //! Model components are named after the checkpoint loader they come from
@@ -30,7 +31,7 @@ pub(super) use names::StageNames;
 use super::Refusal;
 use super::graph::Graph;
 use super::parts::{self, Axes, Provenance, Steps, parameter, picture, row};
-use super::recognise::{Chain, LatentSource, Patch, Sink};
+use super::recognise::{Chain, LatentSource, Patch, SAMPLE_RATE, Sink, SinkKind, WAVE_CHANNELS};
 use pixels::{PixelParts, Top};
 use prompts::Prompted;
 use serde_json::{Map, Value, json};
@@ -81,6 +82,15 @@ const DEFAULT_TITLES: &[&str] = &[
     "Save WEBM",
     "Save Video",
     "Video Combine 🎥🅥🅗🅢",
+    "SaveAudio",
+    "Save Audio",
+    "Save Audio (FLAC)",
+    "PreviewAudio",
+    "Preview Audio",
+    "SaveAudioMP3",
+    "Save Audio (MP3)",
+    "SaveAudioOpus",
+    "Save Audio (Opus)",
 ];
 
 /// Builds the document for `chain`.
@@ -181,8 +191,8 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
             1 => base_name(sink).to_string(),
             _ => output_name(sink, &outputs),
         };
-        match sink.frame_rate {
-            Some(fps) => {
+        match sink.kind {
+            SinkKind::Video { frame_rate: fps } => {
                 outputs.insert(
                     output.clone(),
                     json!({"contract": parts::video(), "role": "video", "stage": "pre_adapter"}),
@@ -206,7 +216,15 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
                     &[&sink.node],
                 );
             }
-            None => {
+            SinkKind::Audio => {
+                let media = json!({"container": "wav", "encoding": "pcm_f32_le", "sample_rate_hz": SAMPLE_RATE, "channels": WAVE_CHANNELS});
+                outputs.insert(output.clone(), json!({"contract": parts::audio(WAVE_CHANNELS), "role": "audio", "stage": "pre_adapter", "media": media}));
+                after.push(
+                    json!({"kind": "emit", "value": shown, "output": output, "mode": "replace"}),
+                    &[&sink.node],
+                );
+            }
+            SinkKind::Picture => {
                 outputs.insert(output.clone(), json!({"contract": picture(json!(3)), "role": "image", "value_range": range, "stage": "pre_adapter"}));
                 after.push(
                     json!({"kind": "emit", "value": shown, "output": output, "mode": "replace"}),
@@ -292,11 +310,13 @@ fn output_name(sink: &Sink, taken: &Map<String, Value>) -> String {
         .unwrap_or(with_node)
 }
 
-/// The output name of a sink with nothing better: `image` or `video`.
+/// The output name of a sink with nothing better: `image`, `video` or
+/// `audio`.
 fn base_name(sink: &Sink) -> &'static str {
-    match sink.frame_rate {
-        Some(_) => "video",
-        None => "image",
+    match sink.kind {
+        SinkKind::Picture => "image",
+        SinkKind::Video { .. } => "video",
+        SinkKind::Audio => "audio",
     }
 }
 
@@ -334,7 +354,7 @@ mod tests {
             prefix: prefix.map(str::to_string),
             upscale: None,
             resize: None,
-            frame_rate: None,
+            kind: SinkKind::Picture,
         }
     }
 

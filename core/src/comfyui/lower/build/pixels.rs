@@ -1,5 +1,5 @@
-//! The document's work in pixels, at its top level: decodes of the
-//! stages' latents (a VAE is one decoder component per kind of latent it
+//! The document's work in pixels (and sound), at its top level: decodes
+//! of the stages' latents (a VAE is one decoder component per kind of latent it
 //! decodes, `vae_decoder`, then `vae2_decoder`, ...; a decode node is one
 //! run however many sinks or encodes read it), upscale models (each
 //! `UpscaleModelLoader` a component, `upscaler`, then `upscaler2`, ...) and
@@ -10,7 +10,9 @@
 use super::super::parts::{
     self, Axes, Steps, component, contract, invoke, numbered, picture, policy,
 };
-use super::super::recognise::{ModelUpscale, Origin, PixelSize, Pixels, Resize, Sink};
+use super::super::recognise::{
+    ModelUpscale, Origin, PixelSize, Pixels, Resize, Sink, WAVE_CHANNELS,
+};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
@@ -145,9 +147,11 @@ impl<'c> PixelParts<'c> {
     }
 
     /// The value of decode node `decode` (VAE `vae`) of stage `stage`'s
-    /// latent: pictures (-1..1), or the video frames `[batch, frames, 3,
+    /// latent: pictures (-1..1), the video frames `[batch, frames, 3,
     /// height, width]` of a video latent moved to the 0..1 a video output
-    /// shows (video outputs carry no value range).
+    /// shows (video outputs carry no value range), or an audio latent's
+    /// waveform `[batch, 2, samples]` scaled down where loud, as
+    /// `VAEDecodeAudio` does.
     fn decoded(
         &mut self,
         decode: &'c str,
@@ -166,6 +170,7 @@ impl<'c> PixelParts<'c> {
         let (port, shown) = match axes {
             Axes::Image => ("image", picture(json!(3))),
             Axes::Video => ("video", parts::video()),
+            Axes::Audio => ("audio", parts::audio(WAVE_CHANNELS)),
         };
         top.components.entry(decoder.clone()).or_insert_with(|| {
             component(
@@ -175,9 +180,8 @@ impl<'c> PixelParts<'c> {
                 None,
             )
         });
-        let value = match (self.decodes.len(), axes) {
-            (0, Axes::Image) => "vae.image".to_string(),
-            (0, Axes::Video) => "vae.video".to_string(),
+        let value = match self.decodes.len() {
+            0 => format!("vae.{port}"),
             _ => format!("vae.{port}_{decode}"),
         };
         top.after.push(
@@ -204,6 +208,29 @@ impl<'c> PixelParts<'c> {
                     &[&decode.to_string()],
                 );
                 pixels
+            }
+            Axes::Audio => {
+                top.components
+                    .entry("audio_loudness")
+                    .or_insert_with(|| {
+                        let wave = parts::audio(WAVE_CHANNELS);
+                        policy(
+                            "audio_loudness",
+                            json!({"audio": wave.clone()}),
+                            json!({"normalized": wave}),
+                            Some(json!({"id": "wfstudio.audio-loudness", "version": "1", "parameters": {"std_multiple": 5.0}})),
+                        )
+                    });
+                let normalized = format!("{value}.normalized");
+                top.after.push(
+                    invoke(
+                        "audio_loudness",
+                        json!({"audio": value}),
+                        json!({"normalized": normalized}),
+                    ),
+                    &[&decode.to_string()],
+                );
+                normalized
             }
         };
         self.decodes.insert(decode, value.clone());

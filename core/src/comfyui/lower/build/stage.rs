@@ -10,6 +10,7 @@ use super::super::parts::{
     Axes, Provenance, Steps, component, contract, hidden, invoke, media, one, opaque_literal,
     parameter, picture, policy, pooled, row, runtime, sdxl_time_ids, tokens,
 };
+use super::super::recognise::SAMPLES_PER_STEP;
 use super::super::recognise::{
     LatentSource, Origin, Pixels, Plan, Prompt, Resize, UpscaleSize, Window,
 };
@@ -222,6 +223,7 @@ pub(super) fn stage(
     let row_rank = match plan.axes {
         Axes::Image => 3,
         Axes::Video => 4,
+        Axes::Audio => 2,
     };
     let (row_shape_parameters, row_shape_inputs, row_shape_binds, latent_node) = match &plan.latent
     {
@@ -242,6 +244,16 @@ pub(super) fn stage(
                 }
                 p
             },
+            json!({}),
+            json!({}),
+            Some(node),
+        ),
+        LatentSource::Audio {
+            node,
+            length,
+            batch,
+        } => (
+            json!({"audio_length": length, "batch_size": batch, "channels": plan.channels, "scale": SAMPLES_PER_STEP}),
             json!({}),
             json!({}),
             Some(node),
@@ -330,9 +342,10 @@ pub(super) fn stage(
     // A loaded picture is an input; an earlier stage's decode is made
     // before the stage (`decoded`).
     let encodes = match &plan.latent {
-        LatentSource::Empty { .. } | LatentSource::Stage { .. } | LatentSource::Composite(_) => {
-            false
-        }
+        LatentSource::Empty { .. }
+        | LatentSource::Stage { .. }
+        | LatentSource::Composite(_)
+        | LatentSource::Audio { .. } => false,
         LatentSource::Encoded { .. } | LatentSource::Inpaint { .. } | LatentSource::Edit { .. } => {
             true
         }
@@ -406,6 +419,7 @@ pub(super) fn stage(
         );
         match &plan.latent {
             LatentSource::Empty { node, .. }
+            | LatentSource::Audio { node, .. }
             | LatentSource::Edit {
                 node,
                 inpaint: None,
@@ -579,6 +593,23 @@ pub(super) fn stage(
     }
     if video.is_some() {
         svd::denoiser_ports(&mut denoiser_ports);
+    }
+    if let Some(seconds) = &plan.seconds {
+        for (port, value) in [
+            ("seconds_start", seconds.start),
+            ("seconds_total", seconds.total),
+        ] {
+            denoiser_ports[port] = row("float32");
+            inputs.insert(
+                format!("request.{port}"),
+                parameter(
+                    row("float32"),
+                    json!({"kind": "opaque"}),
+                    port,
+                    json!(value),
+                ),
+            );
+        }
     }
     if plan.edit().is_some() {
         denoiser_ports["concat"] = latent();

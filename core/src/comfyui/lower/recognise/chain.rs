@@ -11,9 +11,9 @@
 //! latent at its frame rate.
 
 use super::super::graph::Graph;
-use super::Plan;
 use super::pixels::{ModelUpscale, Resize};
 use super::walk::Walk;
+use super::{Plan, vae_source};
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::lower::parts::Axes;
 
@@ -24,8 +24,9 @@ pub(in crate::comfyui::lower) struct Chain {
     pub sinks: Vec<Sink>,
 }
 
-/// One picture sink (`SaveImage` / `PreviewImage`) or video sink
-/// (`SaveAnimatedWEBP`, `SaveVideo`, ...) and the decode it shows.
+/// One picture sink (`SaveImage` / `PreviewImage`), video sink
+/// (`SaveAnimatedWEBP`, `SaveVideo`, ...) or audio sink (`SaveAudio`,
+/// `PreviewAudio`, ...) and the decode it shows.
 #[derive(Clone, Debug, PartialEq)]
 pub(in crate::comfyui::lower) struct Sink {
     pub node: String,
@@ -41,50 +42,90 @@ pub(in crate::comfyui::lower) struct Sink {
     pub upscale: Option<ModelUpscale>,
     /// A resize after that.
     pub resize: Option<Resize>,
-    /// A video sink's frames per second (`None`: a picture sink).
-    pub frame_rate: Option<f64>,
+    /// What it shows.
+    pub kind: SinkKind,
+}
+
+/// What a sink shows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(in crate::comfyui::lower) enum SinkKind {
+    Picture,
+    /// Video frames at this many frames a second.
+    Video {
+        frame_rate: f64,
+    },
+    /// A waveform (`VAEDecodeAudio`'s).
+    Audio,
 }
 
 /// A sink class and, for a video sink, its frame-rate input (on the
-/// `CreateVideo` node for `SaveVideo`).
+/// `CreateVideo` node for `SaveVideo`); an audio sink's input is `audio`.
 struct SinkClass {
     class: &'static str,
     frame_rate: Option<&'static str>,
+    audio: bool,
 }
 
 const SINKS: &[SinkClass] = &[
     SinkClass {
         class: "SaveImage",
         frame_rate: None,
+        audio: false,
     },
     SinkClass {
         class: "PreviewImage",
         frame_rate: None,
+        audio: false,
     },
     SinkClass {
         class: "SaveAnimatedWEBP",
         frame_rate: Some("fps"),
+        audio: false,
     },
     SinkClass {
         class: "SaveAnimatedPNG",
         frame_rate: Some("fps"),
+        audio: false,
     },
     SinkClass {
         class: "SaveWEBM",
         frame_rate: Some("fps"),
+        audio: false,
     },
     SinkClass {
         class: "SaveVideo",
         frame_rate: Some("fps"),
+        audio: false,
     },
     SinkClass {
         class: "VHS_VideoCombine",
         frame_rate: Some("frame_rate"),
+        audio: false,
+    },
+    SinkClass {
+        class: "SaveAudio",
+        frame_rate: None,
+        audio: true,
+    },
+    SinkClass {
+        class: "SaveAudioMP3",
+        frame_rate: None,
+        audio: true,
+    },
+    SinkClass {
+        class: "SaveAudioOpus",
+        frame_rate: None,
+        audio: true,
+    },
+    SinkClass {
+        class: "PreviewAudio",
+        frame_rate: None,
+        audio: true,
     },
 ];
 
-/// Whether `class` is a picture or video sink the lowering makes an
-/// output of.
+/// Whether `class` is a picture, video or audio sink the lowering makes
+/// an output of.
 pub(in crate::comfyui::lower) fn is_sink(class: &str) -> bool {
     SINKS.iter().any(|s| s.class == class)
 }
@@ -121,6 +162,9 @@ fn one_sink(
     class: &SinkClass,
     walk: &mut Walk,
 ) -> Result<Sink, Refusal> {
+    if class.audio {
+        return audio_sink(g, sink, walk);
+    }
     if class.class == "VHS_VideoCombine" {
         silent(g, sink)?;
         if g.flag(sink, "pingpong") == Some(true) {
@@ -166,6 +210,14 @@ fn one_sink(
         upscale,
         resize,
     } = super::pixels::shown(g, &shown, "images", walk)?;
+    if walk.axes(stage) == Axes::Audio {
+        return Err(g.refuse(
+            &decode,
+            None,
+            "decodes an audio latent as pictures".into(),
+            "decode it with VAEDecodeAudio into SaveAudio or PreviewAudio",
+        ));
+    }
     match (walk.axes(stage), frame_rate, &upscale) {
         (Axes::Video, None, _) => {
             return Err(g.refuse(
@@ -202,23 +254,58 @@ fn one_sink(
         }
         _ => {}
     }
-    let text = |value: Option<&serde_json::Value>| {
-        value
-            .and_then(serde_json::Value::as_str)
-            .map(str::to_string)
-    };
-    let node = g.nodes.get(sink);
     Ok(Sink {
         node: sink.to_string(),
         decode,
         vae,
         stage,
-        title: text(node.and_then(|n| n.pointer("/_meta/title"))),
-        prefix: text(node.and_then(|n| n.pointer("/inputs/filename_prefix"))),
+        title: text(g, sink, "/_meta/title"),
+        prefix: text(g, sink, "/inputs/filename_prefix"),
         upscale,
         resize,
-        frame_rate,
+        kind: match frame_rate {
+            Some(frame_rate) => SinkKind::Video { frame_rate },
+            None => SinkKind::Picture,
+        },
     })
+}
+
+/// Audio sink `sink`: the `VAEDecodeAudio` of an audio latent it plays.
+fn audio_sink(g: &Graph<'_>, sink: &str, walk: &mut Walk) -> Result<Sink, Refusal> {
+    let (decode, _) = g.source(sink, "audio")?;
+    g.expect(&decode, &["VAEDecodeAudio"], "audio", (sink, "audio"))?;
+    let (sampler, slot) = g.source(&decode, "samples")?;
+    let stage = walk.sampled(g, &sampler, slot, (&decode, "samples"))?;
+    let (vae, _) = g.source(&decode, "vae")?;
+    vae_source(g, &vae, walk.loader(stage), (&decode, "vae"))?;
+    if walk.axes(stage) != Axes::Audio {
+        return Err(g.refuse(
+            &decode,
+            None,
+            "decodes a picture or video latent as audio".into(),
+            "decode it with VAEDecode into a picture or video sink",
+        ));
+    }
+    Ok(Sink {
+        node: sink.to_string(),
+        decode,
+        vae,
+        stage,
+        title: text(g, sink, "/_meta/title"),
+        prefix: text(g, sink, "/inputs/filename_prefix"),
+        upscale: None,
+        resize: None,
+        kind: SinkKind::Audio,
+    })
+}
+
+/// The text at `pointer` of node `node`, if any.
+fn text(g: &Graph<'_>, node: &str, pointer: &str) -> Option<String> {
+    g.nodes
+        .get(node)
+        .and_then(|n| n.pointer(pointer))
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_string)
 }
 
 /// Refuses a sound track on video node `node`.

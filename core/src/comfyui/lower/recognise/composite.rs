@@ -97,11 +97,12 @@ fn fits(
     (height, width): (i64, i64),
     paste: &Paste,
 ) -> Result<(), Refusal> {
-    if walk.axes(base) == Axes::Video || walk.axes(paste.stage) == Axes::Video {
+    if walk.axes(base) != Axes::Image || walk.axes(paste.stage) != Axes::Image {
         return Err(g.refuse(
             &paste.node,
             None,
-            "composites video latents; the lowering composites picture latents only".into(),
+            "composites video or audio latents; the lowering composites picture latents only"
+                .into(),
             "composite the pictures before making the video",
         ));
     }

@@ -3,6 +3,7 @@
 //! or composited with others'.
 
 use super::super::graph::{Graph, either};
+use super::audio;
 use super::composite::{Composite, composite};
 use super::pixels::{Pixels, picture};
 use super::walk::Walk;
@@ -82,6 +83,12 @@ pub(in crate::comfyui::lower) enum LatentSource {
     /// `LatentComposite`: an earlier stage's latent with others pasted on
     /// it in turn.
     Composite(Composite),
+    /// `EmptyLatentAudio`: `length` steps of Stable Audio's latent.
+    Audio {
+        node: String,
+        length: i64,
+        batch: i64,
+    },
 }
 
 /// The time axis of an empty video latent: `(length - 1) / temporal + 1`
@@ -222,11 +229,11 @@ pub(super) fn latent_source(
         let (from, slot) = g.source(&node, "samples")?;
         let upscale = upscale(g, &node)?;
         let stage = walk.sampled(g, &from, slot, (&node, "samples"))?;
-        if upscale.is_some() && walk.axes(stage) == Axes::Video {
+        if upscale.is_some() && walk.axes(stage) != Axes::Image {
             return Err(g.refuse(
                 &node,
                 Some("samples"),
-                "resizes a video latent; the lowering resizes picture latents only".into(),
+                "resizes a video or audio latent; the lowering resizes picture latents only".into(),
                 "make the video at the final size",
             ));
         }
@@ -237,6 +244,14 @@ pub(super) fn latent_source(
     }
     if g.class(&node) == SVD_CONDITIONING && slot == 2 {
         return svd_latent(g, &node);
+    }
+    if g.class(&node) == "EmptyLatentAudio" {
+        let seconds = g.number_in(&node, "seconds", 1.0..=1000.0, "duration")?;
+        return Ok(LatentSource::Audio {
+            length: audio::latent_length(seconds),
+            batch: g.whole(&node, "batch_size", 1..=MAX_BATCH)?,
+            node,
+        });
     }
     if let Some(video) = VIDEO_LATENTS.iter().find(|v| v.class == g.class(&node)) {
         return empty_video(g, &node, video);

@@ -3,6 +3,7 @@
 //! conditioned and what the model chain applies. Every node on the path is
 //! checked here; anything else is refused with the node, class and input.
 
+mod audio;
 mod chain;
 mod composite;
 mod custom;
@@ -16,7 +17,8 @@ mod sigmas;
 mod svd;
 mod walk;
 
-pub(super) use chain::{Chain, Sink, is_sink, recognise, sink_classes};
+pub(super) use audio::{SAMPLE_RATE, SAMPLES_PER_STEP, Seconds, WAVE_CHANNELS};
+pub(super) use chain::{Chain, Sink, SinkKind, is_sink, recognise, sink_classes};
 pub(super) use composite::Composite;
 pub(super) use latent::{LatentSource, UpscaleSize};
 use model::model_chain;
@@ -51,8 +53,11 @@ pub(super) struct Plan {
     /// Latent channels: an empty video latent's, else the flow-matching
     /// family's, else the empty latent's, else 4.
     pub channels: i64,
-    /// Whether the latent is a picture's or a video's.
+    /// Whether the latent is a picture's, a video's or audio's.
     pub axes: Axes,
+    /// An audio latent's start and total seconds, which the denoiser takes
+    /// with every prompt.
+    pub seconds: Option<Seconds>,
 }
 
 impl Plan {
@@ -153,6 +158,8 @@ pub(super) struct Conditioning {
     /// denoiser takes beside the sample for this prompt (a prompt without
     /// one takes zeros, as ComfyUI does).
     pub edit: Option<String>,
+    /// `ConditioningStableAudio` on the way: the audio model's seconds.
+    pub seconds: Option<Seconds>,
 }
 
 /// One `FluxGuidance` node and its value.
@@ -384,6 +391,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         LatentSource::Empty {
             frames: Some(_), ..
         } => Axes::Video,
+        LatentSource::Audio { .. } => Axes::Audio,
         LatentSource::Stage { stage, .. } => walk.axes(*stage),
         LatentSource::Composite(c) => walk.axes(c.base),
         _ => Axes::Image,
@@ -398,6 +406,13 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
             "connect the sampler's latent_image to the node's latent output",
         ));
     }
+    if let LatentSource::Audio { node, .. } = &latent
+        && model.table.is_none()
+        && model.flow.is_none()
+    {
+        model.table = Some(audio::sampling(node));
+    }
+    let seconds = audio_seconds(g, walk, &latent, axes, [&positive, &negative])?;
     if let Some(linear) = &model.linear_cfg {
         let why = match (axes, &sampler.dual) {
             (Axes::Image, _) => Some(
@@ -422,11 +437,11 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
             ));
         }
     }
-    if let (Axes::Video, Some(control)) = (axes, &control) {
+    if let (Axes::Video | Axes::Audio, Some(control)) = (axes, &control) {
         return Err(g.refuse(
             &control.apply,
             None,
-            "conditions a video sampler with a ControlNet; the lowering applies ControlNets to pictures only".into(),
+            "conditions a video or audio sampler with a ControlNet; the lowering applies ControlNets to pictures only".into(),
             "remove the ControlNet from the video graph",
         ));
     }
@@ -451,6 +466,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         ));
     }
     let channels = match (&model.flow, &latent) {
+        (_, LatentSource::Audio { .. }) => audio::CHANNELS,
         (_, LatentSource::Empty { channels, .. }) if axes == Axes::Video => *channels,
         (Some(flow), _) => flow.channels,
         (None, LatentSource::Empty { channels, .. }) => *channels,
@@ -468,7 +484,56 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         middle,
         latent,
         control,
+        seconds,
     })
+}
+
+/// The seconds an audio latent's denoiser takes: the prompts' shared
+/// `ConditioningStableAudio` values, else ComfyUI's defaults; refused on a
+/// latent that is not audio, or where the prompts' differ.
+fn audio_seconds(
+    g: &Graph<'_>,
+    walk: &walk::Walk,
+    latent: &LatentSource,
+    axes: Axes,
+    [positive, negative]: [&Conditioning; 2],
+) -> Result<Option<Seconds>, Refusal> {
+    let stated = positive.seconds.as_ref().or(negative.seconds.as_ref());
+    if axes != Axes::Audio {
+        return match stated {
+            Some(s) => Err(g.refuse(
+                &s.node,
+                None,
+                "sets an audio model's seconds on the prompts of a sampler whose latent is not audio".into(),
+                "remove ConditioningStableAudio, or sample an EmptyLatentAudio",
+            )),
+            None => Ok(None),
+        };
+    }
+    let default = match latent {
+        LatentSource::Audio { node, length, .. } => audio::default_seconds(node, *length),
+        // An earlier audio stage's own.
+        LatentSource::Stage { stage, .. } => walk
+            .seconds(*stage)
+            .unwrap_or_else(|| audio::default_seconds("", 0)),
+        _ => audio::default_seconds("", 0),
+    };
+    let side = |c: &Conditioning| c.seconds.clone().unwrap_or_else(|| default.clone());
+    let (p, n) = (side(positive), side(negative));
+    if (p.start, p.total) != (n.start, n.total) {
+        let node = if positive.seconds.is_some() {
+            &p.node
+        } else {
+            &n.node
+        };
+        return Err(g.refuse(
+            node,
+            None,
+            "gives the positive and negative prompt different seconds, and the lowering passes one start and total to both".into(),
+            "condition both prompts through one ConditioningStableAudio",
+        ));
+    }
+    Ok(Some(p))
 }
 
 /// What of a sampler's inputs only flow-matching models take, if any: a
@@ -552,7 +617,7 @@ fn differential(g: &Graph<'_>, model: &ModelChain, latent: &LatentSource) -> Res
         return Ok(());
     };
     let unmasked = match latent {
-        LatentSource::Empty { .. } => true,
+        LatentSource::Empty { .. } | LatentSource::Audio { .. } => true,
         LatentSource::Encoded { mask, .. } => mask.is_none(),
         LatentSource::Edit { inpaint, .. } => inpaint.as_ref().is_none_or(|i| !i.noise_mask),
         LatentSource::Inpaint { .. } | LatentSource::Stage { .. } | LatentSource::Composite(_) => {
@@ -711,9 +776,10 @@ fn source_extents(
             }
         }
         LatentSource::Composite(c) => Some(c.extents),
-        LatentSource::Encoded { .. } | LatentSource::Inpaint { .. } | LatentSource::Edit { .. } => {
-            None
-        }
+        LatentSource::Encoded { .. }
+        | LatentSource::Inpaint { .. }
+        | LatentSource::Edit { .. }
+        | LatentSource::Audio { .. } => None,
     }
 }
 
@@ -721,7 +787,7 @@ fn source_extents(
 /// earlier stages (`earlier`), where the graph fixes it.
 fn source_batch(latent: &LatentSource, earlier: impl Fn(usize) -> Option<i64>) -> Option<i64> {
     match latent {
-        LatentSource::Empty { batch, .. } => Some(*batch),
+        LatentSource::Empty { batch, .. } | LatentSource::Audio { batch, .. } => Some(*batch),
         LatentSource::Stage { stage, .. } => earlier(*stage),
         LatentSource::Composite(c) => earlier(c.base),
         LatentSource::Encoded { .. } | LatentSource::Inpaint { .. } | LatentSource::Edit { .. } => {

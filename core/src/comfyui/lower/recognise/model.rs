@@ -182,7 +182,7 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
                     "keep one ModelSampling node",
                 ));
             }
-            "ModelSamplingDiscrete" | "ModelSamplingContinuousEDM" => {
+            "ModelSamplingDiscrete" | "ModelSamplingContinuousEDM" | "ModelSamplingContinuousV" => {
                 table = Some(table_sampling(g, &node)?);
             }
             class @ ("ModelSamplingSD3" | "ModelSamplingAuraFlow" | "ModelSamplingFlux") => {
@@ -241,20 +241,21 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
     ))
 }
 
-/// The prediction and table a `ModelSamplingDiscrete` (`sampling`, `zsnr`)
-/// or `ModelSamplingContinuousEDM` (`sampling`, `sigma_min`, `sigma_max`)
-/// node states.
+/// The prediction and table a `ModelSamplingDiscrete` (`sampling`, `zsnr`),
+/// `ModelSamplingContinuousEDM` or `ModelSamplingContinuousV` (`sampling`,
+/// `sigma_min`, `sigma_max`) node states.
 fn table_sampling(g: &Graph<'_>, node: &str) -> Result<TableSampling, Refusal> {
-    let edm = g.class(node) == "ModelSamplingContinuousEDM";
+    let continuous_v = g.class(node) == "ModelSamplingContinuousV";
+    let edm = g.class(node) == "ModelSamplingContinuousEDM" || continuous_v;
     let sampling = g.text(node, "sampling")?;
     let kind = |kind, sigma_data| Prediction { kind, sigma_data };
     let prediction = match (sampling, edm) {
-        ("eps", _) => kind(PredictionKind::Epsilon, 1.0),
+        ("eps", _) if !continuous_v => kind(PredictionKind::Epsilon, 1.0),
         ("v_prediction", _) => kind(PredictionKind::V, 1.0),
         ("x0", false) => kind(PredictionKind::X0, 1.0),
         // The model input keeps sigma_data 1; LCM's 0.5 is its boundary's.
         ("lcm", false) => kind(PredictionKind::Lcm, 1.0),
-        ("edm", true) => kind(PredictionKind::Edm, 0.5),
+        ("edm", true) if !continuous_v => kind(PredictionKind::Edm, 0.5),
         (other, _) => {
             let why = match other {
                 "img_to_img" => "a model that takes the noisy latent unscaled and predicts the picture, which the lowering does not build".to_string(),
@@ -262,9 +263,10 @@ fn table_sampling(g: &Graph<'_>, node: &str) -> Result<TableSampling, Refusal> {
                 "cosmos_rflow" => "Cosmos' rectified-flow sampling, which the lowering does not build".to_string(),
                 _ => "not a sampling type ComfyUI offers here".to_string(),
             };
-            let choices = match edm {
-                true => "choose eps, v_prediction or edm",
-                false => "choose eps, v_prediction, lcm or x0",
+            let choices = match (continuous_v, edm) {
+                (true, _) => "choose v_prediction",
+                (_, true) => "choose eps, v_prediction or edm",
+                _ => "choose eps, v_prediction, lcm or x0",
             };
             return Err(g.refuse(
                 node,
@@ -286,9 +288,15 @@ fn table_sampling(g: &Graph<'_>, node: &str) -> Result<TableSampling, Refusal> {
                 "choose 0 < sigma_min < sigma_max",
             ));
         }
-        Table::ContinuousEdm {
-            sigma_min,
-            sigma_max,
+        match continuous_v {
+            true => Table::ContinuousV {
+                sigma_min,
+                sigma_max,
+            },
+            false => Table::ContinuousEdm {
+                sigma_min,
+                sigma_max,
+            },
         }
     } else {
         let zero_terminal_snr = g.boolean(node, "zsnr")?;

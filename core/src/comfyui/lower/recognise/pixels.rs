@@ -214,12 +214,12 @@ pub(super) fn picture(
 ) -> Result<Pixels, Refusal> {
     let image = pixels(g, node, input, walk)?;
     if let Origin::Decoded { stage, decode, .. } = &image.origin
-        && walk.axes(*stage) == Axes::Video
+        && walk.axes(*stage) != Axes::Image
     {
         return Err(g.refuse(
             decode,
             None,
-            format!("decodes video frames that node {node} reads as a picture; the lowering takes pictures through pixels only"),
+            format!("decodes video frames or audio that node {node} reads as a picture; the lowering takes pictures through pixels only"),
             "sample the video in one stage",
         ));
     }

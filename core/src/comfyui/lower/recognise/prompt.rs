@@ -24,6 +24,7 @@ pub(super) fn conditioning(
     let mut from = (sampler.to_string(), name.to_string());
     let mut control: Option<Control> = None;
     let mut guidance: Option<Guidance> = None;
+    let seconds = super::audio::seconds(g, &mut node, &mut slot, &mut from)?;
     let edit = edit_conditioning(g, &mut node, &mut slot, &mut from)?;
     flux_guidance(g, &mut node, &mut slot, &mut from, &mut guidance)?;
     while CONTROL_APPLIERS.contains(&g.class(&node)) {
@@ -133,6 +134,7 @@ pub(super) fn conditioning(
             tokenizer_options,
             guidance,
             edit,
+            seconds,
         },
         control,
     ))

@@ -83,6 +83,7 @@ pub(super) fn prompts(
         tokenizer_options: Vec::new(),
         guidance: None,
         edit: None,
+        seconds: None,
     };
     Ok(Some((conditioning(None), conditioning(Some(node.clone())))))
 }

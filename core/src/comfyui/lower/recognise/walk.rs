@@ -105,6 +105,12 @@ impl Walk {
         super::source_batch(&plan.latent, |earlier| self.batch(earlier))
     }
 
+    /// The audio seconds stage `stage`'s denoiser takes, if its latent is
+    /// audio.
+    pub(super) fn seconds(&self, stage: usize) -> Option<super::Seconds> {
+        self.stages.get(stage).and_then(|p| p.seconds.clone())
+    }
+
     /// The latent axes of stage `stage`.
     pub(super) fn axes(&self, stage: usize) -> Axes {
         self.stages.get(stage).map_or(Axes::Image, |p| p.axes)
