@@ -12,6 +12,35 @@ pub(super) struct Graph<'a> {
 }
 
 impl<'a> Graph<'a> {
+    /// Steps back through `node`, a node whose outputs 0 and 1 are the
+    /// positive and negative prompts on its inputs of those names (read at
+    /// output `slot` by input `from`): moves the walk to the prompt's
+    /// source; another output is refused, `other` saying what it is.
+    pub fn through_prompt_pair(
+        &self,
+        node: &mut String,
+        slot: &mut i64,
+        from: &mut (String, String),
+        other: &str,
+    ) -> Result<(), Refusal> {
+        let input = match *slot {
+            0 => "positive",
+            1 => "negative",
+            _ => {
+                return Err(self.refuse(
+                    &from.0,
+                    Some(&from.1),
+                    format!("reads output {slot} of node {node}, {other}"),
+                    "connect the input to the node's positive or negative output",
+                ));
+            }
+        };
+        let here = node.clone();
+        *from = (here.clone(), input.to_string());
+        (*node, *slot) = self.source(&here, input)?;
+        Ok(())
+    }
+
     /// The class of node `id` (empty when it has none).
     pub fn class(&self, id: &str) -> &'a str {
         self.nodes

@@ -9,7 +9,6 @@
 use super::super::graph::Graph;
 use super::model::TableSampling;
 use crate::comfyui::lower::Refusal;
-use crate::comfyui::synth::prediction::{Prediction, PredictionKind};
 use crate::comfyui::synth::tables::Table;
 
 /// Samples a second of Stable Audio's waveforms.
@@ -43,26 +42,18 @@ pub(super) fn seconds(
     if g.class(node) != CONDITIONING {
         return Ok(None);
     }
-    let input = match *slot {
-        0 => "positive",
-        1 => "negative",
-        _ => {
-            return Err(g.refuse(
-                &from.0,
-                Some(&from.1),
-                format!("reads output {slot} of node {node}, which has 2"),
-                "reconnect the input in ComfyUI",
-            ));
-        }
-    };
     let here = node.clone();
     let seconds = Seconds {
         start: g.number_in(&here, "seconds_start", 0.0..=1000.0, "time")?,
         total: g.number_in(&here, "seconds_total", 0.0..=1000.0, "time")?,
-        node: here.clone(),
+        node: here,
     };
-    *from = (here.clone(), input.to_string());
-    (*node, *slot) = g.source(&here, input)?;
+    g.through_prompt_pair(
+        node,
+        slot,
+        from,
+        "which gives conditionings on outputs 0 and 1 only",
+    )?;
     Ok(Some(seconds))
 }
 
@@ -87,15 +78,11 @@ pub(super) fn latent_length(seconds: f64) -> i64 {
 /// Stable Audio's own sampling, assumed where `node`'s audio latent is
 /// sampled without a ModelSampling node.
 pub(super) fn sampling(node: &str) -> TableSampling {
-    TableSampling {
-        node: node.to_string(),
-        prediction: Prediction {
-            kind: PredictionKind::V,
-            sigma_data: 1.0,
-        },
-        table: Table::ContinuousV {
+    TableSampling::v_prediction(
+        node,
+        Table::ContinuousV {
             sigma_min: 0.03,
             sigma_max: 500.0,
         },
-    }
+    )
 }

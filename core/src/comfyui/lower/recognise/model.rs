@@ -116,6 +116,21 @@ pub(in crate::comfyui::lower) struct TableSampling {
     pub table: Table,
 }
 
+impl TableSampling {
+    /// A v-predicting model (`sigma_data` 1) on `table`, as `node` implies
+    /// (a model family's own sampling).
+    pub(super) fn v_prediction(node: &str, table: Table) -> TableSampling {
+        TableSampling {
+            node: node.to_string(),
+            prediction: Prediction {
+                kind: PredictionKind::V,
+                sigma_data: 1.0,
+            },
+            table,
+        }
+    }
+}
+
 /// The flow-matching time shift.
 #[derive(Clone, Debug, PartialEq)]
 pub(in crate::comfyui::lower) enum FlowShift {

@@ -153,21 +153,8 @@ fn edit_conditioning(
     if !EDIT_NODES.contains(&g.class(node)) {
         return Ok(None);
     }
-    let input = match *slot {
-        0 => "positive",
-        1 => "negative",
-        _ => {
-            return Err(g.refuse(
-                &from.0,
-                Some(&from.1),
-                format!("reads output {slot} of node {node}, its latent, as a conditioning"),
-                "connect the input to the node's positive or negative output",
-            ));
-        }
-    };
     let here = node.clone();
-    *from = (here.clone(), input.to_string());
-    (*node, *slot) = g.source(&here, input)?;
+    g.through_prompt_pair(node, slot, from, "its latent, as a conditioning")?;
     Ok(Some(here))
 }
 

@@ -13,7 +13,6 @@ use super::pixels::{Pixels, picture};
 use super::walk::Walk;
 use super::{Conditioning, MAX_RESOLUTION, Prompt, SVD_CONDITIONING, vae_source};
 use crate::comfyui::lower::Refusal;
-use crate::comfyui::synth::prediction::{Prediction, PredictionKind};
 use crate::comfyui::synth::tables::Table;
 
 /// ComfyUI's SVD checkpoints' sampling: v-prediction on continuous EDM
@@ -90,17 +89,13 @@ pub(super) fn prompts(
 
 /// SVD's own sampling, stated by conditioning node `node`.
 pub(super) fn sampling(node: &str) -> TableSampling {
-    TableSampling {
-        node: node.to_string(),
-        prediction: Prediction {
-            kind: PredictionKind::V,
-            sigma_data: 1.0,
-        },
-        table: Table::ContinuousEdm {
+    TableSampling::v_prediction(
+        node,
+        Table::ContinuousEdm {
             sigma_min: SIGMA_MIN,
             sigma_max: SIGMA_MAX,
         },
-    }
+    )
 }
 
 fn video_prompt(
