@@ -85,6 +85,23 @@ fn a_stable_audio_graph_lowers_to_an_audio_latent_and_output() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+/// A second sampler on the first's audio latent samples it as Stable Audio
+/// too, with the latent's default seconds where its prompts state none.
+#[test]
+fn a_chained_audio_stage_keeps_stable_audios_sampling() {
+    let mut g = audio();
+    g["20"] = json!({"class_type": "KSampler", "inputs": {"seed": 8, "steps": 3, "cfg": 6.0, "sampler_name": "euler", "scheduler": "normal", "denoise": 0.5, "model": ["4", 0], "positive": ["6", 0], "negative": ["7", 0], "latent_image": ["3", 0]}});
+    g["12"]["inputs"]["samples"] = json!(["20", 0]);
+    let l = lowered(&g, &Target::default());
+    let w = workflow(&l);
+    let schedule = &w["components"]["stage2_diffusion_schedule"]["contract"]["parameters"];
+    assert_eq!(schedule["model_sampling"], "continuous_v");
+    assert_eq!(schedule["prediction"], "v_prediction");
+    // 44 steps / 21.53, truncated.
+    assert_eq!(w["inputs"]["stage2.request.seconds_total"]["default"], 2.0);
+    assert_eq!(w["inputs"]["stage2.request.seconds_start"]["default"], 0.0);
+}
+
 /// Each row of the decode is divided by `max(1, 5 * std)` (unbiased):
 /// a loud row is scaled down to a standard deviation of 1/5, a quiet row
 /// kept.
@@ -172,7 +189,7 @@ fn audio_graphs_the_lowering_cannot_express_are_refused_by_node() {
             "13",
             "ConditioningStableAudio",
             None,
-            "gives the positive and negative prompt different seconds, and the lowering passes one start and total to both",
+            "gives the sampler's prompts different seconds, and the lowering passes one start and total to all of them",
         ),
     );
     assert_refused(
@@ -185,6 +202,18 @@ fn audio_graphs_the_lowering_cannot_express_are_refused_by_node() {
             "VAEDecode",
             None,
             "decodes an audio latent as pictures",
+        ),
+    );
+    assert_refused(
+        &edited(&|g| {
+            g["15"] = json!({"class_type": "VideoLinearCFGGuidance", "inputs": {"min_cfg": 1.0, "model": ["4", 0]}});
+            g["3"]["inputs"]["model"] = json!(["15", 0]);
+        }),
+        (
+            "15",
+            "VideoLinearCFGGuidance",
+            None,
+            "guides a picture or audio latent, where ComfyUI would vary the scale over the batch's rows; the lowering rises the scale over a video's frames only",
         ),
     );
     let mut picture = pattern("img2img");

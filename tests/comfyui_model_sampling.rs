@@ -33,7 +33,13 @@ fn discrete(sampling: &str, zsnr: bool) -> Value {
 }
 
 fn continuous_v() -> Value {
-    json!({"class_type": "ModelSamplingContinuousV", "inputs": {"sampling": "v_prediction", "sigma_max": 500.0, "sigma_min": 0.03}})
+    continuous_v_to(500.0)
+}
+
+/// `ModelSamplingContinuousV` from 0.03 to `sigma_max` (Stable Audio's
+/// 500 by default).
+fn continuous_v_to(sigma_max: f64) -> Value {
+    json!({"class_type": "ModelSamplingContinuousV", "inputs": {"sampling": "v_prediction", "sigma_max": sigma_max, "sigma_min": 0.03}})
 }
 
 fn edm(sampling: &str) -> Value {
@@ -98,6 +104,18 @@ fn cases() -> Vec<(&'static str, Value, &'static str, &'static str, Value)> {
             "dpmpp_2m",
             "exponential",
             json!({"prediction": "v_prediction", "model_sampling": "continuous_v", "model_sigma_min": 0.03, "model_sigma_max": 500.0}),
+        ),
+        (
+            // A second model call per step (the timestep in the graph) on
+            // ComfyUI's timestep-spaced `normal` schedule. From Stable
+            // Audio's 500, Euler-type steps cancel in float32 to about 1e-4
+            // of the float64 reference (as zsnr's 4519 does); 20 keeps the
+            // comparison tight.
+            "continuous-v-heun",
+            continuous_v_to(20.0),
+            "heun",
+            "normal",
+            json!({"prediction": "v_prediction", "model_sampling": "continuous_v"}),
         ),
         (
             "lcm",
@@ -266,7 +284,7 @@ fn a_scheduler_on_the_model_without_the_stated_sampling_is_refused() {
             "21",
             "SDTurboScheduler",
             Some("model"),
-            "takes a model without discrete training timesteps (a flow-matching or continuous EDM one), but its timesteps 999, 899, ..., 99 are a discrete model's (SD Turbo's)",
+            "takes a model without discrete training timesteps (a flow-matching or continuous one), but its timesteps 999, 899, ..., 99 are a discrete model's (SD Turbo's)",
         ),
     );
 }

@@ -213,7 +213,7 @@ fn a_flow_model_takes_a_stated_schedule_and_refuses_sd_turbos() {
             "21",
             "SDTurboScheduler",
             Some("model"),
-            "takes a model without discrete training timesteps (a flow-matching or continuous EDM one), but its timesteps 999, 899, ..., 99 are a discrete model's (SD Turbo's)",
+            "takes a model without discrete training timesteps (a flow-matching or continuous one), but its timesteps 999, 899, ..., 99 are a discrete model's (SD Turbo's)",
         ),
     );
 }

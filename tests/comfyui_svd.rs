@@ -253,7 +253,7 @@ fn svd_graphs_the_lowering_cannot_express_are_refused_by_node() {
             "9",
             "VideoLinearCFGGuidance",
             None,
-            "guides a picture latent, where ComfyUI would vary the scale over the batch's pictures; the lowering rises the scale over a video's frames only",
+            "guides a picture or audio latent, where ComfyUI would vary the scale over the batch's rows; the lowering rises the scale over a video's frames only",
         ),
     );
 }

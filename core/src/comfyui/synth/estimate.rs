@@ -128,10 +128,12 @@ pub(super) fn model_timestep(
             timesteps: Timesteps::Arctan,
             ..
         } => {
-            let angle = g.op("Atan", &[sigma]);
-            let factor = g.d(2.0 / std::f64::consts::PI);
-            let t = g.op("Mul", &[&angle, &factor]);
-            g.cast(&t, DataType::FLOAT)
+            // ONNX Runtime's Atan takes float32 only (ComfyUI's is float32
+            // too).
+            let sigma = g.cast(sigma, DataType::FLOAT);
+            let angle = g.op("Atan", &[&sigma]);
+            let factor = g.f(2.0 / std::f64::consts::PI);
+            g.op("Mul", &[&angle, &factor])
         }
         _ => {
             let log = g.op("Log", &[sigma]);

@@ -236,7 +236,8 @@ impl<'a> PolicyGraph<'a> {
     }
 
     /// A per-row value `[batch]` reshaped to broadcast over the policy's
-    /// latents (its highest-rank ports: a picture's rank 4, a video's 5).
+    /// latents (its highest-rank ports: an audio latent's rank 3, a
+    /// picture's 4, a video's 5).
     pub fn rows(&mut self, x: &str) -> String {
         let mut shape = vec![1; self.latent_rank().max(1)];
         shape[0] = -1;

@@ -301,6 +301,25 @@ pub fn discards_penultimate(sampler: &str) -> bool {
     )
 }
 
+/// `normal` (`sgm`: `sgm_uniform`) on a `ModelSamplingContinuousV` model
+/// with sigmas from `sigma_min` to `sigma_max`: timesteps `atan(sigma) * 2
+/// / pi` evenly spaced between theirs, mapped back by `tan(t * pi / 2)`,
+/// then 0, as ComfyUI's `normal_scheduler` does with that model's
+/// `timestep` and `sigma`.
+pub fn arctan_schedule(sigma_min: f64, sigma_max: f64, sgm: bool, steps: usize) -> Vec<f64> {
+    let timestep = |s: f64| s.atan() * 2.0 / std::f64::consts::PI;
+    let sigma = |t: f64| (t * std::f64::consts::PI / 2.0).tan();
+    let (start, end) = (timestep(sigma_max), timestep(sigma_min));
+    let ramp = match sgm {
+        true => sgm_ramp(steps),
+        false => linspace(0.0, 1.0, steps),
+    };
+    ramp.into_iter()
+        .map(|r| sigma(start + r * (end - start)))
+        .chain([0.0])
+        .collect()
+}
+
 /// The sigmas of a discrete model's schedule of `steps` steps by
 /// `scheduler`, ending in 0 (`steps + 1` values, fewer for `ddim_uniform`
 /// with step counts that do not divide the table).

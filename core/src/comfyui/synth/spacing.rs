@@ -6,8 +6,10 @@
 //! maybe reversed by `FlipSigmas`. It travels in the `diffusion_schedule`
 //! contract parameters: `spacing` names it, the settings sit beside it.
 
-use super::sampling::{SCHEDULES, beta_indices, discrete_schedule, karras, table_indices};
-use super::tables::{ModelSampling, linspace, sigma_at};
+use super::sampling::{
+    SCHEDULES, arctan_schedule, beta_indices, discrete_schedule, karras, table_indices,
+};
+use super::tables::{ModelSampling, Timesteps, linspace, sigma_at};
 use serde_json::{Value, json};
 
 /// How the sigmas are spaced.
@@ -325,6 +327,16 @@ impl Schedule {
             ModelSampling::Flow { .. } => (None, None),
         };
         let mut sigmas = match &self.spacing {
+            // ComfyUI spaces these by the model's own `timestep`, which is
+            // not the table's log-linear index on a continuous-V model.
+            Spacing::Named(name)
+                if timesteps == Some(Timesteps::Arctan)
+                    && matches!(name.as_str(), "normal" | "sgm_uniform") =>
+            {
+                let table = table?;
+                let (low, high) = (table[0], table[table.len() - 1]);
+                arctan_schedule(low, high, name == "sgm_uniform", computed)
+            }
             Spacing::Named(name) => discrete_schedule(table?, name, computed).unwrap_or_default(),
             Spacing::Beta { .. } => {
                 let table = table?;

@@ -8,7 +8,10 @@
 
 use super::super::graph::Graph;
 use super::model::TableSampling;
+use super::walk::Walk;
+use super::{Conditioning, LatentSource};
 use crate::comfyui::lower::Refusal;
+use crate::comfyui::lower::parts::Axes;
 use crate::comfyui::synth::tables::Table;
 
 /// Samples a second of Stable Audio's waveforms.
@@ -57,10 +60,57 @@ pub(super) fn seconds(
     Ok(Some(seconds))
 }
 
+/// The seconds an audio latent's denoiser takes: the prompts' shared
+/// `ConditioningStableAudio` values, else ComfyUI's defaults for the
+/// latent's length; refused on a latent that is not audio, or where the
+/// prompts' differ.
+pub(super) fn seconds_taken(
+    g: &Graph<'_>,
+    walk: &Walk,
+    latent: &LatentSource,
+    axes: Axes,
+    prompts: &[&Conditioning],
+) -> Result<Option<Seconds>, Refusal> {
+    let stated = prompts.iter().find_map(|c| c.seconds.as_ref());
+    if axes != Axes::Audio {
+        return match stated {
+            Some(s) => Err(g.refuse(
+                &s.node,
+                None,
+                "sets an audio model's seconds on the prompts of a sampler whose latent is not audio".into(),
+                "remove ConditioningStableAudio, or sample an EmptyLatentAudio",
+            )),
+            None => Ok(None),
+        };
+    }
+    let (node, length) = match latent {
+        LatentSource::Audio { node, length, .. } => (node.as_str(), *length),
+        LatentSource::Stage { stage, .. } => ("", walk.audio_length(*stage)),
+        _ => ("", 0),
+    };
+    let default = default_seconds(node, length);
+    let side = |c: &Conditioning| c.seconds.clone().unwrap_or_else(|| default.clone());
+    let first = side(prompts[0]);
+    if let Some(other) = prompts[1..]
+        .iter()
+        .map(|c| side(c))
+        .find(|s| (s.start, s.total) != (first.start, first.total))
+    {
+        let node = stated.map_or(&other.node, |s| &s.node);
+        return Err(g.refuse(
+            node,
+            None,
+            "gives the sampler's prompts different seconds, and the lowering passes one start and total to all of them".into(),
+            "condition every prompt through one ConditioningStableAudio",
+        ));
+    }
+    Ok(Some(first))
+}
+
 /// The seconds a prompt without `ConditioningStableAudio` gives the model,
 /// as ComfyUI's Stable Audio model defaults them: start 0, total the
 /// latent's length over 21.53 steps a second, truncated.
-pub(super) fn default_seconds(node: &str, latent_length: i64) -> Seconds {
+fn default_seconds(node: &str, latent_length: i64) -> Seconds {
     Seconds {
         node: node.to_string(),
         start: 0.0,

@@ -8,7 +8,8 @@
 //! may show the decode through an upscale model and a resize (`pixels`).
 //! A video sink (animated WEBP/PNG, WEBM, `CreateVideo` into `SaveVideo`,
 //! VideoHelperSuite's `VHS_VideoCombine`) shows the decode of a video
-//! latent at its frame rate.
+//! latent at its frame rate; an audio sink (`SaveAudio`, `PreviewAudio`,
+//! ...) plays the `VAEDecodeAudio` of an audio latent.
 
 use super::super::graph::Graph;
 use super::pixels::{ModelUpscale, Resize};
@@ -58,69 +59,65 @@ pub(in crate::comfyui::lower) enum SinkKind {
     Audio,
 }
 
-/// A sink class and, for a video sink, its frame-rate input (on the
-/// `CreateVideo` node for `SaveVideo`); an audio sink's input is `audio`.
+/// A sink class and what it shows.
 struct SinkClass {
     class: &'static str,
-    frame_rate: Option<&'static str>,
-    audio: bool,
+    shows: Shows,
+}
+
+/// What a sink class shows: pictures, video frames (with its frame-rate
+/// input, on the `CreateVideo` node for `SaveVideo`) or sound (input
+/// `audio`).
+enum Shows {
+    Picture,
+    Video(&'static str),
+    Audio,
 }
 
 const SINKS: &[SinkClass] = &[
     SinkClass {
         class: "SaveImage",
-        frame_rate: None,
-        audio: false,
+        shows: Shows::Picture,
     },
     SinkClass {
         class: "PreviewImage",
-        frame_rate: None,
-        audio: false,
+        shows: Shows::Picture,
     },
     SinkClass {
         class: "SaveAnimatedWEBP",
-        frame_rate: Some("fps"),
-        audio: false,
+        shows: Shows::Video("fps"),
     },
     SinkClass {
         class: "SaveAnimatedPNG",
-        frame_rate: Some("fps"),
-        audio: false,
+        shows: Shows::Video("fps"),
     },
     SinkClass {
         class: "SaveWEBM",
-        frame_rate: Some("fps"),
-        audio: false,
+        shows: Shows::Video("fps"),
     },
     SinkClass {
         class: "SaveVideo",
-        frame_rate: Some("fps"),
-        audio: false,
+        shows: Shows::Video("fps"),
     },
     SinkClass {
         class: "VHS_VideoCombine",
-        frame_rate: Some("frame_rate"),
-        audio: false,
+        shows: Shows::Video("frame_rate"),
     },
     SinkClass {
         class: "SaveAudio",
-        frame_rate: None,
-        audio: true,
+        shows: Shows::Audio,
     },
     SinkClass {
         class: "SaveAudioMP3",
-        frame_rate: None,
-        audio: true,
+        shows: Shows::Audio,
     },
     SinkClass {
         class: "SaveAudioOpus",
-        frame_rate: None,
-        audio: true,
+        shows: Shows::Audio,
     },
     SinkClass {
         class: "PreviewAudio",
-        frame_rate: None,
-        audio: true,
+        shows: Shows::Audio,
     },
 ];
 
@@ -162,7 +159,7 @@ fn one_sink(
     class: &SinkClass,
     walk: &mut Walk,
 ) -> Result<Sink, Refusal> {
-    if class.audio {
+    if let Shows::Audio = class.shows {
         return audio_sink(g, sink, walk);
     }
     if class.class == "VHS_VideoCombine" {
@@ -188,8 +185,8 @@ fn one_sink(
         }
         _ => sink.to_string(),
     };
-    let frame_rate = match class.frame_rate {
-        Some(input) => {
+    let frame_rate = match class.shows {
+        Shows::Video(input) => {
             let fps = g.number(&shown, input)?;
             if !(fps > 0.0 && fps <= 1000.0) {
                 return Err(g.refuse(
@@ -201,7 +198,7 @@ fn one_sink(
             }
             Some(fps)
         }
-        None => None,
+        Shows::Picture | Shows::Audio => None,
     };
     let super::pixels::Shown {
         decode,

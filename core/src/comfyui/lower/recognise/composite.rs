@@ -103,7 +103,7 @@ fn fits(
             None,
             "composites video or audio latents; the lowering composites picture latents only"
                 .into(),
-            "composite the pictures before making the video",
+            "composite pictures only",
         ));
     }
     if walk.channels(base) != walk.channels(paste.stage) {

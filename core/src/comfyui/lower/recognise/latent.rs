@@ -234,7 +234,7 @@ pub(super) fn latent_source(
                 &node,
                 Some("samples"),
                 "resizes a video or audio latent; the lowering resizes picture latents only".into(),
-                "make the video at the final size",
+                "make the video or sound at its final size",
             ));
         }
         return Ok(LatentSource::Stage { stage, upscale });

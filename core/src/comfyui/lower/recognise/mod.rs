@@ -50,8 +50,8 @@ pub(super) struct Plan {
     pub middle: Option<Conditioning>,
     pub latent: LatentSource,
     pub control: Option<Control>,
-    /// Latent channels: an empty video latent's, else the flow-matching
-    /// family's, else the empty latent's, else 4.
+    /// Latent channels: an audio latent's (64), an empty video latent's,
+    /// else the flow-matching family's, else the empty latent's, else 4.
     pub channels: i64,
     /// Whether the latent is a picture's, a video's or audio's.
     pub axes: Axes,
@@ -304,21 +304,6 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
     if let Some(scheduler) = &guide.scheduler {
         custom::same_sampling(g, scheduler, &model, &family)?;
     }
-    let continuous = matches!(
-        model.table.as_ref().map(|t| &t.table),
-        Some(crate::comfyui::synth::tables::Table::ContinuousEdm { .. })
-    );
-    if let Some(scheduler) = &guide.scheduler
-        && (model.flow.is_some() || continuous)
-        && sampler.schedule.needs_training_timesteps()
-    {
-        return Err(g.refuse(
-            scheduler,
-            Some("model"),
-            "takes a model without discrete training timesteps (a flow-matching or continuous EDM one), but its timesteps 999, 899, ..., 99 are a discrete model's (SD Turbo's)".into(),
-            "use BasicScheduler for this model",
-        ));
-    }
     let needs = crate::comfyui::synth::sampling::sampler(&sampler.sampler_name).map(|k| k.needs);
     if model.flow.is_some() && needs.is_some_and(|n| !n.flow) {
         let node = match custom {
@@ -375,7 +360,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         Window::Steps {
             add_noise: false, ..
         },
-        LatentSource::Empty { .. },
+        LatentSource::Empty { .. } | LatentSource::Audio { .. },
     ) = (&sampler.window, &latent)
     {
         return Err(g.refuse(
@@ -406,17 +391,36 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
             "connect the sampler's latent_image to the node's latent output",
         ));
     }
-    if let LatentSource::Audio { node, .. } = &latent
-        && model.table.is_none()
-        && model.flow.is_none()
-    {
+    if axes == Axes::Audio && model.table.is_none() && model.flow.is_none() {
+        let node = match &latent {
+            LatentSource::Audio { node, .. } => node,
+            _ => &sampler_node,
+        };
         model.table = Some(audio::sampling(node));
     }
-    let seconds = audio_seconds(g, walk, &latent, axes, [&positive, &negative])?;
+    let continuous = matches!(
+        model.table.as_ref().map(|t| &t.table),
+        Some(
+            crate::comfyui::synth::tables::Table::ContinuousEdm { .. }
+                | crate::comfyui::synth::tables::Table::ContinuousV { .. }
+        )
+    );
+    if let Some(scheduler) = &guide.scheduler
+        && (model.flow.is_some() || continuous)
+        && sampler.schedule.needs_training_timesteps()
+    {
+        return Err(g.refuse(
+            scheduler,
+            Some("model"),
+            "takes a model without discrete training timesteps (a flow-matching or continuous one), but its timesteps 999, 899, ..., 99 are a discrete model's (SD Turbo's)".into(),
+            "use BasicScheduler for this model",
+        ));
+    }
+    let seconds = audio::seconds_taken(g, walk, &latent, axes, &prompts)?;
     if let Some(linear) = &model.linear_cfg {
         let why = match (axes, &sampler.dual) {
-            (Axes::Image, _) => Some(
-                "guides a picture latent, where ComfyUI would vary the scale over the batch's pictures",
+            (Axes::Image | Axes::Audio, _) => Some(
+                "guides a picture or audio latent, where ComfyUI would vary the scale over the batch's rows",
             ),
             (_, Some(_)) => {
                 Some("is under a DualCFGGuider, whose three-way guidance it does not shape")
@@ -442,7 +446,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
             &control.apply,
             None,
             "conditions a video or audio sampler with a ControlNet; the lowering applies ControlNets to pictures only".into(),
-            "remove the ControlNet from the video graph",
+            "remove the ControlNet from the video or audio graph",
         ));
     }
     if model.flow.is_none()
@@ -466,7 +470,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         ));
     }
     let channels = match (&model.flow, &latent) {
-        (_, LatentSource::Audio { .. }) => audio::CHANNELS,
+        _ if axes == Axes::Audio => audio::CHANNELS,
         (_, LatentSource::Empty { channels, .. }) if axes == Axes::Video => *channels,
         (Some(flow), _) => flow.channels,
         (None, LatentSource::Empty { channels, .. }) => *channels,
@@ -486,54 +490,6 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         control,
         seconds,
     })
-}
-
-/// The seconds an audio latent's denoiser takes: the prompts' shared
-/// `ConditioningStableAudio` values, else ComfyUI's defaults; refused on a
-/// latent that is not audio, or where the prompts' differ.
-fn audio_seconds(
-    g: &Graph<'_>,
-    walk: &walk::Walk,
-    latent: &LatentSource,
-    axes: Axes,
-    [positive, negative]: [&Conditioning; 2],
-) -> Result<Option<Seconds>, Refusal> {
-    let stated = positive.seconds.as_ref().or(negative.seconds.as_ref());
-    if axes != Axes::Audio {
-        return match stated {
-            Some(s) => Err(g.refuse(
-                &s.node,
-                None,
-                "sets an audio model's seconds on the prompts of a sampler whose latent is not audio".into(),
-                "remove ConditioningStableAudio, or sample an EmptyLatentAudio",
-            )),
-            None => Ok(None),
-        };
-    }
-    let default = match latent {
-        LatentSource::Audio { node, length, .. } => audio::default_seconds(node, *length),
-        // An earlier audio stage's own.
-        LatentSource::Stage { stage, .. } => walk
-            .seconds(*stage)
-            .unwrap_or_else(|| audio::default_seconds("", 0)),
-        _ => audio::default_seconds("", 0),
-    };
-    let side = |c: &Conditioning| c.seconds.clone().unwrap_or_else(|| default.clone());
-    let (p, n) = (side(positive), side(negative));
-    if (p.start, p.total) != (n.start, n.total) {
-        let node = if positive.seconds.is_some() {
-            &p.node
-        } else {
-            &n.node
-        };
-        return Err(g.refuse(
-            node,
-            None,
-            "gives the positive and negative prompt different seconds, and the lowering passes one start and total to both".into(),
-            "condition both prompts through one ConditioningStableAudio",
-        ));
-    }
-    Ok(Some(p))
 }
 
 /// What of a sampler's inputs only flow-matching models take, if any: a

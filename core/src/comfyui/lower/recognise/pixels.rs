@@ -220,7 +220,7 @@ pub(super) fn picture(
             decode,
             None,
             format!("decodes video frames or audio that node {node} reads as a picture; the lowering takes pictures through pixels only"),
-            "sample the video in one stage",
+            "keep video and audio latents within their own stages",
         ));
     }
     Ok(image)

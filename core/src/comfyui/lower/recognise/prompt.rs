@@ -1,6 +1,6 @@
-//! A prompt's way from the sampler back to its text encoder: an
-//! `InstructPixToPixConditioning` or `InpaintModelConditioning` next to
-//! the sampler, ControlNet
+//! A prompt's way from the sampler back to its text encoder: a
+//! `ConditioningStableAudio` and an `InstructPixToPixConditioning` or
+//! `InpaintModelConditioning` next to the sampler, ControlNet
 //! applications, a `FluxGuidance` (before or after them, or the zeroing),
 //! a `ConditioningZeroOut`, the encoder (`CLIPTextEncode` or
 //! `CLIPTextEncodeSDXL`) and its CLIP path (LoRA loaders, T5 tokenizer

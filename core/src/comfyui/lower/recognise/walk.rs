@@ -105,10 +105,13 @@ impl Walk {
         super::source_batch(&plan.latent, |earlier| self.batch(earlier))
     }
 
-    /// The audio seconds stage `stage`'s denoiser takes, if its latent is
-    /// audio.
-    pub(super) fn seconds(&self, stage: usize) -> Option<super::Seconds> {
-        self.stages.get(stage).and_then(|p| p.seconds.clone())
+    /// The steps of stage `stage`'s audio latent (0 for another latent).
+    pub(super) fn audio_length(&self, stage: usize) -> i64 {
+        match self.stages.get(stage).map(|p| &p.latent) {
+            Some(super::LatentSource::Audio { length, .. }) => *length,
+            Some(super::LatentSource::Stage { stage, .. }) => self.audio_length(*stage),
+            _ => 0,
+        }
     }
 
     /// The latent axes of stage `stage`.
