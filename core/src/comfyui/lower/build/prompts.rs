@@ -125,6 +125,17 @@ pub(super) fn sides(plan: &Plan) -> Vec<PromptSide<'_>> {
     .collect()
 }
 
+/// Policy `kind` making zeros shaped like its input `port` of `contract`
+/// (`zero_conditioning`, `zero_latent`).
+pub(super) fn zero_policy(kind: &str, port: &str, contract: Value) -> Value {
+    policy(
+        kind,
+        json!({port: contract.clone()}),
+        json!({"zeroed": contract}),
+        None,
+    )
+}
+
 /// Declares the encoders of `sides` (named with the text encoders' prefix
 /// `models`) and adds their token inputs and setup steps.
 pub(super) fn encode(plan: &Plan, sides: &[PromptSide<'_>], models: &str, parts: &mut Parts<'_>) {
@@ -163,12 +174,7 @@ pub(super) fn encode(plan: &Plan, sides: &[PromptSide<'_>], models: &str, parts:
     if sides.iter().any(|s| s.zeroed.is_some()) {
         parts.components.insert(
             "zero_conditioning".into(),
-            policy(
-                "zero_conditioning",
-                json!({"conditioning": hidden()}),
-                json!({"zeroed": hidden()}),
-                None,
-            ),
+            zero_policy("zero_conditioning", "conditioning", hidden()),
         );
     }
     for side in sides {

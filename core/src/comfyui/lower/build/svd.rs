@@ -7,10 +7,9 @@
 //! `fps - 1`, the motion bucket and the augmentation level as its
 //! `added_time_ids`.
 
-use super::super::parts::{
-    Axes, Steps, component, hidden, invoke, one_of, parameter, picture, policy,
-};
+use super::super::parts::{Axes, Steps, component, hidden, invoke, one_of, parameter, picture};
 use super::super::recognise::{PixelSize, Plan, Prompt, Resize, VideoPrompt};
+use super::prompts::zero_policy;
 use serde_json::{Map, Value, json};
 
 /// The positive prompt's concat latent.
@@ -60,15 +59,7 @@ pub(super) fn encode(
         ("zero_conditioning", "conditioning", hidden()),
         ("zero_latent", "latent", Axes::Image.latent()),
     ] {
-        components.insert(
-            kind.into(),
-            policy(
-                kind,
-                json!({port: contract.clone()}),
-                json!({"zeroed": contract}),
-                None,
-            ),
-        );
+        components.insert(kind.into(), zero_policy(kind, port, contract));
     }
     let resize = Resize {
         node: node.clone(),

@@ -12,9 +12,9 @@
 //! ...) plays the `VAEDecodeAudio` of an audio latent.
 
 use super::super::graph::Graph;
+use super::Plan;
 use super::pixels::{ModelUpscale, Resize};
 use super::walk::Walk;
-use super::{Plan, vae_source};
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::lower::parts::Axes;
 
@@ -270,11 +270,8 @@ fn one_sink(
 /// Audio sink `sink`: the `VAEDecodeAudio` of an audio latent it plays.
 fn audio_sink(g: &Graph<'_>, sink: &str, walk: &mut Walk) -> Result<Sink, Refusal> {
     let (decode, _) = g.source(sink, "audio")?;
-    g.expect(&decode, &["VAEDecodeAudio"], "audio", (sink, "audio"))?;
-    let (sampler, slot) = g.source(&decode, "samples")?;
-    let stage = walk.sampled(g, &sampler, slot, (&decode, "samples"))?;
-    let (vae, _) = g.source(&decode, "vae")?;
-    vae_source(g, &vae, walk.loader(stage), (&decode, "vae"))?;
+    let (decode, vae, stage) =
+        super::pixels::decoded(g, decode, (sink, "audio"), &["VAEDecodeAudio"], walk)?;
     if walk.axes(stage) != Axes::Audio {
         return Err(g.refuse(
             &decode,

@@ -2,17 +2,17 @@
 //! maybe masked) picture, or an earlier sampler's result, maybe upscaled
 //! or composited with others'.
 
-use super::super::graph::{Graph, either};
+use super::super::graph::Graph;
 use super::audio;
 use super::composite::{Composite, composite};
 use super::pixels::{Pixels, picture};
 use super::walk::Walk;
 use super::{
-    EDIT_NODES, MAX_RESOLUTION, SAMPLER_CLASSES, SVD_CONDITIONING, loaded_image, vae_source,
+    EDIT_NODES, MAX_RESOLUTION, SAMPLER_CLASSES, SVD_CONDITIONING, loaded_image, upscale_method,
+    vae_source,
 };
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::lower::parts::Axes;
-use crate::comfyui::synth::upscale::METHODS;
 
 /// ComfyUI's own limit on batch size.
 const MAX_BATCH: i64 = 4096;
@@ -400,18 +400,7 @@ fn empty_video(g: &Graph<'_>, node: &str, video: &VideoLatent) -> Result<LatentS
 /// The resize of upscaler `node`, `None` where it keeps the size
 /// (`LatentUpscale` with width and height 0).
 fn upscale(g: &Graph<'_>, node: &str) -> Result<Option<Upscale>, Refusal> {
-    let method = g.text(node, "upscale_method")?;
-    if !METHODS.contains(&method) {
-        return Err(g.refuse(
-            node,
-            Some("upscale_method"),
-            format!(
-                "is '{method}'; the lowering resizes latents by {} only",
-                either(METHODS)
-            ),
-            &format!("choose {}", either(METHODS)),
-        ));
-    }
+    let method = upscale_method(g, node, "latents")?;
     let size = if g.class(node) == "LatentUpscaleBy" {
         UpscaleSize::Scale(g.number_in(node, "scale_by", 0.01..=8.0, "factor")?)
     } else {

@@ -670,6 +670,26 @@ fn guidance_sides(
     ))
 }
 
+/// The `upscale_method` of resize node `node`, refused unless the
+/// lowering's resizes make it; `what` the resize makes (`pictures`,
+/// `latents`), for the message.
+fn upscale_method<'a>(g: &Graph<'a>, node: &str, what: &str) -> Result<&'a str, Refusal> {
+    use crate::comfyui::synth::upscale::METHODS;
+    let method = g.text(node, "upscale_method")?;
+    if METHODS.contains(&method) {
+        return Ok(method);
+    }
+    Err(g.refuse(
+        node,
+        Some("upscale_method"),
+        format!(
+            "is '{method}'; the lowering resizes {what} by {} only",
+            super::graph::either(METHODS)
+        ),
+        &format!("choose {}", super::graph::either(METHODS)),
+    ))
+}
+
 pub(super) fn vae_source(
     g: &Graph<'_>,
     vae: &str,

@@ -6,12 +6,11 @@
 //! of a decode is a round trip through pixels (a hires fix by pixels, a
 //! refiner fed a picture).
 
-use super::super::graph::{Graph, either};
+use super::super::graph::Graph;
 use super::walk::Walk;
-use super::{MAX_RESOLUTION, vae_source};
+use super::{MAX_RESOLUTION, upscale_method, vae_source};
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::lower::parts::Axes;
-use crate::comfyui::synth::upscale::METHODS;
 
 /// The decodes a picture may come from (`VAEDecodeTiled` decodes the same
 /// pictures in tiles, to save memory).
@@ -189,7 +188,7 @@ fn processing<'i>(g: &Graph<'_>, node: &str, input: &'i str) -> Result<Processin
 
 /// Decode node `at` (one of `classes`, else refused as the source of
 /// input `from`): the node, its VAE and the stage whose latent it decodes.
-fn decoded(
+pub(super) fn decoded(
     g: &Graph<'_>,
     at: String,
     from: (&str, &str),
@@ -229,18 +228,7 @@ pub(super) fn picture(
 /// The resize of `node`, `None` where it keeps the picture as it is
 /// (`ImageScale` with width and height 0).
 fn image_resize(g: &Graph<'_>, node: &str) -> Result<Option<Resize>, Refusal> {
-    let method = g.text(node, "upscale_method")?;
-    if !METHODS.contains(&method) {
-        return Err(g.refuse(
-            node,
-            Some("upscale_method"),
-            format!(
-                "is '{method}'; the lowering resizes pictures by {} only",
-                either(METHODS)
-            ),
-            &format!("choose {}", either(METHODS)),
-        ));
-    }
+    let method = upscale_method(g, node, "pictures")?;
     let size = match g.class(node) {
         "ImageScaleBy" => PixelSize::Scale(g.number_in(node, "scale_by", 0.01..=8.0, "factor")?),
         "ImageScaleToTotalPixels" => {
