@@ -499,14 +499,14 @@ fn unsupported_graphs_are_refused_with_node_class_input_and_remedy() {
         )
     };
     let (node, class, input, message, remedy) =
-        refused(&|g| g["3"]["inputs"]["sampler_name"] = serde_json::json!("dpm_adaptive"));
+        refused(&|g| g["3"]["inputs"]["sampler_name"] = serde_json::json!("euler_dy"));
     assert_eq!(
         (node.as_str(), class.as_str(), input.as_deref()),
         ("3", "KSampler", Some("sampler_name"))
     );
     assert_eq!(
         message,
-        "uses sampler 'dpm_adaptive', which chooses its own step sizes as it goes, so its model calls do not follow a schedule the workflow can loop over"
+        "uses sampler 'euler_dy', which is not one of ComfyUI's core samplers (a custom node adds it)"
     );
     assert_eq!(
         remedy,

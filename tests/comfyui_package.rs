@@ -415,6 +415,8 @@ fn synthesized_solvers_match_an_independent_numpy_reference() {
         "heun",
         "dpmpp_sde",
         "seeds_2",
+        "heunpp2",
+        "seeds_3",
         "sa_solver",
         "sa_solver_pece",
         "dpmpp_2s_ancestral_cfg_pp",

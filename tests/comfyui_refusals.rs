@@ -139,14 +139,14 @@ fn every_refusal_names_the_node_class_input_and_a_remedy() {
         ),
         (
             edited("img2img", |g| {
-                g["5"]["inputs"]["sampler_name"] = json!("heunpp2")
+                g["5"]["inputs"]["sampler_name"] = json!("dpm_fast")
             }),
             none.clone(),
             (
                 "5",
                 "KSampler",
                 Some("sampler_name"),
-                "uses sampler 'heunpp2', which calls the model up to three times per step (Heun++'s second correction), and the lowered sampling loop makes at most two calls per step",
+                "uses sampler 'dpm_fast' on a run that is not a whole schedule from pure noise (a denoise below 1, a step window, a start latent or a schedule below the model's top sigma); it spaces steps of its own between the run's first and last sigma, and the lowering lays those over whole runs only",
             ),
         ),
         (

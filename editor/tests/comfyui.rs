@@ -133,15 +133,15 @@ fn a_refused_graph_shows_its_badge_and_reason() {
             .expect("fixture"),
     )
     .expect("JSON");
-    api["5"]["inputs"]["sampler_name"] = serde_json::json!("dpm_adaptive");
-    let path = dir.join("adaptive.api.json");
+    api["5"]["inputs"]["sampler_name"] = serde_json::json!("euler_dy");
+    let path = dir.join("custom-sampler.api.json");
     std::fs::write(&path, api.to_string()).expect("write");
     let mut harness = harness();
     drop_file(&mut harness, &path);
     assert!(harness.state().doc.is_none(), "nothing is lowered");
     harness.get_by_label("ComfyUI node 5 KSampler refused");
     let reason = format!(
-        "node 5 (KSampler) input `sampler_name` uses sampler 'dpm_adaptive', which chooses its own step sizes as it goes, so its model calls do not follow a schedule the workflow can loop over — choose one of: {}",
+        "node 5 (KSampler) input `sampler_name` uses sampler 'euler_dy', which is not one of ComfyUI's core samplers (a custom node adds it) — choose one of: {}",
         wfstudio_core::comfyui::lower::sampler_names().join(", ")
     );
     harness.get_by_label(&reason).click_accesskit();

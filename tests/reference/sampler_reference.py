@@ -41,7 +41,8 @@ noise):
   (`uni_pc`, `uni_pc_bh2`) in its own VP form, ComfyUI's SA-Solver (`sa_solver`: its stochastic
   Adams predictor-corrector with the Vandermonde solve, noise at offset step + 1); the two-call samplers `heun`, `dpm_2`,
   `dpm_2_ancestral`, `dpmpp_2s_ancestral`, `dpmpp_sde` and `seeds_2` (their midpoint noise the
-  counter noise at offset -(step + 1)), which call the model twice per step.
+  counter noise at offset -(step + 1)), which call the model twice per step, and the three-call
+  samplers `heunpp2`, `seeds_3`, `dpm_fast` and the adaptive `dpm_adaptive` from three_call_reference.py.
 * Model input scaling for epsilon models: x / sqrt(sigma^2 + 1); the initial
   latent is noise * sqrt(1 + sigma_0^2) where sigma_0 is sigma_max, else noise * sigma_0.
   A stated ModelSamplingDiscrete / ModelSamplingContinuousEDM (v_prediction, edm, x0,
@@ -63,6 +64,8 @@ import onnxruntime as ort
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from multistep_reference import deis_weights, sample_sa_solver, sample_unipc  # noqa: E402
 from schedule_reference import flipped, stated_schedule  # noqa: E402
+from three_call_reference import (THREE_CALL_SAMPLERS, sample_dpm_adaptive, sample_dpm_fast,  # noqa: E402
+                                  three_call_step)
 import prediction_reference  # noqa: E402
 
 
@@ -343,13 +346,17 @@ def run(pkg, out_dir, expected=None):
         x = sample_sa_solver(lambda x, sigma: x - sigma * guided(x, sigma), x, sigmas,
                              lambda offset: noise(seed, offset, p["row"], rows), first_step,
                              interval, use_pece=solver == "sa_solver_pece")
+    if solver == "dpm_fast":
+        x = sample_dpm_fast(x, sigmas, guided)
+    if solver == "dpm_adaptive":
+        x = sample_dpm_adaptive(x, sigmas, guided)
     denoised_prev = None
     denoised_1 = denoised_2 = h_1 = h_2 = old_d = old_sigma_down = None
     er_old = er_old_d = None
     buffer = []
     # Schedules that pick table entries (ddim_uniform, beta) may run more or
     # fewer steps than asked for.
-    for i in range(0 if solver.startswith("uni_pc") or solver.startswith("sa_solver") else len(sigmas) - 1):
+    for i in range(0 if solver.startswith(("uni_pc", "sa_solver", "dpm_fast", "dpm_adaptive")) else len(sigmas) - 1):
         sigma, sigma_next = sigmas[i], sigmas[i + 1]
         d = guided(x, sigma)
         # CFG++ samplers step along the unconditional estimate.
@@ -567,6 +574,9 @@ def run(pkg, out_dir, expected=None):
         elif solver in TWO_CALL_SAMPLERS:
             x = two_call_step(solver, x, d, sigma, sigma_next, guided,
                               lambda offset: noise(seed, offset, p["row"], rows), first_step + i)
+        elif solver in THREE_CALL_SAMPLERS:
+            x = three_call_step(solver, x, d, sigmas, i, guided,
+                                lambda offset: noise(seed, offset, p["row"], rows), first_step + i)
         elif solver == "lcm":
             x = denoised
             if sigma_next > 0:

@@ -1,7 +1,7 @@
 //! The `solver_step` component of a lowered graph: its ports, bindings
 //! and contract parameters follow the sampler (see docs/COMFYUI.md).
 
-use super::parts::{Axes, invoke, one, policy, row};
+use super::parts::{Axes, contract, invoke, one, opaque_literal, policy, row};
 use super::recognise::{Sampler, Window};
 use crate::comfyui::synth::sampling::sampler;
 use serde_json::{Value, json};
@@ -16,10 +16,35 @@ pub(super) struct Solver {
     /// (`solver.mid_timestep`); the step then reads that call's estimate
     /// as `second`.
     pub midpoint: Option<(Value, Value)>,
-    /// The state cells the sampler carries from one step to the next
-    /// (cell, the value it is carried from).
-    pub memory: Vec<(&'static str, String)>,
+    /// A three-call sampler's `solver_third_call` component and invoke:
+    /// the third call's model input (`solver.third_input`) and timestep
+    /// (`solver.third_timestep`), from the second call's estimate; the
+    /// step then reads that call's estimate as `third`.
+    pub third_call: Option<(Value, Value)>,
+    /// An adaptive sampler's `solver_first_call` component and invoke:
+    /// the first call's model input (`solver.first_input`) and timestep
+    /// (`solver.first_timestep`) where its controller stands.
+    pub first_call: Option<(Value, Value)>,
+    /// The state cells the sampler carries from one step to the next.
+    pub cells: Vec<Cell>,
+    /// The literal inputs its cells start from (name, declaration).
+    pub literals: Vec<(&'static str, Value)>,
+    /// An adaptive sampler's own "go on" value for the loop (else the
+    /// loop runs its iterations).
+    pub continues: Option<&'static str>,
 }
+
+/// A state cell a sampler carries.
+pub(super) struct Cell {
+    pub name: &'static str,
+    pub contract: Value,
+    /// The value it starts from and the one it is carried from.
+    pub initializer: &'static str,
+    pub next: String,
+}
+
+/// The state cell of an adaptive sampler's controller: `(t, h)`.
+const CONTROL: &str = "solver_control";
 
 /// The values a step's model calls give the solver.
 pub(super) struct Estimates {
@@ -27,8 +52,10 @@ pub(super) struct Estimates {
     pub first: String,
     /// The unconditional pass (CFG++ samplers step along it).
     pub unconditional: String,
-    /// A two-call sampler's second guided estimate.
+    /// A two- or three-call sampler's second guided estimate.
     pub second: String,
+    /// A three-call sampler's third guided estimate.
+    pub third: String,
     /// A two-call sampler's second unconditional pass (CFG++ forms step
     /// along it).
     pub second_unconditional: String,
@@ -38,8 +65,9 @@ pub(super) struct Estimates {
 /// seed for fresh noise, `dpmpp_2m` the previous denoised estimate and the
 /// iteration, UniPC the previous corrected sample and the last three
 /// denoised estimates, CFG++ samplers the unconditional estimate,
-/// two-call samplers the second call's estimate, and a KSamplerAdvanced
-/// window its end step.
+/// two- and three-call samplers the other calls' estimates (Heun++ the
+/// iteration, for the run's first sigma), and a KSamplerAdvanced window
+/// its end step.
 pub(super) fn solver_step(
     s: &Sampler,
     step_value: &str,
@@ -67,14 +95,18 @@ pub(super) fn solver_step(
     let mut solver_outputs = json!({"next_state": latent()});
     let mut solver_out = json!({"next_state": solved});
     let needs = sampler(&s.sampler_name).map(|known| known.needs);
-    let memory = memory_cells(needs.map_or(0, |n| n.memory));
+    let adaptive = needs.is_some_and(|n| n.adaptive);
+    let memory = match adaptive {
+        true => std::slice::from_ref(&LOW),
+        false => memory_cells(needs.map_or(0, |n| n.memory)),
+    };
     for cell in memory {
         solver_ports[cell.input] = latent();
         solver_bind[cell.input] = json!(cell.name);
         solver_outputs[cell.output] = latent();
         solver_out[cell.output] = json!(format!("solver.{}", cell.output));
     }
-    if !memory.is_empty() {
+    if !memory.is_empty() || needs.is_some_and(|n| n.run_start) {
         solver_ports["iteration"] = row("int64");
         solver_bind["iteration"] = json!("loop.iteration");
     }
@@ -87,19 +119,53 @@ pub(super) fn solver_step(
         solver_ports["seed"] = row("int64");
         solver_bind["seed"] = json!("request.seed");
     }
-    let midpoint = needs.filter(|n| n.midpoint).map(|_| {
+    let control = || contract("float32", json!([2]), false);
+    let first_call = adaptive.then(|| {
+        solver_ports["control"] = control();
+        solver_bind["control"] = json!(CONTROL);
+        solver_outputs["next_control"] = control();
+        solver_out["next_control"] = json!("solver.next_control");
+        solver_outputs["continue"] = one("bool");
+        solver_out["continue"] = json!("solver.continue");
+        let ports = json!({"sample": latent(), "schedule": schedule.clone(), "iteration": row("int64"), "control": control()});
+        let bind = json!({"sample": "latent_state", "schedule": "diffusion.schedule", "iteration": "loop.iteration", "control": CONTROL});
         let component = policy(
-            "solver_midpoint",
-            solver_ports.clone(),
-            json!({"mid_input": latent(), "mid_timestep": row("float32")}),
-            Some(json!({"id": "wfstudio.solver-midpoint", "version": "1", "parameters": solver_parameters.clone()})),
+            "solver_first_call",
+            ports,
+            json!({"first_input": latent(), "first_timestep": row("float32")}),
+            Some(json!({"id": "wfstudio.solver-first-call", "version": "1", "parameters": solver_parameters.clone()})),
         );
         let step = invoke(
-            "solver_midpoint",
-            solver_bind.clone(),
-            json!({"mid_input": "solver.mid_input", "mid_timestep": "solver.mid_timestep"}),
+            "solver_first_call",
+            bind,
+            json!({"first_input": "solver.first_input", "first_timestep": "solver.first_timestep"}),
         );
         (component, step)
+    });
+    let calls = needs.map_or(1, |n| n.calls);
+    let call_point = |name: &str, call: &str, id: &str, ports: &Value, bind: &Value| {
+        let (input, timestep) = (format!("{call}_input"), format!("{call}_timestep"));
+        let component = policy(
+            name,
+            ports.clone(),
+            json!({input.clone(): latent(), timestep.clone(): row("float32")}),
+            Some(json!({"id": id, "version": "1", "parameters": solver_parameters.clone()})),
+        );
+        let step = invoke(
+            name,
+            bind.clone(),
+            json!({input.clone(): format!("solver.{input}"), timestep.clone(): format!("solver.{timestep}")}),
+        );
+        (component, step)
+    };
+    let midpoint = (calls >= 2).then(|| {
+        call_point(
+            "solver_midpoint",
+            "mid",
+            "wfstudio.solver-midpoint",
+            &solver_ports,
+            &solver_bind,
+        )
     });
     if midpoint.is_some() {
         solver_ports["second"] = latent();
@@ -109,6 +175,19 @@ pub(super) fn solver_step(
             solver_bind["second_unconditional"] = json!(estimates.second_unconditional);
         }
     }
+    let third_call = (calls >= 3).then(|| {
+        call_point(
+            "solver_third_call",
+            "third",
+            "wfstudio.solver-third-call",
+            &solver_ports,
+            &solver_bind,
+        )
+    });
+    if third_call.is_some() {
+        solver_ports["third"] = latent();
+        solver_bind["third"] = json!(estimates.third);
+    }
     let component = policy(
         "solver_step",
         solver_ports,
@@ -117,14 +196,37 @@ pub(super) fn solver_step(
             json!({"id": "onnx-genai.solver-step", "version": "1", "bindings": solver_bindings, "parameters": solver_parameters}),
         ),
     );
-    let carried = memory
+    let mut cells: Vec<Cell> = memory
         .iter()
-        .map(|cell| (cell.name, format!("solver.{}", cell.output)))
+        .map(|cell| Cell {
+            name: cell.name,
+            contract: latent(),
+            // Its first step (iteration 0) does not read it, but for an
+            // adaptive sampler's, whose first sample it is.
+            initializer: "diffusion.noise",
+            next: format!("solver.{}", cell.output),
+        })
         .collect();
+    let mut literals = Vec::new();
+    if adaptive {
+        // Iteration 0 places the controller itself.
+        let start = "package.solver_control";
+        literals.push((start, opaque_literal(control(), json!([0.0, 0.0]))));
+        cells.push(Cell {
+            name: CONTROL,
+            contract: control(),
+            initializer: start,
+            next: "solver.next_control".into(),
+        });
+    }
     Solver {
         step: (component, invoke("solver_step", solver_bind, solver_out)),
         midpoint,
-        memory: carried,
+        third_call,
+        first_call,
+        cells,
+        literals,
+        continues: adaptive.then_some("solver.continue"),
     }
 }
 
@@ -141,6 +243,13 @@ const PREVIOUS: Memory = Memory {
     name: "solver_memory",
     input: "previous",
     output: "denoised",
+};
+
+/// An adaptive sampler's previous lower-order sample.
+const LOW: Memory = Memory {
+    name: "solver_low",
+    input: "previous_low",
+    output: "low",
 };
 
 /// UniPC's memory: the previous corrected sample and the last three

@@ -83,9 +83,14 @@ impl Family {
     }
 
     /// The schedule's sigmas where they are known at import (see
-    /// `Schedule::constant`).
+    /// `Schedule::constant`); DPM-Solver-fast's grid over them for
+    /// `dpm_fast` (`sampling::dpm_fast_grid`).
     pub fn constant_schedule(&self) -> Option<Vec<f64>> {
-        self.schedule.constant(&self.sampling, self.steps)
+        let sigmas = self.schedule.constant(&self.sampling, self.steps)?;
+        Some(match self.solver.as_str() {
+            "dpm_fast" => super::sampling::dpm_fast_grid(&sigmas),
+            _ => sigmas,
+        })
     }
 
     /// Whether the model predicts a flow velocity (else epsilon noise).
@@ -162,6 +167,21 @@ impl<'a> PolicyGraph<'a> {
         let (dtype, dims) = self.contract("inputs", port)?;
         self.inputs.push(port.to_string());
         Ok(self.b.input(port, dtype, &dims))
+    }
+
+    /// Declares every input port of the component (a policy that reads
+    /// only some still takes all it is bound to).
+    pub fn declare_inputs(&mut self) -> Result<(), SynthError> {
+        let ports: Vec<String> = self
+            .component
+            .pointer("/ports/inputs")
+            .and_then(Value::as_object)
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default();
+        for port in ports {
+            self.input(&port)?;
+        }
+        Ok(())
     }
 
     /// Declares output `port` carrying `value`.

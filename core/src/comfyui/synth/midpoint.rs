@@ -37,8 +37,8 @@
 //! its estimate.
 
 use super::SynthError;
-use super::estimate::model_timestep;
 use super::graph::{Family, PolicyGraph};
+use super::model_call::{ModelCall, denoised_at};
 use super::steps::{Step, StepInputs, ancestral, combine, fresh_noise, noise_at};
 use super::tables::ModelSampling;
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
@@ -214,53 +214,29 @@ fn plus_noise(g: &mut PolicyGraph<'_>, x: &str, up: &str, noise: &str) -> String
 /// `1 / sqrt(s_mid^2 + sigma_data^2)`) and timestep (the training timestep
 /// whose sigma is nearest `s_mid` in log space, ComfyUI's
 /// `timestep(sigma)`, or a continuous model's `0.25 ln s_mid`);
-/// for `sa_solver_pece`, its corrected sample at the step's sigma.
+/// for `sa_solver_pece`, its corrected sample at the step's sigma; for a
+/// three-call sampler, its second point (`super::three_calls`).
 pub fn policy(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {
-    let ModelSampling::Discrete { sigmas, timesteps } = &family.sampling else {
-        return Err(g.error("two-call samplers are built for epsilon models only"));
-    };
-    let (sigmas, call) = (sigmas.as_slice(), SecondCall { family });
+    let call = ModelCall::on(g, family)?;
     let inputs = StepInputs::read(g, family)?;
-    if g.has_input("seed") {
-        // Declared for every seeded sampler; only some midpoints draw noise.
-        g.input("seed")?;
-    }
     let at = inputs.at();
-    if super::sasolver::variant(&family.solver) == Some(true) {
+    if let ModelSampling::Discrete { sigmas, timesteps } = &family.sampling
+        && super::sasolver::variant(&family.solver) == Some(true)
+    {
         // PECE evaluates the corrected sample at the step's own sigma.
         let interval = super::sasolver::stochastic_interval(sigmas, *timesteps);
         let sample = super::sasolver::pece_sample(g, &at, interval)?;
         let sigma = g.cast(at.sigma, DataType::DOUBLE);
-        return call.build(g, &sample, &sigma);
+        return call.build(g, &sample, &sigma, "mid");
+    }
+    if let Some(kind) = super::three_calls::Kind::of(&family.solver) {
+        let point = super::three_calls::second_point(g, kind, &at, family)?;
+        return call.build(g, &point.sample, &point.sigma, "mid");
     }
     let kind = Kind::of(&family.solver)
         .ok_or_else(|| g.error(format!("`{}` makes one model call per step", family.solver)))?;
     let mid = midpoint(g, kind, &at)?;
-    call.build(g, &mid.x2, &mid.s_mid)
-}
-
-/// The second model call of a step on a table model.
-struct SecondCall<'a> {
-    family: &'a Family,
-}
-
-impl SecondCall<'_> {
-    /// The call's model input (`sample` at per-row float64 sigma `s_mid`,
-    /// scaled by `1 / sqrt(s_mid^2 + sigma_data^2)`) and timestep as outputs
-    /// `mid_input` and `mid_timestep`.
-    fn build(&self, g: &mut PolicyGraph<'_>, sample: &str, s_mid: &str) -> Result<(), SynthError> {
-        let s2 = g.op("Mul", &[s_mid, s_mid]);
-        let sigma_data = self.family.prediction.sigma_data;
-        let sd2 = g.d(sigma_data * sigma_data);
-        let v = g.op("Add", &[&s2, &sd2]);
-        let r = g.op("Sqrt", &[&v]);
-        let one = g.d(1.0);
-        let c_in = g.op("Div", &[&one, &r]);
-        let model_input = combine(g, &[(c_in, sample.to_string())]);
-        g.output(&model_input, "mid_input")?;
-        let timestep = model_timestep(g, &self.family.sampling, s_mid);
-        g.output(&timestep, "mid_timestep")
-    }
+    call.build(g, &mid.x2, &mid.s_mid, "mid")
 }
 
 /// The step's end, from the first estimate `d` and the second `d_2`
@@ -345,11 +321,4 @@ pub fn step(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<String
         }
         None => out,
     })
-}
-
-/// `x - sigma e` with a per-row float64 `sigma`.
-fn denoised_at(g: &mut PolicyGraph<'_>, x: &str, sigma: &str, e: &str) -> String {
-    let one = g.d(1.0);
-    let minus = g.op("Neg", &[sigma]);
-    combine(g, &[(one, x.to_string()), (minus, e.to_string())])
 }

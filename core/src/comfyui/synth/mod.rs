@@ -5,6 +5,7 @@
 //! sampling family). Stand-in model components (`standin`) are made the
 //! same way.
 
+mod adaptive;
 mod beta;
 mod cfgpp;
 mod composite;
@@ -12,6 +13,7 @@ mod ersde;
 mod estimate;
 mod graph;
 mod midpoint;
+mod model_call;
 mod multistep;
 mod noise;
 mod policies;
@@ -25,6 +27,7 @@ pub mod spacing;
 pub mod standin;
 mod steps;
 pub mod tables;
+mod three_calls;
 mod unipc;
 pub mod upscale;
 
@@ -64,6 +67,8 @@ pub const POLICIES: &[&str] = &[
     "decoded_pixels",
     "latent_composite",
     "solver_midpoint",
+    "solver_third_call",
+    "solver_first_call",
     "upscale_pixels",
     "upscaled_pixels",
     "video_pixels",
@@ -146,6 +151,8 @@ fn policy(kind: &str, component: &Value, family: &Family) -> Result<Vec<u8>, Syn
         "diffusion_timesteps" => schedule::timesteps(&mut g, family)?,
         "solver_step" => solver::step(&mut g, family)?,
         "solver_midpoint" => midpoint::policy(&mut g, family)?,
+        "solver_third_call" => three_calls::policy(&mut g, family)?,
+        "solver_first_call" => adaptive::first_call(&mut g, family)?,
         "latent_noise" => noise::latent_noise(&mut g, family)?,
         "add_noise" => noise::add_noise(&mut g, family)?,
         "masked_blend" => noise::masked_blend(&mut g, family)?,

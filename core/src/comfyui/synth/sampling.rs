@@ -19,10 +19,19 @@ pub struct Needs {
     /// Whether it is built for flow-matching models too (else epsilon
     /// models only).
     pub flow: bool,
-    /// Whether it calls the model a second time per step, at a noise
-    /// level between the step's two (a `solver_midpoint` policy finds it,
-    /// and the `solver_step` takes that call's estimate as `second`).
-    pub midpoint: bool,
+    /// How many times it calls the model per step: 1, or 2 or 3 with
+    /// calls at noise levels within the step (a `solver_midpoint` policy
+    /// finds the second's input and timestep, `solver_third_call` the
+    /// third's; the `solver_step` takes their estimates as `second` and
+    /// `third`).
+    pub calls: usize,
+    /// Whether it reads the run's first sigma (so the step is told its
+    /// iteration, which places the run's start in the schedule).
+    pub run_start: bool,
+    /// Whether it picks its own step sizes (`dpm_adaptive`): a controller
+    /// state cell places its calls, and its step says when the run is
+    /// done.
+    pub adaptive: bool,
 }
 
 impl Needs {
@@ -47,14 +56,22 @@ const PLAIN: Needs = Needs {
     unconditional: false,
     memory: 0,
     flow: true,
-    midpoint: false,
+    calls: 1,
+    run_start: false,
+    adaptive: false,
 };
 /// Second-order samplers with a model call at a midpoint: epsilon models
 /// only (ComfyUI steps flow models with other forms of some).
 const TWO_CALLS: Needs = Needs {
-    midpoint: true,
+    calls: 2,
     flow: false,
     ..PLAIN
+};
+/// Third-order samplers with two model calls within the step: epsilon
+/// models only.
+const THREE_CALLS: Needs = Needs {
+    calls: 3,
+    ..TWO_CALLS
 };
 const SEEDED: Needs = PLAIN.and_seed();
 const CFG_PP: Needs = Needs {
@@ -91,8 +108,9 @@ pub struct Sampler {
     pub needs: Needs,
 }
 
-/// The samplers the synthesized `solver_step` implements (the lowering
-/// refuses others, saying why: [`why_not`]).
+/// The samplers the synthesized `solver_step` implements: every one of
+/// ComfyUI's core `KSampler` (the lowering refuses others as a custom
+/// node's).
 pub const SAMPLERS: &[Sampler] = &[
     Sampler {
         name: "euler",
@@ -189,7 +207,7 @@ pub const SAMPLERS: &[Sampler] = &[
     Sampler {
         name: "sa_solver_pece",
         needs: Needs {
-            midpoint: true,
+            calls: 2,
             ..SA_SOLVER
         },
     },
@@ -220,6 +238,30 @@ pub const SAMPLERS: &[Sampler] = &[
     Sampler {
         name: "seeds_2",
         needs: TWO_CALLS.and_seed(),
+    },
+    Sampler {
+        name: "heunpp2",
+        needs: Needs {
+            run_start: true,
+            ..THREE_CALLS
+        },
+    },
+    Sampler {
+        name: "seeds_3",
+        needs: THREE_CALLS.and_seed(),
+    },
+    Sampler {
+        name: "dpm_fast",
+        needs: THREE_CALLS,
+    },
+    Sampler {
+        name: "dpm_adaptive",
+        needs: Needs {
+            adaptive: true,
+            run_start: true,
+            memory: 1,
+            ..THREE_CALLS
+        },
     },
     Sampler {
         name: "dpmpp_2s_ancestral_cfg_pp",
@@ -264,16 +306,48 @@ pub fn sampler_names() -> Vec<&'static str> {
     SAMPLERS.iter().map(|s| s.name).collect()
 }
 
-/// Why the lowering cannot run ComfyUI sampler `sampler` (one not in
-/// [`SAMPLERS`]), as a clause after "uses sampler 'x', which".
-pub fn why_not(sampler: &str) -> String {
+/// The loop iterations sampler `sampler` makes over a run of `steps`
+/// steps: DPM-Solver-fast takes `floor(steps / 3) + 1` (of up to three
+/// model calls each, `steps` calls in all), DPM-Solver adaptive at most
+/// [`ADAPTIVE_ITERATIONS`] (its controller ends the loop), every other
+/// sampler one per step.
+pub fn iterations(sampler: &str, steps: i64) -> i64 {
     match sampler {
-        "heunpp2" => "calls the model up to three times per step (Heun++'s second correction), and the lowered sampling loop makes at most two calls per step".into(),
-        "seeds_3" => "calls the model three times per step, and the lowered sampling loop makes at most two calls per step".into(),
-        "dpm_fast" => "is DPM-Solver-fast, which takes up to three model calls a step on a log-SNR grid of its own between the schedule's ends, and the lowered sampling loop makes at most two calls per step".into(),
-        "dpm_adaptive" => "chooses its own step sizes as it goes, so its model calls do not follow a schedule the workflow can loop over".into(),
-        _ => "is not one of ComfyUI's core samplers (a custom node adds it)".into(),
+        "dpm_fast" => steps / 3 + 1,
+        "dpm_adaptive" => ADAPTIVE_ITERATIONS,
+        _ => steps,
     }
+}
+
+/// The most iterations (attempted steps, each three model calls) a
+/// `dpm_adaptive` run makes by default; ComfyUI's has no bound, and a run
+/// that reaches it stops short of its last sigma.
+pub const ADAPTIVE_ITERATIONS: i64 = 500;
+
+/// DPM-Solver-fast's own steps over the run `sigmas` (ComfyUI's
+/// `dpm_fast_function` and k-diffusion's `dpm_solver_fast`): from the
+/// first sigma to the last nonzero one (both as the run keeps them,
+/// float32), evenly spaced in `t = -ln sigma`, one more than its
+/// [`iterations`]; the rest of the schedule's length repeats the last
+/// (steps of length 0, which the solver leaves alone).
+pub fn dpm_fast_grid(sigmas: &[f64]) -> Vec<f64> {
+    let kept = |s: f64| f64::from(s as f32);
+    let (Some(&first), Some(&last)) = (sigmas.first(), sigmas.last()) else {
+        return sigmas.to_vec();
+    };
+    let end = match last {
+        0.0 if sigmas.len() > 1 => sigmas[sigmas.len() - 2],
+        _ => last,
+    };
+    let steps = sigmas.len() as i64 - 1;
+    let points = iterations("dpm_fast", steps) as usize + 1;
+    let mut grid: Vec<f64> = linspace(-kept(first).ln(), -kept(end).ln(), points)
+        .into_iter()
+        .map(|t| (-t).exp())
+        .collect();
+    let tail = grid.last().copied().unwrap_or(first);
+    grid.resize(sigmas.len(), tail);
+    grid
 }
 
 /// The schedulers the synthesized `diffusion_schedule` implements (the

@@ -32,6 +32,8 @@
 //! - `heun`, `dpm_2`, `dpm_2_ancestral`, `dpmpp_2s_ancestral`,
 //!   `dpmpp_sde` (and `_gpu`), `seeds_2`: two model calls per step, the second's
 //!   estimate as input `second` (`super::midpoint`).
+//! - `heunpp2`, `seeds_3`, `dpm_fast`: three model calls per step, the
+//!   others' estimates as `second` and `third` (`super::three_calls`).
 
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
@@ -42,10 +44,15 @@ use super::tables::ModelSampling;
 /// epsilon models only, as a clause after "uses sampler 'x' on a
 /// flow-matching model,".
 pub fn why_not_on_flow(sampler: &str) -> &'static str {
-    match super::midpoint::Kind::of(sampler) {
-        Some(_) => "whose midpoint model call the lowering builds for epsilon models only",
+    match (
+        super::midpoint::Kind::of(sampler),
+        super::three_calls::Kind::of(sampler),
+    ) {
+        (Some(_), _) | (_, Some(_)) => {
+            "whose extra model calls within a step the lowering builds for epsilon models only"
+        }
         // The SDE samplers and SA-Solver (PECE's second call included).
-        None => {
+        (None, None) => {
             "whose SDE form (the flow's half log-SNR, its shifted first sigma) the lowering does not build yet"
         }
     }
@@ -74,6 +81,8 @@ pub fn step(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> 
         Some(super::sasolver::step(g, &at, interval, pece)?)
     } else if let Some(kind) = super::midpoint::Kind::of(&family.solver) {
         Some(super::midpoint::step(g, kind, &at)?)
+    } else if let Some(kind) = super::three_calls::Kind::of(&family.solver) {
+        Some(super::three_calls::step(g, kind, &at, family)?)
     } else {
         None
     };

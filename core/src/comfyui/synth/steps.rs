@@ -23,6 +23,9 @@ pub(super) struct Step<'a> {
     pub schedule: &'a str,
     pub step: &'a str,
     pub end_step: Option<&'a str>,
+    /// Whether the window's end step has sigma 0 (a fully denoising
+    /// KSamplerAdvanced window).
+    pub ends_at_zero: bool,
     /// The sampling facts: what the model's outputs mean.
     pub family: &'a Family,
 }
@@ -52,6 +55,14 @@ impl Step<'_> {
     /// `schedule[step + offset]` per row, as float64.
     pub fn sigma_at(&self, g: &mut PolicyGraph<'_>, offset: i64) -> String {
         g.sigma_at(self.schedule, self.step, offset)
+    }
+
+    /// The run's sigma at schedule index `index` per row, as float64 (0 at
+    /// the end step of a fully denoising window).
+    pub fn window_sigma(&self, g: &mut PolicyGraph<'_>, index: &str) -> String {
+        let end = self.end_step.filter(|_| self.ends_at_zero);
+        let sigma = window_sigma(g, self.schedule, index, end);
+        g.cast(&sigma, DataType::DOUBLE)
     }
 
     /// Where a run (a whole schedule, or a window of it) stands at
@@ -161,6 +172,23 @@ pub(super) fn ancestral(g: &mut PolicyGraph<'_>, from: &str, to: &str) -> (Strin
     (g.op("Sqrt", &[&down2]), up)
 }
 
+/// `schedule[index]` (float32), 0 where `index` is `zero_end` (the end
+/// step of a fully denoising window).
+fn window_sigma(
+    g: &mut PolicyGraph<'_>,
+    schedule: &str,
+    index: &str,
+    zero_end: Option<&str>,
+) -> String {
+    let sigma = g.gather(schedule, index);
+    let Some(end) = zero_end else {
+        return sigma;
+    };
+    let at_end = g.op("Equal", &[index, end]);
+    let zero = g.f(0.0);
+    g.op("Where", &[&at_end, &zero, &sigma])
+}
+
 /// A solver policy's inputs read into the graph: the sample, the guided
 /// estimate (as epsilon), the step, the schedule, a window's end step and
 /// the step's sigmas (the next one 0 at the end step of a fully denoising
@@ -171,6 +199,7 @@ pub(super) struct StepInputs<'f> {
     step: String,
     schedule: String,
     end: Option<String>,
+    ends_at_zero: bool,
     sigma: String,
     sigma_next: String,
     family: &'f Family,
@@ -187,32 +216,33 @@ impl<'f> StepInputs<'f> {
         let out = g.input("estimate")?;
         let step = g.input("step")?;
         let schedule = g.input("schedule")?;
-        let sigma = g.gather(&schedule, &step);
-        let d = to_epsilon(g, family, &x, &sigma, &out);
+        // Past the schedule's end (a loop run longer than it, or an
+        // adaptive sampler's iteration) the last sigma stands.
         let one_i = g.i(1);
+        let length = g.op("Shape", &[&schedule]);
+        let last = g.op("Sub", &[&length, &one_i]);
+        let here = g.op("Min", &[&step, &last]);
+        let sigma = g.gather(&schedule, &here);
+        let d = to_epsilon(g, family, &x, &sigma, &out);
         let next = g.op("Add", &[&step, &one_i]);
-        let mut sigma_next = g.gather(&schedule, &next);
+        let next = g.op("Min", &[&next, &last]);
         let end = match g.has_input("end_step") {
             true => Some(g.input("end_step")?),
             false => None,
         };
-        if let Some(end) = &end {
-            let full = g
-                .parameter("final_step")
+        let ends_at_zero = end.is_some()
+            && g.parameter("final_step")
                 .and_then(|v| v.as_str())
                 .is_none_or(|s| s == "full_denoise");
-            if full {
-                let last = g.op("Equal", &[&next, end]);
-                let zero = g.f(0.0);
-                sigma_next = g.op("Where", &[&last, &zero, &sigma_next]);
-            }
-        }
+        let zero_end = end.as_deref().filter(|_| ends_at_zero);
+        let sigma_next = window_sigma(g, &schedule, &next, zero_end);
         Ok(StepInputs {
             x,
             d,
             step,
             schedule,
             end,
+            ends_at_zero,
             sigma,
             sigma_next,
             family,
@@ -229,6 +259,7 @@ impl<'f> StepInputs<'f> {
             schedule: &self.schedule,
             step: &self.step,
             end_step: self.end.as_deref(),
+            ends_at_zero: self.ends_at_zero,
             family: self.family,
         }
     }

@@ -23,6 +23,7 @@ mod pixels;
 mod prompts;
 mod rename;
 mod schedule;
+mod solving;
 mod stage;
 mod svd;
 

@@ -20,7 +20,9 @@ use super::edit;
 use super::names::earlier_latent;
 use super::prompts::{self, Parts, Prompted};
 use super::schedule;
+use super::solving;
 use super::svd;
+use crate::comfyui::synth::sampling::iterations;
 use serde_json::{Map, Value, json};
 
 /// One stage's part of the document.
@@ -51,11 +53,7 @@ pub(super) fn stage(
     // A run from pure noise at the top of the model's schedule starts
     // from the scaled noise; anything else noises its start latent to the
     // schedule's first sigma.
-    let windowed = !s.schedule.starts_at_top()
-        || !matches!(
-            (&s.window, &plan.latent),
-            (Window::Denoise(d), LatentSource::Empty { .. }) if *d == 1.0
-        );
+    let windowed = plan.windowed();
     let sdxl = matches!(plan.positive.text, Prompt::Sdxl { .. });
     let step_value = if windowed {
         "diffusion.step"
@@ -83,7 +81,7 @@ pub(super) fn stage(
             one("int64"),
             runtime("max_iterations"),
             "max_iterations",
-            json!(steps),
+            json!(iterations(&s.sampler_name, steps)),
         ),
     );
     inputs.insert(
@@ -123,24 +121,6 @@ pub(super) fn stage(
     let schedule = contract("float32", json!(["schedule_length"]), false);
     inputs.extend(schedule_part.inputs);
     components.extend(schedule_part.components);
-    components.insert(
-        "schedule_lookup".into(),
-        policy(
-            "schedule_lookup",
-            json!({"schedule": schedule, "step": row("int64")}),
-            json!({"timestep": row("float32")}),
-            None,
-        ),
-    );
-    components.insert(
-        "model_input".into(),
-        policy(
-            "model_input",
-            json!({"sample": latent(), "step": row("int64"), "schedule": schedule}),
-            json!({"model_input": latent()}),
-            None,
-        ),
-    );
     components.insert(
         "continue_predicate".into(),
         policy(
@@ -565,21 +545,28 @@ pub(super) fn stage(
             &[sampler],
         );
     }
-    body.push(
-        invoke(
-            "schedule_lookup",
-            json!({"schedule": "diffusion.timesteps", "step": step_value}),
-            json!({"timestep": "diffusion.timestep"}),
-        ),
-        &[sampler],
+    let solved = if mask.is_some() {
+        "latent.solved"
+    } else {
+        "latent.body"
+    };
+    let estimates = Estimates {
+        first: Calls::estimate(""),
+        unconditional: Calls::unconditional(""),
+        second: Calls::estimate("_2"),
+        third: Calls::estimate("_3"),
+        second_unconditional: Calls::unconditional("_2"),
+    };
+    let mut solver = solver_step(
+        s, step_value, prediction, &schedule, solved, &estimates, plan.axes,
     );
-    body.push(
-        invoke(
-            "model_input",
-            json!({"sample": "latent_state", "step": step_value, "schedule": "diffusion.schedule"}),
-            json!({"model_input": "diffusion.model_input"}),
-        ),
-        &[sampler],
+    let (first_input, first_timestep) = solving::first_point(
+        &mut solver,
+        (step_value, &schedule),
+        plan.axes,
+        &mut components,
+        &mut body,
+        sampler,
     );
     let mut denoiser_ports =
         json!({"sample": latent(), "timestep": row("float32"), "encoder_hidden_states": hidden()});
@@ -681,30 +668,8 @@ pub(super) fn stage(
         models,
         control_scale: &control_scale,
     };
-    calls.push(&mut body, "diffusion.model_input", "diffusion.timestep", "");
-    let solved = if mask.is_some() {
-        "latent.solved"
-    } else {
-        "latent.body"
-    };
-    let estimates = Estimates {
-        first: Calls::estimate(""),
-        unconditional: Calls::unconditional(""),
-        second: Calls::estimate("_2"),
-        second_unconditional: Calls::unconditional("_2"),
-    };
-    let solver = solver_step(
-        s, step_value, prediction, &schedule, solved, &estimates, plan.axes,
-    );
-    if let Some((midpoint, step)) = solver.midpoint {
-        components.insert("solver_midpoint".into(), midpoint);
-        body.push(step, &[sampler]);
-        calls.push(&mut body, "solver.mid_input", "solver.mid_timestep", "_2");
-    }
-    let (component, step) = solver.step;
-    components.insert("solver_step".into(), component);
-    body.push(step, &[sampler]);
-    let memory = solver.memory;
+    calls.push(&mut body, first_input, first_timestep, "");
+    solving::solve(&mut solver, &calls, &mut components, &mut body, sampler);
     if let Some((mask, _)) = mask {
         components.insert("masked_blend".into(), policy("masked_blend",
             json!({"solved": latent(), "source": latent(), "noise": latent(), "mask": contract("float32", json!(["batch", 1, "latent_height", "latent_width"]), true), "step": row("int64"), "schedule": schedule}),
@@ -717,28 +682,8 @@ pub(super) fn stage(
         body.push(invoke("masked_blend", json!({"solved": "latent.solved", "source": "latent.source", "noise": "diffusion.noise", "mask": "latent.mask", "step": step_value, "schedule": "diffusion.schedule"}),
             json!({"next_state": "latent.body"})), &from);
     }
-    body.push(
-        invoke(
-            "continue_predicate",
-            json!({"done": "package.false"}),
-            json!({"continue": "loop.continue"}),
-        ),
-        &[],
-    );
-
-    let mut carried = vec![
-        json!({"cell": "latent_state", "next": "latent.body"}),
-        json!({"cell": "loop_0_active", "next": "loop.continue"}),
-    ];
-    let mut state = Map::new();
-    state.insert("latent_state".into(), json!({"contract": latent(), "scope": "invocation", "initializer": initializer, "recurrence": {"kind": "invariant"}}));
-    state.insert("loop_0_active".into(), json!({"contract": one("bool"), "scope": "invocation", "initializer": "package.loop_0_active", "recurrence": {"kind": "invariant"}}));
-    // A multistep solver's memory (earlier estimates and samples); its
-    // first step (iteration 0) does not read it.
-    for (cell, next) in memory {
-        carried.push(json!({"cell": cell, "next": next}));
-        state.insert(cell.into(), json!({"contract": latent(), "scope": "invocation", "initializer": "diffusion.noise", "recurrence": {"kind": "invariant"}}));
-    }
+    let (carried, state) =
+        solving::carry(solver, (&initializer, plan.axes), &mut inputs, &mut body);
     let step = json!({"kind": "loop", "setup": setup.steps, "steps": body.steps, "continue_when": "loop_0_active", "max_iterations": max_iterations,
         "carried": carried,
         "iteration": {"value": "loop.iteration", "contract": contract("int64", json!(["batch"]), false)}});

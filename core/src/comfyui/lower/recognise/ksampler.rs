@@ -2,7 +2,7 @@
 //! every sampler's sampler name, scheduler, steps and denoise pass.
 
 use super::super::graph::Graph;
-use super::{Sampler, Window, denoise_start_step};
+use super::{Plan, Sampler, Window, denoise_start_step};
 use crate::comfyui::lower::{Refusal, SCHEDULES};
 use crate::comfyui::synth::sampling::sampler_names;
 use crate::comfyui::synth::spacing::Schedule;
@@ -74,13 +74,33 @@ pub(super) fn checked_sampler_name<'a>(g: &Graph<'a>, node: &str) -> Result<&'a 
             node,
             Some("sampler_name"),
             format!(
-                "uses sampler '{sampler_name}', which {}",
-                crate::comfyui::synth::sampling::why_not(sampler_name)
+                "uses sampler '{sampler_name}', which is not one of ComfyUI's core samplers (a custom node adds it)"
             ),
             &format!("choose one of: {}", sampler_names().join(", ")),
         ));
     }
     Ok(sampler_name)
+}
+
+/// Refuses DPM-Solver-fast and DPM-Solver adaptive (named on `node`) on
+/// a run that is not a whole schedule from pure noise: they space steps of
+/// their own between the run's first and last sigma, which the lowering
+/// lays over whole runs only.
+pub(super) fn own_steps_on_whole_runs(
+    g: &Graph<'_>,
+    plan: &Plan,
+    node: &str,
+) -> Result<(), Refusal> {
+    let name = &plan.sampler.sampler_name;
+    if !matches!(name.as_str(), "dpm_fast" | "dpm_adaptive") || !plan.windowed() {
+        return Ok(());
+    }
+    Err(g.refuse(
+        node,
+        Some("sampler_name"),
+        format!("uses sampler '{name}' on a run that is not a whole schedule from pure noise (a denoise below 1, a step window, a start latent or a schedule below the model's top sigma); it spaces steps of its own between the run's first and last sigma, and the lowering lays those over whole runs only"),
+        "use dpmpp_3m_sde or uni_pc for this run, or this sampler on a full text-to-image run",
+    ))
 }
 
 /// Node `node`'s `scheduler`, one of ComfyUI's core schedulers.

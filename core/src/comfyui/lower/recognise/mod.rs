@@ -61,6 +61,17 @@ pub(super) struct Plan {
 }
 
 impl Plan {
+    /// Whether the run is a window of its schedule or starts from a latent
+    /// (so it noises its start latent to the window's first sigma), rather
+    /// than a fresh run from pure noise at the top of the model's sigmas.
+    pub fn windowed(&self) -> bool {
+        !self.sampler.schedule.starts_at_top()
+            || !matches!(
+                (&self.sampler.window, &self.latent),
+                (Window::Denoise(d), LatentSource::Empty { .. }) if *d == 1.0
+            )
+    }
+
     /// The prompts' conditionings by the prompt's name: positive,
     /// negative and any (`DualCFGGuider`) middle.
     pub fn named_conditionings(&self) -> impl Iterator<Item = (&'static str, &Conditioning)> {
@@ -478,7 +489,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         (None, LatentSource::Composite(c)) => walk.channels(c.base),
         (None, _) => 4,
     };
-    Ok(Plan {
+    let plan = Plan {
         channels,
         axes,
         sampler,
@@ -489,7 +500,13 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         latent,
         control,
         seconds,
-    })
+    };
+    let node = match custom {
+        true => g.source(&sampler_node, "sampler")?.0,
+        false => sampler_node,
+    };
+    ksampler::own_steps_on_whole_runs(g, &plan, &node)?;
+    Ok(plan)
 }
 
 /// What of a sampler's inputs only flow-matching models take, if any: a

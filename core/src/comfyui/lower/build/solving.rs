@@ -1,0 +1,137 @@
+//! A stage's sampling step in its loop body: where the first set of model
+//! calls is made (the schedule's step, or where an adaptive sampler's
+//! controller stands), the solver's policies with the further calls
+//! between them, and the state the loop carries (the sample, whether it
+//! goes on, the solver's own cells).
+
+use super::super::parts::{Axes, Steps, invoke, one, policy, row};
+use super::super::solver::Solver;
+use super::calls::Calls;
+use serde_json::{Map, Value, json};
+
+/// Declares and pushes what gives the step's first set of model calls its
+/// sample and timestep: `schedule_lookup` and `model_input` at schedule
+/// step `step_value`, or the sampler's own `solver_first_call`; returns
+/// the two values.
+pub(super) fn first_point(
+    solver: &mut Solver,
+    (step_value, schedule): (&str, &Value),
+    axes: Axes,
+    components: &mut Map<String, Value>,
+    body: &mut Steps,
+    sampler: &String,
+) -> (&'static str, &'static str) {
+    if let Some((component, step)) = solver.first_call.take() {
+        components.insert("solver_first_call".into(), component);
+        body.push(step, &[sampler]);
+        return ("solver.first_input", "solver.first_timestep");
+    }
+    components.insert(
+        "schedule_lookup".into(),
+        policy(
+            "schedule_lookup",
+            json!({"schedule": schedule, "step": row("int64")}),
+            json!({"timestep": row("float32")}),
+            None,
+        ),
+    );
+    components.insert(
+        "model_input".into(),
+        policy(
+            "model_input",
+            json!({"sample": axes.latent(), "step": row("int64"), "schedule": schedule}),
+            json!({"model_input": axes.latent()}),
+            None,
+        ),
+    );
+    body.push(
+        invoke(
+            "schedule_lookup",
+            json!({"schedule": "diffusion.timesteps", "step": step_value}),
+            json!({"timestep": "diffusion.timestep"}),
+        ),
+        &[sampler],
+    );
+    body.push(
+        invoke(
+            "model_input",
+            json!({"sample": "latent_state", "step": step_value, "schedule": "diffusion.schedule"}),
+            json!({"model_input": "diffusion.model_input"}),
+        ),
+        &[sampler],
+    );
+    ("diffusion.model_input", "diffusion.timestep")
+}
+
+/// Pushes the solver's policies after the first set of calls: a
+/// midpoint and a third-call policy each before its own set of calls
+/// (`calls`, their values suffixed `_2` and `_3`), then the step.
+pub(super) fn solve(
+    solver: &mut Solver,
+    calls: &Calls<'_>,
+    components: &mut Map<String, Value>,
+    body: &mut Steps,
+    sampler: &String,
+) {
+    let further = [
+        (solver.midpoint.take(), "solver_midpoint", "mid", "_2"),
+        (solver.third_call.take(), "solver_third_call", "third", "_3"),
+    ];
+    for (policy, name, call, suffix) in further {
+        let Some((component, step)) = policy else {
+            continue;
+        };
+        components.insert(name.into(), component);
+        body.push(step, &[sampler]);
+        let (input, timestep) = (
+            format!("solver.{call}_input"),
+            format!("solver.{call}_timestep"),
+        );
+        calls.push(body, &input, &timestep, suffix);
+    }
+    let (component, step) = std::mem::take(&mut solver.step);
+    components.insert("solver_step".into(), component);
+    body.push(step, &[sampler]);
+}
+
+/// What the loop carries: the sample (from `initializer`, on to
+/// `latent.body`), whether it goes on (the sampler's own say, or a
+/// `continue_predicate` pushed last that keeps it going for its
+/// iterations) and the solver's cells; their literal starts join
+/// `inputs`. Returns the carried list and the state cells.
+pub(super) fn carry(
+    solver: Solver,
+    (initializer, axes): (&str, Axes),
+    inputs: &mut Map<String, Value>,
+    body: &mut Steps,
+) -> (Vec<Value>, Map<String, Value>) {
+    let continues = match solver.continues {
+        Some(value) => value,
+        None => {
+            body.push(
+                invoke(
+                    "continue_predicate",
+                    json!({"done": "package.false"}),
+                    json!({"continue": "loop.continue"}),
+                ),
+                &[],
+            );
+            "loop.continue"
+        }
+    };
+    let mut carried = vec![
+        json!({"cell": "latent_state", "next": "latent.body"}),
+        json!({"cell": "loop_0_active", "next": continues}),
+    ];
+    let mut state = Map::new();
+    state.insert("latent_state".into(), json!({"contract": axes.latent(), "scope": "invocation", "initializer": initializer, "recurrence": {"kind": "invariant"}}));
+    state.insert("loop_0_active".into(), json!({"contract": one("bool"), "scope": "invocation", "initializer": "package.loop_0_active", "recurrence": {"kind": "invariant"}}));
+    for (name, literal) in solver.literals {
+        inputs.insert(name.into(), literal);
+    }
+    for cell in solver.cells {
+        carried.push(json!({"cell": cell.name, "next": cell.next}));
+        state.insert(cell.name.into(), json!({"contract": cell.contract, "scope": "invocation", "initializer": cell.initializer, "recurrence": {"kind": "invariant"}}));
+    }
+    (carried, state)
+}
