@@ -37,7 +37,7 @@ case $target in
                seed "$shared/corpus/expected" -name '*.json' ;;
     signature) seed fixtures -name '*.onnx' ;;
     lowering)  # one seed per pattern fixture, unedited (the first byte picks it)
-               for i in $(seq 0 21); do printf "\\x$(printf %02x "$i")\\x00" > "$seeds/pattern-$i"; done ;;
+               for i in $(seq 0 22); do printf "\\x$(printf %02x "$i")\\x00" > "$seeds/pattern-$i"; done ;;
     *) echo "unknown target $target" >&2; exit 2 ;;
 esac
 echo "seeds: $(find "$seeds" -type f | wc -l) files in $seeds"

@@ -143,3 +143,28 @@ fn the_adaptive_step_accepts_a_small_error_and_rejects_a_large_one() {
     }
     let _ = std::fs::remove_dir_all(&root);
 }
+
+#[test]
+fn a_controlnet_window_under_a_sampler_with_its_own_steps_is_refused() {
+    let mut g = support::lowering::pattern("controlnet");
+    g["5"]["inputs"]["sampler_name"] = json!("dpm_fast");
+    let refusals =
+        wfstudio_core::comfyui::lower::lower_for(&g, &Target::default()).expect_err("refused");
+    assert_eq!(
+        (
+            refusals[0].node.as_str(),
+            refusals[0].input.as_deref(),
+            refusals[0].message.as_str()
+        ),
+        (
+            "11",
+            Some("start_percent"),
+            "limits the ControlNet to part of a run of sampler 'dpm_fast', which spaces steps of its own, and the lowering places the window by the run's steps"
+        )
+    );
+    // Over the whole run the ControlNet applies to every call, however
+    // many iterations the sampler makes.
+    g["11"]["inputs"]["end_percent"] = json!(1.0);
+    let l = lowered(&g, &Target::default());
+    assert!(workflow(&l)["components"].get("control_scale").is_none());
+}

@@ -181,19 +181,6 @@ fn video_graphs_the_lowering_cannot_make_are_refused_by_name() {
         (
             {
                 let mut g = video();
-                g["4"] = json!({"class_type": "EmptyLatentImage", "inputs": {"width": 32, "height": 24, "batch_size": 4}});
-                g
-            },
-            (
-                "8",
-                "SaveVideo",
-                None,
-                "shows a batch of pictures as a video; the lowering makes video outputs of video latents (EmptyHunyuanLatentVideo and the like)",
-            ),
-        ),
-        (
-            {
-                let mut g = video();
                 g["4"] = json!({"class_type": "Wan22ImageToVideoLatent", "inputs": {"width": 64, "height": 48, "length": 6, "batch_size": 1, "vae": ["15", 0], "start_image": ["30", 0]}});
                 g["30"] = json!({"class_type": "LoadImage", "inputs": {"image": "start.png"}});
                 g

@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 use wfstudio_core::comfyui::lower::{self, Target};
 use wfstudio_schema::{Format, Limits, parse_text};
 
-const PATTERNS: [&str; 22] = [
+const PATTERNS: [&str; 23] = [
     include_str!("../../fixtures/comfyui/txt2img-sd15.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet-positive.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet.api.json"),
@@ -40,6 +40,7 @@ const PATTERNS: [&str; 22] = [
     include_str!("../../fixtures/comfyui/patterns/hires-pixels.api.json"),
     include_str!("../../fixtures/comfyui/patterns/svd.api.json"),
     include_str!("../../fixtures/comfyui/patterns/stable-audio.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/animatediff.api.json"),
 ];
 
 /// Index of the LoRA pattern in [`PATTERNS`].
@@ -54,7 +55,7 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 85] = [
+const CLASSES: [&str; 88] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
     "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
@@ -75,7 +76,8 @@ const CLASSES: [&str; 85] = [
     "ImageScaleToTotalPixels", "SVD_img2vid_Conditioning", "VideoLinearCFGGuidance",
     "ImageOnlyCheckpointLoader", "CLIPVisionLoader", "EmptyLatentAudio", "ConditioningStableAudio",
     "VAEDecodeAudio", "SaveAudio", "SaveAudioMP3", "SaveAudioOpus", "PreviewAudio",
-    "ModelSamplingContinuousV",
+    "ModelSamplingContinuousV", "ADE_AnimateDiffLoaderWithContext", "ADE_AnimateDiffLoaderGen1",
+    "ADE_AnimateDiffCombine",
 ];
 
 /// Strings from ComfyUI's vocabulary; every sampler and scheduler name

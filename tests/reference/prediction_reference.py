@@ -38,7 +38,13 @@ def table(params):
         return sigmas, (lambda s: 0.25 * math.log(s)), (lambda t: math.exp(t / 0.25)), percent
     if kind not in ("discrete", "discrete_distilled"):
         raise ValueError(f"only discrete, distilled and continuous tables are implemented, not {kind!r}")
-    betas = np.linspace(math.sqrt(0.00085), math.sqrt(0.012), 1000, dtype=np.float64) ** 2
+    # ComfyUI's make_beta_schedule: "linear" (SD's) is evenly spaced in
+    # square root, "sqrt_linear" (AnimateDiff's) evenly spaced.
+    end = float(params.get("linear_end", 0.012))
+    if params.get("beta_schedule", "linear") == "sqrt_linear":
+        betas = np.linspace(0.00085, end, 1000, dtype=np.float64)
+    else:
+        betas = np.linspace(math.sqrt(0.00085), math.sqrt(end), 1000, dtype=np.float64) ** 2
     alphas_cumprod = np.cumprod(1.0 - betas)
     sigmas = np.sqrt((1.0 - alphas_cumprod) / alphas_cumprod)
     if params.get("zero_terminal_snr") == "true":

@@ -12,6 +12,11 @@ float64; the run's sigmas as float32 values):
   eta 0): floor(n / 3) + 1 steps evenly spaced in t = -ln sigma between the
   run's first and last nonzero sigma, orders 3, ..., then 2, 1 or n % 3,
   each point's sigma kept as float32.
+* `dpm_adaptive` (DPMSolver.dpm_solver_adaptive with ComfyUI's defaults:
+  order 3, rtol 0.05, atol 0.0078, h_init 0.05, PID 0/1/0, accept_safety 0.81,
+  eta 0): the controller's (t, h) kept as float32 between iterations and its
+  limiter's atan taken in float32, as the package keeps and computes them (the
+  workflow's state cells hold no float64, ONNX Runtime's Atan takes none).
 
 `guided(x, sigma)` returns the guided epsilon estimate at (x, sigma).
 """

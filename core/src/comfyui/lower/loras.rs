@@ -1,7 +1,8 @@
 //! What becomes of the patches a graph applies to its models: LoRA
-//! loaders and `ModelMergeSimple`. Lowered into a package that already has
-//! models, a LoRA is routed through the package's declared adapters
-//! (`target::route_loras`) and a merge is refused (`routable`). Lowered
+//! loaders, `ModelMergeSimple` and AnimateDiff motion modules. Lowered into
+//! a package that already has models, a LoRA is routed through the
+//! package's declared adapters (`target::route_loras`) and a merge or
+//! motion module is refused (`routable`). Lowered
 //! into a new package, whose models are still to be exported (or made as
 //! stand-ins), both are merged into them: the denoiser (and, where a LoRA
 //! is on the prompts' CLIP path, the text encoders) a loader chain gives
@@ -30,7 +31,7 @@ fn text_strength(plan: &Plan, lora: &Lora) -> Option<f64> {
 fn patched(plan: &Plan) -> bool {
     plan.model.patches.iter().any(|patch| match patch {
         Patch::Lora(lora) => patches_any(plan, lora),
-        Patch::Merge(_) => true,
+        Patch::Merge(_) | Patch::Motion(_) => true,
     })
 }
 
@@ -60,21 +61,24 @@ pub(super) fn same_on_both_prompts(g: &Graph<'_>, plan: &Plan) -> Result<(), Ref
 }
 
 /// Refuses the patches a package with models cannot take: a model merge
-/// (its models are not the merged weights) and LoRAs in a chain of
-/// samplers (adapters are routed for one).
+/// or motion module (its models are not the patched weights) and LoRAs in
+/// a chain of samplers (adapters are routed for one).
 pub(super) fn routable(g: &Graph<'_>, chain: &Chain) -> Result<(), Refusal> {
-    let merge = chain.stages.iter().find_map(|p| {
+    let merged = chain.stages.iter().find_map(|p| {
         p.model.patches.iter().find_map(|patch| match patch {
-            Patch::Merge(merge) => Some(merge),
+            Patch::Merge(merge) => Some((&merge.node, "merges two checkpoints' denoisers")),
+            Patch::Motion(motion) => {
+                Some((&motion.node, "injects a motion module into the denoiser"))
+            }
             Patch::Lora(_) => None,
         })
     });
-    if let Some(merge) = merge {
+    if let Some((node, what)) = merged {
         return Err(g.refuse(
-            &merge.node,
+            node,
             None,
-            "merges two checkpoints' denoisers, but the target package's models exist and are not the merged weights".into(),
-            "lower into a package folder without a document, whose denoiser is exported from the merged weights",
+            format!("{what}, but the target package's models exist and are not the patched weights"),
+            "lower into a package folder without a document, whose denoiser is exported from the patched weights",
         ));
     }
     let first = chain
@@ -174,6 +178,7 @@ fn model_key(plan: &Plan) -> String {
             }),
             Patch::Lora(_) => None,
             Patch::Merge(merge) => Some(merge.node.clone()),
+            Patch::Motion(motion) => Some(motion.node.clone()),
         })
         .collect();
     format!("{}|{}", plan.model.loader, patches.join(","))
@@ -218,6 +223,12 @@ pub(super) fn merged_notes(chain: &Chain) -> Vec<String> {
                     merge.other,
                     merge.node,
                     shown(merge.ratio)
+                )),
+                Patch::Motion(motion) => Some(format!(
+                    "AnimateDiff motion module '{}' (node {}) at motion scale {}, which sees the latent batch's pictures as one video's frames",
+                    motion.name,
+                    motion.node,
+                    shown(motion.scale)
                 )),
             })
             .collect();

@@ -54,10 +54,7 @@ pub use crate::comfyui::synth::sampling::{SCHEDULES, sampler_names};
 /// Output classes the lowering does not make yet, with what they save:
 /// a graph with one is refused at that node rather than lowered without
 /// its output.
-const OTHER_SINKS: &[(&str, &str)] = &[
-    ("ADE_AnimateDiffCombine", "a video"),
-    ("SaveLatent", "a latent file"),
-];
+const OTHER_SINKS: &[(&str, &str)] = &[("SaveLatent", "a latent file")];
 
 /// Why a graph was refused, pointing at one node.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -311,8 +308,12 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
     let differential = plan.model.differential.as_ref().map(|node| {
         format!("node {node} (DifferentialDiffusion) changes nothing here: it reshapes a latent's noise mask at every step, and this sampler's latent has none")
     });
+    let motion = plan.model.motion().filter(|m| m.autoselected).map(|m| {
+        format!("node {} samples with beta_schedule 'autoselect', taken as sqrt_linear (AnimateDiff), the schedule AnimateDiff-Evolved picks for SD1.5 motion models (it reads the kind from the motion model's weights); state the schedule on the node for an SDXL motion model", m.node)
+    });
     sampling
         .chain(differential)
+        .chain(motion)
         .chain(dual)
         .chain(edit)
         .chain(window)

@@ -54,6 +54,12 @@ pub(super) fn video() -> Value {
     )
 }
 
+/// A batch of pictures as one video's frames `[1, frames, 3, height,
+/// width]`.
+pub(super) fn batch_video() -> Value {
+    contract("float32", json!([1, "frames", 3, "height", "width"]), false)
+}
+
 /// A decoded waveform `[batch, channels, samples]` of `channels` channels.
 pub(super) fn audio(channels: i64) -> Value {
     contract("float32", json!(["batch", channels, "samples"]), true)

@@ -121,16 +121,15 @@ pub fn first_call(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthE
     call.build(g, &sample, &sigma, "first")
 }
 
-/// The step's end from `x_high` (the third-order step) and the second
-/// call's estimate `d2` (its noise estimate `e_1`): the accepted step or
-/// the sample as it was, with outputs `low`, `next_control` and
-/// `continue`.
+/// The step's end from `x_high` (the third-order step) and the first two
+/// calls' noise estimates `e` and `e_1`: the accepted step or the sample
+/// as it was, with outputs `low`, `next_control` and `continue`.
 pub(super) fn finish(
     g: &mut PolicyGraph<'_>,
     at: &Step<'_>,
     controller: &Controller,
     x_high: &str,
-    d2: &str,
+    [d, d2]: [&str; 2],
 ) -> Result<String, SynthError> {
     let [_, next, size] = controller.sigmas(g, at.x);
     // x_low = x - s' (e^r - 1) e - 1.5 s' (e^r - 1) (e_1 - e).
@@ -141,12 +140,12 @@ pub(super) fn finish(
     let first = g.op("Neg", &[&scaled]);
     let k = g.d(-1.0 / (2.0 * R_1));
     let second = g.op("Mul", &[&scaled, &k]);
-    let gap = g.op("Sub", &[d2, at.d]);
+    let gap = g.op("Sub", &[d2, d]);
     let x_low = combine(
         g,
         &[
             (one, at.x.to_string()),
-            (first, at.d.to_string()),
+            (first, d.to_string()),
             (second, gap),
         ],
     );

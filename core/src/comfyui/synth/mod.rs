@@ -72,6 +72,7 @@ pub const POLICIES: &[&str] = &[
     "upscale_pixels",
     "upscaled_pixels",
     "video_pixels",
+    "batch_frames",
     "zero_conditioning",
     "zero_latent",
     "audio_loudness",

@@ -33,6 +33,7 @@ pub fn build(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError>
         "upscale_pixels" => unit_pixels(g, true),
         "upscaled_pixels" => unit_pixels(g, false),
         "video_pixels" => unit_pixels(g, true),
+        "batch_frames" => batch_frames(g),
         "decoded_pixels" => unit_pixels(g, true),
         other => Err(g.error(format!("`{other}` is not a policy this importer makes"))),
     }
@@ -186,17 +187,37 @@ fn unit_pixels(g: &mut PolicyGraph<'_>, from_signed: bool) -> Result<(), SynthEr
         true => g.input("video")?,
         false => g.input("image")?,
     };
+    let out = to_unit(g, &x, from_signed);
+    g.output(&out, "pixels")
+}
+
+/// Pixels `x` in 0..1: `(x + 1) / 2` where `from_signed`, then clamped.
+fn to_unit(g: &mut PolicyGraph<'_>, x: &str, from_signed: bool) -> String {
     let x = match from_signed {
         true => {
             let half = g.f(0.5);
-            let scaled = g.op("Mul", &[&x, &half]);
+            let scaled = g.op("Mul", &[x, &half]);
             g.op("Add", &[&scaled, &half])
         }
-        false => x,
+        false => x.to_string(),
     };
     let (zero, one) = (g.f(0.0), g.f(1.0));
-    let out = g.op("Clip", &[&x, &zero, &one]);
-    g.output(&out, "pixels")
+    g.op("Clip", &[&x, &zero, &one])
+}
+
+/// `batch_frames`: pictures `[batch, 3, height, width]` as the frames of
+/// one video `[1, batch, 3, height, width]` in 0..1 (moved there from
+/// -1..1 where parameter `value_range` says so).
+fn batch_frames(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let x = g.input("image")?;
+    let signed = g
+        .parameter("value_range")
+        .and_then(|v| v.as_str())
+        .is_some_and(|r| r == "negative_one_to_one");
+    let x = to_unit(g, &x, signed);
+    let axis = g.b.vec_i64(&[0]);
+    let out = g.op("Unsqueeze", &[&x, &axis]);
+    g.output(&out, "frames")
 }
 
 /// `unconditional + (conditional - unconditional) * scale`.

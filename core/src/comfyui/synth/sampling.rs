@@ -14,7 +14,8 @@ pub struct Needs {
     /// The unconditional estimate (CFG++ samplers).
     pub unconditional: bool,
     /// Earlier steps' latents it carries: the last 1 to 3 estimates, or 4
-    /// for UniPC (its corrected sample and the last three estimates).
+    /// for UniPC (its corrected sample and the last three estimates);
+    /// `dpm_adaptive` its last lower-order sample.
     pub memory: usize,
     /// Whether it is built for flow-matching models too (else epsilon
     /// models only).
@@ -258,7 +259,6 @@ pub const SAMPLERS: &[Sampler] = &[
         name: "dpm_adaptive",
         needs: Needs {
             adaptive: true,
-            run_start: true,
             memory: 1,
             ..THREE_CALLS
         },

@@ -33,7 +33,9 @@
 //!   `dpmpp_sde` (and `_gpu`), `seeds_2`: two model calls per step, the second's
 //!   estimate as input `second` (`super::midpoint`).
 //! - `heunpp2`, `seeds_3`, `dpm_fast`: three model calls per step, the
-//!   others' estimates as `second` and `third` (`super::three_calls`).
+//!   others' estimates as `second` and `third` (`super::three_calls`);
+//!   `dpm_adaptive` too, over steps its controller sizes
+//!   (`super::adaptive`).
 
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};

@@ -94,7 +94,35 @@ pub enum Table {
     ContinuousEdm { sigma_min: f64, sigma_max: f64 },
     /// The same sigmas; timesteps `atan(sigma) * 2 / pi`.
     ContinuousV { sigma_min: f64, sigma_max: f64 },
+    /// A 1000-step table of another beta schedule from 0.00085 to
+    /// `linear_end` (an AnimateDiff loader's `beta_schedule`).
+    Betas { betas: Betas, linear_end: f64 },
 }
+
+/// How a discrete table's betas run from `linear_start` to `linear_end`,
+/// by ComfyUI's names for them (`make_beta_schedule`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Betas {
+    /// `linear`: evenly spaced in square root (SD's own).
+    Linear,
+    /// `sqrt_linear`: evenly spaced (AnimateDiff's).
+    SqrtLinear,
+}
+
+impl Betas {
+    /// ComfyUI's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Betas::Linear => "linear",
+            Betas::SqrtLinear => "sqrt_linear",
+        }
+    }
+}
+
+/// SD's first beta.
+const LINEAR_START: f64 = 0.00085;
+/// SD's last beta.
+pub const LINEAR_END: f64 = 0.012;
 
 impl Table {
     /// Writes the table into contract `parameters` (what
@@ -110,6 +138,11 @@ impl Table {
                 if *zero_terminal_snr {
                     parameters["zero_terminal_snr"] = true.into();
                 }
+            }
+            Table::Betas { betas, linear_end } => {
+                parameters["model_sampling"] = "discrete".into();
+                parameters["beta_schedule"] = betas.name().into();
+                parameters["linear_end"] = (*linear_end).into();
             }
             Table::ContinuousEdm {
                 sigma_min,
@@ -133,7 +166,8 @@ impl Table {
 
 impl ModelSampling {
     /// The sampling the lowering recorded in contract `parameters`:
-    /// `model_sampling` (`discrete`, with `zero_terminal_snr`;
+    /// `model_sampling` (`discrete`, with `zero_terminal_snr`, or with
+    /// `beta_schedule` and `linear_end`;
     /// `continuous_edm` or `continuous_v`, with `model_sigma_min` and
     /// `model_sigma_max`; or
     /// a flow family), `discrete` where absent.
@@ -150,6 +184,26 @@ impl ModelSampling {
                 .ok_or_else(|| format!("its contract parameter `{key}` is not a positive number"))
         };
         match family {
+            "discrete" if parameters.get("beta_schedule").is_some() => {
+                let betas = match parameters.get("beta_schedule").and_then(|v| v.as_str()) {
+                    Some("linear") => Betas::Linear,
+                    Some("sqrt_linear") => Betas::SqrtLinear,
+                    _ => return Err(
+                        "its contract parameter `beta_schedule` is not `linear` or `sqrt_linear`"
+                            .into(),
+                    ),
+                };
+                let end = number("linear_end")?;
+                if end <= LINEAR_START || end >= 1.0 {
+                    return Err(format!(
+                        "its linear_end {end} is not between {LINEAR_START} and 1"
+                    ));
+                }
+                Ok(ModelSampling::Discrete {
+                    sigmas: beta_sigmas(betas, end),
+                    timesteps: Timesteps::NearestIndex,
+                })
+            }
             "discrete" | "discrete_distilled" => {
                 let zsnr = parameters.get("zero_terminal_snr") == Some(&serde_json::json!(true));
                 let sigmas = scaled_linear_sigmas(zsnr);
@@ -197,7 +251,7 @@ impl ModelSampling {
     pub fn of_family(family: &str) -> Option<ModelSampling> {
         Some(match family {
             "discrete" => ModelSampling::Discrete {
-                sigmas: discrete_sigmas(0.00085, 0.012),
+                sigmas: discrete_sigmas(LINEAR_START, LINEAR_END),
                 timesteps: Timesteps::NearestIndex,
             },
             "sd3" => ModelSampling::Flow {
@@ -231,15 +285,34 @@ pub fn discrete_sigmas(linear_start: f64, linear_end: f64) -> Vec<f64> {
     to_f32(alpha_cumprods(linear_start, linear_end).map(sigma_of_alpha_cumprod))
 }
 
+/// The sigmas of the 1000-step table of `betas` from SD's first beta to
+/// `linear_end`, rounded to float32.
+pub fn beta_sigmas(betas: Betas, linear_end: f64) -> Vec<f64> {
+    match betas {
+        Betas::Linear => discrete_sigmas(LINEAR_START, linear_end),
+        Betas::SqrtLinear => {
+            let n = DISCRETE_TIMESTEPS;
+            let mut alpha_cumprod = 1.0;
+            to_f32((0..n).map(|i| {
+                let beta = LINEAR_START + (linear_end - LINEAR_START) * i as f64 / (n - 1) as f64;
+                alpha_cumprod *= 1.0 - beta;
+                sigma_of_alpha_cumprod(alpha_cumprod)
+            }))
+        }
+    }
+}
+
 /// SD's table (betas from 0.00085 to 0.012), maybe rescaled to zero
 /// terminal SNR (Lin et al. 2024, as `ModelSamplingDiscrete`'s `zsnr`
 /// rescales it: `sqrt(alpha_cumprod)` shifted to end at 0 and scaled to
 /// keep its start, the last alpha_cumprod then 4.8973451890853435e-08).
 pub fn scaled_linear_sigmas(zero_terminal_snr: bool) -> Vec<f64> {
     if !zero_terminal_snr {
-        return discrete_sigmas(0.00085, 0.012);
+        return discrete_sigmas(LINEAR_START, LINEAR_END);
     }
-    let roots: Vec<f64> = alpha_cumprods(0.00085, 0.012).map(f64::sqrt).collect();
+    let roots: Vec<f64> = alpha_cumprods(LINEAR_START, LINEAR_END)
+        .map(f64::sqrt)
+        .collect();
     let (first, last) = (roots[0], roots[roots.len() - 1]);
     let n = roots.len();
     to_f32(roots.into_iter().enumerate().map(|(i, root)| {

@@ -118,7 +118,7 @@ pub fn step(
     let d3 = at.estimate(g, "third", &third.sample, &third.sigma)?;
     let out = frame.finish(g, at, &third, [&d2, &d3])?;
     match &frame.controller {
-        Some(controller) => super::adaptive::finish(g, at, controller, &out, &d2),
+        Some(controller) => super::adaptive::finish(g, at, controller, &out, [&frame.d, &d2]),
         None => Ok(out),
     }
 }
@@ -127,6 +127,8 @@ pub fn step(
 /// sigmas).
 struct Frame {
     kind: Kind,
+    /// The first call's estimate as epsilon, at the step's own sigma.
+    d: String,
     sigma: String,
     next: String,
     /// Rows whose step is a plain first-order one (or none): the calls
@@ -156,6 +158,7 @@ impl Frame {
         let zero = g.d(0.0);
         let mut frame = Frame {
             kind,
+            d: at.d.to_string(),
             sigma,
             next,
             first_order: to_zero.clone(),
@@ -182,7 +185,11 @@ impl Frame {
                 let [sigma, next, size] = controller.sigmas(g, at.x);
                 let (zero, three) = (g.d(0.0), g.d(3.0));
                 let still = g.op("Equal", &[&size, &zero]);
+                // The first call was made at the controller's sigma, not
+                // the schedule's.
+                let d = at.estimate(g, "estimate", at.x, &sigma)?;
                 frame = Frame {
+                    d,
                     sigma,
                     next,
                     first_order: still.clone(),
@@ -227,7 +234,9 @@ impl Frame {
         };
         orders.resize(calls as usize + 1, 1);
         let orders = g.b.vec_i64(&orders);
-        let order = g.gather(&orders, at.step);
+        let last = g.i(calls);
+        let index = g.op("Min", &[at.step, &last]);
+        let order = g.gather(&orders, &index);
         self.order = g.cast(&order, DataType::DOUBLE);
         let ratio = g.op("Div", &[&self.sigma, &self.next]);
         self.h = g.op("Log", &[&ratio]);
@@ -254,7 +263,7 @@ impl Frame {
         let point = match self.kind {
             Kind::Heunpp2 => {
                 let dt = g.op("Sub", &[&self.next, &self.sigma]);
-                let x2 = combine(g, &[(one, at.x.to_string()), (dt, at.d.to_string())]);
+                let x2 = combine(g, &[(one, at.x.to_string()), (dt, self.d.clone())]);
                 Point {
                     sample: x2,
                     sigma: self.next.clone(),
@@ -321,7 +330,7 @@ impl Frame {
         [d2, d3]: [&str; 2],
     ) -> Result<String, SynthError> {
         let one = g.d(1.0);
-        let (x, d) = (at.x.to_string(), at.d.to_string());
+        let (x, d) = (at.x.to_string(), self.d.clone());
         match self.kind {
             Kind::Heunpp2 => {
                 let dt = g.op("Sub", &[&self.next, &self.sigma]);
@@ -347,7 +356,7 @@ impl Frame {
                 let denoised_3 = denoised_at(g, &third.sample, &third.sigma, d3);
                 let level = (q.as_str(), self.next.as_str());
                 let stepped = self.seeds_point(g, at, level, Some((&b, &denoised_3)), 3)?;
-                let denoised = at.denoised(g, at.d);
+                let denoised = at.denoised(g, &self.d);
                 Ok(at.denoised_at_zero(g, &self.first_order, &denoised, &stepped))
             }
             Kind::DpmFast | Kind::DpmAdaptive => {
@@ -432,7 +441,7 @@ impl Frame {
         k: usize,
     ) -> Result<String, SynthError> {
         let one = g.d(1.0);
-        let denoised = at.denoised(g, at.d);
+        let denoised = at.denoised(g, &self.d);
         let noise = self.seeds_noise(g, at, k)?;
         let mut rest = g.op("Sub", &[&one, q]);
         let mut terms = vec![(q.to_string(), at.x.to_string())];
@@ -511,7 +520,7 @@ impl Frame {
         let grown = g.op("Sub", &[&grown, &one]);
         let c = g.op("Mul", &[&level, &grown]);
         let c = g.op("Neg", &[&c]);
-        let mut terms = vec![(one.clone(), at.x.to_string()), (c, at.d.to_string())];
+        let mut terms = vec![(one.clone(), at.x.to_string()), (c, self.d.clone())];
         if let Some(d1) = d1 {
             // - s_2 (r_2 / r_1) ((e^(r_2 h) - 1) / (r_2 h) - 1) (e_1 - e).
             let rh_safe = g.nonzero(&rh);
@@ -520,7 +529,7 @@ impl Frame {
             let c = g.op("Mul", &[&level, &ratio]);
             let k = g.d(-R_2 / R_1);
             let c = g.op("Mul", &[&c, &k]);
-            let gap = g.op("Sub", &[d1, at.d]);
+            let gap = g.op("Sub", &[d1, &self.d]);
             terms.push((c, gap));
         }
         Point {

@@ -173,6 +173,7 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
             match patch {
                 Patch::Lora(lora) => nodes.push(&lora.node),
                 Patch::Merge(merge) => nodes.extend([&merge.node, &merge.other]),
+                Patch::Motion(motion) => nodes.push(&motion.node),
             }
         }
         after.push(parts.step, &nodes);
@@ -187,7 +188,13 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
             after: &mut after,
             latents: &latents,
         };
-        let (shown, range) = pixels.shown(sink, axes, &mut top);
+        let (mut shown, range) = pixels.shown(sink, axes, &mut top);
+        let mut video = parts::video();
+        if let (SinkKind::Video { .. }, Axes::Image) = (&sink.kind, axes) {
+            // A video sink shows a batch of pictures as one video's frames.
+            shown = pixels.batch_frames((&shown, range), &sink.node, &mut top);
+            video = parts::batch_video();
+        }
         let output = match chain.sinks.len() {
             1 => base_name(sink).to_string(),
             _ => output_name(sink, &outputs),
@@ -196,7 +203,7 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
             SinkKind::Video { frame_rate: fps } => {
                 outputs.insert(
                     output.clone(),
-                    json!({"contract": parts::video(), "role": "video", "stage": "pre_adapter"}),
+                    json!({"contract": video, "role": "video", "stage": "pre_adapter"}),
                 );
                 after.push(
                     json!({"kind": "emit", "value": shown, "output": output, "mode": "replace"}),

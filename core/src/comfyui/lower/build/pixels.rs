@@ -39,6 +39,8 @@ pub(super) struct PixelParts<'c> {
     resized: BTreeMap<&'c str, String>,
     /// The resize policies declared so far.
     resizes: usize,
+    /// A picture batch's frames as one video, by the pictures' value.
+    frames: BTreeMap<String, String>,
 }
 
 impl<'c> PixelParts<'c> {
@@ -68,6 +70,39 @@ impl<'c> PixelParts<'c> {
             },
         };
         (value, "zero_to_one")
+    }
+
+    /// The pictures `shown` (in `range`) as the frames of one video in
+    /// 0..1 (`batch_frames`), as a video sink shows a batch of pictures.
+    /// `sink` names the node the frames are for.
+    pub(super) fn batch_frames(
+        &mut self,
+        (shown, range): (&str, &str),
+        sink: &str,
+        top: &mut Top<'_>,
+    ) -> String {
+        if let Some(value) = self.frames.get(shown) {
+            return value.clone();
+        }
+        top.components.entry("batch_frames").or_insert_with(|| {
+            policy(
+                "batch_frames",
+                json!({"image": picture(json!(3))}),
+                json!({"frames": parts::batch_video()}),
+                Some(json!({"id": "wfstudio.batch-frames", "version": "1", "parameters": {"value_range": range}})),
+            )
+        });
+        let value = format!("{shown}.frames");
+        top.after.push(
+            invoke(
+                "batch_frames",
+                json!({"image": shown}),
+                json!({"frames": value}),
+            ),
+            &[&sink.to_string()],
+        );
+        self.frames.insert(shown.to_string(), value.clone());
+        value
     }
 
     /// The value of the 0..1 pixels a stage encodes from an earlier

@@ -7,9 +7,11 @@
 //! each is recognised once however many sinks or stages read it. A sink
 //! may show the decode through an upscale model and a resize (`pixels`).
 //! A video sink (animated WEBP/PNG, WEBM, `CreateVideo` into `SaveVideo`,
-//! VideoHelperSuite's `VHS_VideoCombine`) shows the decode of a video
-//! latent at its frame rate; an audio sink (`SaveAudio`, `PreviewAudio`,
-//! ...) plays the `VAEDecodeAudio` of an audio latent.
+//! VideoHelperSuite's `VHS_VideoCombine`, AnimateDiff-Evolved's
+//! `ADE_AnimateDiffCombine`) shows the decode of a video latent, or a
+//! batch of pictures as one video's frames, at its frame rate; an audio
+//! sink (`SaveAudio`, `PreviewAudio`, ...) plays the `VAEDecodeAudio` of
+//! an audio latent.
 
 use super::super::graph::Graph;
 use super::Plan;
@@ -104,6 +106,10 @@ const SINKS: &[SinkClass] = &[
         shows: Shows::Video("frame_rate"),
     },
     SinkClass {
+        class: "ADE_AnimateDiffCombine",
+        shows: Shows::Video("frame_rate"),
+    },
+    SinkClass {
         class: "SaveAudio",
         shows: Shows::Audio,
     },
@@ -162,7 +168,7 @@ fn one_sink(
     if let Shows::Audio = class.shows {
         return audio_sink(g, sink, walk);
     }
-    if class.class == "VHS_VideoCombine" {
+    if matches!(class.class, "VHS_VideoCombine" | "ADE_AnimateDiffCombine") {
         silent(g, sink)?;
         if g.flag(sink, "pingpong") == Some(true) {
             return Err(g.refuse(
@@ -222,14 +228,6 @@ fn one_sink(
                 Some("images"),
                 "saves the frames of a video as pictures; the lowering makes a video output of a video latent".into(),
                 "save the video with SaveAnimatedWEBP, SaveWEBM or CreateVideo and SaveVideo",
-            ));
-        }
-        (Axes::Image, Some(_), _) => {
-            return Err(g.refuse(
-                sink,
-                None,
-                "shows a batch of pictures as a video; the lowering makes video outputs of video latents (EmptyHunyuanLatentVideo and the like)".into(),
-                "save the pictures with SaveImage",
             ));
         }
         (Axes::Video, Some(_), Some(up)) => {

@@ -83,16 +83,32 @@ pub(super) fn checked_sampler_name<'a>(g: &Graph<'a>, node: &str) -> Result<&'a 
 }
 
 /// Refuses DPM-Solver-fast and DPM-Solver adaptive (named on `node`) on
-/// a run that is not a whole schedule from pure noise: they space steps of
-/// their own between the run's first and last sigma, which the lowering
-/// lays over whole runs only.
+/// a run that is not a whole schedule from pure noise, or under a
+/// ControlNet window: they space steps of their own between the run's
+/// first and last sigma, which the lowering lays over whole runs only.
 pub(super) fn own_steps_on_whole_runs(
     g: &Graph<'_>,
-    plan: &Plan,
+    plan: &mut Plan,
     node: &str,
 ) -> Result<(), Refusal> {
     let name = &plan.sampler.sampler_name;
-    if !matches!(name.as_str(), "dpm_fast" | "dpm_adaptive") || !plan.windowed() {
+    if !matches!(name.as_str(), "dpm_fast" | "dpm_adaptive") {
+        return Ok(());
+    }
+    // A ControlNet's window counts the run's iterations, which these
+    // samplers do not make one per step; one over the whole run is none.
+    if let Some(control) = plan.control.as_mut() {
+        control.window = control.window.filter(|w| *w != (0.0, 1.0));
+    }
+    if let Some(control) = plan.control.as_ref().filter(|c| c.window.is_some()) {
+        return Err(g.refuse(
+            &control.apply,
+            Some("start_percent"),
+            format!("limits the ControlNet to part of a run of sampler '{name}', which spaces steps of its own, and the lowering places the window by the run's steps"),
+            "set start_percent 0 and end_percent 1, or choose another sampler",
+        ));
+    }
+    if !plan.windowed() {
         return Ok(());
     }
     Err(g.refuse(

@@ -10,6 +10,7 @@ mod custom;
 mod ksampler;
 mod latent;
 mod model;
+mod motion;
 mod own_sampling;
 mod pixels;
 mod prompt;
@@ -480,6 +481,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
             "add the model's ModelSampling node (ModelSamplingFlux for Flux, ModelSamplingSD3 or ModelSamplingAuraFlow with its shift) between the model and the sampler",
         ));
     }
+    motion::on_pictures(g, model.motion(), axes)?;
     let channels = match (&model.flow, &latent) {
         _ if axes == Axes::Audio => audio::CHANNELS,
         (_, LatentSource::Empty { channels, .. }) if axes == Axes::Video => *channels,
@@ -489,7 +491,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         (None, LatentSource::Composite(c)) => walk.channels(c.base),
         (None, _) => 4,
     };
-    let plan = Plan {
+    let mut plan = Plan {
         channels,
         axes,
         sampler,
@@ -505,7 +507,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         true => g.source(&sampler_node, "sampler")?.0,
         false => sampler_node,
     };
-    ksampler::own_steps_on_whole_runs(g, &plan, &node)?;
+    ksampler::own_steps_on_whole_runs(g, &mut plan, &node)?;
     Ok(plan)
 }
 

@@ -1,9 +1,11 @@
-//! The model path from a sampler back to its loader: the LoRA loaders and
-//! model merges that patch the checkpoint's weights, in order, a
+//! The model path from a sampler back to its loader: the LoRA loaders,
+//! model merges and AnimateDiff motion modules that patch the checkpoint's
+//! weights, in order, a
 //! flow-matching or noise-prediction sampling override, a
 //! `DifferentialDiffusion` and a `VideoLinearCFGGuidance`.
 
 use super::super::graph::Graph;
+use super::motion::{self, Motion};
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::synth::prediction::{Prediction, PredictionKind};
 use crate::comfyui::synth::tables::Table;
@@ -19,8 +21,8 @@ const MODEL_LOADERS: &[&str] = &[
 pub(in crate::comfyui::lower) struct ModelChain {
     /// The loader the denoiser comes from.
     pub loader: String,
-    /// LoRA loaders and model merges in the order they apply (nearest the
-    /// loader first).
+    /// LoRA loaders, model merges and motion modules in the order they
+    /// apply (nearest the loader first).
     pub patches: Vec<Patch>,
     /// A flow-matching sampling override.
     pub flow: Option<FlowSampling>,
@@ -49,9 +51,17 @@ impl ModelChain {
             .iter()
             .filter_map(|p| match p {
                 Patch::Lora(lora) => Some(lora),
-                Patch::Merge(_) => None,
+                Patch::Merge(_) | Patch::Motion(_) => None,
             })
             .collect()
+    }
+
+    /// The AnimateDiff motion module injected into the denoiser, if any.
+    pub fn motion(&self) -> Option<&Motion> {
+        self.patches.iter().find_map(|p| match p {
+            Patch::Motion(motion) => Some(motion),
+            Patch::Lora(_) | Patch::Merge(_) => None,
+        })
     }
 }
 
@@ -60,6 +70,9 @@ impl ModelChain {
 pub(in crate::comfyui::lower) enum Patch {
     Lora(Lora),
     Merge(Merge),
+    /// An AnimateDiff motion module: the denoiser then sees the latent
+    /// batch's pictures as one video's frames.
+    Motion(Motion),
 }
 
 /// One LoRA loader on the model (and maybe CLIP) path.
@@ -188,6 +201,34 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
                     node: node.clone(),
                     min_cfg: g.number_in(&node, "min_cfg", 0.0..=100.0, "scale")?,
                 });
+            }
+            class if motion::LOADERS.contains(&class) => {
+                if patches.iter().any(|p| matches!(p, Patch::Motion(_))) {
+                    return Err(g.refuse(
+                        &node,
+                        None,
+                        "is a second AnimateDiff loader on the model path".into(),
+                        "keep one",
+                    ));
+                }
+                let (motion, sampling) = motion::motion_module(g, &node)?;
+                patches.push(Patch::Motion(motion));
+                if let Some(sampling) = sampling {
+                    let sampling = TableSampling {
+                        node: node.clone(),
+                        prediction: Prediction::EPSILON,
+                        table: sampling,
+                    };
+                    if flow.is_some() || table.is_some() {
+                        return Err(g.refuse(
+                            &node,
+                            Some("beta_schedule"),
+                            "sets the model's sampling under another model-sampling override on the model path".into(),
+                            "set beta_schedule to use existing, or remove the ModelSampling node",
+                        ));
+                    }
+                    table = Some(sampling);
+                }
             }
             class if class.starts_with("ModelSampling") && (flow.is_some() || table.is_some()) => {
                 return Err(g.refuse(
