@@ -158,7 +158,7 @@ fn a_controlnet_window_under_a_sampler_with_its_own_steps_is_refused() {
         ),
         (
             "11",
-            Some("start_percent"),
+            Some("end_percent"),
             "limits the ControlNet to part of a run of sampler 'dpm_fast', which spaces steps of its own, and the lowering places the window by the run's steps"
         )
     );

@@ -30,10 +30,12 @@ fn the_motion_module_joins_the_denoiser_and_the_batch_becomes_one_video() {
         json!([1, "frames", 3, "height", "width"])
     );
     assert_eq!(w["outputs"]["video"]["role"], "video");
-    assert_eq!(
-        w["components"]["batch_frames"]["contract"]["parameters"],
-        json!({"value_range": "negative_one_to_one"})
-    );
+    // The frames are the decode moved to 0..1, then stacked.
+    let frames = w["steps"]
+        .as_array()
+        .and_then(|steps| steps.iter().find(|s| s["component"] == "batch_frames"))
+        .expect("batch_frames");
+    assert_eq!(frames["inputs"]["image"], "vae.image.pixels");
     assert_eq!(w["inputs"]["request.video_frame_rate"]["default"], 8.0);
     let note = l
         .notes
@@ -42,7 +44,7 @@ fn the_motion_module_joins_the_denoiser_and_the_batch_becomes_one_video() {
         .expect("a note on the motion module");
     assert_eq!(
         note,
-        "`denoiser` is node 32's weights with AnimateDiff motion module 'mm_sd_v15_v2.ckpt' (node 27) at motion scale 1, which sees the latent batch's pictures as one video's frames: export it with these merged"
+        "`denoiser` is node 32's weights with AnimateDiff motion module 'mm_sd_v15_v2.ckpt' (node 27) at motion scale 1, injected as AnimateDiff-Evolved does (the checkpoint's GroupNorm layers normalising over all frames for v1 motion models), so that it sees a run's rows as one video's frames (run them together, neither split nor merged with another run's): export it with these merged"
     );
     // The loader is among the nodes the sampling loop comes from.
     assert!(
@@ -134,6 +136,29 @@ fn autoselect_is_taken_as_sqrt_linear_with_a_note() {
 }
 
 #[test]
+fn the_gen1_loader_and_hotshot_schedule_lower_and_its_unbuilt_inputs_are_refused() {
+    let mut g = animatediff();
+    g["27"] = json!({"class_type": "ADE_AnimateDiffLoaderGen1", "inputs": {"model_name": "mm_sd_v15_v2.ckpt", "beta_schedule": "linear (HotshotXL/default)", "model": ["32", 0]}});
+    let l = lowered(&g, &Target::default());
+    let parameters = &workflow(&l)["components"]["diffusion_schedule"]["contract"]["parameters"];
+    // HotshotXL's schedule is SD's own table.
+    assert!(parameters.get("beta_schedule").is_none(), "{parameters}");
+    assert_eq!(parameters["model_sampling"], "discrete");
+    assert!(l.notes.iter().any(|n| n.contains("(node 27) at motion scale 1, injected as AnimateDiff-Evolved does (the checkpoint's GroupNorm layers normalising over all frames for v1 motion models)")), "{:?}", l.notes);
+    g["27"]["inputs"]["scale_multival"] = json!(["51", 0]);
+    g["51"] = json!({"class_type": "ADE_MultivalDynamic", "inputs": {"float_val": 1.1}});
+    assert_refused(
+        &g,
+        (
+            "27",
+            "ADE_AnimateDiffLoaderGen1",
+            Some("scale_multival"),
+            "scales the motion module per frame or area, which the lowering does not build",
+        ),
+    );
+}
+
+#[test]
 fn a_batch_of_pictures_in_any_video_sink_is_one_video() {
     let mut g = animatediff();
     g["27"] = json!(null);
@@ -153,6 +178,7 @@ fn a_batch_of_pictures_in_any_video_sink_is_one_video() {
         w["outputs"]["video"]["contract"]["shape"],
         json!([1, "frames", 3, "height", "width"])
     );
+    assert_eq!(w["inputs"]["request.video_frame_rate"]["default"], 6.0);
     assert!(!l.notes.iter().any(|n| n.contains("motion")));
 }
 
@@ -203,6 +229,34 @@ fn what_animatediff_graphs_the_lowering_cannot_make_are_refused_by_name() {
         (
             {
                 let mut g = animatediff();
+                g["27"]["inputs"]["beta_schedule"] = json!("autoselect");
+                g["27"]["inputs"]["model_name"] = json!("hsxl_temporal_layers.f16.safetensors");
+                g
+            },
+            (
+                "27",
+                "ADE_AnimateDiffLoaderWithContext",
+                Some("beta_schedule"),
+                "picks HotshotXL's or AnimateDiff-SDXL's schedule by the motion model's weights, which the lowering cannot read",
+            ),
+        ),
+        (
+            {
+                let mut g = animatediff();
+                g["27"]["inputs"]["motion_scale"] = json!(["52", 0]);
+                g["52"] = json!({"class_type": "PrimitiveFloat", "inputs": {"value": 1.2}});
+                g
+            },
+            (
+                "27",
+                "ADE_AnimateDiffLoaderWithContext",
+                Some("motion_scale"),
+                "is driven by another node, but it is a run parameter the workflow takes as an input",
+            ),
+        ),
+        (
+            {
+                let mut g = animatediff();
                 g["44"]["inputs"]["pingpong"] = json!(true);
                 g
             },
@@ -238,5 +292,23 @@ fn what_animatediff_graphs_the_lowering_cannot_make_are_refused_by_name() {
     assert_eq!(
         refusals[0].message,
         "injects a motion module into the denoiser, but the target package's models exist and are not the patched weights"
+    );
+}
+
+#[test]
+fn autoselect_under_sdxl_prompts_is_refused() {
+    let mut g = pattern("sdxl");
+    g["27"] = json!({"class_type": "ADE_AnimateDiffLoaderGen1", "inputs": {"model_name": "mm_sdxl_v10_beta.ckpt", "beta_schedule": "autoselect", "model": ["1", 0]}});
+    g["5"]["inputs"]["model"] = json!(["27", 0]);
+    // A name that does not give the kind away: the prompts do.
+    g["27"]["inputs"]["model_name"] = json!("temporal.ckpt");
+    assert_refused(
+        &g,
+        (
+            "27",
+            "ADE_AnimateDiffLoaderGen1",
+            Some("beta_schedule"),
+            "picks HotshotXL's or AnimateDiff-SDXL's schedule by the motion model's weights, which the lowering cannot read",
+        ),
     );
 }

@@ -253,7 +253,7 @@ fn a_model_merge_is_merged_into_the_new_packages_denoiser_and_refused_into_exist
             "12",
             "ModelMergeSimple",
             None,
-            "merges two checkpoints' denoisers, but the target package's models exist and are not the merged weights",
+            "merges two checkpoints' denoisers, but the target package's models exist and are not the patched weights",
         );
         assert_refused_for(&merged_checkpoints(0.25), &target, expected);
     }

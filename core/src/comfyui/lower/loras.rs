@@ -225,10 +225,14 @@ pub(super) fn merged_notes(chain: &Chain) -> Vec<String> {
                     shown(merge.ratio)
                 )),
                 Patch::Motion(motion) => Some(format!(
-                    "AnimateDiff motion module '{}' (node {}) at motion scale {}, which sees the latent batch's pictures as one video's frames",
+                    "AnimateDiff motion module '{}' (node {}) at motion scale {}, injected as AnimateDiff-Evolved does (the checkpoint's GroupNorm layers normalising over all frames for {} motion models), so that it sees a run's rows as one video's frames (run them together, neither split nor merged with another run's)",
                     motion.name,
                     motion.node,
-                    shown(motion.scale)
+                    shown(motion.scale),
+                    match motion.v2_properly {
+                        true => "v1",
+                        false => "v1 and v2",
+                    }
                 )),
             })
             .collect();

@@ -205,16 +205,10 @@ fn to_unit(g: &mut PolicyGraph<'_>, x: &str, from_signed: bool) -> String {
     g.op("Clip", &[&x, &zero, &one])
 }
 
-/// `batch_frames`: pictures `[batch, 3, height, width]` as the frames of
-/// one video `[1, batch, 3, height, width]` in 0..1 (moved there from
-/// -1..1 where parameter `value_range` says so).
+/// `batch_frames`: pictures `[batch, 3, height, width]` (0..1) as the
+/// frames of one video `[1, batch, 3, height, width]`.
 fn batch_frames(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let x = g.input("image")?;
-    let signed = g
-        .parameter("value_range")
-        .and_then(|v| v.as_str())
-        .is_some_and(|r| r == "negative_one_to_one");
-    let x = to_unit(g, &x, signed);
     let axis = g.b.vec_i64(&[0]);
     let out = g.op("Unsqueeze", &[&x, &axis]);
     g.output(&out, "frames")

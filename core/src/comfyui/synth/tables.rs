@@ -419,6 +419,35 @@ mod tests {
     }
 
     #[test]
+    fn an_animatediff_loaders_betas_make_their_own_table() {
+        // numpy: sqrt((1 - cumprod(1 - b)) / cumprod(1 - b)) as float32,
+        // b = linspace(0.00085, 0.012) (sqrt_linear) and
+        // linspace(sqrt(0.00085), sqrt(0.02))^2 (linear to 0.020).
+        let read = |parameters| match ModelSampling::read(&parameters) {
+            Ok(ModelSampling::Discrete { sigmas, .. }) => sigmas,
+            other => panic!("{other:?}"),
+        };
+        let mut parameters = serde_json::json!({});
+        let sqrt_linear = Table::Betas {
+            betas: Betas::SqrtLinear,
+            linear_end: LINEAR_END,
+        };
+        sqrt_linear.write(&mut parameters);
+        let sigmas = read(parameters);
+        assert_eq!(sigmas[999], 25.146114349365234);
+        assert_eq!(sigmas[0], 0.029167158529162407);
+        let mut parameters = serde_json::json!({});
+        Table::Betas {
+            betas: Betas::Linear,
+            linear_end: 0.020,
+        }
+        .write(&mut parameters);
+        assert_eq!(read(parameters)[999], 65.92865753173828);
+        let wrong = serde_json::json!({"beta_schedule": "cosine", "linear_end": 0.012});
+        assert!(ModelSampling::read(&wrong).is_err());
+    }
+
+    #[test]
     fn timesteps_are_the_nearest_table_index() {
         let s = discrete_sigmas(0.00085, 0.012);
         for (t, nearest) in [(0.0, 0), (1.4, 1), (1.6, 2), (250.25, 250), (998.7, 999)] {

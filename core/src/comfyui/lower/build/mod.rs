@@ -192,7 +192,7 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
         let mut video = parts::video();
         if let (SinkKind::Video { .. }, Axes::Image) = (&sink.kind, axes) {
             // A video sink shows a batch of pictures as one video's frames.
-            shown = pixels.batch_frames((&shown, range), &sink.node, &mut top);
+            shown = pixels.batch_frames(sink, (&shown, range), &mut top);
             video = parts::batch_video();
         }
         let output = match chain.sinks.len() {

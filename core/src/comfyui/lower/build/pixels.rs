@@ -72,16 +72,20 @@ impl<'c> PixelParts<'c> {
         (value, "zero_to_one")
     }
 
-    /// The pictures `shown` (in `range`) as the frames of one video in
-    /// 0..1 (`batch_frames`), as a video sink shows a batch of pictures.
-    /// `sink` names the node the frames are for.
+    /// The pictures `shown` (in `range`) of `sink` as the frames of one
+    /// video in 0..1 (`batch_frames` of the pixels moved there), as a video
+    /// sink shows a batch of pictures.
     pub(super) fn batch_frames(
         &mut self,
+        sink: &'c Sink,
         (shown, range): (&str, &str),
-        sink: &str,
         top: &mut Top<'_>,
     ) -> String {
-        if let Some(value) = self.frames.get(shown) {
+        let unit = match range {
+            "negative_one_to_one" => self.processed(&sink.decode, shown, None, top),
+            _ => shown.to_string(),
+        };
+        if let Some(value) = self.frames.get(&unit) {
             return value.clone();
         }
         top.components.entry("batch_frames").or_insert_with(|| {
@@ -89,19 +93,19 @@ impl<'c> PixelParts<'c> {
                 "batch_frames",
                 json!({"image": picture(json!(3))}),
                 json!({"frames": parts::batch_video()}),
-                Some(json!({"id": "wfstudio.batch-frames", "version": "1", "parameters": {"value_range": range}})),
+                Some(json!({"id": "wfstudio.batch-frames", "version": "1"})),
             )
         });
-        let value = format!("{shown}.frames");
+        let value = format!("{unit}.frames");
         top.after.push(
             invoke(
                 "batch_frames",
-                json!({"image": shown}),
+                json!({"image": unit}),
                 json!({"frames": value}),
             ),
-            &[&sink.to_string()],
+            &[&sink.node],
         );
-        self.frames.insert(shown.to_string(), value.clone());
+        self.frames.insert(unit, value.clone());
         value
     }
 

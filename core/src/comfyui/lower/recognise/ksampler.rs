@@ -100,10 +100,16 @@ pub(super) fn own_steps_on_whole_runs(
     if let Some(control) = plan.control.as_mut() {
         control.window = control.window.filter(|w| *w != (0.0, 1.0));
     }
-    if let Some(control) = plan.control.as_ref().filter(|c| c.window.is_some()) {
+    if let Some((control, (start, _))) =
+        plan.control.as_ref().and_then(|c| c.window.map(|w| (c, w)))
+    {
+        let input = match start {
+            0.0 => "end_percent",
+            _ => "start_percent",
+        };
         return Err(g.refuse(
             &control.apply,
-            Some("start_percent"),
+            Some(input),
             format!("limits the ControlNet to part of a run of sampler '{name}', which spaces steps of its own, and the lowering places the window by the run's steps"),
             "set start_percent 0 and end_percent 1, or choose another sampler",
         ));

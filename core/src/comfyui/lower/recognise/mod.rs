@@ -481,7 +481,8 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
             "add the model's ModelSampling node (ModelSamplingFlux for Flux, ModelSamplingSD3 or ModelSamplingAuraFlow with its shift) between the model and the sampler",
         ));
     }
-    motion::on_pictures(g, model.motion(), axes)?;
+    let sdxl = matches!(positive.text, Prompt::Sdxl { .. });
+    motion::on_pictures(g, model.motion(), axes, sdxl)?;
     let channels = match (&model.flow, &latent) {
         _ if axes == Axes::Audio => audio::CHANNELS,
         (_, LatentSource::Empty { channels, .. }) if axes == Axes::Video => *channels,

@@ -26,6 +26,10 @@ pub(in crate::comfyui::lower) struct Motion {
     /// Whether the loader's `beta_schedule` is `autoselect`, taken as
     /// SD1.5 motion models' `sqrt_linear`.
     pub autoselected: bool,
+    /// Whether AnimateDiff-Evolved spares a v2 motion model its GroupNorm
+    /// change (`apply_v2_models_properly`; v1 models always get it: the
+    /// checkpoint's GroupNorm layers then normalise over all frames).
+    pub v2_properly: bool,
 }
 
 /// The loader's optional inputs the lowering does not build, and why.
@@ -72,20 +76,25 @@ pub(super) fn motion_module(g: &Graph<'_>, node: &str) -> Result<(Motion, Option
         }
     }
     let name = g.text(node, "model_name")?.to_string();
-    let scale = match g.class(node) {
-        "ADE_AnimateDiffLoaderWithContext" => match g.number(node, "motion_scale") {
-            Ok(scale) if (0.0..=10.0).contains(&scale) => scale,
-            Ok(scale) => {
-                return Err(g.refuse(
-                    node,
-                    Some("motion_scale"),
-                    format!("is {scale}"),
-                    "use a motion scale from 0 to 10",
-                ));
-            }
-            Err(_) => 1.0,
-        },
-        _ => 1.0,
+    // The legacy loader's own inputs, at its Python defaults where the
+    // graph leaves them out; Gen1 scales by multivals (refused above) and
+    // treats v2 models properly.
+    let legacy = g.class(node) == "ADE_AnimateDiffLoaderWithContext";
+    let scale = match legacy && g.has(node, "motion_scale") {
+        true => g.number(node, "motion_scale")?,
+        false => 1.0,
+    };
+    if !(scale >= 0.0 && scale.is_finite()) {
+        return Err(g.refuse(
+            node,
+            Some("motion_scale"),
+            format!("is {scale}"),
+            "use a motion scale of 0 or more",
+        ));
+    }
+    let v2_properly = match legacy {
+        true => g.flag(node, "apply_v2_models_properly").unwrap_or(false),
+        false => true,
     };
     let table = beta_table(g, node, &name)?;
     let autoselected = g.text(node, "beta_schedule")? == "autoselect";
@@ -95,28 +104,49 @@ pub(super) fn motion_module(g: &Graph<'_>, node: &str) -> Result<(Motion, Option
             name,
             scale,
             autoselected,
+            v2_properly,
         },
         table,
     ))
 }
 
 /// Refuses a motion module on a sampler whose latent is not a batch of
-/// pictures (`axes`), the frames it animates.
+/// pictures (`axes`), the frames it animates, and `autoselect` under SDXL
+/// prompts (`sdxl`), where AnimateDiff-Evolved picks an SDXL schedule by
+/// the motion model's weights.
 pub(super) fn on_pictures(
     g: &Graph<'_>,
     motion: Option<&Motion>,
     axes: Axes,
+    sdxl: bool,
 ) -> Result<(), Refusal> {
-    match motion {
-        Some(motion) if axes != Axes::Image => Err(g.refuse(
+    let Some(motion) = motion else {
+        return Ok(());
+    };
+    if axes != Axes::Image {
+        return Err(g.refuse(
             &motion.node,
             None,
             "animates a video or audio latent; an AnimateDiff motion module animates a batch of pictures as frames".into(),
             "sample an EmptyLatentImage whose batch_size is the frame count",
-        )),
-        _ => Ok(()),
+        ));
     }
+    if motion.autoselected && sdxl {
+        return Err(g.refuse(
+            &motion.node,
+            Some("beta_schedule"),
+            AUTOSELECT_SDXL.into(),
+            BETA_CHOICES,
+        ));
+    }
+    Ok(())
 }
+
+/// Why `autoselect` is refused for an SDXL motion model.
+const AUTOSELECT_SDXL: &str = "picks HotshotXL's or AnimateDiff-SDXL's schedule by the motion model's weights, which the lowering cannot read";
+
+/// The schedules the lowering takes from an AnimateDiff loader.
+const BETA_CHOICES: &str = "choose sqrt_linear (AnimateDiff), linear (HotshotXL/default), linear (AnimateDiff-SDXL) or use existing";
 
 /// The table of the loader's `beta_schedule` (none for `use existing`).
 fn beta_table(g: &Graph<'_>, node: &str, name: &str) -> Result<Option<Table>, Refusal> {
@@ -128,13 +158,15 @@ fn beta_table(g: &Graph<'_>, node: &str, name: &str) -> Result<Option<Table>, Re
     let sd = Table::Discrete {
         zero_terminal_snr: false,
     };
-    let lcm = name.to_ascii_lowercase().contains("lcm");
+    let lower = name.to_ascii_lowercase();
+    let lcm = lower.contains("lcm");
+    let sdxl = ["xl", "hotshot"].iter().any(|k| lower.contains(k));
     Ok(Some(match schedule {
         "use existing" => return Ok(None),
         // AnimateDiff-Evolved picks by the motion model's kind, read
         // from its weights: SD1.5's AnimateDiff models sample
         // sqrt_linear, AnimateLCM lcm, the SDXL ones linear.
-        "autoselect" if !lcm => sqrt_linear,
+        "autoselect" if !lcm && !sdxl => sqrt_linear,
         "sqrt_linear (AnimateDiff)" | "sqrt_linear" => sqrt_linear,
         "linear (HotshotXL/default)" | "linear" => sd,
         "linear (AnimateDiff-SDXL)" => Table::Betas {
@@ -143,15 +175,11 @@ fn beta_table(g: &Graph<'_>, node: &str, name: &str) -> Result<Option<Table>, Re
         },
         other => {
             let why = match other {
-                "autoselect" => "picks AnimateLCM's distilled schedule for this motion model, which the lowering does not take from an AnimateDiff loader".to_string(),
+                "autoselect" if lcm => "picks AnimateLCM's distilled schedule for this motion model, which the lowering does not take from an AnimateDiff loader".to_string(),
+                "autoselect" => AUTOSELECT_SDXL.to_string(),
                 _ => format!("is '{other}', a schedule the lowering does not build"),
             };
-            return Err(g.refuse(
-                node,
-                Some("beta_schedule"),
-                why,
-                "choose sqrt_linear (AnimateDiff), linear (HotshotXL/default), linear (AnimateDiff-SDXL) or use existing",
-            ));
+            return Err(g.refuse(node, Some("beta_schedule"), why, BETA_CHOICES));
         }
     }))
 }
