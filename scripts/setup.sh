@@ -55,3 +55,7 @@ fi
 # sha256): the project's only downloads. The parts the product makes from
 # them follow the build (scripts/real_models.sh package BIN).
 "$ROOT/scripts/real_models.sh" fetch
+
+# ComfyUI's official workflow templates (a pinned wheel from PyPI, verified
+# by sha256), the corpus of tests/comfyui_templates.rs.
+"$ROOT/scripts/templates.sh" fetch

@@ -1,0 +1,173 @@
+//! ComfyUI's official workflow templates (the wheel `scripts/templates.sh`
+//! fetches, pinned by version and sha256, into `.cache/comfyui-templates`
+//! or `$WFSTUDIO_TEMPLATES`): every local template (not the cloud `api_*`
+//! ones) is imported as the CLI and the studio import it with no flag
+//! (the bundled node definitions), and its outcome must be the one
+//! `fixtures/comfyui/template_outcomes.tsv` lists: lowered (the document
+//! validates), or refused at a node of a class (`node`), at one of its
+//! inputs (`input`), or as a whole graph (`graph`). Any change fails;
+//! `WFSTUDIO_UPDATE_FIXTURES=1` rewrites the table after an improvement.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use wfstudio_core::comfyui::lower::Target;
+use wfstudio_core::comfyui::{NodeDefs, import};
+
+/// The unpacked templates, if fetched (CI requires them).
+fn templates() -> Option<PathBuf> {
+    let dir = std::env::var_os("WFSTUDIO_TEMPLATES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| support::workspace().join(".cache/comfyui-templates"));
+    if dir.join("index.json").is_file() {
+        return Some(dir);
+    }
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!(
+            "the ComfyUI templates are missing at {} (run scripts/templates.sh fetch); CI requires them",
+            dir.display()
+        );
+    }
+    eprintln!("skipping: ComfyUI templates not found at {}", dir.display());
+    None
+}
+
+/// Each template's first category in `index.json` (Image, Video, ...).
+fn categories(dir: &std::path::Path) -> BTreeMap<String, String> {
+    let text = std::fs::read_to_string(dir.join("index.json")).expect("index.json");
+    let index: serde_json::Value = serde_json::from_str(&text).expect("index JSON");
+    let mut out = BTreeMap::new();
+    for category in index.as_array().expect("a list of categories") {
+        let title = category["title"].as_str().unwrap_or("?");
+        for template in category["templates"].as_array().into_iter().flatten() {
+            if let Some(name) = template["name"].as_str() {
+                out.entry(format!("{name}.json"))
+                    .or_insert_with(|| title.replace(' ', "_"));
+            }
+        }
+    }
+    out
+}
+
+/// The local templates: workflow files but the cloud ones, the indexes and
+/// the search options.
+fn local(dir: &std::path::Path) -> Vec<String> {
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .expect("templates folder")
+        .filter_map(|e| e.ok()?.file_name().to_str().map(str::to_string))
+        .filter(|n| n.ends_with(".json"))
+        .filter(|n| !n.starts_with("api_") && !n.starts_with("index") && n != "fuse_options.json")
+        .collect();
+    files.sort();
+    files
+}
+
+/// What importing one template gives, as the table's last columns.
+fn outcome(path: &std::path::Path, defs: &NodeDefs) -> String {
+    let bytes = std::fs::read(path).expect("template");
+    let imported = match import(&bytes, Some(defs), &Target::default()) {
+        Ok(imported) => imported,
+        Err(error) => return format!("unreadable\t-\t{error}"),
+    };
+    match imported.outcome {
+        Ok(lowered) => {
+            support::validated(&lowered.document, &path.display().to_string());
+            "lowered\t-\t-".into()
+        }
+        Err(refusals) => {
+            let r = &refusals[0];
+            assert!(
+                !r.message.is_empty() && !r.remedy.is_empty(),
+                "{}: every refusal says why and what to do",
+                path.display()
+            );
+            let kind = match (r.node.is_empty(), &r.input) {
+                (true, _) => "graph",
+                (false, Some(_)) => "input",
+                (false, None) => "node",
+            };
+            let class = if r.class.is_empty() { "-" } else { &r.class };
+            format!("refused\t{kind}\t{class}")
+        }
+    }
+}
+
+#[test]
+fn every_local_template_has_its_listed_outcome() {
+    let Some(dir) = templates() else {
+        return;
+    };
+    let defs = NodeDefs::builtin();
+    let categories = categories(&dir);
+    let mut rows = Vec::new();
+    let mut counts: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for file in local(&dir) {
+        let category = categories.get(&file).cloned().unwrap_or_else(|| "-".into());
+        let got = outcome(&dir.join(&file), &defs);
+        let count = counts.entry(category.clone()).or_default();
+        count.0 += usize::from(got.starts_with("lowered"));
+        count.1 += 1;
+        rows.push(format!("{file}\t{category}\t{got}"));
+    }
+    let lowered: usize = counts.values().map(|c| c.0).sum();
+    let summary: Vec<String> = counts
+        .iter()
+        .map(|(category, (l, n))| format!("{category} {l}/{n}"))
+        .collect();
+    eprintln!(
+        "templates lowered: {lowered} of {} ({})",
+        rows.len(),
+        summary.join(", ")
+    );
+    let header = "# file\tcategory\toutcome\trefused at (graph, node or input)\tclass";
+    let table = format!("{header}\n{}\n", rows.join("\n"));
+    let path = support::fixtures().join("comfyui/template_outcomes.tsv");
+    if std::env::var("WFSTUDIO_UPDATE_FIXTURES").as_deref() == Ok("1") {
+        std::fs::write(&path, &table).expect("write the table");
+        return;
+    }
+    let listed = std::fs::read_to_string(&path).expect("fixtures/comfyui/template_outcomes.tsv");
+    let want: BTreeMap<&str, &str> = listed
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_once('\t'))
+        .collect();
+    let mut changed = Vec::new();
+    for row in &rows {
+        let (file, got) = row.split_once('\t').expect("row");
+        if want.get(file) != Some(&got) {
+            changed.push(format!(
+                "{file}: {got} (listed: {})",
+                want.get(file).unwrap_or(&"nothing")
+            ));
+        }
+    }
+    assert_eq!(
+        want.len(),
+        rows.len(),
+        "every local template is listed once"
+    );
+    assert!(
+        changed.is_empty(),
+        "template outcomes changed (an improvement: rerun with WFSTUDIO_UPDATE_FIXTURES=1):\n{}",
+        changed.join("\n")
+    );
+}
+
+/// The search options beside the templates are not a workflow: a clear
+/// error, no panic.
+#[test]
+fn a_file_that_is_not_a_workflow_is_refused_clearly() {
+    let Some(dir) = templates() else {
+        return;
+    };
+    let bytes = std::fs::read(dir.join("fuse_options.json")).expect("fuse_options.json");
+    match import(&bytes, Some(&NodeDefs::builtin()), &Target::default()) {
+        Err(error) => assert!(!error.to_string().is_empty()),
+        Ok(imported) => {
+            let refusals = imported.outcome.expect_err("not a workflow");
+            assert!(!refusals[0].message.is_empty());
+        }
+    }
+}
