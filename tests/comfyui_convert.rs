@@ -560,27 +560,14 @@ fn outcome(path: &Path, defs: &NodeDefs) -> String {
         (None, Some(api)) => api,
         (None, None) => unreachable!("read returns a graph"),
     };
-    match wfstudio_core::comfyui::lower::lower(&api) {
-        Ok(lowered) => {
-            support::validated(&lowered.document, &path.display().to_string());
-            "lowered".into()
-        }
-        Err(refusals) => {
-            let r = &refusals[0];
-            assert!(
-                !r.message.is_empty() && !r.remedy.is_empty(),
-                "{}: every refusal says why and what to do",
-                path.display()
-            );
-            if r.node.is_empty() {
-                format!(
-                    "refused: <graph> {}",
-                    r.message.split(';').next().unwrap_or_default()
-                )
-            } else {
-                format!("refused: {} {}", r.node, r.class)
-            }
-        }
+    let lowered = wfstudio_core::comfyui::lower::lower(&api);
+    match support::lowering::first_refusal(&lowered, &path.display().to_string()) {
+        None => "lowered".into(),
+        Some(r) if r.node.is_empty() => format!(
+            "refused: <graph> {}",
+            r.message.split(';').next().unwrap_or_default()
+        ),
+        Some(r) => format!("refused: {} {}", r.node, r.class),
     }
 }
 

@@ -12,6 +12,7 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use support::lowering::first_refusal;
 use wfstudio_core::comfyui::lower::Target;
 use wfstudio_core::comfyui::{NodeDefs, import};
 
@@ -70,27 +71,16 @@ fn outcome(path: &std::path::Path, defs: &NodeDefs) -> String {
         Ok(imported) => imported,
         Err(error) => return format!("unreadable\t-\t{error}"),
     };
-    match imported.outcome {
-        Ok(lowered) => {
-            support::validated(&lowered.document, &path.display().to_string());
-            "lowered\t-\t-".into()
-        }
-        Err(refusals) => {
-            let r = &refusals[0];
-            assert!(
-                !r.message.is_empty() && !r.remedy.is_empty(),
-                "{}: every refusal says why and what to do",
-                path.display()
-            );
-            let kind = match (r.node.is_empty(), &r.input) {
-                (true, _) => "graph",
-                (false, Some(_)) => "input",
-                (false, None) => "node",
-            };
-            let class = if r.class.is_empty() { "-" } else { &r.class };
-            format!("refused\t{kind}\t{class}")
-        }
-    }
+    let Some(r) = first_refusal(&imported.outcome, &path.display().to_string()) else {
+        return "lowered\t-\t-".into();
+    };
+    let kind = match (r.node.is_empty(), &r.input) {
+        (true, _) => "graph",
+        (false, Some(_)) => "input",
+        (false, None) => "node",
+    };
+    let class = if r.class.is_empty() { "-" } else { &r.class };
+    format!("refused\t{kind}\t{class}")
 }
 
 #[test]

@@ -257,3 +257,26 @@ pub fn run_policy_alone(
     assert_eq!(code, 0, "{stdout}{stderr}");
     out
 }
+
+/// The first refusal of an import's `outcome`, checked to say why and what
+/// to do; none where it lowered, after its document validated (`what`
+/// names the file in failures).
+pub fn first_refusal<'a>(
+    outcome: &'a Result<Lowered, Vec<lower::Refusal>>,
+    what: &str,
+) -> Option<&'a lower::Refusal> {
+    match outcome {
+        Ok(lowered) => {
+            super::validated(&lowered.document, what);
+            None
+        }
+        Err(refusals) => {
+            let r = &refusals[0];
+            assert!(
+                !r.message.is_empty() && !r.remedy.is_empty(),
+                "{what}: every refusal says why and what to do"
+            );
+            Some(r)
+        }
+    }
+}
