@@ -213,7 +213,7 @@ fn audio_graphs_the_lowering_cannot_express_are_refused_by_node() {
             "15",
             "VideoLinearCFGGuidance",
             None,
-            "guides a picture or audio latent, where ComfyUI would vary the scale over the batch's rows; the lowering rises the scale over a video's frames only",
+            "guides a picture or audio latent, where ComfyUI would vary the scale over the batch's rows; the lowering raises the scale over a video's frames only",
         ),
     );
     let mut picture = pattern("img2img");

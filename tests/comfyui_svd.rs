@@ -241,7 +241,7 @@ fn svd_graphs_the_lowering_cannot_express_are_refused_by_node() {
             "14",
             "VideoLinearCFGGuidance",
             None,
-            "rises the scale to a cfg of 1, where ComfyUI skips the negative prompt's model call; the lowering rises the scale over a video's frames only",
+            "raises the scale to a cfg of 1, where ComfyUI skips the negative prompt's model call; the lowering raises the scale over a video's frames only",
         ),
     );
     let mut picture = pattern("img2img");
@@ -253,7 +253,7 @@ fn svd_graphs_the_lowering_cannot_express_are_refused_by_node() {
             "9",
             "VideoLinearCFGGuidance",
             None,
-            "guides a picture or audio latent, where ComfyUI would vary the scale over the batch's rows; the lowering rises the scale over a video's frames only",
+            "guides a picture or audio latent, where ComfyUI would vary the scale over the batch's rows; the lowering raises the scale over a video's frames only",
         ),
     );
 }

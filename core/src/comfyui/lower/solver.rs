@@ -119,29 +119,6 @@ pub(super) fn solver_step(
         solver_ports["seed"] = row("int64");
         solver_bind["seed"] = json!("request.seed");
     }
-    let control = || contract("float32", json!([2]), false);
-    let first_call = adaptive.then(|| {
-        solver_ports["control"] = control();
-        solver_bind["control"] = json!(CONTROL);
-        solver_outputs["next_control"] = control();
-        solver_out["next_control"] = json!("solver.next_control");
-        solver_outputs["continue"] = one("bool");
-        solver_out["continue"] = json!("solver.continue");
-        let ports = json!({"sample": latent(), "schedule": schedule.clone(), "iteration": row("int64"), "control": control()});
-        let bind = json!({"sample": "latent_state", "schedule": "diffusion.schedule", "iteration": "loop.iteration", "control": CONTROL});
-        let component = policy(
-            "solver_first_call",
-            ports,
-            json!({"first_input": latent(), "first_timestep": row("float32")}),
-            Some(json!({"id": "wfstudio.solver-first-call", "version": "1", "parameters": solver_parameters.clone()})),
-        );
-        let step = invoke(
-            "solver_first_call",
-            bind,
-            json!({"first_input": "solver.first_input", "first_timestep": "solver.first_timestep"}),
-        );
-        (component, step)
-    });
     let calls = needs.map_or(1, |n| n.calls);
     let call_point = |name: &str, call: &str, id: &str, ports: &Value, bind: &Value| {
         let (input, timestep) = (format!("{call}_input"), format!("{call}_timestep"));
@@ -158,6 +135,26 @@ pub(super) fn solver_step(
         );
         (component, step)
     };
+    let control = || contract("float32", json!([2]), false);
+    let first_call = adaptive.then(|| {
+        let ports = json!({"sample": latent(), "schedule": schedule.clone(), "iteration": row("int64"), "control": control()});
+        let bind = json!({"sample": "latent_state", "schedule": "diffusion.schedule", "iteration": "loop.iteration", "control": CONTROL});
+        call_point(
+            "solver_first_call",
+            "first",
+            "wfstudio.solver-first-call",
+            &ports,
+            &bind,
+        )
+    });
+    if adaptive {
+        solver_ports["control"] = control();
+        solver_bind["control"] = json!(CONTROL);
+        solver_outputs["next_control"] = control();
+        solver_out["next_control"] = json!("solver.next_control");
+        solver_outputs["continue"] = one("bool");
+        solver_out["continue"] = json!("solver.continue");
+    }
     let midpoint = (calls >= 2).then(|| {
         call_point(
             "solver_midpoint",

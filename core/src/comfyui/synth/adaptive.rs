@@ -21,7 +21,7 @@
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
 use super::model_call::ModelCall;
-use super::steps::{Step, combine};
+use super::steps::Step;
 use wfstudio_onnx::builder::Attr;
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 
@@ -32,8 +32,6 @@ const ACCEPT_SAFETY: f64 = 0.81;
 const ERROR_EPS: f64 = 1e-8;
 /// The integral coefficient over the order: `1 / 3`.
 const EXPONENT: f64 = 1.0 / 3.0;
-/// The lower-order step's fraction of the step for its second call.
-const R_1: f64 = 1.0 / 3.0;
 /// How close to `t_end` the run counts as done.
 const END_TOLERANCE: f64 = 1e-5;
 
@@ -121,36 +119,17 @@ pub fn first_call(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthE
     call.build(g, &sample, &sigma, "first")
 }
 
-/// The step's end from `x_high` (the third-order step) and the first two
-/// calls' noise estimates `e` and `e_1`: the accepted step or the sample
-/// as it was, with outputs `low`, `next_control` and `continue`.
+/// The step's end from its second-order (`x_low`, with `r_1 = 1/3`) and
+/// third-order (`x_high`) ends: the accepted step or the sample as it was,
+/// with outputs `low`, `next_control` and `continue`.
 pub(super) fn finish(
     g: &mut PolicyGraph<'_>,
     at: &Step<'_>,
     controller: &Controller,
-    x_high: &str,
-    [d, d2]: [&str; 2],
+    [x_low, x_high]: [&str; 2],
 ) -> Result<String, SynthError> {
-    let [_, next, size] = controller.sigmas(g, at.x);
-    // x_low = x - s' (e^r - 1) e - 1.5 s' (e^r - 1) (e_1 - e).
-    let grown = g.op("Exp", &[&size]);
-    let one = g.d(1.0);
-    let grown = g.op("Sub", &[&grown, &one]);
-    let scaled = g.op("Mul", &[&next, &grown]);
-    let first = g.op("Neg", &[&scaled]);
-    let k = g.d(-1.0 / (2.0 * R_1));
-    let second = g.op("Mul", &[&scaled, &k]);
-    let gap = g.op("Sub", &[d2, d]);
-    let x_low = combine(
-        g,
-        &[
-            (one, at.x.to_string()),
-            (first, d.to_string()),
-            (second, gap),
-        ],
-    );
     let previous = g.input("previous_low")?;
-    let error = error(g, &x_low, x_high, &previous);
+    let error = error(g, x_low, x_high, &previous);
     // The controller: factor = 1 + atan(inv^(1/3) - 1).
     let eps = g.d(ERROR_EPS);
     let padded = g.op("Add", &[&error, &eps]);
@@ -174,7 +153,7 @@ pub(super) fn finish(
     let end = g.op("Sub", &[&controller.t_end, &tolerance]);
     let going = g.op("Less", &[&t, &end]);
     g.output(&going, "continue")?;
-    let low = g.op("Where", &[&accept, &x_low, &previous]);
+    let low = g.op("Where", &[&accept, x_low, &previous]);
     g.output(&low, "low")?;
     Ok(g.op("Where", &[&accept, x_high, at.x]))
 }

@@ -116,11 +116,20 @@ pub fn step(
     let d2 = at.estimate(g, "second", &second.sample, &second.sigma)?;
     let third = frame.third(g, at, &second, &d2)?;
     let d3 = at.estimate(g, "third", &third.sample, &third.sigma)?;
-    let out = frame.finish(g, at, &third, [&d2, &d3])?;
     match &frame.controller {
-        Some(controller) => super::adaptive::finish(g, at, controller, &out, [&frame.d, &d2]),
-        None => Ok(out),
+        Some(controller) => {
+            let ends = frame.dpm_solver(g, at, [&d2, &d3]);
+            super::adaptive::finish(g, at, controller, [&ends.low, &ends.stepped])
+        }
+        None => frame.finish(g, at, &third, [&d2, &d3]),
     }
+}
+
+/// A DPM-Solver step's ends: the second-order one (`r_1` of the frame)
+/// and the step at the row's order (the sample where the step is empty).
+struct DpmSolverEnds {
+    low: String,
+    stepped: String,
 }
 
 /// A step's facts every policy of the sampler recomputes (per-row float64
@@ -227,7 +236,7 @@ impl Frame {
     /// run's `steps` calls, one past them on the grid's padding).
     fn dpm_fast(&mut self, g: &mut PolicyGraph<'_>, at: &Step<'_>, family: &Family) {
         let calls = family.run_steps() as i64;
-        let m = calls / 3 + 1;
+        let m = super::sampling::iterations("dpm_fast", calls);
         let mut orders: Vec<i64> = match calls % 3 {
             0 => (0..m - 2).map(|_| 3).chain([2, 1]).collect(),
             rest => (0..m - 1).map(|_| 3).chain([rest]).collect(),
@@ -359,39 +368,56 @@ impl Frame {
                 let denoised = at.denoised(g, &self.d);
                 Ok(at.denoised_at_zero(g, &self.first_order, &denoised, &stepped))
             }
-            Kind::DpmFast | Kind::DpmAdaptive => {
-                let sn = self.next.clone();
-                let grown = g.op("Exp", &[&self.h]);
-                let grown = g.op("Sub", &[&grown, &one]);
-                let e1 = g.op("Mul", &[&sn, &grown]);
-                let e1 = g.op("Neg", &[&e1]);
-                let x_1 = combine(g, &[(one.clone(), x.clone()), (e1, d.clone())]);
-                // Order 2: - s' / (2 r_1) (e^h - 1) (e_1 - e), r_1 = 1/2.
-                let c2 = g.op("Mul", &[&sn, &grown]);
-                let c2 = g.op("Neg", &[&c2]);
-                let gap_2 = g.op("Sub", &[d2, &d]);
-                let x_2 = combine(g, &[(one.clone(), x_1.clone()), (c2, gap_2)]);
-                // Order 3: - s' / r_2 ((e^h - 1) / h - 1) (e_2 - e).
-                let h = g.nonzero(&self.h);
-                let ratio = g.op("Div", &[&grown, &h]);
-                let ratio = g.op("Sub", &[&ratio, &one]);
-                let c3 = g.op("Mul", &[&sn, &ratio]);
-                let k = g.d(-1.0 / R_2);
-                let c3 = g.op("Mul", &[&c3, &k]);
-                let gap_3 = g.op("Sub", &[d3, &d]);
-                let x_3 = combine(g, &[(one, x_1.clone()), (c3, gap_3)]);
-                let (two, three) = (g.d(2.0), g.d(3.0));
-                let is_3 = g.op("Equal", &[&self.order, &three]);
-                let is_3 = g.rows(&is_3);
-                let is_2 = g.op("Equal", &[&self.order, &two]);
-                let is_2 = g.rows(&is_2);
-                let out = g.op("Where", &[&is_2, &x_2, &x_1]);
-                let out = g.op("Where", &[&is_3, &x_3, &out]);
-                let zero = g.d(0.0);
-                let still = g.op("Equal", &[&self.h, &zero]);
-                let still = g.rows(&still);
-                Ok(g.op("Where", &[&still, &x, &out]))
-            }
+            Kind::DpmFast | Kind::DpmAdaptive => Ok(self.dpm_solver(g, at, [d2, d3]).stepped),
+        }
+    }
+
+    /// DPM-Solver's steps of order 1 to 3 from the calls' estimates, and
+    /// the one of each row's order.
+    fn dpm_solver(
+        &self,
+        g: &mut PolicyGraph<'_>,
+        at: &Step<'_>,
+        [d2, d3]: [&str; 2],
+    ) -> DpmSolverEnds {
+        let one = g.d(1.0);
+        let (x, d) = (at.x.to_string(), self.d.clone());
+        let sn = self.next.clone();
+        let grown = g.op("Exp", &[&self.h]);
+        let grown = g.op("Sub", &[&grown, &one]);
+        let e1 = g.op("Mul", &[&sn, &grown]);
+        let e1 = g.op("Neg", &[&e1]);
+        let x_1 = combine(g, &[(one.clone(), x.clone()), (e1, d.clone())]);
+        // Order 2: - s' / (2 r_1) (e^h - 1) (e_1 - e).
+        let r_1 = self.r_1(g);
+        let two_r = g.op("Add", &[&r_1, &r_1]);
+        let c2 = g.op("Mul", &[&sn, &grown]);
+        let c2 = g.op("Div", &[&c2, &two_r]);
+        let c2 = g.op("Neg", &[&c2]);
+        let gap_2 = g.op("Sub", &[d2, &d]);
+        let x_2 = combine(g, &[(one.clone(), x_1.clone()), (c2, gap_2)]);
+        // Order 3: - s' / r_2 ((e^h - 1) / h - 1) (e_2 - e).
+        let h = g.nonzero(&self.h);
+        let ratio = g.op("Div", &[&grown, &h]);
+        let ratio = g.op("Sub", &[&ratio, &one]);
+        let c3 = g.op("Mul", &[&sn, &ratio]);
+        let k = g.d(-1.0 / R_2);
+        let c3 = g.op("Mul", &[&c3, &k]);
+        let gap_3 = g.op("Sub", &[d3, &d]);
+        let x_3 = combine(g, &[(one, x_1.clone()), (c3, gap_3)]);
+        let (two, three) = (g.d(2.0), g.d(3.0));
+        let is_3 = g.op("Equal", &[&self.order, &three]);
+        let is_3 = g.rows(&is_3);
+        let is_2 = g.op("Equal", &[&self.order, &two]);
+        let is_2 = g.rows(&is_2);
+        let out = g.op("Where", &[&is_2, &x_2, &x_1]);
+        let out = g.op("Where", &[&is_3, &x_3, &out]);
+        let zero = g.d(0.0);
+        let still = g.op("Equal", &[&self.h, &zero]);
+        let still = g.rows(&still);
+        DpmSolverEnds {
+            stepped: g.op("Where", &[&still, &x, &out]),
+            low: x_2,
         }
     }
 

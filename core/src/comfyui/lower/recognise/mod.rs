@@ -440,7 +440,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
             // At cfg 1 ComfyUI skips the negative prompt's pass, and the
             // node's blend reads zeros for it.
             _ if sampler.cfg == 1.0 && linear.min_cfg != 1.0 => Some(
-                "rises the scale to a cfg of 1, where ComfyUI skips the negative prompt's model call",
+                "raises the scale to a cfg of 1, where ComfyUI skips the negative prompt's model call",
             ),
             _ => None,
         };
@@ -448,7 +448,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
             return Err(g.refuse(
                 &linear.node,
                 None,
-                format!("{why}; the lowering rises the scale over a video's frames only"),
+                format!("{why}; the lowering raises the scale over a video's frames only"),
                 "remove VideoLinearCFGGuidance, or use it on a video sampler with CFGGuider",
             ));
         }
