@@ -126,18 +126,6 @@ fn every_refusal_names_the_node_class_input_and_a_remedy() {
             ),
         ),
         (
-            edited("flow-sd3", |g| {
-                g["5"]["inputs"]["sampler_name"] = json!("dpmpp_3m_sde")
-            }),
-            none.clone(),
-            (
-                "5",
-                "KSampler",
-                Some("sampler_name"),
-                "uses sampler 'dpmpp_3m_sde' on a flow-matching model, whose SDE form (the flow's half log-SNR, its shifted first sigma) the lowering does not build yet",
-            ),
-        ),
-        (
             edited("img2img", |g| {
                 g["5"]["inputs"]["sampler_name"] = json!("dpm_fast")
             }),

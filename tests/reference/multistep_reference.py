@@ -38,15 +38,17 @@ def deis_weights(sigmas, i, order, points=10000):
     return weights
 
 
-def sample_sa_solver(denoise, x, sigmas, noise_at, first_step, interval, use_pece=False):
+def sample_sa_solver(denoise, x, sigmas, noise_at, first_step, interval, use_pece=False,
+                     lam=lambda s: -math.log(s)):
     """ComfyUI's `sample_sa_solver` (comfy/k_diffusion/sampling.py and
-    sa_solver.py) for an epsilon model: half log-SNR -ln sigma, tau 1 (eta 1)
+    sa_solver.py) in the model's half log-SNR `lam` (an epsilon model's -ln
+    sigma by default), tau 1 (eta 1)
     from the sigma at 20% to the one at 80% of the table's timesteps
     (`percent_to_sigma`, given as `interval`), predictor order 3, corrector order 4, s_noise 1, PECE
     (evaluating the corrected sample again) where `use_pece`; its noise at step i (a plain normal draw in ComfyUI) the counter
     noise at offset first_step + i + 1. `denoise(x, sigma)` is the guided
     denoised estimate."""
-    lambdas = [-math.log(s) if s > 0 else math.inf for s in sigmas]
+    lambdas = [lam(s) if s > 0 else math.inf for s in sigmas]
     start_sigma, end_sigma = interval
 
     def tau_func(sigma):

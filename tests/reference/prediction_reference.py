@@ -14,6 +14,10 @@ ModelSamplingContinuousEDM or ModelSamplingContinuousV:
   (float32); timestep 0.25 ln sigma, sigma(t) = exp(4 t).
 * `model_sampling: continuous_v` (ModelSamplingContinuousV, Stable Audio's): the same
   sigmas; timestep atan(sigma) * 2 / pi, sigma(t) = tan(t pi / 2).
+* `model_sampling: sd3` (ModelSamplingSD3, flow matching): 1000 sigmas
+  a t / (1 + (a - 1) t) at t = k / 1000 for the package's shift a; timestep
+  1000 sigma; the model's input is x and its output a velocity v (denoised =
+  x - sigma v, so the estimate (x - denoised) / sigma is v itself).
 * `prediction`: `epsilon` (denoised = x - sigma out), `v_prediction` (denoised =
   x sd^2 / (s^2 + sd^2) - out s sd / sqrt(s^2 + sd^2)), `edm` (the same with + and
   sigma_data 0.5), `x0` (denoised = out), `lcm` (denoised = c_out (x - s out) + c_skip x,
@@ -25,10 +29,16 @@ import math
 import numpy as np
 
 
-def table(params):
+def table(params, shift=None):
     """(sigma table ascending, timestep_of_sigma, sigma_of_t, percent_to_sigma)
-    for the package."""
+    for the package (`shift`: a flow model's)."""
     kind = params.get("model_sampling", "discrete")
+    if kind == "sd3":
+        a = float(shift)
+        shifted = lambda t: a * t / (1.0 + (a - 1.0) * t)
+        sigmas = np.asarray([shifted(k / 1000.0) for k in range(1, 1001)], dtype=np.float64)
+        percent = lambda p: 1.0 if p <= 0 else (0.0 if p >= 1 else shifted(1.0 - p))
+        return sigmas, (lambda s: s * 1000.0), (lambda t: shifted(t / 1000.0)), percent
     if kind in ("continuous_edm", "continuous_v"):
         lo, hi = float(params["model_sigma_min"]), float(params["model_sigma_max"])
         sigmas = np.exp(np.linspace(math.log(lo), math.log(hi), 1000)).astype(np.float32).astype(np.float64)
@@ -78,17 +88,19 @@ class Prediction:
 
     def __init__(self, params, timestep_of_sigma):
         self.kind = params.get("prediction", "epsilon")
-        if self.kind not in ("epsilon", "v_prediction", "edm", "x0", "lcm"):
+        if self.kind not in ("epsilon", "v_prediction", "edm", "x0", "lcm", "flow"):
             raise ValueError(f"unsupported prediction {self.kind!r}")
         self.sigma_data = float(params.get("sigma_data", 1.0))
         self.timestep_of_sigma = timestep_of_sigma
 
     def model_input(self, x, sigma):
+        if self.kind == "flow":
+            return x
         return x / math.sqrt(sigma ** 2 + self.sigma_data ** 2)
 
     def to_epsilon(self, x, sigma, out):
         """The estimate (x - denoised) / sigma of output `out` at (x, sigma)."""
-        if self.kind == "epsilon":
+        if self.kind in ("epsilon", "flow"):
             return out
         sd = self.sigma_data
         if self.kind == "x0":

@@ -129,7 +129,11 @@ def read_package(pkg):
         end = int(yaml_scalars(yaml_block(meta, *wf, "inputs", "request.end_step"))["default"])
         solver = yaml_scalars(yaml_block(meta, *comp, "solver_step", "contract", "parameters"))
         window = (start, end, solver.get("final_step") == "full_denoise")
-    return dict(solver=sched["solver"], spacing=sched["spacing"], schedule=sched,
+    # A flow model's shift (SD3's constant one).
+    shift = None
+    if "request.flow_shift:" in meta:
+        shift = float(yaml_scalars(yaml_block(meta, *wf, "inputs", "request.flow_shift"))["default"])
+    return dict(solver=sched["solver"], spacing=sched["spacing"], schedule=sched, shift=shift,
                 prediction=sched["prediction"], model_sampling=sched["model_sampling"],
                 steps=int(sched["steps"]), discard=sched.get("discard_penultimate") == "true", seed=seed, cfg=cfg, row=row, window=window,
                 ids=tensor("request.input_ids"), neg_ids=tensor("request.negative_input_ids"))
@@ -284,7 +288,7 @@ def run(pkg, out_dir, expected=None):
     # The package's sigma table, timesteps and prediction (SD's epsilon table
     # unless a ModelSampling node states another).
     global SIGMAS, LOG_SIGMAS, SIGMA_MIN, SIGMA_MAX, sigma_of_t, timestep_of_sigma
-    SIGMAS, timestep_of_sigma, sigma_of_t, percent_to_sigma = prediction_reference.table(p["schedule"])
+    SIGMAS, timestep_of_sigma, sigma_of_t, percent_to_sigma = prediction_reference.table(p["schedule"], p["shift"])
     LOG_SIGMAS = np.log(SIGMAS)
     SIGMA_MIN, SIGMA_MAX = SIGMAS[0], SIGMAS[-1]
     prediction = prediction_reference.Prediction(p["schedule"], timestep_of_sigma)
@@ -326,7 +330,21 @@ def run(pkg, out_dir, expected=None):
         if full:
             sigmas[-1] = 0.0
     rows = p["ids"].shape[0]
-    x = noise(seed, 0, p["row"], rows) * first_sample_scale(sigmas[0])
+    flow = p["prediction"] == "flow"
+    # A flow model's first sample is sigma_0 noise (its empty latent is 0).
+    x = noise(seed, 0, p["row"], rows) * (sigmas[0] if flow else first_sample_scale(sigmas[0]))
+    # The model's half log-SNR lambda = ln(alpha / sigma) and its inverse:
+    # -ln sigma for epsilon models, ln((1 - sigma) / sigma) for flow models.
+    if flow:
+        snr = (lambda s: math.log((1.0 - s) / s), lambda l: 1.0 / (1.0 + math.exp(l)))
+    else:
+        snr = (lambda s: -math.log(s), lambda l: math.exp(-l))
+    lam = snr[0]
+    alpha_of = lambda s: s * math.exp(lam(s))
+    if flow and solver in SNR_SAMPLERS and sigmas[0] >= 1:
+        # offset_first_sigma_for_snr: percent_to_sigma(1e-4), held as float32.
+        sigmas = sigmas.copy()
+        sigmas[0] = float(np.float32(percent_to_sigma(1e-4)))
 
     def guided(x, sigma):
         """The guided estimate d (dx/dsigma) of the model at (x, sigma)."""
@@ -345,7 +363,7 @@ def run(pkg, out_dir, expected=None):
         interval = (percent_to_sigma(0.2), percent_to_sigma(0.8))
         x = sample_sa_solver(lambda x, sigma: x - sigma * guided(x, sigma), x, sigmas,
                              lambda offset: noise(seed, offset, p["row"], rows), first_step,
-                             interval, use_pece=solver == "sa_solver_pece")
+                             interval, use_pece=solver == "sa_solver_pece", lam=lam)
     if solver == "dpm_fast":
         x = sample_dpm_fast(x, sigmas, guided)
     if solver == "dpm_adaptive":
@@ -365,6 +383,15 @@ def run(pkg, out_dir, expected=None):
         denoised = x - sigma * d
         if solver in ("euler", "ddim"):
             x = x + d * (sigma_next - sigma)
+        elif solver == "euler_ancestral" and flow:
+            # ComfyUI's sample_euler_ancestral_RF (eta 1).
+            if sigma_next == 0:
+                x = denoised
+            else:
+                sigma_down, renoise, rescale = rf_ancestral_step(sigma, sigma_next)
+                ratio = sigma_down / sigma
+                x = rescale * (ratio * x + (1 - ratio) * denoised) \
+                    + noise(seed, first_step + i + 1, p["row"], rows) * renoise
         elif solver == "euler_ancestral":
             sigma_up = min(sigma_next,
                            math.sqrt(sigma_next ** 2 * (sigma ** 2 - sigma_next ** 2) / sigma ** 2))
@@ -372,28 +399,32 @@ def run(pkg, out_dir, expected=None):
             x = x + d * (sigma_down - sigma) + noise(seed, first_step + i + 1, p["row"], rows) * sigma_up
         elif solver == "er_sde":
             # ComfyUI's ER-SDE-Solver-3 (max_stage 3, noise scaler
-            # x (e^(x^0.3) + 10), 200 integration points; on epsilon models
-            # lambda = sigma, alpha = 1); noise at offset i + 1.
+            # x (e^(x^0.3) + 10), 200 integration points) over the model's
+            # er_lambda = e^-lambda = sigma / alpha (sigma itself, alpha 1, on
+            # epsilon models); noise at offset i + 1.
+            erl = lambda s: math.exp(-lam(s))
             if sigma_next == 0:
                 x = denoised
             else:
                 phi = lambda v: v * (np.exp(v ** 0.3) + 10.0)
-                r = phi(sigma_next) / phi(sigma)
-                x = r * x + (1 - r) * denoised
+                el_s, el_t = erl(sigma), erl(sigma_next)
+                alpha_s, alpha_t = sigma / el_s, sigma_next / el_t
+                r = phi(el_t) / phi(el_s)
+                x = alpha_t / alpha_s * r * x + alpha_t * (1 - r) * denoised
                 if i >= 1:
-                    dt = sigma_next - sigma
+                    dt = el_t - el_s
                     spacing = -dt / 200.0
-                    points = sigma_next + np.arange(200, dtype=np.float64) * spacing
+                    points = el_t + np.arange(200, dtype=np.float64) * spacing
                     s_int = np.sum(1 / phi(points)) * spacing
-                    er_d = (denoised - er_old) / (sigma - sigmas[i - 1])
-                    x = x + (dt + s_int * phi(sigma_next)) * er_d
+                    er_d = (denoised - er_old) / (el_s - erl(sigmas[i - 1]))
+                    x = x + alpha_t * (dt + s_int * phi(el_t)) * er_d
                     if i >= 2:
-                        s_u = np.sum((points - sigma) / phi(points)) * spacing
-                        er_u = (er_d - er_old_d) / ((sigma - sigmas[i - 2]) / 2)
-                        x = x + (dt ** 2 / 2 + s_u * phi(sigma_next)) * er_u
+                        s_u = np.sum((points - el_s) / phi(points)) * spacing
+                        er_u = (er_d - er_old_d) / ((el_s - erl(sigmas[i - 2])) / 2)
+                        x = x + alpha_t * (dt ** 2 / 2 + s_u * phi(el_t)) * er_u
                     er_old_d = er_d
-                spread = sigma_next ** 2 - (sigma * r) ** 2
-                x = x + noise(seed, first_step + i + 1, p["row"], rows) * math.sqrt(max(spread, 0.0))
+                spread = el_t ** 2 - (el_s * r) ** 2
+                x = x + alpha_t * noise(seed, first_step + i + 1, p["row"], rows) * math.sqrt(max(spread, 0.0))
             er_old = denoised
         elif solver == "dpmpp_2m":
             if sigma_next == 0:
@@ -408,14 +439,15 @@ def run(pkg, out_dir, expected=None):
                 x = (sigma_next / sigma) * x - math.expm1(-h) * target
             denoised_prev = denoised
         elif solver.startswith(("dpmpp_2m_sde", "dpmpp_3m_sde")):
-            # k-diffusion's DPM-Solver++(2M/3M) SDE, eta 1, epsilon models
-            # (lambda = -ln sigma, alpha = 1); noise at offset i + 1.
+            # k-diffusion's DPM-Solver++(2M/3M) SDE, eta 1, in the model's
+            # half log-SNR (alpha_t = sigma' e^lambda'); noise at offset i + 1.
             if sigma_next == 0:
                 x = denoised
             else:
-                h = math.log(sigma) - math.log(sigma_next)
+                h = lam(sigma_next) - lam(sigma)
                 h_eta = 2.0 * h
-                x = sigma_next / sigma * math.exp(-h) * x + (-math.expm1(-h_eta)) * denoised
+                alpha_t = alpha_of(sigma_next)
+                x = sigma_next / sigma * math.exp(-h) * x + alpha_t * (-math.expm1(-h_eta)) * denoised
                 phi_2 = math.expm1(-h_eta) / h_eta + 1.0
                 if solver.startswith("dpmpp_3m_sde") and h_2 is not None:
                     r0, r1 = h_1 / h, h_2 / h
@@ -424,32 +456,40 @@ def run(pkg, out_dir, expected=None):
                     d1 = d1_0 + (d1_0 - d1_1) * r0 / (r0 + r1)
                     d2 = (d1_0 - d1_1) / (r0 + r1)
                     phi_3 = phi_2 / h_eta - 0.5
-                    x = x + phi_2 * d1 - phi_3 * d2
+                    x = x + alpha_t * (phi_2 * d1 - phi_3 * d2)
                 elif h_1 is not None:
                     r = h_1 / h
                     if solver.startswith("dpmpp_2m_sde_heun"):
-                        x = x + (-math.expm1(-h_eta) / (-h_eta) + 1.0) * (1.0 / r) * (denoised - denoised_1)
+                        x = x + alpha_t * (-math.expm1(-h_eta) / (-h_eta) + 1.0) * (1.0 / r) * (denoised - denoised_1)
                     elif solver.startswith("dpmpp_2m_sde"):
-                        x = x + 0.5 * (-math.expm1(-h_eta)) * (1.0 / r) * (denoised - denoised_1)
+                        x = x + 0.5 * alpha_t * (-math.expm1(-h_eta)) * (1.0 / r) * (denoised - denoised_1)
                     else:
-                        x = x + phi_2 * (denoised - denoised_1) / r
+                        x = x + alpha_t * phi_2 * (denoised - denoised_1) / r
                 x = x + noise(seed, first_step + i + 1, p["row"], rows) * sigma_next * math.sqrt(-math.expm1(-h_eta))
             denoised_1, denoised_2 = denoised, denoised_1
             h_1, h_2 = (h if sigma_next != 0 else h_1), h_1
         elif solver in ("euler_cfg_pp", "euler_ancestral_cfg_pp"):
             # ComfyUI's euler_ancestral_cfg_pp (eta 1; euler_cfg_pp eta 0),
-            # epsilon models: alpha = 1.
+            # alpha = sigma e^lambda: 1 for epsilon models, 1 - sigma for
+            # flow models (numpy float64, so that alpha 0 at sigma 1 gives
+            # inf as torch does, and get_ancestral_step's min keeps sigma_to
+            # over a NaN).
             if sigma_next == 0:
                 x = denoised
             else:
+                alpha_s = np.float64(1.0 - sigma if flow else 1.0)
+                alpha_t = np.float64(1.0 - sigma_next if flow else 1.0)
                 if solver == "euler_ancestral_cfg_pp":
-                    sigma_up = min(sigma_next, math.sqrt(sigma_next ** 2 * (sigma ** 2 - sigma_next ** 2) / sigma ** 2))
-                    sigma_down = math.sqrt(sigma_next ** 2 - sigma_up ** 2)
+                    with np.errstate(divide="ignore", invalid="ignore"):
+                        s_from, s_to = np.float64(sigma) / alpha_s, np.float64(sigma_next) / alpha_t
+                        up = np.sqrt(s_to ** 2 * (s_from ** 2 - s_to ** 2) / s_from ** 2)
+                    sigma_up = up if up < s_to else s_to
+                    sigma_down = alpha_t * math.sqrt(s_to ** 2 - sigma_up ** 2)
                 else:
                     sigma_down, sigma_up = sigma_next, 0.0
-                x = denoised + sigma_down * (x - denoised_u) / sigma
+                x = alpha_t * denoised + sigma_down * (x - alpha_s * denoised_u) / sigma
                 if sigma_up:
-                    x = x + noise(seed, first_step + i + 1, p["row"], rows) * sigma_up
+                    x = x + alpha_t * noise(seed, first_step + i + 1, p["row"], rows) * sigma_up
         elif solver == "dpmpp_2m_cfg_pp":
             h = math.log(sigma) - math.log(sigma_next) if sigma_next > 0 else math.inf
             if denoised_1 is None or sigma_next == 0:
@@ -573,12 +613,13 @@ def run(pkg, out_dir, expected=None):
             buffer = (buffer + [d])[-2:]
         elif solver in TWO_CALL_SAMPLERS:
             x = two_call_step(solver, x, d, sigma, sigma_next, guided,
-                              lambda offset: noise(seed, offset, p["row"], rows), first_step + i)
+                              lambda offset: noise(seed, offset, p["row"], rows), first_step + i, flow, snr)
         elif solver in THREE_CALL_SAMPLERS:
             x = three_call_step(solver, x, d, sigmas, i, guided,
-                                lambda offset: noise(seed, offset, p["row"], rows), first_step + i)
+                                lambda offset: noise(seed, offset, p["row"], rows), first_step + i, snr)
         elif solver == "lcm":
-            x = denoised
+            # Renoised as the model noises: flow models keep 1 - sigma of it.
+            x = denoised * (1.0 - sigma_next if flow else 1.0)
             if sigma_next > 0:
                 x = x + noise(seed, first_step + i + 1, p["row"], rows) * sigma_next
         elif solver == "ddpm":
@@ -606,6 +647,22 @@ TWO_CALL_SAMPLERS = ("heun", "dpm_2", "dpm_2_ancestral", "dpmpp_2s_ancestral", "
                      "dpmpp_sde", "dpmpp_sde_gpu", "seeds_2")
 
 
+# The samplers ComfyUI steps in the model's half log-SNR from an offset first
+# sigma (offset_first_sigma_for_snr).
+SNR_SAMPLERS = ("dpmpp_sde", "dpmpp_sde_gpu", "dpmpp_2m_sde", "dpmpp_2m_sde_gpu", "dpmpp_2m_sde_heun",
+                "dpmpp_2m_sde_heun_gpu", "dpmpp_3m_sde", "dpmpp_3m_sde_gpu", "er_sde", "seeds_2", "seeds_3",
+                "sa_solver", "sa_solver_pece")
+
+
+def rf_ancestral_step(sigma, sigma_next):
+    """The rectified-flow ancestral step of ComfyUI's *_RF samplers (eta 1):
+    (sigma_down, renoise coefficient, alpha_next / alpha_down)."""
+    sigma_down = sigma_next * (sigma_next / sigma)
+    alpha_next, alpha_down = 1.0 - sigma_next, 1.0 - sigma_down
+    renoise = math.sqrt(sigma_next ** 2 - sigma_down ** 2 * alpha_next ** 2 / alpha_down ** 2)
+    return sigma_down, renoise, alpha_next / alpha_down
+
+
 def ancestral_step(sigma_from, sigma_to):
     """k-diffusion's get_ancestral_step (eta 1): (sigma_down, sigma_up)."""
     if sigma_to == 0:
@@ -614,15 +671,19 @@ def ancestral_step(sigma_from, sigma_to):
     return math.sqrt(sigma_to ** 2 - sigma_up ** 2), sigma_up
 
 
-def two_call_step(solver, x, d, sigma, sigma_next, guided, noise_at, step):
+def two_call_step(solver, x, d, sigma, sigma_next, guided, noise_at, step, flow=False, snr=None):
     """One step of k-diffusion's sample_heun, sample_dpm_2, sample_dpm_2_ancestral,
     sample_dpmpp_2s_ancestral (and ComfyUI's _cfg_pp form), sample_dpmpp_sde or ComfyUI's
     sample_seeds_2 (s_churn 0,
     eta 1, s_noise 1, r 1/2),
     with the model called a second time through `guided`.  Fresh noise is the
     counter noise at offset step + 1; dpmpp_sde's midpoint noise (a Brownian tree
-    in ComfyUI) is the counter noise at offset -(step + 1)."""
+    in ComfyUI) is the counter noise at offset -(step + 1).  On a flow model
+    (`flow`) dpm_2_ancestral and dpmpp_2s_ancestral take ComfyUI's _RF forms;
+    dpmpp_sde and seeds_2 step in the model's half log-SNR (`snr`: lambda of
+    sigma and sigma of lambda, an epsilon model's -ln sigma by default)."""
     denoised = x - sigma * d
+    lam, sigma_of = snr or (lambda s: -math.log(s), lambda l: math.exp(-l))
     t_fn = lambda s: -math.log(s)
     sigma_fn = lambda t: math.exp(-t)
     if solver == "heun":
@@ -639,6 +700,34 @@ def two_call_step(solver, x, d, sigma, sigma_next, guided, noise_at, step):
         x_2 = x + d * (sigma_mid - sigma)
         d_2 = guided(x_2, sigma_mid)
         return x + d_2 * (sigma_next - sigma)
+    if solver == "dpm_2_ancestral" and flow:
+        # sample_dpm_2_ancestral_RF.
+        if sigma_next == 0:
+            return x - d * sigma
+        sigma_down, renoise, rescale = rf_ancestral_step(sigma, sigma_next)
+        sigma_mid = math.exp(math.log(sigma) + 0.5 * (math.log(sigma_down) - math.log(sigma)))
+        x_2 = x + d * (sigma_mid - sigma)
+        d_2 = guided(x_2, sigma_mid)
+        x = x + d_2 * (sigma_down - sigma)
+        return rescale * x + noise_at(step + 1) * renoise
+    if solver == "dpmpp_2s_ancestral" and flow:
+        # sample_dpmpp_2s_ancestral_RF: its midpoint in lambda = ln((1 - s) / s)
+        # (at 0.9999 where sigma is 1).
+        if sigma_next == 0:
+            return denoised
+        sigma_down, renoise, rescale = rf_ancestral_step(sigma, sigma_next)
+        if sigma == 1.0:
+            sigma_s = 0.9999
+        else:
+            lam = lambda s: math.log((1.0 - s) / s)
+            t_i, t_down = lam(sigma), lam(sigma_down)
+            sigma_s = 1.0 / (math.exp(t_i + 0.5 * (t_down - t_i)) + 1.0)
+        ratio = sigma_s / sigma
+        u = ratio * x + (1 - ratio) * denoised
+        denoised_2 = u - sigma_s * guided(u, sigma_s)
+        ratio = sigma_down / sigma
+        x = ratio * x + (1 - ratio) * denoised_2
+        return rescale * x + noise_at(step + 1) * renoise
     if solver == "dpm_2_ancestral":
         sigma_down, sigma_up = ancestral_step(sigma, sigma_next)
         if sigma_down == 0:
@@ -694,11 +783,11 @@ def two_call_step(solver, x, d, sigma, sigma_next, guided, noise_at, step):
         if sigma_next == 0:
             return denoised
         eta, r = 1.0, 0.5
-        lambda_s, lambda_t = -math.log(sigma), -math.log(sigma_next)
+        lambda_s, lambda_t = lam(sigma), lam(sigma_next)
         h = lambda_t - lambda_s
         h_eta = h * (eta + 1)
         lambda_s_1 = lambda_s + r * (lambda_t - lambda_s)
-        sigma_s_1 = math.exp(-lambda_s_1)
+        sigma_s_1 = sigma_of(lambda_s_1)
         alpha_s_1, alpha_t = sigma_s_1 * math.exp(lambda_s_1), sigma_next * math.exp(lambda_t)
         x_2 = sigma_s_1 / sigma * math.exp(-r * h * eta) * x - alpha_s_1 * math.expm1(-r * h_eta) * denoised
         sde_noise = math.sqrt(-math.expm1(-2 * r * h * eta)) * noise_at(-(step + 1))
@@ -711,24 +800,29 @@ def two_call_step(solver, x, d, sigma, sigma_next, guided, noise_at, step):
         sde_noise = sde_noise * math.exp(segment_factor)
         sde_noise = sde_noise + math.sqrt(-math.expm1(2 * segment_factor)) * noise_at(step + 1)
         return x + sde_noise * sigma_next
-    # dpmpp_sde, dpmpp_sde_gpu
+    # dpmpp_sde, dpmpp_sde_gpu: ComfyUI's form in the model's half log-SNR,
+    # its ancestral steps between the sigmas e^-lambda (sigma / alpha).
     if sigma_next == 0:
-        return x + d * (sigma_next - sigma)
-    t, t_next = t_fn(sigma), t_fn(sigma_next)
+        return denoised
     r = 0.5
-    h = t_next - t
-    s = t + h * r
+    lambda_s, lambda_t = lam(sigma), lam(sigma_next)
+    h = lambda_t - lambda_s
+    lambda_s_1 = lambda_s + r * h
     fac = 1 / (2 * r)
-    sd, su = ancestral_step(sigma_fn(t), sigma_fn(s))
-    s_ = t_fn(sd)
-    x_2 = (sigma_fn(s_) / sigma_fn(t)) * x - math.expm1(t - s_) * denoised
-    x_2 = x_2 + noise_at(-(step + 1)) * su
-    denoised_2 = x_2 - sigma_fn(s) * guided(x_2, sigma_fn(s))
-    sd, su = ancestral_step(sigma_fn(t), sigma_fn(t_next))
-    t_next_ = t_fn(sd)
+    sigma_s_1 = sigma_of(lambda_s_1)
+    alpha_s = sigma * math.exp(lambda_s)
+    alpha_s_1 = sigma_s_1 * math.exp(lambda_s_1)
+    alpha_t = sigma_next * math.exp(lambda_t)
+    sd, su = ancestral_step(math.exp(-lambda_s), math.exp(-lambda_s_1))
+    h_ = -math.log(sd) - lambda_s
+    x_2 = (alpha_s_1 / alpha_s) * math.exp(-h_) * x - alpha_s_1 * math.expm1(-h_) * denoised
+    x_2 = x_2 + alpha_s_1 * noise_at(-(step + 1)) * su
+    denoised_2 = x_2 - sigma_s_1 * guided(x_2, sigma_s_1)
+    sd, su = ancestral_step(math.exp(-lambda_s), math.exp(-lambda_t))
+    h_ = -math.log(sd) - lambda_s
     denoised_d = (1 - fac) * denoised + fac * denoised_2
-    x = (sigma_fn(t_next_) / sigma_fn(t)) * x - math.expm1(t - t_next_) * denoised_d
-    return x + noise_at(step + 1) * su
+    x = (alpha_t / alpha_s) * math.exp(-h_) * x - alpha_t * math.expm1(-h_) * denoised_d
+    return x + alpha_t * noise_at(step + 1) * su
 
 
 if __name__ == "__main__":

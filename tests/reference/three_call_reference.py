@@ -5,8 +5,8 @@ float64; the run's sigmas as float32 values):
 * `heunpp2` (sample_heunpp2, s_churn 0): Euler to the run's last sigma,
   weighted Heun on the step before it, Heun++ otherwise; sigmas compared by
   value.
-* `seeds_3` (sample_seeds_3, eta 1, r_1 1/3, r_2 2/3, half log-SNR -ln
-  sigma): its three plain normal draws are the counter noise at offsets
+* `seeds_3` (sample_seeds_3, eta 1, r_1 1/3, r_2 2/3, in the model's half
+  log-SNR: -ln sigma, or a flow model's ln((1 - sigma) / sigma)): its three plain normal draws are the counter noise at offsets
   -(step + 1), -(step + 1) - 2^32 and step + 1.
 * `dpm_fast` (ComfyUI's dpm_fast_function and DPMSolver.dpm_solver_fast,
   eta 0): floor(n / 3) + 1 steps evenly spaced in t = -ln sigma between the
@@ -32,8 +32,11 @@ def f32(value):
     return float(np.float32(value))
 
 
-def three_call_step(solver, x, d, sigmas, i, guided, noise_at, step):
-    """Step i of sample_heunpp2 or sample_seeds_3 over the run's `sigmas`."""
+def three_call_step(solver, x, d, sigmas, i, guided, noise_at, step, snr=None):
+    """Step i of sample_heunpp2 or sample_seeds_3 over the run's `sigmas`;
+    `snr` is the model's (half log-SNR of sigma, sigma of a half log-SNR),
+    an epsilon model's (-ln sigma, e^-lambda) by default."""
+    lam, sigma_of = snr or (lambda s: -math.log(s), lambda l: math.exp(-l))
     sigma, sigma_next = sigmas[i], sigmas[i + 1]
     if solver == "heunpp2":
         s_end = sigmas[-1]
@@ -58,12 +61,12 @@ def three_call_step(solver, x, d, sigmas, i, guided, noise_at, step):
     eta, r_1, r_2 = 1.0, 1.0 / 3.0, 2.0 / 3.0
     ei_h_phi_1 = math.expm1
     ei_h_phi_2 = lambda h: (math.expm1(h) - h) / h
-    lambda_s, lambda_t = -math.log(sigma), -math.log(sigma_next)
+    lambda_s, lambda_t = lam(sigma), lam(sigma_next)
     h = lambda_t - lambda_s
     h_eta = h * (eta + 1)
     lambda_s_1 = lambda_s + r_1 * h
     lambda_s_2 = lambda_s + r_2 * h
-    sigma_s_1, sigma_s_2 = math.exp(-lambda_s_1), math.exp(-lambda_s_2)
+    sigma_s_1, sigma_s_2 = sigma_of(lambda_s_1), sigma_of(lambda_s_2)
     alpha_s_1 = sigma_s_1 * math.exp(lambda_s_1)
     alpha_s_2 = sigma_s_2 * math.exp(lambda_s_2)
     alpha_t = sigma_next * math.exp(lambda_t)

@@ -32,7 +32,17 @@ pub(super) struct Solver {
     /// An adaptive sampler's own "go on" value for the loop (else the
     /// loop runs its iterations).
     pub continues: Option<&'static str>,
+    /// The denoiser's timesteps its first set of calls reads: the
+    /// schedule's, or a half log-SNR sampler's on a flow model (from its
+    /// `solver_sigmas` policy, the first one moved).
+    pub timesteps: &'static str,
 }
+
+/// The values a half log-SNR sampler on a flow model steps by (see
+/// `Family::in_half_log_snr`): its `solver_sigmas` policy's outputs.
+pub(super) const SOLVER_SIGMAS: &str = "diffusion.solver_sigmas";
+/// Its denoiser timesteps, the first one moved.
+pub(super) const SOLVER_TIMESTEPS: &str = "diffusion.solver_timesteps";
 
 /// A state cell a sampler carries.
 pub(super) struct Cell {
@@ -67,19 +77,32 @@ pub(super) struct Estimates {
 /// denoised estimates, CFG++ samplers the unconditional estimate,
 /// two- and three-call samplers the other calls' estimates (Heun++ the
 /// iteration, for the run's first sigma), and a KSamplerAdvanced window
-/// its end step.
+/// its end step. The step runs at `step_value` of the schedule (`schedule`
+/// its contract); `shift` is a flow model's shift ports and binds where a
+/// half log-SNR sampler steps it (SA-Solver places its interval by them).
 pub(super) fn solver_step(
     s: &Sampler,
-    step_value: &str,
+    (step_value, schedule, shift): (&str, &Value, Option<(&Value, &Value)>),
     prediction: &str,
-    schedule: &Value,
     solved: &str,
     estimates: &Estimates,
     axes: Axes,
 ) -> Solver {
     let latent = || axes.latent();
+    let needs = sampler(&s.sampler_name).map(|known| known.needs);
+    let (sigmas, timesteps) = match shift.is_some() {
+        true => (SOLVER_SIGMAS, SOLVER_TIMESTEPS),
+        false => ("diffusion.schedule", "diffusion.timesteps"),
+    };
     let mut solver_ports = json!({"sample": latent(), "estimate": latent(), "step": row("int64"), "schedule": schedule.clone()});
-    let mut solver_bind = json!({"sample": "latent_state", "estimate": estimates.first, "step": step_value, "schedule": "diffusion.schedule"});
+    let mut solver_bind = json!({"sample": "latent_state", "estimate": estimates.first, "step": step_value, "schedule": sigmas});
+    // SA-Solver's stochastic interval follows a flow model's shift.
+    if let Some((ports, binds)) = shift.filter(|_| needs.is_some_and(|n| n.interval)) {
+        for (port, value) in ports.as_object().into_iter().flatten() {
+            solver_ports[port] = value.clone();
+            solver_bind[port] = binds[port].clone();
+        }
+    }
     let solver_bindings = json!({"state": "sample", "estimate": "estimate", "step": "step", "schedule": "schedule", "next_state": "next_state"});
     let mut solver_parameters =
         json!({"solver": s.sampler_name, "spacing": s.schedule.name(), "prediction": prediction});
@@ -94,7 +117,6 @@ pub(super) fn solver_step(
     }
     let mut solver_outputs = json!({"next_state": latent()});
     let mut solver_out = json!({"next_state": solved});
-    let needs = sampler(&s.sampler_name).map(|known| known.needs);
     let adaptive = needs.is_some_and(|n| n.adaptive);
     let memory = match adaptive {
         true => std::slice::from_ref(&LOW),
@@ -224,6 +246,7 @@ pub(super) fn solver_step(
         cells,
         literals,
         continues: adaptive.then_some("solver.continue"),
+        timesteps,
     }
 }
 

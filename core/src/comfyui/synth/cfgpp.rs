@@ -5,7 +5,9 @@
 //!   family's `alpha` (1 for epsilon models, `1 - sigma` for flow models),
 //!   `x' = alpha' D + s_down (x - alpha D_u) / s` where `(s_down, s_up)` is
 //!   the ancestral step from `s / alpha` to `s' / alpha'` (scaled by
-//!   `alpha'`; at eta 0 `s_down = s'`), plus `alpha' s_up` of fresh noise.
+//!   `alpha'`; at eta 0 `s_down = s'`; from a flow model's sigma 1,
+//!   `s_down = 0` and `s_up = s' / alpha'`), plus `alpha' s_up` of fresh
+//!   noise.
 //! - `dpmpp_2m_cfg_pp`: with `h = ln(s / s')`,
 //!   `x' = D - e^-h D_u + e^-h x`, less `(e^-h - 1) / 2r (D - D_u_prev)`
 //!   after the first step (`r` the previous step's `h` over this one's).
@@ -65,6 +67,12 @@ pub fn step(
                 let from = g.op("Div", &[&s, &a_safe]);
                 let to = g.op("Div", &[&sn, &a_next_safe]);
                 let (down, up) = super::steps::ancestral(g, &from, &to);
+                // At a flow model's sigma 1 (alpha 0) the step starts from
+                // an infinite sigma: all noise (ComfyUI's NaN there keeps
+                // `min`'s sigma_to).
+                let infinite = g.op("Equal", &[&a, &zero]);
+                let down = g.op("Where", &[&infinite, &zero, &down]);
+                let up = g.op("Where", &[&infinite, &to, &up]);
                 (g.op("Mul", &[&a_next, &down]), Some(up))
             } else {
                 (sn.clone(), None)

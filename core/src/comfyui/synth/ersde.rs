@@ -1,8 +1,12 @@
 //! `er_sde`: ComfyUI's Extended Reverse-Time SDE solver (ER-SDE-Solver-3,
 //! Cui et al. 2023) as its KSampler runs it: the default noise scaler
 //! `phi(x) = x (e^(x^0.3) + 10)`, up to three stages, the integrals over
-//! 200 points, fresh seeded noise. On epsilon models its `lambda` is sigma
-//! and its `alpha` 1:
+//! 200 points, fresh seeded noise. Its `lambda` is `sigma / alpha` (see
+//! `Step::exploded`: sigma itself on epsilon models, where `alpha` is 1;
+//! on flow models from the run's first sigma moved below 1 by
+//! `solver_sigmas`); below, `s`, `s'`, `s_1`, `s_2` are those lambdas, and
+//! every term but `x`'s is scaled by `alpha'` (`x`'s by `alpha' /
+//! alpha`):
 //! - stage 1: `x' = r x + (1 - r) D` with `r = phi(s') / phi(s)`;
 //! - stage 2 (from the second step): `+ (dt + S phi(s')) D_d`, with
 //!   `dt = s' - s`, `D_d = (D - D_old) / (s - s_1)` and `S` the sum of
@@ -46,10 +50,11 @@ pub fn step(g: &mut PolicyGraph<'_>, st: &Step<'_>) -> Result<String, SynthError
     let iteration = g.input("iteration")?;
     let old = g.input("previous")?;
     let old_d = g.input("previous_2")?;
-    let s = st.sigma_at(g, 0);
-    let s1 = st.sigma_at(g, -1);
-    let s2 = st.sigma_at(g, -2);
-    let (next, last) = st.next_sigma(g);
+    let sigmas = [0, -1, -2].map(|offset| st.sigma_at(g, offset));
+    let [s, s1, s2] = sigmas.each_ref().map(|sigma| st.exploded(g, sigma));
+    let (sigma_next, last) = st.next_sigma(g);
+    let next = st.exploded(g, &sigma_next);
+    let (carry, alpha_next) = st.signal_ratio(g, &sigmas[0], &sigma_next);
     let denoised = st.denoised(g, d);
     let (zero, one, half) = (g.d(0.0), g.d(1.0), g.d(0.5));
     // Stage 1. (A step to 0 returns D; its guards keep the rest finite.)
@@ -116,10 +121,13 @@ pub fn step(g: &mut PolicyGraph<'_>, st: &Step<'_>) -> Result<String, SynthError
     let spread = g.op("Max", &[&spread, &zero]);
     let w_noise = g.op("Sqrt", &[&spread]);
     let noise = fresh_noise(g, x, step)?;
+    let kept = g.op("Mul", &[&r, &carry]);
+    let [pull, w_d, w_old_d, w_noise] =
+        [pull, w_d, w_old_d, w_noise].map(|w| g.op("Mul", &[&w, &alpha_next]));
     let stepped = combine(
         g,
         &[
-            (r, x.to_string()),
+            (kept, x.to_string()),
             (pull, denoised.clone()),
             (w_d, denoised_d.clone()),
             (w_old_d, old_d),

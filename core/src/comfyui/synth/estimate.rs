@@ -102,8 +102,9 @@ fn lcm_to_epsilon(
 
 /// The model's timestep input for per-row float64 `sigma` (`[batch]`), as
 /// float32: the nearest table entry's index (times 20 plus 19 on LCM's
-/// distilled table), or a continuous model's `0.25 ln sigma` (`atan(sigma)
-/// * 2 / pi` for `ModelSamplingContinuousV`).
+/// distilled table), a continuous model's `0.25 ln sigma` (`2 / pi
+/// atan(sigma)` for `ModelSamplingContinuousV`), or a flow model's sigma
+/// times its multiplier.
 pub(super) fn model_timestep(
     g: &mut PolicyGraph<'_>,
     sampling: &ModelSampling,
@@ -135,7 +136,15 @@ pub(super) fn model_timestep(
             let factor = g.f(2.0 / std::f64::consts::PI);
             g.op("Mul", &[&angle, &factor])
         }
-        _ => {
+        ModelSampling::Flow { multiplier, .. } => {
+            let m = g.d(*multiplier);
+            let t = g.op("Mul", &[sigma, &m]);
+            g.cast(&t, DataType::FLOAT)
+        }
+        ModelSampling::Discrete {
+            timesteps: Timesteps::QuarterLog,
+            ..
+        } => {
             let log = g.op("Log", &[sigma]);
             let quarter = g.d(0.25);
             let t = g.op("Mul", &[&log, &quarter]);

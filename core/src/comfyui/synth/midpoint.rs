@@ -1,5 +1,6 @@
 //! Second-order samplers that call the model twice per step (k-diffusion's
-//! forms, as ComfyUI runs them on epsilon models, eta 1): the first call's
+//! forms, as ComfyUI runs them, eta 1; written below for epsilon models,
+//! the flow forms after the list): the first call's
 //! estimate `d` at sigma `s` gives a midpoint sample `x_2` at `s_mid`; the
 //! `solver_midpoint` policy hands the loop that call's model input and
 //! timestep, and `solver_step` finishes the step from both estimates (it
@@ -32,6 +33,15 @@
 //!   normal draws in ComfyUI) are the seeded noise at offsets `-(step + 1)`
 //!   and `step + 1`.
 //!
+//! On flow models `dpm_2_ancestral` and `dpmpp_2s_ancestral` take
+//! ComfyUI's rectified-flow forms (`s_down = s'^2 / s`, the result rescaled
+//! by `(1 - s') / (1 - s_down)` before its fresh noise, see
+//! [`RfAncestral`]; 2S's midpoint halfway in `ln((1 - s) / s)`, 0.9999
+//! from sigma 1), and `dpmpp_sde` and `seeds_2` step in the model's half
+//! log-SNR (`Step::half_log_snr`): their midpoint halfway in it, their
+//! `q` and ancestral steps over `s / alpha`, `x` weighed by `alpha_to /
+//! alpha` and `D` by `alpha_to`.
+//!
 //! A step to sigma 0 is Euler's (ComfyUI makes no second call there); the
 //! loop still makes the second call, at the step's own sigma, and drops
 //! its estimate.
@@ -39,8 +49,7 @@
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
 use super::model_call::{ModelCall, denoised_at};
-use super::steps::{Step, StepInputs, ancestral, combine, fresh_noise, noise_at};
-use super::tables::ModelSampling;
+use super::steps::{RfAncestral, Step, StepInputs, ancestral, combine, fresh_noise, noise_at};
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 
 /// A two-call sampler.
@@ -87,17 +96,41 @@ struct Mid {
     last: String,
     /// Where the step goes: `s'`, or the ancestral step's `s_down`.
     target: String,
-    /// The ancestral step's `s_up` (0 where none).
-    up: Option<String>,
+    /// An ancestral step's fresh noise.
+    renoise: Option<Renoise>,
+}
+
+/// An ancestral step's fresh noise: `weight` of it (`s_up`, 0 where
+/// none), the sample first scaled by `rescale` (the rectified-flow form's
+/// `(1 - s') / (1 - s_down)`).
+struct Renoise {
+    weight: String,
+    rescale: Option<String>,
 }
 
 fn midpoint(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<Mid, SynthError> {
     let sigma = g.cast(at.sigma, DataType::DOUBLE);
     let (next, last) = at.next_sigma(g);
-    let (target, up) = match kind.ancestral() {
+    // ComfyUI steps flow models with the rectified-flow forms of
+    // dpm_2_ancestral and dpmpp_2s_ancestral (not of the CFG++ one).
+    let rectified =
+        at.family.is_flow() && matches!(kind, Kind::Dpm2Ancestral | Kind::Dpmpp2sAncestral);
+    let (target, renoise) = match kind.ancestral() {
+        true if rectified => {
+            let rf = RfAncestral::new(g, &sigma, &next);
+            let renoise = Renoise {
+                weight: rf.renoise,
+                rescale: Some(rf.rescale),
+            };
+            (rf.down, Some(renoise))
+        }
         true => {
             let (down, up) = ancestral(g, &sigma, &next);
-            (down, Some(up))
+            let renoise = Renoise {
+                weight: up,
+                rescale: None,
+            };
+            (down, Some(renoise))
         }
         false => (next, None),
     };
@@ -105,6 +138,8 @@ fn midpoint(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<Mid, S
     let safe = g.op("Where", &[&last, &sigma, &target]);
     let s_mid = match kind {
         Kind::Heun => safe.clone(),
+        Kind::Dpmpp2sAncestral if rectified => rf_midpoint(g, at, &sigma, &safe),
+        Kind::DpmppSde | Kind::Seeds2 => snr_midpoint(g, at, &sigma, &safe),
         _ => {
             let product = g.op("Mul", &[&sigma, &safe]);
             g.op("Sqrt", &[&product])
@@ -126,22 +161,24 @@ fn midpoint(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<Mid, S
             exponential_from(g, &moved, &sigma, &s_mid, &denoised)
         }
         Kind::DpmppSde => {
-            let (down, up) = ancestral(g, &sigma, &s_mid);
-            let stepped = exponential_step(g, at, &sigma, &down, at.d);
+            let denoised = at.denoised(g, at.d);
             let noise = midpoint_noise(g, at)?;
-            plus_noise(g, &stepped, &up, &noise)
+            snr_ancestral(g, at, (&sigma, &s_mid), &denoised, &noise)
         }
         Kind::Seeds2 => {
-            // q x + (1 - q) D + sqrt(1 - q) s_mid n_1.
-            let q = seeds_decay(g, &sigma, &s_mid);
+            // (alpha_mid / alpha) q x + alpha_mid (1 - q) D + sqrt(1 - q) s_mid n_1.
+            let q = seeds_decay(g, at, &sigma, &s_mid);
             let rest = g.op("Sub", &[&one, &q]);
             let denoised = at.denoised(g, at.d);
             let spread = g.op("Sqrt", &[&rest]);
             let spread = g.op("Mul", &[&spread, &s_mid]);
             let noise = midpoint_noise(g, at)?;
+            let (carry, alpha_mid) = at.signal_ratio(g, &sigma, &s_mid);
+            let kept = g.op("Mul", &[&q, &carry]);
+            let rest = g.op("Mul", &[&rest, &alpha_mid]);
             combine(
                 g,
-                &[(q, at.x.to_string()), (rest, denoised), (spread, noise)],
+                &[(kept, at.x.to_string()), (rest, denoised), (spread, noise)],
             )
         }
     };
@@ -151,8 +188,60 @@ fn midpoint(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<Mid, S
         s_mid,
         last,
         target,
-        up,
+        renoise,
     })
+}
+
+/// DPM-Solver++(2S)'s midpoint on a flow model: [`snr_midpoint`], and
+/// 0.9999 where `s` is 1 (ComfyUI's `sample_dpmpp_2s_ancestral_RF`).
+fn rf_midpoint(g: &mut PolicyGraph<'_>, at: &Step<'_>, s: &str, down: &str) -> String {
+    let mid = snr_midpoint(g, at, s, down);
+    let one = g.d(1.0);
+    let at_one = g.op("Equal", &[s, &one]);
+    let near_one = g.d(0.9999);
+    g.op("Where", &[&at_one, &near_one, &mid])
+}
+
+/// The sigma halfway from `s` to `to` in the model's half log-SNR
+/// (`sqrt(s to)` on epsilon models).
+fn snr_midpoint(g: &mut PolicyGraph<'_>, at: &Step<'_>, s: &str, to: &str) -> String {
+    let (a, b) = (at.half_log_snr(g, s), at.half_log_snr(g, to));
+    let sum = g.op("Add", &[&a, &b]);
+    let half = g.d(0.5);
+    let middle = g.op("Mul", &[&sum, &half]);
+    at.sigma_of_half_log_snr(g, &middle)
+}
+
+/// DPM-Solver++ SDE's ancestral step from sigma `s` to `to` with denoised
+/// sample `denoised` and fresh `noise`, in the model's half log-SNR: with
+/// `(s_down, s_up)` the ancestral step between `e = s / alpha` and `to /
+/// alpha'`, `(alpha' / alpha) (s_down / e) x + alpha' (1 - s_down / e) D +
+/// alpha' s_up n`.
+fn snr_ancestral(
+    g: &mut PolicyGraph<'_>,
+    at: &Step<'_>,
+    (s, to): (&str, &str),
+    denoised: &str,
+    noise: &str,
+) -> String {
+    let (e, e_to) = (at.exploded(g, s), at.exploded(g, to));
+    let (down, up) = ancestral(g, &e, &e_to);
+    let (carry, alpha_to) = at.signal_ratio(g, s, to);
+    let e = g.nonzero(&e);
+    let ratio = g.op("Div", &[&down, &e]);
+    let one = g.d(1.0);
+    let rest = g.op("Sub", &[&one, &ratio]);
+    let kept = g.op("Mul", &[&ratio, &carry]);
+    let pulled = g.op("Mul", &[&rest, &alpha_to]);
+    let fresh = g.op("Mul", &[&up, &alpha_to]);
+    combine(
+        g,
+        &[
+            (kept, at.x.to_string()),
+            (pulled, denoised.to_string()),
+            (fresh, noise.to_string()),
+        ],
+    )
 }
 
 /// DPM-Solver++'s first-order step from `sigma` to `to` with the denoised
@@ -187,9 +276,11 @@ fn exponential_from(
     combine(g, &[(ratio, x.to_string()), (rest, denoised.to_string())])
 }
 
-/// SEEDS-2's `q = e^-h = (s_mid / sigma)^2`, per row.
-fn seeds_decay(g: &mut PolicyGraph<'_>, sigma: &str, s_mid: &str) -> String {
-    let ratio = g.op("Div", &[s_mid, sigma]);
+/// SEEDS-2's `q = e^-h`, per row: `(e_mid / e)^2` of the sigmas over
+/// their signal scale (see `Step::exploded`).
+fn seeds_decay(g: &mut PolicyGraph<'_>, at: &Step<'_>, sigma: &str, s_mid: &str) -> String {
+    let (e, e_mid) = (at.exploded(g, sigma), at.exploded(g, s_mid));
+    let ratio = g.op("Div", &[&e_mid, &e]);
     g.op("Mul", &[&ratio, &ratio])
 }
 
@@ -220,12 +311,10 @@ pub fn policy(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError
     let call = ModelCall::on(g, family)?;
     let inputs = StepInputs::read(g, family)?;
     let at = inputs.at();
-    if let ModelSampling::Discrete { sigmas, timesteps } = &family.sampling
-        && super::sasolver::variant(&family.solver) == Some(true)
-    {
+    if super::sasolver::variant(&family.solver) == Some(true) {
         // PECE evaluates the corrected sample at the step's own sigma.
-        let interval = super::sasolver::stochastic_interval(sigmas, *timesteps);
-        let sample = super::sasolver::pece_sample(g, &at, interval)?;
+        let interval = super::sasolver::Interval::of(g, family)?;
+        let sample = super::sasolver::pece_sample(g, &at, &interval)?;
         let sigma = g.cast(at.sigma, DataType::DOUBLE);
         return call.build(g, &sample, &sigma, "mid");
     }
@@ -282,17 +371,19 @@ pub fn step(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<String
         }
         Kind::DpmppSde => {
             let denoised_2 = denoised_at(g, &mid.x2, &mid.s_mid, &d2);
-            let (down, up) = ancestral(g, &mid.sigma, &mid.target);
-            let stepped = exponential_from(g, at.x, &mid.sigma, &down, &denoised_2);
             let noise = fresh_noise(g, at.x, at.step)?;
-            plus_noise(g, &stepped, &up, &noise)
+            snr_ancestral(g, at, (&mid.sigma, &mid.target), &denoised_2, &noise)
         }
         Kind::Seeds2 => {
-            // q^2 x + (1 - q^2) D_2 + s' (sqrt(q (1 - q)) n_1 + sqrt(1 - q) n_2).
+            // (alpha' / alpha) q^2 x + alpha' (1 - q^2) D_2
+            // + s' (sqrt(q (1 - q)) n_1 + sqrt(1 - q) n_2).
             let denoised_2 = denoised_at(g, &mid.x2, &mid.s_mid, &d2);
-            let q = seeds_decay(g, &mid.sigma, &mid.s_mid);
+            let q = seeds_decay(g, at, &mid.sigma, &mid.s_mid);
             let q2 = g.op("Mul", &[&q, &q]);
             let rest2 = g.op("Sub", &[&one, &q2]);
+            let (carry, alpha_next) = at.signal_ratio(g, &mid.sigma, &mid.target);
+            let kept = g.op("Mul", &[&q2, &carry]);
+            let rest2 = g.op("Mul", &[&rest2, &alpha_next]);
             let rest = g.op("Sub", &[&one, &q]);
             let carried = g.op("Mul", &[&q, &rest]);
             let carried = g.op("Sqrt", &[&carried]);
@@ -304,7 +395,7 @@ pub fn step(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<String
             combine(
                 g,
                 &[
-                    (q2, at.x.to_string()),
+                    (kept, at.x.to_string()),
                     (rest2, denoised_2),
                     (carried, n_1),
                     (fresh, n_2),
@@ -314,11 +405,15 @@ pub fn step(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<String
     };
     let last = g.rows(&mid.last);
     let out = g.op("Where", &[&last, &euler, &stepped]);
-    Ok(match &mid.up {
-        Some(up) => {
-            let noise = fresh_noise(g, at.x, at.step)?;
-            plus_noise(g, &out, up, &noise)
-        }
-        None => out,
+    let Some(renoise) = &mid.renoise else {
+        return Ok(out);
+    };
+    let noise = fresh_noise(g, at.x, at.step)?;
+    Ok(match &renoise.rescale {
+        Some(rescale) => combine(
+            g,
+            &[(rescale.clone(), out), (renoise.weight.clone(), noise)],
+        ),
+        None => plus_noise(g, &out, &renoise.weight, &noise),
     })
 }

@@ -33,7 +33,6 @@ pub mod upscale;
 
 pub use composite::MAX_LATENT_SIDE;
 pub use policies::decoded_frames;
-pub use solver::why_not_on_flow;
 
 use graph::Family;
 use serde_json::Value;
@@ -42,6 +41,7 @@ use serde_json::Value;
 pub const POLICIES: &[&str] = &[
     "diffusion_schedule",
     "diffusion_timesteps",
+    "solver_sigmas",
     "schedule_lookup",
     "model_input",
     "continue_predicate",
@@ -150,6 +150,7 @@ fn policy(kind: &str, component: &Value, family: &Family) -> Result<Vec<u8>, Syn
     match kind {
         "diffusion_schedule" => schedule::sigmas(&mut g, family)?,
         "diffusion_timesteps" => schedule::timesteps(&mut g, family)?,
+        "solver_sigmas" => schedule::solver_sigmas(&mut g, family)?,
         "solver_step" => solver::step(&mut g, family)?,
         "solver_midpoint" => midpoint::policy(&mut g, family)?,
         "solver_third_call" => three_calls::policy(&mut g, family)?,

@@ -6,33 +6,28 @@ use super::SynthError;
 use super::estimate::model_timestep;
 use super::graph::{Family, PolicyGraph};
 use super::steps::combine;
-use super::tables::ModelSampling;
 
-/// A model call within a step on a table model.
+/// A model call within a step.
 pub(super) struct ModelCall<'a> {
     family: &'a Family,
 }
 
 impl<'a> ModelCall<'a> {
-    /// The calls of `family`'s model, which must be a table (epsilon)
-    /// model; every port the policy shares with its sampler's step is
-    /// declared (only some points draw noise or read the memory).
+    /// The calls of `family`'s model; every port the policy shares with
+    /// its sampler's step is declared (only some points draw noise or read
+    /// the memory).
     pub(super) fn on(
         g: &mut PolicyGraph<'_>,
         family: &'a Family,
     ) -> Result<ModelCall<'a>, SynthError> {
-        if !matches!(family.sampling, ModelSampling::Discrete { .. }) {
-            return Err(g.error(
-                "samplers with several model calls per step are built for epsilon models only",
-            ));
-        }
         g.declare_inputs()?;
         Ok(ModelCall { family })
     }
 
     /// The call's model input (`sample` at per-row float64 sigma `s_mid`,
-    /// scaled by `1 / sqrt(s_mid^2 + sigma_data^2)`) and timestep as outputs
-    /// `<call>_input` and `<call>_timestep`.
+    /// scaled by `1 / sqrt(s_mid^2 + sigma_data^2)`; a flow model's is the
+    /// sample itself) and timestep as outputs `<call>_input` and
+    /// `<call>_timestep`.
     pub(super) fn build(
         &self,
         g: &mut PolicyGraph<'_>,
@@ -40,6 +35,12 @@ impl<'a> ModelCall<'a> {
         s_mid: &str,
         call: &str,
     ) -> Result<(), SynthError> {
+        let timestep = model_timestep(g, &self.family.sampling, s_mid);
+        if self.family.is_flow() {
+            let model_input = g.op("Identity", &[sample]);
+            g.output(&model_input, &format!("{call}_input"))?;
+            return g.output(&timestep, &format!("{call}_timestep"));
+        }
         let s2 = g.op("Mul", &[s_mid, s_mid]);
         let sigma_data = self.family.prediction.sigma_data;
         let sd2 = g.d(sigma_data * sigma_data);
@@ -49,7 +50,6 @@ impl<'a> ModelCall<'a> {
         let c_in = g.op("Div", &[&one, &r]);
         let model_input = combine(g, &[(c_in, sample.to_string())]);
         g.output(&model_input, &format!("{call}_input"))?;
-        let timestep = model_timestep(g, &self.family.sampling, s_mid);
         g.output(&timestep, &format!("{call}_timestep"))
     }
 }

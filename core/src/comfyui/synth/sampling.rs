@@ -17,9 +17,6 @@ pub struct Needs {
     /// for UniPC (its corrected sample and the last three estimates);
     /// `dpm_adaptive` its last lower-order sample.
     pub memory: usize,
-    /// Whether it is built for flow-matching models too (else epsilon
-    /// models only).
-    pub flow: bool,
     /// How many times it calls the model per step: 1, or 2 or 3 with
     /// calls at noise levels within the step (a `solver_midpoint` policy
     /// finds the second's input and timestep, `solver_third_call` the
@@ -33,6 +30,15 @@ pub struct Needs {
     /// state cell places its calls, and its step says when the run is
     /// done.
     pub adaptive: bool,
+    /// Whether ComfyUI steps it in the model's half log-SNR `ln(alpha /
+    /// sigma)` from a first sigma moved below 1 (`offset_first_sigma_for_snr`),
+    /// which on a flow model is `ln((1 - sigma) / sigma)`: there the
+    /// solver steps by the sigmas of a `solver_sigmas` policy.
+    pub half_log_snr: bool,
+    /// Whether it is stochastic only between two sigmas of the model
+    /// (SA-Solver's interval): on a flow model the run-time shift places
+    /// them, and its `solver_sigmas` policy gives them as `interval`.
+    pub interval: bool,
 }
 
 impl Needs {
@@ -56,47 +62,44 @@ const PLAIN: Needs = Needs {
     seed: false,
     unconditional: false,
     memory: 0,
-    flow: true,
     calls: 1,
     run_start: false,
     adaptive: false,
+    half_log_snr: false,
+    interval: false,
 };
-/// Second-order samplers with a model call at a midpoint: epsilon models
-/// only (ComfyUI steps flow models with other forms of some).
-const TWO_CALLS: Needs = Needs {
-    calls: 2,
-    flow: false,
-    ..PLAIN
-};
-/// Third-order samplers with two model calls within the step: epsilon
-/// models only.
-const THREE_CALLS: Needs = Needs {
-    calls: 3,
-    ..TWO_CALLS
+/// Second-order samplers with a model call at a midpoint.
+const TWO_CALLS: Needs = Needs { calls: 2, ..PLAIN };
+/// Third-order samplers with two model calls within the step.
+const THREE_CALLS: Needs = Needs { calls: 3, ..PLAIN };
+/// Two-call samplers in the half log-SNR (DPM-Solver++ SDE, SEEDS-2).
+const SNR_TWO_CALLS: Needs = Needs {
+    half_log_snr: true,
+    ..TWO_CALLS.and_seed()
 };
 const SEEDED: Needs = PLAIN.and_seed();
 const CFG_PP: Needs = Needs {
     unconditional: true,
     ..PLAIN
 };
-/// DPM-Solver++ SDE samplers: epsilon models only.
+/// DPM-Solver++ SDE samplers.
 const SDE_2M: Needs = Needs {
-    flow: false,
+    half_log_snr: true,
     ..SEEDED.and_memory(1)
 };
 const SDE_3M: Needs = SDE_2M.and_memory(2);
-/// ER-SDE: the seed, the last estimate and the last estimates' slope;
-/// epsilon models only (on flow models ComfyUI moves its first sigma).
+/// ER-SDE: the seed, the last estimate and the last estimates' slope.
 const ER_SDE: Needs = Needs {
-    flow: false,
+    half_log_snr: true,
     ..SEEDED.and_memory(2)
 };
 
 /// SA-Solver: the seed, its corrected sample and the last three
-/// estimates (UniPC's cells); epsilon models only (on flow models ComfyUI
-/// moves its first sigma and takes another half log-SNR).
+/// estimates (UniPC's cells); on flow models its stochastic interval
+/// follows the run-time shift (`solver_sigmas`).
 const SA_SOLVER: Needs = Needs {
-    flow: false,
+    half_log_snr: true,
+    interval: true,
     ..SEEDED.and_memory(4)
 };
 
@@ -230,15 +233,15 @@ pub const SAMPLERS: &[Sampler] = &[
     },
     Sampler {
         name: "dpmpp_sde",
-        needs: TWO_CALLS.and_seed(),
+        needs: SNR_TWO_CALLS,
     },
     Sampler {
         name: "dpmpp_sde_gpu",
-        needs: TWO_CALLS.and_seed(),
+        needs: SNR_TWO_CALLS,
     },
     Sampler {
         name: "seeds_2",
-        needs: TWO_CALLS.and_seed(),
+        needs: SNR_TWO_CALLS,
     },
     Sampler {
         name: "heunpp2",
@@ -249,7 +252,10 @@ pub const SAMPLERS: &[Sampler] = &[
     },
     Sampler {
         name: "seeds_3",
-        needs: THREE_CALLS.and_seed(),
+        needs: Needs {
+            half_log_snr: true,
+            ..THREE_CALLS.and_seed()
+        },
     },
     Sampler {
         name: "dpm_fast",

@@ -2,8 +2,11 @@
 //! predictor-corrector ComfyUI runs with data prediction (eta 1 between the
 //! sigmas at 20% and 80% of the model's timesteps, else 0; s_noise 1;
 //! predictor order up to 3, corrector order up to 4, both lowered near the
-//! end where the run ends at sigma 0), for epsilon models, whose half
-//! log-SNR is `lambda = -ln sigma` and whose `alpha` is 1; and
+//! end where the run ends at sigma 0), in the model's half log-SNR
+//! `lambda` (see `Step::half_log_snr`: `-ln sigma` on epsilon models; on
+//! flow models from the run's first sigma moved below 1 by
+//! `solver_sigmas`, which also gives the interval from the run-time
+//! shift), the estimates' weights scaled by the step's `alpha`; and
 //! `sa_solver_pece`, which evaluates the corrected sample again (a second
 //! model call at the step's sigma, `solver_midpoint` giving its input) and
 //! takes that estimate for `D_i` from there on, correcting on a step to 0
@@ -31,9 +34,9 @@
 //! corrector re-draws the previous step's at offset `step`. In float64.
 
 use super::SynthError;
-use super::graph::PolicyGraph;
+use super::graph::{Family, PolicyGraph};
 use super::steps::{Step, combine, noise_at};
-use super::tables::{Timesteps, sigma_at};
+use super::tables::{ModelSampling, Timesteps, sigma_at};
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 
 /// Whether `sampler` is SA-Solver, and if so whether it is the PECE form.
@@ -48,9 +51,35 @@ pub fn variant(sampler: &str) -> Option<bool> {
 /// The sigmas between which SA-Solver is stochastic: ComfyUI's
 /// `percent_to_sigma` of 0.2 and 0.8 on table `sigmas` (the log-linear
 /// interpolation at timestep `(1 - percent) * 999`, in the table's index).
-pub fn stochastic_interval(sigmas: &[f64], timesteps: Timesteps) -> (f64, f64) {
+fn stochastic_interval(sigmas: &[f64], timesteps: Timesteps) -> (f64, f64) {
     let at = |percent: f64| sigma_at(sigmas, timesteps.percent_index(percent, sigmas.len()));
     (at(0.2), at(0.8))
+}
+
+/// The sigmas between which the steps are stochastic, as graph values
+/// (float64): a table model's known at import, a flow model's
+/// `percent_to_sigma` of its run-time shift inputs.
+pub struct Interval {
+    start: String,
+    end: String,
+}
+
+impl Interval {
+    /// `family`'s interval.
+    pub fn of(g: &mut PolicyGraph<'_>, family: &Family) -> Result<Interval, SynthError> {
+        if let ModelSampling::Discrete { sigmas, timesteps } = &family.sampling {
+            let (start, end) = stochastic_interval(sigmas, *timesteps);
+            return Ok(Interval {
+                start: g.d(start),
+                end: g.d(end),
+            });
+        }
+        let alpha = super::schedule::shift_alpha(g)?;
+        Ok(Interval {
+            start: super::schedule::percent_to_sigma(g, &alpha, 0.2),
+            end: super::schedule::percent_to_sigma(g, &alpha, 0.8),
+        })
+    }
 }
 
 /// Whether the run is a window that ends with leftover noise.
@@ -61,10 +90,9 @@ fn keeps_leftover_noise(g: &PolicyGraph<'_>) -> bool {
 }
 
 /// The stochastic strength `tau^2` (1 or 0) at sigma `s`, per row.
-fn tau2(g: &mut PolicyGraph<'_>, s: &str, (start_sigma, end_sigma): (f64, f64)) -> String {
-    let (lo, hi) = (g.d(end_sigma), g.d(start_sigma));
-    let above = g.op("GreaterOrEqual", &[s, &lo]);
-    let below = g.op("LessOrEqual", &[s, &hi]);
+fn tau2(g: &mut PolicyGraph<'_>, s: &str, interval: &Interval) -> String {
+    let above = g.op("GreaterOrEqual", &[s, &interval.end]);
+    let below = g.op("LessOrEqual", &[s, &interval.start]);
     let inside = g.op("And", &[&above, &below]);
     let (one, zero) = (g.d(1.0), g.d(0.0));
     g.op("Where", &[&inside, &one, &zero])
@@ -90,7 +118,7 @@ struct Corrected {
 fn corrected(
     g: &mut PolicyGraph<'_>,
     at: &Step<'_>,
-    interval: (f64, f64),
+    interval: &Interval,
     pece: bool,
 ) -> Result<Corrected, SynthError> {
     let x = at.x.to_string();
@@ -115,12 +143,8 @@ fn corrected(
     let sigmas = [0, -1, -2, -3].map(|offset| at.sigma_at(g, offset));
     let (next, to_zero) = at.next_sigma(g);
     let safe_next = g.op("Where", &[&to_zero, &sigmas[0], &next]);
-    let half_log_snr = |g: &mut PolicyGraph<'_>, s: &str| {
-        let log = g.op("Log", &[s]);
-        g.op("Neg", &[&log])
-    };
-    let lambdas = [0, 1, 2, 3].map(|k| half_log_snr(g, &sigmas[k]));
-    let lambda_next = half_log_snr(g, &safe_next);
+    let lambdas = [0, 1, 2, 3].map(|k| at.half_log_snr(g, &sigmas[k]));
+    let lambda_next = at.half_log_snr(g, &safe_next);
     let corrector_skips = match pece {
         true => None,
         false => Some(to_zero.as_str()),
@@ -139,6 +163,8 @@ fn corrected(
         &corrector_order,
         4,
     );
+    let alpha = at.signal(g, &sigmas[0]);
+    let weights = weights.map(|w| g.op("Mul", &[&w, &alpha]));
     let h = g.op("Sub", &[&lambdas[0], &lambdas[1]]);
     let keep_c = keep(g, (&sigmas[0], &sigmas[1]), &tau_c, &h);
     let previous_noise = noise_at(g, &x, at.step)?;
@@ -168,7 +194,7 @@ fn corrected(
 pub fn pece_sample(
     g: &mut PolicyGraph<'_>,
     at: &Step<'_>,
-    interval: (f64, f64),
+    interval: &Interval,
 ) -> Result<String, SynthError> {
     Ok(corrected(g, at, interval, true)?.sample)
 }
@@ -181,7 +207,7 @@ pub fn pece_sample(
 pub fn step(
     g: &mut PolicyGraph<'_>,
     at: &Step<'_>,
-    interval: (f64, f64),
+    interval: &Interval,
     pece: bool,
 ) -> Result<String, SynthError> {
     let Corrected {
@@ -215,6 +241,8 @@ pub fn step(
         &predictor_order,
         3,
     );
+    let alpha_next = at.signal(g, &safe_next);
+    let weights = weights.map(|w| g.op("Mul", &[&w, &alpha_next]));
     let h = g.op("Sub", &[&lambda_next, &lambdas[0]]);
     let keep_p = keep(g, (&safe_next, &sigmas[0]), &tau_p, &h);
     let one_i = g.i(1);

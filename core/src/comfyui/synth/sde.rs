@@ -1,8 +1,11 @@
 //! `dpmpp_2m_sde` (midpoint, and `_heun`) and `dpmpp_3m_sde`: DPM-Solver++
-//! (Lu et al. 2022) multistep SDE samplers with eta 1, as k-diffusion runs
-//! them for epsilon models (half log-SNR `lambda = -ln sigma`, so
-//! `alpha = 1`). With `h = ln(s / s')`:
-//! `x' = (s'/s) e^-h x + (1 - e^-2h) D` plus the multistep correction
+//! (Lu et al. 2022) multistep SDE samplers with eta 1, as ComfyUI runs them
+//! in the model's half log-SNR `lambda` and signal scale `alpha` (see
+//! `Step::half_log_snr`: `-ln sigma` and 1 on epsilon models; on flow
+//! models the run's first sigma moved below 1 by `solver_sigmas`). With
+//! `h = lambda' - lambda`:
+//! `x' = (s'/s) e^-h x + alpha' (1 - e^-2h) D` plus `alpha'` times the
+//! multistep correction
 //! (2M midpoint: `(1 - e^-2h) / (2r) (D - D_1)`; 2M Heun:
 //! `(1 - (1 - e^-2h) / 2h) / r (D - D_1)`; 3M: `phi_2 d1 - phi_3 d2` from the
 //! last three estimates, 2M on the second step), where `r` is the previous
@@ -58,16 +61,16 @@ pub fn step(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<String
     let s2 = at.sigma_at(g, -2);
     let zero = g.d(0.0);
     let one = g.d(1.0);
-    let sn_safe = g.op("Where", &[&last, &one, &sn]);
-    // h = ln(s / s'), and the earlier steps' h.
-    let log_ratio = |g: &mut PolicyGraph<'_>, a: &str, b: &str| {
-        let ratio = g.op("Div", &[a, b]);
-        let h = g.op("Log", &[&ratio]);
+    let half = g.d(0.5);
+    let sn_safe = g.op("Where", &[&last, &half, &sn]);
+    // h = lambda' - lambda, and the earlier steps' h.
+    let lambdas = [&s2, &s1, &s, &sn_safe].map(|sigma| at.half_log_snr(g, sigma));
+    let step_h = |g: &mut PolicyGraph<'_>, k: usize| {
+        let h = g.op("Sub", &[&lambdas[k + 1], &lambdas[k]]);
         g.nonzero(&h)
     };
-    let h = log_ratio(g, &s, &sn_safe);
-    let h1 = log_ratio(g, &s1, &s);
-    let h2 = log_ratio(g, &s2, &s1);
+    let (h2, h1, h) = (step_h(g, 0), step_h(g, 1), step_h(g, 2));
+    let alpha_next = at.signal(g, &sn_safe);
     let minus_h = g.op("Neg", &[&h]);
     let decay = g.op("Exp", &[&minus_h]);
     let two = g.d(2.0);
@@ -84,7 +87,6 @@ pub fn step(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<String
     let r = g.op("Div", &[&h1, &h]);
     let second = match kind {
         Kind::Midpoint => {
-            let half = g.d(0.5);
             let c = g.op("Mul", &[&pull, &half]);
             g.op("Div", &[&c, &r])
         }
@@ -100,8 +102,9 @@ pub fn step(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<String
         let latest = g.op("GreaterOrEqual", &[&iteration, &two_i]);
         correction = std::array::from_fn(|k| g.op("Where", &[&latest, &third[k], &correction[k]]));
     }
-    let [c_d, w_d1, w_d2] = correction;
-    let w_d = g.op("Add", &[&pull, &c_d]);
+    let [c_d, w_d1, w_d2] = correction.map(|c| g.op("Mul", &[&c, &alpha_next]));
+    let pulled = g.op("Mul", &[&pull, &alpha_next]);
+    let w_d = g.op("Add", &[&pulled, &c_d]);
     let spread = g.op("Sqrt", &[&pull]);
     let w_noise = g.op("Mul", &[&sn, &spread]);
     let mut terms = vec![

@@ -39,26 +39,8 @@
 
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
-use super::steps::{StepInputs, fresh_noise};
-use super::tables::ModelSampling;
-
-/// Why the lowering runs sampler `sampler` (one of `sampling::SAMPLERS`) on
-/// epsilon models only, as a clause after "uses sampler 'x' on a
-/// flow-matching model,".
-pub fn why_not_on_flow(sampler: &str) -> &'static str {
-    match (
-        super::midpoint::Kind::of(sampler),
-        super::three_calls::Kind::of(sampler),
-    ) {
-        (Some(_), _) | (_, Some(_)) => {
-            "whose extra model calls within a step the lowering builds for epsilon models only"
-        }
-        // The SDE samplers and SA-Solver (PECE's second call included).
-        (None, None) => {
-            "whose SDE form (the flow's half log-SNR, its shifted first sigma) the lowering does not build yet"
-        }
-    }
-}
+use super::steps::{RfAncestral, StepInputs, combine, fresh_noise};
+use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 
 /// Builds the solver of the family's sampler.
 pub fn step(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {
@@ -76,11 +58,8 @@ pub fn step(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> 
     } else if family.solver == "er_sde" {
         Some(super::ersde::step(g, &at)?)
     } else if let Some(pece) = super::sasolver::variant(&family.solver) {
-        let ModelSampling::Discrete { sigmas, timesteps } = &family.sampling else {
-            return Err(g.error("SA-Solver is built for epsilon models only"));
-        };
-        let interval = super::sasolver::stochastic_interval(sigmas, *timesteps);
-        Some(super::sasolver::step(g, &at, interval, pece)?)
+        let interval = super::sasolver::Interval::of(g, family)?;
+        Some(super::sasolver::step(g, &at, &interval, pece)?)
     } else if let Some(kind) = super::midpoint::Kind::of(&family.solver) {
         Some(super::midpoint::step(g, kind, &at)?)
     } else if let Some(kind) = super::three_calls::Kind::of(&family.solver) {
@@ -129,30 +108,19 @@ fn ancestral(
     let noise = fresh_noise(g, x, step)?;
     let sn2 = g.op("Mul", &[sn, sn]);
     let out = if family.is_flow() {
-        // Rectified flow: x' = (1 - s') / (1 - s_down) * ((s_down / s) x + (1 - s_down / s) D) + renoise * noise.
+        // Rectified flow: x' = rescale ((s_down / s) x + (1 - s_down / s) D) + renoise n.
         let big_d = denoised(g, x, d, s);
-        let safe_s = positive(g, s);
-        let s_down = g.op("Div", &[&sn2, &safe_s]);
-        let ratio = g.op("Div", &[&s_down, &safe_s]);
-        let one = g.f(1.0);
+        let (s, sn) = (g.cast(s, DataType::DOUBLE), g.cast(sn, DataType::DOUBLE));
+        let rf = RfAncestral::new(g, &s, &sn);
+        let s = g.nonzero(&s);
+        let ratio = g.op("Div", &[&rf.down, &s]);
+        let one = g.d(1.0);
         let rest = g.op("Sub", &[&one, &ratio]);
-        let a = g.op("Mul", &[&ratio, x]);
-        let b = g.op("Mul", &[&rest, &big_d]);
-        let moved = g.op("Add", &[&a, &b]);
-        let alpha_next = g.op("Sub", &[&one, sn]);
-        let alpha_down = g.op("Sub", &[&one, &s_down]);
-        let alpha_down = positive(g, &alpha_down);
-        let rescale = g.op("Div", &[&alpha_next, &alpha_down]);
-        let rescaled = g.op("Mul", &[&moved, &rescale]);
-        let down2 = g.op("Mul", &[&s_down, &s_down]);
-        let r2 = g.op("Mul", &[&rescale, &rescale]);
-        let lost = g.op("Mul", &[&down2, &r2]);
-        let var = g.op("Sub", &[&sn2, &lost]);
-        let zero = g.f(0.0);
-        let var = g.op("Max", &[&var, &zero]);
-        let renoise = g.op("Sqrt", &[&var]);
-        let fresh = g.op("Mul", &[&noise, &renoise]);
-        g.op("Add", &[&rescaled, &fresh])
+        let (a, b) = (
+            g.op("Mul", &[&ratio, &rf.rescale]),
+            g.op("Mul", &[&rest, &rf.rescale]),
+        );
+        combine(g, &[(a, x.to_string()), (b, big_d), (rf.renoise, noise)])
     } else {
         let s2 = g.op("Mul", &[s, s]);
         let gap = g.op("Sub", &[&s2, &sn2]);

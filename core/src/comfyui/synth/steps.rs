@@ -106,6 +106,58 @@ impl Step<'_> {
         let last = g.rows(last);
         g.op("Where", &[&last, denoised, stepped])
     }
+
+    /// The model's half log-SNR `lambda = ln(alpha / sigma)` at per-row
+    /// float64 sigma `s`: `-ln s`, or a flow model's `ln((1 - s) / s)`
+    /// (ComfyUI's `sigma_to_half_log_snr`).
+    pub fn half_log_snr(&self, g: &mut PolicyGraph<'_>, s: &str) -> String {
+        let exploded = self.exploded(g, s);
+        let log = g.op("Log", &[&exploded]);
+        g.op("Neg", &[&log])
+    }
+
+    /// The sigma of half log-SNR `l`: `e^-l`, or a flow model's `1 / (1 +
+    /// e^l)`.
+    pub fn sigma_of_half_log_snr(&self, g: &mut PolicyGraph<'_>, l: &str) -> String {
+        let minus = g.op("Neg", &[l]);
+        let exploded = g.op("Exp", &[&minus]);
+        if !self.family.is_flow() {
+            return exploded;
+        }
+        let one = g.d(1.0);
+        let grown = g.op("Add", &[&one, &exploded]);
+        g.op("Div", &[&exploded, &grown])
+    }
+
+    /// The signal's scale `alpha = sigma e^lambda` at per-row float64
+    /// sigma `s`: 1, or a flow model's `1 - s`.
+    pub fn signal(&self, g: &mut PolicyGraph<'_>, s: &str) -> String {
+        let one = g.d(1.0);
+        match self.family.is_flow() {
+            true => g.op("Sub", &[&one, s]),
+            false => one,
+        }
+    }
+
+    /// `alpha' / alpha` and `alpha'` (see [`Step::signal`]) from per-row
+    /// float64 sigma `s` to `to`.
+    pub fn signal_ratio(&self, g: &mut PolicyGraph<'_>, s: &str, to: &str) -> (String, String) {
+        let (alpha, alpha_to) = (self.signal(g, s), self.signal(g, to));
+        let alpha = g.nonzero(&alpha);
+        (g.op("Div", &[&alpha_to, &alpha]), alpha_to)
+    }
+
+    /// `e^-lambda = sigma / alpha` at per-row float64 sigma `s`: `s`
+    /// itself, or a flow model's `s / (1 - s)`.
+    pub fn exploded(&self, g: &mut PolicyGraph<'_>, s: &str) -> String {
+        match self.family.is_flow() {
+            true => {
+                let alpha = self.signal(g, s);
+                g.op("Div", &[s, &alpha])
+            }
+            false => s.to_string(),
+        }
+    }
 }
 
 /// Where a run stands (see [`Step::run_position`]).
@@ -152,6 +204,41 @@ pub(super) fn combine(g: &mut PolicyGraph<'_>, terms: &[(String, String)]) -> St
         });
     }
     sum.unwrap_or_default()
+}
+
+/// A rectified-flow ancestral step (ComfyUI's `_RF` samplers, eta 1) from
+/// per-row float64 `from` to `to`: `s_down = to^2 / from`, the sample's
+/// rescale `(1 - to) / (1 - s_down)` and the fresh noise's weight
+/// `sqrt(to^2 - s_down^2 rescale^2)` (at `to` 0: 0, 1 and 0).
+pub(super) struct RfAncestral {
+    pub down: String,
+    pub rescale: String,
+    pub renoise: String,
+}
+
+impl RfAncestral {
+    /// The step from `from` to `to`.
+    pub(super) fn new(g: &mut PolicyGraph<'_>, from: &str, to: &str) -> RfAncestral {
+        let to2 = g.op("Mul", &[to, to]);
+        let from = g.nonzero(from);
+        let down = g.op("Div", &[&to2, &from]);
+        let one = g.d(1.0);
+        let alpha_to = g.op("Sub", &[&one, to]);
+        let alpha_down = g.op("Sub", &[&one, &down]);
+        let alpha_down = g.nonzero(&alpha_down);
+        let rescale = g.op("Div", &[&alpha_to, &alpha_down]);
+        let kept = g.op("Mul", &[&down, &rescale]);
+        let kept2 = g.op("Mul", &[&kept, &kept]);
+        let gap = g.op("Sub", &[&to2, &kept2]);
+        let zero = g.d(0.0);
+        let gap = g.op("Max", &[&gap, &zero]);
+        let renoise = g.op("Sqrt", &[&gap]);
+        RfAncestral {
+            down,
+            rescale,
+            renoise,
+        }
+    }
 }
 
 /// `(s_down, s_up)` of an ancestral step from `from` to `to` (eta 1).

@@ -1,5 +1,8 @@
 //! Samplers that call the model three times per step (k-diffusion's and
-//! ComfyUI's forms, as they run on epsilon models): the first call's
+//! ComfyUI's forms; `seeds_3` written below for epsilon models, on flow
+//! models in their half log-SNR as `Step::half_log_snr` says: levels of
+//! half log-SNR `lambda + r h`, `x` weighed by `alpha_k / alpha` and the
+//! estimates by `alpha_k`): the first call's
 //! estimate `d` at `(x, s)`; `solver_midpoint` gives the second call its
 //! point, `solver_third_call` the third's (from the second's estimate,
 //! input `second`), and `solver_step` finishes the step from all three
@@ -181,12 +184,12 @@ impl Frame {
         match kind {
             Kind::Heunpp2 => frame.heunpp2(g, at)?,
             Kind::Seeds3 => {
-                // h = ln(s / s') (a step to 0 takes s' = s / 2; dropped).
+                // h = lambda' - lambda (a step to 0 takes s' = s / 2; dropped).
                 let half = g.d(0.5);
                 let half_sigma = g.op("Mul", &[&frame.sigma, &half]);
                 let safe = g.op("Where", &[&frame.first_order, &half_sigma, &frame.next]);
-                let ratio = g.op("Div", &[&frame.sigma, &safe]);
-                frame.h = g.op("Log", &[&ratio]);
+                let (from, to) = (at.half_log_snr(g, &frame.sigma), at.half_log_snr(g, &safe));
+                frame.h = g.op("Sub", &[&to, &from]);
             }
             Kind::DpmFast => frame.dpm_fast(g, at, family),
             Kind::DpmAdaptive => {
@@ -279,7 +282,7 @@ impl Frame {
                 }
             }
             Kind::Seeds3 => {
-                let (s1, q1) = self.seeds_level(g, R_1);
+                let (s1, q1) = self.seeds_level(g, at, R_1);
                 let x2 = self.seeds_point(g, at, (&q1, &s1), None, 1)?;
                 Point {
                     sample: x2,
@@ -313,7 +316,7 @@ impl Frame {
                 }
             }
             Kind::Seeds3 => {
-                let (s2, q2) = self.seeds_level(g, R_2);
+                let (s2, q2) = self.seeds_level(g, at, R_2);
                 let a = self.seeds_weight(g, R_2, R_2 / R_1);
                 let denoised_2 = denoised_at(g, &second.sample, &second.sigma, d2);
                 let x3 = self.seeds_point(g, at, (&q2, &s2), Some((&a, &denoised_2)), 2)?;
@@ -360,7 +363,7 @@ impl Frame {
                 Ok(g.op("Where", &[&first, &euler, &out]))
             }
             Kind::Seeds3 => {
-                let (_, q) = self.seeds_level(g, 1.0);
+                let (_, q) = self.seeds_level(g, at, 1.0);
                 let b = self.seeds_weight(g, 1.0, 1.0 / R_2);
                 let denoised_3 = denoised_at(g, &third.sample, &third.sigma, d3);
                 let level = (q.as_str(), self.next.as_str());
@@ -445,19 +448,23 @@ impl Frame {
         g.op("Div", &[sigma, &scaled])
     }
 
-    /// SEEDS-3's level at fraction `r` of the step: `s_r = s e^(-r h)` and
+    /// SEEDS-3's level at fraction `r` of the step: the sigma `s_r` of
+    /// half log-SNR `lambda + r h` (`s e^(-r h)` on epsilon models) and
     /// `q_r = e^(-2 r h)`.
-    fn seeds_level(&self, g: &mut PolicyGraph<'_>, r: f64) -> (String, String) {
+    fn seeds_level(&self, g: &mut PolicyGraph<'_>, at: &Step<'_>, r: f64) -> (String, String) {
         let minus_r = g.d(-r);
         let rh = g.op("Mul", &[&self.h, &minus_r]);
         let decay = g.op("Exp", &[&rh]);
-        let level = g.op("Mul", &[&self.sigma, &decay]);
+        let lambda = at.half_log_snr(g, &self.sigma);
+        let moved = g.op("Sub", &[&lambda, &rh]);
+        let level = at.sigma_of_half_log_snr(g, &moved);
         (level, g.op("Mul", &[&decay, &decay]))
     }
 
-    /// A SEEDS-3 point at `(q, level)`: `q x + (1 - q + w) D - w D_k +
-    /// level N_k`, with `(w, D_k)` the weighted later estimate, if any,
-    /// and `N_k` the noise of point `k`.
+    /// A SEEDS-3 point at `(q, level)`: `(alpha_k / alpha) q x + alpha_k
+    /// (1 - q + w) D - alpha_k w D_k + level N_k`, with `alpha_k` the signal
+    /// scale at `level` (see `Step::signal`), `(w, D_k)` the weighted later
+    /// estimate, if any, and `N_k` the noise of point `k`.
     fn seeds_point(
         &self,
         g: &mut PolicyGraph<'_>,
@@ -469,13 +476,15 @@ impl Frame {
         let one = g.d(1.0);
         let denoised = at.denoised(g, &self.d);
         let noise = self.seeds_noise(g, at, k)?;
+        let (carry, alpha) = at.signal_ratio(g, &self.sigma, level);
         let mut rest = g.op("Sub", &[&one, q]);
-        let mut terms = vec![(q.to_string(), at.x.to_string())];
+        let mut terms = vec![(g.op("Mul", &[q, &carry]), at.x.to_string())];
         if let Some((w, later)) = weighted {
             rest = g.op("Add", &[&rest, w]);
-            terms.push((g.op("Neg", &[w]), later.to_string()));
+            let w = g.op("Mul", &[w, &alpha]);
+            terms.push((g.op("Neg", &[&w]), later.to_string()));
         }
-        terms.push((rest, denoised));
+        terms.push((g.op("Mul", &[&rest, &alpha]), denoised));
         terms.push((level.to_string(), noise));
         Ok(combine(g, &terms))
     }
@@ -503,7 +512,7 @@ impl Frame {
         k: usize,
     ) -> Result<String, SynthError> {
         let one = g.d(1.0);
-        let (_, q1) = self.seeds_level(g, R_1);
+        let (_, q1) = self.seeds_level(g, at, R_1);
         let keep = g.op("Sub", &[&one, &q1]);
         let keep = g.op("Sqrt", &[&keep]);
         let n1 = call_noise(g, at, 0)?;

@@ -6,6 +6,7 @@
 use super::super::parts::{contract, one, parameter, policy};
 use super::super::recognise::{FlowShift, Plan};
 use crate::comfyui::synth::prediction::Prediction;
+use crate::comfyui::synth::sampling::sampler;
 use crate::comfyui::synth::tables::{ModelSampling, Table};
 use serde_json::{Map, Value, json};
 
@@ -25,6 +26,10 @@ pub(super) struct ScheduleParts {
     /// What the solvers read the model's output as (`flow`, `epsilon`,
     /// `v_prediction`, ...).
     pub prediction: &'static str,
+    /// A half log-SNR sampler's view of a flow model (see
+    /// `Family::in_half_log_snr`): the shift ports and binds of its
+    /// `solver_sigmas` policy and the node that states the shift.
+    pub half_log_snr: Option<(Value, Value, String)>,
 }
 
 /// The schedule policies of `plan`'s sampler.
@@ -65,13 +70,10 @@ pub(super) fn parts(plan: &Plan) -> ScheduleParts {
     if let Some(table) = &plan.model.table {
         from.push(table.node.clone());
     }
-    if let Some(flow) = plan
-        .model
-        .flow
-        .as_ref()
-        .filter(|_| s.schedule.follows_model())
-    {
-        from.push(flow.node.clone());
+    let half_log_snr = sampler(&s.sampler_name).is_some_and(|k| k.needs.half_log_snr);
+    let follows = s.schedule.follows_model();
+    let mut snr = None;
+    if let Some(flow) = plan.model.flow.as_ref().filter(|_| follows || half_log_snr) {
         let shift_inputs: &[(&str, &str, f64)] = match flow.shift {
             FlowShift::Constant(shift) => &[("shift", "request.flow_shift", shift)],
             FlowShift::Resolution {
@@ -86,10 +88,7 @@ pub(super) fn parts(plan: &Plan) -> ScheduleParts {
                 ("height", "request.flow_height", height),
             ],
         };
-        parameters["shift"] = json!(match flow.shift {
-            FlowShift::Constant(_) => "constant",
-            FlowShift::Resolution { .. } => "resolution",
-        });
+        let (mut shift_ports, mut shift_binds) = (json!({}), json!({}));
         for (port, input, value) in shift_inputs {
             inputs.insert(
                 input.to_string(),
@@ -100,8 +99,19 @@ pub(super) fn parts(plan: &Plan) -> ScheduleParts {
                     json!(value),
                 ),
             );
-            ports[*port] = one("float32");
-            binds[*port] = json!(input);
+            shift_ports[*port] = one("float32");
+            shift_binds[*port] = json!(input);
+        }
+        if follows {
+            from.push(flow.node.clone());
+            parameters["shift"] = json!(match flow.shift {
+                FlowShift::Constant(_) => "constant",
+                FlowShift::Resolution { .. } => "resolution",
+            });
+            (ports, binds) = (shift_ports.clone(), shift_binds.clone());
+        }
+        if half_log_snr {
+            snr = Some((shift_ports, shift_binds, flow.node.clone()));
         }
     }
     let schedule_contract = json!({"id": "onnx-genai.diffusion-schedule", "version": "1", "bindings": {"schedule": "schedule"}, "parameters": parameters});
@@ -127,5 +137,6 @@ pub(super) fn parts(plan: &Plan) -> ScheduleParts {
         from,
         steps,
         prediction,
+        half_log_snr: snr,
     }
 }

@@ -4,8 +4,8 @@
 //! between them, and the state the loop carries (the sample, whether it
 //! goes on, the solver's own cells).
 
-use super::super::parts::{Axes, Steps, invoke, one, policy, row};
-use super::super::solver::Solver;
+use super::super::parts::{Axes, Steps, contract, invoke, one, policy, row};
+use super::super::solver::{SOLVER_SIGMAS, SOLVER_TIMESTEPS, Solver};
 use super::calls::Calls;
 use serde_json::{Map, Value, json};
 
@@ -47,7 +47,7 @@ pub(super) fn first_point(
     body.push(
         invoke(
             "schedule_lookup",
-            json!({"schedule": "diffusion.timesteps", "step": step_value}),
+            json!({"schedule": solver.timesteps, "step": step_value}),
             json!({"timestep": "diffusion.timestep"}),
         ),
         &[sampler],
@@ -61,6 +61,41 @@ pub(super) fn first_point(
         &[sampler],
     );
     ("diffusion.model_input", "diffusion.timestep")
+}
+
+/// Declares and pushes a half log-SNR sampler's `solver_sigmas` policy
+/// (see `Family::in_half_log_snr`) in the setup: from the schedule, its
+/// timesteps, the flow's shift (`shift`: its ports, binds and the node
+/// stating it) and a window's start step; the schedule is `length` long.
+pub(super) fn solver_sigmas(
+    (ports, binds, node): (Value, Value, String),
+    windowed: bool,
+    length: i64,
+    components: &mut Map<String, Value>,
+    setup: &mut Steps,
+    sampler: &String,
+) {
+    let (mut ports, mut binds) = (ports, binds);
+    ports["schedule"] = contract("float32", json!([length]), false);
+    ports["model_timesteps"] = contract("float32", json!([length - 1]), false);
+    binds["schedule"] = json!("diffusion.schedule");
+    binds["model_timesteps"] = json!("diffusion.timesteps");
+    if windowed {
+        ports["start"] = one("int64");
+        binds["start"] = json!("diffusion.start_step");
+    }
+    let outputs = json!({"sigmas": contract("float32", json!([length]), false), "timesteps": contract("float32", json!([length - 1]), false)});
+    let values = json!({"sigmas": SOLVER_SIGMAS, "timesteps": SOLVER_TIMESTEPS});
+    components.insert(
+        "solver_sigmas".into(),
+        policy(
+            "solver_sigmas",
+            ports,
+            outputs,
+            Some(json!({"id": "wfstudio.half-log-snr-sigmas", "version": "1", "parameters": {"first_sigma": "percent_to_sigma(1e-4) where 1 or more", "sigmas": "s / (1 - s)"}})),
+        ),
+    );
+    setup.push(invoke("solver_sigmas", binds, values), &[sampler, &node]);
 }
 
 /// Pushes the solver's policies after the first set of calls: a

@@ -62,6 +62,7 @@ pub(super) fn stage(
     };
     let schedule_part = schedule::parts(plan);
     let (prediction, steps) = (schedule_part.prediction, schedule_part.steps);
+    let half_log_snr = schedule_part.half_log_snr.clone();
     let mut inputs = Map::new();
     let mut components = Map::new();
     let mut setup = Steps::default();
@@ -557,9 +558,28 @@ pub(super) fn stage(
         third: Calls::estimate("_3"),
         second_unconditional: Calls::unconditional("_2"),
     };
+    let shift = half_log_snr
+        .as_ref()
+        .map(|(ports, binds, _)| (ports, binds));
     let mut solver = solver_step(
-        s, step_value, prediction, &schedule, solved, &estimates, plan.axes,
+        s,
+        (step_value, &schedule, shift),
+        prediction,
+        solved,
+        &estimates,
+        plan.axes,
     );
+    if let Some(shift) = half_log_snr {
+        let length = steps + 1;
+        solving::solver_sigmas(
+            shift,
+            windowed,
+            length,
+            &mut components,
+            &mut setup,
+            sampler,
+        );
+    }
     let (first_input, first_timestep) = solving::first_point(
         &mut solver,
         (step_value, &schedule),

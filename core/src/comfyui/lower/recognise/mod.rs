@@ -316,23 +316,6 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
     if let Some(scheduler) = &guide.scheduler {
         custom::same_sampling(g, scheduler, &model, &family)?;
     }
-    let needs = crate::comfyui::synth::sampling::sampler(&sampler.sampler_name).map(|k| k.needs);
-    if model.flow.is_some() && needs.is_some_and(|n| !n.flow) {
-        let node = match custom {
-            true => g.source(&sampler_node, "sampler")?.0,
-            false => sampler_node.clone(),
-        };
-        let what = crate::comfyui::synth::why_not_on_flow(&sampler.sampler_name);
-        return Err(g.refuse(
-            &node,
-            Some("sampler_name"),
-            format!(
-                "uses sampler '{}' on a flow-matching model, {what}",
-                sampler.sampler_name
-            ),
-            "choose dpmpp_2m, euler or uni_pc for this model",
-        ));
-    }
     if matches!(positive.text, Prompt::Sdxl { .. }) != matches!(negative.text, Prompt::Sdxl { .. })
     {
         return Err(g.refuse(

@@ -1,0 +1,96 @@
+//! ComfyUI's samplers on a flow-matching model (SD3's `ModelSamplingSD3`):
+//! every one of `KSampler`'s samplers runs and matches the independent
+//! numpy reference (`tests/reference/sampler_reference.py`, which follows
+//! ComfyUI's flow forms: the rectified-flow ancestral steps, CFG++'s
+//! `alpha = 1 - sigma`, LCM's flow renoising, and the half log-SNR
+//! `ln((1 - sigma) / sigma)` of the SDE, SEEDS, ER-SDE and SA-Solver
+//! samplers from a first sigma moved to `percent_to_sigma(1e-4)`).
+
+mod support;
+
+use serde_json::{Value, json};
+use support::lowering::{numpy_disagreement, package_and_run, pattern, scratch};
+use wfstudio_core::comfyui::synth::sampling::SAMPLERS;
+
+/// The SD3 flow pattern sampling with `sampler` on `scheduler`.
+fn sd3(sampler: &str, scheduler: &str) -> Value {
+    let mut graph = pattern("flow-sd3");
+    graph["5"]["inputs"]["sampler_name"] = json!(sampler);
+    graph["5"]["inputs"]["scheduler"] = json!(scheduler);
+    graph
+}
+
+/// The SD3 pattern with a `KSamplerAdvanced` running steps `start..end`
+/// of its 5 with `sampler` on `simple` (`leftover`: ending with leftover
+/// noise).
+fn sd3_window(sampler: &str, start: i64, end: i64, leftover: bool) -> Value {
+    let mut graph = sd3(sampler, "simple");
+    let k = graph["5"]["inputs"].clone();
+    let switch = |on: bool| if on { "enable" } else { "disable" };
+    graph["5"] = json!({"class_type": "KSamplerAdvanced", "inputs": {
+        "add_noise": "enable", "noise_seed": k["seed"], "steps": k["steps"], "cfg": k["cfg"],
+        "sampler_name": sampler, "scheduler": "simple", "start_at_step": start, "end_at_step": end,
+        "return_with_leftover_noise": switch(leftover), "model": k["model"],
+        "positive": k["positive"], "negative": k["negative"], "latent_image": k["latent_image"]}});
+    graph
+}
+
+#[test]
+fn every_flow_sampler_matches_the_numpy_reference_on_an_sd3_model() {
+    if !support::runtime_available() {
+        return;
+    }
+    let Some(python) = support::python() else {
+        return;
+    };
+    let root = scratch("flow-samplers");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    // SA-Solver on `normal`: `simple` puts a sigma exactly on its
+    // interval's bound, where float32 rounding decides the comparison (the
+    // package computes the table in float32 as ComfyUI does, the reference
+    // in float64).
+    let mut pairs: Vec<(&str, &str)> = SAMPLERS
+        .iter()
+        .map(|s| match s.needs.interval {
+            true => (s.name, "normal"),
+            false => (s.name, "simple"),
+        })
+        .collect();
+    pairs.extend([
+        ("euler", "normal"),
+        ("dpmpp_2m", "karras"),
+        ("heun", "beta"),
+        ("dpm_2_ancestral", "sgm_uniform"),
+    ]);
+    let mut graphs: Vec<(String, Value, &str, &str)> = pairs
+        .into_iter()
+        .map(|(sampler, scheduler)| {
+            let name = format!("{sampler}-{scheduler}");
+            (name, sd3(sampler, scheduler), sampler, scheduler)
+        })
+        .collect();
+    // Windows: from step 0, whose sigma 1 the half log-SNR samplers move,
+    // and from step 2, where they start below 1.
+    for sampler in [
+        "dpmpp_2m_sde",
+        "dpmpp_3m_sde",
+        "er_sde",
+        "seeds_3",
+        "sa_solver",
+    ] {
+        for (start, end, leftover) in [(0, 3, true), (2, 5, false)] {
+            let name = format!("{sampler}-window-{start}-{end}");
+            let graph = sd3_window(sampler, start, end, leftover);
+            graphs.push((name, graph, sampler, "simple"));
+        }
+    }
+    let mut figures = Vec::new();
+    for (name, graph, sampler, scheduler) in graphs {
+        let (dir, out) = package_and_run(&root, &name, &graph);
+        let worst = numpy_disagreement(&python, &dir, &out, (sampler, scheduler));
+        figures.push(format!("{name}: {worst:.2e}"));
+        assert!(worst <= 1e-5, "{name}: worst |a - b| / (1 + |b|) = {worst}");
+    }
+    eprintln!("flow latents against numpy: {}", figures.join(", "));
+    let _ = std::fs::remove_dir_all(&root);
+}
