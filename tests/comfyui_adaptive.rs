@@ -2,8 +2,9 @@
 //! / 3) + 1` iterations of up to three model calls, `dpm_adaptive` a loop
 //! its controller ends (a state cell `(t, h)`, its step's `continue`);
 //! the controller's accept and reject decisions, checked on the step
-//! alone against the formulas written out here. Whole runs are compared
-//! with the numpy reference in `comfyui_package`.
+//! alone against the formulas written out here; both over a denoise
+//! window. Whole runs (and KSamplerAdvanced windows) are compared with the
+//! numpy reference in `comfyui_package` and `comfyui_flow_samplers`.
 
 mod support;
 
@@ -36,6 +37,12 @@ fn dpm_fast_runs_a_third_of_the_steps_and_dpm_adaptive_until_its_controller_stop
     let adaptive = lowered(&txt2img("dpm_adaptive"), &Target::default());
     let w = workflow(&adaptive);
     assert_eq!(w["inputs"]["request.max_iterations"]["default"], json!(500));
+    assert_eq!(
+        adaptive.notes,
+        [
+            "sampler 'dpm_adaptive' sizes its own steps until it reaches the run's last sigma: the loop stops there or after 500 attempted steps (request.max_iterations), short of it, where ComfyUI's has no bound; raise that for a long run"
+        ]
+    );
     assert!(w["components"].get("solver_first_call").is_some());
     assert!(w["components"].get("schedule_lookup").is_none());
     let loop_step = w["steps"]
@@ -167,4 +174,46 @@ fn a_controlnet_window_under_a_sampler_with_its_own_steps_is_refused() {
     g["11"]["inputs"]["end_percent"] = json!(1.0);
     let l = lowered(&g, &Target::default());
     assert!(workflow(&l)["components"].get("control_scale").is_none());
+}
+
+#[test]
+fn dpm_fast_and_dpm_adaptive_space_their_steps_over_a_denoise_window() {
+    let root = scratch("adaptive-img2img");
+    for sampler in ["dpm_fast", "dpm_adaptive"] {
+        let mut g = support::lowering::pattern("img2img");
+        g["5"]["inputs"]["sampler_name"] = json!(sampler);
+        let l = lowered(&g, &Target::default());
+        let w = workflow(&l);
+        let loop_step = w["steps"]
+            .as_array()
+            .and_then(|steps| steps.iter().find(|s| s["kind"] == "loop"))
+            .expect("the loop");
+        let rule = &w["components"]["denoise_window"]["contract"]["parameters"]["iterations"];
+        match sampler {
+            "dpm_fast" => {
+                // Its grid over the window's own first and last sigma.
+                assert_eq!(loop_step["max_iterations"], "diffusion.iterations");
+                assert_eq!(rule, "min(floor((steps - start) / 3) + 1, steps - start)");
+                let grid = &w["components"]["solver_sigmas"]["ports"]["inputs"];
+                assert!(grid.get("start").is_some(), "{grid}");
+            }
+            _ => {
+                // Its controller ends the loop.
+                assert_eq!(loop_step["max_iterations"], "request.max_iterations");
+                assert_eq!(
+                    w["state"]["solver_low"]["initializer"],
+                    w["state"]["latent_state"]["initializer"]
+                );
+            }
+        }
+        if support::runtime_available() {
+            let (_, out) = support::lowering::package_and_run(&root, sampler, &g);
+            let (_, latent) = npy(&out.join("latent.npy"));
+            assert!(
+                latent.iter().all(|v| v.is_finite() && v.abs() < 100.0),
+                "{sampler}"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&root);
 }

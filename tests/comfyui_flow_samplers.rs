@@ -70,13 +70,16 @@ fn every_flow_sampler_matches_the_numpy_reference_on_an_sd3_model() {
         })
         .collect();
     // Windows: from step 0, whose sigma 1 the half log-SNR samplers move,
-    // and from step 2, where they start below 1.
+    // and from step 2, where they start below 1; DPM-Solver-fast and
+    // adaptive space their own steps between the window's ends.
     for sampler in [
         "dpmpp_2m_sde",
         "dpmpp_3m_sde",
         "er_sde",
         "seeds_3",
         "sa_solver",
+        "dpm_fast",
+        "dpm_adaptive",
     ] {
         for (start, end, leftover) in [(0, 3, true), (2, 5, false)] {
             let name = format!("{sampler}-window-{start}-{end}");
@@ -93,4 +96,40 @@ fn every_flow_sampler_matches_the_numpy_reference_on_an_sd3_model() {
     }
     eprintln!("flow latents against numpy: {}", figures.join(", "));
     let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn the_samplers_and_schedulers_are_ksamplers_own() {
+    // ComfyUI's lists as its KSampler node definition gives them, in the
+    // corpus's node_defs.json.
+    let Some(shared) = support::shared() else {
+        return;
+    };
+    let text = std::fs::read_to_string(shared.join("corpus/comfyui/node_defs.json"))
+        .expect("node_defs.json");
+    let defs: Value = serde_json::from_str(&text).expect("JSON");
+    let options = |input: &str| -> Vec<String> {
+        let inputs = defs["nodes"]["KSampler"]["inputs"]
+            .as_array()
+            .expect("inputs");
+        let found = inputs.iter().find(|i| i["name"] == input).expect(input);
+        let mut names: Vec<String> = found["options"]
+            .as_array()
+            .expect("options")
+            .iter()
+            .map(|o| o.as_str().expect("name").to_string())
+            .collect();
+        names.sort();
+        names
+    };
+    let sorted = |names: Vec<&str>| {
+        let mut names: Vec<String> = names.into_iter().map(String::from).collect();
+        names.sort();
+        names
+    };
+    let samplers = sorted(SAMPLERS.iter().map(|s| s.name).collect());
+    assert_eq!(samplers.len(), 42);
+    assert_eq!(samplers, options("sampler_name"));
+    let schedules = sorted(wfstudio_core::comfyui::lower::SCHEDULES.to_vec());
+    assert_eq!(schedules, options("scheduler"));
 }

@@ -421,6 +421,8 @@ fn synthesized_solvers_match_an_independent_numpy_reference() {
         "sa_solver",
         "sa_solver_pece",
         "dpmpp_2s_ancestral_cfg_pp",
+        "dpm_fast",
+        "dpm_adaptive",
     ] {
         for (start, end, leftover) in [(1, 4, false), (1, 5, true)] {
             let name = format!("{sampler}-window-{start}-{end}");

@@ -127,18 +127,6 @@ fn every_refusal_names_the_node_class_input_and_a_remedy() {
         ),
         (
             edited("img2img", |g| {
-                g["5"]["inputs"]["sampler_name"] = json!("dpm_fast")
-            }),
-            none.clone(),
-            (
-                "5",
-                "KSampler",
-                Some("sampler_name"),
-                "uses sampler 'dpm_fast' on a run that is not a whole schedule from pure noise (a denoise below 1, a step window, a start latent or a schedule below the model's top sigma); it spaces steps of its own between the run's first and last sigma, and the lowering lays those over whole runs only",
-            ),
-        ),
-        (
-            edited("img2img", |g| {
                 g["5"]["inputs"]["scheduler"] = json!("AYS SDXL")
             }),
             none.clone(),

@@ -311,9 +311,17 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
     let motion = plan.model.motion().filter(|m| m.autoselected).map(|m| {
         format!("node {} samples with beta_schedule 'autoselect', taken as sqrt_linear (AnimateDiff), the schedule AnimateDiff-Evolved picks for SD1.5 motion models (it reads the kind from the motion model's weights); state the schedule on the node for an SDXL motion model", m.node)
     });
+    let adaptive = (s.sampler_name == "dpm_adaptive").then(|| {
+        format!(
+            "sampler 'dpm_adaptive' sizes its own steps until it reaches the run's last sigma: the loop stops there or after {} attempted steps ({}), short of it, where ComfyUI's has no bound; raise that for a long run",
+            crate::comfyui::synth::sampling::ADAPTIVE_ITERATIONS,
+            names.value("request.max_iterations")
+        )
+    });
     sampling
         .chain(differential)
         .chain(motion)
+        .chain(adaptive)
         .chain(dual)
         .chain(edit)
         .chain(window)

@@ -32,24 +32,29 @@ pub(super) struct Solver {
     /// An adaptive sampler's own "go on" value for the loop (else the
     /// loop runs its iterations).
     pub continues: Option<&'static str>,
-    /// The denoiser's timesteps its first set of calls reads: the
-    /// schedule's, or a half log-SNR sampler's on a flow model (from its
-    /// `solver_sigmas` policy, the first one moved).
+    /// The sigmas and the denoiser's timesteps it steps by (its first set
+    /// of calls included): the schedule's, or its own (`own_sigmas`).
+    pub sigmas: &'static str,
     pub timesteps: &'static str,
+    /// Whether it steps by sigmas of its own, which a `solver_sigmas`
+    /// policy gives (`dpm_fast`'s grid, a half log-SNR sampler's on a flow
+    /// model).
+    pub own_sigmas: bool,
 }
 
-/// The values a half log-SNR sampler on a flow model steps by (see
-/// `Family::in_half_log_snr`): its `solver_sigmas` policy's outputs.
+/// The sigmas of a sampler that steps by its own (see
+/// `Solver::own_sigmas`): its `solver_sigmas` policy's outputs.
 pub(super) const SOLVER_SIGMAS: &str = "diffusion.solver_sigmas";
-/// Its denoiser timesteps, the first one moved.
+/// Its denoiser timesteps.
 pub(super) const SOLVER_TIMESTEPS: &str = "diffusion.solver_timesteps";
 
 /// A state cell a sampler carries.
 pub(super) struct Cell {
     pub name: &'static str,
     pub contract: Value,
-    /// The value it starts from and the one it is carried from.
-    pub initializer: &'static str,
+    /// The value it starts from (none: the loop's first sample) and the
+    /// one it is carried from.
+    pub initializer: Option<&'static str>,
     pub next: String,
 }
 
@@ -90,7 +95,8 @@ pub(super) fn solver_step(
 ) -> Solver {
     let latent = || axes.latent();
     let needs = sampler(&s.sampler_name).map(|known| known.needs);
-    let (sigmas, timesteps) = match shift.is_some() {
+    let own_sigmas = shift.is_some() || needs.is_some_and(|n| n.grid);
+    let (sigmas, timesteps) = match own_sigmas {
         true => (SOLVER_SIGMAS, SOLVER_TIMESTEPS),
         false => ("diffusion.schedule", "diffusion.timesteps"),
     };
@@ -159,8 +165,13 @@ pub(super) fn solver_step(
     };
     let control = || contract("float32", json!([2]), false);
     let first_call = adaptive.then(|| {
-        let ports = json!({"sample": latent(), "schedule": schedule.clone(), "iteration": row("int64"), "control": control()});
-        let bind = json!({"sample": "latent_state", "schedule": "diffusion.schedule", "iteration": "loop.iteration", "control": CONTROL});
+        let mut ports = json!({"sample": latent(), "schedule": schedule.clone(), "iteration": row("int64"), "step": row("int64"), "control": control()});
+        let mut bind = json!({"sample": "latent_state", "schedule": "diffusion.schedule", "iteration": "loop.iteration", "step": step_value, "control": CONTROL});
+        // A window's end, where the controller's run ends.
+        if let Some(end) = solver_ports.get("end_step") {
+            ports["end_step"] = end.clone();
+            bind["end_step"] = solver_bind["end_step"].clone();
+        }
         call_point(
             "solver_first_call",
             "first",
@@ -222,7 +233,10 @@ pub(super) fn solver_step(
             contract: latent(),
             // Its first step (iteration 0) does not read it, but for an
             // adaptive sampler's, whose first sample it is.
-            initializer: "diffusion.noise",
+            initializer: match adaptive {
+                true => None,
+                false => Some("diffusion.noise"),
+            },
             next: format!("solver.{}", cell.output),
         })
         .collect();
@@ -234,7 +248,7 @@ pub(super) fn solver_step(
         cells.push(Cell {
             name: CONTROL,
             contract: control(),
-            initializer: start,
+            initializer: Some(start),
             next: "solver.next_control".into(),
         });
     }
@@ -246,7 +260,9 @@ pub(super) fn solver_step(
         cells,
         literals,
         continues: adaptive.then_some("solver.continue"),
+        sigmas,
         timesteps,
+        own_sigmas,
     }
 }
 

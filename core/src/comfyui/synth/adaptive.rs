@@ -21,7 +21,7 @@
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
 use super::model_call::ModelCall;
-use super::steps::Step;
+use super::steps::{Step, fully_denoising, last_nonzero_sigma};
 use wfstudio_onnx::builder::Attr;
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 
@@ -46,31 +46,36 @@ pub(super) struct Controller {
 }
 
 impl Controller {
-    /// Reads inputs `control`, `iteration` and `schedule`.
+    /// Reads inputs `control`, `iteration`, `step` and `schedule` (the run
+    /// starts at schedule index `step - iteration` and ends at `end_step`,
+    /// or the schedule's end without it).
     pub(super) fn read(g: &mut PolicyGraph<'_>) -> Result<Controller, SynthError> {
         let control = g.input("control")?;
         let iteration = g.input("iteration")?;
+        let step = g.input("step")?;
         let schedule = g.input("schedule")?;
         let zero = g.i(0);
         let first_row = g.b.vec_i64(&[0]);
         let iteration = g.gather(&iteration, &first_row);
+        let step = g.gather(&step, &first_row);
+        let start = g.op("Sub", &[&step, &iteration]);
         let starting = g.op("Equal", &[&iteration, &zero]);
         let stored = g.cast(&control, DataType::DOUBLE);
         let (t_at, h_at) = (g.b.vec_i64(&[0]), g.b.vec_i64(&[1]));
         let t_stored = g.gather(&stored, &t_at);
         let h_stored = g.gather(&stored, &h_at);
-        let sigma_0 = g.gather(&schedule, &first_row);
+        let sigma_0 = g.gather(&schedule, &start);
         let t_start = minus_log(g, &sigma_0);
-        // The last nonzero sigma.
         let one = g.i(1);
         let length = g.op("Shape", &[&schedule]);
-        let last = g.op("Sub", &[&length, &one]);
-        let before = g.op("Sub", &[&last, &one]);
-        let before = g.op("Max", &[&before, &zero]);
-        let (end, previous) = (g.gather(&schedule, &last), g.gather(&schedule, &before));
-        let nothing = g.f(0.0);
-        let at_zero = g.op("Equal", &[&end, &nothing]);
-        let sigma_min = g.op("Where", &[&at_zero, &previous, &end]);
+        let mut last = g.op("Sub", &[&length, &one]);
+        if g.has_input("end_step") {
+            let end = g.input("end_step")?;
+            last = g.op("Min", &[&last, &end]);
+        }
+        let sigmas = g.cast(&schedule, DataType::DOUBLE);
+        let full = fully_denoising(g);
+        let sigma_min = last_nonzero_sigma(g, &sigmas, &last, full);
         let t_end = minus_log(g, &sigma_min);
         let t = g.op("Where", &[&starting, &t_start, &t_stored]);
         let h_init = g.d(H_INIT);

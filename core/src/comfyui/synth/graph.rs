@@ -83,14 +83,9 @@ impl Family {
     }
 
     /// The schedule's sigmas where they are known at import (see
-    /// `Schedule::constant`); DPM-Solver-fast's grid over them for
-    /// `dpm_fast` (`sampling::dpm_fast_grid`).
+    /// `Schedule::constant`).
     pub fn constant_schedule(&self) -> Option<Vec<f64>> {
-        let sigmas = self.schedule.constant(&self.sampling, self.steps)?;
-        Some(match self.solver.as_str() {
-            "dpm_fast" => super::sampling::dpm_fast_grid(&sigmas),
-            _ => sigmas,
-        })
+        self.schedule.constant(&self.sampling, self.steps)
     }
 
     /// Whether the model predicts a flow velocity (else epsilon noise).

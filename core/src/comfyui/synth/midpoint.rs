@@ -319,7 +319,7 @@ pub fn policy(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError
         return call.build(g, &sample, &sigma, "mid");
     }
     if let Some(kind) = super::three_calls::Kind::of(&family.solver) {
-        let point = super::three_calls::second_point(g, kind, &at, family)?;
+        let point = super::three_calls::second_point(g, kind, &at)?;
         return call.build(g, &point.sample, &point.sigma, "mid");
     }
     let kind = Kind::of(&family.solver)

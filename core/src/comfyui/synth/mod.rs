@@ -23,6 +23,7 @@ mod sasolver;
 mod schedule;
 mod sde;
 mod solver;
+mod solver_sigmas;
 pub mod spacing;
 pub mod standin;
 mod steps;
@@ -150,7 +151,7 @@ fn policy(kind: &str, component: &Value, family: &Family) -> Result<Vec<u8>, Syn
     match kind {
         "diffusion_schedule" => schedule::sigmas(&mut g, family)?,
         "diffusion_timesteps" => schedule::timesteps(&mut g, family)?,
-        "solver_sigmas" => schedule::solver_sigmas(&mut g, family)?,
+        "solver_sigmas" => solver_sigmas::build(&mut g, family)?,
         "solver_step" => solver::step(&mut g, family)?,
         "solver_midpoint" => midpoint::policy(&mut g, family)?,
         "solver_third_call" => three_calls::policy(&mut g, family)?,

@@ -20,8 +20,8 @@ pub fn build(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError>
         "guidance_combine" => guidance_combine(g),
         "linear_guidance_combine" => linear_guidance_combine(g),
         "dual_guidance_combine" => dual_guidance_combine(g),
-        "denoise_window" => denoise_window(g),
-        "step_window" => step_window(g),
+        "denoise_window" => denoise_window(g, family),
+        "step_window" => step_window(g, family),
         "step_offset" => step_offset(g),
         "empty_latent" => empty_latent(g),
         "inpaint_pixels" => inpaint_pixels(g),
@@ -299,7 +299,7 @@ fn dual_guidance_combine(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
 }
 
 /// `start = steps - round_half_even(steps * denoise)`, `iterations = steps - start`.
-fn denoise_window(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+fn denoise_window(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {
     let steps = g.input("steps")?;
     let denoise = g.input("denoise")?;
     let sf = g.cast(&steps, DataType::FLOAT);
@@ -308,12 +308,26 @@ fn denoise_window(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let ri = g.cast(&r, DataType::INT64);
     let start = g.op("Sub", &[&steps, &ri]);
     let iterations = g.op("Sub", &[&steps, &start]);
+    let iterations = run_iterations(g, family, &iterations);
     g.output(&start, "start")?;
     g.output(&iterations, "iterations")
 }
 
+/// The loop iterations of a run of `steps` steps (see
+/// `sampling::iterations`): `floor(steps / 3) + 1` for `dpm_fast` (none
+/// for none).
+fn run_iterations(g: &mut PolicyGraph<'_>, family: &Family, steps: &str) -> String {
+    if family.solver != "dpm_fast" {
+        return steps.to_string();
+    }
+    let (three, one) = (g.b.vec_i64(&[3]), g.b.vec_i64(&[1]));
+    let thirds = g.op("Div", &[steps, &three]);
+    let iterations = g.op("Add", &[&thirds, &one]);
+    g.op("Min", &[&iterations, steps])
+}
+
 /// `last_end = min(end, steps)`, `iterations = max(last_end - start, 0)`.
-fn step_window(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+fn step_window(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {
     let steps = g.input("steps")?;
     let start = g.input("start")?;
     let end = g.input("end")?;
@@ -321,6 +335,7 @@ fn step_window(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let span = g.op("Sub", &[&last_end, &start]);
     let zero = g.b.vec_i64(&[0]);
     let iterations = g.op("Max", &[&span, &zero]);
+    let iterations = run_iterations(g, family, &iterations);
     g.output(&start, "first_step")?;
     g.output(&iterations, "iterations")?;
     g.output(&last_end, "last_end")

@@ -23,8 +23,9 @@ pub struct Needs {
     /// third's; the `solver_step` takes their estimates as `second` and
     /// `third`).
     pub calls: usize,
-    /// Whether it reads the run's first sigma (so the step is told its
-    /// iteration, which places the run's start in the schedule).
+    /// Whether it reads where the run starts (its first sigma, or how many
+    /// steps it makes), so the step is told its iteration, which places the
+    /// run's start in the schedule.
     pub run_start: bool,
     /// Whether it picks its own step sizes (`dpm_adaptive`): a controller
     /// state cell places its calls, and its step says when the run is
@@ -39,6 +40,10 @@ pub struct Needs {
     /// (SA-Solver's interval): on a flow model the run-time shift places
     /// them, and its `solver_sigmas` policy gives them as `interval`.
     pub interval: bool,
+    /// Whether it steps over a grid of its own between the run's first
+    /// sigma and its last nonzero one (`dpm_fast`), which its
+    /// `solver_sigmas` policy lays over the run.
+    pub grid: bool,
 }
 
 impl Needs {
@@ -67,6 +72,7 @@ const PLAIN: Needs = Needs {
     adaptive: false,
     half_log_snr: false,
     interval: false,
+    grid: false,
 };
 /// Second-order samplers with a model call at a midpoint.
 const TWO_CALLS: Needs = Needs { calls: 2, ..PLAIN };
@@ -259,7 +265,11 @@ pub const SAMPLERS: &[Sampler] = &[
     },
     Sampler {
         name: "dpm_fast",
-        needs: THREE_CALLS,
+        needs: Needs {
+            grid: true,
+            run_start: true,
+            ..THREE_CALLS
+        },
     },
     Sampler {
         name: "dpm_adaptive",
@@ -329,32 +339,6 @@ pub fn iterations(sampler: &str, steps: i64) -> i64 {
 /// `dpm_adaptive` run makes by default; ComfyUI's has no bound, and a run
 /// that reaches it stops short of its last sigma.
 pub const ADAPTIVE_ITERATIONS: i64 = 500;
-
-/// DPM-Solver-fast's own steps over the run `sigmas` (ComfyUI's
-/// `dpm_fast_function` and k-diffusion's `dpm_solver_fast`): from the
-/// first sigma to the last nonzero one (both as the run keeps them,
-/// float32), evenly spaced in `t = -ln sigma`, one more than its
-/// [`iterations`]; the rest of the schedule's length repeats the last
-/// (steps of length 0, which the solver leaves alone).
-pub fn dpm_fast_grid(sigmas: &[f64]) -> Vec<f64> {
-    let kept = |s: f64| f64::from(s as f32);
-    let (Some(&first), Some(&last)) = (sigmas.first(), sigmas.last()) else {
-        return sigmas.to_vec();
-    };
-    let end = match last {
-        0.0 if sigmas.len() > 1 => sigmas[sigmas.len() - 2],
-        _ => last,
-    };
-    let steps = sigmas.len() as i64 - 1;
-    let points = iterations("dpm_fast", steps) as usize + 1;
-    let mut grid: Vec<f64> = linspace(-kept(first).ln(), -kept(end).ln(), points)
-        .into_iter()
-        .map(|t| (-t).exp())
-        .collect();
-    let tail = grid.last().copied().unwrap_or(first);
-    grid.resize(sigmas.len(), tail);
-    grid
-}
 
 /// The schedulers the synthesized `diffusion_schedule` implements (the
 /// lowering refuses others).

@@ -6,7 +6,7 @@
 
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
-use super::sampling::{SCHEDULES, iterations, linear_quadratic, sgm_ramp};
+use super::sampling::{SCHEDULES, linear_quadratic, sgm_ramp};
 use super::spacing::FLIPPED_ZERO;
 use super::tables::{ModelSampling, linspace};
 use wfstudio_onnx::builder::Attr;
@@ -45,49 +45,6 @@ pub fn timesteps(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthEr
         }
     };
     g.output(&out, "schedule")
-}
-
-/// `solver_sigmas`: the sigmas a half log-SNR sampler (`Needs::half_log_snr`)
-/// steps a flow model by. Where the run's first sigma (schedule index
-/// `start`, 0 without that input) is 1 or more, whose half log-SNR is
-/// infinite, ComfyUI moves it to the model's `percent_to_sigma(1e-4)`, the
-/// shift's sigma at time 0.9999, held as float32
-/// (`offset_first_sigma_for_snr`): output `sigmas` is the schedule so
-/// moved, `timesteps` the denoiser's timesteps (input `model_timesteps`)
-/// with the moved sigma's at `start`.
-pub fn solver_sigmas(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {
-    let ModelSampling::Flow { multiplier, .. } = &family.sampling else {
-        return Err(g.error("only a flow model's half log-SNR differs from -ln sigma"));
-    };
-    let schedule = g.input("schedule")?;
-    let timesteps = g.input("model_timesteps")?;
-    let start = match g.has_input("start") {
-        true => g.input("start")?,
-        false => g.b.vec_i64(&[0]),
-    };
-    let alpha = shift_alpha(g)?;
-    let moved = percent_to_sigma(g, &alpha, 1e-4);
-    let moved = g.cast(&moved, DataType::FLOAT);
-    let sigmas_at_start = |g: &mut PolicyGraph<'_>, values: &str| {
-        let zero_i = g.i(0);
-        let length = g.op("Shape", &[values]);
-        let length = g.op("Squeeze", &[&length]);
-        let one_i = g.i(1);
-        let indices = g.op("Range", &[&zero_i, &length, &one_i]);
-        g.op("Equal", &[&indices, &start])
-    };
-    let at_start = sigmas_at_start(g, &schedule);
-    let one = g.f(1.0);
-    let high = g.op("GreaterOrEqual", &[&schedule, &one]);
-    let moves = g.op("And", &[&at_start, &high]);
-    let sigmas = g.op("Where", &[&moves, &moved, &schedule]);
-    g.output(&sigmas, "sigmas")?;
-    let (first, count) = (g.b.vec_i64(&[0]), g.op("Shape", &[&timesteps]));
-    let head = g.op("Slice", &[&moves, &first, &count]);
-    let m = g.f(*multiplier);
-    let moved_timestep = g.op("Mul", &[&moved, &m]);
-    let timesteps = g.op("Where", &[&head, &moved_timestep, &timesteps]);
-    g.output(&timesteps, "timesteps")
 }
 
 /// A flow model's `percent_to_sigma(percent)` at shift factor `alpha`
@@ -139,11 +96,7 @@ fn schedule(g: &mut PolicyGraph<'_>, family: &Family) -> Result<String, SynthErr
         ModelSampling::Flow { table, .. } => {
             let sigmas = flow_schedule(g, family, *table)?;
             let sigmas = discard_penultimate(g, family, &sigmas);
-            let sigmas = flip(g, family, &sigmas);
-            Ok(match family.solver.as_str() {
-                "dpm_fast" => fast_grid(g, family, &sigmas),
-                _ => sigmas,
-            })
+            Ok(flip(g, family, &sigmas))
         }
         ModelSampling::Discrete { .. } => Err(g.error("a discrete model's schedule is a constant")),
     }
@@ -238,35 +191,6 @@ fn flow_schedule(
     };
     let zero = g.b.vec_f32(&[0.0]);
     Ok(g.op_with("Concat", &[&sigmas, &zero], &[("axis", Attr::Int(0))]))
-}
-
-/// DPM-Solver-fast's own steps over run-time `sigmas` (see
-/// `sampling::dpm_fast_grid`): `exp(-t)` for `t` evenly spaced from
-/// `-ln sigmas[0]` to `-ln` of the last nonzero sigma, padded with that
-/// last one to the schedule's length.
-fn fast_grid(g: &mut PolicyGraph<'_>, family: &Family, sigmas: &str) -> String {
-    let length = family.run_steps() + 1;
-    let points = iterations("dpm_fast", length as i64 - 1) as usize + 1;
-    let ramp: Vec<f64> = (0..length)
-        .map(|k| k.min(points - 1) as f64 / (points - 1) as f64)
-        .collect();
-    let ramp = g.b.vec_f64(&ramp);
-    let sigmas64 = g.cast(sigmas, DataType::DOUBLE);
-    let mut at = |k: usize| {
-        let index = g.i(k as i64);
-        g.gather(&sigmas64, &index)
-    };
-    let (first, last, before_last) = (at(0), at(length - 1), at(length.saturating_sub(2)));
-    let zero = g.d(0.0);
-    let ends_at_zero = g.op("Equal", &[&last, &zero]);
-    let end = g.op("Where", &[&ends_at_zero, &before_last, &last]);
-    // -t = ln first + r (ln end - ln first).
-    let (log_first, log_end) = (g.op("Log", &[&first]), g.op("Log", &[&end]));
-    let span = g.op("Sub", &[&log_end, &log_first]);
-    let moved = g.op("Mul", &[&ramp, &span]);
-    let minus_t = g.op("Add", &[&log_first, &moved]);
-    let grid = g.op("Exp", &[&minus_t]);
-    g.cast(&grid, DataType::FLOAT)
 }
 
 /// `sigmas` reversed where the schedule is flipped, a first 0 made

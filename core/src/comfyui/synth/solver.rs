@@ -63,7 +63,7 @@ pub fn step(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> 
     } else if let Some(kind) = super::midpoint::Kind::of(&family.solver) {
         Some(super::midpoint::step(g, kind, &at)?)
     } else if let Some(kind) = super::three_calls::Kind::of(&family.solver) {
-        Some(super::three_calls::step(g, kind, &at, family)?)
+        Some(super::three_calls::step(g, kind, &at)?)
     } else {
         None
     };

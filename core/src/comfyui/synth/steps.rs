@@ -160,6 +160,35 @@ impl Step<'_> {
     }
 }
 
+/// The last nonzero sigma of a run over float64 `sigmas` that ends at
+/// index `end` (`[1]`): the sigma there, or the one before where the run
+/// ends at 0 (the sigma there is 0, or `full`: a fully denoising window's
+/// end step takes 0).
+pub(super) fn last_nonzero_sigma(
+    g: &mut PolicyGraph<'_>,
+    sigmas: &str,
+    end: &str,
+    full: bool,
+) -> String {
+    let one = g.i(1);
+    let before_end = g.op("Sub", &[end, &one]);
+    let (at_end, before) = (g.gather(sigmas, end), g.gather(sigmas, &before_end));
+    let zero = g.d(0.0);
+    let to_zero = match full {
+        true => g.op("Equal", &[&zero, &zero]),
+        false => g.op("Equal", &[&at_end, &zero]),
+    };
+    g.op("Where", &[&to_zero, &before, &at_end])
+}
+
+/// Whether the policy's run is a fully denoising window (contract
+/// parameter `final_step`).
+pub(super) fn fully_denoising(g: &PolicyGraph<'_>) -> bool {
+    g.parameter("final_step")
+        .and_then(|v| v.as_str())
+        .is_some_and(|s| s == "full_denoise")
+}
+
 /// Where a run stands (see [`Step::run_position`]).
 pub(super) struct RunPosition {
     pub last: String,

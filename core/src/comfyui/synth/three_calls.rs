@@ -28,7 +28,7 @@
 //!   seeded noise at offsets `-(step + 1)`, `-(step + 1) - 2^32` and
 //!   `step + 1`; a step to 0 returns `D`.
 //! - `dpm_fast` (DPM-Solver-fast, eta 0) steps over its own grid
-//!   (`sampling::dpm_fast_grid`), in `t = -ln s` with `h = t' - t`, at
+//!   (laid by `solver_sigmas`, see `schedule::solver_sigmas`), in `t = -ln s` with `h = t' - t`, at
 //!   order 3 but for the last one or two steps (k-diffusion's `orders`,
 //!   the model called `steps` times in all). Its calls are at
 //!   `u_1 = x - s_1 (e^(r_1 h) - 1) e` with `s_1 = s e^(-r_1 h)` and
@@ -89,7 +89,7 @@ pub fn policy(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError
     let call = ModelCall::on(g, family)?;
     let inputs = StepInputs::read(g, family)?;
     let at = inputs.at();
-    let frame = Frame::of(g, kind, &at, family)?;
+    let frame = Frame::of(g, kind, &at)?;
     let second = frame.second(g, &at)?;
     let d2 = at.estimate(g, "second", &second.sample, &second.sigma)?;
     let third = frame.third(g, &at, &second, &d2)?;
@@ -101,20 +101,14 @@ pub(super) fn second_point(
     g: &mut PolicyGraph<'_>,
     kind: Kind,
     at: &Step<'_>,
-    family: &Family,
 ) -> Result<Point, SynthError> {
-    Frame::of(g, kind, at, family)?.second(g, at)
+    Frame::of(g, kind, at)?.second(g, at)
 }
 
 /// The step's end from the three calls' estimates (inputs `second` and
 /// `third`).
-pub fn step(
-    g: &mut PolicyGraph<'_>,
-    kind: Kind,
-    at: &Step<'_>,
-    family: &Family,
-) -> Result<String, SynthError> {
-    let frame = Frame::of(g, kind, at, family)?;
+pub fn step(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<String, SynthError> {
+    let frame = Frame::of(g, kind, at)?;
     let second = frame.second(g, at)?;
     let d2 = at.estimate(g, "second", &second.sample, &second.sigma)?;
     let third = frame.third(g, at, &second, &d2)?;
@@ -159,12 +153,7 @@ struct Frame {
 }
 
 impl Frame {
-    fn of(
-        g: &mut PolicyGraph<'_>,
-        kind: Kind,
-        at: &Step<'_>,
-        family: &Family,
-    ) -> Result<Frame, SynthError> {
+    fn of(g: &mut PolicyGraph<'_>, kind: Kind, at: &Step<'_>) -> Result<Frame, SynthError> {
         let sigma = g.cast(at.sigma, DataType::DOUBLE);
         let (next, to_zero) = at.next_sigma(g);
         let zero = g.d(0.0);
@@ -191,7 +180,7 @@ impl Frame {
                 let (from, to) = (at.half_log_snr(g, &frame.sigma), at.half_log_snr(g, &safe));
                 frame.h = g.op("Sub", &[&to, &from]);
             }
-            Kind::DpmFast => frame.dpm_fast(g, at, family),
+            Kind::DpmFast => frame.dpm_fast(g, at)?,
             Kind::DpmAdaptive => {
                 let controller = Controller::read(g)?;
                 let [sigma, next, size] = controller.sigmas(g, at.x);
@@ -237,18 +226,25 @@ impl Frame {
 
     /// DPM-Solver-fast's `h` and order (k-diffusion's `orders` for the
     /// run's `steps` calls, one past them on the grid's padding).
-    fn dpm_fast(&mut self, g: &mut PolicyGraph<'_>, at: &Step<'_>, family: &Family) {
-        let calls = family.run_steps() as i64;
-        let m = super::sampling::iterations("dpm_fast", calls);
-        let mut orders: Vec<i64> = match calls % 3 {
-            0 => (0..m - 2).map(|_| 3).chain([2, 1]).collect(),
-            rest => (0..m - 1).map(|_| 3).chain([rest]).collect(),
-        };
-        orders.resize(calls as usize + 1, 1);
-        let orders = g.b.vec_i64(&orders);
-        let last = g.i(calls);
-        let index = g.op("Min", &[at.step, &last]);
-        let order = g.gather(&orders, &index);
+    fn dpm_fast(&mut self, g: &mut PolicyGraph<'_>, at: &Step<'_>) -> Result<(), SynthError> {
+        // Of the run's n calls, floor(n / 3) + 1 = m steps: order 3 but
+        // for the last two (2, 1) where 3 divides n, else the last (n mod
+        // 3); none past them.
+        let iteration = g.input("iteration")?;
+        let n = at.run_position(g, &iteration).steps;
+        let (one_i, two_i, three_i) = (g.i(1), g.i(2), g.i(3));
+        let m = g.op("Div", &[&n, &three_i]);
+        let m = g.op("Add", &[&m, &one_i]);
+        let rest = g.op("Mod", &[&n, &three_i]);
+        let zero_i = g.i(0);
+        let divisible = g.op("Equal", &[&rest, &zero_i]);
+        let (m_2, m_1) = (g.op("Sub", &[&m, &two_i]), g.op("Sub", &[&m, &one_i]));
+        let cut = g.op("Where", &[&divisible, &m_2, &m_1]);
+        let tail = g.op("Where", &[&divisible, &two_i, &rest]);
+        let at_cut = g.op("Equal", &[&iteration, &cut]);
+        let tail = g.op("Where", &[&at_cut, &tail, &one_i]);
+        let before = g.op("Less", &[&iteration, &cut]);
+        let order = g.op("Where", &[&before, &three_i, &tail]);
         self.order = g.cast(&order, DataType::DOUBLE);
         let ratio = g.op("Div", &[&self.sigma, &self.next]);
         self.h = g.op("Log", &[&ratio]);
@@ -259,6 +255,7 @@ impl Frame {
         self.first_order = g.op("Or", &[&still, &single]);
         let lower = g.op("Less", &[&self.order, &three]);
         self.no_third = g.op("Or", &[&still, &lower]);
+        Ok(())
     }
 
     /// DPM-Solver-fast's `r_1`: 1/2 at order 2, else 1/3.

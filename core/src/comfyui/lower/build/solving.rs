@@ -5,6 +5,7 @@
 //! goes on, the solver's own cells).
 
 use super::super::parts::{Axes, Steps, contract, invoke, one, policy, row};
+use super::super::recognise::{Sampler, Window};
 use super::super::solver::{SOLVER_SIGMAS, SOLVER_TIMESTEPS, Solver};
 use super::calls::Calls;
 use serde_json::{Map, Value, json};
@@ -55,7 +56,7 @@ pub(super) fn first_point(
     body.push(
         invoke(
             "model_input",
-            json!({"sample": "latent_state", "step": step_value, "schedule": "diffusion.schedule"}),
+            json!({"sample": "latent_state", "step": step_value, "schedule": solver.sigmas}),
             json!({"model_input": "diffusion.model_input"}),
         ),
         &[sampler],
@@ -63,19 +64,21 @@ pub(super) fn first_point(
     ("diffusion.model_input", "diffusion.timestep")
 }
 
-/// Declares and pushes a half log-SNR sampler's `solver_sigmas` policy
-/// (see `Family::in_half_log_snr`) in the setup: from the schedule, its
-/// timesteps, the flow's shift (`shift`: its ports, binds and the node
-/// stating it) and a window's start step; the schedule is `length` long.
+/// Declares and pushes the `solver_sigmas` policy of a sampler that steps
+/// by sigmas of its own (`dpm_fast`'s grid, or a half log-SNR sampler's
+/// moved first sigma on a flow model: `shift` gives the flow's shift ports,
+/// binds and the node stating it) in the setup: from the schedule (`length`
+/// long), its timesteps and the run's window (its start, a
+/// `KSamplerAdvanced` window's end step and whether it fully denoises).
 pub(super) fn solver_sigmas(
-    (ports, binds, node): (Value, Value, String),
-    windowed: bool,
+    shift: Option<(Value, Value, String)>,
+    (s, windowed): (&Sampler, bool),
     length: i64,
     components: &mut Map<String, Value>,
     setup: &mut Steps,
-    sampler: &String,
 ) {
-    let (mut ports, mut binds) = (ports, binds);
+    let (mut ports, mut binds, node) =
+        shift.unwrap_or_else(|| (json!({}), json!({}), s.node.clone()));
     ports["schedule"] = contract("float32", json!([length]), false);
     ports["model_timesteps"] = contract("float32", json!([length - 1]), false);
     binds["schedule"] = json!("diffusion.schedule");
@@ -83,6 +86,15 @@ pub(super) fn solver_sigmas(
     if windowed {
         ports["start"] = one("int64");
         binds["start"] = json!("diffusion.start_step");
+    }
+    let mut parameters = json!({"solver": s.sampler_name});
+    if let Window::Steps { leftover_noise, .. } = s.window {
+        ports["end"] = one("int64");
+        binds["end"] = json!("diffusion.end_step");
+        parameters["final_step"] = json!(match leftover_noise {
+            true => "keep_leftover_noise",
+            false => "full_denoise",
+        });
     }
     let outputs = json!({"sigmas": contract("float32", json!([length]), false), "timesteps": contract("float32", json!([length - 1]), false)});
     let values = json!({"sigmas": SOLVER_SIGMAS, "timesteps": SOLVER_TIMESTEPS});
@@ -92,10 +104,10 @@ pub(super) fn solver_sigmas(
             "solver_sigmas",
             ports,
             outputs,
-            Some(json!({"id": "wfstudio.half-log-snr-sigmas", "version": "1", "parameters": {"first_sigma": "percent_to_sigma(1e-4) where 1 or more", "sigmas": "s / (1 - s)"}})),
+            Some(json!({"id": "wfstudio.solver-sigmas", "version": "1", "parameters": parameters})),
         ),
     );
-    setup.push(invoke("solver_sigmas", binds, values), &[sampler, &node]);
+    setup.push(invoke("solver_sigmas", binds, values), &[&s.node, &node]);
 }
 
 /// Pushes the solver's policies after the first set of calls: a
@@ -166,7 +178,8 @@ pub(super) fn carry(
     }
     for cell in solver.cells {
         carried.push(json!({"cell": cell.name, "next": cell.next}));
-        state.insert(cell.name.into(), json!({"contract": cell.contract, "scope": "invocation", "initializer": cell.initializer, "recurrence": {"kind": "invariant"}}));
+        let start = cell.initializer.unwrap_or(initializer);
+        state.insert(cell.name.into(), json!({"contract": cell.contract, "scope": "invocation", "initializer": start, "recurrence": {"kind": "invariant"}}));
     }
     (carried, state)
 }

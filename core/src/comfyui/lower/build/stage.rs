@@ -22,7 +22,7 @@ use super::prompts::{self, Parts, Prompted};
 use super::schedule;
 use super::solving;
 use super::svd;
-use crate::comfyui::synth::sampling::iterations;
+use crate::comfyui::synth::sampling::{iterations, sampler as sampler_needs};
 use serde_json::{Map, Value, json};
 
 /// One stage's part of the document.
@@ -338,8 +338,20 @@ pub(super) fn stage(
     if loaded {
         inputs.insert("request.image".into(), media(picture(json!(3))));
     }
-    if windowed {
+    // An adaptive sampler's controller ends its loop, within its bound.
+    let adaptive = sampler_needs(&s.sampler_name).is_some_and(|k| k.needs.adaptive);
+    if windowed && !adaptive {
         max_iterations = "diffusion.iterations";
+    }
+    let iterations_rule = match s.sampler_name.as_str() {
+        "dpm_fast" => "min(floor((steps - start) / 3) + 1, steps - start)",
+        _ => "steps - start",
+    };
+    let window_iterations_rule = match s.sampler_name.as_str() {
+        "dpm_fast" => "min(floor((end - start) / 3) + 1, end - start)",
+        _ => "end - start",
+    };
+    if windowed {
         // The schedule's length, which the schedule policies' contracts fix.
         inputs.insert(
             "package.steps".into(),
@@ -358,7 +370,7 @@ pub(super) fn stage(
                     ),
                 );
                 components.insert("denoise_window".into(), policy("denoise_window", json!({"steps": one("int64"), "denoise": one("float32")}), window_out,
-                    Some(json!({"id": "wfstudio.denoise-window", "version": "1", "parameters": {"start": "steps - round_half_even(steps * denoise)", "iterations": "steps - start"}}))));
+                    Some(json!({"id": "wfstudio.denoise-window", "version": "1", "parameters": {"start": "steps - round_half_even(steps * denoise)", "iterations": iterations_rule}}))));
                 setup.push(invoke("denoise_window", json!({"steps": "package.steps", "denoise": "request.denoise"}),
                     json!({"start": "diffusion.start_step", "iterations": "diffusion.iterations"})), &[sampler]);
             }
@@ -384,7 +396,7 @@ pub(super) fn stage(
                 // Output names differ from the inputs' (ONNX graphs need that).
                 let window_out = json!({"first_step": one("int64"), "iterations": one("int64"), "last_end": one("int64")});
                 components.insert("step_window".into(), policy("step_window", json!({"steps": one("int64"), "start": one("int64"), "end": one("int64")}), window_out,
-                    Some(json!({"id": "wfstudio.step-window", "version": "1", "parameters": {"end": "min(end, steps)", "iterations": "end - start"}}))));
+                    Some(json!({"id": "wfstudio.step-window", "version": "1", "parameters": {"end": "min(end, steps)", "iterations": window_iterations_rule}}))));
                 setup.push(invoke("step_window", json!({"steps": "package.steps", "start": "request.start_step", "end": "request.end_step"}),
                     json!({"first_step": "diffusion.start_step", "iterations": "diffusion.iterations", "last_end": "diffusion.end_step"})), &[sampler]);
             }
@@ -569,16 +581,10 @@ pub(super) fn stage(
         &estimates,
         plan.axes,
     );
-    if let Some(shift) = half_log_snr {
+    if solver.own_sigmas {
         let length = steps + 1;
-        solving::solver_sigmas(
-            shift,
-            windowed,
-            length,
-            &mut components,
-            &mut setup,
-            sampler,
-        );
+        let run = (s, windowed);
+        solving::solver_sigmas(half_log_snr, run, length, &mut components, &mut setup);
     }
     let (first_input, first_timestep) = solving::first_point(
         &mut solver,

@@ -82,15 +82,10 @@ pub(super) fn checked_sampler_name<'a>(g: &Graph<'a>, node: &str) -> Result<&'a 
     Ok(sampler_name)
 }
 
-/// Refuses DPM-Solver-fast and DPM-Solver adaptive (named on `node`) on
-/// a run that is not a whole schedule from pure noise, or under a
-/// ControlNet window: they space steps of their own between the run's
-/// first and last sigma, which the lowering lays over whole runs only.
-pub(super) fn own_steps_on_whole_runs(
-    g: &Graph<'_>,
-    plan: &mut Plan,
-    node: &str,
-) -> Result<(), Refusal> {
+/// Refuses DPM-Solver-fast and DPM-Solver adaptive under a ControlNet
+/// window: they space steps of their own, and the lowering places the
+/// window by the run's steps (one over the whole run is dropped).
+pub(super) fn own_steps_under_control(g: &Graph<'_>, plan: &mut Plan) -> Result<(), Refusal> {
     let name = &plan.sampler.sampler_name;
     if !matches!(name.as_str(), "dpm_fast" | "dpm_adaptive") {
         return Ok(());
@@ -114,15 +109,7 @@ pub(super) fn own_steps_on_whole_runs(
             "set start_percent 0 and end_percent 1, or choose another sampler",
         ));
     }
-    if !plan.windowed() {
-        return Ok(());
-    }
-    Err(g.refuse(
-        node,
-        Some("sampler_name"),
-        format!("uses sampler '{name}' on a run that is not a whole schedule from pure noise (a denoise below 1, a step window, a start latent or a schedule below the model's top sigma); it spaces steps of its own between the run's first and last sigma, and the lowering lays those over whole runs only"),
-        "use dpmpp_3m_sde or uni_pc for this run, or this sampler on a full text-to-image run",
-    ))
+    Ok(())
 }
 
 /// Node `node`'s `scheduler`, one of ComfyUI's core schedulers.

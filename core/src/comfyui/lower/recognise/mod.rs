@@ -487,11 +487,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         control,
         seconds,
     };
-    let node = match custom {
-        true => g.source(&sampler_node, "sampler")?.0,
-        false => sampler_node,
-    };
-    ksampler::own_steps_on_whole_runs(g, &mut plan, &node)?;
+    ksampler::own_steps_under_control(g, &mut plan)?;
     Ok(plan)
 }
 
