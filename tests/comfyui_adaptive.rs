@@ -217,3 +217,35 @@ fn dpm_fast_and_dpm_adaptive_space_their_steps_over_a_denoise_window() {
     }
     let _ = std::fs::remove_dir_all(&root);
 }
+
+#[test]
+fn a_mask_blends_at_dpm_fasts_grid_and_refuses_dpm_adaptive() {
+    let mut g = support::lowering::pattern("inpaint");
+    g["5"]["inputs"]["sampler_name"] = json!("dpm_fast");
+    let l = lowered(&g, &Target::default());
+    let blend = workflow(&l)["steps"]
+        .as_array()
+        .and_then(|steps| steps.iter().find(|s| s["kind"] == "loop"))
+        .and_then(|l| l["steps"].as_array())
+        .and_then(|body| body.iter().find(|s| s["component"] == "masked_blend"))
+        .expect("the masked blend")
+        .clone();
+    assert_eq!(blend["inputs"]["schedule"], "diffusion.solver_sigmas");
+    if support::runtime_available() {
+        let root = scratch("adaptive-mask");
+        let (_, out) = support::lowering::package_and_run(&root, "inpaint", &g);
+        let (_, latent) = npy(&out.join("latent.npy"));
+        assert!(latent.iter().all(|v| v.is_finite() && v.abs() < 100.0));
+        let _ = std::fs::remove_dir_all(&root);
+    }
+    g["5"]["inputs"]["sampler_name"] = json!("dpm_adaptive");
+    support::lowering::assert_refused(
+        &g,
+        (
+            "8",
+            "LoadImage",
+            None,
+            "masks the latent of a run of sampler 'dpm_adaptive', whose controller picks the sigma each step ends at, and the lowering blends the mask at the schedule's",
+        ),
+    );
+}

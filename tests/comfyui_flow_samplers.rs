@@ -21,15 +21,15 @@ fn sd3(sampler: &str, scheduler: &str) -> Value {
 }
 
 /// The SD3 pattern with a `KSamplerAdvanced` running steps `start..end`
-/// of its 5 with `sampler` on `simple` (`leftover`: ending with leftover
-/// noise).
-fn sd3_window(sampler: &str, start: i64, end: i64, leftover: bool) -> Value {
-    let mut graph = sd3(sampler, "simple");
+/// of its 5 with `sampler` on `scheduler` (`leftover`: ending with
+/// leftover noise).
+fn sd3_window((sampler, scheduler): (&str, &str), start: i64, end: i64, leftover: bool) -> Value {
+    let mut graph = sd3(sampler, scheduler);
     let k = graph["5"]["inputs"].clone();
     let switch = |on: bool| if on { "enable" } else { "disable" };
     graph["5"] = json!({"class_type": "KSamplerAdvanced", "inputs": {
         "add_noise": "enable", "noise_seed": k["seed"], "steps": k["steps"], "cfg": k["cfg"],
-        "sampler_name": sampler, "scheduler": "simple", "start_at_step": start, "end_at_step": end,
+        "sampler_name": sampler, "scheduler": scheduler, "start_at_step": start, "end_at_step": end,
         "return_with_leftover_noise": switch(leftover), "model": k["model"],
         "positive": k["positive"], "negative": k["negative"], "latent_image": k["latent_image"]}});
     graph
@@ -70,8 +70,10 @@ fn every_flow_sampler_matches_the_numpy_reference_on_an_sd3_model() {
         })
         .collect();
     // Windows: from step 0, whose sigma 1 the half log-SNR samplers move,
-    // and from step 2, where they start below 1; DPM-Solver-fast and
-    // adaptive space their own steps between the window's ends.
+    // from step 2, where they start below 1, and one ending before the
+    // schedule's end that fully denoises (its end step taken as 0);
+    // DPM-Solver-fast and adaptive space their own steps between the
+    // window's ends.
     for sampler in [
         "dpmpp_2m_sde",
         "dpmpp_3m_sde",
@@ -81,10 +83,20 @@ fn every_flow_sampler_matches_the_numpy_reference_on_an_sd3_model() {
         "dpm_fast",
         "dpm_adaptive",
     ] {
-        for (start, end, leftover) in [(0, 3, true), (2, 5, false)] {
+        let scheduler = match sampler.starts_with("sa_solver") {
+            true => "normal",
+            false => "simple",
+        };
+        // A one-step window that fully denoises: DPM-Solver's grid stands
+        // still there, as ComfyUI's does.
+        let one_step = sampler.starts_with("dpm_").then_some((3, 4, false));
+        for (start, end, leftover) in [(0, 3, true), (2, 5, false), (1, 4, false)]
+            .into_iter()
+            .chain(one_step)
+        {
             let name = format!("{sampler}-window-{start}-{end}");
-            let graph = sd3_window(sampler, start, end, leftover);
-            graphs.push((name, graph, sampler, "simple"));
+            let graph = sd3_window((sampler, scheduler), start, end, leftover);
+            graphs.push((name, graph, sampler, scheduler));
         }
     }
     let mut figures = Vec::new();

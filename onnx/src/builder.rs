@@ -156,11 +156,6 @@ impl GraphBuilder {
         self.f32s(values, &[values.len() as i64])
     }
 
-    /// A float64 vector initializer.
-    pub fn vec_f64(&mut self, values: &[f64]) -> String {
-        self.f64s(values, &[values.len() as i64])
-    }
-
     /// An int64 vector initializer.
     pub fn vec_i64(&mut self, values: &[i64]) -> String {
         self.i64s(values, &[values.len() as i64])

@@ -35,6 +35,7 @@
 //! artifact paths, and an explicit layout maps names to paths.
 
 mod build;
+mod fold;
 mod graph;
 mod loras;
 mod parts;
@@ -122,6 +123,8 @@ pub fn lower_for(api: &Value, target: &Target) -> Result<Lowered, Vec<Refusal>> 
             remedy: "export with Save (API Format)".into(),
         }]
     })?;
+    let (nodes, folded) = fold::constants(nodes);
+    let nodes = &nodes;
     let g = Graph { nodes };
     if let Some((id, what)) = nodes.keys().find_map(|id| {
         let class = g.class(id);
@@ -164,10 +167,16 @@ pub fn lower_for(api: &Value, target: &Target) -> Result<Lowered, Vec<Refusal>> 
             remedy: "add a SaveImage node where the image should come out".into(),
         }]);
     }
-    lower_from(&g, &sinks, target).map_err(|r| vec![r])
+    lower_from(&g, (&sinks, &folded), target).map_err(|r| vec![r])
 }
 
-fn lower_from(g: &Graph<'_>, sinks: &[&String], target: &Target) -> Result<Lowered, Refusal> {
+/// Lowers the graph from its `sinks`; `folded` are the constant nodes
+/// folded into their readers (see `fold`), which count as used.
+fn lower_from(
+    g: &Graph<'_>,
+    (sinks, folded): (&[&String], &[String]),
+    target: &Target,
+) -> Result<Lowered, Refusal> {
     let chain = recognise::recognise(g, sinks)?;
     let merged = target.merges_patches();
     if merged {
@@ -190,7 +199,7 @@ fn lower_from(g: &Graph<'_>, sinks: &[&String], target: &Target) -> Result<Lower
         target::add_adapters(&mut built, adapters);
     }
     target.apply_layout(&mut built.document);
-    let mut used = BTreeSet::new();
+    let mut used: BTreeSet<String> = folded.iter().cloned().collect();
     for sink in sinks {
         g.ancestors(sink, &mut used);
     }

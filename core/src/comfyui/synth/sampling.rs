@@ -38,7 +38,7 @@ pub struct Needs {
     pub half_log_snr: bool,
     /// Whether it is stochastic only between two sigmas of the model
     /// (SA-Solver's interval): on a flow model the run-time shift places
-    /// them, and its `solver_sigmas` policy gives them as `interval`.
+    /// them, and its step and midpoint policies take the shift inputs.
     pub interval: bool,
     /// Whether it steps over a grid of its own between the run's first
     /// sigma and its last nonzero one (`dpm_fast`), which its

@@ -35,7 +35,7 @@
 
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
-use super::steps::{Step, combine, noise_at};
+use super::steps::{Step, combine, final_step, noise_at};
 use super::tables::{ModelSampling, Timesteps, sigma_at};
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 
@@ -84,9 +84,7 @@ impl Interval {
 
 /// Whether the run is a window that ends with leftover noise.
 fn keeps_leftover_noise(g: &PolicyGraph<'_>) -> bool {
-    g.parameter("final_step")
-        .and_then(|v| v.as_str())
-        .is_some_and(|s| s == "keep_leftover_noise")
+    final_step(g) == Some("keep_leftover_noise")
 }
 
 /// The stochastic strength `tau^2` (1 or 0) at sigma `s`, per row.

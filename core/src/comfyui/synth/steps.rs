@@ -181,12 +181,16 @@ pub(super) fn last_nonzero_sigma(
     g.op("Where", &[&to_zero, &before, &at_end])
 }
 
-/// Whether the policy's run is a fully denoising window (contract
-/// parameter `final_step`).
+/// How a `KSamplerAdvanced` window of the policy's run ends (contract
+/// parameter `final_step`): `full_denoise` or `keep_leftover_noise`; none
+/// for other runs.
+pub(super) fn final_step<'g>(g: &'g PolicyGraph<'_>) -> Option<&'g str> {
+    g.parameter("final_step").and_then(|v| v.as_str())
+}
+
+/// Whether the policy's run is a fully denoising window.
 pub(super) fn fully_denoising(g: &PolicyGraph<'_>) -> bool {
-    g.parameter("final_step")
-        .and_then(|v| v.as_str())
-        .is_some_and(|s| s == "full_denoise")
+    final_step(g) == Some("full_denoise")
 }
 
 /// Where a run stands (see [`Step::run_position`]).
@@ -346,10 +350,7 @@ impl<'f> StepInputs<'f> {
             true => Some(g.input("end_step")?),
             false => None,
         };
-        let ends_at_zero = end.is_some()
-            && g.parameter("final_step")
-                .and_then(|v| v.as_str())
-                .is_none_or(|s| s == "full_denoise");
+        let ends_at_zero = end.is_some() && final_step(g) != Some("keep_leftover_noise");
         let zero_end = end.as_deref().filter(|_| ends_at_zero);
         let sigma_next = window_sigma(g, &schedule, &next, zero_end);
         Ok(StepInputs {

@@ -28,7 +28,7 @@
 //!   seeded noise at offsets `-(step + 1)`, `-(step + 1) - 2^32` and
 //!   `step + 1`; a step to 0 returns `D`.
 //! - `dpm_fast` (DPM-Solver-fast, eta 0) steps over its own grid
-//!   (laid by `solver_sigmas`, see `schedule::solver_sigmas`), in `t = -ln s` with `h = t' - t`, at
+//!   (laid by its `solver_sigmas` policy), in `t = -ln s` with `h = t' - t`, at
 //!   order 3 but for the last one or two steps (k-diffusion's `orders`,
 //!   the model called `steps` times in all). Its calls are at
 //!   `u_1 = x - s_1 (e^(r_1 h) - 1) e` with `s_1 = s e^(-r_1 h)` and
@@ -246,6 +246,10 @@ impl Frame {
         let before = g.op("Less", &[&iteration, &cut]);
         let order = g.op("Where", &[&before, &three_i, &tail]);
         self.order = g.cast(&order, DataType::DOUBLE);
+        // Its grid ends at the run's last nonzero sigma: the next point is
+        // the grid's, even at a fully denoising window's end step (a
+        // one-step window's grid stands still there, as ComfyUI's does).
+        self.next = at.sigma_at(g, 1);
         let ratio = g.op("Div", &[&self.sigma, &self.next]);
         self.h = g.op("Log", &[&ratio]);
         let zero = g.d(0.0);

@@ -26,9 +26,9 @@ pub(super) struct ScheduleParts {
     /// What the solvers read the model's output as (`flow`, `epsilon`,
     /// `v_prediction`, ...).
     pub prediction: &'static str,
-    /// A half log-SNR sampler's view of a flow model (see
-    /// `Family::in_half_log_snr`): the shift ports and binds of its
-    /// `solver_sigmas` policy and the node that states the shift.
+    /// A half log-SNR sampler's run on a flow model (`Needs::half_log_snr`):
+    /// the shift ports and binds of its `solver_sigmas` policy (and
+    /// SA-Solver's step) and the node that states the shift.
     pub half_log_snr: Option<(Value, Value, String)>,
 }
 

@@ -510,17 +510,7 @@ pub(super) fn stage(
             initializer = source.clone();
         }
     }
-    let mask = match &plan.latent {
-        LatentSource::Encoded { mask: Some(m), .. } => Some((m, 0)),
-        LatentSource::Inpaint {
-            mask, grow_mask_by, ..
-        } => Some((mask, *grow_mask_by)),
-        LatentSource::Edit {
-            inpaint: Some(inpaint),
-            ..
-        } if inpaint.noise_mask => Some((&inpaint.mask, 0)),
-        _ => None,
-    };
+    let mask = plan.noise_mask();
     if let Some((mask, grow)) = mask {
         inputs.insert("request.mask".into(), media(picture(json!(1))));
         components.insert("latent_mask".into(), policy("latent_mask", json!({"mask": picture(json!(1)), "like": latent()}), json!({"latent_mask": contract("float32", json!(["batch", 1, "latent_height", "latent_width"]), true)}),
@@ -705,7 +695,8 @@ pub(super) fn stage(
             .into_iter()
             .flatten()
             .collect();
-        body.push(invoke("masked_blend", json!({"solved": "latent.solved", "source": "latent.source", "noise": "diffusion.noise", "mask": "latent.mask", "step": step_value, "schedule": "diffusion.schedule"}),
+        // At the sigmas the sampler steps by (dpm_fast's grid).
+        body.push(invoke("masked_blend", json!({"solved": "latent.solved", "source": "latent.source", "noise": "diffusion.noise", "mask": "latent.mask", "step": step_value, "schedule": solver.sigmas}),
             json!({"next_state": "latent.body"})), &from);
     }
     let (carried, state) =

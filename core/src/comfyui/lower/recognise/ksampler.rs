@@ -83,9 +83,11 @@ pub(super) fn checked_sampler_name<'a>(g: &Graph<'a>, node: &str) -> Result<&'a 
 }
 
 /// Refuses DPM-Solver-fast and DPM-Solver adaptive under a ControlNet
-/// window: they space steps of their own, and the lowering places the
-/// window by the run's steps (one over the whole run is dropped).
-pub(super) fn own_steps_under_control(g: &Graph<'_>, plan: &mut Plan) -> Result<(), Refusal> {
+/// window, and DPM-Solver adaptive on a masked latent: they space steps of
+/// their own, and the lowering places the window by the run's steps (one
+/// over the whole run is dropped) and blends a mask at the sigma each step
+/// ends at, which only the controller knows.
+pub(super) fn own_steps_checked(g: &Graph<'_>, plan: &mut Plan) -> Result<(), Refusal> {
     let name = &plan.sampler.sampler_name;
     if !matches!(name.as_str(), "dpm_fast" | "dpm_adaptive") {
         return Ok(());
@@ -107,6 +109,14 @@ pub(super) fn own_steps_under_control(g: &Graph<'_>, plan: &mut Plan) -> Result<
             Some(input),
             format!("limits the ControlNet to part of a run of sampler '{name}', which spaces steps of its own, and the lowering places the window by the run's steps"),
             "set start_percent 0 and end_percent 1, or choose another sampler",
+        ));
+    }
+    if let Some((mask, _)) = plan.noise_mask().filter(|_| name == "dpm_adaptive") {
+        return Err(g.refuse(
+            mask.setter.as_ref().unwrap_or(&mask.loader),
+            None,
+            "masks the latent of a run of sampler 'dpm_adaptive', whose controller picks the sigma each step ends at, and the lowering blends the mask at the schedule's".into(),
+            "choose another sampler for this masked run (dpm_fast, dpmpp_2m or euler)",
         ));
     }
     Ok(())

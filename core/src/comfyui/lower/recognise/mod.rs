@@ -96,6 +96,22 @@ impl Plan {
         }
     }
 
+    /// The noise mask the stage blends its latent by after every step, and
+    /// how far it grows (`VAEEncodeForInpaint`'s `grow_mask_by`).
+    pub fn noise_mask(&self) -> Option<(&latent::Mask, i64)> {
+        match &self.latent {
+            LatentSource::Encoded { mask: Some(m), .. } => Some((m, 0)),
+            LatentSource::Inpaint {
+                mask, grow_mask_by, ..
+            } => Some((mask, *grow_mask_by)),
+            LatentSource::Edit {
+                inpaint: Some(inpaint),
+                ..
+            } if inpaint.noise_mask => Some((&inpaint.mask, 0)),
+            _ => None,
+        }
+    }
+
     /// The edit node (`InstructPixToPixConditioning`,
     /// `InpaintModelConditioning`) whose picture the prompts carry.
     pub fn edit(&self) -> Option<&String> {
@@ -487,7 +503,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         control,
         seconds,
     };
-    ksampler::own_steps_under_control(g, &mut plan)?;
+    ksampler::own_steps_checked(g, &mut plan)?;
     Ok(plan)
 }
 

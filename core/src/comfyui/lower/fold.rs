@@ -1,0 +1,118 @@
+//! Constants ComfyUI settles before any model runs, folded into the nodes
+//! that read them: a primitive node (`PrimitiveInt`, `PrimitiveFloat`,
+//! `PrimitiveBoolean`, `PrimitiveString`, `PrimitiveStringMultiline`) whose
+//! `value` is written in the graph gives that value, and a
+//! `ComfySwitchNode` whose `switch` is written (or folded) gives what its
+//! chosen input (`on_true` or `on_false`) carries: a link or a value. The
+//! official templates drive samplers, prompts and model paths through them
+//! (a "turbo" switch choosing LoRA, steps and cfg). What a folded node
+//! gave is then written in its readers' inputs, so the run parameters it
+//! set become the workflow's typed inputs as if the graph had written
+//! them; the switch's other branch is left to no reader (and so listed as
+//! ignored). A primitive whose value is itself linked, or a switch read
+//! from another node, stays for the lowering to judge.
+
+use crate::comfyui::link::api_link;
+use serde_json::{Map, Value};
+
+/// The primitive node classes, whose output is their `value` input.
+const PRIMITIVES: &[&str] = &[
+    "PrimitiveInt",
+    "PrimitiveFloat",
+    "PrimitiveBoolean",
+    "PrimitiveString",
+    "PrimitiveStringMultiline",
+];
+
+/// The graph with every foldable node folded, and those nodes' ids (in the
+/// order they were folded).
+pub(super) fn constants(nodes: &Map<String, Value>) -> (Map<String, Value>, Vec<String>) {
+    let mut nodes = nodes.clone();
+    let mut folded = Vec::new();
+    while let Some((id, given)) = nodes
+        .iter()
+        .find_map(|(id, node)| Some((id.clone(), gives(node)?)))
+    {
+        nodes.remove(&id);
+        for node in nodes.values_mut() {
+            let Some(inputs) = node.get_mut("inputs").and_then(Value::as_object_mut) else {
+                continue;
+            };
+            for value in inputs.values_mut() {
+                if api_link(value).is_some_and(|(origin, slot)| origin == id && slot == 0) {
+                    *value = given.clone();
+                }
+            }
+        }
+        folded.push(id);
+    }
+    (nodes, folded)
+}
+
+/// What a foldable node gives its readers: a primitive's written value, or
+/// a written switch's chosen input; none for any other node.
+fn gives(node: &Value) -> Option<Value> {
+    let class = node.get("class_type")?.as_str()?;
+    let inputs = node.get("inputs")?.as_object()?;
+    if PRIMITIVES.contains(&class) {
+        let value = inputs.get("value")?;
+        return api_link(value).is_none().then(|| value.clone());
+    }
+    if class != "ComfySwitchNode" {
+        return None;
+    }
+    let chosen = match inputs.get("switch")? {
+        Value::Bool(true) => "on_true",
+        Value::Bool(false) => "on_false",
+        _ => return None,
+    };
+    inputs.get(chosen).cloned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::constants;
+    use serde_json::{Value, json};
+
+    fn folded(graph: Value) -> (Value, Vec<String>) {
+        let (nodes, ids) = constants(graph.as_object().expect("object"));
+        (Value::Object(nodes), ids)
+    }
+
+    #[test]
+    fn a_switch_on_a_primitive_chooses_its_branch_and_primitives_become_values() {
+        let (g, ids) = folded(json!({
+            "1": {"class_type": "PrimitiveBoolean", "inputs": {"value": true}},
+            "2": {"class_type": "PrimitiveFloat", "inputs": {"value": 1.0}},
+            "3": {"class_type": "PrimitiveFloat", "inputs": {"value": 4.0}},
+            "4": {"class_type": "ComfySwitchNode", "inputs": {"switch": ["1", 0], "on_true": ["2", 0], "on_false": ["3", 0]}},
+            "5": {"class_type": "ComfySwitchNode", "inputs": {"switch": ["1", 0], "on_true": ["7", 0], "on_false": ["8", 0]}},
+            "6": {"class_type": "KSampler", "inputs": {"cfg": ["4", 0], "model": ["5", 0], "steps": 8}},
+            "7": {"class_type": "LoraLoaderModelOnly", "inputs": {"model": ["8", 0]}},
+            "8": {"class_type": "UNETLoader", "inputs": {}}
+        }));
+        assert_eq!(
+            g["6"]["inputs"],
+            json!({"cfg": 1.0, "model": ["7", 0], "steps": 8})
+        );
+        for id in ["1", "2", "3", "4", "5"] {
+            assert!(g.get(id).is_none(), "{id} folded");
+            assert!(ids.contains(&id.to_string()), "{id} listed");
+        }
+        // The other branch stays, for no reader.
+        assert!(g.get("8").is_some() && g.get("7").is_some());
+    }
+
+    #[test]
+    fn a_switch_read_from_another_node_and_a_linked_primitive_stay() {
+        let graph = json!({
+            "1": {"class_type": "SomeBoolean", "inputs": {}},
+            "2": {"class_type": "ComfySwitchNode", "inputs": {"switch": ["1", 0], "on_true": 1, "on_false": 2}},
+            "3": {"class_type": "PrimitiveInt", "inputs": {"value": ["1", 0]}},
+            "4": {"class_type": "KSampler", "inputs": {"cfg": ["2", 0], "steps": ["3", 0]}}
+        });
+        let (g, ids) = folded(graph.clone());
+        assert_eq!(g, graph);
+        assert!(ids.is_empty());
+    }
+}
