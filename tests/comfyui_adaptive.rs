@@ -242,10 +242,10 @@ fn a_mask_blends_at_dpm_fasts_grid_and_refuses_dpm_adaptive() {
     support::lowering::assert_refused(
         &g,
         (
-            "8",
-            "LoadImage",
-            None,
-            "masks the latent of a run of sampler 'dpm_adaptive', whose controller picks the sigma each step ends at, and the lowering blends the mask at the schedule's",
+            "5",
+            "KSampler",
+            Some("sampler_name"),
+            "uses sampler 'dpm_adaptive' on a masked latent: its controller picks the sigma each step ends at, and the lowering blends the mask at the sigmas a run steps by",
         ),
     );
 }

@@ -1,12 +1,13 @@
 //! `FluxGuidance`: the guidance a guidance-distilled model (Flux dev,
 //! HunyuanVideo) takes as an input of its own, per prompt, beside the
-//! sampler's classifier-free guidance.
+//! sampler's classifier-free guidance; `CFGNorm`, which scales the guided
+//! estimate down to the conditional one's norm after every guidance.
 
 mod support;
 
 use serde_json::{Value, json};
 use support::lowering::{
-    assert_refused, lowered, npy, package_and_run, pattern, s, scratch, workflow,
+    assert_refused, lowered, npy, package_and_run, pattern, run_policy_alone, s, scratch, workflow,
 };
 use wfstudio_core::comfyui::lower::Target;
 
@@ -148,6 +149,100 @@ fn guidance_the_lowering_cannot_state_is_refused_by_name() {
             "KSampler",
             Some("model"),
             "samples prompts guided by FluxGuidance (node 20) with the model's own sampling, which the graph does not state: the models that take it sample by flow matching with a shift of their own, and the text encoder's type 'lumina2' (node 14) does not settle which",
+        ),
+    );
+}
+
+/// `graph` with a `CFGNorm` of `strength` (node 30) on the model path of
+/// its sampler (node `sampler`).
+fn with_cfg_norm(mut graph: Value, sampler: &str, strength: f64) -> Value {
+    let model = graph[sampler]["inputs"]["model"].clone();
+    graph["30"] =
+        json!({"class_type": "CFGNorm", "inputs": {"model": model, "strength": strength}});
+    graph[sampler]["inputs"]["model"] = json!(["30", 0]);
+    graph
+}
+
+#[test]
+fn cfg_norm_scales_every_guided_estimate_on_a_flow_model() {
+    let mut g = with_cfg_norm(pattern("flow-sd3"), "5", 0.9);
+    g["5"]["inputs"]["sampler_name"] = json!("heun");
+    let l = lowered(&g, &Target::default());
+    let w = workflow(&l);
+    assert_eq!(
+        w["inputs"]["request.cfg_norm_strength"]["default"],
+        json!(0.9)
+    );
+    // After each of heun's two guidance combines.
+    let body = w["steps"][0]["steps"].as_array().expect("loop body");
+    let norms: Vec<&Value> = body
+        .iter()
+        .filter(|s| s["component"] == "cfg_norm")
+        .collect();
+    assert_eq!(norms.len(), 2);
+    assert_eq!(norms[0]["inputs"]["guided"], "denoiser.guided");
+    assert_eq!(norms[0]["outputs"]["estimate"], "denoiser.estimate");
+    assert_eq!(norms[1]["inputs"]["sample"], "solver.mid_input");
+    assert_eq!(norms[1]["outputs"]["estimate"], "denoiser.estimate_2");
+    if !support::runtime_available() {
+        return;
+    }
+    // The policy alone: rows of 2 channels at 1 position, sigma 0.5 (SD3's
+    // timestep 500), strength 0.9.
+    let root = scratch("cfg-norm");
+    let tensor =
+        |data: &[f32]| json!({"dtype": "float32", "shape": [1, 2, 1, 1], "data": data}).to_string();
+    let (x, v, v_c) = ([1.0_f32, -2.0], [4.0_f32, 2.0], [1.0_f32, 0.0]);
+    let out = run_policy_alone(
+        &root,
+        "policy",
+        &l.document,
+        "cfg_norm",
+        &[
+            ("sample", tensor(&x)),
+            (
+                "timestep",
+                json!({"dtype": "float32", "shape": [1], "data": [500.0]}).to_string(),
+            ),
+            ("guided", tensor(&v)),
+            ("conditional", tensor(&v_c)),
+            (
+                "strength",
+                json!({"dtype": "float32", "shape": [1], "data": [0.9]}).to_string(),
+            ),
+        ],
+    );
+    let (_, got) = npy(&out.join("estimate.npy"));
+    // D = x - 0.5 v = (-1, -3), D_c = (0.5, -2): scale |D_c| / |D| = sqrt(4.25 / 10).
+    let d = [-1.0_f64, -3.0];
+    let scale = (4.25_f64 / 10.0).sqrt() * 0.9;
+    for k in 0..2 {
+        let want = (f64::from(x[k]) - d[k] * scale) / 0.5;
+        assert!(
+            (f64::from(got[k]) - want).abs() < 1e-5,
+            "{k}: {} vs {want}",
+            got[k]
+        );
+    }
+    // A whole run with the stand-ins.
+    let (_, out) = package_and_run(&root, "run", &g);
+    let (_, latent) = npy(&out.join("latent.npy"));
+    assert!(latent.iter().all(|v| v.is_finite()));
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn cfg_norm_on_a_noise_predicting_model_is_refused() {
+    let text = std::fs::read_to_string(support::fixtures().join("comfyui/txt2img-sd15.api.json"))
+        .expect("txt2img");
+    let g = with_cfg_norm(serde_json::from_str(&text).expect("json"), "14", 1.0);
+    assert_refused(
+        &g,
+        (
+            "30",
+            "CFGNorm",
+            None,
+            "normalises the guided estimate, which the lowering does on flow-matching models only (it reads each call's denoised sample back at the call's timestep)",
         ),
     );
 }

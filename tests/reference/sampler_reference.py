@@ -41,7 +41,7 @@ noise):
   (`uni_pc`, `uni_pc_bh2`) in its own VP form, ComfyUI's SA-Solver (`sa_solver`: its stochastic
   Adams predictor-corrector with the Vandermonde solve, noise at offset step + 1); the two-call samplers `heun`, `dpm_2`,
   `dpm_2_ancestral`, `dpmpp_2s_ancestral`, `dpmpp_sde` and `seeds_2` (their midpoint noise the
-  counter noise at offset -(step + 1)), which call the model twice per step, and the three-call
+  counter noise at offset -(step + 1)), which call the model twice per step (two_call_reference.py), and the three-call
   samplers `heunpp2`, `seeds_3`, `dpm_fast` and the adaptive `dpm_adaptive` from three_call_reference.py.
 * Model input scaling for epsilon models: x / sqrt(sigma^2 + 1); the initial
   latent is noise * sqrt(1 + sigma_0^2) where sigma_0 is sigma_max, else noise * sigma_0.

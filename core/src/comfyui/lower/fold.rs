@@ -9,11 +9,13 @@
 //! gave is then written in its readers' inputs, so the run parameters it
 //! set become the workflow's typed inputs as if the graph had written
 //! them; the switch's other branch is left to no reader (and so listed as
-//! ignored). A primitive whose value is itself linked, or a switch read
-//! from another node, stays for the lowering to judge.
+//! ignored). A primitive or switch whose value comes from a node that does
+//! not fold, and a node read at an output other than its first, stay for
+//! the lowering to judge.
 
 use crate::comfyui::link::api_link;
 use serde_json::{Map, Value};
+use std::collections::BTreeSet;
 
 /// The primitive node classes, whose output is their `value` input.
 const PRIMITIVES: &[&str] = &[
@@ -24,29 +26,66 @@ const PRIMITIVES: &[&str] = &[
     "PrimitiveStringMultiline",
 ];
 
-/// The graph with every foldable node folded, and those nodes' ids (in the
-/// order they were folded).
-pub(super) fn constants(nodes: &Map<String, Value>) -> (Map<String, Value>, Vec<String>) {
+/// A node folded into its readers.
+pub(super) struct Folded {
+    pub id: String,
+    /// The nodes whose inputs now hold what it gave.
+    pub readers: Vec<String>,
+}
+
+/// The graph with every foldable node folded (the others in their order),
+/// and the folded nodes in the order they were folded.
+pub(super) fn constants(nodes: &Map<String, Value>) -> (Map<String, Value>, Vec<Folded>) {
     let mut nodes = nodes.clone();
     let mut folded = Vec::new();
-    while let Some((id, given)) = nodes
-        .iter()
-        .find_map(|(id, node)| Some((id.clone(), gives(node)?)))
-    {
-        nodes.remove(&id);
-        for node in nodes.values_mut() {
+    while let Some((id, given)) = nodes.iter().find_map(|(id, node)| {
+        let given = gives(node).filter(|_| !read_past_first_output(&nodes, id))?;
+        Some((id.clone(), given))
+    }) {
+        nodes.retain(|other, _| *other != id);
+        let mut readers = Vec::new();
+        for (reader, node) in nodes.iter_mut() {
             let Some(inputs) = node.get_mut("inputs").and_then(Value::as_object_mut) else {
                 continue;
             };
             for value in inputs.values_mut() {
-                if api_link(value).is_some_and(|(origin, slot)| origin == id && slot == 0) {
+                if api_link(value).is_some_and(|(origin, _)| origin == id) {
                     *value = given.clone();
+                    readers.push(reader.clone());
                 }
             }
         }
-        folded.push(id);
+        folded.push(Folded { id, readers });
     }
     (nodes, folded)
+}
+
+/// Whether some node reads node `id` at an output other than its first
+/// (which a primitive or a switch does not have).
+fn read_past_first_output(nodes: &Map<String, Value>, id: &str) -> bool {
+    nodes
+        .values()
+        .filter_map(|node| node.get("inputs")?.as_object())
+        .flat_map(|inputs| inputs.values())
+        .filter_map(api_link)
+        .any(|(origin, slot)| origin == id && slot != 0)
+}
+
+/// The folded nodes that gave something to a node in `used` (directly or
+/// through other folded nodes).
+pub(super) fn used<'a>(folded: &'a [Folded], used: &BTreeSet<String>) -> BTreeSet<&'a String> {
+    let mut reached: BTreeSet<&String> = BTreeSet::new();
+    // Readers fold after what they read, so the last folded come first.
+    for node in folded.iter().rev() {
+        if node
+            .readers
+            .iter()
+            .any(|r| used.contains(r) || reached.contains(r))
+        {
+            reached.insert(&node.id);
+        }
+    }
+    reached
 }
 
 /// What a foldable node gives its readers: a primitive's written value, or
@@ -75,8 +114,11 @@ mod tests {
     use serde_json::{Value, json};
 
     fn folded(graph: Value) -> (Value, Vec<String>) {
-        let (nodes, ids) = constants(graph.as_object().expect("object"));
-        (Value::Object(nodes), ids)
+        let (nodes, folded) = constants(graph.as_object().expect("object"));
+        (
+            Value::Object(nodes),
+            folded.into_iter().map(|f| f.id).collect(),
+        )
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Lowering a ComfyUI API graph to a `pipeline.workflow` document,
 //! fail-closed: every picture or video sink becomes a workflow output and every node on
 //! the paths to them must be understood; anything else is refused with the
-//! node id, its class, the input at fault and a remedy.
+//! node id, its class, the input at fault and a remedy. Constant primitive
+//! and switch nodes are folded into their readers first (`fold`).
 //!
 //! Supported: `KSampler` and `KSamplerAdvanced` (start/end steps, noise on
 //! or off, leftover noise) with classifier-free guidance, chained through
@@ -95,9 +96,11 @@ pub struct Lowered {
     /// Prompt texts by the token-id input they belong to (the workflow
     /// takes token ids; a tokenizer turns each text into its input).
     pub prompts: Vec<(String, String)>,
-    /// Nodes that reach no sink and were ignored.
+    /// Nodes that reach no sink (a constant switch's other branch among
+    /// them) and were ignored.
     pub ignored: Vec<String>,
-    /// Nodes on the paths to the sinks (everything else).
+    /// Nodes on the paths to the sinks, and the constants folded into them
+    /// (see `fold`).
     pub used: Vec<String>,
     /// Lowered step (document path) -> the ComfyUI nodes it came from.
     pub provenance: Vec<(String, Vec<String>)>,
@@ -171,10 +174,10 @@ pub fn lower_for(api: &Value, target: &Target) -> Result<Lowered, Vec<Refusal>> 
 }
 
 /// Lowers the graph from its `sinks`; `folded` are the constant nodes
-/// folded into their readers (see `fold`), which count as used.
+/// folded into their readers (see `fold`), used where what they gave is.
 fn lower_from(
     g: &Graph<'_>,
-    (sinks, folded): (&[&String], &[String]),
+    (sinks, folded): (&[&String], &[fold::Folded]),
     target: &Target,
 ) -> Result<Lowered, Refusal> {
     let chain = recognise::recognise(g, sinks)?;
@@ -199,16 +202,19 @@ fn lower_from(
         target::add_adapters(&mut built, adapters);
     }
     target.apply_layout(&mut built.document);
-    let mut used: BTreeSet<String> = folded.iter().cloned().collect();
+    let mut used = BTreeSet::new();
     for sink in sinks {
         g.ancestors(sink, &mut used);
     }
+    let constants: BTreeSet<String> = fold::used(folded, &used).into_iter().cloned().collect();
     let ignored = g
         .nodes
         .keys()
-        .filter(|id| !used.contains(*id))
+        .chain(folded.iter().map(|f| &f.id))
+        .filter(|id| !used.contains(*id) && !constants.contains(*id))
         .cloned()
         .collect();
+    used.extend(constants);
     let mut notes = Vec::new();
     for (index, plan) in chain.stages.iter().enumerate() {
         let stage = build::StageNames::new(index);

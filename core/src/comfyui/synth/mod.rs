@@ -12,6 +12,7 @@ mod composite;
 mod ersde;
 mod estimate;
 mod graph;
+mod guidance_norm;
 mod midpoint;
 mod model_call;
 mod multistep;
@@ -78,6 +79,7 @@ pub const POLICIES: &[&str] = &[
     "zero_latent",
     "audio_loudness",
     "linear_guidance_combine",
+    "cfg_norm",
 ];
 
 /// The policies a workflow may hold several of at its top level, numbered

@@ -35,6 +35,7 @@ pub fn build(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError>
         "video_pixels" => unit_pixels(g, true),
         "batch_frames" => batch_frames(g),
         "decoded_pixels" => unit_pixels(g, true),
+        "cfg_norm" => super::guidance_norm::cfg_norm(g, family),
         other => Err(g.error(format!("`{other}` is not a policy this importer makes"))),
     }
 }

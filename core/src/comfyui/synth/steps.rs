@@ -57,6 +57,19 @@ impl Step<'_> {
         g.sigma_at(self.schedule, self.step, offset)
     }
 
+    /// `schedule[step + 1]` per row as float64, the index kept within the
+    /// schedule, whatever a window's end step (the next point of a grid
+    /// the solver lays itself).
+    pub fn grid_next(&self, g: &mut PolicyGraph<'_>) -> String {
+        let one = g.i(1);
+        let length = g.op("Shape", &[self.schedule]);
+        let last = g.op("Sub", &[&length, &one]);
+        let next = g.op("Add", &[self.step, &one]);
+        let next = g.op("Min", &[&next, &last]);
+        let sigma = window_sigma(g, self.schedule, &next, None);
+        g.cast(&sigma, DataType::DOUBLE)
+    }
+
     /// The run's sigma at schedule index `index` per row, as float64 (0 at
     /// the end step of a fully denoising window).
     pub fn window_sigma(&self, g: &mut PolicyGraph<'_>, index: &str) -> String {

@@ -249,7 +249,7 @@ impl Frame {
         // Its grid ends at the run's last nonzero sigma: the next point is
         // the grid's, even at a fully denoising window's end step (a
         // one-step window's grid stands still there, as ComfyUI's does).
-        self.next = at.sigma_at(g, 1);
+        self.next = at.grid_next(g);
         let ratio = g.op("Div", &[&self.sigma, &self.next]);
         self.h = g.op("Log", &[&ratio]);
         let zero = g.d(0.0);

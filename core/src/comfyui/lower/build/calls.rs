@@ -2,13 +2,14 @@
 //! denoiser once per prompt side at a sample and timestep (with the side's
 //! `FluxGuidance` value and edit picture, if any), then the
 //! classifier-free guidance of the two (of the three under a
-//! `DualCFGGuider`). A step of a two-call sampler makes
-//! them twice, the second set's values named with a suffix.
+//! `DualCFGGuider`), and a `CFGNorm`'s scaling of the guided estimate. A
+//! step of a two-call sampler makes them twice, the second set's values
+//! named with a suffix.
 
-use super::super::parts::{Steps, invoke};
+use super::super::parts::{Steps, invoke, one, parameter, policy, row};
 use super::super::recognise::{Plan, Prompt};
 use super::prompts::PromptSide;
-use serde_json::json;
+use serde_json::{Map, Value, json};
 
 /// What a step's model calls read besides the sample and timestep.
 pub(super) struct Calls<'a> {
@@ -119,9 +120,59 @@ impl Calls<'_> {
         };
         let mut from = vec![&plan.sampler.node];
         from.extend(plan.model.linear_cfg.as_ref().map(|l| &l.node));
+        let Some(norm) = &plan.model.cfg_norm else {
+            body.push(
+                invoke(combine, bind, json!({"estimate": Self::estimate(suffix)})),
+                &from,
+            );
+            return;
+        };
+        let guided = format!("denoiser.guided{suffix}");
+        body.push(invoke(combine, bind, json!({"estimate": guided})), &from);
+        let bind = json!({"sample": sample, "timestep": timestep, "guided": guided, "conditional": format!("denoiser.conditional{suffix}"), "strength": CFG_NORM_STRENGTH});
         body.push(
-            invoke(combine, bind, json!({"estimate": Self::estimate(suffix)})),
-            &from,
+            invoke(
+                "cfg_norm",
+                bind,
+                json!({"estimate": Self::estimate(suffix)}),
+            ),
+            &[&norm.node],
         );
     }
+}
+
+/// `CFGNorm`'s strength, a run input.
+const CFG_NORM_STRENGTH: &str = "request.cfg_norm_strength";
+
+/// Declares the `cfg_norm` policy (after every guidance combine: the
+/// guided denoised sample scaled down to the conditional one's norm over
+/// channels, times the strength) and its strength input, where the
+/// model path has a `CFGNorm`.
+pub(super) fn declare_cfg_norm(
+    plan: &Plan,
+    inputs: &mut Map<String, Value>,
+    components: &mut Map<String, Value>,
+) {
+    let Some(norm) = &plan.model.cfg_norm else {
+        return;
+    };
+    let latent = || plan.axes.latent();
+    inputs.insert(
+        CFG_NORM_STRENGTH.into(),
+        parameter(
+            one("float32"),
+            json!({"kind": "opaque"}),
+            "cfg_norm_strength",
+            json!(norm.strength),
+        ),
+    );
+    components.insert(
+        "cfg_norm".into(),
+        policy(
+            "cfg_norm",
+            json!({"sample": latent(), "timestep": row("float32"), "guided": latent(), "conditional": latent(), "strength": one("float32")}),
+            json!({"estimate": latent()}),
+            Some(json!({"id": "wfstudio.cfg-norm", "version": "1", "parameters": {"denoised": "D min(1, |D_conditional| / (|D| + 1e-8)) strength, norms over channels"}})),
+        ),
+    );
 }

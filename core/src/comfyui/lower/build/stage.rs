@@ -678,6 +678,7 @@ pub(super) fn stage(
                 Some(json!({"id": "wfstudio.dual-guidance-combine", "version": "1", "parameters": {"style": style}}))));
         }
     }
+    super::calls::declare_cfg_norm(plan, &mut inputs, &mut components);
     let calls = Calls {
         plan,
         sides: &sides,

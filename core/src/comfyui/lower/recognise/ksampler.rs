@@ -111,11 +111,16 @@ pub(super) fn own_steps_checked(g: &Graph<'_>, plan: &mut Plan) -> Result<(), Re
             "set start_percent 0 and end_percent 1, or choose another sampler",
         ));
     }
-    if let Some((mask, _)) = plan.noise_mask().filter(|_| name == "dpm_adaptive") {
+    if plan.noise_mask().is_some() && name == "dpm_adaptive" {
+        let sampler = &plan.sampler.node;
+        let node = match super::custom::is_custom(g.class(sampler)) {
+            true => g.source(sampler, "sampler")?.0,
+            false => sampler.clone(),
+        };
         return Err(g.refuse(
-            mask.setter.as_ref().unwrap_or(&mask.loader),
-            None,
-            "masks the latent of a run of sampler 'dpm_adaptive', whose controller picks the sigma each step ends at, and the lowering blends the mask at the schedule's".into(),
+            &node,
+            Some("sampler_name"),
+            "uses sampler 'dpm_adaptive' on a masked latent: its controller picks the sigma each step ends at, and the lowering blends the mask at the sigmas a run steps by".into(),
             "choose another sampler for this masked run (dpm_fast, dpmpp_2m or euler)",
         ));
     }

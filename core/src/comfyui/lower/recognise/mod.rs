@@ -329,6 +329,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
     if let (None, None, Family::Flow(flow)) = (&model.flow, &model.table, &family) {
         model.flow = Some(flow.clone());
     }
+    model::cfg_norm_on_flow(g, &model)?;
     if let Some(scheduler) = &guide.scheduler {
         custom::same_sampling(g, scheduler, &model, &family)?;
     }

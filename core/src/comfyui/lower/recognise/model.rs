@@ -2,7 +2,7 @@
 //! model merges and AnimateDiff motion modules that patch the checkpoint's
 //! weights, in order, a
 //! flow-matching or noise-prediction sampling override, a
-//! `DifferentialDiffusion` and a `VideoLinearCFGGuidance`.
+//! `DifferentialDiffusion`, a `VideoLinearCFGGuidance` and a `CFGNorm`.
 
 use super::super::graph::Graph;
 use super::motion::{self, Motion};
@@ -35,6 +35,16 @@ pub(in crate::comfyui::lower) struct ModelChain {
     /// A `VideoLinearCFGGuidance`: the guidance scale rises linearly over
     /// the frames from its `min_cfg` to the sampler's.
     pub linear_cfg: Option<LinearCfg>,
+    /// A `CFGNorm`: the guided denoised sample scaled down to the
+    /// conditional one's norm over channels, times its strength.
+    pub cfg_norm: Option<CfgNorm>,
+}
+
+/// A `CFGNorm` node and its strength.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct CfgNorm {
+    pub node: String,
+    pub strength: f64,
 }
 
 /// A `VideoLinearCFGGuidance` node and its first frame's scale.
@@ -156,6 +166,21 @@ pub(in crate::comfyui::lower) enum FlowShift {
     },
 }
 
+/// Refuses a `CFGNorm` on a model that does not sample by flow matching:
+/// the lowering reads each model call's denoised sample back from its
+/// velocity at the call's timestep, which only a flow model's gives.
+pub(super) fn cfg_norm_on_flow(g: &Graph<'_>, model: &ModelChain) -> Result<(), Refusal> {
+    match (&model.cfg_norm, &model.flow) {
+        (Some(norm), None) => Err(g.refuse(
+            &norm.node,
+            None,
+            "normalises the guided estimate, which the lowering does on flow-matching models only (it reads each call's denoised sample back at the call's timestep)".into(),
+            "remove it for this model",
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// The model path from `sampler` back to its loader.
 pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Refusal> {
     let mut patches = Vec::new();
@@ -163,6 +188,7 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
     let mut table = None;
     let mut differential = None;
     let mut linear_cfg = None;
+    let mut cfg_norm = None;
     let (mut node, _) = g.source(sampler, "model")?;
     let mut from = (sampler.to_string(), "model");
     for _ in 0..=g.nodes.len() {
@@ -187,6 +213,22 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
             }
             "DifferentialDiffusion" => {
                 differential.get_or_insert_with(|| node.clone());
+            }
+            // ComfyUI runs post-guidance functions in the order they were
+            // set; the one nearest the sampler is the last.
+            "CFGNorm" if cfg_norm.is_some() => {
+                return Err(g.refuse(
+                    &node,
+                    None,
+                    "is a second CFGNorm on the model path".into(),
+                    "keep one",
+                ));
+            }
+            "CFGNorm" => {
+                cfg_norm = Some(CfgNorm {
+                    node: node.clone(),
+                    strength: g.number_in(&node, "strength", 0.0..=100.0, "strength")?,
+                });
             }
             "VideoLinearCFGGuidance" if linear_cfg.is_some() => {
                 return Err(g.refuse(
@@ -278,6 +320,7 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
                     table,
                     differential,
                     linear_cfg,
+                    cfg_norm,
                 });
             }
         }
