@@ -207,3 +207,22 @@ fn check_fix_adds_missing_capabilities_in_place() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn an_empty_node_defs_variable_counts_as_unset() {
+    // The bundled definitions convert a UI workflow; an empty
+    // WFSTUDIO_NODE_DEFS (an unset shell variable exported) is not a path.
+    let graph = support::fixtures().join("comfyui/set-get-nodes.ui.json");
+    let out = std::process::Command::new(support::wfstudio())
+        .args([
+            "import-comfyui",
+            graph.to_str().expect("utf-8"),
+            "--emit-api",
+        ])
+        .env("WFSTUDIO_NODE_DEFS", "")
+        .output()
+        .expect("wfstudio runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("reading node definitions"), "{stderr}");
+}

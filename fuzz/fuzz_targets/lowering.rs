@@ -55,7 +55,7 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 88] = [
+const CLASSES: [&str; 91] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
     "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
@@ -77,7 +77,7 @@ const CLASSES: [&str; 88] = [
     "ImageOnlyCheckpointLoader", "CLIPVisionLoader", "EmptyLatentAudio", "ConditioningStableAudio",
     "VAEDecodeAudio", "SaveAudio", "SaveAudioMP3", "SaveAudioOpus", "PreviewAudio",
     "ModelSamplingContinuousV", "ADE_AnimateDiffLoaderWithContext", "ADE_AnimateDiffLoaderGen1",
-    "ADE_AnimateDiffCombine",
+    "ADE_AnimateDiffCombine", "PrimitiveFloat", "ComfySwitchNode", "CFGNorm",
 ];
 
 /// Strings from ComfyUI's vocabulary; every sampler and scheduler name

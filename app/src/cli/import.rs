@@ -237,9 +237,11 @@ fn report_lowering(lowered: &lower::Lowered, recipe: Option<&Path>) {
     }
 }
 
-/// `--node-defs`, else `$WFSTUDIO_NODE_DEFS`.
+/// `--node-defs`, else `$WFSTUDIO_NODE_DEFS` (set and not empty).
 fn node_defs_path(args: &ImportArgs) -> Option<PathBuf> {
-    args.node_defs
-        .clone()
-        .or_else(|| std::env::var_os("WFSTUDIO_NODE_DEFS").map(PathBuf::from))
+    args.node_defs.clone().or_else(|| {
+        std::env::var_os("WFSTUDIO_NODE_DEFS")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    })
 }
