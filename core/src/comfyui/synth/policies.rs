@@ -321,9 +321,7 @@ fn run_iterations(g: &mut PolicyGraph<'_>, family: &Family, steps: &str) -> Stri
     if family.solver != "dpm_fast" {
         return steps.to_string();
     }
-    let (three, one) = (g.b.vec_i64(&[3]), g.b.vec_i64(&[1]));
-    let thirds = g.op("Div", &[steps, &three]);
-    let iterations = g.op("Add", &[&thirds, &one]);
+    let iterations = super::steps::fast_steps(g, steps);
     g.op("Min", &[&iterations, steps])
 }
 

@@ -21,7 +21,7 @@ use super::estimate::model_timestep;
 use super::graph::{Family, PolicyGraph};
 use super::sampling::sampler;
 use super::schedule::{percent_to_sigma, shift_alpha};
-use super::steps::{fully_denoising, last_nonzero_sigma};
+use super::steps::{fast_steps, fully_denoising, last_nonzero_sigma};
 use super::tables::ModelSampling;
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 
@@ -43,8 +43,7 @@ pub fn build(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError>
             let sigmas = grid(g, &schedule, &start, &indices, length)?;
             let sigmas64 = g.cast(&sigmas, DataType::DOUBLE);
             let all = model_timestep(g, &family.sampling, &sigmas64);
-            let (first, count) = (g.b.vec_i64(&[0]), g.op("Shape", &[&timesteps]));
-            (sigmas, g.op("Slice", &[&all, &first, &count]))
+            (sigmas, per_step(g, &all, &timesteps))
         }
         false => moved_first(g, family, (&schedule, &timesteps), &start, &indices)?,
     };
@@ -72,12 +71,8 @@ fn grid(
     let full = fully_denoising(g);
     let sigma_min = last_nonzero_sigma(g, &sigmas, &end, full);
     let first = g.gather(&sigmas, start);
-    let one_i = g.i(1);
-    // floor(n / 3) + 1 steps of the run's n.
     let n = g.op("Sub", &[&end, start]);
-    let three = g.i(3);
-    let points = g.op("Div", &[&n, &three]);
-    let points = g.op("Add", &[&points, &one_i]);
+    let points = fast_steps(g, &n);
     let points = g.cast(&points, DataType::DOUBLE);
     let into = g.op("Sub", &[indices, start]);
     let into = g.cast(&into, DataType::DOUBLE);
@@ -115,10 +110,16 @@ fn moved_first(
     let high = g.op("GreaterOrEqual", &[schedule, &one]);
     let moves = g.op("And", &[&at_start, &high]);
     let sigmas = g.op("Where", &[&moves, &moved, schedule]);
-    let (first, count) = (g.b.vec_i64(&[0]), g.op("Shape", &[timesteps]));
-    let head = g.op("Slice", &[&moves, &first, &count]);
+    let head = per_step(g, &moves, timesteps);
     let m = g.f(*multiplier);
     let moved_timestep = g.op("Mul", &[&moved, &m]);
     let timesteps = g.op("Where", &[&head, &moved_timestep, timesteps]);
     Ok((sigmas, timesteps))
+}
+
+/// The first entries of per-sigma `values`, one per step as `timesteps`
+/// has them (the schedule's last sigma has no step).
+fn per_step(g: &mut PolicyGraph<'_>, values: &str, timesteps: &str) -> String {
+    let (first, count) = (g.b.vec_i64(&[0]), g.op("Shape", &[timesteps]));
+    g.op("Slice", &[values, &first, &count])
 }

@@ -194,6 +194,14 @@ pub(super) fn last_nonzero_sigma(
     g.op("Where", &[&to_zero, &before, &at_end])
 }
 
+/// DPM-Solver-fast's steps over a run of `n` model calls (int64):
+/// `floor(n / 3) + 1`, as `sampling::iterations` counts them.
+pub(super) fn fast_steps(g: &mut PolicyGraph<'_>, n: &str) -> String {
+    let (one, three) = (g.i(1), g.i(3));
+    let thirds = g.op("Div", &[n, &three]);
+    g.op("Add", &[&thirds, &one])
+}
+
 /// How a `KSamplerAdvanced` window of the policy's run ends (contract
 /// parameter `final_step`): `full_denoise` or `keep_leftover_noise`; none
 /// for other runs.

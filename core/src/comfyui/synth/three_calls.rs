@@ -44,7 +44,7 @@ use super::SynthError;
 use super::adaptive::Controller;
 use super::graph::{Family, PolicyGraph};
 use super::model_call::{ModelCall, denoised_at};
-use super::steps::{Step, StepInputs, combine, fresh_noise, noise_at};
+use super::steps::{Step, StepInputs, combine, fast_steps, fresh_noise, noise_at};
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 
 /// A three-call sampler.
@@ -233,8 +233,7 @@ impl Frame {
         let iteration = g.input("iteration")?;
         let n = at.run_position(g, &iteration).steps;
         let (one_i, two_i, three_i) = (g.i(1), g.i(2), g.i(3));
-        let m = g.op("Div", &[&n, &three_i]);
-        let m = g.op("Add", &[&m, &one_i]);
+        let m = fast_steps(g, &n);
         let rest = g.op("Mod", &[&n, &three_i]);
         let zero_i = g.i(0);
         let divisible = g.op("Equal", &[&rest, &zero_i]);
