@@ -29,8 +29,11 @@ const PRIMITIVES: &[&str] = &[
 /// A node folded into its readers.
 pub(super) struct Folded {
     pub id: String,
-    /// The nodes whose inputs now hold what it gave.
-    pub readers: Vec<String>,
+    /// The nodes and inputs that now hold what it gave.
+    pub readers: Vec<(String, String)>,
+    /// Its own inputs whose values it gave on (a primitive's `value`, a
+    /// switch's `switch` and chosen branch).
+    pub passes: [&'static str; 2],
 }
 
 /// The graph with every foldable node folded (the others in their order),
@@ -38,8 +41,11 @@ pub(super) struct Folded {
 pub(super) fn constants(nodes: &Map<String, Value>) -> (Map<String, Value>, Vec<Folded>) {
     let mut nodes = nodes.clone();
     let mut folded = Vec::new();
-    while let Some((id, given)) = nodes.iter().find_map(|(id, node)| {
-        let given = gives(node).filter(|_| !read_past_first_output(&nodes, id))?;
+    while let Some((id, (given, passes))) = nodes.iter().find_map(|(id, node)| {
+        let given = gives(node).filter(|(value, _)| {
+            !read_past_first_output(&nodes, id)
+                && api_link(value).is_none_or(|(origin, _)| origin != *id)
+        })?;
         Some((id.clone(), given))
     }) {
         nodes.retain(|other, _| *other != id);
@@ -48,14 +54,18 @@ pub(super) fn constants(nodes: &Map<String, Value>) -> (Map<String, Value>, Vec<
             let Some(inputs) = node.get_mut("inputs").and_then(Value::as_object_mut) else {
                 continue;
             };
-            for value in inputs.values_mut() {
+            for (input, value) in inputs.iter_mut() {
                 if api_link(value).is_some_and(|(origin, _)| origin == id) {
                     *value = given.clone();
-                    readers.push(reader.clone());
+                    readers.push((reader.clone(), input.clone()));
                 }
             }
         }
-        folded.push(Folded { id, readers });
+        folded.push(Folded {
+            id,
+            readers,
+            passes,
+        });
     }
     (nodes, folded)
 }
@@ -72,30 +82,36 @@ fn read_past_first_output(nodes: &Map<String, Value>, id: &str) -> bool {
 }
 
 /// The folded nodes that gave something to a node in `used` (directly or
-/// through other folded nodes).
+/// through other folded nodes, through the inputs they pass on: not a
+/// switch's other branch).
 pub(super) fn used<'a>(folded: &'a [Folded], used: &BTreeSet<String>) -> BTreeSet<&'a String> {
     let mut reached: BTreeSet<&String> = BTreeSet::new();
     // Readers fold after what they read, so the last folded come first.
-    for node in folded.iter().rev() {
-        if node
-            .readers
-            .iter()
-            .any(|r| used.contains(r) || reached.contains(r))
-        {
+    for (at, node) in folded.iter().enumerate().rev() {
+        let reaches = |(reader, input): &(String, String)| {
+            used.contains(reader)
+                || folded[at..].iter().any(|f| {
+                    f.id == *reader && reached.contains(&f.id) && f.passes.contains(&input.as_str())
+                })
+        };
+        if node.readers.iter().any(reaches) {
             reached.insert(&node.id);
         }
     }
     reached
 }
 
-/// What a foldable node gives its readers: a primitive's written value, or
-/// a written switch's chosen input; none for any other node.
-fn gives(node: &Value) -> Option<Value> {
+/// What a foldable node gives its readers (a primitive's written value, or
+/// a written switch's chosen input) and the inputs that decide it; none for
+/// any other node.
+fn gives(node: &Value) -> Option<(Value, [&'static str; 2])> {
     let class = node.get("class_type")?.as_str()?;
     let inputs = node.get("inputs")?.as_object()?;
     if PRIMITIVES.contains(&class) {
         let value = inputs.get("value")?;
-        return api_link(value).is_none().then(|| value.clone());
+        return api_link(value)
+            .is_none()
+            .then(|| (value.clone(), ["value", "value"]));
     }
     if class != "ComfySwitchNode" {
         return None;
@@ -105,13 +121,14 @@ fn gives(node: &Value) -> Option<Value> {
         Value::Bool(false) => "on_false",
         _ => return None,
     };
-    inputs.get(chosen).cloned()
+    Some((inputs.get(chosen)?.clone(), ["switch", chosen]))
 }
 
 #[cfg(test)]
 mod tests {
     use super::constants;
     use serde_json::{Value, json};
+    use std::collections::BTreeSet;
 
     fn folded(graph: Value) -> (Value, Vec<String>) {
         let (nodes, folded) = constants(graph.as_object().expect("object"));
@@ -143,6 +160,39 @@ mod tests {
         }
         // The other branch stays, for no reader.
         assert!(g.get("8").is_some() && g.get("7").is_some());
+    }
+
+    #[test]
+    fn constants_count_as_used_only_where_what_they_gave_is_read() {
+        let (_, folded) = constants(
+            json!({
+                "1": {"class_type": "PrimitiveBoolean", "inputs": {"value": true}},
+                "2": {"class_type": "PrimitiveFloat", "inputs": {"value": 1.0}},
+                "3": {"class_type": "PrimitiveFloat", "inputs": {"value": 4.0}},
+                "4": {"class_type": "ComfySwitchNode", "inputs": {"switch": ["1", 0], "on_true": ["2", 0], "on_false": ["3", 0]}},
+                "5": {"class_type": "KSampler", "inputs": {"cfg": ["4", 0]}},
+                "6": {"class_type": "PrimitiveInt", "inputs": {"value": 3}},
+                "7": {"class_type": "Unread", "inputs": {"n": ["6", 0]}}
+            })
+            .as_object()
+            .expect("object"),
+        );
+        let sampler = BTreeSet::from(["5".to_string()]);
+        let used: Vec<&String> = super::used(&folded, &sampler).into_iter().collect();
+        // The switch, what it chose and what it chose by; not the other
+        // branch, nor a constant of an unused node.
+        assert_eq!(used, ["1", "2", "4"]);
+    }
+
+    #[test]
+    fn a_switch_choosing_itself_stays() {
+        let graph = json!({
+            "1": {"class_type": "ComfySwitchNode", "inputs": {"switch": true, "on_true": ["1", 0], "on_false": 2}},
+            "2": {"class_type": "KSampler", "inputs": {"cfg": ["1", 0]}}
+        });
+        let (g, ids) = folded(graph.clone());
+        assert_eq!(g, graph);
+        assert!(ids.is_empty());
     }
 
     #[test]
