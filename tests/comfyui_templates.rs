@@ -4,8 +4,10 @@
 //! ones) is imported as the CLI and the studio import it with no flag
 //! (the bundled node definitions), and its outcome must be the one
 //! `fixtures/comfyui/template_outcomes.tsv` lists: lowered (the document
-//! validates), or refused at a node of a class (`node`), at one of its
-//! inputs (`input`), or as a whole graph (`graph`). Any change fails;
+//! validates), or refused for a cause (a cloud node, a 3D mesh output,
+//! language-model text generation, a custom class without definition, or
+//! what the lowering does not build) at a node of a class (`node`), at one
+//! of its inputs (`input`), or as a whole graph (`graph`). Any change fails;
 //! `WFSTUDIO_UPDATE_FIXTURES=1` rewrites the table after an improvement.
 
 mod support;
@@ -69,10 +71,10 @@ fn outcome(path: &std::path::Path, defs: &NodeDefs) -> String {
     let bytes = std::fs::read(path).expect("template");
     let imported = match import(&bytes, Some(defs), &Target::default()) {
         Ok(imported) => imported,
-        Err(error) => return format!("unreadable\t-\t{error}"),
+        Err(error) => return format!("unreadable\t-\t-\t{error}"),
     };
     let Some(r) = first_refusal(&imported.outcome, &path.display().to_string()) else {
-        return "lowered\t-\t-".into();
+        return "lowered\t-\t-\t-".into();
     };
     let kind = match (r.node.is_empty(), &r.input) {
         (true, _) => "graph",
@@ -80,7 +82,7 @@ fn outcome(path: &std::path::Path, defs: &NodeDefs) -> String {
         (false, None) => "node",
     };
     let class = if r.class.is_empty() { "-" } else { &r.class };
-    format!("refused\t{kind}\t{class}")
+    format!("refused\t{}\t{kind}\t{class}", r.cause().name())
 }
 
 #[test]
@@ -105,12 +107,18 @@ fn every_local_template_has_its_listed_outcome() {
         .iter()
         .map(|(category, (l, n))| format!("{category} {l}/{n}"))
         .collect();
+    let mut causes: BTreeMap<&str, usize> = BTreeMap::new();
+    for row in &rows {
+        if let Some(cause) = row.split('\t').nth(3).filter(|c| *c != "-") {
+            *causes.entry(cause).or_default() += 1;
+        }
+    }
     eprintln!(
-        "templates lowered: {lowered} of {} ({})",
+        "templates lowered: {lowered} of {} ({}); refused by cause: {causes:?}",
         rows.len(),
         summary.join(", ")
     );
-    let header = "# file\tcategory\toutcome\trefused at (graph, node or input)\tclass";
+    let header = "# file\tcategory\toutcome\tcause\trefused at (graph, node or input)\tclass";
     let table = format!("{header}\n{}\n", rows.join("\n"));
     let path = support::fixtures().join("comfyui/template_outcomes.tsv");
     if std::env::var("WFSTUDIO_UPDATE_FIXTURES").as_deref() == Ok("1") {
@@ -160,4 +168,115 @@ fn a_file_that_is_not_a_workflow_is_refused_clearly() {
             assert!(!refusals[0].message.is_empty());
         }
     }
+}
+
+/// The product's own definitions (`assets/comfyui/node_defs_own.json`)
+/// name every widget value of every node of their classes in every
+/// template, cloud ones included: as many slots as values, a dynamic
+/// combo's option adding its own. Classes whose saved values vary in
+/// length by design (a combo's own option list, older saves of a
+/// growing node) are checked to hold at least their named slots.
+#[test]
+fn the_own_definitions_fit_every_template_node() {
+    let Some(dir) = templates() else {
+        return;
+    };
+    let own: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(support::workspace().join("assets/comfyui/node_defs_own.json"))
+            .expect("own definitions"),
+    )
+    .expect("JSON");
+    let classes = own["nodes"].as_object().expect("nodes");
+    let bundled: serde_json::Value =
+        serde_json::from_str(wfstudio_core::comfyui::defs::BUILTIN_JSON).expect("bundled JSON");
+    for name in classes.keys() {
+        assert!(
+            bundled["nodes"].get(name).is_none(),
+            "{name} is defined by the bundled file too: the own definitions only add classes"
+        );
+    }
+    const VARIABLE: &[&str] = &[
+        "CustomCombo",
+        "TextGenerate",
+        "TextGenerateLTX2Prompt",
+        "ImageCompare",
+        "ResolutionSelector",
+    ];
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("templates")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    for path in files {
+        let Ok(doc) = serde_json::from_str::<serde_json::Value>(
+            &std::fs::read_to_string(&path).expect("template"),
+        ) else {
+            continue;
+        };
+        let inner = doc
+            .pointer("/definitions/subgraphs")
+            .and_then(|v| v.as_array())
+            .into_iter()
+            .flatten()
+            .flat_map(|s| s["nodes"].as_array().into_iter().flatten());
+        let top = doc["nodes"].as_array().into_iter().flatten();
+        for node in top.chain(inner) {
+            let Some(class) = node["type"].as_str().and_then(|t| classes.get(t)) else {
+                continue;
+            };
+            let Some(values) = node["widgets_values"].as_array() else {
+                continue;
+            };
+            let layout: Vec<&str> = match class["widgets_values_layout"].as_array() {
+                Some(l) => l.iter().filter_map(|v| v.as_str()).collect(),
+                None => {
+                    let mut l = Vec::new();
+                    for input in class["inputs"].as_array().into_iter().flatten() {
+                        if input["widget"] == true {
+                            l.push(input["name"].as_str().unwrap_or_default());
+                            if input["control_after_generate"] == true {
+                                l.push("<control_after_generate>");
+                            }
+                        }
+                    }
+                    l
+                }
+            };
+            let mut slots = layout.len();
+            for (at, name) in layout.iter().enumerate() {
+                let option = values.get(at).and_then(|v| v.as_str()).unwrap_or_default();
+                if let Some(added) = class
+                    .pointer(&format!(
+                        "/dynamic_combos/{name}/{}",
+                        option.replace('/', "~1")
+                    ))
+                    .and_then(|a| a.as_array())
+                {
+                    slots += added.len();
+                }
+            }
+            let kind = node["type"].as_str().unwrap_or_default();
+            let fits = match VARIABLE.contains(&kind) {
+                true => values.len() >= layout.len().min(2),
+                false => values.len() == slots,
+            };
+            checked += 1;
+            if !fits {
+                wrong.push(format!(
+                    "{} {kind}: {} values, {slots} named",
+                    path.file_name().unwrap_or_default().to_string_lossy(),
+                    values.len()
+                ));
+            }
+        }
+    }
+    eprintln!("checked {checked} template nodes against the own definitions");
+    assert!(
+        checked > 500,
+        "the templates use the own classes ({checked} nodes)"
+    );
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }

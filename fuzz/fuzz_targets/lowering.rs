@@ -55,7 +55,7 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 91] = [
+const CLASSES: [&str; 103] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
     "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
@@ -78,6 +78,9 @@ const CLASSES: [&str; 91] = [
     "VAEDecodeAudio", "SaveAudio", "SaveAudioMP3", "SaveAudioOpus", "PreviewAudio",
     "ModelSamplingContinuousV", "ADE_AnimateDiffLoaderWithContext", "ADE_AnimateDiffLoaderGen1",
     "ADE_AnimateDiffCombine", "PrimitiveFloat", "ComfySwitchNode", "CFGNorm",
+    "SaveImageAdvanced", "SaveAudioAdvanced", "EmptyFlux2LatentImage", "Flux2Scheduler",
+    "ManualSigmas", "EmptyHunyuanVideo15Latent", "StringConcatenate", "ResolutionSelector",
+    "ComfyMathExpression", "PreviewAny", "GeminiImage2Node", "TextGenerate",
 ];
 
 /// Strings from ComfyUI's vocabulary; every sampler and scheduler name

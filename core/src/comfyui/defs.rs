@@ -31,6 +31,35 @@ pub struct ClassDef {
     pub widget_layout: Vec<String>,
     /// Output types by slot.
     pub outputs: Vec<String>,
+    /// Dynamic combos (ComfyUI's `io.DynamicCombo`): per combo input, the
+    /// widgets each option adds right after it, named `combo.widget`.
+    pub dynamic_combos: Vec<DynamicCombo>,
+}
+
+/// A combo whose chosen option adds widgets of its own after it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DynamicCombo {
+    /// The combo input's name.
+    pub input: String,
+    /// Per option, the names of the widgets it adds, in order.
+    pub options: Vec<(String, Vec<String>)>,
+}
+
+impl ClassDef {
+    /// The widgets option `option` of combo `input` adds, if it is dynamic.
+    pub fn dynamic_widgets(&self, input: &str, option: &str) -> Option<&[String]> {
+        let combo = self.dynamic_combos.iter().find(|c| c.input == input)?;
+        combo
+            .options
+            .iter()
+            .find(|(name, _)| name == option)
+            .map(|(_, widgets)| widgets.as_slice())
+    }
+
+    /// Whether input `name` is a dynamic combo.
+    pub fn is_dynamic(&self, name: &str) -> bool {
+        self.dynamic_combos.iter().any(|c| c.input == name)
+    }
 }
 
 /// The node classes known to the importer.
@@ -46,10 +75,23 @@ fn text(v: &Value) -> Option<String> {
 /// The bundled definitions of ComfyUI's core node classes.
 pub const BUILTIN_JSON: &str = include_str!("../../../assets/comfyui/node_defs.json");
 
+/// The product's own definitions of newer classes the bundled file lacks
+/// (written from ComfyUI's source); they add classes, never replace one.
+pub const OWN_JSON: &str = include_str!("../../../assets/comfyui/node_defs_own.json");
+
 impl NodeDefs {
-    /// The bundled core node classes.
+    /// The bundled core node classes, with the product's own definitions.
     pub fn builtin() -> NodeDefs {
-        NodeDefs::parse(BUILTIN_JSON).unwrap_or_default()
+        let mut defs = NodeDefs::parse(BUILTIN_JSON).unwrap_or_default();
+        for (name, class) in NodeDefs::parse(OWN_JSON).unwrap_or_default().classes {
+            defs.classes.entry(name).or_insert(class);
+        }
+        defs
+    }
+
+    /// The names of the classes defined.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.classes.keys().map(String::as_str)
     }
 
     /// The bundled classes, with those of the file at `extra` (if any)
@@ -115,6 +157,7 @@ impl NodeDefs {
                     inputs,
                     widget_layout,
                     outputs,
+                    dynamic_combos: dynamic_combos(class),
                 },
             );
         }
@@ -195,6 +238,34 @@ pub fn compact(full: &Value) -> Value {
         "derived": "shared/corpus/comfyui/node_defs.json compacted by wfstudio_core::comfyui::defs::compact (tests/comfyui_convert.rs checks it; WFSTUDIO_UPDATE_ASSETS=1 rewrites it)",
         "nodes": nodes,
     })
+}
+
+/// The `dynamic_combos` object of a class (`{combo: {option: [widget,
+/// ...]}}`), in the file's order.
+fn dynamic_combos(class: &Value) -> Vec<DynamicCombo> {
+    let Some(combos) = class.get("dynamic_combos").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    combos
+        .iter()
+        .map(|(input, options)| DynamicCombo {
+            input: input.clone(),
+            options: options
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(option, widgets)| {
+                    let names = widgets
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(text)
+                        .collect();
+                    (option.clone(), names)
+                })
+                .collect(),
+        })
+        .collect()
 }
 
 /// The widget layout from the inputs: widgets in order, a control slot after

@@ -14,6 +14,7 @@ pub mod subgraph;
 pub mod synth;
 pub mod to_api;
 pub mod view;
+mod widgets;
 
 pub use defs::NodeDefs;
 pub use import::{Imported, import};

@@ -130,24 +130,19 @@ fn flatten_subgraphs(ui: &Value) -> Value {
         chain.push(def_id);
         let inner_id = |v: &Value| id_text(v).map(|id| format!("{instance_id}:{id}"));
         let instance_inputs = instance["inputs"].as_array().cloned().unwrap_or_default();
-        let promoted: Vec<&Value> = instance_inputs
-            .iter()
-            .filter(|i| i.get("widget").is_some())
-            .collect();
         let promoted_values = instance["widgets_values"]
             .as_array()
             .cloned()
             .unwrap_or_default();
+        let def_inputs: Vec<&Value> = def["inputs"].as_array().into_iter().flatten().collect();
+        let value_of = promoted_value(&def_inputs, &instance_inputs, &promoted_values);
         // The instance's outer input link per subgraph input slot, by name;
         // an unlinked promoted widget becomes a primitive holding its value.
         let mut outer_inputs: Vec<Option<i64>> = Vec::new();
-        for (k, input) in def["inputs"].as_array().into_iter().flatten().enumerate() {
+        for (k, input) in def_inputs.iter().enumerate() {
             let outer = instance_inputs.iter().find(|i| i["name"] == input["name"]);
             let linked = outer.and_then(|i| i["link"].as_i64());
-            let value = outer
-                .and_then(|o| promoted.iter().position(|p| *p == o))
-                .and_then(|j| promoted_values.get(j));
-            outer_inputs.push(match (linked, value) {
+            outer_inputs.push(match (linked, value_of(k)) {
                 (Some(link), _) => Some(link),
                 (None, Some(value)) => {
                     let Some(id) = ids.next() else { return ui.clone() };
@@ -244,6 +239,50 @@ fn flatten_subgraphs(ui: &Value) -> Value {
     flat.insert("nodes".into(), Value::Array(nodes));
     flat.insert("links".into(), Value::Array(links));
     Value::Object(flat)
+}
+
+/// Widget types a subgraph input can carry a value of.
+const WIDGET_TYPES: &[&str] = &["INT", "FLOAT", "STRING", "BOOLEAN", "COMBO"];
+
+/// The value an instance holds for subgraph input `k`: its
+/// `widgets_values` hold one value per widget-typed subgraph input, in
+/// order (the current frontend), or one per widget input of the instance
+/// (files from before); `None` when neither count fits or the input has
+/// none.
+fn promoted_value<'a>(
+    def_inputs: &[&Value],
+    instance_inputs: &'a [Value],
+    values: &'a [Value],
+) -> impl Fn(usize) -> Option<&'a Value> + use<'a> {
+    let typed: Vec<Option<usize>> = def_inputs
+        .iter()
+        .scan(0, |next, input| {
+            let kind = input["type"].as_str().unwrap_or_default();
+            Some(WIDGET_TYPES.contains(&kind).then(|| {
+                *next += 1;
+                *next - 1
+            }))
+        })
+        .collect();
+    let per_typed = typed.iter().flatten().count() == values.len();
+    let names: Vec<Option<String>> = def_inputs
+        .iter()
+        .map(|i| i["name"].as_str().map(str::to_string))
+        .collect();
+    move |k| {
+        if per_typed {
+            return values.get((*typed.get(k)?)?);
+        }
+        let name = names.get(k)?.as_deref()?;
+        let promoted: Vec<&Value> = instance_inputs
+            .iter()
+            .filter(|i| i.get("widget").is_some())
+            .collect();
+        (promoted.len() == values.len())
+            .then(|| promoted.iter().position(|p| p["name"] == name))
+            .flatten()
+            .and_then(|j| values.get(j))
+    }
 }
 
 /// The legacy group name of a node type, if it is one.
@@ -537,5 +576,43 @@ mod tests {
         let link = sampler["inputs"][0]["link"].as_i64().unwrap();
         let origin = link_with_id(&flat, link);
         assert_eq!(origin[1], primitive["id"]);
+    }
+
+    #[test]
+    fn an_instance_holds_one_value_per_widget_typed_subgraph_input() {
+        // Today's frontend: the instance's values follow the subgraph's
+        // inputs of widget types (the model input takes none), whichever
+        // of them the instance shows as widgets.
+        let file = json!({
+            "nodes": [{"id": 5, "type": "sg",
+                       "inputs": [{"name": "model", "link": null},
+                                  {"name": "steps", "link": null, "widget": {"name": "steps"}}],
+                       "widgets_values": ["a prompt", 25, "euler"]}],
+            "links": [],
+            "definitions": {"subgraphs": [{
+                "id": "sg",
+                "inputs": [{"name": "text", "type": "STRING"}, {"name": "model", "type": "MODEL"},
+                           {"name": "steps", "type": "INT"}, {"name": "sampler", "type": "COMBO"}],
+                "nodes": [{"id": 2, "type": "KSampler", "inputs": [
+                    {"name": "model", "link": 1}, {"name": "steps", "link": 2},
+                    {"name": "sampler_name", "link": 3}]}],
+                "links": [
+                    {"id": 1, "origin_id": -10, "origin_slot": 1, "target_id": 2, "target_slot": 0, "type": "MODEL"},
+                    {"id": 2, "origin_id": -10, "origin_slot": 2, "target_id": 2, "target_slot": 1, "type": "INT"},
+                    {"id": 3, "origin_id": -10, "origin_slot": 3, "target_id": 2, "target_slot": 2, "type": "COMBO"}]
+            }]}
+        });
+        let flat = flatten(&file);
+        let nodes = flat["nodes"].as_array().unwrap();
+        let sampler = nodes.iter().find(|n| n["id"] == "5:2").unwrap();
+        let value_at = |input: usize| {
+            let link = sampler["inputs"][input]["link"].as_i64()?;
+            let origin = link_with_id(&flat, link)[1].clone();
+            let primitive = nodes.iter().find(|n| n["id"] == origin)?;
+            Some(primitive["widgets_values"][0].clone())
+        };
+        assert_eq!(value_at(0), None, "the unlinked model has no value");
+        assert_eq!(value_at(1), Some(json!(25)));
+        assert_eq!(value_at(2), Some(json!("euler")));
     }
 }

@@ -5,8 +5,9 @@
 //! `SetNode`/`GetNode` pairs of KJNodes (a `GetNode` passes on the input of
 //! the `SetNode` with the same name, as their frontend extension does).
 
-use super::defs::{ClassDef, NodeDefs};
+use super::defs::NodeDefs;
 use super::link::{id_text, ui_link};
+use super::widgets::{self, wrap_array};
 use indexmap::IndexMap;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -166,62 +167,6 @@ impl Ui<'_> {
     }
 }
 
-/// FLOAT widgets are floats in the API (`8.0`), even when the UI wrote `8`.
-fn typed(value: Value, kind: Option<&str>) -> Value {
-    match (&value, kind) {
-        (Value::Number(n), Some("FLOAT")) if !n.is_f64() => n
-            .as_f64()
-            .and_then(serde_json::Number::from_f64)
-            .map_or(value, Value::Number),
-        _ => value,
-    }
-}
-
-/// Array literals are wrapped so they are not read as links.
-fn wrap_array(v: Value) -> Value {
-    match v {
-        Value::Array(_) => json!({"__value__": v}),
-        other => other,
-    }
-}
-
-fn widget_values(node: &Value, class: &ClassDef) -> IndexMap<String, Value> {
-    let mut values = IndexMap::new();
-    match node.get("widgets_values") {
-        Some(Value::Array(list)) => {
-            for (slot, name) in class.widget_layout.iter().enumerate() {
-                if name.starts_with('<') {
-                    continue;
-                }
-                let value = list.get(slot).cloned().or_else(|| {
-                    class
-                        .inputs
-                        .iter()
-                        .find(|i| &i.name == name)
-                        .and_then(|i| i.default.clone())
-                });
-                if let Some(value) = value {
-                    let kind = class
-                        .inputs
-                        .iter()
-                        .find(|i| &i.name == name)
-                        .map(|i| i.kind.as_str());
-                    values.insert(name.clone(), wrap_array(typed(value, kind)));
-                }
-            }
-        }
-        Some(Value::Object(map)) => {
-            for input in class.inputs.iter().filter(|i| i.widget) {
-                if let Some(v) = map.get(&input.name) {
-                    values.insert(input.name.clone(), wrap_array(v.clone()));
-                }
-            }
-        }
-        _ => {}
-    }
-    values
-}
-
 /// Converts a UI workflow to the API prompt, subgraph instances and legacy
 /// group nodes flattened first. Node classes missing from `defs` and legacy group nodes are
 /// reported as issues (their nodes are emitted with links only).
@@ -271,14 +216,14 @@ pub fn ui_to_api(ui: &Value, defs: &NodeDefs) -> (ApiGraph, Vec<ConvertIssue>) {
         }
         let class = defs.class(&class_type).filter(|_| !grouped);
         let mut collected = match class {
-            Some(class) => widget_values(node, class),
+            Some(class) => widgets::by_definition(node, class),
             None if grouped => IndexMap::new(),
-            None => {
+            None => widgets::by_file(node).unwrap_or_else(|| {
                 issues.push(issue(format!(
-                    "unknown node class '{class_type}': its widget values cannot be named; add its definition to the node definitions"
+                    "unknown node class '{class_type}': the file does not name each of its widget values, and no definition does; add its definition to the node definitions"
                 )));
                 IndexMap::new()
-            }
+            }),
         };
         for input in node
             .get("inputs")

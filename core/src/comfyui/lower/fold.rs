@@ -13,18 +13,11 @@
 //! not fold, and a node read at an output other than its first, stay for
 //! the lowering to judge.
 
+mod gives;
+
 use crate::comfyui::link::api_link;
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
-
-/// The primitive node classes, whose output is their `value` input.
-const PRIMITIVES: &[&str] = &[
-    "PrimitiveInt",
-    "PrimitiveFloat",
-    "PrimitiveBoolean",
-    "PrimitiveString",
-    "PrimitiveStringMultiline",
-];
 
 /// A node folded into its readers.
 pub(super) struct Folded {
@@ -41,12 +34,17 @@ pub(super) struct Folded {
 pub(super) fn constants(nodes: &Map<String, Value>) -> (Map<String, Value>, Vec<Folded>) {
     let mut nodes = nodes.clone();
     let mut folded = Vec::new();
-    while let Some((id, (given, passes))) = nodes.iter().find_map(|(id, node)| {
-        let given = gives(node).filter(|(value, _)| {
-            !read_past_first_output(&nodes, id)
-                && api_link(value).is_none_or(|(origin, _)| origin != *id)
+    while let Some((id, gift)) = nodes.iter().find_map(|(id, node)| {
+        let gift = gives::gives(node).filter(|gift| {
+            let slots = read_slots(&nodes, id);
+            slots.iter().all(|slot| *slot < gift.outputs.len())
+                && (!gift.needs_reader || !slots.is_empty())
+                && gift
+                    .outputs
+                    .iter()
+                    .all(|value| api_link(value).is_none_or(|(origin, _)| origin != *id))
         })?;
-        Some((id.clone(), given))
+        Some((id.clone(), gift))
     }) {
         nodes.retain(|other, _| *other != id);
         let mut readers = Vec::new();
@@ -55,7 +53,13 @@ pub(super) fn constants(nodes: &Map<String, Value>) -> (Map<String, Value>, Vec<
                 continue;
             };
             for (input, value) in inputs.iter_mut() {
-                if api_link(value).is_some_and(|(origin, _)| origin == id) {
+                let Some((origin, slot)) = api_link(value) else {
+                    continue;
+                };
+                if origin == id
+                    && let Some(given) =
+                        usize::try_from(slot).ok().and_then(|s| gift.outputs.get(s))
+                {
                     *value = given.clone();
                     readers.push((reader.clone(), input.clone()));
                 }
@@ -64,21 +68,22 @@ pub(super) fn constants(nodes: &Map<String, Value>) -> (Map<String, Value>, Vec<
         folded.push(Folded {
             id,
             readers,
-            passes,
+            passes: gift.passes,
         });
     }
     (nodes, folded)
 }
 
-/// Whether some node reads node `id` at an output other than its first
-/// (which a primitive or a switch does not have).
-fn read_past_first_output(nodes: &Map<String, Value>, id: &str) -> bool {
+/// The output slots at which some node reads node `id`.
+fn read_slots(nodes: &Map<String, Value>, id: &str) -> BTreeSet<usize> {
     nodes
         .values()
         .filter_map(|node| node.get("inputs")?.as_object())
         .flat_map(|inputs| inputs.values())
         .filter_map(api_link)
-        .any(|(origin, slot)| origin == id && slot != 0)
+        .filter(|(origin, _)| *origin == id)
+        .map(|(_, slot)| usize::try_from(slot).unwrap_or(usize::MAX))
+        .collect()
 }
 
 /// The folded nodes that gave something to a node in `used` (directly or
@@ -99,29 +104,6 @@ pub(super) fn used<'a>(folded: &'a [Folded], used: &BTreeSet<String>) -> BTreeSe
         }
     }
     reached
-}
-
-/// What a foldable node gives its readers (a primitive's written value, or
-/// a written switch's chosen input) and the inputs that decide it; none for
-/// any other node.
-fn gives(node: &Value) -> Option<(Value, [&'static str; 2])> {
-    let class = node.get("class_type")?.as_str()?;
-    let inputs = node.get("inputs")?.as_object()?;
-    if PRIMITIVES.contains(&class) {
-        let value = inputs.get("value")?;
-        return api_link(value)
-            .is_none()
-            .then(|| (value.clone(), ["value", "value"]));
-    }
-    if class != "ComfySwitchNode" {
-        return None;
-    }
-    let chosen = match inputs.get("switch")? {
-        Value::Bool(true) => "on_true",
-        Value::Bool(false) => "on_false",
-        _ => return None,
-    };
-    Some((inputs.get(chosen)?.clone(), ["switch", chosen]))
 }
 
 #[cfg(test)]

@@ -36,6 +36,8 @@
 //! artifact paths, and an explicit layout maps names to paths.
 
 mod build;
+mod category;
+mod expr;
 mod fold;
 mod graph;
 mod loras;
@@ -44,6 +46,7 @@ mod recognise;
 mod solver;
 mod target;
 
+pub use category::{Cause, cause_of, cloud_provider};
 pub use recognise::denoise_start_step;
 pub use target::{AdapterUse, Target};
 
@@ -129,6 +132,7 @@ pub fn lower_for(api: &Value, target: &Target) -> Result<Lowered, Vec<Refusal>> 
     let (nodes, folded) = fold::constants(nodes);
     let nodes = &nodes;
     let g = Graph { nodes };
+    category::refuse_by_kind(&g).map_err(|r| vec![r])?;
     if let Some((id, what)) = nodes.keys().find_map(|id| {
         let class = g.class(id);
         OTHER_SINKS

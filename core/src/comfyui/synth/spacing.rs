@@ -40,6 +40,12 @@ pub enum Spacing {
     /// interpolated to the step count, the last `round(steps * denoise)`
     /// steps of them.
     AlignYourSteps { model_type: String, denoise: f64 },
+    /// `ManualSigmas`: the graph's own list, whatever the step count.
+    Manual { sigmas: Vec<f64> },
+    /// `Flux2Scheduler`: `linspace(1, 0, steps + 1)` shifted by
+    /// `e^mu / (e^mu + 1/t - 1)`, `mu` fitted to the image's token count
+    /// (`round(width * height / 256)`) and the step count.
+    Flux2 { width: i64, height: i64 },
 }
 
 /// The schedule of one sampler stage.
@@ -133,6 +139,8 @@ impl Schedule {
             Spacing::Beta { .. } => "beta",
             Spacing::SdTurbo { .. } => "sd_turbo",
             Spacing::AlignYourSteps { .. } => "align_your_steps",
+            Spacing::Manual { .. } => "manual",
+            Spacing::Flux2 { .. } => "flux2",
         }
     }
 
@@ -171,6 +179,10 @@ impl Schedule {
                 ("model_type", json!(model_type)),
                 ("denoise", json!(denoise)),
             ],
+            Spacing::Manual { sigmas } => vec![("sigmas", json!(sigmas))],
+            Spacing::Flux2 { width, height } => {
+                vec![("width", json!(width)), ("height", json!(height))]
+            }
         };
         for (key, value) in settings {
             parameters[key] = value;
@@ -231,6 +243,17 @@ impl Schedule {
                     denoise: number("denoise")?,
                 }
             }
+            "manual" => Spacing::Manual {
+                sigmas: parameters
+                    .get("sigmas")
+                    .and_then(Value::as_array)
+                    .and_then(|list| list.iter().map(Value::as_f64).collect())
+                    .ok_or("its contract parameter `sigmas` is not a list of numbers")?,
+            },
+            "flux2" => Spacing::Flux2 {
+                width: number("width")? as i64,
+                height: number("height")? as i64,
+            },
             named if SCHEDULES.contains(&named) => Spacing::Named(named.to_string()),
             other => {
                 return Err(format!(
@@ -283,6 +306,7 @@ impl Schedule {
                 .saturating_sub(sd_turbo_start(*denoise))
                 .min(steps),
             Spacing::AlignYourSteps { denoise, .. } => align_your_steps_length(steps, *denoise),
+            Spacing::Manual { sigmas } => return Some(sigmas.len().saturating_sub(1)),
             _ => steps,
         };
         Some(computed - usize::from(self.discard_penultimate && computed > 0))
@@ -384,6 +408,8 @@ impl Schedule {
                 model_type,
                 denoise,
             } => align_your_steps(noise_levels(model_type)?, computed, *denoise),
+            Spacing::Manual { sigmas } => sigmas.clone(),
+            Spacing::Flux2 { width, height } => flux2(*width, *height, computed),
         };
         if self.discard_penultimate && sigmas.len() >= 2 {
             sigmas.remove(sigmas.len() - 2);
@@ -422,6 +448,10 @@ fn valid(spacing: &Spacing) -> Result<(), String> {
         Spacing::SdTurbo { denoise } | Spacing::AlignYourSteps { denoise, .. } => {
             (0.0..=1.0).contains(denoise)
         }
+        Spacing::Manual { sigmas } => {
+            sigmas.len() >= 2 && sigmas.iter().all(|s| s.is_finite() && *s >= 0.0)
+        }
+        Spacing::Flux2 { width, height } => *width > 0 && *height > 0,
     };
     match ok {
         true => Ok(()),
@@ -435,6 +465,30 @@ pub fn noise_levels(model_type: &str) -> Option<&'static [f64; 11]> {
         .iter()
         .find(|(name, _)| *name == model_type)
         .map(|(_, levels)| levels)
+}
+
+/// `Flux2Scheduler`'s sigmas for `steps` steps of a `width` x `height`
+/// picture (ComfyUI's `get_schedule` with its empirical `mu`).
+fn flux2(width: i64, height: i64, steps: usize) -> Vec<f64> {
+    let tokens = ((width * height) as f64 / 256.0).round_ties_even();
+    let (a1, b1) = (8.738_095_24e-5, 1.898_333_33);
+    let (a2, b2) = (0.000_169_27, 0.456_666_66);
+    let mu = if tokens > 4300.0 {
+        a2 * tokens + b2
+    } else {
+        let (m_200, m_10) = (a2 * tokens + b2, a1 * tokens + b1);
+        let a = (m_200 - m_10) / 190.0;
+        let b = m_200 - 200.0 * a;
+        a * steps as f64 + b
+    };
+    let shift = mu.exp();
+    linspace(1.0, 0.0, steps + 1)
+        .into_iter()
+        .map(|t| match t {
+            0.0 => 0.0,
+            t => shift / (shift + (1.0 / t - 1.0)),
+        })
+        .collect()
 }
 
 fn with_zero(mut sigmas: Vec<f64>) -> Vec<f64> {
@@ -530,6 +584,13 @@ mod tests {
                 beta: 0.7,
             }),
             Schedule::of(Spacing::SdTurbo { denoise: 0.75 }),
+            Schedule::of(Spacing::Manual {
+                sigmas: vec![1.0, 0.6, 0.0],
+            }),
+            Schedule::of(Spacing::Flux2 {
+                width: 1024,
+                height: 768,
+            }),
             Schedule {
                 flip: true,
                 ..Schedule::of(Spacing::AlignYourSteps {
@@ -640,5 +701,42 @@ mod tests {
         let flow = ModelSampling::of_family("flux").expect("flux");
         assert_eq!(Schedule::named("simple", false).constant(&flow, 4), None);
         assert!(flipped.constant(&flow, 4).is_some());
+    }
+
+    #[test]
+    fn flux2_and_manual_schedules_are_comfyuis_on_any_model() {
+        let flow = ModelSampling::of_family("flux").expect("flux");
+        // ComfyUI's Flux2Scheduler (torch float32 timesteps), computed
+        // with numpy.
+        let cases: [(i64, i64, usize, &[f64]); 2] = [
+            (
+                1024,
+                1024,
+                4,
+                &[1.0, 0.967_384_04, 0.908_143_94, 0.767_199_93, 0.0],
+            ),
+            (64, 64, 2, &[1.0, 0.876_573_92, 0.0]),
+        ];
+        for (width, height, steps, want) in cases {
+            let schedule = Schedule::of(Spacing::Flux2 { width, height });
+            let got = schedule.constant(&flow, steps).expect("stated");
+            assert_eq!(got.len(), want.len());
+            for (g, w) in got.iter().zip(want) {
+                assert!(
+                    (g - w).abs() < 1e-6,
+                    "{width}x{height}, {steps} steps: {got:?}"
+                );
+            }
+            assert!(!schedule.follows_model());
+        }
+        let manual = Schedule::of(Spacing::Manual {
+            sigmas: vec![1.0, 0.725, 0.421_875, 0.0],
+        });
+        // The list, whatever the step count asked.
+        assert_eq!(manual.fixed_steps(20), Some(3));
+        assert_eq!(
+            manual.constant(&sd(), 20),
+            Some(vec![1.0, 0.725, 0.421_875, 0.0])
+        );
     }
 }

@@ -86,6 +86,10 @@ const SINKS: &[SinkClass] = &[
         shows: Shows::Picture,
     },
     SinkClass {
+        class: "SaveImageAdvanced",
+        shows: Shows::Picture,
+    },
+    SinkClass {
         class: "SaveAnimatedWEBP",
         shows: Shows::Video("fps"),
     },
@@ -123,6 +127,10 @@ const SINKS: &[SinkClass] = &[
     },
     SinkClass {
         class: "PreviewAudio",
+        shows: Shows::Audio,
+    },
+    SinkClass {
+        class: "SaveAudioAdvanced",
         shows: Shows::Audio,
     },
 ];

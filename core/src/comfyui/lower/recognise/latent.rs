@@ -19,7 +19,9 @@ const MAX_BATCH: i64 = 4096;
 const LATENT_SOURCES: &[&str] = &[
     "EmptyLatentImage",
     "EmptySD3LatentImage",
+    "EmptyFlux2LatentImage",
     "EmptyHunyuanLatentVideo",
+    "EmptyHunyuanVideo15Latent",
     "EmptyMochiLatentVideo",
     "EmptyCosmosLatentVideo",
     "EmptyLTXVLatentVideo",
@@ -118,6 +120,13 @@ const VIDEO_LATENTS: &[VideoLatent] = &[
         class: "EmptyHunyuanLatentVideo",
         channels: 16,
         scale: 8,
+        temporal: 4,
+        min_side: 16,
+    },
+    VideoLatent {
+        class: "EmptyHunyuanVideo15Latent",
+        channels: 32,
+        scale: 16,
         temporal: 4,
         min_side: 16,
     },
@@ -275,19 +284,24 @@ pub(super) fn latent_source(
         picture(g, encode, "pixels", walk)
     };
     Ok(match g.class(&node) {
-        class @ ("EmptyLatentImage" | "EmptySD3LatentImage") => LatentSource::Empty {
-            width: g.whole(&node, "width", 8..=MAX_RESOLUTION)?,
-            height: g.whole(&node, "height", 8..=MAX_RESOLUTION)?,
-            batch: g.whole(&node, "batch_size", 1..=MAX_BATCH)?,
-            channels: if class == "EmptySD3LatentImage" {
-                16
-            } else {
-                4
-            },
-            scale: 8,
-            frames: None,
-            node,
-        },
+        class @ ("EmptyLatentImage" | "EmptySD3LatentImage" | "EmptyFlux2LatentImage") => {
+            // Channels and pixels per cell: SD's, SD3's (and Flux's),
+            // Flux 2's.
+            let (channels, scale) = match class {
+                "EmptyLatentImage" => (4, 8),
+                "EmptySD3LatentImage" => (16, 8),
+                _ => (128, 16),
+            };
+            LatentSource::Empty {
+                width: g.whole(&node, "width", scale..=MAX_RESOLUTION)?,
+                height: g.whole(&node, "height", scale..=MAX_RESOLUTION)?,
+                batch: g.whole(&node, "batch_size", 1..=MAX_BATCH)?,
+                channels,
+                scale,
+                frames: None,
+                node,
+            }
+        }
         "VAEEncode" => LatentSource::Encoded {
             image: round_trip(&node)?,
             encode: node,

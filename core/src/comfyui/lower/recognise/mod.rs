@@ -527,8 +527,13 @@ fn flow_only(
     }
     match latent {
         _ if axes == Axes::Video => Some("a video latent".into()),
-        LatentSource::Empty { node, .. } if g.class(node) == "EmptySD3LatentImage" => {
-            Some("an EmptySD3LatentImage latent".into())
+        LatentSource::Empty { node, .. }
+            if matches!(
+                g.class(node),
+                "EmptySD3LatentImage" | "EmptyFlux2LatentImage"
+            ) =>
+        {
+            Some(format!("an {} latent", g.class(node)))
         }
         LatentSource::Stage { stage, .. }
         | LatentSource::Composite(Composite { base: stage, .. }) => walk

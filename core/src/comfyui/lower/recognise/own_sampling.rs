@@ -8,9 +8,99 @@
 use super::super::graph::Graph;
 use super::model::{FlowSampling, FlowShift};
 
-/// Flux's default time shift exponent `mu` (ComfyUI's `ModelSamplingFlux`
-/// without a node: `shift` 1.15, used as `exp(mu)`).
-const FLUX_MU: f64 = 1.15;
+/// A family's default shift: a plain one (`ModelSamplingDiscreteFlow`),
+/// or a Flux time shift exponent `mu` used as `exp(mu)`
+/// (`ModelSamplingFlux`).
+enum Shift {
+    Plain(f64),
+    Mu(f64),
+}
+
+/// A model family's default sampling, by the text encoder type that
+/// names it (ComfyUI's `supported_models`: `sampling_settings`, the model
+/// type, the latent format's channels). Types that serve families with
+/// different defaults (`lumina2`: Lumina 2 and Z-Image) are not listed.
+struct Default {
+    clip_type: &'static str,
+    /// How sigmas map to timesteps: `sd3` (times 1000), `aura_flow`
+    /// (times 1), `flux` (Flux's table).
+    family: &'static str,
+    shift: Shift,
+    channels: i64,
+    /// The family, as the note names it.
+    name: &'static str,
+    /// What the note adds.
+    note: Option<&'static str>,
+}
+
+const fn flow(
+    clip_type: &'static str,
+    family: &'static str,
+    shift: Shift,
+    channels: i64,
+    name: &'static str,
+) -> Default {
+    Default {
+        clip_type,
+        family,
+        shift,
+        channels,
+        name,
+        note: None,
+    }
+}
+
+const DEFAULTS: &[Default] = &[
+    flow("sd3", "sd3", Shift::Plain(3.0), 16, "SD3"),
+    flow(
+        "hunyuan_video",
+        "sd3",
+        Shift::Plain(7.0),
+        16,
+        "HunyuanVideo",
+    ),
+    flow(
+        "hunyuan_video_15",
+        "sd3",
+        Shift::Plain(7.0),
+        32,
+        "HunyuanVideo 1.5",
+    ),
+    flow("wan", "sd3", Shift::Plain(8.0), 16, "Wan"),
+    flow("hidream", "sd3", Shift::Plain(1.0), 16, "HiDream"),
+    flow("omnigen2", "aura_flow", Shift::Plain(2.6), 16, "OmniGen2"),
+    flow("boogu", "aura_flow", Shift::Plain(3.16), 16, "Boogu"),
+    flow("newbie", "aura_flow", Shift::Plain(6.0), 16, "NewBie"),
+    flow("mage", "aura_flow", Shift::Plain(6.0), 128, "MageFlow"),
+    flow(
+        "ideogram4",
+        "aura_flow",
+        Shift::Plain(1.0),
+        128,
+        "Ideogram 4",
+    ),
+    flow("chroma", "flux", Shift::Mu(1.15), 16, "Chroma"),
+    flow(
+        "longcat_image",
+        "flux",
+        Shift::Mu(1.15),
+        16,
+        "LongCat-Image",
+    ),
+    flow("qwen_image", "flux", Shift::Mu(1.15), 16, "Qwen-Image"),
+    flow("krea2", "flux", Shift::Mu(1.15), 16, "Krea 2"),
+    flow("flux2", "flux", Shift::Mu(2.02), 128, "Flux 2"),
+    flow("lens", "flux", Shift::Mu(1.829), 128, "Lens"),
+    flow("ltxv", "flux", Shift::Mu(2.37), 128, "LTX-Video"),
+    // Flux dev and schnell share the text encoders; dev is the one shared
+    // graphs mostly run, and the shift stays a run parameter.
+    Default {
+        note: Some(
+            ", the lowering's assumption: Flux schnell shares the type and takes time shift 1.0, a flow_shift of 2.7183",
+        ),
+        ..flow("flux", "flux", Shift::Mu(1.15), 16, "Flux dev")
+    },
+];
 
 /// What a text encoder loader says about the model family.
 #[derive(Clone, Debug, PartialEq)]
@@ -30,50 +120,38 @@ pub(super) fn family(g: &Graph<'_>, loader: &str) -> Family {
     let clip_type = match g.class(loader) {
         // Its three encoders (CLIP-L, CLIP-G, T5) are SD3's.
         "TripleCLIPLoader" => "sd3",
+        // Its four (CLIP-L, CLIP-G, T5, Llama) are HiDream's.
+        "QuadrupleCLIPLoader" => "hidream",
         "CLIPLoader" | "DualCLIPLoader" => match g.text(loader, "type") {
             Ok(t) => t,
             Err(_) => return Family::Unstated,
         },
         _ => return Family::Unstated,
     };
-    let (family, shift, model) = match clip_type {
-        "sd3" => (
-            "sd3",
-            FlowShift::Constant(3.0),
-            "SD3's model does (shift 3)",
-        ),
-        "hunyuan_video" => (
-            "sd3",
-            FlowShift::Constant(7.0),
-            "HunyuanVideo's model does (shift 7)",
-        ),
-        "wan" => (
-            "sd3",
-            FlowShift::Constant(8.0),
-            "Wan's model does (shift 8)",
-        ),
-        "chroma" => (
-            "flux",
-            FlowShift::Constant(FLUX_MU.exp()),
-            "Chroma's model does (Flux time shift 1.15, a shift of e^1.15)",
-        ),
-        // Flux dev and schnell share the text encoders; dev is the one
-        // shared graphs mostly run, and the shift stays a run parameter.
-        "flux" => (
-            "flux",
-            FlowShift::Constant(FLUX_MU.exp()),
-            "Flux dev's model does (Flux time shift 1.15, a shift of e^1.15), the lowering's assumption: Flux schnell shares the type and takes time shift 1.0, a flow_shift of 2.7183",
-        ),
-        other => return Family::Unsettled(other.to_string()),
+    let Some(default) = DEFAULTS.iter().find(|d| d.clip_type == clip_type) else {
+        return Family::Unsettled(clip_type.to_string());
     };
+    let (shift, how) = match default.shift {
+        Shift::Plain(shift) => (shift, format!("shift {shift}")),
+        Shift::Mu(mu) => (mu.exp(), format!("Flux time shift {mu}, a shift of e^{mu}")),
+    };
+    let model = match default.note {
+        Some(note) => format!("{}'s model does ({how}){note}", default.name),
+        None => format!("{}'s model does ({how})", default.name),
+    };
+    let (family, channels) = (default.family, default.channels);
+    let shift = FlowShift::Constant(shift);
     Family::Flow(FlowSampling {
         node: loader.to_string(),
         shift,
-        channels: 16,
+        channels,
         family,
         assumed: Some(match g.class(loader) {
             "TripleCLIPLoader" => format!(
                 "node {loader} (TripleCLIPLoader) loads SD3's three text encoders, and the model samples by flow matching as {model}"
+            ),
+            "QuadrupleCLIPLoader" => format!(
+                "node {loader} (QuadrupleCLIPLoader) loads HiDream's four text encoders, and the model samples by flow matching as {model}"
             ),
             class => format!(
                 "node {loader} ({class}) loads the text encoder as type '{clip_type}', and the model samples by flow matching as {model}"

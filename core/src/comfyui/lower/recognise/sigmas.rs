@@ -5,10 +5,13 @@
 //! sigmas), one with bounds of its own (`KarrasScheduler`,
 //! `ExponentialScheduler`, `PolyexponentialScheduler`), one over the
 //! model's table (`BetaSamplingScheduler`, `SDTurboScheduler`) or Align
-//! Your Steps' levels (`AlignYourStepsScheduler`).
+//! Your Steps' levels (`AlignYourStepsScheduler`), Flux 2's fitted shift
+//! (`Flux2Scheduler`) or a written list (`ManualSigmas`).
 
 use super::super::graph::Graph;
-use super::{Window, checked_denoise, checked_scheduler, checked_steps, round_half_even};
+use super::{
+    MAX_RESOLUTION, Window, checked_denoise, checked_scheduler, checked_steps, round_half_even,
+};
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::synth::spacing::{ALIGN_YOUR_STEPS, Schedule, Spacing};
 
@@ -21,6 +24,8 @@ pub(super) const SCHEDULER_NODES: &[&str] = &[
     "BetaSamplingScheduler",
     "SDTurboScheduler",
     "AlignYourStepsScheduler",
+    "Flux2Scheduler",
+    "ManualSigmas",
 ];
 
 /// A custom sampler's sigmas as read from the graph.
@@ -91,6 +96,9 @@ pub(super) fn sigmas(g: &Graph<'_>, sampler: &str) -> Result<Sigmas, Refusal> {
 /// Scheduler node `node`'s schedule and settings.
 fn scheduler(g: &Graph<'_>, node: &str) -> Result<Sigmas, Refusal> {
     let class = g.class(node);
+    if class == "ManualSigmas" {
+        return manual(g, node);
+    }
     let steps = match class {
         "SDTurboScheduler" => g.whole(node, "steps", 1..=10)?,
         _ => checked_steps(g, node)?,
@@ -131,6 +139,10 @@ fn scheduler(g: &Graph<'_>, node: &str) -> Result<Sigmas, Refusal> {
         "SDTurboScheduler" => Spacing::SdTurbo {
             denoise: g.number_in(node, "denoise", 0.0..=1.0, "denoise")?,
         },
+        "Flux2Scheduler" => Spacing::Flux2 {
+            width: g.whole(node, "width", 16..=MAX_RESOLUTION)?,
+            height: g.whole(node, "height", 16..=MAX_RESOLUTION)?,
+        },
         _ => {
             let model_type = g.text(node, "model_type")?;
             if !ALIGN_YOUR_STEPS.iter().any(|(name, _)| *name == model_type) {
@@ -156,6 +168,36 @@ fn scheduler(g: &Graph<'_>, node: &str) -> Result<Sigmas, Refusal> {
             class,
             "BasicScheduler" | "BetaSamplingScheduler" | "SDTurboScheduler"
         ),
+        split: None,
+        flip: None,
+    })
+}
+
+/// `ManualSigmas`: the numbers its text lists (commas or spaces between),
+/// falling to 0 or above, at least two.
+fn manual(g: &Graph<'_>, node: &str) -> Result<Sigmas, Refusal> {
+    let text = g.text(node, "sigmas")?;
+    let parsed: Option<Vec<f64>> = text
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|t| !t.is_empty())
+        .map(|t| t.parse::<f64>().ok().filter(|v| v.is_finite()))
+        .collect();
+    let sigmas = parsed
+        .filter(|s| s.len() >= 2 && s.iter().all(|v| *v >= 0.0))
+        .ok_or_else(|| {
+            g.refuse(
+                node,
+                Some("sigmas"),
+                format!("is '{text}', which is not a list of two or more sigmas of 0 or more"),
+                "write the sigmas as numbers separated by commas, such as `1.0, 0.5, 0.0`",
+            )
+        })?;
+    Ok(Sigmas {
+        scheduler: node.to_string(),
+        steps: sigmas.len() as i64 - 1,
+        schedule: Schedule::of(Spacing::Manual { sigmas }),
+        denoise: 1.0,
+        takes_model: false,
         split: None,
         flip: None,
     })
