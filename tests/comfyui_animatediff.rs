@@ -244,10 +244,10 @@ fn what_animatediff_graphs_the_lowering_cannot_make_are_refused_by_name() {
             {
                 let mut g = animatediff();
                 // A primitive would fold into the input; a node computing
-                // it does not.
+                // it from a picture the run loads does not.
                 g["27"]["inputs"]["motion_scale"] = json!(["52", 0]);
-                g["53"] = json!({"class_type": "PrimitiveFloat", "inputs": {"value": 1.2}});
-                g["52"] = json!({"class_type": "ComfyMathExpression", "inputs": {"expression": "a", "values.a": ["53", 0]}});
+                g["53"] = json!({"class_type": "LoadImage", "inputs": {"image": "a.png"}});
+                g["52"] = json!({"class_type": "GetImageSize", "inputs": {"image": ["53", 0]}});
                 g
             },
             (

@@ -245,18 +245,17 @@ fn the_own_definitions_fit_every_template_node() {
                     l
                 }
             };
-            let mut slots = layout.len();
-            for (at, name) in layout.iter().enumerate() {
-                let option = values.get(at).and_then(|v| v.as_str()).unwrap_or_default();
-                if let Some(added) = class
-                    .pointer(&format!(
-                        "/dynamic_combos/{name}/{}",
-                        option.replace('/', "~1")
-                    ))
-                    .and_then(|a| a.as_array())
-                {
-                    slots += added.len();
-                }
+            // Walk the values: a dynamic combo's option adds its widgets
+            // right after it.
+            let mut slots = 0;
+            for name in &layout {
+                let option = values
+                    .get(slots)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default();
+                slots += 1;
+                let added = class["dynamic_combos"][*name][option].as_array();
+                slots += added.map_or(0, Vec::len);
             }
             let kind = node["type"].as_str().unwrap_or_default();
             let fits = match VARIABLE.contains(&kind) {

@@ -134,3 +134,58 @@ fn screenshot_of_a_lowered_comfyui_graph_quits() {
     assert!(headers > 500, "node headers drawn: {headers}");
     let _ = std::fs::remove_file(&png);
 }
+
+/// `wfstudio open --templates` shows the template browser; the scripted
+/// screenshot waits until every template is checked, and a reader (OCR)
+/// finds each template's verdict.
+#[test]
+fn screenshot_of_the_template_browser_shows_each_verdict() {
+    if xvfb_run().is_none() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("wfstudio-templates-shot-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    std::fs::copy(
+        support::fixtures().join("comfyui/txt2img-sd15.api.json"),
+        dir.join("sd15_txt2img.json"),
+    )
+    .expect("copy");
+    let cloud = serde_json::json!({
+        "1": {"class_type": "LoadImage", "inputs": {"image": "a.png"}},
+        "2": {"class_type": "GeminiImage2Node", "inputs": {"images": ["1", 0]}},
+        "3": {"class_type": "SaveImage", "inputs": {"images": ["2", 0]}}
+    });
+    std::fs::write(dir.join("gemini_edit.json"), cloud.to_string()).expect("graph");
+    let index = serde_json::json!([{"title": "Image", "templates": [
+        {"name": "sd15_txt2img", "title": "Text to image", "description": "A picture from a prompt.", "models": ["SD1.5"]},
+        {"name": "gemini_edit", "title": "Edit with Gemini", "description": "An edit in the cloud.", "models": ["Nano Banana"]}
+    ]}]);
+    std::fs::write(dir.join("index.json"), index.to_string()).expect("index");
+    let png = dir.join("shot.png");
+    let output = support::under_xvfb("-screen 0 1400x900x24")
+        .env("WFSTUDIO_TEMPLATES", &dir)
+        .arg(support::wfstudio())
+        .args(["open", "--templates", "--screenshot"])
+        .arg(&png)
+        .args(["--quit", "--size", "1400x900"])
+        .output()
+        .expect("xvfb-run starts");
+    assert_eq!(
+        support::exit_under_xvfb(&output),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    if let Some(text) = support::ocr(&png) {
+        for words in [
+            "Edit with Gemini",
+            "lowers into a workflow",
+            "runs on the Google Gemini service",
+            "Models: SD1.5",
+        ] {
+            assert!(text.contains(words), "OCR finds '{words}' in:\n{text}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

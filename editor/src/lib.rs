@@ -25,6 +25,7 @@ mod studio_edits;
 mod studio_menus;
 mod studio_prompts;
 pub mod style;
+pub mod template_browser;
 pub mod worker;
 pub mod yaml_view;
 

@@ -85,6 +85,8 @@ pub struct Studio {
     pub comfy: Option<ComfyPanel>,
     /// The Save as package dialog, while open.
     pub package_dialog: Option<crate::package_dialog::PackageDialog>,
+    /// Import ▸ ComfyUI template…
+    pub templates: crate::template_browser::TemplateBrowser,
     /// The document of a package written to be run (Run with stand-ins /
     /// with models): the run panel runs it once it is open.
     pub(crate) run_requested: Option<PathBuf>,
@@ -130,6 +132,7 @@ impl Studio {
             inspected_value: None,
             comfy: None,
             package_dialog: None,
+            templates: Default::default(),
             run_requested: None,
         }
     }
@@ -494,6 +497,9 @@ impl Studio {
         self.shortcuts(ctx);
         self.dropped_files(ctx);
         self.package_dialog_ui(ctx);
+        if let Some(file) = self.templates.show(ctx) {
+            self.request_open(file);
+        }
         self.menu_bar(ui);
         self.status_bar(ui);
         if self.doc.is_none() {

@@ -135,6 +135,14 @@ impl Studio {
                         self.open_package_dialog();
                     }
                 });
+                ui.menu_button("Import", |ui| {
+                    if ui.button("ComfyUI graph…").clicked() {
+                        self.pick_and_open(false);
+                    }
+                    if ui.button("ComfyUI template…").clicked() {
+                        self.templates.open = true;
+                    }
+                });
                 ui.menu_button("Edit", |ui| {
                     let undo = self
                         .doc
@@ -233,6 +241,9 @@ impl Studio {
                 }
                 if ui.button("Open package folder…").clicked() {
                     self.pick_and_open(true);
+                }
+                if ui.button("Browse ComfyUI templates…").clicked() {
+                    self.templates.open = true;
                 }
                 if !self.recent.is_empty() {
                     ui.add_space(20.0);

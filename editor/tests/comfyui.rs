@@ -359,3 +359,65 @@ fn run_with_stand_ins_writes_a_scratch_package_keeps_the_pane_and_asks_for_a_run
         "{status:?}"
     );
 }
+
+#[test]
+fn the_template_browser_shows_each_outcome_and_opens_a_template_beside_its_workflow() {
+    let dir = temp_dir("templates");
+    std::fs::copy(
+        fixtures().join("comfyui/txt2img-sd15.api.json"),
+        dir.join("sd15_txt2img.json"),
+    )
+    .expect("copy");
+    let cloud = serde_json::json!({
+        "1": {"class_type": "LoadImage", "inputs": {"image": "a.png"}},
+        "2": {"class_type": "GeminiImage2Node", "inputs": {"images": ["1", 0], "prompt": "a hat"}},
+        "3": {"class_type": "SaveImage", "inputs": {"images": ["2", 0]}}
+    });
+    for name in ["gemini_edit", "api_gemini"] {
+        std::fs::write(dir.join(format!("{name}.json")), cloud.to_string()).expect("graph");
+    }
+    let index = serde_json::json!([{"title": "Image", "templates": [
+        {"name": "sd15_txt2img", "title": "Text to image (SD 1.5)",
+         "description": "A picture from a prompt.", "models": ["SD1.5"], "mediaType": "image"},
+        {"name": "gemini_edit", "title": "Edit with Gemini", "description": "", "mediaType": "image"},
+        {"name": "api_gemini", "title": "Gemini in the cloud", "description": "", "mediaType": "image"}
+    ]}]);
+    std::fs::write(dir.join("index.json"), index.to_string()).expect("index");
+    let mut harness = harness();
+    harness.state_mut().templates.dir = Some(dir);
+    harness.state_mut().templates.open = true;
+    for _ in 0..400 {
+        harness.step();
+        if harness.state().templates.progress() == (3, 3) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    harness.run_steps(2);
+    assert_eq!(harness.state().templates.progress(), (3, 3));
+    harness.get_by_label("Image (1 of 2 lower)");
+    harness.get_by_label("✔ lowers into a workflow");
+    harness.get_by_label("Models: SD1.5");
+    harness.get_by_label("refused: cloud node: runs on the Google Gemini service");
+    harness.get_by_label(
+        "node 2 (GeminiImage2Node) is a cloud node: it runs on the Google Gemini service, which a local package cannot call",
+    );
+    assert!(
+        harness.query_by_label("Gemini in the cloud").is_none(),
+        "cloud templates are hidden until asked for"
+    );
+    harness
+        .get_all_by_label("Open")
+        .next()
+        .expect("an Open button")
+        .click();
+    settle(&mut harness);
+    let studio = harness.state();
+    assert!(!studio.templates.open, "the browser closes on Open");
+    let comfy = studio
+        .comfy
+        .as_ref()
+        .expect("the template beside its workflow");
+    assert!(comfy.refusals.is_empty());
+    assert!(studio.doc.is_some(), "the lowered workflow is open");
+}

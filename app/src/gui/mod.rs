@@ -66,6 +66,10 @@ pub struct OpenArgs {
     /// Plugin execution provider libraries for the run worker.
     #[command(flatten)]
     pub ep: crate::cli::devices::EpArgs,
+    /// Open the ComfyUI template browser (Import ▸ ComfyUI template…); with
+    /// `--screenshot`, the picture waits until every template is checked.
+    #[arg(long)]
+    pub templates: bool,
 }
 
 fn parse_doc_path(text: &str) -> Result<wfstudio_schema::DocPath, String> {
@@ -88,6 +92,7 @@ impl Default for OpenArgs {
             device: None,
             select: None,
             ep: Default::default(),
+            templates: false,
         }
     }
 }
@@ -170,6 +175,7 @@ pub fn run(args: &OpenArgs) -> anyhow::Result<ExitCode> {
     let run_now = args.run && args.screenshot.is_none();
     let light = args.light;
     let inspect = args.inspect.clone();
+    let templates = args.templates;
     eframe::run_native(
         "wfstudio",
         options,
@@ -178,6 +184,7 @@ pub fn run(args: &OpenArgs) -> anyhow::Result<ExitCode> {
             let mut studio = Studio::new(move || ctx.request_repaint());
             studio.dark = !light;
             studio.inspected_value = inspect;
+            studio.templates.open = templates;
             if let Some(path) = &path {
                 studio.open(path);
             }

@@ -93,7 +93,8 @@ impl Script {
             }
             return;
         }
-        if studio.settled() && studio.doc.is_none() && studio.comfy.is_none() {
+        let browsing = studio.templates.open;
+        if studio.settled() && studio.doc.is_none() && studio.comfy.is_none() && !browsing {
             let why = studio
                 .status
                 .as_ref()
@@ -116,7 +117,8 @@ impl Script {
         // The picture waits for the run and for the inputs form's reading of
         // the package (a voice shown by its name, not its number).
         let run_over = (!self.run || panel.outcome().is_some()) && !panel.reading_package();
-        if studio.settled() && run_over {
+        let browsed = !browsing || studio.templates.settled();
+        if studio.settled() && run_over && browsed {
             self.settled_frames += 1;
         }
         if self.settled_frames >= SETTLE_FRAMES && !self.requested {

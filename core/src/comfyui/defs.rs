@@ -89,11 +89,6 @@ impl NodeDefs {
         defs
     }
 
-    /// The names of the classes defined.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.classes.keys().map(String::as_str)
-    }
-
     /// The bundled classes, with those of the file at `extra` (if any)
     /// added or overriding them.
     pub fn builtin_with(extra: Option<&std::path::Path>) -> Result<NodeDefs, String> {

@@ -12,6 +12,7 @@ pub mod package;
 pub mod read;
 pub mod subgraph;
 pub mod synth;
+pub mod templates;
 pub mod to_api;
 pub mod view;
 mod widgets;

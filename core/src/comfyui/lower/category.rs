@@ -136,8 +136,15 @@ const MESH: &[&str] = &[
 /// runs what they read.
 const OTHER_OUTPUTS: &[&str] = &["PreviewAny", "ImageCompare", "MaskPreview", "SaveText"];
 
+/// Local classes a cloud prefix would take (TripoSplat's nodes run its
+/// model in ComfyUI).
+const LOCAL_PREFIXES: &[&str] = &["TripoSplat"];
+
 /// The provider whose service runs `class`, if it is a cloud node.
 pub fn cloud_provider(class: &str) -> Option<&'static str> {
+    if LOCAL_PREFIXES.iter().any(|p| class.starts_with(p)) {
+        return None;
+    }
     let exact = CLOUD_CLASSES.iter().find(|(c, _)| *c == class);
     let prefixed = || CLOUD_PREFIXES.iter().find(|(p, _)| class.starts_with(p));
     let suffixed = || {
@@ -237,6 +244,7 @@ mod tests {
             "MiniMaxH3ImageToVideo",
             "FluxGuidance",
             "HunyuanVideo15ImageToVideo",
+            "TripoSplatConditioning",
         ] {
             assert_eq!(cloud_provider(local), None, "{local}");
         }

@@ -41,7 +41,7 @@ impl Num {
     /// Python's `int(x)`: toward zero.
     pub(super) fn to_int(self) -> Option<i64> {
         match self {
-            Num::Float(f) if f.is_finite() => Some(f.trunc() as i64),
+            Num::Float(f) if f.is_finite() && f.abs() < 9.2e18 => Some(f.trunc() as i64),
             Num::Float(_) => None,
             other => other.int(),
         }
@@ -66,6 +66,7 @@ pub(super) fn evaluate(text: &str, names: &HashMap<String, Num>) -> Option<Num> 
     let mut parser = Parser {
         tokens,
         at: 0,
+        depth: 0,
         names,
     };
     let value = parser.ternary()?;
@@ -115,13 +116,31 @@ fn tokens(text: &str) -> Option<Vec<Token>> {
     Some(out)
 }
 
+/// How deep parentheses, calls and prefix operators may nest: a file's
+/// expression deeper than that is not evaluated (it would exhaust the
+/// stack).
+const MAX_DEPTH: usize = 64;
+
 struct Parser<'a> {
     tokens: Vec<Token>,
     at: usize,
+    /// Nesting depth of the parse (see [`MAX_DEPTH`]).
+    depth: usize,
     names: &'a HashMap<String, Num>,
 }
 
 impl Parser<'_> {
+    /// Runs `parse` one level deeper, if the depth allows.
+    fn nested(&mut self, parse: impl FnOnce(&mut Self) -> Option<Num>) -> Option<Num> {
+        if self.depth >= MAX_DEPTH {
+            return None;
+        }
+        self.depth += 1;
+        let value = parse(self);
+        self.depth -= 1;
+        value
+    }
+
     fn peek_op(&self, op: &str) -> bool {
         matches!(self.tokens.get(self.at), Some(Token::Op(o)) if *o == op)
     }
@@ -149,7 +168,7 @@ impl Parser<'_> {
         }
         let condition = self.or()?;
         self.eat_word("else").then_some(())?;
-        let other = self.ternary()?;
+        let other = self.nested(Self::ternary)?;
         Some(if condition.truthy() { value } else { other })
     }
 
@@ -173,7 +192,7 @@ impl Parser<'_> {
 
     fn not(&mut self) -> Option<Num> {
         if self.eat_word("not") {
-            return Some(Num::Bool(!self.not()?.truthy()));
+            return Some(Num::Bool(!self.nested(Self::not)?.truthy()));
         }
         self.comparison()
     }
@@ -226,16 +245,16 @@ impl Parser<'_> {
 
     fn unary(&mut self) -> Option<Num> {
         if self.eat_op("-") {
-            return match self.unary()? {
+            return match self.nested(Self::unary)? {
                 Num::Float(f) => Some(Num::Float(-f)),
                 other => other.int()?.checked_neg().map(Num::Int),
             };
         }
         if self.eat_op("+") {
-            return self.unary();
+            return self.nested(Self::unary);
         }
         if self.eat_op("~") {
-            return Some(Num::Int(!self.unary()?.int()?));
+            return Some(Num::Int(!self.nested(Self::unary)?.int()?));
         }
         self.power()
     }
@@ -245,7 +264,7 @@ impl Parser<'_> {
         if !self.eat_op("**") {
             return Some(base);
         }
-        let exponent = self.unary()?;
+        let exponent = self.nested(Self::unary)?;
         power(base, exponent)
     }
 
@@ -257,7 +276,7 @@ impl Parser<'_> {
             }
             Token::Op("(") => {
                 self.at += 1;
-                let value = self.ternary()?;
+                let value = self.nested(Self::ternary)?;
                 self.eat_op(")").then_some(value)
             }
             Token::Name(name) => {
@@ -272,7 +291,7 @@ impl Parser<'_> {
                 let mut args = Vec::new();
                 if !self.eat_op(")") {
                     loop {
-                        args.push(self.ternary()?);
+                        args.push(self.nested(Self::ternary)?);
                         if self.eat_op(")") {
                             break;
                         }
@@ -297,14 +316,15 @@ fn apply(op: &str, a: Num, b: Num) -> Option<Num> {
             "-" => x.checked_sub(y).map(Num::Int),
             "*" => x.checked_mul(y).map(Num::Int),
             "/" => (y != 0).then(|| Num::Float(x as f64 / y as f64)),
-            "//" => (y != 0).then(|| Num::Int(x.div_euclid(y) - correction(x, y))),
-            "%" => (y != 0).then(|| Num::Int(x - y * (x.div_euclid(y) - correction(x, y)))),
+            "//" => floor_div(x, y).map(Num::Int),
+            "%" => floor_mod(x, y).map(Num::Int),
             "&" => Some(Num::Int(x & y)),
             "|" => Some(Num::Int(x | y)),
             "^" => Some(Num::Int(x ^ y)),
             "<<" => u32::try_from(y)
                 .ok()
-                .and_then(|s| x.checked_shl(s))
+                .filter(|s| *s < 63)
+                .and_then(|s| x.checked_mul(1 << s))
                 .map(Num::Int),
             ">>" => u32::try_from(y).ok().map(|s| Num::Int(x >> s.min(63))),
             _ => None,
@@ -323,10 +343,25 @@ fn apply(op: &str, a: Num, b: Num) -> Option<Num> {
     value.is_finite().then_some(Num::Float(value))
 }
 
-/// Python floors a quotient where Rust's Euclidean division differs (a
-/// negative divisor).
-fn correction(x: i64, y: i64) -> i64 {
-    i64::from(y < 0 && x.rem_euclid(y) != 0)
+/// Python's `//` on integers: the quotient rounded toward minus infinity
+/// (`None` for a zero divisor or an overflow).
+fn floor_div(x: i64, y: i64) -> Option<i64> {
+    let (q, r) = (x.checked_div(y)?, x.checked_rem(y)?);
+    Some(if r != 0 && (r < 0) != (y < 0) {
+        q - 1
+    } else {
+        q
+    })
+}
+
+/// Python's `%` on integers: the remainder with the divisor's sign.
+fn floor_mod(x: i64, y: i64) -> Option<i64> {
+    let r = x.checked_rem(y)?;
+    Some(if r != 0 && (r < 0) != (y < 0) {
+        r + y
+    } else {
+        r
+    })
 }
 
 fn power(base: Num, exponent: Num) -> Option<Num> {
@@ -439,5 +474,22 @@ mod tests {
         for text in ["a / 0", "c + 1", "a +", "import os", "a.b", "max()", "(a"] {
             assert_eq!(eval(text, Num::Int(1), Num::Int(0)), None, "{text}");
         }
+        // Nesting past the limit is refused, not a stack overflow.
+        let deep = format!("{}a{}", "(".repeat(100_000), ")".repeat(100_000));
+        assert_eq!(eval(&deep, Num::Int(1), Num::Int(0)), None);
+        let negated = format!("{}a", "-".repeat(100_000));
+        assert_eq!(eval(&negated, Num::Int(1), Num::Int(0)), None);
+        // Integer edges are None, never a panic or a wrapped value.
+        for text in [
+            "(-9223372036854775807 - 1) // -1",
+            "(-9223372036854775807 - 1) % -1",
+            "1 << 63",
+            "9223372036854775807 + 1",
+            "int(1e30)",
+        ] {
+            assert_eq!(eval(text, Num::Int(1), Num::Int(0)), None, "{text}");
+        }
+        let shallow = format!("{}a{}", "(".repeat(20), ")".repeat(20));
+        assert_eq!(eval(&shallow, Num::Int(1), Num::Int(0)), Some(Num::Int(1)));
     }
 }

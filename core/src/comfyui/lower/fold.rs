@@ -1,23 +1,25 @@
 //! Constants ComfyUI settles before any model runs, folded into the nodes
-//! that read them: a primitive node (`PrimitiveInt`, `PrimitiveFloat`,
-//! `PrimitiveBoolean`, `PrimitiveString`, `PrimitiveStringMultiline`) whose
-//! `value` is written in the graph gives that value, and a
+//! that read them (what each class gives is in `gives`): a primitive node
+//! whose `value` is written in the graph gives that value, a
 //! `ComfySwitchNode` whose `switch` is written (or folded) gives what its
-//! chosen input (`on_true` or `on_false`) carries: a link or a value. The
-//! official templates drive samplers, prompts and model paths through them
-//! (a "turbo" switch choosing LoRA, steps and cfg). What a folded node
-//! gave is then written in its readers' inputs, so the run parameters it
-//! set become the workflow's typed inputs as if the graph had written
-//! them; the switch's other branch is left to no reader (and so listed as
-//! ignored). A primitive or switch whose value comes from a node that does
-//! not fold, and a node read at an output other than its first, stay for
-//! the lowering to judge.
+//! chosen input (`on_true` or `on_false`) carries, a link or a value, and
+//! the string, resolution, number and math nodes give what they compute
+//! from written inputs. The official templates drive samplers, prompts,
+//! sizes and model paths through them (a "turbo" switch choosing LoRA,
+//! steps and cfg). What a folded node gave is then written in its readers'
+//! inputs, so the run parameters it set become the workflow's typed inputs
+//! as if the graph had written them; a switch's other branch is left to no
+//! reader (and so listed as ignored). A node whose inputs come from a node
+//! that does not fold, or that is read at an output it does not give,
+//! stays for the lowering to judge. Folding visits each node again only
+//! when one of its inputs changed, so it takes time in proportion to the
+//! graph's size.
 
 mod gives;
 
 use crate::comfyui::link::api_link;
 use serde_json::{Map, Value};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 /// A node folded into its readers.
 pub(super) struct Folded {
@@ -25,65 +27,100 @@ pub(super) struct Folded {
     /// The nodes and inputs that now hold what it gave.
     pub readers: Vec<(String, String)>,
     /// Its own inputs whose values it gave on (a primitive's `value`, a
-    /// switch's `switch` and chosen branch).
-    pub passes: [&'static str; 2],
+    /// switch's `switch` and chosen branch, every operand of a
+    /// computation).
+    pub passes: Vec<String>,
 }
 
 /// The graph with every foldable node folded (the others in their order),
-/// and the folded nodes in the order they were folded.
+/// and the folded nodes in the order they were folded: a node after those
+/// it read.
 pub(super) fn constants(nodes: &Map<String, Value>) -> (Map<String, Value>, Vec<Folded>) {
     let mut nodes = nodes.clone();
+    let mut readers_of: HashMap<String, Vec<(String, String)>> = HashMap::new();
+    for (reader, node) in &nodes {
+        for (input, value) in inputs(node) {
+            if let Some((origin, _)) = api_link(value) {
+                readers_of
+                    .entry(origin)
+                    .or_default()
+                    .push((reader.clone(), input.clone()));
+            }
+        }
+    }
+    let mut pending: VecDeque<String> = nodes.keys().cloned().collect();
+    let mut queued: HashSet<String> = pending.iter().cloned().collect();
     let mut folded = Vec::new();
-    while let Some((id, gift)) = nodes.iter().find_map(|(id, node)| {
-        let gift = gives::gives(node).filter(|gift| {
-            let slots = read_slots(&nodes, id);
-            slots.iter().all(|slot| *slot < gift.outputs.len())
-                && (!gift.needs_reader || !slots.is_empty())
+    while let Some(id) = pending.pop_front() {
+        queued.remove(&id);
+        let Some(node) = nodes.get(&id) else {
+            continue;
+        };
+        // Its readers now: (reader, input, output slot read).
+        let mut readers: Vec<(String, String, usize)> = Vec::new();
+        for (reader, input) in readers_of.get(&id).into_iter().flatten() {
+            let link = nodes
+                .get(reader)
+                .and_then(|n| n.get("inputs")?.get(input))
+                .and_then(api_link);
+            if let Some((origin, slot)) = link
+                && origin == id
+                && !readers.iter().any(|(r, i, _)| r == reader && i == input)
+            {
+                readers.push((reader.clone(), input.clone(), slot_index(slot)));
+            }
+        }
+        let Some(gift) = gives::gives(node).filter(|gift| {
+            readers
+                .iter()
+                .all(|(_, _, slot)| *slot < gift.outputs.len())
+                && (!gift.needs_reader || !readers.is_empty())
                 && gift
                     .outputs
                     .iter()
-                    .all(|value| api_link(value).is_none_or(|(origin, _)| origin != *id))
-        })?;
-        Some((id.clone(), gift))
-    }) {
-        nodes.retain(|other, _| *other != id);
-        let mut readers = Vec::new();
-        for (reader, node) in nodes.iter_mut() {
-            let Some(inputs) = node.get_mut("inputs").and_then(Value::as_object_mut) else {
+                    .all(|value| api_link(value).is_none_or(|(origin, _)| origin != id))
+        }) else {
+            continue;
+        };
+        nodes.remove(&id);
+        for (reader, input, slot) in &readers {
+            let Some(value) = nodes
+                .get_mut(reader)
+                .and_then(|n| n.get_mut("inputs")?.get_mut(input))
+            else {
                 continue;
             };
-            for (input, value) in inputs.iter_mut() {
-                let Some((origin, slot)) = api_link(value) else {
-                    continue;
-                };
-                if origin == id
-                    && let Some(given) =
-                        usize::try_from(slot).ok().and_then(|s| gift.outputs.get(s))
-                {
-                    *value = given.clone();
-                    readers.push((reader.clone(), input.clone()));
-                }
+            *value = gift.outputs[*slot].clone();
+            if let Some((origin, _)) = api_link(value) {
+                readers_of
+                    .entry(origin)
+                    .or_default()
+                    .push((reader.clone(), input.clone()));
+            }
+            if queued.insert(reader.clone()) {
+                pending.push_back(reader.clone());
             }
         }
         folded.push(Folded {
             id,
-            readers,
+            readers: readers.into_iter().map(|(r, i, _)| (r, i)).collect(),
             passes: gift.passes,
         });
     }
     (nodes, folded)
 }
 
-/// The output slots at which some node reads node `id`.
-fn read_slots(nodes: &Map<String, Value>, id: &str) -> BTreeSet<usize> {
-    nodes
-        .values()
-        .filter_map(|node| node.get("inputs")?.as_object())
-        .flat_map(|inputs| inputs.values())
-        .filter_map(api_link)
-        .filter(|(origin, _)| *origin == id)
-        .map(|(_, slot)| usize::try_from(slot).unwrap_or(usize::MAX))
-        .collect()
+/// A node's inputs (none where it has no `inputs` object).
+fn inputs(node: &Value) -> impl Iterator<Item = (&String, &Value)> {
+    node.get("inputs")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+}
+
+/// An output slot as an index (past any output where it does not fit).
+fn slot_index(slot: u64) -> usize {
+    usize::try_from(slot).unwrap_or(usize::MAX)
 }
 
 /// The folded nodes that gave something to a node in `used` (directly or
@@ -96,7 +133,9 @@ pub(super) fn used<'a>(folded: &'a [Folded], used: &BTreeSet<String>) -> BTreeSe
         let reaches = |(reader, input): &(String, String)| {
             used.contains(reader)
                 || folded[at..].iter().any(|f| {
-                    f.id == *reader && reached.contains(&f.id) && f.passes.contains(&input.as_str())
+                    f.id == *reader
+                        && reached.contains(&f.id)
+                        && f.passes.iter().any(|p| p == input)
                 })
         };
         if node.readers.iter().any(reaches) {

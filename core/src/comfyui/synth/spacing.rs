@@ -263,6 +263,9 @@ impl Schedule {
             }
         };
         valid(&spacing)?;
+        if matches!(spacing, Spacing::Manual { .. }) && flag("discard_penultimate") {
+            return Err("its contract parameters drop a penultimate sigma from a written list, which is run as written".into());
+        }
         Ok(Schedule {
             spacing,
             flip: flag("flip"),
@@ -451,7 +454,9 @@ fn valid(spacing: &Spacing) -> Result<(), String> {
         Spacing::Manual { sigmas } => {
             sigmas.len() >= 2 && sigmas.iter().all(|s| s.is_finite() && *s >= 0.0)
         }
-        Spacing::Flux2 { width, height } => *width > 0 && *height > 0,
+        Spacing::Flux2 { width, height } => {
+            (1..=16_384).contains(width) && (1..=16_384).contains(height)
+        }
     };
     match ok {
         true => Ok(()),

@@ -1,6 +1,7 @@
 //! What a node whose inputs are all written gives its readers, computed as
-//! ComfyUI's node would: primitives and `SeedNode`, a written switch's chosen branch, the
-//! text a `PreviewAny` shows and passes on, string joins and replacements,
+//! ComfyUI's node would: primitives and `SeedNode`, a written switch's
+//! chosen branch, the text a `PreviewAny` shows of a written value and
+//! passes on, string joins and replacements,
 //! a `CustomCombo`'s choice, a `ResolutionSelector`'s size, number
 //! conversions and `ComfyMathExpression`'s arithmetic (see `expr`).
 
@@ -23,17 +24,26 @@ pub(super) struct Gift {
     /// Per output slot, the value (or link) its readers take.
     pub outputs: Vec<Value>,
     /// Its own inputs whose values it gives on.
-    pub passes: [&'static str; 2],
+    pub passes: Vec<String>,
     /// Whether it folds only where it is read (a preview, which is also a
     /// sink of its own).
     pub needs_reader: bool,
 }
 
 impl Gift {
-    fn of(outputs: Vec<Value>, passes: [&'static str; 2]) -> Gift {
+    fn of(outputs: Vec<Value>, passes: &[&str]) -> Gift {
         Gift {
             outputs,
-            passes,
+            passes: passes.iter().map(|p| p.to_string()).collect(),
+            needs_reader: false,
+        }
+    }
+
+    /// What a computation gives: every input it read passes on.
+    fn computed(outputs: Vec<Value>, inputs: &Map<String, Value>) -> Gift {
+        Gift {
+            outputs,
+            passes: inputs.keys().cloned().collect(),
             needs_reader: false,
         }
     }
@@ -46,13 +56,10 @@ pub(super) fn gives(node: &Value) -> Option<Gift> {
     let literal = |name: &str| inputs.get(name).filter(|v| api_link(v).is_none());
     let text = |name: &str| literal(name)?.as_str();
     if PRIMITIVES.contains(&class) {
-        return Some(Gift::of(
-            vec![literal("value")?.clone()],
-            ["value", "value"],
-        ));
+        return Some(Gift::of(vec![literal("value")?.clone()], &["value"]));
     }
     if class == "SeedNode" {
-        return Some(Gift::of(vec![literal("seed")?.clone()], ["seed", "seed"]));
+        return Some(Gift::of(vec![literal("seed")?.clone()], &["seed"]));
     }
     match class {
         "ComfySwitchNode" => {
@@ -63,50 +70,55 @@ pub(super) fn gives(node: &Value) -> Option<Gift> {
             };
             Some(Gift::of(
                 vec![inputs.get(chosen)?.clone()],
-                ["switch", chosen],
+                &["switch", chosen],
             ))
         }
+        // Its output is the text it shows: a written value as Python
+        // prints it.
         "PreviewAny" => Some(Gift {
-            outputs: vec![inputs.get("source")?.clone()],
-            passes: ["source", "source"],
+            outputs: vec![json!(python_str(literal("source")?)?)],
+            passes: vec!["source".into()],
             needs_reader: true,
         }),
         "StringConcatenate" => {
-            let delimiter = text("delimiter").unwrap_or_default();
+            let delimiter = match inputs.get("delimiter") {
+                None => "",
+                Some(_) => text("delimiter")?,
+            };
             let joined = format!("{}{delimiter}{}", text("string_a")?, text("string_b")?);
-            Some(Gift::of(vec![json!(joined)], ["string_a", "string_b"]))
+            Some(Gift::computed(vec![json!(joined)], inputs))
         }
         "StringReplace" => {
             let replaced = text("string")?.replace(text("find")?, text("replace")?);
-            Some(Gift::of(vec![json!(replaced)], ["string", "string"]))
+            Some(Gift::computed(vec![json!(replaced)], inputs))
         }
-        "CustomCombo" => Some(Gift::of(
-            vec![json!(text("choice")?), literal("index").cloned()?],
-            ["choice", "choice"],
-        )),
+        "CustomCombo" => {
+            let index = match inputs.get("index") {
+                None => json!(0),
+                Some(_) => json!(literal("index")?.as_i64()?),
+            };
+            Some(Gift::computed(vec![json!(text("choice")?), index], inputs))
+        }
         "ResolutionSelector" => {
             let (width, height) = resolution(inputs)?;
-            Some(Gift::of(
-                vec![json!(width), json!(height)],
-                ["megapixels", "aspect_ratio"],
-            ))
+            Some(Gift::computed(vec![json!(width), json!(height)], inputs))
         }
         "ComfyNumberConvert" => {
             let value = number(literal("value")?)?;
-            Some(Gift::of(
+            Some(Gift::computed(
                 vec![json!(value.to_float()), json!(value.to_int()?)],
-                ["value", "value"],
+                inputs,
             ))
         }
         "ComfyMathExpression" => {
             let result = math(inputs)?;
-            Some(Gift::of(
+            Some(Gift::computed(
                 vec![
                     json!(result.to_float()),
                     json!(result.to_int()?),
                     json!(result.to_bool()),
                 ],
-                ["expression", "expression"],
+                inputs,
             ))
         }
         _ => None,
@@ -129,21 +141,35 @@ fn number(value: &Value) -> Option<Num> {
     }
 }
 
-/// `ComfyMathExpression`: its `values.<name>` inputs bound by name and by
-/// position (`a`, `b`, ... in input order), every one written.
+/// `ComfyMathExpression`: its `values.<name>` inputs bound by name (`a`,
+/// `b`, ...), every one written.
 fn math(inputs: &Map<String, Value>) -> Option<Num> {
     let expression = inputs.get("expression")?.as_str()?;
     let mut names = HashMap::new();
-    let values = inputs
-        .iter()
-        .filter_map(|(name, v)| Some((name.strip_prefix("values.")?, v)));
-    for (position, (name, value)) in values.enumerate() {
-        let value = number(value)?;
-        let letter = u8::try_from(position).ok().filter(|p| *p < 26)?;
-        names.insert(char::from(b'a' + letter).to_string(), value);
-        names.insert(name.to_string(), value);
+    for (name, value) in inputs.iter() {
+        if let Some(name) = name.strip_prefix("values.") {
+            names.insert(name.to_string(), number(value)?);
+        }
     }
     expr::evaluate(expression, &names)
+}
+
+/// A written value as Python's `str` gives it (`True`, `2.0`, text as is).
+fn python_str(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(true) => Some("True".into()),
+        Value::Bool(false) => Some("False".into()),
+        Value::Number(n) if n.is_f64() => {
+            let f = n.as_f64()?;
+            Some(match f.fract() == 0.0 && f.abs() < 1e16 {
+                true => format!("{f:.1}"),
+                false => format!("{f}"),
+            })
+        }
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
 }
 
 /// `ResolutionSelector`: the aspect ratio's sides scaled to the target
@@ -157,7 +183,15 @@ fn resolution(inputs: &Map<String, Value>) -> Option<(i64, i64)> {
     let megapixels = inputs.get("megapixels")?.as_f64()?;
     let multiple = inputs.get("multiple").map_or(Some(8), Value::as_i64)?;
     let minimum = inputs.get("minimum").map_or(Some(0), Value::as_i64)?;
-    if w <= 0 || h <= 0 || multiple <= 0 || megapixels.is_nan() || megapixels <= 0.0 {
+    // ComfyUI's ranges (its ratios' sides are at most 21): beyond them
+    // the node would not run.
+    let sides = 1..=64;
+    if !sides.contains(&w)
+        || !sides.contains(&h)
+        || !(1..=128).contains(&multiple)
+        || !(0..=4096).contains(&minimum)
+        || !(0.01..=16.0).contains(&megapixels)
+    {
         return None;
     }
     let scale = (megapixels * 1024.0 * 1024.0 / (w * h) as f64).sqrt();
@@ -249,6 +283,22 @@ mod tests {
             outputs("CustomCombo", json!({"choice": "Turbo", "index": 2})),
             Some(vec![json!("Turbo"), json!(2)])
         );
+        assert_eq!(
+            outputs(
+                "ComfyMathExpression",
+                json!({"expression": "a - b", "values.b": 1, "values.a": 5})
+            ),
+            Some(vec![json!(4.0), json!(4), json!(true)]),
+            "operands bind by name, whatever their order"
+        );
+        assert_eq!(
+            outputs("PreviewAny", json!({"source": 2.0})),
+            Some(vec![json!("2.0")])
+        );
+        assert_eq!(
+            outputs("PreviewAny", json!({"source": true})),
+            Some(vec![json!("True")])
+        );
     }
 
     #[test]
@@ -264,6 +314,30 @@ mod tests {
             outputs(
                 "StringConcatenate",
                 json!({"string_a": ["1", 0], "string_b": "x"})
+            ),
+            None
+        );
+        assert_eq!(
+            outputs(
+                "StringConcatenate",
+                json!({"string_a": "a", "string_b": "b", "delimiter": ["1", 0]})
+            ),
+            None,
+            "a linked delimiter is not taken as empty"
+        );
+        assert_eq!(outputs("PreviewAny", json!({"source": ["1", 0]})), None);
+        // Out of ComfyUI's ranges: no overflow, no fold.
+        assert_eq!(
+            outputs(
+                "ResolutionSelector",
+                json!({"aspect_ratio": "9223372036854775807:2 (x)", "megapixels": 1.0, "multiple": 8})
+            ),
+            None
+        );
+        assert_eq!(
+            outputs(
+                "ResolutionSelector",
+                json!({"aspect_ratio": "1:1", "megapixels": 1.0, "multiple": 8, "minimum": 9223372036854775807i64})
             ),
             None
         );

@@ -173,17 +173,13 @@ fn scheduler(g: &Graph<'_>, node: &str) -> Result<Sigmas, Refusal> {
     })
 }
 
-/// `ManualSigmas`: the numbers its text lists (commas or spaces between),
-/// falling to 0 or above, at least two.
+/// `ManualSigmas`: the numbers its text holds, found as ComfyUI finds
+/// them (`[-+]?(?:\d*\.*\d+)`, so `1e-3` is 1 and -3), two or more, of 0
+/// or more.
 fn manual(g: &Graph<'_>, node: &str) -> Result<Sigmas, Refusal> {
     let text = g.text(node, "sigmas")?;
-    let parsed: Option<Vec<f64>> = text
-        .split(|c: char| c == ',' || c.is_whitespace())
-        .filter(|t| !t.is_empty())
-        .map(|t| t.parse::<f64>().ok().filter(|v| v.is_finite()))
-        .collect();
-    let sigmas = parsed
-        .filter(|s| s.len() >= 2 && s.iter().all(|v| *v >= 0.0))
+    let sigmas = comfy_numbers(text)
+        .filter(|s: &Vec<f64>| s.len() >= 2 && s.iter().all(|v| *v >= 0.0))
         .ok_or_else(|| {
             g.refuse(
                 node,
@@ -201,6 +197,38 @@ fn manual(g: &Graph<'_>, node: &str) -> Result<Sigmas, Refusal> {
         split: None,
         flip: None,
     })
+}
+
+/// The numbers ComfyUI's `ManualSigmas` finds in `text`: each leftmost
+/// match of `[-+]?\d*\.*\d+`, as Python's `float` reads it; `None` where a
+/// match is not a number (`1..5`) or is not finite.
+fn comfy_numbers(text: &str) -> Option<Vec<f64>> {
+    let bytes = text.as_bytes();
+    let run =
+        |from: usize, want: fn(&u8) -> bool| bytes[from..].iter().take_while(|b| want(b)).count();
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let signed = usize::from(matches!(bytes[at], b'+' | b'-'));
+        let start = at + signed;
+        let digits = run(start, u8::is_ascii_digit);
+        let dots = run(start + digits, |b| *b == b'.');
+        let tail = run(start + digits + dots, u8::is_ascii_digit);
+        // The regex's backtracking: without digits after the dots, the
+        // last leading digit is the one `\d+` needs.
+        let end = match (tail, digits) {
+            (1.., _) => start + digits + dots + tail,
+            (0, 1..) => start + digits,
+            (0, 0) => {
+                at += 1;
+                continue;
+            }
+        };
+        let number: f64 = text[at..end].parse().ok().filter(|v: &f64| v.is_finite())?;
+        out.push(number);
+        at = end;
+    }
+    Some(out)
 }
 
 /// A scheduler's `sigma_min` and `sigma_max`: positive, the first below
@@ -320,4 +348,22 @@ fn split_window(
         add_noise,
         leftover_noise: end < steps || sigmas.schedule.flip,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::comfy_numbers;
+
+    #[test]
+    fn manual_sigmas_are_found_as_comfyuis_pattern_finds_them() {
+        assert_eq!(
+            comfy_numbers("1.0, 0.99375, .5,0"),
+            Some(vec![1.0, 0.99375, 0.5, 0.0])
+        );
+        // `1e-3` is two matches, 1 and -3; `12` one.
+        assert_eq!(comfy_numbers("1e-3 12"), Some(vec![1.0, -3.0, 12.0]));
+        // A match Python's float refuses.
+        assert_eq!(comfy_numbers("1..5"), None);
+        assert_eq!(comfy_numbers("no numbers"), Some(vec![]));
+    }
 }
