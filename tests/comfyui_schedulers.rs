@@ -352,7 +352,7 @@ fn bad_scheduler_settings_are_refused_by_node_and_input() {
             "25",
             "SplitSigmas",
             None,
-            "feeds `sigmas` of node 24 as its sigmas, which the importer supports only from BasicScheduler, KarrasScheduler, ExponentialScheduler, PolyexponentialScheduler, BetaSamplingScheduler, SDTurboScheduler or AlignYourStepsScheduler",
+            "feeds `sigmas` of node 24 as its sigmas, which the importer supports only from BasicScheduler, KarrasScheduler, ExponentialScheduler, PolyexponentialScheduler, BetaSamplingScheduler, SDTurboScheduler, AlignYourStepsScheduler, Flux2Scheduler, LTXVScheduler or ManualSigmas",
         ),
     );
 }

@@ -5,7 +5,7 @@
 //! (the bundled node definitions), and its outcome must be the one
 //! `fixtures/comfyui/template_outcomes.tsv` lists: lowered (the document
 //! validates), or refused for a cause (a cloud node, a 3D mesh output,
-//! language-model text generation, a custom class without definition, or
+//! language-model text generation, a class without definition, or
 //! what the lowering does not build) at a node of a class (`node`), at one
 //! of its inputs (`input`), or as a whole graph (`graph`). Any change fails;
 //! `WFSTUDIO_UPDATE_FIXTURES=1` rewrites the table after an improvement.
@@ -278,4 +278,115 @@ fn the_own_definitions_fit_every_template_node() {
         "the templates use the own classes ({checked} nodes)"
     );
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The API graph of template `path` made small to run: every literal
+/// `width` and `height` (and the primitives that set them) 64, video
+/// `length`s two latent frames, batches 1, audio one second, resolution
+/// selectors their least; the samplers keep their steps (64x64 stand-in
+/// steps are cheap).
+fn small(path: &std::path::Path, defs: &NodeDefs) -> serde_json::Value {
+    use serde_json::{Value, json};
+    let found =
+        wfstudio_core::comfyui::read(&std::fs::read(path).expect("template")).expect("read");
+    let mut api = wfstudio_core::comfyui::import::api_of(&found, Some(defs))
+        .expect("an API graph")
+        .api;
+    let frames = |class: &str| match class {
+        "EmptyLTXVLatentVideo" | "EmptyCosmosLatentVideo" => 9,
+        "EmptyMochiLatentVideo" => 7,
+        _ => 5,
+    };
+    let mut primitives = Vec::new();
+    let nodes = api.as_object_mut().expect("an object");
+    for node in nodes.values_mut() {
+        let class = node["class_type"].as_str().unwrap_or_default().to_string();
+        let Some(inputs) = node["inputs"].as_object_mut() else {
+            continue;
+        };
+        for (name, value) in inputs.iter_mut() {
+            let small = match name.as_str() {
+                "width" | "height" => json!(64),
+                "length" => json!(frames(&class)),
+                "batch_size" => json!(1),
+                "seconds" => json!(1.0),
+                "megapixels" => json!(0.01),
+                "minimum" => json!(32),
+                _ => continue,
+            };
+            match value {
+                Value::Number(_) => *value = small,
+                Value::Array(link) => {
+                    if let Some(origin) = link.first().and_then(Value::as_str) {
+                        primitives.push((origin.to_string(), small));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    for (origin, small) in primitives {
+        if let Some(node) = nodes.get_mut(&origin)
+            && node["class_type"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("Primitive"))
+        {
+            node["inputs"]["value"] = small;
+        }
+    }
+    api
+}
+
+/// Every template that lowers becomes a package that checks and runs,
+/// small (64x64, two latent frames), with stand-in models.
+#[test]
+fn every_lowered_template_becomes_a_package_that_checks_and_runs_small() {
+    let Some(dir) = templates() else {
+        return;
+    };
+    let listed = std::fs::read_to_string(support::fixtures().join("comfyui/template_outcomes.tsv"))
+        .expect("the outcomes table");
+    let lowered: Vec<&str> = listed
+        .lines()
+        .filter(|l| l.split('\t').nth(2) == Some("lowered"))
+        .filter_map(|l| l.split('\t').next())
+        .collect();
+    assert!(lowered.len() >= 40, "{} templates lower", lowered.len());
+    let defs = NodeDefs::builtin();
+    let root = std::env::temp_dir().join(format!("wfstudio-templates-run-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).expect("scratch");
+    let text = |p: &std::path::Path| p.to_str().expect("utf-8").to_string();
+    for file in lowered {
+        let stem = file.trim_end_matches(".json");
+        let graph = root.join(format!("{stem}.api.json"));
+        std::fs::write(&graph, small(&dir.join(file), &defs).to_string()).expect("graph");
+        let (package, out) = (root.join(stem), root.join(format!("{stem}-out")));
+        let import = [
+            "import-comfyui".to_string(),
+            text(&graph),
+            "--package-out".into(),
+            text(&package),
+            "--stand-in-models".into(),
+        ];
+        let import: Vec<&str> = import.iter().map(String::as_str).collect();
+        let (code, _, stderr) = support::run_wfstudio(&import);
+        assert_eq!(code, 0, "import {file}: {stderr}");
+        let (code, stdout, stderr) = support::run_wfstudio(&["check", &text(&package)]);
+        assert_eq!(code, 0, "check {file}: {stdout}{stderr}");
+        let (code, stdout, stderr) =
+            support::run_wfstudio(&["run", &text(&package), "--out", &text(&out)]);
+        assert_eq!(code, 0, "run {file}: {stdout}{stderr}");
+        let shown = std::fs::read_dir(&out)
+            .expect("the run's outputs")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .any(|p| {
+                p.extension()
+                    .is_some_and(|x| x == "png" || x == "gif" || x == "wav")
+            });
+        assert!(shown, "{file}: no picture, video or sound written");
+        let _ = std::fs::remove_dir_all(&package);
+        let _ = std::fs::remove_dir_all(&out);
+    }
+    let _ = std::fs::remove_dir_all(&root);
 }

@@ -210,14 +210,14 @@ fn video_graphs_the_lowering_cannot_make_are_refused_by_name() {
             {
                 let mut g = video();
                 g["5"]["inputs"]["model"] = json!(["12", 0]);
-                g["14"]["inputs"]["type"] = json!("ltxv");
+                g["14"]["inputs"]["type"] = json!("lumina2");
                 g
             },
             (
                 "5",
                 "KSampler",
                 Some("model"),
-                "samples a video latent with the model's own sampling, which the graph does not state: the models that take it sample by flow matching with a shift of their own, and the text encoder's type 'ltxv' (node 14) does not settle which",
+                "samples a video latent with the model's own sampling, which the graph does not state: the models that take it sample by flow matching with a shift of their own, and the text encoder's type 'lumina2' (node 14) does not settle which",
             ),
         ),
         (
@@ -282,5 +282,71 @@ fn video_graphs_the_lowering_cannot_make_are_refused_by_name() {
     ];
     for (graph, expected) in cases {
         assert_refused(&graph, expected);
+    }
+}
+
+/// LTX-Video as ComfyUI's text-to-video template builds it: an
+/// `EmptyLTXVLatentVideo`, `LTXVConditioning` on both prompts and the
+/// `LTXVScheduler` sized by that latent, under `SamplerCustom`.
+fn ltxv() -> Value {
+    json!({
+        "38": {"class_type": "CLIPLoader", "inputs": {"clip_name": "t5xxl_fp16.safetensors", "type": "ltxv", "device": "default"}},
+        "44": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "ltx-video-2b-v0.9.safetensors"}},
+        "6": {"class_type": "CLIPTextEncode", "inputs": {"text": "a river at dawn", "clip": ["38", 0]}},
+        "7": {"class_type": "CLIPTextEncode", "inputs": {"text": "low quality", "clip": ["38", 0]}},
+        "70": {"class_type": "EmptyLTXVLatentVideo", "inputs": {"width": 768, "height": 512, "length": 97, "batch_size": 1}},
+        "69": {"class_type": "LTXVConditioning", "inputs": {"frame_rate": 25.0, "positive": ["6", 0], "negative": ["7", 0]}},
+        "71": {"class_type": "LTXVScheduler", "inputs": {"steps": 4, "max_shift": 2.05, "base_shift": 0.95, "stretch": true, "terminal": 0.1, "latent": ["70", 0]}},
+        "73": {"class_type": "KSamplerSelect", "inputs": {"sampler_name": "euler"}},
+        "72": {"class_type": "SamplerCustom", "inputs": {"add_noise": true, "noise_seed": 7, "cfg": 3.0, "model": ["44", 0], "positive": ["69", 0], "negative": ["69", 1], "sampler": ["73", 0], "sigmas": ["71", 0], "latent_image": ["70", 0]}},
+        "8": {"class_type": "VAEDecode", "inputs": {"samples": ["72", 0], "vae": ["44", 2]}},
+        "78": {"class_type": "CreateVideo", "inputs": {"fps": 24.0, "images": ["8", 0]}},
+        "79": {"class_type": "SaveVideo", "inputs": {"filename_prefix": "video/ComfyUI", "format": "auto", "codec": "auto", "video": ["78", 0]}}
+    })
+}
+
+#[test]
+fn ltx_video_takes_its_frame_rate_and_its_latent_sized_schedule() {
+    let l = lowered(&ltxv(), &Target::default());
+    let w = workflow(&l);
+    assert_eq!(w["inputs"]["request.frame_rate"]["default"], json!(25.0));
+    let denoiser = &w["components"]["denoiser"]["ports"]["inputs"];
+    assert!(denoiser.get("frame_rate").is_some(), "{denoiser}");
+    // 97 frames at 8 a latent frame and 32 pixels a cell: 13 x 16 x 24.
+    let schedule = &w["components"]["diffusion_schedule"]["contract"]["parameters"];
+    assert_eq!(schedule["spacing"], "ltxv");
+    assert_eq!(schedule["tokens"], json!(13 * 16 * 24));
+    let read = wfstudio_core::comfyui::synth::spacing::Schedule::read(schedule).expect("read");
+    let flow =
+        wfstudio_core::comfyui::synth::tables::ModelSampling::of_family("flux").expect("flux");
+    let sigmas = read.constant(&flow, 4).expect("stated");
+    // numpy, float32 as torch: ComfyUI's LTXVScheduler for 4992 tokens.
+    for (got, want) in sigmas
+        .iter()
+        .zip([1.0, 0.875_844_84, 0.648_745_66, 0.1, 0.0])
+    {
+        assert!((got - want).abs() < 1e-6, "{sigmas:?}");
+    }
+    // Different frame rates on the two prompts are refused by name.
+    let mut g = ltxv();
+    g["68"] = json!({"class_type": "LTXVConditioning", "inputs": {"frame_rate": 30.0, "positive": ["6", 0], "negative": ["7", 0]}});
+    g["72"]["inputs"]["negative"] = json!(["68", 1]);
+    assert_refused(
+        &g,
+        (
+            "69",
+            "LTXVConditioning",
+            None,
+            "sets a frame rate on some of the sampler's prompts and not the same on all, and the denoiser takes one frame rate with every prompt",
+        ),
+    );
+    if support::runtime_available() {
+        let root = scratch("ltxv");
+        let mut small = ltxv();
+        small["70"]["inputs"] = json!({"width": 64, "height": 64, "length": 9, "batch_size": 1});
+        let (_, out) = package_and_run(&root, "ltxv", &small);
+        let (shape, _) = npy(&out.join("latent.npy"));
+        assert_eq!(shape, [1, 128, 2, 2, 2]);
+        let _ = std::fs::remove_dir_all(&root);
     }
 }

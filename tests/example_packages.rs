@@ -132,3 +132,27 @@ fn the_hand_made_examples_models_are_built_by_the_product() {
         "stale example models (rerun with WFSTUDIO_UPDATE_FIXTURES=1): {stale:?}"
     );
 }
+
+/// `request.max_iterations` cuts a windowed run short too (img2img's
+/// denoise window, KSamplerAdvanced's steps): its loop runs at most that
+/// many iterations, as an unwindowed loop does.
+#[test]
+fn max_iterations_cuts_a_windowed_run_short() {
+    for example in [
+        "fixtures/examples/tiny-img2img",
+        "fixtures/examples/tiny-advanced",
+    ] {
+        let (code, _, stderr) =
+            support::run_wfstudio(&["run", example, "--input", "request.max_iterations=1"]);
+        assert_eq!(code, 0, "{example}: {stderr}");
+        let iterations: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains(": iteration "))
+            .collect();
+        assert_eq!(
+            iterations.len(),
+            1,
+            "{example}: one iteration: {iterations:?}"
+        );
+    }
+}

@@ -257,7 +257,7 @@ fn verdict(outcome: Option<&Outcome>) -> (String, Color32) {
                 Cause::Cloud(provider) => format!("cloud node: runs on the {provider} service"),
                 Cause::Mesh => "makes a 3D mesh".into(),
                 Cause::LanguageModel => "generates text with a language model".into(),
-                Cause::CustomClass => "uses a custom node class".into(),
+                Cause::Undefined => "uses a class no definition describes".into(),
                 Cause::Lowering => "uses what the lowering does not build yet".into(),
             };
             (format!("refused: {why}"), refused)

@@ -23,6 +23,7 @@ pub mod sampling;
 mod sasolver;
 mod schedule;
 mod sde;
+mod shifted;
 mod solver;
 mod solver_sigmas;
 pub mod spacing;

@@ -310,8 +310,20 @@ fn denoise_window(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthE
     let start = g.op("Sub", &[&steps, &ri]);
     let iterations = g.op("Sub", &[&steps, &start]);
     let iterations = run_iterations(g, family, &iterations);
+    let iterations = capped(g, &iterations)?;
     g.output(&start, "start")?;
     g.output(&iterations, "iterations")
+}
+
+/// `iterations`, at most the request's `max_iterations` where the policy
+/// takes it (a run cut short, as the loop's own bound cuts an unwindowed
+/// run).
+fn capped(g: &mut PolicyGraph<'_>, iterations: &str) -> Result<String, SynthError> {
+    if !g.has_input("max_iterations") {
+        return Ok(iterations.to_string());
+    }
+    let cap = g.input("max_iterations")?;
+    Ok(g.op("Min", &[iterations, &cap]))
 }
 
 /// The loop iterations of a run of `steps` steps (see
@@ -335,6 +347,7 @@ fn step_window(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthErro
     let zero = g.b.vec_i64(&[0]);
     let iterations = g.op("Max", &[&span, &zero]);
     let iterations = run_iterations(g, family, &iterations);
+    let iterations = capped(g, &iterations)?;
     g.output(&start, "first_step")?;
     g.output(&iterations, "iterations")?;
     g.output(&last_end, "last_end")

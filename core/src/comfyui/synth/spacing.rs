@@ -9,6 +9,7 @@
 use super::sampling::{
     SCHEDULES, arctan_schedule, beta_indices, discrete_schedule, karras, table_indices,
 };
+pub use super::shifted::Ltxv;
 use super::tables::{ModelSampling, Timesteps, linspace, sigma_at};
 use serde_json::{Value, json};
 
@@ -46,6 +47,9 @@ pub enum Spacing {
     /// `e^mu / (e^mu + 1/t - 1)`, `mu` fitted to the image's token count
     /// (`round(width * height / 256)`) and the step count.
     Flux2 { width: i64, height: i64 },
+    /// `LTXVScheduler`: the same shift of `linspace(1, 0, steps + 1)`, by
+    /// the latent's token count, maybe stretched to a terminal sigma.
+    Ltxv(Ltxv),
 }
 
 /// The schedule of one sampler stage.
@@ -141,6 +145,7 @@ impl Schedule {
             Spacing::AlignYourSteps { .. } => "align_your_steps",
             Spacing::Manual { .. } => "manual",
             Spacing::Flux2 { .. } => "flux2",
+            Spacing::Ltxv(_) => "ltxv",
         }
     }
 
@@ -183,6 +188,13 @@ impl Schedule {
             Spacing::Flux2 { width, height } => {
                 vec![("width", json!(width)), ("height", json!(height))]
             }
+            Spacing::Ltxv(l) => vec![
+                ("max_shift", json!(l.max_shift)),
+                ("base_shift", json!(l.base_shift)),
+                ("stretch", json!(l.stretch)),
+                ("terminal", json!(l.terminal)),
+                ("tokens", json!(l.tokens)),
+            ],
         };
         for (key, value) in settings {
             parameters[key] = value;
@@ -254,6 +266,13 @@ impl Schedule {
                 width: number("width")? as i64,
                 height: number("height")? as i64,
             },
+            "ltxv" => Spacing::Ltxv(Ltxv {
+                max_shift: number("max_shift")?,
+                base_shift: number("base_shift")?,
+                stretch: flag("stretch"),
+                terminal: number("terminal")?,
+                tokens: number("tokens")? as i64,
+            }),
             named if SCHEDULES.contains(&named) => Spacing::Named(named.to_string()),
             other => {
                 return Err(format!(
@@ -412,7 +431,8 @@ impl Schedule {
                 denoise,
             } => align_your_steps(noise_levels(model_type)?, computed, *denoise),
             Spacing::Manual { sigmas } => sigmas.clone(),
-            Spacing::Flux2 { width, height } => flux2(*width, *height, computed),
+            Spacing::Flux2 { width, height } => super::shifted::flux2(*width, *height, computed),
+            Spacing::Ltxv(settings) => super::shifted::ltxv(settings, computed),
         };
         if self.discard_penultimate && sigmas.len() >= 2 {
             sigmas.remove(sigmas.len() - 2);
@@ -454,6 +474,13 @@ fn valid(spacing: &Spacing) -> Result<(), String> {
         Spacing::Manual { sigmas } => {
             sigmas.len() >= 2 && sigmas.iter().all(|s| s.is_finite() && *s >= 0.0)
         }
+        Spacing::Ltxv(l) => {
+            (0.0..1.0).contains(&l.terminal)
+                && (1..=1 << 30).contains(&l.tokens)
+                && [l.max_shift, l.base_shift]
+                    .iter()
+                    .all(|s| (0.0..=100.0).contains(s))
+        }
         Spacing::Flux2 { width, height } => {
             (1..=16_384).contains(width) && (1..=16_384).contains(height)
         }
@@ -470,30 +497,6 @@ pub fn noise_levels(model_type: &str) -> Option<&'static [f64; 11]> {
         .iter()
         .find(|(name, _)| *name == model_type)
         .map(|(_, levels)| levels)
-}
-
-/// `Flux2Scheduler`'s sigmas for `steps` steps of a `width` x `height`
-/// picture (ComfyUI's `get_schedule` with its empirical `mu`).
-fn flux2(width: i64, height: i64, steps: usize) -> Vec<f64> {
-    let tokens = ((width * height) as f64 / 256.0).round_ties_even();
-    let (a1, b1) = (8.738_095_24e-5, 1.898_333_33);
-    let (a2, b2) = (0.000_169_27, 0.456_666_66);
-    let mu = if tokens > 4300.0 {
-        a2 * tokens + b2
-    } else {
-        let (m_200, m_10) = (a2 * tokens + b2, a1 * tokens + b1);
-        let a = (m_200 - m_10) / 190.0;
-        let b = m_200 - 200.0 * a;
-        a * steps as f64 + b
-    };
-    let shift = mu.exp();
-    linspace(1.0, 0.0, steps + 1)
-        .into_iter()
-        .map(|t| match t {
-            0.0 => 0.0,
-            t => shift / (shift + (1.0 / t - 1.0)),
-        })
-        .collect()
 }
 
 fn with_zero(mut sigmas: Vec<f64>) -> Vec<f64> {
@@ -733,6 +736,37 @@ mod tests {
                 );
             }
             assert!(!schedule.follows_model());
+        }
+        // LTXVScheduler, stretched and not (numpy, float32 as torch).
+        let ltxv = |stretch: bool, tokens: i64| {
+            Schedule::of(Spacing::Ltxv(Ltxv {
+                max_shift: 2.05,
+                base_shift: 0.95,
+                stretch,
+                terminal: 0.1,
+                tokens,
+            }))
+        };
+        let cases: [(Schedule, usize, &[f64]); 2] = [
+            (
+                ltxv(true, 4992),
+                4,
+                &[1.0, 0.875_844_84, 0.648_745_66, 0.1, 0.0],
+            ),
+            (
+                ltxv(false, 4096),
+                3,
+                &[1.0, 0.939_525_19, 0.795_247_73, 0.0],
+            ),
+        ];
+        for (schedule, steps, want) in cases {
+            let got = schedule.constant(&flow, steps).expect("stated");
+            for (g, w) in got.iter().zip(want) {
+                assert!((g - w).abs() < 1e-6, "{got:?}");
+            }
+            let mut parameters = json!({});
+            schedule.write(&mut parameters);
+            assert_eq!(Schedule::read(&parameters), Ok(schedule));
         }
         let manual = Schedule::of(Spacing::Manual {
             sigmas: vec![1.0, 0.725, 0.421_875, 0.0],

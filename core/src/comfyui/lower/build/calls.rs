@@ -80,6 +80,9 @@ impl Calls<'_> {
                 bind["seconds_start"] = json!("request.seconds_start");
                 bind["seconds_total"] = json!("request.seconds_total");
             }
+            if plan.frame_rate.is_some() {
+                bind["frame_rate"] = json!("request.frame_rate");
+            }
             if super::svd::prompt(plan).is_some() {
                 bind["concat"] = json!(match side.name {
                     "conditional" => super::svd::CONCAT,

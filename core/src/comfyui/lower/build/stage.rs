@@ -369,9 +369,9 @@ pub(super) fn stage(
                         json!(denoise),
                     ),
                 );
-                components.insert("denoise_window".into(), policy("denoise_window", json!({"steps": one("int64"), "denoise": one("float32")}), window_out,
+                components.insert("denoise_window".into(), policy("denoise_window", json!({"steps": one("int64"), "denoise": one("float32"), "max_iterations": one("int64")}), window_out,
                     Some(json!({"id": "wfstudio.denoise-window", "version": "1", "parameters": {"start": "steps - round_half_even(steps * denoise)", "iterations": iterations_rule}}))));
-                setup.push(invoke("denoise_window", json!({"steps": "package.steps", "denoise": "request.denoise"}),
+                setup.push(invoke("denoise_window", json!({"steps": "package.steps", "denoise": "request.denoise", "max_iterations": "request.max_iterations"}),
                     json!({"start": "diffusion.start_step", "iterations": "diffusion.iterations"})), &[sampler]);
             }
             Window::Steps { start, end, .. } => {
@@ -395,9 +395,9 @@ pub(super) fn stage(
                 );
                 // Output names differ from the inputs' (ONNX graphs need that).
                 let window_out = json!({"first_step": one("int64"), "iterations": one("int64"), "last_end": one("int64")});
-                components.insert("step_window".into(), policy("step_window", json!({"steps": one("int64"), "start": one("int64"), "end": one("int64")}), window_out,
+                components.insert("step_window".into(), policy("step_window", json!({"steps": one("int64"), "start": one("int64"), "end": one("int64"), "max_iterations": one("int64")}), window_out,
                     Some(json!({"id": "wfstudio.step-window", "version": "1", "parameters": {"end": "min(end, steps)", "iterations": window_iterations_rule}}))));
-                setup.push(invoke("step_window", json!({"steps": "package.steps", "start": "request.start_step", "end": "request.end_step"}),
+                setup.push(invoke("step_window", json!({"steps": "package.steps", "start": "request.start_step", "end": "request.end_step", "max_iterations": "request.max_iterations"}),
                     json!({"first_step": "diffusion.start_step", "iterations": "diffusion.iterations", "last_end": "diffusion.end_step"})), &[sampler]);
             }
         }
@@ -597,22 +597,29 @@ pub(super) fn stage(
     if video.is_some() {
         svd::denoiser_ports(&mut denoiser_ports);
     }
-    if let Some(seconds) = &plan.seconds {
-        for (port, value) in [
+    let seconds = plan.seconds.iter().flat_map(|seconds| {
+        [
             ("seconds_start", seconds.start),
             ("seconds_total", seconds.total),
-        ] {
-            denoiser_ports[port] = row("float32");
-            inputs.insert(
-                format!("request.{port}"),
-                parameter(
-                    row("float32"),
-                    json!({"kind": "opaque"}),
-                    port,
-                    json!(value),
-                ),
-            );
-        }
+        ]
+    });
+    let frame_rate = plan
+        .frame_rate
+        .iter()
+        .map(|rate| ("frame_rate", rate.value));
+    // The audio model's seconds and the video model's frame rate: inputs
+    // the denoiser takes with every prompt.
+    for (port, value) in seconds.chain(frame_rate) {
+        denoiser_ports[port] = row("float32");
+        inputs.insert(
+            format!("request.{port}"),
+            parameter(
+                row("float32"),
+                json!({"kind": "opaque"}),
+                port,
+                json!(value),
+            ),
+        );
     }
     if plan.edit().is_some() {
         denoiser_ports["concat"] = latent();

@@ -411,6 +411,27 @@ fn empty_video(g: &Graph<'_>, node: &str, video: &VideoLatent) -> Result<LatentS
     })
 }
 
+/// The cells of empty latent `node` (frames times height times width of
+/// a video latent, height times width of a picture's), as written; `None`
+/// for any other node.
+pub(super) fn latent_cells(g: &Graph<'_>, node: &str) -> Result<Option<i64>, Refusal> {
+    let class = g.class(node);
+    let (scale, temporal) = match VIDEO_LATENTS.iter().find(|v| v.class == class) {
+        Some(video) => (video.scale, Some(video.temporal)),
+        None => match class {
+            "EmptyLatentImage" | "EmptySD3LatentImage" => (8, None),
+            "EmptyFlux2LatentImage" => (16, None),
+            _ => return Ok(None),
+        },
+    };
+    let side = |name: &str| Ok::<_, Refusal>(g.whole(node, name, 1..=MAX_RESOLUTION)? / scale);
+    let frames = match temporal {
+        Some(t) => (g.whole(node, "length", 1..=MAX_RESOLUTION)? - 1) / t + 1,
+        None => 1,
+    };
+    Ok(Some(frames * side("height")? * side("width")?))
+}
+
 /// The resize of upscaler `node`, `None` where it keeps the size
 /// (`LatentUpscale` with width and height 0).
 fn upscale(g: &Graph<'_>, node: &str) -> Result<Option<Upscale>, Refusal> {

@@ -9,6 +9,7 @@ mod composite;
 mod custom;
 mod ksampler;
 mod latent;
+mod ltxv;
 mod model;
 mod motion;
 mod own_sampling;
@@ -59,6 +60,8 @@ pub(super) struct Plan {
     /// An audio latent's start and total seconds, which the denoiser takes
     /// with every prompt.
     pub seconds: Option<Seconds>,
+    /// The frame rate LTX-Video's denoiser takes with every prompt.
+    pub frame_rate: Option<ltxv::FrameRate>,
 }
 
 impl Plan {
@@ -188,6 +191,8 @@ pub(super) struct Conditioning {
     pub edit: Option<String>,
     /// `ConditioningStableAudio` on the way: the audio model's seconds.
     pub seconds: Option<Seconds>,
+    /// `LTXVConditioning` on the way: the video model's frame rate.
+    pub frame_rate: Option<ltxv::FrameRate>,
 }
 
 /// One `FluxGuidance` node and its value.
@@ -429,6 +434,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         ));
     }
     let seconds = audio::seconds_taken(g, walk, &latent, axes, &prompts)?;
+    let frame_rate = ltxv::frame_rate_taken(g, &prompts)?;
     if let Some(linear) = &model.linear_cfg {
         let why = match (axes, &sampler.dual) {
             (Axes::Image | Axes::Audio, _) => Some(
@@ -463,7 +469,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
     }
     if model.flow.is_none()
         && model.table.is_none()
-        && let Some(what) = flow_only(g, walk, &latent, axes, [&positive, &negative])
+        && let Some(what) = own_sampling::flow_only(g, walk, &latent, axes, [&positive, &negative])
     {
         // Without an override the lowering samples as SD1.5's discrete
         // epsilon schedule, which none of these model families uses.
@@ -503,44 +509,10 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         latent,
         control,
         seconds,
+        frame_rate,
     };
     ksampler::own_steps_checked(g, &mut plan)?;
     Ok(plan)
-}
-
-/// What of a sampler's inputs only flow-matching models take, if any: a
-/// video latent, an `EmptySD3LatentImage`'s (SD3, Flux and their kin), an
-/// earlier flow-matching sampler's latent, or prompts through
-/// `FluxGuidance` (guidance-distilled Flux models).
-fn flow_only(
-    g: &Graph<'_>,
-    walk: &walk::Walk,
-    latent: &LatentSource,
-    axes: Axes,
-    prompts: [&Conditioning; 2],
-) -> Option<String> {
-    if let Some(guidance) = prompts.iter().find_map(|c| c.guidance.as_ref()) {
-        return Some(format!(
-            "prompts guided by FluxGuidance (node {})",
-            guidance.node
-        ));
-    }
-    match latent {
-        _ if axes == Axes::Video => Some("a video latent".into()),
-        LatentSource::Empty { node, .. }
-            if matches!(
-                g.class(node),
-                "EmptySD3LatentImage" | "EmptyFlux2LatentImage"
-            ) =>
-        {
-            Some(format!("an {} latent", g.class(node)))
-        }
-        LatentSource::Stage { stage, .. }
-        | LatentSource::Composite(Composite { base: stage, .. }) => walk
-            .flow_sampler(*stage)
-            .map(|node| format!("the latent of flow-matching sampler {node}")),
-        _ => None,
-    }
 }
 
 /// Refuses prompts carrying a picture (`InstructPixToPixConditioning`,

@@ -1,5 +1,5 @@
 //! A prompt's way from the sampler back to its text encoder: a
-//! `ConditioningStableAudio` and an `InstructPixToPixConditioning` or
+//! `ConditioningStableAudio` or `LTXVConditioning` and an `InstructPixToPixConditioning` or
 //! `InpaintModelConditioning` next to the sampler, ControlNet
 //! applications, a `FluxGuidance` (before or after them, or the zeroing),
 //! a `ConditioningZeroOut`, the encoder (`CLIPTextEncode` or
@@ -25,6 +25,7 @@ pub(super) fn conditioning(
     let mut control: Option<Control> = None;
     let mut guidance: Option<Guidance> = None;
     let seconds = super::audio::seconds(g, &mut node, &mut slot, &mut from)?;
+    let frame_rate = super::ltxv::frame_rate(g, &mut node, &mut slot, &mut from)?;
     let edit = edit_conditioning(g, &mut node, &mut slot, &mut from)?;
     flux_guidance(g, &mut node, &mut slot, &mut from, &mut guidance)?;
     while CONTROL_APPLIERS.contains(&g.class(&node)) {
@@ -135,6 +136,7 @@ pub(super) fn conditioning(
             guidance,
             edit,
             seconds,
+            frame_rate,
         },
         control,
     ))

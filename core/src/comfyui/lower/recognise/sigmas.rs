@@ -6,14 +6,15 @@
 //! `ExponentialScheduler`, `PolyexponentialScheduler`), one over the
 //! model's table (`BetaSamplingScheduler`, `SDTurboScheduler`) or Align
 //! Your Steps' levels (`AlignYourStepsScheduler`), Flux 2's fitted shift
-//! (`Flux2Scheduler`) or a written list (`ManualSigmas`).
+//! (`Flux2Scheduler`), LTX-Video's by its latent's size (`LTXVScheduler`)
+//! or a written list (`ManualSigmas`).
 
 use super::super::graph::Graph;
 use super::{
     MAX_RESOLUTION, Window, checked_denoise, checked_scheduler, checked_steps, round_half_even,
 };
 use crate::comfyui::lower::Refusal;
-use crate::comfyui::synth::spacing::{ALIGN_YOUR_STEPS, Schedule, Spacing};
+use crate::comfyui::synth::spacing::{ALIGN_YOUR_STEPS, Ltxv, Schedule, Spacing};
 
 /// The scheduler node classes the lowering reads.
 pub(super) const SCHEDULER_NODES: &[&str] = &[
@@ -25,6 +26,7 @@ pub(super) const SCHEDULER_NODES: &[&str] = &[
     "SDTurboScheduler",
     "AlignYourStepsScheduler",
     "Flux2Scheduler",
+    "LTXVScheduler",
     "ManualSigmas",
 ];
 
@@ -143,6 +145,7 @@ fn scheduler(g: &Graph<'_>, node: &str) -> Result<Sigmas, Refusal> {
             width: g.whole(node, "width", 16..=MAX_RESOLUTION)?,
             height: g.whole(node, "height", 16..=MAX_RESOLUTION)?,
         },
+        "LTXVScheduler" => Spacing::Ltxv(ltxv(g, node)?),
         _ => {
             let model_type = g.text(node, "model_type")?;
             if !ALIGN_YOUR_STEPS.iter().any(|(name, _)| *name == model_type) {
@@ -170,6 +173,33 @@ fn scheduler(g: &Graph<'_>, node: &str) -> Result<Sigmas, Refusal> {
         ),
         split: None,
         flip: None,
+    })
+}
+
+/// `LTXVScheduler`'s settings; its token count is its latent's cells (an
+/// empty latent the graph sizes), 4096 without one.
+fn ltxv(g: &Graph<'_>, node: &str) -> Result<Ltxv, Refusal> {
+    let tokens = match g.has(node, "latent") {
+        false => 4096,
+        true => {
+            let (latent, _) = g.source(node, "latent")?;
+            super::latent::latent_cells(g, &latent)?.ok_or_else(|| {
+                g.refuse(
+                    node,
+                    Some("latent"),
+                    format!("sizes its schedule by node {latent}'s latent, which is not an empty latent the graph sizes"),
+                    "connect the empty latent the sampler starts from",
+                )
+            })?
+        }
+    };
+    let shift = |name: &str| g.number_in(node, name, 0.0..=100.0, "shift");
+    Ok(Ltxv {
+        max_shift: shift("max_shift")?,
+        base_shift: shift("base_shift")?,
+        stretch: g.flag(node, "stretch").unwrap_or(true),
+        terminal: g.number_in(node, "terminal", 0.0..=0.99, "sigma")?,
+        tokens,
     })
 }
 

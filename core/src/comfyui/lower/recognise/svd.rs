@@ -83,6 +83,7 @@ pub(super) fn prompts(
         guidance: None,
         edit: None,
         seconds: None,
+        frame_rate: None,
     };
     Ok(Some((conditioning(None), conditioning(Some(node.clone())))))
 }

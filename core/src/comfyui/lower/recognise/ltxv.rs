@@ -1,0 +1,68 @@
+//! `LTXVConditioning` on a sampler's prompts: it sets the frame rate
+//! LTX-Video's model takes with every prompt (its positional embedding
+//! follows the video's time), which the lowered denoiser takes as its
+//! `frame_rate` input.
+
+use super::super::graph::Graph;
+use super::Conditioning;
+use crate::comfyui::lower::Refusal;
+
+/// The class that sets the frame rate.
+const CONDITIONING: &str = "LTXVConditioning";
+
+/// One `LTXVConditioning` node and its frame rate.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct FrameRate {
+    pub node: String,
+    pub value: f64,
+}
+
+/// Steps back through an `LTXVConditioning` at `node` (output `slot`: 0
+/// positive, 1 negative), recording its frame rate.
+pub(super) fn frame_rate(
+    g: &Graph<'_>,
+    node: &mut String,
+    slot: &mut i64,
+    from: &mut (String, String),
+) -> Result<Option<FrameRate>, Refusal> {
+    if g.class(node) != CONDITIONING {
+        return Ok(None);
+    }
+    let rate = FrameRate {
+        value: g.number_in(node, "frame_rate", 0.0..=1000.0, "frame rate")?,
+        node: node.clone(),
+    };
+    g.through_prompt_pair(
+        node,
+        slot,
+        from,
+        "which gives conditionings on outputs 0 and 1 only",
+    )?;
+    Ok(Some(rate))
+}
+
+/// The frame rate the sampler's denoiser takes: its prompts' shared
+/// `LTXVConditioning`'s, none where no prompt has one; refused where one
+/// prompt has it and another not, or theirs differ.
+pub(super) fn frame_rate_taken(
+    g: &Graph<'_>,
+    prompts: &[&Conditioning],
+) -> Result<Option<FrameRate>, Refusal> {
+    let Some(first) = prompts.iter().find_map(|c| c.frame_rate.as_ref()) else {
+        return Ok(None);
+    };
+    let same = |c: &&Conditioning| {
+        c.frame_rate
+            .as_ref()
+            .is_some_and(|r| r.value == first.value)
+    };
+    if prompts.iter().all(same) {
+        return Ok(Some(first.clone()));
+    }
+    Err(g.refuse(
+        &first.node,
+        None,
+        "sets a frame rate on some of the sampler's prompts and not the same on all, and the denoiser takes one frame rate with every prompt".into(),
+        "condition every prompt of the sampler through one LTXVConditioning",
+    ))
+}
