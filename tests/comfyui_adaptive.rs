@@ -193,7 +193,10 @@ fn dpm_fast_and_dpm_adaptive_space_their_steps_over_a_denoise_window() {
             "dpm_fast" => {
                 // Its grid over the window's own first and last sigma.
                 assert_eq!(loop_step["max_iterations"], "diffusion.iterations");
-                assert_eq!(rule, "min(floor((steps - start) / 3) + 1, steps - start)");
+                assert_eq!(
+                    rule,
+                    "min(floor((steps - start) / 3) + 1, steps - start, max_iterations)"
+                );
                 let grid = &w["components"]["solver_sigmas"]["ports"]["inputs"];
                 assert!(grid.get("start").is_some(), "{grid}");
             }

@@ -337,7 +337,7 @@ fn ltx_video_takes_its_frame_rate_and_its_latent_sized_schedule() {
             "69",
             "LTXVConditioning",
             None,
-            "sets a frame rate on some of the sampler's prompts and not the same on all, and the denoiser takes one frame rate with every prompt",
+            "gives the sampler's prompts different frame rates (a prompt without LTXVConditioning has 25), and the denoiser takes one frame rate with every prompt",
         ),
     );
     if support::runtime_available() {

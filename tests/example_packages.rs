@@ -138,6 +138,9 @@ fn the_hand_made_examples_models_are_built_by_the_product() {
 /// many iterations, as an unwindowed loop does.
 #[test]
 fn max_iterations_cuts_a_windowed_run_short() {
+    if !support::runtime_available() {
+        return;
+    }
     for example in [
         "fixtures/examples/tiny-img2img",
         "fixtures/examples/tiny-advanced",

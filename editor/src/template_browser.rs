@@ -8,6 +8,7 @@
 use egui::{Color32, RichText};
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use wfstudio_core::comfyui::NodeDefs;
 use wfstudio_core::comfyui::lower::Cause;
@@ -31,6 +32,8 @@ pub struct TemplateBrowser {
     /// ([`Catalogue::find`]).
     pub dir: Option<PathBuf>,
     found: Option<Arc<Mutex<Found>>>,
+    /// Set when the window closes: the reading thread stops.
+    stop: Arc<AtomicBool>,
     category: usize,
     search: String,
     /// Show the cloud (`api_*`) templates too.
@@ -72,6 +75,8 @@ impl TemplateBrowser {
     fn start(&mut self, ctx: &egui::Context) {
         let found = Arc::new(Mutex::new(Found::default()));
         self.found = Some(found.clone());
+        self.stop = Arc::new(AtomicBool::new(false));
+        let stop = self.stop.clone();
         let dir = self.dir.clone();
         let ctx = ctx.clone();
         std::thread::spawn(move || {
@@ -91,7 +96,15 @@ impl TemplateBrowser {
             // The local ones first: those are the ones that can lower.
             templates.sort_by_key(|t| t.is_cloud());
             for template in templates {
-                let outcome = catalogue.outcome(template, &defs);
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                // A panic in one import is that template's outcome, not
+                // the end of the list.
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    catalogue.outcome(template, &defs)
+                }))
+                .unwrap_or_else(|_| Outcome::Unreadable("its import failed unexpectedly".into()));
                 found
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
@@ -137,6 +150,12 @@ impl TemplateBrowser {
                 }
             });
         self.open = open && chosen.is_none();
+        if !self.open {
+            // Closed: stop checking; opening again reads the folder anew
+            // (templates installed meanwhile included).
+            self.stop.store(true, Ordering::Relaxed);
+            self.found = None;
+        }
         chosen
     }
 

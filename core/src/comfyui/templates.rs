@@ -8,6 +8,9 @@ use super::{NodeDefs, import};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
+/// The largest template file read (the official ones are under 1 MB).
+const MAX_TEMPLATE_BYTES: u64 = 64 << 20;
+
 /// One template of the catalogue.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Template {
@@ -19,8 +22,6 @@ pub struct Template {
     pub description: String,
     /// The models it names.
     pub models: Vec<String>,
-    /// What it outputs (`image`, `video`, `audio`, `3d`, ...).
-    pub media: String,
 }
 
 impl Template {
@@ -34,7 +35,9 @@ impl Template {
 /// One category and its templates, in the catalogue's order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Category {
+    /// Its title (Image, Video, ...).
     pub title: String,
+    /// Its templates, in the catalogue's order.
     pub templates: Vec<Template>,
 }
 
@@ -43,6 +46,7 @@ pub struct Category {
 pub struct Catalogue {
     /// The folder holding `index.json` and the workflows.
     pub dir: PathBuf,
+    /// The categories, in the catalogue's order.
     pub categories: Vec<Category>,
 }
 
@@ -122,7 +126,6 @@ impl Catalogue {
                             .flatten()
                             .filter_map(|m| m.as_str().map(str::to_string))
                             .collect(),
-                        media: text_of(t, "mediaType"),
                     })
                     .collect(),
             })
@@ -140,7 +143,18 @@ impl Catalogue {
 
     /// What importing `template` gives, with the bundled node definitions.
     pub fn outcome(&self, template: &Template, defs: &NodeDefs) -> Outcome {
-        let bytes = match std::fs::read(self.file(template)) {
+        let file = self.file(template);
+        match std::fs::metadata(&file) {
+            Ok(m) if m.len() > MAX_TEMPLATE_BYTES => {
+                return Outcome::Unreadable(format!(
+                    "it is {} bytes; templates over {MAX_TEMPLATE_BYTES} bytes are not read",
+                    m.len()
+                ));
+            }
+            Err(e) => return Outcome::Unreadable(e.to_string()),
+            Ok(_) => {}
+        }
+        let bytes = match std::fs::read(&file) {
             Ok(bytes) => bytes,
             Err(e) => return Outcome::Unreadable(e.to_string()),
         };

@@ -33,8 +33,9 @@ pub(super) struct Folded {
 }
 
 /// The graph with every foldable node folded (the others in their order),
-/// and the folded nodes in the order they were folded: a node after those
-/// it read.
+/// and the folded nodes in the order they were folded: a node after the
+/// folded nodes it takes a value from (a switch passing a link on may fold
+/// before the node it chose).
 pub(super) fn constants(nodes: &Map<String, Value>) -> (Map<String, Value>, Vec<Folded>) {
     let mut nodes = nodes.clone();
     let mut readers_of: HashMap<String, Vec<(String, String)>> = HashMap::new();
@@ -82,7 +83,19 @@ pub(super) fn constants(nodes: &Map<String, Value>) -> (Map<String, Value>, Vec<
         }) else {
             continue;
         };
-        nodes.remove(&id);
+        let Some(node) = nodes.remove(&id) else {
+            continue;
+        };
+        // What it read may fold now that this reader is gone (a switch's
+        // unchosen branch read at an output it lacks).
+        for (_, value) in inputs(&node) {
+            if let Some((origin, _)) = api_link(value)
+                && nodes.contains_key(&origin)
+                && queued.insert(origin.clone())
+            {
+                pending.push_back(origin);
+            }
+        }
         for (reader, input, slot) in &readers {
             let Some(value) = nodes
                 .get_mut(reader)

@@ -49,7 +49,8 @@ impl<'a> Graph<'a> {
             .unwrap_or_default()
     }
 
-    fn input(&self, id: &str, name: &str) -> Option<&'a Value> {
+    /// Input `name` of node `id`, as written.
+    pub(super) fn input(&self, id: &str, name: &str) -> Option<&'a Value> {
         self.nodes.get(id)?.get("inputs")?.get(name)
     }
 

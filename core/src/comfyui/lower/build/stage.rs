@@ -344,12 +344,12 @@ pub(super) fn stage(
         max_iterations = "diffusion.iterations";
     }
     let iterations_rule = match s.sampler_name.as_str() {
-        "dpm_fast" => "min(floor((steps - start) / 3) + 1, steps - start)",
-        _ => "steps - start",
+        "dpm_fast" => "min(floor((steps - start) / 3) + 1, steps - start, max_iterations)",
+        _ => "min(steps - start, max_iterations)",
     };
     let window_iterations_rule = match s.sampler_name.as_str() {
-        "dpm_fast" => "min(floor((end - start) / 3) + 1, end - start)",
-        _ => "end - start",
+        "dpm_fast" => "min(floor((end - start) / 3) + 1, end - start, max_iterations)",
+        _ => "min(end - start, max_iterations)",
     };
     if windowed {
         // The schedule's length, which the schedule policies' contracts fix.

@@ -154,19 +154,34 @@ fn math(inputs: &Map<String, Value>) -> Option<Num> {
     expr::evaluate(expression, &names)
 }
 
+/// A float as Python's `repr` writes it: the shortest digits that read
+/// back, with an exponent (`1e-05`, `1.5e+20`) below 1e-4 and from 1e16,
+/// else a point (`2.0`).
+fn python_float(f: f64) -> Option<String> {
+    if !f.is_finite() {
+        return None;
+    }
+    let a = f.abs();
+    if a != 0.0 && !(1e-4..1e16).contains(&a) {
+        let text = format!("{f:e}");
+        let (mantissa, exponent) = text.split_once('e')?;
+        let exponent: i32 = exponent.parse().ok()?;
+        let sign = if exponent < 0 { '-' } else { '+' };
+        return Some(format!("{mantissa}e{sign}{:02}", exponent.abs()));
+    }
+    Some(match f.fract() == 0.0 {
+        true => format!("{f:.1}"),
+        false => format!("{f}"),
+    })
+}
+
 /// A written value as Python's `str` gives it (`True`, `2.0`, text as is).
 fn python_str(value: &Value) -> Option<String> {
     match value {
         Value::String(s) => Some(s.clone()),
         Value::Bool(true) => Some("True".into()),
         Value::Bool(false) => Some("False".into()),
-        Value::Number(n) if n.is_f64() => {
-            let f = n.as_f64()?;
-            Some(match f.fract() == 0.0 && f.abs() < 1e16 {
-                true => format!("{f:.1}"),
-                false => format!("{f}"),
-            })
-        }
+        Value::Number(n) if n.is_f64() => python_float(n.as_f64()?),
         Value::Number(n) => Some(n.to_string()),
         _ => None,
     }

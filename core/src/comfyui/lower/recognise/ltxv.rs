@@ -9,6 +9,8 @@ use crate::comfyui::lower::Refusal;
 
 /// The class that sets the frame rate.
 const CONDITIONING: &str = "LTXVConditioning";
+/// The frame rate LTX-Video's model takes for a prompt without one.
+const DEFAULT_RATE: f64 = 25.0;
 
 /// One `LTXVConditioning` node and its frame rate.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,9 +43,10 @@ pub(super) fn frame_rate(
     Ok(Some(rate))
 }
 
-/// The frame rate the sampler's denoiser takes: its prompts' shared
-/// `LTXVConditioning`'s, none where no prompt has one; refused where one
-/// prompt has it and another not, or theirs differ.
+/// The frame rate the sampler's denoiser takes where a prompt has an
+/// `LTXVConditioning`: the prompts' own, and ComfyUI's default (25) for a
+/// prompt without one; refused where they differ (the denoiser takes one
+/// frame rate with every prompt).
 pub(super) fn frame_rate_taken(
     g: &Graph<'_>,
     prompts: &[&Conditioning],
@@ -51,18 +54,14 @@ pub(super) fn frame_rate_taken(
     let Some(first) = prompts.iter().find_map(|c| c.frame_rate.as_ref()) else {
         return Ok(None);
     };
-    let same = |c: &&Conditioning| {
-        c.frame_rate
-            .as_ref()
-            .is_some_and(|r| r.value == first.value)
-    };
-    if prompts.iter().all(same) {
+    let rate = |c: &&Conditioning| c.frame_rate.as_ref().map_or(DEFAULT_RATE, |r| r.value);
+    if prompts.iter().all(|c| rate(c) == first.value) {
         return Ok(Some(first.clone()));
     }
     Err(g.refuse(
         &first.node,
         None,
-        "sets a frame rate on some of the sampler's prompts and not the same on all, and the denoiser takes one frame rate with every prompt".into(),
+        "gives the sampler's prompts different frame rates (a prompt without LTXVConditioning has 25), and the denoiser takes one frame rate with every prompt".into(),
         "condition every prompt of the sampler through one LTXVConditioning",
     ))
 }

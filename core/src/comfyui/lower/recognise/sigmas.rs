@@ -194,13 +194,39 @@ fn ltxv(g: &Graph<'_>, node: &str) -> Result<Ltxv, Refusal> {
         }
     };
     let shift = |name: &str| g.number_in(node, name, 0.0..=100.0, "shift");
-    Ok(Ltxv {
+    let stretch = match g.input(node, "stretch") {
+        None => true,
+        Some(serde_json::Value::Bool(stretch)) => *stretch,
+        Some(_) => {
+            return Err(g.refuse(
+                node,
+                Some("stretch"),
+                "is not written true or false".into(),
+                "set stretch on the node",
+            ));
+        }
+    };
+    let settings = Ltxv {
         max_shift: shift("max_shift")?,
         base_shift: shift("base_shift")?,
-        stretch: g.flag(node, "stretch").unwrap_or(true),
+        stretch,
         terminal: g.number_in(node, "terminal", 0.0..=0.99, "sigma")?,
         tokens,
-    })
+    };
+    // ComfyUI's schedule is no number here: its shift overflows, the
+    // latent has no cell, or a one-step run is stretched (0 / 0).
+    let slope = (settings.max_shift - settings.base_shift) / 3072.0;
+    let e = (settings.tokens as f64 * slope + settings.base_shift - slope * 1024.0).exp();
+    let steps = checked_steps(g, node)?;
+    if !e.is_finite() || e <= 0.0 || tokens == 0 || (stretch && steps == 1) {
+        return Err(g.refuse(
+            node,
+            None,
+            format!("gives no numbers for {tokens} latent cells and {steps} steps (ComfyUI's own schedule is not a number there)"),
+            "lower the shifts, use a latent of at least one cell, or more than one step to stretch",
+        ));
+    }
+    Ok(settings)
 }
 
 /// `ManualSigmas`: the numbers its text holds, found as ComfyUI finds
@@ -233,6 +259,11 @@ fn manual(g: &Graph<'_>, node: &str) -> Result<Sigmas, Refusal> {
 /// match of `[-+]?\d*\.*\d+`, as Python's `float` reads it; `None` where a
 /// match is not a number (`1..5`) or is not finite.
 fn comfy_numbers(text: &str) -> Option<Vec<f64>> {
+    // Python's `\d` takes every script's digits, which `float` reads too;
+    // the lowering reads ASCII ones only, and says so rather than differ.
+    if text.chars().any(|c| c.is_numeric() && !c.is_ascii_digit()) {
+        return None;
+    }
     let bytes = text.as_bytes();
     let run =
         |from: usize, want: fn(&u8) -> bool| bytes[from..].iter().take_while(|b| want(b)).count();
@@ -395,5 +426,6 @@ mod tests {
         // A match Python's float refuses.
         assert_eq!(comfy_numbers("1..5"), None);
         assert_eq!(comfy_numbers("no numbers"), Some(vec![]));
+        assert_eq!(comfy_numbers("1.0, \u{ff15}"), None, "a fullwidth 5");
     }
 }
