@@ -7,8 +7,10 @@ mod audio;
 mod chain;
 mod composite;
 mod custom;
+mod flow_only;
 mod ksampler;
 mod latent;
+mod latent_sizes;
 mod ltxv;
 mod model;
 mod motion;
@@ -469,7 +471,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
     }
     if model.flow.is_none()
         && model.table.is_none()
-        && let Some(what) = own_sampling::flow_only(g, walk, &latent, axes, [&positive, &negative])
+        && let Some(what) = flow_only::flow_only(g, walk, &latent, axes, [&positive, &negative])
     {
         // Without an override the lowering samples as SD1.5's discrete
         // epsilon schedule, which none of these model families uses.

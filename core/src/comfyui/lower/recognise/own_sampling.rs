@@ -6,11 +6,7 @@
 //! different defaults name none.
 
 use super::super::graph::Graph;
-use super::Conditioning;
 use super::model::{FlowSampling, FlowShift};
-use super::walk::Walk;
-use super::{Composite, LatentSource};
-use crate::comfyui::lower::parts::Axes;
 
 /// A family's default shift: a plain one (`ModelSamplingDiscreteFlow`),
 /// or a Flux time shift exponent `mu` used as `exp(mu)`
@@ -162,39 +158,4 @@ pub(super) fn family(g: &Graph<'_>, loader: &str) -> Family {
             ),
         }),
     })
-}
-
-/// What of a sampler's inputs only flow-matching models take, if any: a
-/// video latent, an `EmptySD3LatentImage`'s (SD3, Flux and their kin), an
-/// earlier flow-matching sampler's latent, or prompts through
-/// `FluxGuidance` (guidance-distilled Flux models).
-pub(super) fn flow_only(
-    g: &Graph<'_>,
-    walk: &Walk,
-    latent: &LatentSource,
-    axes: Axes,
-    prompts: [&Conditioning; 2],
-) -> Option<String> {
-    if let Some(guidance) = prompts.iter().find_map(|c| c.guidance.as_ref()) {
-        return Some(format!(
-            "prompts guided by FluxGuidance (node {})",
-            guidance.node
-        ));
-    }
-    match latent {
-        _ if axes == Axes::Video => Some("a video latent".into()),
-        LatentSource::Empty { node, .. }
-            if matches!(
-                g.class(node),
-                "EmptySD3LatentImage" | "EmptyFlux2LatentImage"
-            ) =>
-        {
-            Some(format!("an {} latent", g.class(node)))
-        }
-        LatentSource::Stage { stage, .. }
-        | LatentSource::Composite(Composite { base: stage, .. }) => walk
-            .flow_sampler(*stage)
-            .map(|node| format!("the latent of flow-matching sampler {node}")),
-        _ => None,
-    }
 }

@@ -183,7 +183,7 @@ fn ltxv(g: &Graph<'_>, node: &str) -> Result<Ltxv, Refusal> {
         false => 4096,
         true => {
             let (latent, _) = g.source(node, "latent")?;
-            super::latent::latent_cells(g, &latent)?.ok_or_else(|| {
+            super::latent_sizes::latent_cells(g, &latent)?.ok_or_else(|| {
                 g.refuse(
                     node,
                     Some("latent"),

@@ -1,0 +1,84 @@
+//! The sizes of the empty latents the lowering makes: each video latent
+//! class's channels, pixels a cell and frames a latent frame, and the
+//! cells of an empty latent the graph sizes.
+
+use super::super::graph::Graph;
+use super::MAX_RESOLUTION;
+use crate::comfyui::lower::Refusal;
+
+/// An empty video latent class: channels, spatial and temporal scale
+/// (ComfyUI's `comfy_extras` nodes of each model family).
+pub(super) struct VideoLatent {
+    pub class: &'static str,
+    pub channels: i64,
+    pub scale: i64,
+    pub temporal: i64,
+    /// ComfyUI's least width and height for the class.
+    pub min_side: i64,
+}
+
+pub(super) const VIDEO_LATENTS: &[VideoLatent] = &[
+    VideoLatent {
+        class: "EmptyHunyuanLatentVideo",
+        channels: 16,
+        scale: 8,
+        temporal: 4,
+        min_side: 16,
+    },
+    VideoLatent {
+        class: "EmptyHunyuanVideo15Latent",
+        channels: 32,
+        scale: 16,
+        temporal: 4,
+        min_side: 16,
+    },
+    VideoLatent {
+        class: "EmptyMochiLatentVideo",
+        channels: 12,
+        scale: 8,
+        temporal: 6,
+        min_side: 16,
+    },
+    VideoLatent {
+        class: "EmptyCosmosLatentVideo",
+        channels: 16,
+        scale: 8,
+        temporal: 8,
+        min_side: 16,
+    },
+    VideoLatent {
+        class: "EmptyLTXVLatentVideo",
+        channels: 128,
+        scale: 32,
+        temporal: 8,
+        min_side: 64,
+    },
+    VideoLatent {
+        class: "Wan22ImageToVideoLatent",
+        channels: 48,
+        scale: 16,
+        temporal: 4,
+        min_side: 32,
+    },
+];
+
+/// The cells of empty latent `node` (frames times height times width of
+/// a video latent, height times width of a picture's), as written; `None`
+/// for any other node.
+pub(super) fn latent_cells(g: &Graph<'_>, node: &str) -> Result<Option<i64>, Refusal> {
+    let class = g.class(node);
+    let (scale, temporal) = match VIDEO_LATENTS.iter().find(|v| v.class == class) {
+        Some(video) => (video.scale, Some(video.temporal)),
+        None => match class {
+            "EmptyLatentImage" | "EmptySD3LatentImage" => (8, None),
+            "EmptyFlux2LatentImage" => (16, None),
+            _ => return Ok(None),
+        },
+    };
+    let side = |name: &str| Ok::<_, Refusal>(g.whole(node, name, 1..=MAX_RESOLUTION)? / scale);
+    let frames = match temporal {
+        Some(t) => (g.whole(node, "length", 1..=MAX_RESOLUTION)? - 1) / t + 1,
+        None => 1,
+    };
+    Ok(Some(frames * side("height")? * side("width")?))
+}
