@@ -19,6 +19,8 @@ use wfstudio_core::comfyui::templates::{Catalogue, Outcome, Template, TemplatesE
 struct Found {
     /// The catalogue, or why it could not be read.
     catalogue: Option<Result<Catalogue, String>>,
+    /// How many templates it lists (each once).
+    listed: usize,
     /// Each imported template's outcome, by name.
     outcomes: HashMap<String, Outcome>,
 }
@@ -50,11 +52,7 @@ impl TemplateBrowser {
             return (0, 0);
         };
         let found = found.lock().unwrap_or_else(PoisonError::into_inner);
-        let listed = match &found.catalogue {
-            Some(Ok(catalogue)) => unique(catalogue).len(),
-            _ => 0,
-        };
-        (found.outcomes.len(), listed)
+        (found.outcomes.len(), found.listed)
     }
 
     /// Whether the reading is over: every template checked, or the
@@ -67,7 +65,7 @@ impl TemplateBrowser {
         match &found.catalogue {
             None => false,
             Some(Err(_)) => true,
-            Some(Ok(catalogue)) => found.outcomes.len() == unique(catalogue).len(),
+            Some(Ok(_)) => found.outcomes.len() == found.listed,
         }
     }
 
@@ -85,14 +83,15 @@ impl TemplateBrowser {
                 .ok_or(TemplatesError::NotInstalled)
                 .and_then(|dir| Catalogue::read(&dir))
                 .map_err(|e| e.to_string());
-            found
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .catalogue = Some(catalogue.clone());
+            let mut templates = catalogue.as_ref().map(unique).unwrap_or_default();
+            {
+                let mut found = found.lock().unwrap_or_else(PoisonError::into_inner);
+                found.listed = templates.len();
+                found.catalogue = Some(catalogue.clone());
+            }
             ctx.request_repaint();
-            let Ok(catalogue) = catalogue else { return };
+            let Ok(catalogue) = &catalogue else { return };
             let defs = NodeDefs::builtin();
-            let mut templates = unique(&catalogue);
             // The local ones first: those are the ones that can lower.
             templates.sort_by_key(|t| t.is_cloud());
             for template in templates {
@@ -146,7 +145,7 @@ impl TemplateBrowser {
                     ui.label(RichText::new(why).color(ui.visuals().error_fg_color));
                 }
                 Some(Ok(catalogue)) => {
-                    chosen = self.catalogue_ui(ui, catalogue, &found.outcomes);
+                    chosen = self.catalogue_ui(ui, catalogue, &found.outcomes, found.listed);
                 }
             });
         self.open = open && chosen.is_none();
@@ -164,8 +163,8 @@ impl TemplateBrowser {
         ui: &mut egui::Ui,
         catalogue: &Catalogue,
         outcomes: &HashMap<String, Outcome>,
+        listed: usize,
     ) -> Option<PathBuf> {
-        let listed = unique(catalogue).len();
         ui.horizontal(|ui| {
             ui.label("Search");
             ui.text_edit_singleline(&mut self.search);

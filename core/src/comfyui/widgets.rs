@@ -23,18 +23,12 @@ pub(super) fn by_definition(node: &Value, class: &ClassDef) -> IndexMap<String, 
                 if name.starts_with('<') {
                     continue;
                 }
-                let kind = class
-                    .inputs
-                    .iter()
-                    .find(|i| &i.name == name)
-                    .map(|i| i.kind.as_str());
-                let value = list.get(slot).cloned().or_else(|| {
-                    class
-                        .inputs
-                        .iter()
-                        .find(|i| &i.name == name)
-                        .and_then(|i| i.default.clone())
-                });
+                let input = class.inputs.iter().find(|i| &i.name == name);
+                let kind = input.map(|i| i.kind.as_str());
+                let value = list
+                    .get(slot)
+                    .cloned()
+                    .or_else(|| input.and_then(|i| i.default.clone()));
                 let Some(value) = value else { continue };
                 if class.is_dynamic(name) {
                     let option = value.as_str().unwrap_or_default();
