@@ -2,8 +2,8 @@
 //! rides on the prompts. The lowering encodes the picture once, binds its
 //! latent to the denoiser's `concat` input on the prompts that carry it
 //! (zeros of its size on a prompt that does not, as ComfyUI fills them),
-//! starts sampling from zeros the picture's latent size, and refuses what
-//! it cannot pair. `InpaintModelConditioning` (Flux fill, inpainting
+//! starts sampling from zeros the picture's latent size (a resized
+//! picture's), and refuses what it cannot pair. `InpaintModelConditioning` (Flux fill, inpainting
 //! checkpoints): the picture greyed under the mask and the mask ride on
 //! the prompts, sampling starts from the encoded picture, maybe masked.
 //! `DualCFGGuider` (CosXL edit's guider): a third prompt and a combine of
@@ -135,6 +135,43 @@ fn an_edit_package_runs_and_its_result_follows_the_picture() {
     let dark = rerun(Some(0.1), "dark");
     assert_ne!(grey, first);
     assert_ne!(grey, dark);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A resized edit picture (HiDream E1's `ImageScaleToTotalPixels`, by
+/// area) is resized once, cut to whole multiples of 8 as the node crops,
+/// and that picture is both the edit latent's and the start latent's size.
+#[test]
+fn a_resized_edit_picture_is_resized_once_for_the_prompts_and_the_start() {
+    let mut g = graph();
+    g["9"] = json!({"class_type": "ImageScaleToTotalPixels", "inputs": {"upscale_method": "area", "megapixels": 0.01, "image": ["8", 0]}});
+    g["4"]["inputs"]["pixels"] = json!(["9", 0]);
+    let l = lowered(&g, &Target::default());
+    let w = workflow(&l);
+    assert_eq!(
+        w["components"]["input_scale"]["contract"]["parameters"],
+        json!({"size": "total_pixels", "pixels": 10485, "method": "area", "multiple": 8})
+    );
+    let setup = w["steps"][0]["setup"].as_array().expect("setup");
+    let reads = |value: &str| -> Vec<String> {
+        setup
+            .iter()
+            .filter(|s| s["inputs"]["image"] == value)
+            .map(|s| s["component"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    assert_eq!(reads("request.image"), ["input_scale"]);
+    assert_eq!(reads("latent.pixels"), ["latent_row_shape", "vae_encoder"]);
+    if !support::runtime_available() {
+        return;
+    }
+    // The 64 x 64 picture to 10485 pixels is 102 x 102, cut to 96 x 96: a
+    // 12 x 12 latent.
+    let root = scratch("edit-resized");
+    let (_, out) = package_and_run(&root, "edit-resized", &g);
+    let (shape, latent) = npy(&out.join("latent.npy"));
+    assert_eq!(shape, [1, 4, 12, 12]);
+    assert!(latent.iter().all(|v| v.is_finite()));
     let _ = std::fs::remove_dir_all(&root);
 }
 

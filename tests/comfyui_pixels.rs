@@ -2,7 +2,7 @@
 //! again between two samplers (`VAEDecode` -> `ImageScaleBy` ->
 //! `VAEEncode`), a resized sink, a resized loaded picture; the picture
 //! resizes (`ImageScale`, `ImageScaleBy`, `ImageScaleToTotalPixels`) agree
-//! with PyTorch's index rules, and the resize before an encode cuts to
+//! with PyTorch's index rules (`area` too) and Pillow's lanczos, and the resize before an encode cuts to
 //! whole multiples of 8 as ComfyUI's `VAEEncode` does.
 
 mod support;
@@ -194,6 +194,111 @@ fn picture_resizes_agree_with_pytorchs_rules() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+/// The largest difference of `ours` from `tests/reference/resample_reference.py`
+/// run on `case` (written to `at.json`).
+fn worst_against_reference(
+    python: &std::path::Path,
+    at: &std::path::Path,
+    case: &Value,
+    ours: &[f32],
+) -> f32 {
+    let file = at.with_extension("json");
+    std::fs::write(&file, case.to_string()).expect("case");
+    let script = support::workspace().join("tests/reference/resample_reference.py");
+    let out = support::python_stdout(python, &[script.as_os_str(), file.as_os_str()]);
+    let want: Vec<f32> = serde_json::from_str(&out).expect("reference values");
+    assert_eq!(want.len(), ours.len());
+    ours.iter()
+        .zip(&want)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f32, f32::max)
+}
+
+/// `area` (PyTorch's adaptive average pooling) and `lanczos` (Pillow's, on
+/// the 8-bit picture, as ComfyUI resizes) against the independent Python
+/// reference, down, up and mixed, on a picture that is not a multiple of
+/// either new size.
+#[test]
+fn area_and_lanczos_resizes_match_pytorch_and_pillow() {
+    if !support::runtime_available() {
+        return;
+    }
+    let Some(python) = support::python() else {
+        return;
+    };
+    let root = scratch("resample");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    let (h, w) = (23usize, 37usize);
+    let picture: Vec<f32> = (0..3 * h * w)
+        .map(|i| ((i * 7919 % 1013) as f32) / 1012.0)
+        .collect();
+    let mut figures = Vec::new();
+    // Both shrink (width first), the height shrinks while the width grows
+    // (height first), both grow, one side kept.
+    for (oh, ow) in [(10, 15), (9, 80), (41, 60), (23, 20)] {
+        for method in ["area", "lanczos"] {
+            let mut graph = pattern("hires-pixels");
+            graph["13"] = json!({"class_type": "ImageScale", "inputs": {"upscale_method": method, "width": ow, "height": oh, "crop": "disabled", "image": ["10", 0]}});
+            let name = format!("{oh}x{ow}-{method}");
+            let (shape, ours) = resized(&root, &name, &graph, "image_scale_2", &picture, (h, w));
+            assert_eq!(shape, vec![1, 3, oh, ow], "{name}");
+            let case = json!({"picture": picture, "channels": 3, "h": h, "w": w, "oh": oh, "ow": ow, "method": method});
+            let worst = worst_against_reference(&python, &root.join(&name), &case, &ours);
+            figures.push(format!("{name}: {worst:.1e}"));
+            // Lanczos is exact in 8 bits (1/255 apart); area to float32.
+            assert!(worst <= 1e-6, "{name}: worst difference {worst}");
+        }
+    }
+    eprintln!(
+        "area and lanczos against the reference: {}",
+        figures.join(", ")
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// `FluxKontextImageScale` takes the Kontext size nearest the picture's
+/// aspect (a wide, a tall and a square picture) and resizes its centred
+/// part by lanczos, as ComfyUI does (checked against Pillow on the wide
+/// one, whose rows are cut).
+#[test]
+fn the_kontext_scale_takes_the_nearest_kontext_size_and_resizes_by_lanczos() {
+    if !support::runtime_available() {
+        return;
+    }
+    let Some(python) = support::python() else {
+        return;
+    };
+    let root = scratch("kontext-scale");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    let mut graph = pattern("hires-pixels");
+    graph["13"] = json!({"class_type": "FluxKontextImageScale", "inputs": {"image": ["10", 0]}});
+    let l = lowered(&graph, &Target::default());
+    assert_eq!(
+        workflow(&l)["components"]["image_scale_2"]["contract"]["parameters"],
+        json!({"size": "flux_kontext", "crop": "center", "method": "lanczos"})
+    );
+    for ((h, w), (oh, ow)) in [
+        ((90, 160), (752, 1392)),
+        ((16, 7), (1568, 672)),
+        ((10, 10), (1024, 1024)),
+    ] {
+        let picture: Vec<f32> = (0..3 * h * w)
+            .map(|i| ((i * 7919 % 1013) as f32) / 1012.0)
+            .collect();
+        let name = format!("{h}x{w}");
+        let (shape, ours) = resized(&root, &name, &graph, "image_scale_2", &picture, (h, w));
+        assert_eq!(shape, vec![1, 3, oh, ow], "{name}");
+        if (h, w) != (90, 160) {
+            continue;
+        }
+        // 90 x 160 (16:9) takes 1392 x 752, cutting 2 rows off each end.
+        let case = json!({"picture": picture, "channels": 3, "h": h, "w": w, "oh": oh, "ow": ow, "method": "lanczos", "crop": "center"});
+        let worst = worst_against_reference(&python, &root.join("wide"), &case, &ours);
+        assert!(worst <= 1e-6, "worst difference {worst}");
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 /// The resize before an encode keeps the centred whole multiples of 8, as
 /// `VAEEncode` crops: 13 x 21 keeps rows 2..10 and columns 2..18.
 #[test]
@@ -226,12 +331,12 @@ fn pixels_the_lowering_cannot_make_are_refused_by_node() {
         g
     };
     assert_refused(
-        &hires(&|g| g["8"]["inputs"]["upscale_method"] = json!("lanczos")),
+        &hires(&|g| g["8"]["inputs"]["upscale_method"] = json!("bislerp")),
         (
             "8",
             "ImageScaleBy",
             Some("upscale_method"),
-            "is 'lanczos'; the lowering resizes pictures by nearest-exact, bilinear or bicubic only",
+            "is 'bislerp'; the lowering resizes pictures by nearest-exact, bilinear, area, bicubic or lanczos only",
         ),
     );
     assert_refused(

@@ -196,7 +196,7 @@ fn every_refusal_names_the_node_class_input_and_a_remedy() {
                 "8",
                 "LatentUpscaleBy",
                 Some("upscale_method"),
-                "is 'bislerp'; the lowering resizes latents by nearest-exact, bilinear or bicubic only",
+                "is 'bislerp'; the lowering resizes latents by nearest-exact, bilinear, area or bicubic only",
             ),
         ),
         (

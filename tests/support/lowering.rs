@@ -246,13 +246,25 @@ pub fn run_policy_alone(
     )
     .expect("write");
     let out = dir.join("out");
-    let mut args = vec!["run".to_string(), s(&dir).to_string()];
-    for (port, value) in inputs {
-        args.push("--input".into());
-        args.push(format!("{port}={value}"));
-    }
-    args.extend(["--out".to_string(), s(&out).to_string()]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    // A recipe file: a picture's values outgrow a command line.
+    let recipe: serde_json::Map<String, Value> = inputs
+        .iter()
+        .map(|(port, value)| {
+            let value = serde_json::from_str(value).expect("an input's JSON");
+            (port.to_string(), value)
+        })
+        .collect();
+    let recipe_file = dir.join("recipe.json");
+    let recipe = serde_json::json!({"inputs": recipe}).to_string();
+    std::fs::write(&recipe_file, recipe).expect("write");
+    let args = [
+        "run",
+        s(&dir),
+        "--recipe",
+        s(&recipe_file),
+        "--out",
+        s(&out),
+    ];
     let (code, stdout, stderr) = super::run_wfstudio(&args);
     assert_eq!(code, 0, "{stdout}{stderr}");
     out

@@ -19,6 +19,7 @@ mod multistep;
 mod noise;
 mod policies;
 pub mod prediction;
+mod resample;
 pub mod sampling;
 mod sasolver;
 mod schedule;

@@ -14,12 +14,15 @@
 //!   takes that side from the aspect, `max(1, round(side * asked / other))`),
 //!   `scale` (`scale_by`: each side `round_half_even(side * scale_by)`, as
 //!   Python's `round` does, at least 1) or `total_pixels` (`pixels`: each
-//!   side times `sqrt(pixels / (h * w))`, rounded so);
+//!   side times `sqrt(pixels / (h * w))`, rounded so) or `flux_kontext`
+//!   (the [`KONTEXT_SIDES`] entry whose aspect is nearest the picture's,
+//!   the first of equals);
 //! - `method`: `nearest-exact` (PyTorch's: source index
 //!   `floor((i + 0.5) * in / out)`, which is ONNX's half-pixel nearest
 //!   rounding halves up), `bilinear` (PyTorch's `align_corners=False`
 //!   linear, ONNX's `pytorch_half_pixel`) or `bicubic` (PyTorch's cubic
-//!   convolution with `a = -0.75`, edge samples repeated: ONNX's cubic).
+//!   convolution with `a = -0.75`, edge samples repeated: ONNX's cubic),
+//!   `area` and, for pictures, `lanczos` (see `resample`).
 
 use super::SynthError;
 use super::graph::PolicyGraph;
@@ -27,8 +30,34 @@ use serde_json::Value;
 use wfstudio_onnx::builder::Attr;
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 
-/// The upscale methods the policies make (ComfyUI's names).
-pub const METHODS: &[&str] = &["nearest-exact", "bilinear", "bicubic"];
+/// The methods the policies resize pictures by (ComfyUI's names).
+pub const PICTURE_METHODS: &[&str] = &["nearest-exact", "bilinear", "area", "bicubic", "lanczos"];
+
+/// The methods the policies resize latents by (ComfyUI's `lanczos` works
+/// on 8-bit pictures only).
+pub const LATENT_METHODS: &[&str] = &["nearest-exact", "bilinear", "area", "bicubic"];
+
+/// Flux Kontext's preferred sizes `(width, height)`, as ComfyUI's
+/// `FluxKontextImageScale` lists them.
+pub const KONTEXT_SIDES: [(i64, i64); 17] = [
+    (672, 1568),
+    (688, 1504),
+    (720, 1456),
+    (752, 1392),
+    (800, 1328),
+    (832, 1248),
+    (880, 1184),
+    (944, 1104),
+    (1024, 1024),
+    (1104, 944),
+    (1184, 880),
+    (1248, 832),
+    (1328, 800),
+    (1392, 752),
+    (1456, 720),
+    (1504, 688),
+    (1568, 672),
+];
 
 /// Builds the resize of `latent` to the parameters' size.
 pub fn latent_upscale(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
@@ -41,7 +70,7 @@ pub fn latent_upscale(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
         "scale" => scaled_sides(g, &latent)?,
         other => return Err(g.error(format!("size `{other}` is not fixed or scale"))),
     };
-    let out = resize(g, &latent, &side)?;
+    let out = resize(g, &latent, &side, LATENT_METHODS)?;
     g.output(&out, "upscaled")
 }
 
@@ -61,9 +90,10 @@ pub fn image_scale(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
             let factor = g.op("Sqrt", &[&ratio]);
             rounded(g, &hw, &factor)
         }
+        "flux_kontext" => kontext_sides(g, &image),
         other => {
             return Err(g.error(format!(
-                "size `{other}` is not fixed, scale or total_pixels"
+                "size `{other}` is not fixed, scale, total_pixels or flux_kontext"
             )));
         }
     };
@@ -72,7 +102,7 @@ pub fn image_scale(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
         Some("center") => centre_of_aspect(g, &image, &side),
         Some(other) => return Err(g.error(format!("crop `{other}` is not disabled or center"))),
     };
-    let mut out = resize(g, &source, &side)?;
+    let mut out = resize(g, &source, &side, PICTURE_METHODS)?;
     if g.parameter("multiple").is_some() {
         out = crop_to_multiple(g, &out)?;
     }
@@ -112,6 +142,28 @@ fn scaled_sides(g: &mut PolicyGraph<'_>, x: &str) -> Result<String, SynthError> 
     let hw = sides(g, x);
     let factor = g.d(scale);
     Ok(rounded(g, &hw, &factor))
+}
+
+/// The [`KONTEXT_SIDES`] entry (as int64 `[h, w]`) whose aspect is
+/// nearest the picture's `w / h` (ArgMin keeps the first of equals, the
+/// narrowest, as Python's `min` over `(distance, w, h)` does).
+fn kontext_sides(g: &mut PolicyGraph<'_>, image: &str) -> String {
+    let hw = sides(g, image);
+    let (h, w) = (g.b.vec_i64(&[0]), g.b.vec_i64(&[1]));
+    let h = g.gather(&hw, &h);
+    let w = g.gather(&hw, &w);
+    let aspect = g.op("Div", &[&w, &h]);
+    let aspects: Vec<f64> = KONTEXT_SIDES
+        .iter()
+        .map(|(w, h)| *w as f64 / *h as f64)
+        .collect();
+    let aspects = g.b.f64s(&aspects, &[aspects.len() as i64]);
+    let distance = g.op("Sub", &[&aspect, &aspects]);
+    let distance = g.op("Abs", &[&distance]);
+    let nearest = g.op_with("ArgMin", &[&distance], &[("keepdims", Attr::Int(0))]);
+    let table: Vec<i64> = KONTEXT_SIDES.iter().flat_map(|(w, h)| [*h, *w]).collect();
+    let table = g.b.i64s(&table, &[KONTEXT_SIDES.len() as i64, 2]);
+    g.gather(&table, &nearest)
 }
 
 /// `ImageScale`'s sides: `width` and `height`, a 0 taken from the
@@ -156,10 +208,23 @@ fn fixed_sides(g: &mut PolicyGraph<'_>, image: &str) -> Result<String, SynthErro
 }
 
 /// `x` resized over its last two axes to `side` (int64 `[h, w]`) by the
-/// parameters' `method`.
-fn resize(g: &mut PolicyGraph<'_>, x: &str, side: &str) -> Result<String, SynthError> {
+/// parameters' `method`, one of `methods`.
+fn resize(
+    g: &mut PolicyGraph<'_>,
+    x: &str,
+    side: &str,
+    methods: &[&str],
+) -> Result<String, SynthError> {
     let method = text(g, "method")?;
+    if !methods.contains(&method.as_str()) {
+        return Err(g.error(format!(
+            "upscale method `{method}` is not one of {}",
+            methods.join(", ")
+        )));
+    }
     let attrs = match method.as_str() {
+        "area" => return Ok(super::resample::area(g, x, side)),
+        "lanczos" => return Ok(super::resample::lanczos(g, x, side)),
         "nearest-exact" => vec![
             ("mode", Attr::Str("nearest".into())),
             (
@@ -183,12 +248,7 @@ fn resize(g: &mut PolicyGraph<'_>, x: &str, side: &str) -> Result<String, SynthE
             ),
             ("cubic_coeff_a", Attr::Float(-0.75)),
         ],
-        other => {
-            return Err(g.error(format!(
-                "upscale method `{other}` is not one of {}",
-                METHODS.join(", ")
-            )));
-        }
+        other => return Err(g.error(format!("upscale method `{other}` is not made"))),
     };
     let lead = g.op_with(
         "Shape",

@@ -33,11 +33,12 @@ pub(super) fn takes_mask(plan: &Plan) -> bool {
     )
 }
 
-/// Adds the steps that make `edit.latent` with vae encoder `encoder`, and
-/// the inputs and policies they need, where the plan has an edit node.
+/// Adds the steps that make `edit.latent` with vae encoder `encoder` from
+/// the edit picture's value `shown` (the input, or its resize), and the
+/// inputs and policies they need, where the plan has an edit node.
 pub(super) fn edit_latent(
     plan: &Plan,
-    encoder: &str,
+    (encoder, shown): (&str, &str),
     inputs: &mut Map<String, Value>,
     components: &mut Map<String, Value>,
     setup: &mut Steps,
@@ -46,6 +47,7 @@ pub(super) fn edit_latent(
         node,
         image,
         inpaint,
+        ..
     } = &plan.latent
     else {
         return;
@@ -54,7 +56,7 @@ pub(super) fn edit_latent(
         return;
     }
     let pixels = match inpaint {
-        None => "request.image",
+        None => shown,
         Some(inpaint) => {
             inputs.insert("request.mask".into(), media(picture(json!(1))));
             components.insert("inpaint_pixels".into(), inpaint_pixels());

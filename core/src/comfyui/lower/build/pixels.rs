@@ -366,6 +366,7 @@ pub(super) fn resize_policy(kind: &str, resize: &Resize, for_encode: bool) -> Va
         }
         PixelSize::Scale(factor) => json!({"size": "scale", "scale_by": factor}),
         PixelSize::TotalPixels(pixels) => json!({"size": "total_pixels", "pixels": pixels}),
+        PixelSize::Kontext => json!({"size": "flux_kontext", "crop": "center"}),
     };
     parameters["method"] = json!(resize.method);
     if for_encode {

@@ -196,8 +196,16 @@ pub(super) fn stage(
             &mut components,
             &mut setup,
         ),
-        // An edit or inpainting node's picture.
-        _ => ("request.image".to_string(), None),
+        // An edit or inpainting node's picture, resized or not.
+        (None, None) => match &plan.latent {
+            LatentSource::Edit {
+                image,
+                resize: Some(resize),
+                ..
+            } => loaded((image, Some(resize)), true, &mut components, &mut setup),
+            _ => ("request.image".to_string(), None),
+        },
+        (Some(_), None) => ("request.image".to_string(), None),
     };
     // The latent's size: the empty latent's, the encoded picture's, or the
     // earlier stage's; a row of it is one axis shorter than the latent.
@@ -439,6 +447,7 @@ pub(super) fn stage(
                 node: encode,
                 image,
                 inpaint: Some(_),
+                ..
             } => {
                 setup.push(
                     invoke(
@@ -478,7 +487,7 @@ pub(super) fn stage(
         // The picture the prompts carry, beside the sample.
         edit::edit_latent(
             plan,
-            &m("vae_encoder"),
+            (&m("vae_encoder"), &picture_value),
             &mut inputs,
             &mut components,
             &mut setup,

@@ -6,7 +6,7 @@ use super::super::graph::Graph;
 use super::audio;
 use super::composite::{Composite, composite};
 use super::latent_sizes::{VIDEO_LATENTS, VideoLatent};
-use super::pixels::{Pixels, picture};
+use super::pixels::{Origin, Pixels, Resize, picture};
 use super::walk::Walk;
 use super::{
     EDIT_NODES, MAX_RESOLUTION, SAMPLER_CLASSES, SVD_CONDITIONING, loaded_image, upscale_method,
@@ -14,6 +14,7 @@ use super::{
 };
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::lower::parts::Axes;
+use crate::comfyui::synth::upscale::LATENT_METHODS;
 
 /// ComfyUI's own limit on batch size.
 const MAX_BATCH: i64 = 4096;
@@ -64,9 +65,12 @@ pub(in crate::comfyui::lower) enum LatentSource {
     /// (the denoiser takes it beside the sample): `InstructPixToPixConditioning`'s,
     /// zeros the size of its picture's latent, or
     /// `InpaintModelConditioning`'s (`inpaint` set), the picture encoded.
+    /// `image` is the picture's `LoadImage`; `resize`, a resize of it
+    /// first (not under a mask).
     Edit {
         node: String,
         image: String,
+        resize: Option<Resize>,
         inpaint: Option<EditInpaint>,
     },
     /// `VAEEncodeForInpaint`: the masked pixels are greyed before encoding.
@@ -109,7 +113,7 @@ pub(in crate::comfyui::lower) struct Frames {
 #[derive(Clone, Debug, PartialEq)]
 pub(in crate::comfyui::lower) struct Upscale {
     pub node: String,
-    /// ComfyUI's upscale method (one of `synth::upscale::METHODS`).
+    /// ComfyUI's upscale method (one of `synth::upscale::LATENT_METHODS`).
     pub method: String,
     pub size: UpscaleSize,
 }
@@ -272,8 +276,16 @@ pub(super) fn latent_source(
                 }),
                 _ => None,
             };
+            let (image, resize) = match inpaint {
+                Some(_) => (encoded(&node)?, None),
+                None => {
+                    vae(&node)?;
+                    edit_picture(g, &node, walk)?
+                }
+            };
             LatentSource::Edit {
-                image: encoded(&node)?,
+                image,
+                resize,
                 node,
                 inpaint,
             }
@@ -300,6 +312,23 @@ pub(super) fn latent_source(
             }
         }
     })
+}
+
+/// The loaded picture an `InstructPixToPixConditioning` node attaches, and
+/// its resize, if any.
+fn edit_picture(
+    g: &Graph<'_>,
+    node: &str,
+    walk: &mut Walk,
+) -> Result<(String, Option<Resize>), Refusal> {
+    match picture(g, node, "pixels", walk)? {
+        Pixels {
+            origin: Origin::Loaded(loader),
+            upscale: None,
+            resize,
+        } => Ok((loader, resize)),
+        _ => loaded_image(g, node, "pixels").map(|loader| (loader, None)),
+    }
 }
 
 /// The empty video latent (output 2) of `SVD_img2vid_Conditioning` node
@@ -359,7 +388,7 @@ fn empty_video(g: &Graph<'_>, node: &str, video: &VideoLatent) -> Result<LatentS
 /// The resize of upscaler `node`, `None` where it keeps the size
 /// (`LatentUpscale` with width and height 0).
 fn upscale(g: &Graph<'_>, node: &str) -> Result<Option<Upscale>, Refusal> {
-    let method = upscale_method(g, node, "latents")?;
+    let method = upscale_method(g, node, ("latents", LATENT_METHODS))?;
     let size = if g.class(node) == "LatentUpscaleBy" {
         UpscaleSize::Scale(g.number_in(node, "scale_by", 0.01..=8.0, "factor")?)
     } else {

@@ -668,10 +668,13 @@ fn guidance_sides(
 /// The `upscale_method` of resize node `node`, refused unless the
 /// lowering's resizes make it; `what` the resize makes (`pictures`,
 /// `latents`), for the message.
-fn upscale_method<'a>(g: &Graph<'a>, node: &str, what: &str) -> Result<&'a str, Refusal> {
-    use crate::comfyui::synth::upscale::METHODS;
+fn upscale_method<'a>(
+    g: &Graph<'a>,
+    node: &str,
+    (what, methods): (&str, &[&str]),
+) -> Result<&'a str, Refusal> {
     let method = g.text(node, "upscale_method")?;
-    if METHODS.contains(&method) {
+    if methods.contains(&method) {
         return Ok(method);
     }
     Err(g.refuse(
@@ -679,9 +682,9 @@ fn upscale_method<'a>(g: &Graph<'a>, node: &str, what: &str) -> Result<&'a str, 
         Some("upscale_method"),
         format!(
             "is '{method}'; the lowering resizes {what} by {} only",
-            super::graph::either(METHODS)
+            super::graph::either(methods)
         ),
-        &format!("choose {}", super::graph::either(METHODS)),
+        &format!("choose {}", super::graph::either(methods)),
     ))
 }
 

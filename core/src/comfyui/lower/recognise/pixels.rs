@@ -11,13 +11,19 @@ use super::walk::Walk;
 use super::{MAX_RESOLUTION, upscale_method, vae_source};
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::lower::parts::Axes;
+use crate::comfyui::synth::upscale::PICTURE_METHODS;
 
 /// The decodes a picture may come from (`VAEDecodeTiled` decodes the same
 /// pictures in tiles, to save memory).
 const DECODERS: &[&str] = &["VAEDecode", "VAEDecodeTiled"];
 
 /// The resize classes.
-const RESIZERS: &[&str] = &["ImageScale", "ImageScaleBy", "ImageScaleToTotalPixels"];
+const RESIZERS: &[&str] = &[
+    "ImageScale",
+    "ImageScaleBy",
+    "ImageScaleToTotalPixels",
+    "FluxKontextImageScale",
+];
 
 /// `ImageUpscaleWithModel` and the `UpscaleModelLoader` it runs.
 #[derive(Clone, Debug, PartialEq)]
@@ -49,11 +55,12 @@ pub(in crate::comfyui::lower) enum Origin {
     },
 }
 
-/// An `ImageScale`, `ImageScaleBy` or `ImageScaleToTotalPixels` node.
+/// An `ImageScale`, `ImageScaleBy`, `ImageScaleToTotalPixels` or
+/// `FluxKontextImageScale` node.
 #[derive(Clone, Debug, PartialEq)]
 pub(in crate::comfyui::lower) struct Resize {
     pub node: String,
-    /// ComfyUI's method (one of `synth::upscale::METHODS`).
+    /// ComfyUI's method (one of `synth::upscale::PICTURE_METHODS`).
     pub method: String,
     pub size: PixelSize,
 }
@@ -76,6 +83,10 @@ pub(in crate::comfyui::lower) enum PixelSize {
     /// height))`, rounded, with `pixels` the whole part of `megapixels *
     /// 1024 * 1024`.
     TotalPixels(i64),
+    /// `FluxKontextImageScale`: the Flux Kontext size whose aspect is
+    /// nearest the picture's (`synth::upscale::KONTEXT_SIDES`), its
+    /// centred part resized by lanczos.
+    Kontext,
 }
 
 /// What a sink shows: a decode through an upscale model and a resize.
@@ -228,7 +239,14 @@ pub(super) fn picture(
 /// The resize of `node`, `None` where it keeps the picture as it is
 /// (`ImageScale` with width and height 0).
 fn image_resize(g: &Graph<'_>, node: &str) -> Result<Option<Resize>, Refusal> {
-    let method = upscale_method(g, node, "pictures")?;
+    if g.class(node) == "FluxKontextImageScale" {
+        return Ok(Some(Resize {
+            node: node.to_string(),
+            method: "lanczos".into(),
+            size: PixelSize::Kontext,
+        }));
+    }
+    let method = upscale_method(g, node, ("pictures", PICTURE_METHODS))?;
     let size = match g.class(node) {
         "ImageScaleBy" => PixelSize::Scale(g.number_in(node, "scale_by", 0.01..=8.0, "factor")?),
         "ImageScaleToTotalPixels" => {
