@@ -13,8 +13,8 @@ mod support;
 
 use serde_json::{Value, json};
 use support::lowering::{
-    assert_refused, component_only, lowered, npy, package_and_run, pattern, s, scratch, tensor,
-    workflow,
+    assert_refused, component_only, denoiser_bindings, lowered, npy, package_and_run, pattern, s,
+    scratch, tensor, workflow,
 };
 use wfstudio_core::comfyui::lower::Target;
 
@@ -22,26 +22,6 @@ use wfstudio_core::comfyui::lower::Target;
 /// sampler starting from node 4's latent.
 fn graph() -> Value {
     pattern("edit")
-}
-
-/// The `concat` each denoiser call of the loop binds, by the value it
-/// writes (`denoiser.conditional`, `denoiser.unconditional`).
-fn concat_bindings(w: &Value) -> Vec<(String, Value)> {
-    w["steps"][0]["steps"]
-        .as_array()
-        .expect("loop body")
-        .iter()
-        .filter(|s| s["component"] == "denoiser")
-        .map(|s| {
-            (
-                s["outputs"]["noise_pred"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-                s["inputs"]["concat"].clone(),
-            )
-        })
-        .collect()
 }
 
 #[test]
@@ -74,7 +54,7 @@ fn the_edit_picture_is_encoded_once_and_taken_beside_the_sample() {
         "image"
     );
     assert_eq!(
-        concat_bindings(w),
+        denoiser_bindings(w, "concat"),
         [
             ("denoiser.unconditional".to_string(), json!("edit.latent")),
             ("denoiser.conditional".to_string(), json!("edit.latent")),
@@ -93,7 +73,7 @@ fn the_edit_picture_is_encoded_once_and_taken_beside_the_sample() {
     plain_negative["5"]["inputs"]["negative"] = json!(["3", 0]);
     let l = lowered(&plain_negative, &Target::default());
     assert_eq!(
-        concat_bindings(workflow(&l)),
+        denoiser_bindings(workflow(&l), "concat"),
         [
             ("denoiser.unconditional".to_string(), json!("latent.source")),
             ("denoiser.conditional".to_string(), json!("edit.latent")),
@@ -252,7 +232,7 @@ fn a_dual_cfg_guider_calls_the_denoiser_on_three_prompts_and_combines_them() {
     let l = lowered(&dual(None), &Target::default());
     let w = workflow(&l);
     assert_eq!(
-        concat_bindings(w),
+        denoiser_bindings(w, "concat"),
         [
             ("denoiser.middle".to_string(), json!("edit.latent")),
             ("denoiser.unconditional".to_string(), json!("latent.source")),

@@ -229,18 +229,28 @@ fn area_and_lanczos_resizes_match_pytorch_and_pillow() {
     let root = scratch("resample");
     std::fs::create_dir_all(&root).expect("mkdir");
     let (h, w) = (23usize, 37usize);
-    let picture: Vec<f32> = (0..3 * h * w)
+    // Values between bytes, and whole bytes (k / 255, where the cast to 8
+    // bits must land on k).
+    let between: Vec<f32> = (0..3 * h * w)
         .map(|i| ((i * 7919 % 1013) as f32) / 1012.0)
+        .collect();
+    let bytes: Vec<f32> = (0..3 * h * w)
+        .map(|i| ((i * 7919 % 256) as f32) / 255.0)
         .collect();
     let mut figures = Vec::new();
     // Both shrink (width first), the height shrinks while the width grows
-    // (height first), both grow, one side kept.
-    for (oh, ow) in [(10, 15), (9, 80), (41, 60), (23, 20)] {
+    // (height first), both grow, one side kept, both shrink with the
+    // height by more than twice the width (height first).
+    let sizes = [(10, 15), (9, 80), (41, 60), (23, 20), (5, 30)];
+    for ((oh, ow), (kind, picture)) in sizes
+        .into_iter()
+        .flat_map(|size| [("between", &between), ("bytes", &bytes)].map(|p| (size, p)))
+    {
         for method in ["area", "lanczos"] {
             let mut graph = pattern("hires-pixels");
             graph["13"] = json!({"class_type": "ImageScale", "inputs": {"upscale_method": method, "width": ow, "height": oh, "crop": "disabled", "image": ["10", 0]}});
-            let name = format!("{oh}x{ow}-{method}");
-            let (shape, ours) = resized(&root, &name, &graph, "image_scale_2", &picture, (h, w));
+            let name = format!("{oh}x{ow}-{method}-{kind}");
+            let (shape, ours) = resized(&root, &name, &graph, "image_scale_2", picture, (h, w));
             assert_eq!(shape, vec![1, 3, oh, ow], "{name}");
             let case = json!({"picture": picture, "channels": 3, "h": h, "w": w, "oh": oh, "ow": ow, "method": method});
             let worst = worst_against_reference(&python, &root.join(&name), &case, &ours);

@@ -146,6 +146,11 @@ impl GraphBuilder {
         self.i64s(&[value], &[])
     }
 
+    /// An int32 scalar (rank 0) initializer.
+    pub fn scalar_i32(&mut self, value: i32) -> String {
+        self.initializer(DataType::INT32, &[], value.to_le_bytes().to_vec())
+    }
+
     /// A uint64 scalar (rank 0) initializer.
     pub fn scalar_u64(&mut self, value: u64) -> String {
         self.initializer(DataType::UINT64, &[], value.to_le_bytes().to_vec())

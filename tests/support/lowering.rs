@@ -222,8 +222,9 @@ pub fn numpy_disagreement(
 }
 
 /// Runs policy `component` of the lowered `document` on its own (package
-/// folder `root/name`) with `inputs` (`port=JSON` values); returns the
-/// output folder, one `.npy` per output port.
+/// folder `root/name`) with `inputs` (port and tensor JSON
+/// `{dtype, shape, data}`, passed in a recipe file); returns the output
+/// folder, one `.npy` per output port.
 pub fn run_policy_alone(
     root: &Path,
     name: &str,
@@ -291,4 +292,19 @@ pub fn first_refusal<'a>(
             Some(r)
         }
     }
+}
+
+/// Each denoiser call of the first stage's loop: the value it writes and
+/// what it binds to input `port` (`Null` where it binds none).
+pub fn denoiser_bindings(w: &Value, port: &str) -> Vec<(String, Value)> {
+    w["steps"][0]["steps"]
+        .as_array()
+        .expect("loop body")
+        .iter()
+        .filter(|s| s["component"] == "denoiser")
+        .map(|s| {
+            let out = s["outputs"]["noise_pred"].as_str().unwrap_or_default();
+            (out.to_string(), s["inputs"][port].clone())
+        })
+        .collect()
 }

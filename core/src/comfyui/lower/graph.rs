@@ -187,6 +187,11 @@ impl<'a> Graph<'a> {
         self.input(id, name).is_some()
     }
 
+    /// Whether input `name` of node `id` is a link to another node.
+    pub fn is_link(&self, id: &str, name: &str) -> bool {
+        matches!(self.input(id, name), Some(Value::Array(_)))
+    }
+
     /// A text literal input.
     pub fn text(&self, id: &str, name: &str) -> Result<&'a str, Refusal> {
         self.literal(id, name)?

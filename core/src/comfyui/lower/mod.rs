@@ -302,7 +302,17 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
             (_, 1) => format!("the {with} prompts (the {without} takes zeros in its place)"),
             _ => format!("the {with} prompt (the {without} take zeros in their place)"),
         };
-        let image = names.value("request.image");
+        let image = match &plan.latent {
+            LatentSource::Edit {
+                resize: Some(resize),
+                ..
+            } => format!(
+                "{} (resized by node {})",
+                names.value("request.image"),
+                resize.node
+            ),
+            _ => names.value("request.image"),
+        };
         match &plan.latent {
             LatentSource::Edit {
                 inpaint: Some(_), ..
@@ -343,6 +353,7 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
         .chain(adaptive)
         .chain(dual)
         .chain(edit)
+        .chain(build::reference_note(plan, names))
         .chain(window)
         .chain(tokenizing)
         .collect()

@@ -82,6 +82,8 @@ pub const POLICIES: &[&str] = &[
     "audio_loudness",
     "linear_guidance_combine",
     "cfg_norm",
+    "no_reference",
+    "picture_size",
 ];
 
 /// The policies a workflow may hold several of at its top level, numbered

@@ -7,7 +7,7 @@
 //! - `lanczos`: ComfyUI's, which resizes 8-bit pictures with Pillow's
 //!   `LANCZOS`: the picture is `trunc(clip(255 x, 0, 255))`, then each
 //!   axis whose extent changes is resampled with Pillow's 22-bit
-//!   fixed-point coefficients, rounded and clipped to 0..255 (the width
+//!   fixed-point coefficients in int32, rounded and clipped to 0..255 (the width
 //!   first unless the height shrinks by more than twice what the width
 //!   does, as Pillow 13 orders them), and the result is divided by 255.
 
@@ -21,48 +21,49 @@ const PRECISION_BITS: i32 = 22;
 /// The lanczos kernel's half width, in old samples at a scale of 1.
 const LANCZOS_SUPPORT: f64 = 3.0;
 
-/// `x` resized to `side` (int64 `[h, w]`) by area averaging.
+/// `x` resized to `side` (int64 `[h, w]`) by area averaging (a NaN
+/// spreads over the whole result, each weight matrix being dense).
 pub(super) fn area(g: &mut PolicyGraph<'_>, x: &str, side: &str) -> String {
     let [(old_h, new_h), (old_w, new_w)] = extents(g, x, side);
     let rows = area_weights(g, &old_h, &new_h);
     let columns = area_weights(g, &old_w, &new_w);
     let rows = g.cast(&rows, DataType::FLOAT);
     let columns = g.cast(&columns, DataType::FLOAT);
-    both_axes(g, x, &rows, &columns)
+    let across = along_width(g, x, &columns);
+    g.op("MatMul", &[&rows, &across])
 }
 
 /// `x` (pixels in 0..1) resized to `side` by Pillow's lanczos on its
-/// 8-bit form, back in 0..1.
+/// 8-bit form, back in 0..1. The passes run in int32, as Pillow's, so
+/// the sums are exact.
 pub(super) fn lanczos(g: &mut PolicyGraph<'_>, x: &str, side: &str) -> String {
     let [(old_h, new_h), (old_w, new_w)] = extents(g, x, side);
     let wide = g.cast(x, DataType::DOUBLE);
-    let full = g.d(255.0);
+    // A NaN byte is 0 (what numpy's cast to uint8 gives on this machine).
+    let (zero, full) = (g.d(0.0), g.d(255.0));
+    let nan = g.op("IsNaN", &[&wide]);
+    let wide = g.op("Where", &[&nan, &zero, &wide]);
     let scaled = g.op("Mul", &[&wide, &full]);
-    let (low, high) = (g.d(0.0), g.d(255.0));
-    let clipped = g.op("Clip", &[&scaled, &low, &high]);
+    let clipped = g.op("Clip", &[&scaled, &zero, &full]);
     let bytes = g.op("Floor", &[&clipped]);
+    let bytes = g.cast(&bytes, DataType::INT32);
     let columns = lanczos_weights(g, &old_w, &new_w);
-    let by_columns = g.op_with(
-        "Transpose",
-        &[&columns],
-        &[("perm", Attr::Ints(vec![1, 0]))],
-    );
     let rows = lanczos_weights(g, &old_h, &new_h);
     let across = |g: &mut PolicyGraph<'_>, x: &str| {
-        let sum = g.op("MatMul", &[x, &by_columns]);
+        let sum = along_width(g, x, &columns);
         fixed_point_round(g, &sum)
     };
-    let down = |g: &mut PolicyGraph<'_>, x: &str| {
+    let along_height = |g: &mut PolicyGraph<'_>, x: &str| {
         let sum = g.op("MatMul", &[&rows, x]);
         fixed_point_round(g, &sum)
     };
     // Pillow resamples the width first unless the height shrinks by more
-    // than twice what the width does; a pass whose extent stays is the
-    // identity (its one weight per sample is exactly 1), so both run in
-    // either order, and the order the extents choose is kept.
+    // than twice what the width does. A pass whose extent stays is the
+    // identity (each new sample's weight on its own old one is 2^22, the
+    // others round to 0), so both orders run, and the extents choose.
     let width_first = across(g, &bytes);
-    let width_first = down(g, &width_first);
-    let height_first = down(g, &bytes);
+    let width_first = along_height(g, &width_first);
+    let height_first = along_height(g, &bytes);
     let height_first = across(g, &height_first);
     let shrink_h = g.op("Sub", &[&old_h, &new_h]);
     let shrink_w = g.op("Sub", &[&old_w, &new_w]);
@@ -72,9 +73,10 @@ pub(super) fn lanczos(g: &mut PolicyGraph<'_>, x: &str, side: &str) -> String {
     let shrinks = g.op("Greater", &[&shrink_h, &none]);
     let more = g.op("Greater", &[&shrink_h, &twice_w]);
     let height_leads = g.op("And", &[&shrinks, &more]);
-    let down = g.op("Where", &[&height_leads, &height_first, &width_first]);
-    let unit = g.op("Div", &[&down, &full]);
-    g.cast(&unit, DataType::FLOAT)
+    let resized = g.op("Where", &[&height_leads, &height_first, &width_first]);
+    let resized = g.cast(&resized, DataType::FLOAT);
+    let full = g.f(255.0);
+    g.op("Div", &[&resized, &full])
 }
 
 /// The old and new extents of the last two axes, as int64 scalars:
@@ -88,11 +90,11 @@ fn extents(g: &mut PolicyGraph<'_>, x: &str, side: &str) -> [(String, String); 2
     [(at(&old, 0), at(side, 0)), (at(&old, 1), at(side, 1))]
 }
 
-/// `rows · x · columnsᵀ` over the last two axes.
-fn both_axes(g: &mut PolicyGraph<'_>, x: &str, rows: &str, columns: &str) -> String {
-    let by_columns = g.op_with("Transpose", &[columns], &[("perm", Attr::Ints(vec![1, 0]))]);
-    let across = g.op("MatMul", &[x, &by_columns]);
-    g.op("MatMul", &[rows, &across])
+/// `x · weightsᵀ`: `x` resampled along its last axis by `weights`
+/// `[new, old]`.
+fn along_width(g: &mut PolicyGraph<'_>, x: &str, weights: &str) -> String {
+    let by_columns = g.op_with("Transpose", &[weights], &[("perm", Attr::Ints(vec![1, 0]))]);
+    g.op("MatMul", &[x, &by_columns])
 }
 
 /// `(new index [new, 1], old index [1, old])` as float64 grids.
@@ -131,7 +133,7 @@ fn area_weights(g: &mut PolicyGraph<'_>, old: &str, new: &str) -> String {
     g.op("Where", &[&inside, &share, &zero])
 }
 
-/// Pillow's lanczos coefficients `[new, old]` (float64 holding the 22-bit
+/// Pillow's lanczos coefficients `[new, old]` (int32, the 22-bit
 /// fixed-point integers): with `scale = old / new` and `f = max(scale,
 /// 1)`, new index `i` reads old indices from `max(trunc(c - 3f + 0.5),
 /// 0)` to `min(trunc(c + 3f + 0.5), old)` around `c = (i + 0.5) scale`,
@@ -184,7 +186,8 @@ fn lanczos_weights(g: &mut PolicyGraph<'_>, old: &str, new: &str) -> String {
     let nudged = g.op("Add", &[&fixed, &nudge]);
     let magnitude = g.op("Abs", &[&nudged]);
     let magnitude = g.op("Floor", &[&magnitude]);
-    g.op("Mul", &[&sign, &magnitude])
+    let fixed = g.op("Mul", &[&sign, &magnitude]);
+    g.cast(&fixed, DataType::INT32)
 }
 
 /// `sinc(t) sinc(t / 3)` on `[-3, 3)`, 0 outside (`sinc(0) = 1`).
@@ -200,8 +203,8 @@ fn lanczos_kernel(g: &mut PolicyGraph<'_>, t: &str) -> String {
         let ratio = g.op("Div", &[&sine, &safe]);
         g.op("Where", &[&at_zero, &one, &ratio])
     };
-    let third = g.d(1.0 / LANCZOS_SUPPORT);
-    let stretched = g.op("Mul", &[t, &third]);
+    let support = g.d(LANCZOS_SUPPORT);
+    let stretched = g.op("Div", &[t, &support]);
     let near = sinc(g, t);
     let far = sinc(g, &stretched);
     let value = g.op("Mul", &[&near, &far]);
@@ -213,15 +216,14 @@ fn lanczos_kernel(g: &mut PolicyGraph<'_>, t: &str) -> String {
     g.op("Where", &[&inside, &value, &zero])
 }
 
-/// Pillow's `clip8` of a fixed-point sum: `floor((sum + 2^21) / 2^22)`
-/// clipped to 0..255 (exact in float64: the sums are integers far below
-/// 2^53).
+/// Pillow's `clip8` of an int32 fixed-point sum: `(sum + 2^21) >> 22`
+/// clipped to 0..255. Division truncates toward zero where floor would
+/// not, but only below 0, which clips to 0 either way.
 fn fixed_point_round(g: &mut PolicyGraph<'_>, sum: &str) -> String {
-    let half = g.d(f64::from(1 << (PRECISION_BITS - 1)));
-    let unit = g.d(f64::from(1 << PRECISION_BITS));
+    let half = g.b.scalar_i32(1 << (PRECISION_BITS - 1));
+    let unit = g.b.scalar_i32(1 << PRECISION_BITS);
     let rounded = g.op("Add", &[sum, &half]);
     let shifted = g.op("Div", &[&rounded, &unit]);
-    let floored = g.op("Floor", &[&shifted]);
-    let (low, high) = (g.d(0.0), g.d(255.0));
-    g.op("Clip", &[&floored, &low, &high])
+    let (low, high) = (g.b.scalar_i32(0), g.b.scalar_i32(255));
+    g.op("Clip", &[&shifted, &low, &high])
 }

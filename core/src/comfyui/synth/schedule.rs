@@ -7,7 +7,7 @@
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
 use super::sampling::{SCHEDULES, linear_quadratic, sgm_ramp};
-use super::spacing::FLIPPED_ZERO;
+use super::spacing::{FLIPPED_ZERO, Spacing};
 use super::tables::{ModelSampling, linspace};
 use wfstudio_onnx::builder::Attr;
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
@@ -93,6 +93,11 @@ fn schedule(g: &mut PolicyGraph<'_>, family: &Family) -> Result<String, SynthErr
         return Ok(g.b.vec_f32(&values));
     }
     match &family.sampling {
+        ModelSampling::Flow { .. } if family.schedule.spacing == Spacing::Flux2Measured => {
+            let sigmas = flux2_measured(g, family)?;
+            let sigmas = discard_penultimate(g, family, &sigmas);
+            Ok(flip(g, family, &sigmas))
+        }
         ModelSampling::Flow { table, .. } => {
             let sigmas = flow_schedule(g, family, *table)?;
             let sigmas = discard_penultimate(g, family, &sigmas);
@@ -191,6 +196,60 @@ fn flow_schedule(
     };
     let zero = g.b.vec_f32(&[0.0]);
     Ok(g.op_with("Concat", &[&sigmas, &zero], &[("axis", Attr::Int(0))]))
+}
+
+/// `Flux2Scheduler`'s sigmas (see `shifted::flux2`) for the picture
+/// size the inputs `width` and `height` measure at run time, in float64
+/// as the import computes a written size's: `mu` fitted to the token
+/// count `round(width * height / 256)` (half to even) and, up to 4300
+/// tokens, the step count; `e^mu / (e^mu + 1/t - 1)` on `linspace(1, 0,
+/// steps + 1)`, 0 kept.
+fn flux2_measured(g: &mut PolicyGraph<'_>, family: &Family) -> Result<String, SynthError> {
+    let steps = family.computed_steps();
+    let width = g.input("width")?;
+    let height = g.input("height")?;
+    let (width, height) = (
+        g.cast(&width, DataType::DOUBLE),
+        g.cast(&height, DataType::DOUBLE),
+    );
+    let area = g.op("Mul", &[&width, &height]);
+    let cell = g.d(256.0);
+    let tokens = g.op("Div", &[&area, &cell]);
+    let tokens = g.op("Round", &[&tokens]);
+    let line = |g: &mut PolicyGraph<'_>, (a, b): (f64, f64)| {
+        let (a, b) = (g.d(a), g.d(b));
+        let at = g.op("Mul", &[&a, &tokens]);
+        g.op("Add", &[&at, &b])
+    };
+    let (many, few) = super::shifted::FLUX2_FIT;
+    let m_200 = line(g, many);
+    let m_10 = line(g, few);
+    // Through (10 steps, m_10) and (200 steps, m_200), at the run's
+    // steps, in the import's order of operations.
+    let rise = g.op("Sub", &[&m_200, &m_10]);
+    let span = g.d(190.0);
+    let slope = g.op("Div", &[&rise, &span]);
+    let far = g.d(200.0);
+    let drop = g.op("Mul", &[&far, &slope]);
+    let base = g.op("Sub", &[&m_200, &drop]);
+    let count = g.d(steps as f64);
+    let along = g.op("Mul", &[&slope, &count]);
+    let fitted = g.op("Add", &[&along, &base]);
+    let limit = g.d(super::shifted::FLUX2_STEPLESS_ABOVE);
+    let above = g.op("Greater", &[&tokens, &limit]);
+    let mu = g.op("Where", &[&above, &m_200, &fitted]);
+    let shift = g.op("Exp", &[&mu]);
+    let t: Vec<f64> = linspace(1.0, 0.0, steps + 1);
+    let t = g.b.f64s(&t, &[t.len() as i64]);
+    let (zero, one) = (g.d(0.0), g.d(1.0));
+    let at_zero = g.op("Equal", &[&t, &zero]);
+    let safe = g.op("Where", &[&at_zero, &one, &t]);
+    let inverse = g.op("Div", &[&one, &safe]);
+    let rest = g.op("Sub", &[&inverse, &one]);
+    let bottom = g.op("Add", &[&shift, &rest]);
+    let sigma = g.op("Div", &[&shift, &bottom]);
+    let sigma = g.op("Where", &[&at_zero, &zero, &sigma]);
+    Ok(g.cast(&sigma, DataType::FLOAT))
 }
 
 /// `sigmas` reversed where the schedule is flipped, a first 0 made

@@ -22,9 +22,8 @@ fn shifted(shift: f64, steps: usize) -> Vec<f64> {
 /// the step count.
 pub(super) fn flux2(width: i64, height: i64, steps: usize) -> Vec<f64> {
     let tokens = ((width * height) as f64 / 256.0).round_ties_even();
-    let (a1, b1) = (8.738_095_24e-5, 1.898_333_33);
-    let (a2, b2) = (0.000_169_27, 0.456_666_66);
-    let mu = if tokens > 4300.0 {
+    let ((a2, b2), (a1, b1)) = FLUX2_FIT;
+    let mu = if tokens > FLUX2_STEPLESS_ABOVE {
         a2 * tokens + b2
     } else {
         let (m_200, m_10) = (a2 * tokens + b2, a1 * tokens + b1);
@@ -34,6 +33,16 @@ pub(super) fn flux2(width: i64, height: i64, steps: usize) -> Vec<f64> {
     };
     shifted(mu.exp(), steps)
 }
+
+/// The lines `mu = a * tokens + b` of Flux 2's fit: at 200 steps (and
+/// at any step count past [`FLUX2_STEPLESS_ABOVE`] tokens), and at 10.
+pub(super) const FLUX2_FIT: ((f64, f64), (f64, f64)) = (
+    (0.000_169_27, 0.456_666_66),
+    (8.738_095_24e-5, 1.898_333_33),
+);
+
+/// The token count above which Flux 2's `mu` ignores the step count.
+pub(super) const FLUX2_STEPLESS_ABOVE: f64 = 4300.0;
 
 /// `LTXVScheduler`'s settings.
 #[derive(Clone, Debug, PartialEq)]

@@ -39,7 +39,7 @@ pub const LATENT_METHODS: &[&str] = &["nearest-exact", "bilinear", "area", "bicu
 
 /// Flux Kontext's preferred sizes `(width, height)`, as ComfyUI's
 /// `FluxKontextImageScale` lists them.
-pub const KONTEXT_SIDES: [(i64, i64); 17] = [
+const KONTEXT_SIDES: [(i64, i64); 17] = [
     (672, 1568),
     (688, 1504),
     (720, 1456),
@@ -216,11 +216,14 @@ fn resize(
     methods: &[&str],
 ) -> Result<String, SynthError> {
     let method = text(g, "method")?;
-    if !methods.contains(&method.as_str()) {
-        return Err(g.error(format!(
+    let not_made = |g: &PolicyGraph<'_>| {
+        g.error(format!(
             "upscale method `{method}` is not one of {}",
             methods.join(", ")
-        )));
+        ))
+    };
+    if !methods.contains(&method.as_str()) {
+        return Err(not_made(g));
     }
     let attrs = match method.as_str() {
         "area" => return Ok(super::resample::area(g, x, side)),
@@ -248,7 +251,7 @@ fn resize(
             ),
             ("cubic_coeff_a", Attr::Float(-0.75)),
         ],
-        other => return Err(g.error(format!("upscale method `{other}` is not made"))),
+        _ => return Err(not_made(g)),
     };
     let lead = g.op_with(
         "Shape",

@@ -20,6 +20,8 @@ pub(super) struct Calls<'a> {
     /// The ControlNet scale of a controlled prompt (an input, or the
     /// windowed scale's value).
     pub control_scale: &'a str,
+    /// The reference latent the prompts' references read, if any.
+    pub reference: Option<&'a str>,
 }
 
 impl Calls<'_> {
@@ -82,6 +84,9 @@ impl Calls<'_> {
             }
             if plan.frame_rate.is_some() {
                 bind["frame_rate"] = json!("request.frame_rate");
+            }
+            if let Some(value) = self.reference {
+                super::reference::bind(plan, side.references, value, &mut bind);
             }
             if super::svd::prompt(plan).is_some() {
                 bind["concat"] = json!(match side.name {

@@ -21,6 +21,7 @@ mod edit;
 mod names;
 mod pixels;
 mod prompts;
+mod reference;
 mod rename;
 mod schedule;
 mod solving;
@@ -28,6 +29,7 @@ mod stage;
 mod svd;
 
 pub(super) use names::StageNames;
+pub(super) use reference::note as reference_note;
 
 use super::Refusal;
 use super::graph::Graph;

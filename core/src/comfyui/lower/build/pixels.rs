@@ -5,7 +5,8 @@
 //! `UpscaleModelLoader` a component, `upscaler`, then `upscaler2`, ...) and
 //! resizes (`image_scale`, then `image_scale_2`, ...). Pixels that are
 //! processed further are ComfyUI's 0..1; a decode shown as it is stays
-//! the decoder's -1..1.
+//! the decoder's -1..1. Within a stage: a loaded picture's resize
+//! (`input_scale`) and the VAE encoder component.
 
 use super::super::parts::{
     self, Axes, Steps, component, contract, invoke, numbered, picture, policy,
@@ -382,5 +383,43 @@ pub(super) fn resize_policy(kind: &str, resize: &Resize, for_encode: bool) -> Va
         json!({"image": picture(json!(3))}),
         json!({"scaled": scaled}),
         Some(json!({"id": "wfstudio.image-scale", "version": "1", "parameters": parameters})),
+    )
+}
+
+/// The value of the picture of `loader` a stage encodes, resized within
+/// the stage by `resize` where the graph resizes it (then cut to whole
+/// multiples of 8 where `for_encode`, as `VAEEncode` crops); and the
+/// loader, where the encode reads the picture as it is.
+pub(super) fn loaded<'p>(
+    (loader, resize): (&'p String, Option<&Resize>),
+    for_encode: bool,
+    components: &mut Map<String, Value>,
+    setup: &mut Steps,
+) -> (String, Option<&'p String>) {
+    let Some(resize) = resize else {
+        return ("request.image".into(), Some(loader));
+    };
+    components.insert(
+        "input_scale".into(),
+        super::pixels::resize_policy("input_scale", resize, for_encode),
+    );
+    setup.push(
+        invoke(
+            "input_scale",
+            json!({"image": "request.image"}),
+            json!({"scaled": "latent.pixels"}),
+        ),
+        &[loader, &resize.node],
+    );
+    ("latent.pixels".into(), None)
+}
+
+/// The VAE encoder component `name`: pictures in, `latent` out.
+pub(super) fn vae_encoder(name: &str, latent: Value) -> Value {
+    component(
+        &format!("{name}/model.onnx"),
+        json!({"image": picture(json!(3))}),
+        json!({"latent": latent}),
+        None,
     )
 }

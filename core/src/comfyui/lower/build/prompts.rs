@@ -31,6 +31,8 @@ pub(super) struct PromptSide<'a> {
     /// Whether the side carries the plan's edit picture (the others take
     /// zeros in its place).
     pub edit: bool,
+    /// How many reference pictures the side carries.
+    pub references: usize,
 }
 
 /// A prompt text, the token-id input it is passed in and its encoder node.
@@ -93,6 +95,7 @@ pub(super) fn sides(plan: &Plan) -> Vec<PromptSide<'_>> {
             controlled: plan.control.as_ref().is_some_and(|c| c.positive),
             guidance: positive_guidance,
             edit: plan.positive.edit.is_some(),
+            references: plan.positive.references.latents.len(),
         },
         PromptSide {
             name: "unconditional",
@@ -106,6 +109,7 @@ pub(super) fn sides(plan: &Plan) -> Vec<PromptSide<'_>> {
             controlled: plan.control.as_ref().is_some_and(|c| c.negative),
             guidance: negative_guidance,
             edit: plan.negative.edit.is_some(),
+            references: plan.negative.references.latents.len(),
         },
     ]
     .into_iter()
@@ -121,6 +125,7 @@ pub(super) fn sides(plan: &Plan) -> Vec<PromptSide<'_>> {
         controlled: false,
         guidance: None,
         edit: middle.edit.is_some(),
+        references: middle.references.latents.len(),
     }))
     .collect()
 }

@@ -1,12 +1,14 @@
 //! A stage's schedule policies (`diffusion_schedule`,
 //! `diffusion_timesteps`): their contract parameters (solver, schedule,
 //! the model's sampling and prediction), their length (the run's steps),
-//! and a flow model's shift as typed inputs where the schedule follows it.
+//! a flow model's shift as typed inputs where the schedule follows it,
+//! and the picture size a measured `Flux2Scheduler` reads (`picture_size`).
 
-use super::super::parts::{contract, one, parameter, policy};
+use super::super::parts::{Steps, contract, invoke, one, parameter, picture, policy};
 use super::super::recognise::{FlowShift, Plan};
 use crate::comfyui::synth::prediction::Prediction;
 use crate::comfyui::synth::sampling::sampler;
+use crate::comfyui::synth::spacing::Spacing;
 use crate::comfyui::synth::tables::{ModelSampling, Table};
 use serde_json::{Map, Value, json};
 
@@ -114,6 +116,12 @@ pub(super) fn parts(plan: &Plan) -> ScheduleParts {
             snr = Some((shift_ports, shift_binds, flow.node.clone()));
         }
     }
+    if measures(plan) {
+        for (port, value) in [("width", MEASURED.0), ("height", MEASURED.1)] {
+            ports[port] = one("float32");
+            binds[port] = json!(value);
+        }
+    }
     let schedule_contract = json!({"id": "onnx-genai.diffusion-schedule", "version": "1", "bindings": {"schedule": "schedule"}, "parameters": parameters});
     let mut components = Map::new();
     for (name, length) in [
@@ -139,4 +147,45 @@ pub(super) fn parts(plan: &Plan) -> ScheduleParts {
         prediction,
         half_log_snr: snr,
     }
+}
+
+/// The values of the picture's width and height a measured schedule
+/// reads.
+const MEASURED: (&str, &str) = ("picture.width", "picture.height");
+
+/// Whether the plan's schedule measures the stage's picture
+/// (`Flux2Scheduler` with a `GetImageSize`'s sides).
+fn measures(plan: &Plan) -> bool {
+    plan.sampler.schedule.spacing == Spacing::Flux2Measured
+}
+
+/// Adds the `picture_size` policy and its step (measuring `shown`, the
+/// stage's picture) where the schedule measures it.
+pub(super) fn measure(
+    plan: &Plan,
+    shown: &str,
+    components: &mut Map<String, Value>,
+    setup: &mut Steps,
+) {
+    if !measures(plan) {
+        return;
+    }
+    let side = || one("float32");
+    components.insert(
+        "picture_size".into(),
+        policy(
+            "picture_size",
+            json!({"image": picture(json!(3))}),
+            json!({"width": side(), "height": side()}),
+            Some(json!({"id": "wfstudio.picture-size", "version": "1"})),
+        ),
+    );
+    setup.push(
+        invoke(
+            "picture_size",
+            json!({"image": shown}),
+            json!({"width": MEASURED.0, "height": MEASURED.1}),
+        ),
+        &[&plan.sampler.node],
+    );
 }

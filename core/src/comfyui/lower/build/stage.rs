@@ -10,14 +10,13 @@ use super::super::parts::{
     Axes, Provenance, Steps, component, contract, hidden, invoke, media, one, opaque_literal,
     parameter, picture, policy, pooled, row, runtime, sdxl_time_ids, tokens,
 };
-use super::super::recognise::SAMPLES_PER_STEP;
-use super::super::recognise::{
-    LatentSource, Origin, Pixels, Plan, Prompt, Resize, UpscaleSize, Window,
-};
+use super::super::recognise::{LatentSource, Origin, Pixels, Plan, Prompt, UpscaleSize, Window};
+use super::super::recognise::{SAMPLES_PER_STEP, reference};
 use super::super::solver::{Estimates, solver_step};
 use super::calls::Calls;
 use super::edit;
 use super::names::earlier_latent;
+use super::pixels::{self, loaded};
 use super::prompts::{self, Parts, Prompted};
 use super::schedule;
 use super::solving;
@@ -196,13 +195,12 @@ pub(super) fn stage(
             &mut components,
             &mut setup,
         ),
-        // An edit or inpainting node's picture, resized or not.
-        (None, None) => match &plan.latent {
-            LatentSource::Edit {
-                image,
-                resize: Some(resize),
-                ..
-            } => loaded((image, Some(resize)), true, &mut components, &mut setup),
+        // An edit node's, a sized latent's or the references' picture,
+        // resized or not; an inpainting node's.
+        (None, None) => match reference::stage_picture(plan) {
+            Some((loader, Some(resize))) => {
+                loaded((loader, Some(resize)), true, &mut components, &mut setup)
+            }
             _ => ("request.image".to_string(), None),
         },
         (Some(_), None) => ("request.image".to_string(), None),
@@ -253,6 +251,12 @@ pub(super) fn stage(
             json!({"latent": source}),
             None,
         ),
+        LatentSource::Sized { node, scale, .. } => (
+            json!({"from": "image", "channels": plan.channels, "scale": scale}),
+            json!({"image": picture(json!(3))}),
+            json!({"image": picture_value}),
+            Some(node),
+        ),
         _ => (
             json!({"from": "image", "channels": plan.channels, "scale": 8}),
             json!({"image": picture(json!(3))}),
@@ -268,6 +272,7 @@ pub(super) fn stage(
         Some(json!({"id": "onnx-genai.counter-rng", "version": "1", "bindings": {"seed": "seed", "offset": "offset", "row_shape": "row_shape", "noise": "noise", "next_offset": "next_offset"},
             "parameters": {"distribution": "normal", "scale": if windowed { "unit" } else { "initial_sigma" }}}))));
 
+    schedule::measure(plan, &picture_value, &mut components, &mut setup);
     setup.push(
         invoke(
             "diffusion_schedule",
@@ -332,6 +337,7 @@ pub(super) fn stage(
     // before the stage (`decoded`).
     let encodes = match &plan.latent {
         LatentSource::Empty { .. }
+        | LatentSource::Sized { .. }
         | LatentSource::Stage { .. }
         | LatentSource::Composite(_)
         | LatentSource::Audio { .. } => false,
@@ -341,7 +347,7 @@ pub(super) fn stage(
     };
     let loaded = match plan.encoded_picture() {
         Some(image) => matches!(image.origin, Origin::Loaded(_)),
-        None => encodes,
+        None => encodes || reference::stage_picture(plan).is_some(),
     };
     if loaded {
         inputs.insert("request.image".into(), media(picture(json!(3))));
@@ -420,6 +426,7 @@ pub(super) fn stage(
         );
         match &plan.latent {
             LatentSource::Empty { node, .. }
+            | LatentSource::Sized { node, .. }
             | LatentSource::Audio { node, .. }
             | LatentSource::Edit {
                 node,
@@ -495,12 +502,7 @@ pub(super) fn stage(
         if encodes {
             components.insert(
                 m("vae_encoder"),
-                component(
-                    &format!("{}/model.onnx", m("vae_encoder")),
-                    json!({"image": picture(json!(3))}),
-                    json!({"latent": latent()}),
-                    None,
-                ),
+                pixels::vae_encoder(&m("vae_encoder"), latent()),
             );
         }
         let add_noise = !matches!(
@@ -536,6 +538,17 @@ pub(super) fn stage(
             ),
             &from,
         );
+    }
+    // The reference pictures the prompts carry, encoded once.
+    let reference = super::reference::latents(
+        plan,
+        (&m("vae_encoder"), &picture_value),
+        &mut components,
+        &mut setup,
+    );
+    if reference.is_some() {
+        let encoder = pixels::vae_encoder(&m("vae_encoder"), latent());
+        components.entry(m("vae_encoder")).or_insert(encoder);
     }
     setup.push(
         invoke(
@@ -630,6 +643,7 @@ pub(super) fn stage(
             ),
         );
     }
+    super::reference::ports(plan, &mut denoiser_ports);
     if plan.edit().is_some() {
         denoiser_ports["concat"] = latent();
         if edit::takes_mask(plan) {
@@ -700,6 +714,7 @@ pub(super) fn stage(
         sides: &sides,
         models,
         control_scale: &control_scale,
+        reference: reference.as_deref(),
     };
     calls.push(&mut body, first_input, first_timestep, "");
     solving::solve(&mut solver, &calls, &mut components, &mut body, sampler);
@@ -732,32 +747,4 @@ pub(super) fn stage(
         prompts,
         provenance,
     }
-}
-
-/// The value of the picture of `loader` a stage encodes, resized within
-/// the stage by `resize` where the graph resizes it (then cut to whole
-/// multiples of 8 where `for_encode`, as `VAEEncode` crops); and the
-/// loader, where the encode reads the picture as it is.
-fn loaded<'p>(
-    (loader, resize): (&'p String, Option<&Resize>),
-    for_encode: bool,
-    components: &mut Map<String, Value>,
-    setup: &mut Steps,
-) -> (String, Option<&'p String>) {
-    let Some(resize) = resize else {
-        return ("request.image".into(), Some(loader));
-    };
-    components.insert(
-        "input_scale".into(),
-        super::pixels::resize_policy("input_scale", resize, for_encode),
-    );
-    setup.push(
-        invoke(
-            "input_scale",
-            json!({"image": "request.image"}),
-            json!({"scaled": "latent.pixels"}),
-        ),
-        &[loader, &resize.node],
-    );
-    ("latent.pixels".into(), None)
 }

@@ -3,7 +3,8 @@
 //! chosen branch, the text a `PreviewAny` shows of a written value and
 //! passes on, string joins and replacements,
 //! a `CustomCombo`'s choice, a `ResolutionSelector`'s size, number
-//! conversions and `ComfyMathExpression`'s arithmetic (see `expr`).
+//! conversions and `ComfyMathExpression`'s arithmetic (see `expr`), and
+//! an `ImageStitch` without a second picture, which returns its first.
 
 use super::super::expr::{self, Num};
 use crate::comfyui::link::api_link;
@@ -62,6 +63,10 @@ pub(super) fn gives(node: &Value) -> Option<Gift> {
         return Some(Gift::of(vec![literal("seed")?.clone()], &["seed"]));
     }
     match class {
+        // Without a second picture it returns its first as it is.
+        "ImageStitch" if !inputs.contains_key("image2") => {
+            Some(Gift::of(vec![inputs.get("image1")?.clone()], &["image1"]))
+        }
         "ComfySwitchNode" => {
             let chosen = match literal("switch")? {
                 Value::Bool(true) => "on_true",

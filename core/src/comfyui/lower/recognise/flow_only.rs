@@ -27,7 +27,7 @@ pub(super) fn flow_only(
     }
     match latent {
         _ if axes == Axes::Video => Some("a video latent".into()),
-        LatentSource::Empty { node, .. }
+        LatentSource::Empty { node, .. } | LatentSource::Sized { node, .. }
             if matches!(
                 g.class(node),
                 "EmptySD3LatentImage" | "EmptyFlux2LatentImage"

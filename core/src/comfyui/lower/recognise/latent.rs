@@ -6,7 +6,7 @@ use super::super::graph::Graph;
 use super::audio;
 use super::composite::{Composite, composite};
 use super::latent_sizes::{VIDEO_LATENTS, VideoLatent};
-use super::pixels::{Origin, Pixels, Resize, picture};
+use super::pixels::{LoadedPicture, Pixels, Resize, picture};
 use super::walk::Walk;
 use super::{
     EDIT_NODES, MAX_RESOLUTION, SAMPLER_CLASSES, SVD_CONDITIONING, loaded_image, upscale_method,
@@ -52,6 +52,18 @@ pub(in crate::comfyui::lower) enum LatentSource {
         /// Pixels per latent cell along height and width.
         scale: i64,
         frames: Option<Frames>,
+    },
+    /// An empty picture latent whose width and height a `GetImageSize`
+    /// (`size`) takes from a loaded picture (maybe resized): its latent is
+    /// `height // scale` by `width // scale` cells of that picture.
+    Sized {
+        node: String,
+        size: String,
+        loader: String,
+        resize: Option<Resize>,
+        batch: i64,
+        channels: i64,
+        scale: i64,
     },
     /// `VAEEncode` of a picture (a loaded one, or an earlier stage's
     /// decode), optionally masked by `SetLatentNoiseMask` (`mask`: the
@@ -241,6 +253,17 @@ pub(super) fn latent_source(
                 "EmptySD3LatentImage" => (16, 8),
                 _ => (128, 16),
             };
+            if let Some((size, (loader, resize))) = sized_by(g, &node)? {
+                return Ok(LatentSource::Sized {
+                    batch: g.whole(&node, "batch_size", 1..=MAX_BATCH)?,
+                    node,
+                    size,
+                    loader,
+                    resize,
+                    channels,
+                    scale,
+                });
+            }
             LatentSource::Empty {
                 width: g.whole(&node, "width", scale..=MAX_RESOLUTION)?,
                 height: g.whole(&node, "height", scale..=MAX_RESOLUTION)?,
@@ -280,7 +303,7 @@ pub(super) fn latent_source(
                 Some(_) => (encoded(&node)?, None),
                 None => {
                     vae(&node)?;
-                    edit_picture(g, &node, walk)?
+                    super::pixels::loaded_picture(g, &node, "pixels")?
                 }
             };
             LatentSource::Edit {
@@ -314,21 +337,30 @@ pub(super) fn latent_source(
     })
 }
 
-/// The loaded picture an `InstructPixToPixConditioning` node attaches, and
-/// its resize, if any.
-fn edit_picture(
-    g: &Graph<'_>,
-    node: &str,
-    walk: &mut Walk,
-) -> Result<(String, Option<Resize>), Refusal> {
-    match picture(g, node, "pixels", walk)? {
-        Pixels {
-            origin: Origin::Loaded(loader),
-            upscale: None,
-            resize,
-        } => Ok((loader, resize)),
-        _ => loaded_image(g, node, "pixels").map(|loader| (loader, None)),
+/// The `GetImageSize` node whose width (output 0) and height (output 1)
+/// empty latent `node` takes, and the loaded picture it measures; `None`
+/// where the sides are written.
+fn sized_by(g: &Graph<'_>, node: &str) -> Result<Option<(String, LoadedPicture)>, Refusal> {
+    let linked = (g.is_link(node, "width"), g.is_link(node, "height"));
+    if linked == (false, false) {
+        return Ok(None);
     }
+    let sources = match linked {
+        (true, true) => Some((g.source(node, "width")?, g.source(node, "height")?)),
+        _ => None,
+    };
+    let Some(((size, 0), (_, 1))) =
+        sources.filter(|((size, _), (other, _))| g.class(size) == "GetImageSize" && other == size)
+    else {
+        return Err(g.refuse(
+            node,
+            Some("width"),
+            "takes its width and height from other nodes; the lowering sizes an empty latent by the width and height of one GetImageSize".into(),
+            "write the sides, or take them from one GetImageSize",
+        ));
+    };
+    let picture = super::pixels::loaded_picture(g, &size, "image")?;
+    Ok(Some((size, picture)))
 }
 
 /// The empty video latent (output 2) of `SVD_img2vid_Conditioning` node

@@ -7,6 +7,7 @@ mod audio;
 mod chain;
 mod composite;
 mod custom;
+mod edits;
 mod flow_only;
 mod ksampler;
 mod latent;
@@ -17,6 +18,7 @@ mod motion;
 mod own_sampling;
 mod pixels;
 mod prompt;
+pub(super) mod reference;
 mod sigmas;
 mod svd;
 mod walk;
@@ -24,6 +26,7 @@ mod walk;
 pub(super) use audio::{SAMPLE_RATE, SAMPLES_PER_STEP, Seconds, WAVE_CHANNELS};
 pub(super) use chain::{Chain, Sink, SinkKind, is_sink, recognise, sink_classes};
 pub(super) use composite::Composite;
+use edits::loaded_image;
 pub(super) use latent::{LatentSource, UpscaleSize};
 use model::model_chain;
 pub(super) use model::{FlowShift, Lora, ModelChain, Patch};
@@ -33,7 +36,7 @@ pub(super) use svd::VideoPrompt;
 use super::Refusal;
 use super::graph::Graph;
 use super::parts::Axes;
-use crate::comfyui::synth::spacing::Schedule;
+use crate::comfyui::synth::spacing::{Schedule, Spacing};
 use custom::Guide;
 use ksampler::sampler;
 use ksampler::{checked_denoise, checked_sampler_name, checked_scheduler, checked_steps};
@@ -74,7 +77,10 @@ impl Plan {
         !self.sampler.schedule.starts_at_top()
             || !matches!(
                 (&self.sampler.window, &self.latent),
-                (Window::Denoise(d), LatentSource::Empty { .. }) if *d == 1.0
+                (
+                    Window::Denoise(d),
+                    LatentSource::Empty { .. } | LatentSource::Sized { .. }
+                ) if *d == 1.0
             )
     }
 
@@ -195,6 +201,9 @@ pub(super) struct Conditioning {
     pub seconds: Option<Seconds>,
     /// `LTXVConditioning` on the way: the video model's frame rate.
     pub frame_rate: Option<ltxv::FrameRate>,
+    /// `ReferenceLatent`s on the way: pictures the model reads beside the
+    /// sample.
+    pub references: reference::References,
 }
 
 /// One `FluxGuidance` node and its value.
@@ -379,7 +388,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         Window::Steps {
             add_noise: false, ..
         },
-        LatentSource::Empty { .. } | LatentSource::Audio { .. },
+        LatentSource::Empty { .. } | LatentSource::Sized { .. } | LatentSource::Audio { .. },
     ) = (&sampler.window, &latent)
     {
         return Err(g.refuse(
@@ -389,8 +398,8 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
             "set add_noise to enable",
         ));
     }
-    edits(g, &prompts, &latent)?;
-    differential(g, &model, &latent)?;
+    edits::edits(g, &prompts, &latent)?;
+    edits::differential(g, &model, &latent)?;
     let axes = match &latent {
         LatentSource::Empty {
             frames: Some(_), ..
@@ -437,6 +446,11 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
     }
     let seconds = audio::seconds_taken(g, walk, &latent, axes, &prompts)?;
     let frame_rate = ltxv::frame_rate_taken(g, &prompts)?;
+    reference::agree(g, &prompts, &latent, axes)?;
+    if let (Spacing::Flux2Measured, Some(scheduler)) = (&sampler.schedule.spacing, &guide.scheduler)
+    {
+        reference::measured(g, scheduler, (&latent, &prompts), model.flow.is_some())?;
+    }
     if let Some(linear) = &model.linear_cfg {
         let why = match (axes, &sampler.dual) {
             (Axes::Image | Axes::Audio, _) => Some(
@@ -495,7 +509,9 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         _ if axes == Axes::Audio => audio::CHANNELS,
         (_, LatentSource::Empty { channels, .. }) if axes == Axes::Video => *channels,
         (Some(flow), _) => flow.channels,
-        (None, LatentSource::Empty { channels, .. }) => *channels,
+        (None, LatentSource::Empty { channels, .. } | LatentSource::Sized { channels, .. }) => {
+            *channels
+        }
         (None, LatentSource::Stage { stage, .. }) => walk.channels(*stage),
         (None, LatentSource::Composite(c)) => walk.channels(c.base),
         (None, _) => 4,
@@ -515,76 +531,6 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
     };
     ksampler::own_steps_checked(g, &mut plan)?;
     Ok(plan)
-}
-
-/// Refuses prompts carrying a picture (`InstructPixToPixConditioning`,
-/// `InpaintModelConditioning`) unless it is one node's and the sampler
-/// starts from that node's latent, whose size the picture's latent sets;
-/// an inpainting node's must be on every prompt.
-fn edits(g: &Graph<'_>, prompts: &[&Conditioning], latent: &LatentSource) -> Result<(), Refusal> {
-    let Some(edit) = prompts.iter().find_map(|c| c.edit.as_ref()) else {
-        return Ok(());
-    };
-    if let Some(other) = prompts
-        .iter()
-        .filter_map(|c| c.edit.as_ref())
-        .find(|e| *e != edit)
-    {
-        return Err(g.refuse(
-            other,
-            None,
-            format!("attaches a second picture to the sampler's prompts, beside node {edit}'s"),
-            &format!("condition the prompts through one {}", g.class(edit)),
-        ));
-    }
-    match latent {
-        LatentSource::Edit {
-            node,
-            inpaint: Some(_),
-            ..
-        } if node == edit && prompts.iter().any(|c| c.edit.is_none()) => Err(g.refuse(
-            edit,
-            None,
-            "attaches its picture and mask to some of the sampler's prompts only; the lowering gives an inpainting model's to every prompt".into(),
-            "feed every prompt of the sampler through this node",
-        )),
-        LatentSource::Edit { node, .. } if node == edit => Ok(()),
-        _ => Err(g.refuse(
-            edit,
-            None,
-            "attaches its picture to the prompts of a sampler that does not start from its latent"
-                .into(),
-            "connect the sampler's latent_image to this node's latent output",
-        )),
-    }
-}
-
-/// Refuses a `DifferentialDiffusion` where the latent has or may have a
-/// noise mask, which it reshapes at every step (by the schedule's
-/// timesteps) and the lowering does not build yet; without one it changes
-/// nothing (noted).
-fn differential(g: &Graph<'_>, model: &ModelChain, latent: &LatentSource) -> Result<(), Refusal> {
-    let Some(node) = &model.differential else {
-        return Ok(());
-    };
-    let unmasked = match latent {
-        LatentSource::Empty { .. } | LatentSource::Audio { .. } => true,
-        LatentSource::Encoded { mask, .. } => mask.is_none(),
-        LatentSource::Edit { inpaint, .. } => inpaint.as_ref().is_none_or(|i| !i.noise_mask),
-        LatentSource::Inpaint { .. } | LatentSource::Stage { .. } | LatentSource::Composite(_) => {
-            false
-        }
-    };
-    if unmasked {
-        return Ok(());
-    }
-    Err(g.refuse(
-        node,
-        None,
-        "reshapes the latent's noise mask at every step, which the lowering does not build yet"
-            .into(),
-        "remove DifferentialDiffusion (the mask then applies as it is), or drop the noise mask",
-    ))
 }
 
 /// Refuses prompts encoded with another loader's text encoder than the
@@ -707,21 +653,6 @@ pub(super) fn vae_source(
     Ok(())
 }
 
-/// A `LoadImage` behind input `name` of `node`.
-pub(super) fn loaded_image(g: &Graph<'_>, node: &str, name: &str) -> Result<String, Refusal> {
-    let (image, slot) = g.source(node, name)?;
-    if g.class(&image) != "LoadImage" || slot != 0 {
-        return Err(Refusal {
-            message: format!(
-                "feeds `{name}` of node {node}; the importer takes pictures only straight from LoadImage (its image becomes a workflow input)"
-            ),
-            remedy: "save the processed picture and load it with LoadImage".into(),
-            ..g.refuse(&image, None, String::new(), "")
-        });
-    }
-    Ok(image)
-}
-
 /// The extents `(height, width)` of the latent `latent` starts a stage
 /// from, where the graph fixes them; `earlier` gives an earlier stage's.
 /// A resize by a factor rounds as the `latent_upscale` policy does (half
@@ -751,6 +682,7 @@ fn source_extents(
         }
         LatentSource::Composite(c) => Some(c.extents),
         LatentSource::Encoded { .. }
+        | LatentSource::Sized { .. }
         | LatentSource::Inpaint { .. }
         | LatentSource::Edit { .. }
         | LatentSource::Audio { .. } => None,
@@ -761,7 +693,9 @@ fn source_extents(
 /// earlier stages (`earlier`), where the graph fixes it.
 fn source_batch(latent: &LatentSource, earlier: impl Fn(usize) -> Option<i64>) -> Option<i64> {
     match latent {
-        LatentSource::Empty { batch, .. } | LatentSource::Audio { batch, .. } => Some(*batch),
+        LatentSource::Empty { batch, .. }
+        | LatentSource::Sized { batch, .. }
+        | LatentSource::Audio { batch, .. } => Some(*batch),
         LatentSource::Stage { stage, .. } => earlier(*stage),
         LatentSource::Composite(c) => earlier(c.base),
         LatentSource::Encoded { .. } | LatentSource::Inpaint { .. } | LatentSource::Edit { .. } => {

@@ -236,6 +236,44 @@ pub(super) fn picture(
     Ok(image)
 }
 
+/// A `LoadImage` node and the resize on the way from it, if any.
+pub(super) type LoadedPicture = (String, Option<Resize>);
+
+/// The `LoadImage` input `input` of `node` reads, maybe through a resize
+/// (no upscale model, no decode).
+pub(super) fn loaded_picture(
+    g: &Graph<'_>,
+    node: &str,
+    input: &str,
+) -> Result<LoadedPicture, Refusal> {
+    let Processing {
+        at,
+        from,
+        upscale,
+        resize,
+    } = processing(g, node, input)?;
+    if let Some(up) = upscale {
+        return Err(g.refuse(
+            &up.node,
+            None,
+            format!("runs an upscale model on the picture node {node} reads, which the lowering takes only from a LoadImage, maybe resized"),
+            "save the upscaled picture and load it with LoadImage",
+        ));
+    }
+    let image_output = g.source(&from.0, from.1)?.1 == 0;
+    if g.class(&at) == "LoadImage" && image_output {
+        return Ok((at, resize));
+    }
+    Err(Refusal {
+        message: format!(
+            "feeds `{}` of node {}; the importer takes this picture only from a LoadImage, maybe resized",
+            from.1, from.0
+        ),
+        remedy: "save the processed picture and load it with LoadImage".into(),
+        ..g.refuse(&at, None, String::new(), "")
+    })
+}
+
 /// The resize of `node`, `None` where it keeps the picture as it is
 /// (`ImageScale` with width and height 0).
 fn image_resize(g: &Graph<'_>, node: &str) -> Result<Option<Resize>, Refusal> {

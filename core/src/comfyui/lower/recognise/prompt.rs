@@ -1,12 +1,14 @@
 //! A prompt's way from the sampler back to its text encoder: a
 //! `ConditioningStableAudio` or `LTXVConditioning` and an `InstructPixToPixConditioning` or
 //! `InpaintModelConditioning` next to the sampler, ControlNet
-//! applications, a `FluxGuidance` (before or after them, or the zeroing),
-//! a `ConditioningZeroOut`, the encoder (`CLIPTextEncode` or
-//! `CLIPTextEncodeSDXL`) and its CLIP path (LoRA loaders, T5 tokenizer
-//! options, the loader).
+//! applications, a `FluxGuidance` and reference pictures
+//! (`ReferenceLatent`, `FluxKontextMultiReferenceLatentMethod`) before or
+//! after them or the zeroing, a `ConditioningZeroOut`, the encoder
+//! (`CLIPTextEncode` or `CLIPTextEncodeSDXL`) and its CLIP path (LoRA
+//! loaders, T5 tokenizer options, the loader).
 
 use super::super::graph::Graph;
+use super::reference::{self, References};
 use super::{
     CLIP_LOADERS, CONTROL_APPLIERS, Conditioning, Control, EDIT_NODES, ENCODERS, Guidance,
     ModelChain, Prompt, TokenizerOptions, loaded_image,
@@ -24,10 +26,16 @@ pub(super) fn conditioning(
     let mut from = (sampler.to_string(), name.to_string());
     let mut control: Option<Control> = None;
     let mut guidance: Option<Guidance> = None;
+    let mut references = References::default();
     let seconds = super::audio::seconds(g, &mut node, &mut slot, &mut from)?;
     let frame_rate = super::ltxv::frame_rate(g, &mut node, &mut slot, &mut from)?;
     let edit = edit_conditioning(g, &mut node, &mut slot, &mut from)?;
-    flux_guidance(g, &mut node, &mut slot, &mut from, &mut guidance)?;
+    let mut marks = Marks {
+        guidance: &mut guidance,
+        references: &mut references,
+        loader: &model.loader,
+    };
+    marks.step_over(g, (&mut node, &mut slot, &mut from))?;
     while CONTROL_APPLIERS.contains(&g.class(&node)) {
         let outputs = if g.class(&node) == "ControlNetApplyAdvanced" {
             2
@@ -86,7 +94,7 @@ pub(super) fn conditioning(
         from = (node.clone(), input.to_string());
         (node, slot) = g.source(&node, input)?;
     }
-    flux_guidance(g, &mut node, &mut slot, &mut from, &mut guidance)?;
+    marks.step_over(g, (&mut node, &mut slot, &mut from))?;
     let mut zeroed = None;
     if g.class(&node) == "ConditioningZeroOut" {
         first_output(g, &from, &node, slot)?;
@@ -102,8 +110,9 @@ pub(super) fn conditioning(
                 "feed it a CLIPTextEncode, or encode an empty negative prompt instead",
             ));
         }
-        flux_guidance(g, &mut node, &mut slot, &mut from, &mut guidance)?;
+        marks.step_over(g, (&mut node, &mut slot, &mut from))?;
     }
+    references.finish();
     g.expect(&node, ENCODERS, &from.1, (&from.0, &from.1))?;
     first_output(g, &from, &node, slot)?;
     let (clip, _) = g.source(&node, "clip")?;
@@ -137,6 +146,7 @@ pub(super) fn conditioning(
             edit,
             seconds,
             frame_rate,
+            references,
         },
         control,
     ))
@@ -160,7 +170,38 @@ fn edit_conditioning(
     Ok(Some(here))
 }
 
-/// Steps over a `FluxGuidance` at `node` (the walk's position, read by
+/// What a prompt's conditioning is marked with on its way: a
+/// `FluxGuidance` and reference pictures, and the stage's checkpoint,
+/// whose VAE must encode the references.
+struct Marks<'m> {
+    guidance: &'m mut Option<Guidance>,
+    references: &'m mut References,
+    loader: &'m str,
+}
+
+impl Marks<'_> {
+    /// Steps over `FluxGuidance`, `ReferenceLatent` and
+    /// `FluxKontextMultiReferenceLatentMethod` nodes at the walk's
+    /// position, in any order, recording them.
+    fn step_over(
+        &mut self,
+        g: &Graph<'_>,
+        (node, slot, from): (&mut String, &mut i64, &mut (String, String)),
+    ) -> Result<(), Refusal> {
+        for _ in 0..=g.nodes.len() {
+            if g.class(node) == "FluxGuidance" {
+                flux_guidance(g, node, slot, from, self.guidance)?;
+                continue;
+            }
+            if !reference::step(g, (node, slot, from), self.references, self.loader)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Steps over the `FluxGuidance` at `node` (the walk's position, read by
 /// input `from`), recording it in `guidance`; a second one on the same
 /// prompt is refused.
 fn flux_guidance(
@@ -170,9 +211,6 @@ fn flux_guidance(
     from: &mut (String, String),
     guidance: &mut Option<Guidance>,
 ) -> Result<(), Refusal> {
-    if g.class(node) != "FluxGuidance" {
-        return Ok(());
-    }
     first_output(g, from, node, *slot)?;
     if let Some(nearer) = guidance {
         return Err(g.refuse(

@@ -141,6 +141,11 @@ fn scheduler(g: &Graph<'_>, node: &str) -> Result<Sigmas, Refusal> {
         "SDTurboScheduler" => Spacing::SdTurbo {
             denoise: g.number_in(node, "denoise", 0.0..=1.0, "denoise")?,
         },
+        // Measured by a GetImageSize: checked against the stage's picture
+        // with the plan (`reference::measured`).
+        "Flux2Scheduler" if g.is_link(node, "width") || g.is_link(node, "height") => {
+            Spacing::Flux2Measured
+        }
         "Flux2Scheduler" => Spacing::Flux2 {
             width: g.whole(node, "width", 16..=MAX_RESOLUTION)?,
             height: g.whole(node, "height", 16..=MAX_RESOLUTION)?,

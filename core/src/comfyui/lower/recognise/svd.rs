@@ -84,6 +84,7 @@ pub(super) fn prompts(
         edit: None,
         seconds: None,
         frame_rate: None,
+        references: Default::default(),
     };
     Ok(Some((conditioning(None), conditioning(Some(node.clone())))))
 }

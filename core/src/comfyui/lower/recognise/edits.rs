@@ -1,0 +1,107 @@
+//! The pictures a sampler's prompts carry and the masks its model
+//! reshapes: an edit node's picture (one node's, on a sampler starting
+//! from its latent), `DifferentialDiffusion` (only where no noise mask is
+//! in play), and the `LoadImage` a control or edit picture comes from.
+
+use super::super::graph::Graph;
+use super::{Conditioning, LatentSource, ModelChain};
+use crate::comfyui::lower::Refusal;
+
+/// Refuses prompts carrying a picture (`InstructPixToPixConditioning`,
+/// `InpaintModelConditioning`) unless it is one node's and the sampler
+/// starts from that node's latent, whose size the picture's latent sets;
+/// an inpainting node's must be on every prompt.
+pub(super) fn edits(
+    g: &Graph<'_>,
+    prompts: &[&Conditioning],
+    latent: &LatentSource,
+) -> Result<(), Refusal> {
+    let Some(edit) = prompts.iter().find_map(|c| c.edit.as_ref()) else {
+        return Ok(());
+    };
+    if let Some(other) = prompts
+        .iter()
+        .filter_map(|c| c.edit.as_ref())
+        .find(|e| *e != edit)
+    {
+        return Err(g.refuse(
+            other,
+            None,
+            format!("attaches a second picture to the sampler's prompts, beside node {edit}'s"),
+            &format!("condition the prompts through one {}", g.class(edit)),
+        ));
+    }
+    match latent {
+        LatentSource::Edit {
+            node,
+            inpaint: Some(_),
+            ..
+        } if node == edit && prompts.iter().any(|c| c.edit.is_none()) => Err(g.refuse(
+            edit,
+            None,
+            "attaches its picture and mask to some of the sampler's prompts only; the lowering gives an inpainting model's to every prompt".into(),
+            "feed every prompt of the sampler through this node",
+        )),
+        LatentSource::Edit { node, .. } if node == edit => Ok(()),
+        _ => Err(g.refuse(
+            edit,
+            None,
+            "attaches its picture to the prompts of a sampler that does not start from its latent"
+                .into(),
+            "connect the sampler's latent_image to this node's latent output",
+        )),
+    }
+}
+
+/// Refuses a `DifferentialDiffusion` where the latent has or may have a
+/// noise mask, which it reshapes at every step (by the schedule's
+/// timesteps) and the lowering does not build yet; without one it changes
+/// nothing (noted).
+pub(super) fn differential(
+    g: &Graph<'_>,
+    model: &ModelChain,
+    latent: &LatentSource,
+) -> Result<(), Refusal> {
+    let Some(node) = &model.differential else {
+        return Ok(());
+    };
+    let unmasked = match latent {
+        LatentSource::Empty { .. } | LatentSource::Sized { .. } | LatentSource::Audio { .. } => {
+            true
+        }
+        LatentSource::Encoded { mask, .. } => mask.is_none(),
+        LatentSource::Edit { inpaint, .. } => inpaint.as_ref().is_none_or(|i| !i.noise_mask),
+        LatentSource::Inpaint { .. } | LatentSource::Stage { .. } | LatentSource::Composite(_) => {
+            false
+        }
+    };
+    if unmasked {
+        return Ok(());
+    }
+    Err(g.refuse(
+        node,
+        None,
+        "reshapes the latent's noise mask at every step, which the lowering does not build yet"
+            .into(),
+        "remove DifferentialDiffusion (the mask then applies as it is), or drop the noise mask",
+    ))
+}
+
+/// A `LoadImage` behind input `name` of `node`.
+pub(in crate::comfyui::lower::recognise) fn loaded_image(
+    g: &Graph<'_>,
+    node: &str,
+    name: &str,
+) -> Result<String, Refusal> {
+    let (image, slot) = g.source(node, name)?;
+    if g.class(&image) != "LoadImage" || slot != 0 {
+        return Err(Refusal {
+            message: format!(
+                "feeds `{name}` of node {node}; the importer takes pictures only straight from LoadImage (its image becomes a workflow input)"
+            ),
+            remedy: "save the processed picture and load it with LoadImage".into(),
+            ..g.refuse(&image, None, String::new(), "")
+        });
+    }
+    Ok(image)
+}

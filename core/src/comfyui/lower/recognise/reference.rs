@@ -1,0 +1,304 @@
+//! Reference pictures on a prompt: `ReferenceLatent` appends a latent to
+//! the conditioning's `reference_latents` (Flux Kontext's, Flux 2's and
+//! OmniGen 2's edits), which the model reads beside the sample; chained,
+//! they append in order. `FluxKontextMultiReferenceLatentMethod` says how
+//! the model places several of them. The lowering takes references that
+//! are `VAEEncode`s of a loaded picture (maybe resized), with the stage's
+//! VAE.
+
+use super::super::graph::Graph;
+use super::pixels::{Origin, Pixels, Resize, loaded_picture};
+use super::{Conditioning, LatentSource, Plan, vae_source};
+use crate::comfyui::lower::Refusal;
+use crate::comfyui::lower::parts::Axes;
+
+/// The most references one prompt may carry (ComfyUI's edit models take
+/// a handful; each is a denoiser port).
+pub(super) const MAX_REFERENCES: usize = 4;
+
+/// One `ReferenceLatent` node and the picture whose latent it appends.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct Reference {
+    pub node: String,
+    /// The `VAEEncode` node.
+    pub encode: String,
+    /// The picture's `LoadImage`.
+    pub loader: String,
+    pub resize: Option<Resize>,
+}
+
+/// A `FluxKontextMultiReferenceLatentMethod` node and its method
+/// (`offset`, `index`, `index_timestep_zero`, or `uxo` for ComfyUI's
+/// `uxo/uno`).
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct Method {
+    pub node: String,
+    pub name: String,
+}
+
+/// The references on one prompt, in ComfyUI's order (the one nearest the
+/// encoder first), and the method, if stated.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(in crate::comfyui::lower) struct References {
+    pub latents: Vec<Reference>,
+    pub method: Option<Method>,
+}
+
+/// Steps over a `ReferenceLatent` or `FluxKontextMultiReferenceLatentMethod`
+/// at `node` (the walk's position, read by input `from`), recording it in
+/// `references` (walked from the sampler, so nearer ones come first until
+/// [`References::finish`]); whether it stepped. `loader` is the stage's
+/// checkpoint, whose VAE (or a `VAELoader`) must encode each reference.
+pub(super) fn step(
+    g: &Graph<'_>,
+    (node, slot, from): (&mut String, &mut i64, &mut (String, String)),
+    references: &mut References,
+    loader: &str,
+) -> Result<bool, Refusal> {
+    let class = g.class(node);
+    if class != "ReferenceLatent" && class != "FluxKontextMultiReferenceLatentMethod" {
+        return Ok(false);
+    }
+    if *slot != 0 {
+        return Err(g.refuse(
+            &from.0,
+            Some(&from.1),
+            format!("reads output {slot} of node {node}, which has 1"),
+            "reconnect the input in ComfyUI",
+        ));
+    }
+    let here = node.clone();
+    if class == "FluxKontextMultiReferenceLatentMethod" {
+        let name = g.text(&here, "reference_latents_method")?;
+        let name = match name {
+            "offset" | "index" | "index_timestep_zero" => name.to_string(),
+            uxo if uxo.contains("uxo") || uxo.contains("uso") => "uxo".to_string(),
+            other => {
+                return Err(g.refuse(
+                    &here,
+                    Some("reference_latents_method"),
+                    format!("is '{other}', not offset, index, uxo/uno or index_timestep_zero"),
+                    "choose offset, index, uxo/uno or index_timestep_zero",
+                ));
+            }
+        };
+        // The one nearest the sampler wins, as ComfyUI sets it last.
+        if references.method.is_none() {
+            references.method = Some(Method {
+                node: here.clone(),
+                name,
+            });
+        }
+    } else if g.has(&here, "latent") {
+        references.latents.push(reference(g, &here, loader)?);
+        if references.latents.len() > MAX_REFERENCES {
+            return Err(g.refuse(
+                &here,
+                None,
+                format!(
+                    "appends a reference past the {MAX_REFERENCES} the lowering gives a prompt"
+                ),
+                &format!("keep at most {MAX_REFERENCES} references on a prompt"),
+            ));
+        }
+    }
+    *from = (here.clone(), "conditioning".to_string());
+    (*node, *slot) = g.source(&here, "conditioning")?;
+    Ok(true)
+}
+
+/// The `VAEEncode` of a loaded picture that `ReferenceLatent` node `node`
+/// appends.
+fn reference(g: &Graph<'_>, node: &str, loader: &str) -> Result<Reference, Refusal> {
+    let (encode, slot) = g.source(node, "latent")?;
+    g.expect(&encode, &["VAEEncode"], "latent", (node, "latent"))?;
+    if slot != 0 {
+        return Err(g.refuse(
+            node,
+            Some("latent"),
+            format!("reads output {slot} of node {encode}, which has 1"),
+            "reconnect the input in ComfyUI",
+        ));
+    }
+    let (vae, _) = g.source(&encode, "vae")?;
+    vae_source(g, &vae, loader, (&encode, "vae"))?;
+    let (picture, resize) = loaded_picture(g, &encode, "pixels")?;
+    Ok(Reference {
+        node: node.to_string(),
+        encode,
+        loader: picture,
+        resize,
+    })
+}
+
+impl References {
+    /// Puts the references in ComfyUI's order once the walk is done.
+    pub(super) fn finish(&mut self) {
+        self.latents.reverse();
+    }
+}
+
+/// A loaded picture: its `LoadImage` and the resize on the way, if any.
+pub(in crate::comfyui::lower) type Loaded<'p> = (&'p String, Option<&'p Resize>);
+
+/// The one loaded picture a stage reads outside an encode of its own
+/// latent: an edit node's, a sized empty latent's or its references'.
+pub(in crate::comfyui::lower) fn stage_picture(plan: &Plan) -> Option<Loaded<'_>> {
+    let from_latent = latent_picture(&plan.latent);
+    from_latent.or_else(|| {
+        plan.conditionings()
+            .flat_map(|c| &c.references.latents)
+            .map(|r| (&r.loader, r.resize.as_ref()))
+            .next()
+    })
+}
+
+/// The loaded picture the stage's latent is made from, if it is one.
+fn latent_picture(latent: &LatentSource) -> Option<Loaded<'_>> {
+    match latent {
+        LatentSource::Encoded {
+            image:
+                Pixels {
+                    origin: Origin::Loaded(loader),
+                    upscale: None,
+                    resize,
+                },
+            ..
+        } => Some((loader, resize.as_ref())),
+        LatentSource::Edit { image, resize, .. } => Some((image, resize.as_ref())),
+        LatentSource::Sized { loader, resize, .. } => Some((loader, resize.as_ref())),
+        LatentSource::Inpaint { image, .. } => Some((image, None)),
+        _ => None,
+    }
+}
+
+/// The most references any of the plan's prompts carries: the denoiser's
+/// reference ports.
+pub(in crate::comfyui::lower) fn most(plan: &Plan) -> usize {
+    plan.conditionings()
+        .map(|c| c.references.latents.len())
+        .max()
+        .unwrap_or(0)
+}
+
+/// Refuses references the lowering cannot give the denoiser: on a video
+/// or audio latent, of a picture other than the one the stage reads
+/// (each prompt's references are one picture's latent, the stage's), or
+/// placed by different methods on different prompts. A prompt with fewer
+/// references than another is allowed (it passes empty ones).
+pub(super) fn agree(
+    g: &Graph<'_>,
+    prompts: &[&Conditioning],
+    latent: &LatentSource,
+    axes: Axes,
+) -> Result<(), Refusal> {
+    let mut all = prompts.iter().flat_map(|c| &c.references.latents);
+    let Some(first) = all.next() else {
+        return Ok(());
+    };
+    if axes != Axes::Image {
+        return Err(g.refuse(
+            &first.node,
+            None,
+            "appends a reference picture to a video or audio sampler's prompt; the lowering gives references to picture models only".into(),
+            "use reference pictures with a picture sampler",
+        ));
+    }
+    let same =
+        |a: Loaded<'_>, b: Loaded<'_>| a.0 == b.0 && a.1.map(|r| &r.node) == b.1.map(|r| &r.node);
+    let stage = match latent {
+        LatentSource::Encoded { image, .. } if !matches!(image.origin, Origin::Loaded(_)) => {
+            return Err(g.refuse(
+                &first.node,
+                None,
+                "appends a reference picture to a stage that encodes an earlier stage's picture; the lowering takes references of the stage's loaded picture only".into(),
+                "start the stage from an empty latent or the loaded picture",
+            ));
+        }
+        other => latent_picture(other),
+    };
+    let picture = stage.unwrap_or((&first.loader, first.resize.as_ref()));
+    if let Some(other) = prompts
+        .iter()
+        .flat_map(|c| &c.references.latents)
+        .find(|r| !same((&r.loader, r.resize.as_ref()), picture))
+    {
+        return Err(g.refuse(
+            &other.node,
+            None,
+            format!(
+                "appends a reference of node {}'s picture beside node {}'s; the lowering reads one loaded picture per stage",
+                other.loader, picture.0
+            ),
+            "take every reference (and the stage's latent) from one LoadImage through one resize",
+        ));
+    }
+    let mut methods = prompts
+        .iter()
+        .filter(|c| !c.references.latents.is_empty())
+        .map(|c| &c.references.method);
+    let method = methods.next().cloned().flatten();
+    if let Some(other) =
+        methods.find(|m| m.as_ref().map(|m| &m.name) != method.as_ref().map(|m| &m.name))
+    {
+        let node = other
+            .as_ref()
+            .or(method.as_ref())
+            .map(|m| m.node.clone())
+            .unwrap_or_default();
+        return Err(g.refuse(
+            &node,
+            Some("reference_latents_method"),
+            "places the references of one prompt otherwise than another prompt's; the denoiser places every prompt's the same way".into(),
+            "set the same method on every prompt (or on none)",
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a `Flux2Scheduler` (node `scheduler`) whose width and height
+/// are not one `GetImageSize`'s of the stage's loaded picture (its
+/// latent's or its references'), which the schedule policies measure at
+/// run time, or that schedules a model that does not sample by flow.
+pub(super) fn measured(
+    g: &Graph<'_>,
+    scheduler: &str,
+    (latent, prompts): (&LatentSource, &[&Conditioning]),
+    flow: bool,
+) -> Result<(), Refusal> {
+    let refuse = |message: String| {
+        Err(g.refuse(
+            scheduler,
+            Some("width"),
+            message,
+            "write the width and height, or take them from one GetImageSize of the stage's picture",
+        ))
+    };
+    let sides = (g.source(scheduler, "width"), g.source(scheduler, "height"));
+    let (Ok((size, 0)), Ok((other, 1))) = sides else {
+        return refuse("takes its width and height from other nodes; the lowering measures them with one GetImageSize (outputs 0 and 1)".into());
+    };
+    if g.class(&size) != "GetImageSize" || other != size {
+        return refuse("takes its width and height from other nodes; the lowering measures them with one GetImageSize (outputs 0 and 1)".into());
+    }
+    if !flow {
+        return refuse("measures the picture for a model that does not sample by flow, whose schedule the lowering computes at import only".into());
+    }
+    let (loader, resize) = loaded_picture(g, &size, "image")?;
+    let stage = latent_picture(latent).or_else(|| {
+        prompts
+            .iter()
+            .flat_map(|c| &c.references.latents)
+            .map(|r| (&r.loader, r.resize.as_ref()))
+            .next()
+    });
+    let same = stage.is_some_and(|(l, r)| {
+        *l == loader && r.map(|r| &r.node) == resize.as_ref().map(|r| &r.node)
+    });
+    match same {
+        true => Ok(()),
+        false => refuse(format!(
+            "measures node {loader}'s picture, which is not the one the stage reads (its latent's or its references')"
+        )),
+    }
+}
