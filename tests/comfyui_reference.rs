@@ -217,6 +217,33 @@ fn references_the_lowering_cannot_give_are_refused_by_name() {
             "takes its width and height from other nodes; the lowering sizes an empty latent by the width and height of one GetImageSize",
         ),
     );
+    // A Flux2Scheduler measuring another picture, or one side only.
+    let mut other = flux2_edit();
+    other["77"] =
+        json!({"class_type": "LoadImage", "inputs": {"image": "logo.png", "upload": "image"}});
+    other["98"] = json!({"class_type": "GetImageSize", "inputs": {"image": ["77", 0]}});
+    other["62"]["inputs"]["width"] = json!(["98", 0]);
+    other["62"]["inputs"]["height"] = json!(["98", 1]);
+    assert_refused(
+        &other,
+        (
+            "62",
+            "Flux2Scheduler",
+            Some("width"),
+            "measures node 77's picture, which is not the one the stage reads (its latent's or its references')",
+        ),
+    );
+    let mut half = flux2_edit();
+    half["62"]["inputs"]["width"] = json!(1024);
+    assert_refused(
+        &half,
+        (
+            "62",
+            "Flux2Scheduler",
+            Some("width"),
+            "takes its width and height from other nodes; the lowering measures them with one GetImageSize (outputs 0 and 1)",
+        ),
+    );
     // A reference of an upscale model's picture.
     let mut upscaled = kontext();
     upscaled["27"] =
@@ -281,7 +308,13 @@ fn a_measured_flux2_schedule_equals_the_written_one() {
         .iter()
         .find(|s| s.0 == "picture_size")
         .expect("the picture is measured");
-    assert_eq!(measure.1, json!({"image": "latent.pixels"}));
+    // The loaded picture, measured as its resize makes it (before the
+    // encoder's cut to whole multiples of 8, as GetImageSize reads it).
+    assert_eq!(measure.1, json!({"image": "request.image"}));
+    assert_eq!(
+        w["components"]["picture_size"]["contract"]["parameters"],
+        json!({"size": "total_pixels", "pixels": 10485})
+    );
     assert_eq!(
         measure.2,
         json!({"width": "picture.width", "height": "picture.height"})
@@ -318,7 +351,19 @@ fn a_measured_flux2_schedule_equals_the_written_one() {
         assert_eq!(shape, [5], "{name}");
         assert_eq!(got, want, "{name}");
     }
-    // 64 x 64 to 10485 pixels is 102 x 102: 6 x 6 cells of 16.
+    // 64 x 64 to 10485 pixels is 102 x 102 (96 x 96 once cut for the
+    // encoder): the schedule reads 102, the latent is 6 x 6 cells of 16.
+    let picture =
+        json!({"dtype": "float32", "shape": [1, 3, 64, 64], "data": vec![0.5; 3 * 64 * 64]});
+    let out = run_policy_alone(
+        &root,
+        "size",
+        &measured,
+        "picture_size",
+        &[("image", picture.to_string())],
+    );
+    assert_eq!(npy(&out.join("width.npy")), (vec![1], vec![102.0]));
+    assert_eq!(npy(&out.join("height.npy")), (vec![1], vec![102.0]));
     let (_, out) = package_and_run(&root, "flux2-edit", &flux2_edit());
     let (shape, latent) = npy(&out.join("latent.npy"));
     assert_eq!(shape, [1, 128, 6, 6]);

@@ -167,6 +167,7 @@ fn policy(kind: &str, component: &Value, family: &Family) -> Result<Vec<u8>, Syn
         "masked_blend" => noise::masked_blend(&mut g, family)?,
         "latent_upscale" => upscale::latent_upscale(&mut g)?,
         "image_scale" | "input_scale" | "init_scale" => upscale::image_scale(&mut g)?,
+        "picture_size" => upscale::picture_size(&mut g)?,
         "latent_composite" => composite::latent_composite(&mut g)?,
         _ => policies::build(&mut g, family)?,
     }

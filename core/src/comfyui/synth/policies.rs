@@ -30,7 +30,6 @@ pub fn build(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError>
         "control_scale" => control_scale(g),
         "zero_conditioning" | "zero_latent" => zero_conditioning(g),
         "no_reference" => no_reference(g),
-        "picture_size" => picture_size(g),
         "audio_loudness" => audio_loudness(g),
         "upscale_pixels" => unit_pixels(g, true),
         "upscaled_pixels" => unit_pixels(g, false),
@@ -178,22 +177,6 @@ fn zero_conditioning(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     // ConstantOfShape's default value is a float32 0.
     let zeros = g.op("ConstantOfShape", &[&shape]);
     g.output(&zeros, "zeroed")
-}
-
-/// `picture_size`: a picture's width and height, as float32 `[1]` each.
-fn picture_size(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
-    let image = g.input("image")?;
-    let side = |g: &mut PolicyGraph<'_>, axis: i64| {
-        let extent = g.op_with(
-            "Shape",
-            &[&image],
-            &[("start", Attr::Int(axis)), ("end", Attr::Int(axis + 1))],
-        );
-        g.cast(&extent, DataType::FLOAT)
-    };
-    let (width, height) = (side(g, 3), side(g, 2));
-    g.output(&width, "width")?;
-    g.output(&height, "height")
 }
 
 /// `no_reference`: a latent of no cells, `like` cut to 0 rows and 0

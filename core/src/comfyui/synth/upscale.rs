@@ -78,25 +78,7 @@ pub fn latent_upscale(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
 /// to whole `multiple`s where that parameter is set.
 pub fn image_scale(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let image = g.input("image")?;
-    let side = match text(g, "size")?.as_str() {
-        "fixed" => fixed_sides(g, &image)?,
-        "scale" => scaled_sides(g, &image)?,
-        "total_pixels" => {
-            let pixels = g.positive_integer("pixels")?;
-            let hw = sides(g, &image);
-            let area = g.op_with("ReduceProd", &[&hw], &[("keepdims", Attr::Int(1))]);
-            let total = g.d(pixels as f64);
-            let ratio = g.op("Div", &[&total, &area]);
-            let factor = g.op("Sqrt", &[&ratio]);
-            rounded(g, &hw, &factor)
-        }
-        "flux_kontext" => kontext_sides(g, &image),
-        other => {
-            return Err(g.error(format!(
-                "size `{other}` is not fixed, scale, total_pixels or flux_kontext"
-            )));
-        }
-    };
+    let side = new_sides(g, &image)?;
     let source = match g.parameter("crop").and_then(Value::as_str) {
         None | Some("disabled") => image,
         Some("center") => centre_of_aspect(g, &image, &side),
@@ -142,6 +124,49 @@ fn scaled_sides(g: &mut PolicyGraph<'_>, x: &str) -> Result<String, SynthError> 
     let hw = sides(g, x);
     let factor = g.d(scale);
     Ok(rounded(g, &hw, &factor))
+}
+
+/// The sides (int64 `[h, w]`) the parameters' `size` gives `image`.
+fn new_sides(g: &mut PolicyGraph<'_>, image: &str) -> Result<String, SynthError> {
+    Ok(match text(g, "size")?.as_str() {
+        "fixed" => fixed_sides(g, image)?,
+        "scale" => scaled_sides(g, image)?,
+        "total_pixels" => {
+            let pixels = g.positive_integer("pixels")?;
+            let hw = sides(g, image);
+            let area = g.op_with("ReduceProd", &[&hw], &[("keepdims", Attr::Int(1))]);
+            let total = g.d(pixels as f64);
+            let ratio = g.op("Div", &[&total, &area]);
+            let factor = g.op("Sqrt", &[&ratio]);
+            rounded(g, &hw, &factor)
+        }
+        "flux_kontext" => kontext_sides(g, image),
+        other => {
+            return Err(g.error(format!(
+                "size `{other}` is not fixed, scale, total_pixels or flux_kontext"
+            )));
+        }
+    })
+}
+
+/// `picture_size`: the width and height (float32 `[1]` each) of
+/// `image` as the parameters' resize would make it, before any cut to
+/// whole multiples (what ComfyUI's `GetImageSize` reads after the resize
+/// node); `image`'s own without a `size` parameter.
+pub fn picture_size(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let image = g.input("image")?;
+    let side = match g.parameter("size") {
+        Some(_) => new_sides(g, &image)?,
+        None => g.op_with("Shape", &[&image], &[("start", Attr::Int(2))]),
+    };
+    let side = g.cast(&side, DataType::FLOAT);
+    let at = |g: &mut PolicyGraph<'_>, i: i64| {
+        let index = g.b.vec_i64(&[i]);
+        g.gather(&side, &index)
+    };
+    let (height, width) = (at(g, 0), at(g, 1));
+    g.output(&width, "width")?;
+    g.output(&height, "height")
 }
 
 /// The [`KONTEXT_SIDES`] entry (as int64 `[h, w]`) whose aspect is

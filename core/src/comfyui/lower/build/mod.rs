@@ -62,7 +62,7 @@ impl Conflict {
             &self.sampler,
             Some("model"),
             format!(
-                "uses component `{}` with other inputs than sampler {} (a ControlNet or SDXL conditioning on one of them only), and one model component has one set of ports",
+                "uses component `{}` with other inputs than sampler {} (a ControlNet, SDXL conditioning or reference pictures on one of them only), and one model component has one set of ports",
                 self.component, self.other
             ),
             "condition both samplers of the checkpoint alike, or load the checkpoint twice",

@@ -353,22 +353,7 @@ fn unit_policy(kind: &str, port: &str, contract: Value) -> Value {
 /// The resize policy `kind` of `resize` (`image_scale...` or
 /// `input_scale`), cutting to whole multiples of 8 where `for_encode`.
 pub(super) fn resize_policy(kind: &str, resize: &Resize, for_encode: bool) -> Value {
-    let mut parameters = match resize.size {
-        PixelSize::Fixed {
-            width,
-            height,
-            centre,
-        } => {
-            let mut p = json!({"size": "fixed", "width": width, "height": height});
-            if centre {
-                p["crop"] = json!("center");
-            }
-            p
-        }
-        PixelSize::Scale(factor) => json!({"size": "scale", "scale_by": factor}),
-        PixelSize::TotalPixels(pixels) => json!({"size": "total_pixels", "pixels": pixels}),
-        PixelSize::Kontext => json!({"size": "flux_kontext", "crop": "center"}),
-    };
+    let mut parameters = size_parameters(resize);
     parameters["method"] = json!(resize.method);
     if for_encode {
         parameters["multiple"] = json!(8);
@@ -384,6 +369,27 @@ pub(super) fn resize_policy(kind: &str, resize: &Resize, for_encode: bool) -> Va
         json!({"scaled": scaled}),
         Some(json!({"id": "wfstudio.image-scale", "version": "1", "parameters": parameters})),
     )
+}
+
+/// How `resize` finds the new sides, as contract parameters (`size` and
+/// its settings, `crop`).
+pub(super) fn size_parameters(resize: &Resize) -> Value {
+    match resize.size {
+        PixelSize::Fixed {
+            width,
+            height,
+            centre,
+        } => {
+            let mut p = json!({"size": "fixed", "width": width, "height": height});
+            if centre {
+                p["crop"] = json!("center");
+            }
+            p
+        }
+        PixelSize::Scale(factor) => json!({"size": "scale", "scale_by": factor}),
+        PixelSize::TotalPixels(pixels) => json!({"size": "total_pixels", "pixels": pixels}),
+        PixelSize::Kontext => json!({"size": "flux_kontext", "crop": "center"}),
+    }
 }
 
 /// The value of the picture of `loader` a stage encodes, resized within

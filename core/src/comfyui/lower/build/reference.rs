@@ -50,8 +50,15 @@ pub(super) fn latents(
         .conditionings()
         .flat_map(|c| &c.references.latents)
         .next()?;
+    // The picture's latent where the stage has it already: the encoded
+    // start latent (an inpainting edit's is the picture encoded as it is),
+    // an edit node's picture latent.
     let value = match &plan.latent {
-        LatentSource::Encoded { .. } => "latent.source".to_string(),
+        LatentSource::Encoded { .. }
+        | LatentSource::Edit {
+            inpaint: Some(_), ..
+        } => "latent.source".to_string(),
+        LatentSource::Edit { .. } => "edit.latent".to_string(),
         _ => {
             setup.push(
                 invoke(
@@ -113,6 +120,17 @@ pub(in crate::comfyui::lower) fn note(plan: &Plan, names: &StageNames) -> Option
         .conditionings()
         .flat_map(|c| &c.references.latents)
         .next()?;
+    let mut nodes: Vec<&str> = plan
+        .conditionings()
+        .flat_map(|c| &c.references.latents)
+        .map(|r| r.node.as_str())
+        .collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    let nodes = match nodes.as_slice() {
+        [one] => format!("node {one} (ReferenceLatent) appends"),
+        many => format!("nodes {} (ReferenceLatent) append", many.join(", ")),
+    };
     let carried: Vec<String> = plan
         .named_conditionings()
         .map(|(name, c)| format!("{} on the {name} prompt", c.references.latents.len()))
@@ -137,8 +155,7 @@ pub(in crate::comfyui::lower) fn note(plan: &Plan, names: &StageNames) -> Option
         .unwrap_or_default();
     let ports: Vec<String> = (0..most).map(port).collect();
     Some(format!(
-        "node {} (ReferenceLatent) appends the latent of {picture} to the prompts ({}): the denoiser takes it as `{}`, and a prompt with fewer takes a latent of no cells in their place, which a model that appends a reference's cells to its sequence reads as none, as ComfyUI passes none{method}",
-        first.node,
+        "{nodes} the latent of {picture} to the prompts ({}): the denoiser takes it as `{}`, and a prompt with fewer takes a latent of no cells in their place, which a model that appends a reference's cells to its sequence reads as none, as ComfyUI passes none{method}",
         carried.join(", "),
         ports.join("`, `"),
     ))

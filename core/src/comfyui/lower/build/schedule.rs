@@ -5,7 +5,7 @@
 //! and the picture size a measured `Flux2Scheduler` reads (`picture_size`).
 
 use super::super::parts::{Steps, contract, invoke, one, parameter, picture, policy};
-use super::super::recognise::{FlowShift, Plan};
+use super::super::recognise::{FlowShift, Plan, reference};
 use crate::comfyui::synth::prediction::Prediction;
 use crate::comfyui::synth::sampling::sampler;
 use crate::comfyui::synth::spacing::Spacing;
@@ -159,17 +159,19 @@ fn measures(plan: &Plan) -> bool {
     plan.sampler.schedule.spacing == Spacing::Flux2Measured
 }
 
-/// Adds the `picture_size` policy and its step (measuring `shown`, the
-/// stage's picture) where the schedule measures it.
-pub(super) fn measure(
-    plan: &Plan,
-    shown: &str,
-    components: &mut Map<String, Value>,
-    setup: &mut Steps,
-) {
+/// Adds the `picture_size` policy and its step where the schedule
+/// measures the stage's picture: the loaded picture (`request.image`)
+/// measured as its resize makes it, before the cut to whole multiples of
+/// 8 that an encode of it makes (`GetImageSize` reads the resize's
+/// output).
+pub(super) fn measure(plan: &Plan, components: &mut Map<String, Value>, setup: &mut Steps) {
     if !measures(plan) {
         return;
     }
+    let resize = reference::stage_picture(plan).and_then(|(_, resize)| resize);
+    let contract = resize.map(|r| {
+        json!({"id": "wfstudio.picture-size", "version": "1", "parameters": super::pixels::size_parameters(r)})
+    });
     let side = || one("float32");
     components.insert(
         "picture_size".into(),
@@ -177,15 +179,19 @@ pub(super) fn measure(
             "picture_size",
             json!({"image": picture(json!(3))}),
             json!({"width": side(), "height": side()}),
-            Some(json!({"id": "wfstudio.picture-size", "version": "1"})),
+            Some(
+                contract.unwrap_or_else(|| json!({"id": "wfstudio.picture-size", "version": "1"})),
+            ),
         ),
     );
+    let mut from = vec![&plan.sampler.node];
+    from.extend(resize.map(|r| &r.node));
     setup.push(
         invoke(
             "picture_size",
-            json!({"image": shown}),
+            json!({"image": "request.image"}),
             json!({"width": MEASURED.0, "height": MEASURED.1}),
         ),
-        &[&plan.sampler.node],
+        &from,
     );
 }

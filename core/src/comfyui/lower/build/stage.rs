@@ -272,7 +272,7 @@ pub(super) fn stage(
         Some(json!({"id": "onnx-genai.counter-rng", "version": "1", "bindings": {"seed": "seed", "offset": "offset", "row_shape": "row_shape", "noise": "noise", "next_offset": "next_offset"},
             "parameters": {"distribution": "normal", "scale": if windowed { "unit" } else { "initial_sigma" }}}))));
 
-    schedule::measure(plan, &picture_value, &mut components, &mut setup);
+    schedule::measure(plan, &mut components, &mut setup);
     setup.push(
         invoke(
             "diffusion_schedule",
@@ -292,6 +292,9 @@ pub(super) fn stage(
     let mut shape_from = vec![];
     if let Some(node) = latent_node {
         shape_from.push(node);
+    }
+    if let LatentSource::Sized { size, loader, .. } = &plan.latent {
+        shape_from.extend([size, loader]);
     }
     setup.push(
         invoke(

@@ -17,6 +17,7 @@ use super::model::{ModelChain, model_chain};
 use super::own_sampling::Family;
 use super::{Dual, Sampler, checked_sampler_name};
 use crate::comfyui::lower::Refusal;
+use crate::comfyui::synth::spacing::Spacing;
 use crate::comfyui::synth::tables::Table;
 
 /// Where a sampler's model and prompts come from: the node with the
@@ -30,6 +31,8 @@ pub(super) struct Guide {
     /// `DualCFGGuider`'s middle prompt (`cond2`).
     pub middle: Option<(String, &'static str)>,
     pub scheduler: Option<String>,
+    /// A `Flux2Scheduler` whose sides a `GetImageSize` measures.
+    pub measuring: Option<String>,
 }
 
 impl Guide {
@@ -41,6 +44,7 @@ impl Guide {
             negative: (node.to_string(), "negative"),
             middle: None,
             scheduler: None,
+            measuring: None,
         }
     }
 }
@@ -110,6 +114,7 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
                     negative: (guider.clone(), "conditioning"),
                     middle: None,
                     scheduler: None,
+                    measuring: None,
                 },
             ),
         };
@@ -119,8 +124,10 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
         let seed = g.seed(node, "noise_seed")?;
         (seed, add_noise, g.number(node, "cfg")?, Guide::on(node))
     };
+    let measured = sigmas.schedule.spacing == Spacing::Flux2Measured;
     let guide = Guide {
         scheduler: Some(sigmas.scheduler.clone()).filter(|_| sigmas.takes_model),
+        measuring: Some(sigmas.scheduler.clone()).filter(|_| measured),
         ..guide
     };
     if dual.is_some() && sampler_name.ends_with("_cfg_pp") {

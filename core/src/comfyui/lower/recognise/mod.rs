@@ -36,7 +36,7 @@ pub(super) use svd::VideoPrompt;
 use super::Refusal;
 use super::graph::Graph;
 use super::parts::Axes;
-use crate::comfyui::synth::spacing::{Schedule, Spacing};
+use crate::comfyui::synth::spacing::Schedule;
 use custom::Guide;
 use ksampler::sampler;
 use ksampler::{checked_denoise, checked_sampler_name, checked_scheduler, checked_steps};
@@ -447,8 +447,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
     let seconds = audio::seconds_taken(g, walk, &latent, axes, &prompts)?;
     let frame_rate = ltxv::frame_rate_taken(g, &prompts)?;
     reference::agree(g, &prompts, &latent, axes)?;
-    if let (Spacing::Flux2Measured, Some(scheduler)) = (&sampler.schedule.spacing, &guide.scheduler)
-    {
+    if let Some(scheduler) = &guide.measuring {
         reference::measured(g, scheduler, (&latent, &prompts), model.flow.is_some())?;
     }
     if let Some(linear) = &model.linear_cfg {

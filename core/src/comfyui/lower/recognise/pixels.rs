@@ -260,9 +260,17 @@ pub(super) fn loaded_picture(
             "save the upscaled picture and load it with LoadImage",
         ));
     }
-    let image_output = g.source(&from.0, from.1)?.1 == 0;
-    if g.class(&at) == "LoadImage" && image_output {
-        return Ok((at, resize));
+    if g.class(&at) == "LoadImage" {
+        let (_, slot) = g.source(&from.0, from.1)?;
+        if slot == 0 {
+            return Ok((at, resize));
+        }
+        return Err(g.refuse(
+            &from.0,
+            Some(from.1),
+            format!("reads output {slot} of node {at} (LoadImage's mask) as a picture"),
+            "connect the LoadImage's IMAGE output",
+        ));
     }
     Err(Refusal {
         message: format!(

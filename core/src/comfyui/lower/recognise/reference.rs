@@ -144,13 +144,23 @@ pub(in crate::comfyui::lower) type Loaded<'p> = (&'p String, Option<&'p Resize>)
 /// The one loaded picture a stage reads outside an encode of its own
 /// latent: an edit node's, a sized empty latent's or its references'.
 pub(in crate::comfyui::lower) fn stage_picture(plan: &Plan) -> Option<Loaded<'_>> {
-    let from_latent = latent_picture(&plan.latent);
-    from_latent.or_else(|| {
-        plan.conditionings()
-            .flat_map(|c| &c.references.latents)
-            .map(|r| (&r.loader, r.resize.as_ref()))
-            .next()
-    })
+    let prompts: Vec<&Conditioning> = plan.conditionings().collect();
+    latent_picture(&plan.latent).or_else(|| references_picture(&prompts))
+}
+
+/// The picture the prompts' references are of (the first's).
+fn references_picture<'p>(prompts: &[&'p Conditioning]) -> Option<Loaded<'p>> {
+    prompts
+        .iter()
+        .flat_map(|c| &c.references.latents)
+        .map(|r| (&r.loader, r.resize.as_ref()))
+        .next()
+}
+
+/// Whether two loaded pictures are one: the same `LoadImage` through the
+/// same resize node (or none).
+fn same(a: Loaded<'_>, b: Loaded<'_>) -> bool {
+    a.0 == b.0 && a.1.map(|r| &r.node) == b.1.map(|r| &r.node)
 }
 
 /// The loaded picture the stage's latent is made from, if it is one.
@@ -204,8 +214,6 @@ pub(super) fn agree(
             "use reference pictures with a picture sampler",
         ));
     }
-    let same =
-        |a: Loaded<'_>, b: Loaded<'_>| a.0 == b.0 && a.1.map(|r| &r.node) == b.1.map(|r| &r.node);
     let stage = match latent {
         LatentSource::Encoded { image, .. } if !matches!(image.origin, Origin::Loaded(_)) => {
             return Err(g.refuse(
@@ -285,17 +293,9 @@ pub(super) fn measured(
         return refuse("measures the picture for a model that does not sample by flow, whose schedule the lowering computes at import only".into());
     }
     let (loader, resize) = loaded_picture(g, &size, "image")?;
-    let stage = latent_picture(latent).or_else(|| {
-        prompts
-            .iter()
-            .flat_map(|c| &c.references.latents)
-            .map(|r| (&r.loader, r.resize.as_ref()))
-            .next()
-    });
-    let same = stage.is_some_and(|(l, r)| {
-        *l == loader && r.map(|r| &r.node) == resize.as_ref().map(|r| &r.node)
-    });
-    match same {
+    let stage = latent_picture(latent).or_else(|| references_picture(prompts));
+    let measured = (&loader, resize.as_ref());
+    match stage.is_some_and(|stage| same(stage, measured)) {
         true => Ok(()),
         false => refuse(format!(
             "measures node {loader}'s picture, which is not the one the stage reads (its latent's or its references')"
