@@ -370,3 +370,55 @@ fn a_measured_flux2_schedule_equals_the_written_one() {
     assert!(latent.iter().all(|v| v.is_finite()));
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// References of an edit node's picture read the edit's latent (no second
+/// encode); chained references take a port each, in order, and the note
+/// names every node.
+#[test]
+fn references_reuse_an_edits_latent_and_the_note_names_each_node() {
+    let mut g = pattern("edit");
+    g["9"] = json!({"class_type": "VAEEncode", "inputs": {"pixels": ["8", 0], "vae": ["1", 2]}});
+    g["10"] = json!({"class_type": "ReferenceLatent", "inputs": {"conditioning": ["2", 0], "latent": ["9", 0]}});
+    g["11"] = json!({"class_type": "ReferenceLatent", "inputs": {"conditioning": ["10", 0], "latent": ["9", 0]}});
+    g["4"]["inputs"]["positive"] = json!(["11", 0]);
+    let l = lowered(&g, &Target::default());
+    let w = workflow(&l);
+    for (port, conditional) in [
+        ("reference_latent", "edit.latent"),
+        ("reference_latent_2", "edit.latent"),
+    ] {
+        assert_eq!(
+            denoiser_bindings(w, port),
+            [
+                (
+                    "denoiser.unconditional".to_string(),
+                    json!("reference.none")
+                ),
+                ("denoiser.conditional".to_string(), json!(conditional)),
+            ]
+        );
+    }
+    let encodes = setup(w).iter().filter(|s| s.0 == "vae_encoder").count();
+    assert_eq!(encodes, 1);
+    let note = l
+        .notes
+        .iter()
+        .find(|n| n.contains("ReferenceLatent"))
+        .expect("a note");
+    assert!(
+        note.starts_with("nodes 10, 11 (ReferenceLatent) append the latent of request.image to the prompts (2 on the positive prompt, 0 on the negative prompt): the denoiser takes them as `reference_latent`, `reference_latent_2`"),
+        "{note}"
+    );
+    // A picture read from LoadImage's mask output.
+    let mut mask = sized();
+    mask["23"]["inputs"]["image"] = json!(["16", 1]);
+    assert_refused(
+        &mask,
+        (
+            "23",
+            "GetImageSize",
+            Some("image"),
+            "reads output 1 of node 16 (LoadImage's mask) as a picture",
+        ),
+    );
+}

@@ -58,7 +58,9 @@ pub(super) fn latents(
         | LatentSource::Edit {
             inpaint: Some(_), ..
         } => "latent.source".to_string(),
-        LatentSource::Edit { .. } => "edit.latent".to_string(),
+        LatentSource::Edit { inpaint: None, .. } if plan.edit().is_some() => {
+            "edit.latent".to_string()
+        }
         _ => {
             setup.push(
                 invoke(
@@ -120,13 +122,17 @@ pub(in crate::comfyui::lower) fn note(plan: &Plan, names: &StageNames) -> Option
         .conditionings()
         .flat_map(|c| &c.references.latents)
         .next()?;
-    let mut nodes: Vec<&str> = plan
+    // In the order the prompts carry them, each once.
+    let mut nodes: Vec<&str> = Vec::new();
+    for node in plan
         .conditionings()
         .flat_map(|c| &c.references.latents)
         .map(|r| r.node.as_str())
-        .collect();
-    nodes.sort_unstable();
-    nodes.dedup();
+    {
+        if !nodes.contains(&node) {
+            nodes.push(node);
+        }
+    }
     let nodes = match nodes.as_slice() {
         [one] => format!("node {one} (ReferenceLatent) appends"),
         many => format!("nodes {} (ReferenceLatent) append", many.join(", ")),
@@ -155,8 +161,9 @@ pub(in crate::comfyui::lower) fn note(plan: &Plan, names: &StageNames) -> Option
         .unwrap_or_default();
     let ports: Vec<String> = (0..most).map(port).collect();
     Some(format!(
-        "{nodes} the latent of {picture} to the prompts ({}): the denoiser takes it as `{}`, and a prompt with fewer takes a latent of no cells in their place, which a model that appends a reference's cells to its sequence reads as none, as ComfyUI passes none{method}",
+        "{nodes} the latent of {picture} to the prompts ({}): the denoiser takes {} as `{}`, and a prompt with fewer takes a latent of no cells in their place, which a model that appends a reference's cells to its sequence reads as none, as ComfyUI passes none{method}",
         carried.join(", "),
+        if most == 1 { "it" } else { "them" },
         ports.join("`, `"),
     ))
 }

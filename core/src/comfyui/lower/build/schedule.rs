@@ -168,7 +168,8 @@ pub(super) fn measure(plan: &Plan, components: &mut Map<String, Value>, setup: &
     if !measures(plan) {
         return;
     }
-    let resize = reference::stage_picture(plan).and_then(|(_, resize)| resize);
+    let loaded = reference::stage_picture(plan);
+    let resize = loaded.and_then(|(_, resize)| resize);
     let contract = resize.map(|r| {
         json!({"id": "wfstudio.picture-size", "version": "1", "parameters": super::pixels::size_parameters(r)})
     });
@@ -185,6 +186,7 @@ pub(super) fn measure(plan: &Plan, components: &mut Map<String, Value>, setup: &
         ),
     );
     let mut from = vec![&plan.sampler.node];
+    from.extend(loaded.map(|(loader, _)| loader));
     from.extend(resize.map(|r| &r.node));
     setup.push(
         invoke(
