@@ -17,26 +17,14 @@ use support::lowering::{
 };
 use wfstudio_core::comfyui::lower::Target;
 
-/// Flux Kontext's template on the flow pattern: the loaded picture
+/// Flux Kontext's template on the flow pattern (the `reference` pattern):
+/// the loaded picture
 /// through a one-picture `ImageStitch` and `FluxKontextImageScale`,
 /// encoded; the positive prompt carries it (`ReferenceLatent`, then
 /// `FluxGuidance`), the negative is the prompt zeroed without it; cfg 1;
 /// sampling starts from the encoded picture.
 fn kontext() -> Value {
-    let mut g = pattern("flow-sd3");
-    g["16"] =
-        json!({"class_type": "LoadImage", "inputs": {"image": "room.png", "upload": "image"}});
-    g["17"] = json!({"class_type": "ImageStitch", "inputs": {"image1": ["16", 0], "direction": "right", "match_image_size": true, "spacing_width": 0, "spacing_color": "white"}});
-    g["18"] = json!({"class_type": "FluxKontextImageScale", "inputs": {"image": ["17", 0]}});
-    g["19"] = json!({"class_type": "VAEEncode", "inputs": {"pixels": ["18", 0], "vae": ["15", 0]}});
-    g["20"] = json!({"class_type": "ReferenceLatent", "inputs": {"conditioning": ["2", 0], "latent": ["19", 0]}});
-    g["21"] = json!({"class_type": "FluxGuidance", "inputs": {"guidance": 2.5, "conditioning": ["20", 0]}});
-    g["22"] = json!({"class_type": "ConditioningZeroOut", "inputs": {"conditioning": ["2", 0]}});
-    g["5"]["inputs"]["positive"] = json!(["21", 0]);
-    g["5"]["inputs"]["negative"] = json!(["22", 0]);
-    g["5"]["inputs"]["latent_image"] = json!(["19", 0]);
-    g["5"]["inputs"]["cfg"] = json!(1.0);
-    g
+    pattern("reference")
 }
 
 /// OmniGen 2's template: both prompts carry the picture, resized by area

@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 use wfstudio_core::comfyui::lower::{self, Target};
 use wfstudio_schema::{Format, Limits, parse_text};
 
-const PATTERNS: [&str; 23] = [
+const PATTERNS: [&str; 24] = [
     include_str!("../../fixtures/comfyui/txt2img-sd15.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet-positive.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet.api.json"),
@@ -41,6 +41,7 @@ const PATTERNS: [&str; 23] = [
     include_str!("../../fixtures/comfyui/patterns/svd.api.json"),
     include_str!("../../fixtures/comfyui/patterns/stable-audio.api.json"),
     include_str!("../../fixtures/comfyui/patterns/animatediff.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/reference.api.json"),
 ];
 
 /// Index of the LoRA pattern in [`PATTERNS`].
@@ -55,7 +56,7 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 103] = [
+const CLASSES: [&str; 108] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
     "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
@@ -80,14 +81,16 @@ const CLASSES: [&str; 103] = [
     "ADE_AnimateDiffCombine", "PrimitiveFloat", "ComfySwitchNode", "CFGNorm",
     "SaveImageAdvanced", "SaveAudioAdvanced", "EmptyFlux2LatentImage", "Flux2Scheduler",
     "ManualSigmas", "EmptyHunyuanVideo15Latent", "StringConcatenate", "ResolutionSelector",
-    "ComfyMathExpression", "PreviewAny", "GeminiImage2Node", "TextGenerate",
+    "ComfyMathExpression", "PreviewAny", "GeminiImage2Node", "TextGenerate", "ReferenceLatent",
+    "FluxKontextMultiReferenceLatentMethod", "GetImageSize", "FluxKontextImageScale",
+    "ImageStitch",
 ];
 
 /// Strings from ComfyUI's vocabulary; every sampler and scheduler name
 /// comes from the lowering's own lists (`words`).
-const WORDS: [&str; 18] = [
+const WORDS: [&str; 22] = [
     "enable", "disable", "default", "sd3", "", "a castle", "image.png", "no_such_sampler",
-    "nearest-exact", "bilinear", "bicubic", "center",
+    "nearest-exact", "bilinear", "bicubic", "center", "area", "lanczos", "index", "uxo/uno",
     "euler_cfg_pp", "v_prediction", "edm", "x0", "lcm", "SDXL",
 ];
 
