@@ -54,6 +54,25 @@ impl<'a> Graph<'a> {
         self.nodes.get(id)?.get("inputs")?.get(name)
     }
 
+    /// Refuses input `name` of node `id` reading output `slot` (not 0) of
+    /// `node`, a node with one output.
+    pub fn first_output(
+        &self,
+        (id, name): (&str, &str),
+        node: &str,
+        slot: i64,
+    ) -> Result<(), Refusal> {
+        if slot == 0 {
+            return Ok(());
+        }
+        Err(self.refuse(
+            id,
+            Some(name),
+            format!("reads output {slot} of node {node}, which has 1"),
+            "reconnect the input in ComfyUI",
+        ))
+    }
+
     /// The node and output slot a link input points at.
     pub fn source(&self, id: &str, name: &str) -> Result<(String, i64), Refusal> {
         match self.input(id, name) {

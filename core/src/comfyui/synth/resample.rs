@@ -29,7 +29,8 @@ pub(super) fn area(g: &mut PolicyGraph<'_>, x: &str, side: &str) -> String {
     let columns = area_weights(g, &old_w, &new_w);
     let rows = g.cast(&rows, DataType::FLOAT);
     let columns = g.cast(&columns, DataType::FLOAT);
-    let across = along_width(g, x, &columns);
+    let columns = transposed(g, &columns);
+    let across = g.op("MatMul", &[x, &columns]);
     g.op("MatMul", &[&rows, &across])
 }
 
@@ -48,9 +49,10 @@ pub(super) fn lanczos(g: &mut PolicyGraph<'_>, x: &str, side: &str) -> String {
     let bytes = g.op("Floor", &[&clipped]);
     let bytes = g.cast(&bytes, DataType::INT32);
     let columns = lanczos_weights(g, &old_w, &new_w);
+    let columns = transposed(g, &columns);
     let rows = lanczos_weights(g, &old_h, &new_h);
     let across = |g: &mut PolicyGraph<'_>, x: &str| {
-        let sum = along_width(g, x, &columns);
+        let sum = g.op("MatMul", &[x, &columns]);
         fixed_point_round(g, &sum)
     };
     let along_height = |g: &mut PolicyGraph<'_>, x: &str| {
@@ -90,11 +92,10 @@ fn extents(g: &mut PolicyGraph<'_>, x: &str, side: &str) -> [(String, String); 2
     [(at(&old, 0), at(side, 0)), (at(&old, 1), at(side, 1))]
 }
 
-/// `x · weightsᵀ`: `x` resampled along its last axis by `weights`
-/// `[new, old]`.
-fn along_width(g: &mut PolicyGraph<'_>, x: &str, weights: &str) -> String {
-    let by_columns = g.op_with("Transpose", &[weights], &[("perm", Attr::Ints(vec![1, 0]))]);
-    g.op("MatMul", &[x, &by_columns])
+/// `weightsᵀ` (`[old, new]`), which resamples the last axis of what it
+/// multiplies from the right.
+fn transposed(g: &mut PolicyGraph<'_>, weights: &str) -> String {
+    g.op_with("Transpose", &[weights], &[("perm", Attr::Ints(vec![1, 0]))])
 }
 
 /// `(new index [new, 1], old index [1, old])` as float64 grids.

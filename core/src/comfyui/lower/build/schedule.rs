@@ -170,9 +170,10 @@ pub(super) fn measure(plan: &Plan, components: &mut Map<String, Value>, setup: &
     }
     let loaded = reference::stage_picture(plan);
     let resize = loaded.and_then(|(_, resize)| resize);
-    let contract = resize.map(|r| {
-        json!({"id": "wfstudio.picture-size", "version": "1", "parameters": super::pixels::size_parameters(r)})
-    });
+    let mut contract = json!({"id": "wfstudio.picture-size", "version": "1"});
+    if let Some(resize) = resize {
+        contract["parameters"] = super::pixels::size_parameters(resize);
+    }
     let side = || one("float32");
     components.insert(
         "picture_size".into(),
@@ -180,9 +181,7 @@ pub(super) fn measure(plan: &Plan, components: &mut Map<String, Value>, setup: &
             "picture_size",
             json!({"image": picture(json!(3))}),
             json!({"width": side(), "height": side()}),
-            Some(
-                contract.unwrap_or_else(|| json!({"id": "wfstudio.picture-size", "version": "1"})),
-            ),
+            Some(contract),
         ),
     );
     let mut from = vec![&plan.sampler.node];

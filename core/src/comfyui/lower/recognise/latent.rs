@@ -341,17 +341,10 @@ pub(super) fn latent_source(
 /// empty latent `node` takes, and the loaded picture it measures; `None`
 /// where the sides are written.
 fn sized_by(g: &Graph<'_>, node: &str) -> Result<Option<(String, LoadedPicture)>, Refusal> {
-    let linked = (g.is_link(node, "width"), g.is_link(node, "height"));
-    if linked == (false, false) {
+    if !g.is_link(node, "width") && !g.is_link(node, "height") {
         return Ok(None);
     }
-    let sources = match linked {
-        (true, true) => Some((g.source(node, "width")?, g.source(node, "height")?)),
-        _ => None,
-    };
-    let Some(((size, 0), (_, 1))) =
-        sources.filter(|((size, _), (other, _))| g.class(size) == "GetImageSize" && other == size)
-    else {
+    let Some(size) = super::pixels::measuring_node(g, node)? else {
         return Err(g.refuse(
             node,
             Some("width"),

@@ -236,6 +236,19 @@ pub(super) fn picture(
     Ok(image)
 }
 
+/// The `GetImageSize` whose width (output 0) and height (output 1) the
+/// inputs `width` and `height` of `node` both read; `None` where they read
+/// anything else (a written side included).
+pub(super) fn measuring_node(g: &Graph<'_>, node: &str) -> Result<Option<String>, Refusal> {
+    if !g.is_link(node, "width") || !g.is_link(node, "height") {
+        return Ok(None);
+    }
+    let ((size, width_slot), (other, height_slot)) =
+        (g.source(node, "width")?, g.source(node, "height")?);
+    let one = g.class(&size) == "GetImageSize" && other == size;
+    Ok((one && (width_slot, height_slot) == (0, 1)).then_some(size))
+}
+
 /// A `LoadImage` node and the resize on the way from it, if any.
 pub(super) type LoadedPicture = (String, Option<Resize>);
 

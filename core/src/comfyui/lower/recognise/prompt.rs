@@ -97,7 +97,7 @@ pub(super) fn conditioning(
     marks.step_over(g, (&mut node, &mut slot, &mut from))?;
     let mut zeroed = None;
     if g.class(&node) == "ConditioningZeroOut" {
-        first_output(g, &from, &node, slot)?;
+        g.first_output((&from.0, &from.1), &node, slot)?;
         let zero = node.clone();
         from = (zero.clone(), "conditioning".to_string());
         (node, slot) = g.source(&zero, "conditioning")?;
@@ -114,7 +114,7 @@ pub(super) fn conditioning(
     }
     references.finish();
     g.expect(&node, ENCODERS, &from.1, (&from.0, &from.1))?;
-    first_output(g, &from, &node, slot)?;
+    g.first_output((&from.0, &from.1), &node, slot)?;
     let (clip, _) = g.source(&node, "clip")?;
     let (loader, clip_loras, tokenizer_options) = clip_source(g, &clip, &node, model)?;
     let text = if g.class(&node) == "CLIPTextEncodeSDXL" {
@@ -211,7 +211,7 @@ fn flux_guidance(
     from: &mut (String, String),
     guidance: &mut Option<Guidance>,
 ) -> Result<(), Refusal> {
-    first_output(g, from, node, *slot)?;
+    g.first_output((&from.0, &from.1), node, *slot)?;
     if let Some(nearer) = guidance {
         return Err(g.refuse(
             node,
@@ -281,23 +281,4 @@ fn clip_source(
     }
     options.reverse();
     Ok((node, loras, options))
-}
-
-/// Input `from.1` of node `from.0` must read output 0 of `node`, a node
-/// with one output.
-fn first_output(
-    g: &Graph<'_>,
-    from: &(String, String),
-    node: &str,
-    slot: i64,
-) -> Result<(), Refusal> {
-    if slot == 0 {
-        return Ok(());
-    }
-    Err(g.refuse(
-        &from.0,
-        Some(&from.1),
-        format!("reads output {slot} of node {node}, which has 1"),
-        "reconnect the input in ComfyUI",
-    ))
 }

@@ -7,7 +7,7 @@
 //! VAE.
 
 use super::super::graph::Graph;
-use super::pixels::{Origin, Pixels, Resize, loaded_picture};
+use super::pixels::{Origin, Pixels, Resize, loaded_picture, measuring_node};
 use super::{Conditioning, LatentSource, Plan, vae_source};
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::lower::parts::Axes;
@@ -59,14 +59,7 @@ pub(super) fn step(
     if class != "ReferenceLatent" && class != "FluxKontextMultiReferenceLatentMethod" {
         return Ok(false);
     }
-    if *slot != 0 {
-        return Err(g.refuse(
-            &from.0,
-            Some(&from.1),
-            format!("reads output {slot} of node {node}, which has 1"),
-            "reconnect the input in ComfyUI",
-        ));
-    }
+    g.first_output((&from.0, &from.1), node, *slot)?;
     let here = node.clone();
     if class == "FluxKontextMultiReferenceLatentMethod" {
         let name = g.text(&here, "reference_latents_method")?;
@@ -112,14 +105,7 @@ pub(super) fn step(
 fn reference(g: &Graph<'_>, node: &str, loader: &str) -> Result<Reference, Refusal> {
     let (encode, slot) = g.source(node, "latent")?;
     g.expect(&encode, &["VAEEncode"], "latent", (node, "latent"))?;
-    if slot != 0 {
-        return Err(g.refuse(
-            node,
-            Some("latent"),
-            format!("reads output {slot} of node {encode}, which has 1"),
-            "reconnect the input in ComfyUI",
-        ));
-    }
+    g.first_output((node, "latent"), &encode, slot)?;
     let (vae, _) = g.source(&encode, "vae")?;
     vae_source(g, &vae, loader, (&encode, "vae"))?;
     let (picture, resize) = loaded_picture(g, &encode, "pixels")?;
@@ -144,17 +130,22 @@ pub(in crate::comfyui::lower) type Loaded<'p> = (&'p String, Option<&'p Resize>)
 /// The one loaded picture a stage reads outside an encode of its own
 /// latent: an edit node's, a sized empty latent's or its references'.
 pub(in crate::comfyui::lower) fn stage_picture(plan: &Plan) -> Option<Loaded<'_>> {
-    let prompts: Vec<&Conditioning> = plan.conditionings().collect();
-    latent_picture(&plan.latent).or_else(|| references_picture(&prompts))
+    read_picture(&plan.latent, plan.conditionings())
 }
 
-/// The picture the prompts' references are of (the first's).
-fn references_picture<'p>(prompts: &[&'p Conditioning]) -> Option<Loaded<'p>> {
-    prompts
-        .iter()
-        .flat_map(|c| &c.references.latents)
-        .map(|r| (&r.loader, r.resize.as_ref()))
-        .next()
+/// The loaded picture a stage with `latent` and `prompts` reads: its
+/// latent's, else its references' (the first's).
+fn read_picture<'p>(
+    latent: &'p LatentSource,
+    prompts: impl IntoIterator<Item = &'p Conditioning>,
+) -> Option<Loaded<'p>> {
+    latent_picture(latent).or_else(|| {
+        prompts
+            .into_iter()
+            .flat_map(|c| &c.references.latents)
+            .map(|r| (&r.loader, r.resize.as_ref()))
+            .next()
+    })
 }
 
 /// Whether two loaded pictures are one: the same `LoadImage` through the
@@ -282,18 +273,14 @@ pub(super) fn measured(
             "write the width and height, or take them from one GetImageSize of the stage's picture",
         ))
     };
-    let sides = (g.source(scheduler, "width"), g.source(scheduler, "height"));
-    let (Ok((size, 0)), Ok((other, 1))) = sides else {
+    let Some(size) = measuring_node(g, scheduler)? else {
         return refuse("takes its width and height from other nodes; the lowering measures them with one GetImageSize (outputs 0 and 1)".into());
     };
-    if g.class(&size) != "GetImageSize" || other != size {
-        return refuse("takes its width and height from other nodes; the lowering measures them with one GetImageSize (outputs 0 and 1)".into());
-    }
     if !flow {
         return refuse("measures the picture for a model that does not sample by flow, whose schedule the lowering computes at import only".into());
     }
     let (loader, resize) = loaded_picture(g, &size, "image")?;
-    let stage = latent_picture(latent).or_else(|| references_picture(prompts));
+    let stage = read_picture(latent, prompts.iter().copied());
     let measured = (&loader, resize.as_ref());
     match stage.is_some_and(|stage| same(stage, measured)) {
         true => Ok(()),
