@@ -30,12 +30,17 @@ fn the_bundled_node_definitions_are_the_compacted_corpus_file() {
         "assets/comfyui/node_defs.json is stale: rerun this test with WFSTUDIO_UPDATE_ASSETS=1"
     );
     // Every class of the corpus file is bundled, with the same facts; the
-    // product's own definitions only add classes.
+    // product's own definitions add classes, and replace only those whose
+    // inputs grew since: ImageScaleToTotalPixels's `resolution_steps`.
     let bundled = NodeDefs::builtin();
     let corpus = defs(&shared);
     let own = NodeDefs::parse(wfstudio_core::comfyui::defs::OWN_JSON).expect("own definitions");
     assert_eq!(corpus.len(), 382);
-    assert_eq!(bundled.len(), 382 + own.len());
+    assert_eq!(bundled.len(), 382 + own.len() - 1);
+    let grown = corpus.class("ImageScaleToTotalPixels").expect("bundled");
+    let newer = bundled.class("ImageScaleToTotalPixels").expect("own");
+    assert_eq!(newer.inputs[..grown.inputs.len()], grown.inputs[..]);
+    assert_eq!(newer.inputs[grown.inputs.len()].name, "resolution_steps");
     for class in [
         "KSampler",
         "CLIPTextEncode",

@@ -98,7 +98,7 @@ fn a_loaded_picture_is_resized_within_its_stage() {
     let w = workflow(&l);
     assert_eq!(
         w["components"]["input_scale"]["contract"]["parameters"],
-        json!({"size": "total_pixels", "pixels": 10485, "method": "nearest-exact", "multiple": 8})
+        json!({"size": "total_pixels", "pixels": 10485.76, "method": "nearest-exact", "multiple": 8})
     );
     let setup = w["steps"][0]["setup"].as_array().expect("setup");
     let consumers: Vec<&Value> = setup
@@ -164,10 +164,35 @@ fn picture_resizes_agree_with_pytorchs_rules() {
             json!({"class_type": "ImageScale", "inputs": {"width": 5, "height": 11, "crop": "disabled"}}),
             (11, 5),
         ),
-        // 0.01 megapixels: 10485 pixels, sides times sqrt(10485 / 70).
+        // 0.01 megapixels: 10485.76 pixels, sides times sqrt(10485.76 /
+        // 70) = 12.239: 85.67 and 122.39.
         (
             json!({"class_type": "ImageScaleToTotalPixels", "inputs": {"megapixels": 0.01}}),
             (86, 122),
+        ),
+        // In whole 16s: 85.67 / 16 = 5.35 and 122.39 / 16 = 7.65.
+        (
+            json!({"class_type": "ImageScaleToTotalPixels", "inputs": {"megapixels": 0.01, "resolution_steps": 16}}),
+            (80, 128),
+        ),
+        // The newer node: the longer side 12, the other round(7 / 10 *
+        // 12) = round(8.4); the shorter 9, the other round(10 / 7 * 9) =
+        // round(12.86); its total pixels the whole part of 10485.76.
+        (
+            json!({"class_type": "ResizeImageMaskNode", "inputs": {"resize_type": "scale longer dimension", "resize_type.longer_size": 12}}),
+            (8, 12),
+        ),
+        (
+            json!({"class_type": "ResizeImageMaskNode", "inputs": {"resize_type": "scale shorter dimension", "resize_type.shorter_size": 9}}),
+            (9, 13),
+        ),
+        (
+            json!({"class_type": "ResizeImageMaskNode", "inputs": {"resize_type": "scale total pixels", "resize_type.megapixels": 0.01}}),
+            (86, 122),
+        ),
+        (
+            json!({"class_type": "ResizeImageMaskNode", "inputs": {"resize_type": "scale dimensions", "resize_type.width": 5, "resize_type.height": 11, "resize_type.crop": "disabled"}}),
+            (11, 5),
         ),
     ];
     let mut figures = Vec::new();
@@ -175,8 +200,13 @@ fn picture_resizes_agree_with_pytorchs_rules() {
         for method in ["nearest-exact", "bilinear", "bicubic"] {
             let mut graph = pattern("hires-pixels");
             let mut resize = node.clone();
-            resize["inputs"]["upscale_method"] = json!(method);
-            resize["inputs"]["image"] = json!(["10", 0]);
+            let (method_input, picture_input) = match resize["class_type"] == "ResizeImageMaskNode"
+            {
+                true => ("scale_method", "input"),
+                false => ("upscale_method", "image"),
+            };
+            resize["inputs"][method_input] = json!(method);
+            resize["inputs"][picture_input] = json!(["10", 0]);
             graph["13"] = resize;
             let name = format!("{n}-{method}");
             let (shape, ours) = resized(&root, &name, &graph, "image_scale_2", &picture, (h, w));
@@ -359,6 +389,29 @@ fn pixels_the_lowering_cannot_make_are_refused_by_node() {
             "ImageInvert",
             None,
             "feeds `image` of node 8 as its image, which the importer supports only from VAEDecode, VAEDecodeTiled or LoadImage",
+        ),
+    );
+    let newer = |resize_type: &str, method: &str| {
+        hires(&|g| {
+            g["8"] = json!({"class_type": "ResizeImageMaskNode", "inputs": {"resize_type": resize_type, "resize_type.multiple": 8, "scale_method": method, "input": ["6", 0]}});
+        })
+    };
+    assert_refused(
+        &newer("scale to multiple", "area"),
+        (
+            "8",
+            "ResizeImageMaskNode",
+            Some("resize_type"),
+            "is 'scale to multiple', which scales the picture to cover whole multiples and cuts it; the lowering resizes by the node's own sizes only",
+        ),
+    );
+    assert_refused(
+        &newer("scale by multiplier", "bislerp"),
+        (
+            "8",
+            "ResizeImageMaskNode",
+            Some("scale_method"),
+            "is 'bislerp'; the lowering resizes pictures by nearest-exact, bilinear, area, bicubic or lanczos only",
         ),
     );
 }

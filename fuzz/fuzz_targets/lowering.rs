@@ -2,7 +2,8 @@
 //! picks one of the pattern fixtures (txt2img, img2img, inpaint, LoRA,
 //! ControlNet, SDXL, SD3 flow, KSamplerAdvanced, latent noise mask,
 //! SamplerCustom, SamplerCustomAdvanced, chains, upscales, video, latent
-//! composites, an InstructPixToPix edit) and
+//! composites, an InstructPixToPix edit, reference pictures, a Qwen
+//! image edit) and
 //! spends its bytes on edits a user or a hostile file could make: numbers,
 //! strings from ComfyUI's vocabulary, links to other nodes and slots,
 //! removed and retyped nodes, removed inputs. The LoRA pattern lowers for
@@ -17,7 +18,7 @@ use std::sync::OnceLock;
 use wfstudio_core::comfyui::lower::{self, Target};
 use wfstudio_schema::{Format, Limits, parse_text};
 
-const PATTERNS: [&str; 24] = [
+const PATTERNS: [&str; 25] = [
     include_str!("../../fixtures/comfyui/txt2img-sd15.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet-positive.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet.api.json"),
@@ -42,6 +43,7 @@ const PATTERNS: [&str; 24] = [
     include_str!("../../fixtures/comfyui/patterns/stable-audio.api.json"),
     include_str!("../../fixtures/comfyui/patterns/animatediff.api.json"),
     include_str!("../../fixtures/comfyui/patterns/reference.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/qwen-edit.api.json"),
 ];
 
 /// Index of the LoRA pattern in [`PATTERNS`].
@@ -56,7 +58,7 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 108] = [
+const CLASSES: [&str; 111] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
     "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
@@ -83,7 +85,7 @@ const CLASSES: [&str; 108] = [
     "ManualSigmas", "EmptyHunyuanVideo15Latent", "StringConcatenate", "ResolutionSelector",
     "ComfyMathExpression", "PreviewAny", "GeminiImage2Node", "TextGenerate", "ReferenceLatent",
     "FluxKontextMultiReferenceLatentMethod", "GetImageSize", "FluxKontextImageScale",
-    "ImageStitch",
+    "ImageStitch", "TextEncodeQwenImageEdit", "TextEncodeQwenImageEditPlus", "ModelSamplingAuraFlow",
 ];
 
 /// Strings from ComfyUI's vocabulary; every sampler and scheduler name

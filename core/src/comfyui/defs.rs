@@ -75,8 +75,9 @@ fn text(v: &Value) -> Option<String> {
 /// The bundled definitions of ComfyUI's core node classes.
 pub const BUILTIN_JSON: &str = include_str!("../../../assets/comfyui/node_defs.json");
 
-/// The product's own definitions of newer classes the bundled file lacks
-/// (written from ComfyUI's source); they add classes, never replace one.
+/// The product's own definitions of newer classes the bundled file lacks,
+/// and of bundled classes whose inputs grew since (written from ComfyUI's
+/// source); they replace the bundled ones.
 pub const OWN_JSON: &str = include_str!("../../../assets/comfyui/node_defs_own.json");
 
 impl NodeDefs {
@@ -84,7 +85,7 @@ impl NodeDefs {
     pub fn builtin() -> NodeDefs {
         let mut defs = NodeDefs::parse(BUILTIN_JSON).unwrap_or_default();
         for (name, class) in NodeDefs::parse(OWN_JSON).unwrap_or_default().classes {
-            defs.classes.entry(name).or_insert(class);
+            defs.classes.insert(name, class);
         }
         defs
     }

@@ -354,6 +354,7 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
         .chain(dual)
         .chain(edit)
         .chain(build::reference_note(plan, names))
+        .chain(build::vision_note(plan, names))
         .chain(window)
         .chain(tokenizing)
         .collect()

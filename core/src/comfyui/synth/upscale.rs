@@ -14,9 +14,11 @@
 //!   takes that side from the aspect, `max(1, round(side * asked / other))`),
 //!   `scale` (`scale_by`: each side `round_half_even(side * scale_by)`, as
 //!   Python's `round` does, at least 1) or `total_pixels` (`pixels`: each
-//!   side times `sqrt(pixels / (h * w))`, rounded so) or `flux_kontext`
+//!   side times `sqrt(pixels / (h * w))`, rounded so, in whole `step`s
+//!   where that is set, as Qwen's edit encoders size their pictures) or `flux_kontext`
 //!   (the [`KONTEXT_SIDES`] entry whose aspect is nearest the picture's,
-//!   the first of equals);
+//!   the first of equals) or `longer` / `shorter` (`side`: that side made
+//!   `side`, the other `round(other / that * side)`);
 //! - `method`: `nearest-exact` (PyTorch's: source index
 //!   `floor((i + 0.5) * in / out)`, which is ONNX's half-pixel nearest
 //!   rounding halves up), `bilinear` (PyTorch's `align_corners=False`
@@ -131,22 +133,71 @@ fn new_sides(g: &mut PolicyGraph<'_>, image: &str) -> Result<String, SynthError>
     Ok(match text(g, "size")?.as_str() {
         "fixed" => fixed_sides(g, image)?,
         "scale" => scaled_sides(g, image)?,
-        "total_pixels" => {
-            let pixels = g.positive_integer("pixels")?;
-            let hw = sides(g, image);
-            let area = g.op_with("ReduceProd", &[&hw], &[("keepdims", Attr::Int(1))]);
-            let total = g.d(pixels as f64);
-            let ratio = g.op("Div", &[&total, &area]);
-            let factor = g.op("Sqrt", &[&ratio]);
-            rounded(g, &hw, &factor)
-        }
+        "total_pixels" => total_pixel_sides(g, image)?,
         "flux_kontext" => kontext_sides(g, image),
+        size @ ("longer" | "shorter") => one_side(g, image, size == "shorter")?,
         other => {
             return Err(g.error(format!(
-                "size `{other}` is not fixed, scale, total_pixels or flux_kontext"
+                "size `{other}` is not fixed, scale, total_pixels, longer, shorter or flux_kontext"
             )));
         }
     })
+}
+
+/// Each side of `image` times `sqrt(pixels / (h * w))`, in whole
+/// `step`s (parameter, 1 unless set): `max(1, round(side * factor /
+/// step)) * step`, in Python's order of float operations.
+fn total_pixel_sides(g: &mut PolicyGraph<'_>, image: &str) -> Result<String, SynthError> {
+    let pixels = g
+        .parameter("pixels")
+        .and_then(Value::as_f64)
+        .filter(|p| *p > 0.0)
+        .ok_or_else(|| g.error("its contract parameter `pixels` is not a positive number"))?;
+    let step = match g.parameter("step") {
+        Some(_) => g.positive_integer("step")?,
+        None => 1,
+    };
+    let hw = sides(g, image);
+    let area = g.op_with("ReduceProd", &[&hw], &[("keepdims", Attr::Int(1))]);
+    let total = g.d(pixels);
+    let ratio = g.op("Div", &[&total, &area]);
+    let factor = g.op("Sqrt", &[&ratio]);
+    if step == 1 {
+        return Ok(rounded(g, &hw, &factor));
+    }
+    let scaled = g.op("Mul", &[&hw, &factor]);
+    let step_d = g.d(step as f64);
+    let steps = g.op("Div", &[&scaled, &step_d]);
+    let one = g.d(1.0);
+    let steps = g.op("Round", &[&steps]);
+    let steps = g.op("Max", &[&steps, &one]);
+    let sides = g.op("Mul", &[&steps, &step_d]);
+    Ok(g.cast(&sides, DataType::INT64))
+}
+
+/// The sides with the longer one (the shorter where `shorter`) made the
+/// positive parameter `side` and the other `round(other / that * side)`,
+/// a square's both `side`, as `ResizeImageMaskNode` computes them.
+fn one_side(g: &mut PolicyGraph<'_>, image: &str, shorter: bool) -> Result<String, SynthError> {
+    let side = g.positive_integer("side")?;
+    let hw = sides(g, image);
+    let swap = g.b.vec_i64(&[1, 0]);
+    let wh = g.gather(&hw, &swap);
+    // [h / w, w / h] times the side: each side's size where the other is
+    // the one made `side`.
+    let ratio = g.op("Div", &[&hw, &wh]);
+    let side_d = g.d(side as f64);
+    let scaled = g.op("Mul", &[&ratio, &side_d]);
+    let scaled = g.op("Round", &[&scaled]);
+    let one = g.d(1.0);
+    let scaled = g.op("Max", &[&scaled, &one]);
+    // The side that is the longer (shorter) one, or equal, is `side`.
+    let kept = match shorter {
+        false => g.op("GreaterOrEqual", &[&hw, &wh]),
+        true => g.op("LessOrEqual", &[&hw, &wh]),
+    };
+    let sides = g.op("Where", &[&kept, &side_d, &scaled]);
+    Ok(g.cast(&sides, DataType::INT64))
 }
 
 /// `picture_size`: the width and height (float32 `[1]` each) of

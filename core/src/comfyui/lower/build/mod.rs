@@ -27,9 +27,11 @@ mod schedule;
 mod solving;
 mod stage;
 mod svd;
+mod vision;
 
 pub(super) use names::StageNames;
 pub(super) use reference::note as reference_note;
+pub(super) use vision::note as vision_note;
 
 use super::Refusal;
 use super::graph::Graph;

@@ -387,7 +387,21 @@ pub(super) fn size_parameters(resize: &Resize) -> Value {
             p
         }
         PixelSize::Scale(factor) => json!({"size": "scale", "scale_by": factor}),
-        PixelSize::TotalPixels(pixels) => json!({"size": "total_pixels", "pixels": pixels}),
+        PixelSize::TotalPixels { pixels, step } => {
+            // A whole count is written as one.
+            let pixels = match pixels.fract() == 0.0 && pixels < 2f64.powi(53) {
+                true => json!(pixels as i64),
+                false => json!(pixels),
+            };
+            let mut p = json!({"size": "total_pixels", "pixels": pixels});
+            if step != 1 {
+                p["step"] = json!(step);
+            }
+            p
+        }
+        PixelSize::Side { side, shorter } => {
+            json!({"size": if shorter { "shorter" } else { "longer" }, "side": side})
+        }
         PixelSize::Kontext => json!({"size": "flux_kontext", "crop": "center"}),
     }
 }

@@ -48,6 +48,9 @@ pub(super) struct Parts<'p> {
     pub components: &'p mut Map<String, Value>,
     pub setup: &'p mut Steps,
     pub prompts: &'p mut Vec<Prompted>,
+    /// The picture every call shows the text encoder (Qwen's edit
+    /// encoders), as its input `image`.
+    pub vision: Option<&'p str>,
 }
 
 /// Whether the negative prompt is the positive encoder's conditioning
@@ -148,11 +151,15 @@ pub(super) fn encode(plan: &Plan, sides: &[PromptSide<'_>], models: &str, parts:
     let loader = &plan.model.loader;
     let sdxl = matches!(plan.positive.text, Prompt::Sdxl { .. });
     let encoder_out = json!({"encoder_hidden_states": hidden()});
+    let mut encoder_in = json!({"input_ids": tokens()});
+    if parts.vision.is_some() {
+        encoder_in["image"] = super::vision::port();
+    }
     parts.components.insert(
         m("text_encoder"),
         component(
             &format!("{}/model.onnx", m("text_encoder")),
-            json!({"input_ids": tokens()}),
+            encoder_in,
             encoder_out,
             None,
         ),
@@ -206,10 +213,14 @@ pub(super) fn encode(plan: &Plan, sides: &[PromptSide<'_>], models: &str, parts:
                     Some(_) => format!("{value}_encoded"),
                     None => value.clone(),
                 };
+                let mut binds = json!({"input_ids": side.ids.0});
+                if let Some(seen) = parts.vision {
+                    binds["image"] = json!(seen);
+                }
                 parts.setup.push(
                     invoke(
                         &m("text_encoder"),
-                        json!({"input_ids": side.ids.0}),
+                        binds,
                         json!({"encoder_hidden_states": encoded}),
                     ),
                     &[side.encoder, loader],

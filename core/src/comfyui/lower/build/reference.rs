@@ -35,7 +35,8 @@ fn latent_contract() -> Value {
 }
 
 /// The reference value the calls read: the stage's encoded latent where
-/// it is of the same picture, else an encode of `picture` by `encoder`
+/// it is of the same picture, else an encode of `picture` (the stage's,
+/// or the one an edit encoder resizes itself) by `encoder`
 /// (pushed to `setup`); and `reference.none` (with its policy) where a
 /// prompt carries fewer references than another. `None` without
 /// references.
@@ -50,10 +51,23 @@ pub(super) fn latents(
         .conditionings()
         .flat_map(|c| &c.references.latents)
         .next()?;
+    let mut encode = || {
+        setup.push(
+            invoke(
+                encoder,
+                json!({"image": picture}),
+                json!({"latent": LATENT}),
+            ),
+            &[&first.encode, &first.loader],
+        );
+        LATENT.to_string()
+    };
     // The picture's latent where the stage has it already: the encoded
     // start latent (an inpainting edit's is the picture encoded as it is),
-    // an edit node's picture latent.
+    // an edit node's picture latent; never where the appending node
+    // resizes the picture itself.
     let value = match &plan.latent {
+        _ if first.then.is_some() => encode(),
         LatentSource::Encoded { .. }
         | LatentSource::Edit {
             inpaint: Some(_), ..
@@ -61,17 +75,7 @@ pub(super) fn latents(
         LatentSource::Edit { inpaint: None, .. } if plan.edit().is_some() => {
             "edit.latent".to_string()
         }
-        _ => {
-            setup.push(
-                invoke(
-                    encoder,
-                    json!({"image": picture}),
-                    json!({"latent": LATENT}),
-                ),
-                &[&first.encode, &first.loader],
-            );
-            LATENT.to_string()
-        }
+        _ => encode(),
     };
     if plan
         .conditionings()
@@ -123,31 +127,54 @@ pub(in crate::comfyui::lower) fn note(plan: &Plan, names: &StageNames) -> Option
         .flat_map(|c| &c.references.latents)
         .next()?;
     // In the order the prompts carry them, each once.
-    let mut nodes: Vec<&str> = Vec::new();
+    let mut nodes: Vec<(&str, &str)> = Vec::new();
     for node in plan
         .conditionings()
         .flat_map(|c| &c.references.latents)
-        .map(|r| r.node.as_str())
+        .map(|r| (r.node.as_str(), r.class.as_str()))
     {
         if !nodes.contains(&node) {
             nodes.push(node);
         }
     }
     let nodes = match nodes.as_slice() {
-        [one] => format!("node {one} (ReferenceLatent) appends"),
-        many => format!("nodes {} (ReferenceLatent) append", many.join(", ")),
+        [(one, class)] => format!("node {one} ({class}) appends"),
+        [(_, class), ..] if nodes.iter().all(|(_, c)| c == class) => {
+            let many: Vec<&str> = nodes.iter().map(|(n, _)| *n).collect();
+            format!("nodes {} ({class}) append", many.join(", "))
+        }
+        many => {
+            let many: Vec<String> = many.iter().map(|(n, c)| format!("{n} ({c})")).collect();
+            format!("nodes {} append", many.join(", "))
+        }
     };
     let carried: Vec<String> = plan
         .named_conditionings()
         .map(|(name, c)| format!("{} on the {name} prompt", c.references.latents.len()))
         .collect();
-    let picture = match &first.resize {
-        Some(resize) => format!(
-            "{} (resized by node {})",
+    let resizes: Vec<String> = [
+        first.resize.as_ref().map(|r| format!("by node {}", r.node)),
+        first.then.as_ref().map(super::vision::own_resize),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let picture = match resizes.is_empty() {
+        true => names.value("request.image"),
+        false => format!(
+            "{} (resized {})",
             names.value("request.image"),
-            resize.node
+            resizes.join(", then ")
         ),
-        None => names.value("request.image"),
+    };
+    let fewer = match plan
+        .conditionings()
+        .any(|c| c.references.latents.len() < most)
+    {
+        true => {
+            ", and a prompt with fewer takes a latent of no cells in their place, which a model that appends a reference's cells to its sequence reads as none, as ComfyUI passes none"
+        }
+        false => "",
     };
     let method = plan
         .conditionings()
@@ -161,7 +188,7 @@ pub(in crate::comfyui::lower) fn note(plan: &Plan, names: &StageNames) -> Option
         .unwrap_or_default();
     let ports: Vec<String> = (0..most).map(port).collect();
     Some(format!(
-        "{nodes} the latent of {picture} to the prompts ({}): the denoiser takes {} as `{}`, and a prompt with fewer takes a latent of no cells in their place, which a model that appends a reference's cells to its sequence reads as none, as ComfyUI passes none{method}",
+        "{nodes} the latent of {picture} to the prompts ({}): the denoiser takes {} as `{}`{fewer}{method}",
         carried.join(", "),
         if most == 1 { "it" } else { "them" },
         ports.join("`, `"),

@@ -311,6 +311,7 @@ pub(super) fn stage(
     let (pooled, time_ids) = (pooled(), sdxl_time_ids());
     let sides = prompts::sides(plan);
     let mut prompts = Vec::new();
+    let vision = super::vision::pictures(plan, &mut components, &mut setup);
     match video {
         Some(video) => svd::encode(
             (&plan.positive.encoder, video),
@@ -329,6 +330,7 @@ pub(super) fn stage(
                 components: &mut components,
                 setup: &mut setup,
                 prompts: &mut prompts,
+                vision: vision.as_ref().map(|v| v.seen.as_str()),
             },
         ),
     }
@@ -543,9 +545,13 @@ pub(super) fn stage(
         );
     }
     // The reference pictures the prompts carry, encoded once.
+    let reference_picture = vision.and_then(|v| v.reference);
     let reference = super::reference::latents(
         plan,
-        (&m("vae_encoder"), &picture_value),
+        (
+            &m("vae_encoder"),
+            reference_picture.as_ref().unwrap_or(&picture_value),
+        ),
         &mut components,
         &mut setup,
     );

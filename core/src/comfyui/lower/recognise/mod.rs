@@ -19,8 +19,10 @@ mod own_sampling;
 mod pixels;
 mod prompt;
 pub(super) mod reference;
+mod resize;
 mod sigmas;
 mod svd;
+mod vision;
 mod walk;
 
 pub(super) use audio::{SAMPLE_RATE, SAMPLES_PER_STEP, Seconds, WAVE_CHANNELS};
@@ -204,6 +206,21 @@ pub(super) struct Conditioning {
     /// `ReferenceLatent`s on the way: pictures the model reads beside the
     /// sample.
     pub references: reference::References,
+    /// The picture a Qwen image-edit encoder shows its language model.
+    pub vision: Option<Vision>,
+}
+
+/// The picture a Qwen image-edit encoder's language model sees beside
+/// its prompt (see `vision`).
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Vision {
+    /// The encoder node.
+    pub node: String,
+    /// The picture's `LoadImage`, and the graph's resize on the way.
+    pub loader: String,
+    pub resize: Option<Resize>,
+    /// The encoder's own resize of it.
+    pub seen: Resize,
 }
 
 /// One `FluxGuidance` node and its value.
@@ -266,7 +283,12 @@ const CLIP_LOADERS: &[&str] = &[
     "TripleCLIPLoader",
     "QuadrupleCLIPLoader",
 ];
-const ENCODERS: &[&str] = &["CLIPTextEncode", "CLIPTextEncodeSDXL"];
+const ENCODERS: &[&str] = &[
+    "CLIPTextEncode",
+    "CLIPTextEncodeSDXL",
+    vision::EDIT,
+    vision::EDIT_PLUS,
+];
 const CONTROL_APPLIERS: &[&str] = &["ControlNetApply", "ControlNetApplyAdvanced"];
 /// Stable Video Diffusion's image-to-video conditioning (see `svd`).
 const SVD_CONDITIONING: &str = "SVD_img2vid_Conditioning";
@@ -342,8 +364,13 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         &sampler,
     )?;
     let family = own_sampling::family(g, &positive.loader);
-    if let (None, None, Family::Flow(flow)) = (&model.flow, &model.table, &family) {
-        model.flow = Some(flow.clone());
+    match (&mut model.flow, &model.table, &family) {
+        (None, None, Family::Flow(flow)) => model.flow = Some(flow.clone()),
+        // The text encoder's family knows the model's latent channels,
+        // which a ModelSampling class only guesses (Qwen-Image samples
+        // by AuraFlow's rule in 16 channels).
+        (Some(flow), _, Family::Flow(known)) => flow.channels = known.channels,
+        _ => {}
     }
     model::cfg_norm_on_flow(g, &model)?;
     if let Some(scheduler) = &guide.scheduler {
@@ -447,6 +474,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
     let seconds = audio::seconds_taken(g, walk, &latent, axes, &prompts)?;
     let frame_rate = ltxv::frame_rate_taken(g, &prompts)?;
     reference::agree(g, &prompts, &latent, axes)?;
+    vision::agree(g, &prompts)?;
     if let Some(scheduler) = &guide.measuring {
         reference::measured(g, scheduler, (&latent, &prompts), model.flow.is_some())?;
     }

@@ -1,29 +1,21 @@
 //! Pictures between nodes, in pixels: where the picture an input reads
 //! comes from (a loaded image, or the decode of a sampler stage's latent),
 //! through an optional upscale model (`ImageUpscaleWithModel`) and then an
-//! optional resize (`ImageScale`, `ImageScaleBy`,
-//! `ImageScaleToTotalPixels`). A sink shows such a picture; a `VAEEncode`
+//! optional resize (see `resize`). A sink shows such a picture; a `VAEEncode`
 //! of a decode is a round trip through pixels (a hires fix by pixels, a
 //! refiner fed a picture).
 
 use super::super::graph::Graph;
+use super::resize;
+pub(in crate::comfyui::lower) use super::resize::{PixelSize, Resize};
+use super::vae_source;
 use super::walk::Walk;
-use super::{MAX_RESOLUTION, upscale_method, vae_source};
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::lower::parts::Axes;
-use crate::comfyui::synth::upscale::PICTURE_METHODS;
 
 /// The decodes a picture may come from (`VAEDecodeTiled` decodes the same
 /// pictures in tiles, to save memory).
 const DECODERS: &[&str] = &["VAEDecode", "VAEDecodeTiled"];
-
-/// The resize classes.
-const RESIZERS: &[&str] = &[
-    "ImageScale",
-    "ImageScaleBy",
-    "ImageScaleToTotalPixels",
-    "FluxKontextImageScale",
-];
 
 /// `ImageUpscaleWithModel` and the `UpscaleModelLoader` it runs.
 #[derive(Clone, Debug, PartialEq)]
@@ -53,40 +45,6 @@ pub(in crate::comfyui::lower) enum Origin {
         vae: String,
         stage: usize,
     },
-}
-
-/// An `ImageScale`, `ImageScaleBy`, `ImageScaleToTotalPixels` or
-/// `FluxKontextImageScale` node.
-#[derive(Clone, Debug, PartialEq)]
-pub(in crate::comfyui::lower) struct Resize {
-    pub node: String,
-    /// ComfyUI's method (one of `synth::upscale::PICTURE_METHODS`).
-    pub method: String,
-    pub size: PixelSize,
-}
-
-/// How a resize finds the new picture's sides.
-#[derive(Clone, Debug, PartialEq)]
-pub(in crate::comfyui::lower) enum PixelSize {
-    /// `ImageScale`: these sides; a 0 takes that side from the picture's
-    /// aspect (a missing width is `max(1, round(picture width * height /
-    /// picture height))`, and the reverse);
-    /// `centre`: the centred part of the new aspect is resized.
-    Fixed {
-        width: i64,
-        height: i64,
-        centre: bool,
-    },
-    /// `ImageScaleBy`: each side `round(side * factor)`.
-    Scale(f64),
-    /// `ImageScaleToTotalPixels`: each side times `sqrt(pixels / (width *
-    /// height))`, rounded, with `pixels` the whole part of `megapixels *
-    /// 1024 * 1024`.
-    TotalPixels(i64),
-    /// `FluxKontextImageScale`: the Flux Kontext size whose aspect is
-    /// nearest the picture's (`synth::upscale::KONTEXT_SIDES`), its
-    /// centred part resized by lanczos.
-    Kontext,
 }
 
 /// What a sink shows: a decode through an upscale model and a resize.
@@ -170,10 +128,10 @@ fn processing<'i>(g: &Graph<'_>, node: &str, input: &'i str) -> Result<Processin
     let (mut at, _) = g.source(node, input)?;
     let mut from = (node.to_string(), input);
     let mut resize = None;
-    if RESIZERS.contains(&g.class(&at)) {
-        resize = image_resize(g, &at)?;
-        let next = g.source(&at, "image")?.0;
-        from = (std::mem::replace(&mut at, next), "image");
+    if let Some(input) = resize::picture_input(g.class(&at)) {
+        resize = resize::read(g, &at)?;
+        let next = g.source(&at, input)?.0;
+        from = (std::mem::replace(&mut at, next), input);
     }
     let mut upscale = None;
     if g.class(&at) == "ImageUpscaleWithModel" {
@@ -293,50 +251,4 @@ pub(super) fn loaded_picture(
         remedy: "save the processed picture and load it with LoadImage".into(),
         ..g.refuse(&at, None, String::new(), "")
     })
-}
-
-/// The resize of `node`, `None` where it keeps the picture as it is
-/// (`ImageScale` with width and height 0).
-fn image_resize(g: &Graph<'_>, node: &str) -> Result<Option<Resize>, Refusal> {
-    if g.class(node) == "FluxKontextImageScale" {
-        return Ok(Some(Resize {
-            node: node.to_string(),
-            method: "lanczos".into(),
-            size: PixelSize::Kontext,
-        }));
-    }
-    let method = upscale_method(g, node, ("pictures", PICTURE_METHODS))?;
-    let size = match g.class(node) {
-        "ImageScaleBy" => PixelSize::Scale(g.number_in(node, "scale_by", 0.01..=8.0, "factor")?),
-        "ImageScaleToTotalPixels" => {
-            let megapixels = g.number_in(node, "megapixels", 0.01..=16.0, "size")?;
-            PixelSize::TotalPixels((megapixels * 1024.0 * 1024.0) as i64)
-        }
-        _ => {
-            let crop = g.text(node, "crop")?;
-            if !matches!(crop, "disabled" | "center") {
-                return Err(g.refuse(
-                    node,
-                    Some("crop"),
-                    format!("is '{crop}', not disabled or center"),
-                    "set crop to disabled or center",
-                ));
-            }
-            let width = g.whole(node, "width", 0..=MAX_RESOLUTION)?;
-            let height = g.whole(node, "height", 0..=MAX_RESOLUTION)?;
-            if (width, height) == (0, 0) {
-                return Ok(None);
-            }
-            PixelSize::Fixed {
-                width,
-                height,
-                centre: crop == "center",
-            }
-        }
-    };
-    Ok(Some(Resize {
-        node: node.to_string(),
-        method: method.to_string(),
-        size,
-    }))
 }

@@ -9,6 +9,7 @@
 
 use super::super::graph::Graph;
 use super::reference::{self, References};
+use super::vision::{EDIT, EDIT_PLUS};
 use super::{
     CLIP_LOADERS, CONTROL_APPLIERS, Conditioning, Control, EDIT_NODES, ENCODERS, Guidance,
     ModelChain, Prompt, TokenizerOptions, loaded_image,
@@ -112,12 +113,16 @@ pub(super) fn conditioning(
         }
         marks.step_over(g, (&mut node, &mut slot, &mut from))?;
     }
-    references.finish();
     g.expect(&node, ENCODERS, &from.1, (&from.0, &from.1))?;
     g.first_output((&from.0, &from.1), &node, slot)?;
     let (clip, _) = g.source(&node, "clip")?;
     let (loader, clip_loras, tokenizer_options) = clip_source(g, &clip, &node, model)?;
-    let text = if g.class(&node) == "CLIPTextEncodeSDXL" {
+    let (mut vision, mut own_reference) = (None, None);
+    let text = if [EDIT, EDIT_PLUS].contains(&g.class(&node)) {
+        let read = super::vision::read(g, &node, &model.loader)?;
+        (vision, own_reference) = (read.vision, read.reference);
+        Prompt::Single(read.text)
+    } else if g.class(&node) == "CLIPTextEncodeSDXL" {
         let n = |k: &str| g.number(&node, k);
         Prompt::Sdxl {
             text_g: g.text(&node, "text_g")?.to_string(),
@@ -134,6 +139,7 @@ pub(super) fn conditioning(
     } else {
         Prompt::Single(g.text(&node, "text")?.to_string())
     };
+    references.finish(g, own_reference)?;
     Ok((
         Conditioning {
             encoder: node,
@@ -147,6 +153,7 @@ pub(super) fn conditioning(
             seconds,
             frame_rate,
             references,
+            vision,
         },
         control,
     ))

@@ -16,15 +16,22 @@ use crate::comfyui::lower::parts::Axes;
 /// a handful; each is a denoiser port).
 pub(super) const MAX_REFERENCES: usize = 4;
 
-/// One `ReferenceLatent` node and the picture whose latent it appends.
+/// One node appending a reference (a `ReferenceLatent`, or a Qwen
+/// image-edit encoder given a VAE) and the picture whose latent it
+/// appends.
 #[derive(Clone, Debug, PartialEq)]
 pub(in crate::comfyui::lower) struct Reference {
     pub node: String,
-    /// The `VAEEncode` node.
+    /// Its class.
+    pub class: String,
+    /// The node that encodes the picture (a `VAEEncode`, or the encoder).
     pub encode: String,
     /// The picture's `LoadImage`.
     pub loader: String,
     pub resize: Option<Resize>,
+    /// The appending node's own resize after the graph's, before the
+    /// encode (a Qwen image-edit encoder's).
+    pub then: Option<Resize>,
 }
 
 /// A `FluxKontextMultiReferenceLatentMethod` node and its method
@@ -83,17 +90,7 @@ pub(super) fn step(
             });
         }
     } else if g.has(&here, "latent") {
-        references.latents.push(reference(g, &here, loader)?);
-        if references.latents.len() > MAX_REFERENCES {
-            return Err(g.refuse(
-                &here,
-                None,
-                format!(
-                    "appends a reference past the {MAX_REFERENCES} the lowering gives a prompt"
-                ),
-                &format!("keep at most {MAX_REFERENCES} references on a prompt"),
-            ));
-        }
+        references.push(g, reference(g, &here, loader)?)?;
     }
     *from = (here.clone(), "conditioning".to_string());
     (*node, *slot) = g.source(&here, "conditioning")?;
@@ -111,16 +108,44 @@ fn reference(g: &Graph<'_>, node: &str, loader: &str) -> Result<Reference, Refus
     let (picture, resize) = loaded_picture(g, &encode, "pixels")?;
     Ok(Reference {
         node: node.to_string(),
+        class: "ReferenceLatent".into(),
         encode,
         loader: picture,
         resize,
+        then: None,
     })
 }
 
 impl References {
-    /// Puts the references in ComfyUI's order once the walk is done.
-    pub(super) fn finish(&mut self) {
+    /// Records `reference` (walking from the sampler), refusing one past
+    /// [`MAX_REFERENCES`].
+    fn push(&mut self, g: &Graph<'_>, reference: Reference) -> Result<(), Refusal> {
+        if self.latents.len() == MAX_REFERENCES {
+            return Err(g.refuse(
+                &reference.node,
+                None,
+                format!(
+                    "appends a reference past the {MAX_REFERENCES} the lowering gives a prompt"
+                ),
+                &format!("keep at most {MAX_REFERENCES} references on a prompt"),
+            ));
+        }
+        self.latents.push(reference);
+        Ok(())
+    }
+
+    /// Records the encoder's own reference (the first appended), if it
+    /// has one, and puts the references in ComfyUI's order.
+    pub(super) fn finish(
+        &mut self,
+        g: &Graph<'_>,
+        encoder: Option<Reference>,
+    ) -> Result<(), Refusal> {
+        if let Some(reference) = encoder {
+            self.push(g, reference)?;
+        }
         self.latents.reverse();
+        Ok(())
     }
 }
 
@@ -134,18 +159,47 @@ pub(in crate::comfyui::lower) fn stage_picture(plan: &Plan) -> Option<Loaded<'_>
 }
 
 /// The loaded picture a stage with `latent` and `prompts` reads: its
-/// latent's, else its references' (the first's).
+/// latent's, else its prompts' (the first reference's or picture shown
+/// to a text encoder).
 fn read_picture<'p>(
     latent: &'p LatentSource,
     prompts: impl IntoIterator<Item = &'p Conditioning>,
 ) -> Option<Loaded<'p>> {
-    latent_picture(latent).or_else(|| {
-        prompts
-            .into_iter()
-            .flat_map(|c| &c.references.latents)
-            .map(|r| (&r.loader, r.resize.as_ref()))
-            .next()
-    })
+    latent_picture(latent).or_else(|| prompt_pictures(prompts).next().map(|(_, _, p)| p))
+}
+
+/// A loaded picture a prompt carries: the node that reads it, what it
+/// does with it (in words), and the picture.
+type PromptPicture<'p> = (&'p String, &'static str, Loaded<'p>);
+
+/// The loaded pictures `prompts` carry: their references', then those
+/// shown to their text encoders.
+fn prompt_pictures<'p>(
+    prompts: impl IntoIterator<Item = &'p Conditioning>,
+) -> impl Iterator<Item = PromptPicture<'p>> {
+    let prompts: Vec<&Conditioning> = prompts.into_iter().collect();
+    let references = prompts
+        .clone()
+        .into_iter()
+        .flat_map(|c| &c.references.latents)
+        .map(|r| {
+            (
+                &r.node,
+                "appends a reference of",
+                (&r.loader, r.resize.as_ref()),
+            )
+        });
+    let seen = prompts
+        .into_iter()
+        .filter_map(|c| c.vision.as_ref())
+        .map(|v| {
+            (
+                &v.node,
+                "shows the text encoder",
+                (&v.loader, v.resize.as_ref()),
+            )
+        });
+    references.chain(seen)
 }
 
 /// Whether two loaded pictures are one: the same `LoadImage` through the
@@ -193,22 +247,21 @@ pub(super) fn agree(
     latent: &LatentSource,
     axes: Axes,
 ) -> Result<(), Refusal> {
-    let mut all = prompts.iter().flat_map(|c| &c.references.latents);
-    let Some(first) = all.next() else {
+    let Some((first, _, first_picture)) = prompt_pictures(prompts.iter().copied()).next() else {
         return Ok(());
     };
     if axes != Axes::Image {
         return Err(g.refuse(
-            &first.node,
+            first,
             None,
-            "appends a reference picture to a video or audio sampler's prompt; the lowering gives references to picture models only".into(),
+            "gives a picture to a video or audio sampler's prompt; the lowering gives prompt pictures to picture models only".into(),
             "use reference pictures with a picture sampler",
         ));
     }
     let stage = match latent {
         LatentSource::Encoded { image, .. } if !matches!(image.origin, Origin::Loaded(_)) => {
             return Err(g.refuse(
-                &first.node,
+                first,
                 None,
                 "appends a reference picture to a stage that encodes an earlier stage's picture; the lowering takes references of the stage's loaded picture only".into(),
                 "start the stage from an empty latent or the loaded picture",
@@ -216,20 +269,33 @@ pub(super) fn agree(
         }
         other => latent_picture(other),
     };
-    let picture = stage.unwrap_or((&first.loader, first.resize.as_ref()));
-    if let Some(other) = prompts
-        .iter()
-        .flat_map(|c| &c.references.latents)
-        .find(|r| !same((&r.loader, r.resize.as_ref()), picture))
+    let picture = stage.unwrap_or(first_picture);
+    if let Some((other, does, (loader, _))) =
+        prompt_pictures(prompts.iter().copied()).find(|(_, _, p)| !same(*p, picture))
+    {
+        return Err(g.refuse(
+            other,
+            None,
+            format!(
+                "{does} node {loader}'s picture beside node {}'s; the lowering reads one loaded picture per stage",
+                picture.0
+            ),
+            "take every prompt picture (and the stage's latent) from one LoadImage through one resize",
+        ));
+    }
+    let mut references = prompts.iter().flat_map(|c| &c.references.latents);
+    if let Some(first) = references.next()
+        && let Some(other) = references
+            .find(|r| r.then.as_ref().map(|t| &t.size) != first.then.as_ref().map(|t| &t.size))
     {
         return Err(g.refuse(
             &other.node,
             None,
             format!(
-                "appends a reference of node {}'s picture beside node {}'s; the lowering reads one loaded picture per stage",
-                other.loader, picture.0
+                "appends the picture's latent at another size than node {} does; the lowering encodes one reference latent per stage",
+                first.node
             ),
-            "take every reference (and the stage's latent) from one LoadImage through one resize",
+            "append every reference of the stage the same way",
         ));
     }
     let mut methods = prompts

@@ -85,6 +85,7 @@ pub(super) fn prompts(
         seconds: None,
         frame_rate: None,
         references: Default::default(),
+        vision: None,
     };
     Ok(Some((conditioning(None), conditioning(Some(node.clone())))))
 }

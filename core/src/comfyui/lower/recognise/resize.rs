@@ -1,0 +1,212 @@
+//! What a resize node does to a picture: `ImageScale`, `ImageScaleBy`,
+//! `ImageScaleToTotalPixels`, `FluxKontextImageScale` and the newer
+//! `ResizeImageMaskNode` (its `resize_type` options that size a picture
+//! from itself: scale dimensions, width, height, by multiplier, longer
+//! or shorter dimension, total pixels; `match size` and `scale to
+//! multiple` are refused).
+
+use super::super::graph::Graph;
+use super::{MAX_RESOLUTION, upscale_method};
+use crate::comfyui::lower::Refusal;
+use crate::comfyui::synth::upscale::PICTURE_METHODS;
+
+/// The newer resize node's class.
+const RESIZE_NODE: &str = "ResizeImageMaskNode";
+
+/// An `ImageScale`, `ImageScaleBy`, `ImageScaleToTotalPixels`,
+/// `FluxKontextImageScale` or `ResizeImageMaskNode` node.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct Resize {
+    pub node: String,
+    /// ComfyUI's method (one of `synth::upscale::PICTURE_METHODS`).
+    pub method: String,
+    pub size: PixelSize,
+}
+
+/// How a resize finds the new picture's sides.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) enum PixelSize {
+    /// `ImageScale`: these sides; a 0 takes that side from the picture's
+    /// aspect (a missing width is `max(1, round(picture width * height /
+    /// picture height))`, and the reverse);
+    /// `centre`: the centred part of the new aspect is resized.
+    Fixed {
+        width: i64,
+        height: i64,
+        centre: bool,
+    },
+    /// `ImageScaleBy`: each side `round(side * factor)`.
+    Scale(f64),
+    /// `ImageScaleToTotalPixels`: each side times `sqrt(pixels / (width *
+    /// height))`, rounded, with `pixels` `megapixels * 1024 * 1024`; in
+    /// whole `step`s (`round(side * factor / step) * step`: its
+    /// `resolution_steps`, and how Qwen's edit encoders size a reference).
+    TotalPixels { pixels: f64, step: i64 },
+    /// The longer side (`shorter: false`) or the shorter one made `side`,
+    /// the other `round(other / that * side)`; a square's both.
+    Side { side: i64, shorter: bool },
+    /// `FluxKontextImageScale`: the Flux Kontext size whose aspect is
+    /// nearest the picture's (`synth::upscale::KONTEXT_SIDES`), its
+    /// centred part resized by lanczos.
+    Kontext,
+}
+
+/// The picture input of resize class `class`; `None` for other classes.
+pub(super) fn picture_input(class: &str) -> Option<&'static str> {
+    match class {
+        "ImageScale" | "ImageScaleBy" | "ImageScaleToTotalPixels" | "FluxKontextImageScale" => {
+            Some("image")
+        }
+        RESIZE_NODE => Some("input"),
+        _ => None,
+    }
+}
+
+/// The resize of `node`, `None` where it keeps the picture as it is
+/// (`ImageScale` with width and height 0).
+pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<Option<Resize>, Refusal> {
+    if g.class(node) == "FluxKontextImageScale" {
+        return Ok(Some(Resize {
+            node: node.to_string(),
+            method: "lanczos".into(),
+            size: PixelSize::Kontext,
+        }));
+    }
+    if g.class(node) == RESIZE_NODE {
+        return resize_node(g, node);
+    }
+    let method = upscale_method(g, node, ("pictures", PICTURE_METHODS))?;
+    let size = match g.class(node) {
+        "ImageScaleBy" => PixelSize::Scale(g.number_in(node, "scale_by", 0.01..=8.0, "factor")?),
+        "ImageScaleToTotalPixels" => {
+            let megapixels = g.number_in(node, "megapixels", 0.01..=16.0, "size")?;
+            let step = match g.has(node, "resolution_steps") {
+                true => g.whole(node, "resolution_steps", 1..=256)?,
+                false => 1,
+            };
+            PixelSize::TotalPixels {
+                pixels: megapixels * 1024.0 * 1024.0,
+                step,
+            }
+        }
+        _ => match fixed(g, node, (Some("width"), Some("height")), Some("crop"))? {
+            Some(size) => size,
+            None => return Ok(None),
+        },
+    };
+    Ok(Some(Resize {
+        node: node.to_string(),
+        method: method.to_string(),
+        size,
+    }))
+}
+
+/// `ImageScale`'s sides from inputs `width` and `height` (a side without
+/// one is 0), cropped by input `crop` where named; `None` for 0 by 0.
+fn fixed(
+    g: &Graph<'_>,
+    node: &str,
+    (width, height): (Option<&str>, Option<&str>),
+    crop: Option<&str>,
+) -> Result<Option<PixelSize>, Refusal> {
+    let centre = match crop {
+        Some(input) => match g.text(node, input)? {
+            "disabled" => false,
+            "center" => true,
+            other => {
+                return Err(g.refuse(
+                    node,
+                    Some(input),
+                    format!("is '{other}', not disabled or center"),
+                    "set crop to disabled or center",
+                ));
+            }
+        },
+        None => false,
+    };
+    let side = |input: Option<&str>| match input {
+        Some(input) => g.whole(node, input, 0..=MAX_RESOLUTION),
+        None => Ok(0),
+    };
+    let (width, height) = (side(width)?, side(height)?);
+    if (width, height) == (0, 0) {
+        return Ok(None);
+    }
+    Ok(Some(PixelSize::Fixed {
+        width,
+        height,
+        centre,
+    }))
+}
+
+/// `ResizeImageMaskNode`'s resize: its `resize_type` option's sizes
+/// (inputs `resize_type.<widget>`) and `scale_method`.
+fn resize_node(g: &Graph<'_>, node: &str) -> Result<Option<Resize>, Refusal> {
+    let method = g.text(node, "scale_method")?;
+    if !PICTURE_METHODS.contains(&method) {
+        return Err(g.refuse(
+            node,
+            Some("scale_method"),
+            format!(
+                "is '{method}'; the lowering resizes pictures by {} only",
+                super::super::graph::either(PICTURE_METHODS)
+            ),
+            &format!("choose {}", super::super::graph::either(PICTURE_METHODS)),
+        ));
+    }
+    let option = g.text(node, "resize_type")?;
+    let side = |name: &str| g.whole(node, &format!("resize_type.{name}"), 0..=MAX_RESOLUTION);
+    let size = match option {
+        "scale dimensions" => fixed(
+            g,
+            node,
+            (Some("resize_type.width"), Some("resize_type.height")),
+            Some("resize_type.crop"),
+        )?,
+        "scale width" => fixed(g, node, (Some("resize_type.width"), None), None)?,
+        "scale height" => fixed(g, node, (None, Some("resize_type.height")), None)?,
+        "scale by multiplier" => Some(PixelSize::Scale(g.number_in(
+            node,
+            "resize_type.multiplier",
+            0.01..=8.0,
+            "factor",
+        )?)),
+        "scale total pixels" => {
+            let megapixels = g.number_in(node, "resize_type.megapixels", 0.01..=16.0, "size")?;
+            // This node takes the whole part, as ImageScaleToTotalPixels
+            // did before its steps.
+            Some(PixelSize::TotalPixels {
+                pixels: (megapixels * 1024.0 * 1024.0).trunc(),
+                step: 1,
+            })
+        }
+        "scale longer dimension" => Some(PixelSize::Side {
+            side: side("longer_size")?,
+            shorter: false,
+        }),
+        "scale shorter dimension" => Some(PixelSize::Side {
+            side: side("shorter_size")?,
+            shorter: true,
+        }),
+        other => {
+            let why = match other {
+                "match size" => "which takes another picture's size",
+                "scale to multiple" => {
+                    "which scales the picture to cover whole multiples and cuts it"
+                }
+                _ => "an option the lowering does not know",
+            };
+            return Err(g.refuse(
+                node,
+                Some("resize_type"),
+                format!("is '{other}', {why}; the lowering resizes by the node's own sizes only"),
+                "choose scale dimensions, width, height, by multiplier, longer or shorter dimension, or total pixels",
+            ));
+        }
+    };
+    Ok(size.map(|size| Resize {
+        node: node.to_string(),
+        method: method.to_string(),
+        size,
+    }))
+}
