@@ -130,7 +130,7 @@ fn a_resized_edit_picture_is_resized_once_for_the_prompts_and_the_start() {
     let w = workflow(&l);
     assert_eq!(
         w["components"]["input_scale"]["contract"]["parameters"],
-        json!({"size": "total_pixels", "pixels": 10485.76, "method": "area", "multiple": 8})
+        json!({"size": "total_pixels", "pixels": 10485, "method": "area", "multiple": 8})
     );
     let setup = w["steps"][0]["setup"].as_array().expect("setup");
     let reads = |value: &str| -> Vec<String> {
@@ -145,7 +145,7 @@ fn a_resized_edit_picture_is_resized_once_for_the_prompts_and_the_start() {
     if !support::runtime_available() {
         return;
     }
-    // The 64 x 64 picture to 10485.76 pixels is 102 x 102, cut to 96 x 96: a
+    // The 64 x 64 picture to 10485 pixels is 102 x 102, cut to 96 x 96: a
     // 12 x 12 latent.
     let root = scratch("edit-resized");
     let (_, out) = package_and_run(&root, "edit-resized", &g);

@@ -295,6 +295,33 @@ fn a_model_without_a_sampling_node_samples_as_its_text_encoder_type_says() {
     let schedule = &workflow(&l)["components"]["diffusion_schedule"];
     assert_eq!(schedule["contract"]["parameters"]["model_sampling"], "flux");
 
+    // A checkpoint holding its text encoders states no type: ComfyUI's
+    // own files are known by name (Flux schnell: time shift 1), wherever
+    // the user keeps them; another file is refused as before.
+    let mut checkpoint = own.clone();
+    checkpoint["12"] = json!({"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "flux/flux1-schnell-fp8.safetensors"}});
+    for node in ["2", "3"] {
+        checkpoint[node]["inputs"]["clip"] = json!(["12", 1]);
+    }
+    checkpoint["6"]["inputs"]["vae"] = json!(["12", 2]);
+    let l = lowered(&checkpoint, &Target::default());
+    assert_eq!(
+        default_of(&l, "request.flow_shift").as_f64(),
+        Some(1f64.exp())
+    );
+    assert_eq!(
+        workflow(&l)["components"]["diffusion_schedule"]["contract"]["parameters"]["model_sampling"],
+        "flux"
+    );
+    assert_eq!(
+        l.notes,
+        [
+            "the graph states no model sampling, which ComfyUI reads from the weights, so request.flow_shift is 2.7183, as node 12 (CheckpointLoaderSimple) loads 'flux1-schnell-fp8.safetensors', ComfyUI's Flux schnell checkpoint, and the model samples by flow matching as Flux schnell's model does (Flux time shift 1, a shift of e^1); a ModelSampling node states another"
+        ]
+    );
+    checkpoint["12"]["inputs"]["ckpt_name"] = json!("my_flux_merge.safetensors");
+    assert!(lower::lower(&checkpoint).is_err());
+
     // A scheduler on the bare model computes the guider's sigmas where the
     // model's own sampling is the one the guider's node states.
     let mut custom = pattern("flow-sd3");

@@ -98,7 +98,7 @@ fn a_loaded_picture_is_resized_within_its_stage() {
     let w = workflow(&l);
     assert_eq!(
         w["components"]["input_scale"]["contract"]["parameters"],
-        json!({"size": "total_pixels", "pixels": 10485.76, "method": "nearest-exact", "multiple": 8})
+        json!({"size": "total_pixels", "pixels": 10485, "method": "nearest-exact", "multiple": 8})
     );
     let setup = w["steps"][0]["setup"].as_array().expect("setup");
     let consumers: Vec<&Value> = setup
@@ -164,13 +164,15 @@ fn picture_resizes_agree_with_pytorchs_rules() {
             json!({"class_type": "ImageScale", "inputs": {"width": 5, "height": 11, "crop": "disabled"}}),
             (11, 5),
         ),
-        // 0.01 megapixels: 10485.76 pixels, sides times sqrt(10485.76 /
-        // 70) = 12.239: 85.67 and 122.39.
+        // 0.01 megapixels, in a graph from before `resolution_steps`:
+        // 10485 pixels, sides times sqrt(10485 / 70) = 12.239: 85.67 and
+        // 122.39.
         (
             json!({"class_type": "ImageScaleToTotalPixels", "inputs": {"megapixels": 0.01}}),
             (86, 122),
         ),
-        // In whole 16s: 85.67 / 16 = 5.35 and 122.39 / 16 = 7.65.
+        // With it, 10485.76 pixels, in whole 16s: 85.67 / 16 = 5.35 and
+        // 122.39 / 16 = 7.65.
         (
             json!({"class_type": "ImageScaleToTotalPixels", "inputs": {"megapixels": 0.01, "resolution_steps": 16}}),
             (80, 128),
@@ -403,6 +405,17 @@ fn pixels_the_lowering_cannot_make_are_refused_by_node() {
             "ResizeImageMaskNode",
             Some("resize_type"),
             "is 'scale to multiple', which scales the picture to cover whole multiples and cuts it; the lowering resizes by the node's own sizes only",
+        ),
+    );
+    let mut none = newer("scale longer dimension", "area");
+    none["8"]["inputs"]["resize_type.longer_size"] = json!(0);
+    assert_refused(
+        &none,
+        (
+            "8",
+            "ResizeImageMaskNode",
+            Some("resize_type.longer_size"),
+            "is 0",
         ),
     );
     assert_refused(

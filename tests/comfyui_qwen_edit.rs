@@ -66,6 +66,9 @@ fn the_plus_encoder_shows_the_text_encoder_a_small_picture_and_appends_a_large_o
         json!(["batch", 3, "vision_height", "vision_width"])
     );
     let parameters = |c: &str| w["components"][c]["contract"]["parameters"].clone();
+    // Qwen-Image's 16 channels, though ModelSamplingAuraFlow samples by
+    // AuraFlow's rule, whose own latents have 4.
+    assert_eq!(parameters("latent_row_shape")["channels"], 16);
     assert_eq!(
         parameters("source_scale"),
         json!({"size": "flux_kontext", "crop": "center", "method": "lanczos"})
@@ -146,7 +149,7 @@ fn the_plus_encoder_shows_the_text_encoder_a_small_picture_and_appends_a_large_o
         notes,
         [
             "nodes 2, 3 (TextEncodeQwenImageEditPlus) append the latent of request.image (resized by node 18, then by node 2 by area to about 1024x1024 pixels in whole 8s) to the prompts (1 on the positive prompt, 1 on the negative prompt): the denoiser takes it as `reference_latent`",
-            "nodes 2, 3 (Qwen image edit) show the text encoder request.image resized by node 18, then resized by node 2 by area to about 384x384 pixels, as its input `image`; ComfyUI tokenizes the prompts with the node's edit template (a system prompt describing the input picture), which the package's tokenizer must apply",
+            "nodes 2, 3 (TextEncodeQwenImageEditPlus) show the text encoder request.image resized by node 18, then resized by the node itself by area to about 384x384 pixels, as its input `image`; ComfyUI tokenizes the prompts with the node's edit template (a system prompt describing the input picture), which the package's tokenizer must apply",
         ]
     );
     if !support::runtime_available() {
@@ -162,6 +165,59 @@ fn the_plus_encoder_shows_the_text_encoder_a_small_picture_and_appends_a_large_o
     assert_eq!(shape, [1, 16, 128, 128]);
     assert!(latent.iter().all(|v| v.is_finite()));
     let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn without_a_vae_the_encoder_only_shows_the_text_encoder_the_picture() {
+    let mut g = plus();
+    for node in ["2", "3"] {
+        g[node]["inputs"]
+            .as_object_mut()
+            .expect("inputs")
+            .remove("vae");
+    }
+    g["4"] = json!({"class_type": "EmptySD3LatentImage", "inputs": {"width": 16, "height": 16, "batch_size": 1}});
+    g["5"]["inputs"]["latent_image"] = json!(["4", 0]);
+    g.as_object_mut().expect("graph").remove("19");
+    let l = lowered(&g, &Target::default());
+    let w = workflow(&l);
+    let components: Vec<&String> = w["components"]
+        .as_object()
+        .expect("components")
+        .keys()
+        .collect();
+    for absent in [
+        "reference_scale",
+        "input_scale",
+        "vae_encoder",
+        "no_reference",
+    ] {
+        assert!(
+            !components.iter().any(|c| *c == absent),
+            "{absent}: {components:?}"
+        );
+    }
+    assert!(
+        w["components"]["denoiser"]["ports"]["inputs"]
+            .get("reference_latent")
+            .is_none()
+    );
+    assert_eq!(
+        setup_components(w)
+            .iter()
+            .filter(|c| c.ends_with("_scale"))
+            .collect::<Vec<_>>(),
+        ["source_scale", "vision_scale"]
+    );
+    assert_eq!(
+        setup_step(w, "text_encoder")["inputs"],
+        json!({"input_ids": "request.input_ids", "image": "vision.pixels"})
+    );
+    assert!(
+        l.notes.iter().all(|n| !n.contains("append")),
+        "{:?}",
+        l.notes
+    );
 }
 
 #[test]
@@ -286,6 +342,20 @@ fn edit_encoders_the_lowering_cannot_give_one_picture_are_refused_by_node() {
             "TextEncodeQwenImageEditPlus",
             None,
             "shows the text encoder node 17's picture beside node 16's; the lowering reads one loaded picture per stage",
+        ),
+    );
+    // A ReferenceLatent after an encoder given a VAE would need a second
+    // reference latent (the picture as the graph encodes it).
+    let mut chained = plus();
+    chained["20"] = json!({"class_type": "ReferenceLatent", "inputs": {"conditioning": ["2", 0], "latent": ["19", 0]}});
+    chained["5"]["inputs"]["positive"] = json!(["20", 0]);
+    assert_refused(
+        &chained,
+        (
+            "20",
+            "ReferenceLatent",
+            None,
+            "appends the picture's latent at another size than node 2 does; the lowering encodes one reference latent per stage",
         ),
     );
     let mut mixed = plus();

@@ -154,7 +154,7 @@ fn an_empty_latent_takes_the_pictures_size_and_both_prompts_their_reference() {
     if !support::runtime_available() {
         return;
     }
-    // 64 x 64 to 10485.76 pixels is 102 x 102: a 12 x 12 latent.
+    // 64 x 64 to 10485 pixels is 102 x 102: a 12 x 12 latent.
     let root = scratch("reference-sized");
     let (_, out) = package_and_run(&root, "sized", &sized());
     let (shape, _) = npy(&out.join("latent.npy"));
@@ -301,7 +301,7 @@ fn a_measured_flux2_schedule_equals_the_written_one() {
     assert_eq!(measure.1, json!({"image": "request.image"}));
     assert_eq!(
         w["components"]["picture_size"]["contract"]["parameters"],
-        json!({"size": "total_pixels", "pixels": 10485.76})
+        json!({"size": "total_pixels", "pixels": 10485})
     );
     assert_eq!(
         measure.2,
@@ -339,7 +339,7 @@ fn a_measured_flux2_schedule_equals_the_written_one() {
         assert_eq!(shape, [5], "{name}");
         assert_eq!(got, want, "{name}");
     }
-    // 64 x 64 to 10485.76 pixels is 102 x 102 (96 x 96 once cut for the
+    // 64 x 64 to 10485 pixels is 102 x 102 (96 x 96 once cut for the
     // encoder): the schedule reads 102, the latent is 6 x 6 cells of 16.
     let picture =
         json!({"dtype": "float32", "shape": [1, 3, 64, 64], "data": vec![0.5; 3 * 64 * 64]});

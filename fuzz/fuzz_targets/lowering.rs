@@ -58,7 +58,7 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 111] = [
+const CLASSES: [&str; 112] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
     "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
@@ -86,14 +86,16 @@ const CLASSES: [&str; 111] = [
     "ComfyMathExpression", "PreviewAny", "GeminiImage2Node", "TextGenerate", "ReferenceLatent",
     "FluxKontextMultiReferenceLatentMethod", "GetImageSize", "FluxKontextImageScale",
     "ImageStitch", "TextEncodeQwenImageEdit", "TextEncodeQwenImageEditPlus", "ModelSamplingAuraFlow",
+    "ResizeImageMaskNode",
 ];
 
 /// Strings from ComfyUI's vocabulary; every sampler and scheduler name
 /// comes from the lowering's own lists (`words`).
-const WORDS: [&str; 22] = [
+const WORDS: [&str; 25] = [
     "enable", "disable", "default", "sd3", "", "a castle", "image.png", "no_such_sampler",
     "nearest-exact", "bilinear", "bicubic", "center", "area", "lanczos", "index", "uxo/uno",
-    "euler_cfg_pp", "v_prediction", "edm", "x0", "lcm", "SDXL",
+    "euler_cfg_pp", "v_prediction", "edm", "x0", "lcm", "SDXL", "scale longer dimension",
+    "scale total pixels", "match size",
 ];
 
 /// [`WORDS`], then every sampler and scheduler the lowering knows.

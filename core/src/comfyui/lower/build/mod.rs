@@ -50,7 +50,8 @@ pub(super) struct Built {
 }
 
 /// Two samplers that would declare one model component with different
-/// ports (one uses a ControlNet or SDXL conditioning on it, the other not).
+/// ports (one uses a ControlNet, SDXL conditioning, references or an edit
+/// encoder's picture on it, the other not).
 pub(super) struct Conflict {
     sampler: String,
     component: String,
@@ -64,7 +65,7 @@ impl Conflict {
             &self.sampler,
             Some("model"),
             format!(
-                "uses component `{}` with other inputs than sampler {} (a ControlNet, SDXL conditioning or reference pictures on one of them only), and one model component has one set of ports",
+                "uses component `{}` with other inputs than sampler {} (a ControlNet, SDXL conditioning, reference pictures or a picture shown to the text encoder on one of them only), and one model component has one set of ports",
                 self.component, self.other
             ),
             "condition both samplers of the checkpoint alike, or load the checkpoint twice",

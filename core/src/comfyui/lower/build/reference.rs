@@ -154,7 +154,10 @@ pub(in crate::comfyui::lower) fn note(plan: &Plan, names: &StageNames) -> Option
         .collect();
     let resizes: Vec<String> = [
         first.resize.as_ref().map(|r| format!("by node {}", r.node)),
-        first.then.as_ref().map(super::vision::own_resize),
+        first
+            .then
+            .as_ref()
+            .map(|then| format!("by node {} {}", then.node, super::vision::own_resize(then))),
     ]
     .into_iter()
     .flatten()

@@ -197,7 +197,7 @@ pub(super) fn stage(
         ),
         // An edit node's, a sized latent's or the references' picture,
         // resized or not; an inpainting node's.
-        (None, None) => match reference::stage_picture(plan) {
+        (None, None) => match reference::encoded_stage_picture(plan) {
             Some((loader, Some(resize))) => {
                 loaded((loader, Some(resize)), true, &mut components, &mut setup)
             }

@@ -77,8 +77,8 @@ pub(in crate::comfyui::lower) fn note(plan: &Plan, names: &StageNames) -> Option
         }
     }
     let nodes = match nodes.as_slice() {
-        [one] => format!("node {one} (Qwen image edit) shows"),
-        many => format!("nodes {} (Qwen image edit) show", many.join(", ")),
+        [one] => format!("node {one} ({}) shows", vision.class),
+        many => format!("nodes {} ({}) show", many.join(", "), vision.class),
     };
     let picture = match &vision.resize {
         Some(resize) => format!(
@@ -89,13 +89,13 @@ pub(in crate::comfyui::lower) fn note(plan: &Plan, names: &StageNames) -> Option
         None => names.value("request.image"),
     };
     Some(format!(
-        "{nodes} the text encoder {picture}, then resized {}, as its input `image`; ComfyUI tokenizes the prompts with the node's edit template (a system prompt describing the input picture), which the package's tokenizer must apply",
+        "{nodes} the text encoder {picture}, then resized by the node itself {}, as its input `image`; ComfyUI tokenizes the prompts with the node's edit template (a system prompt describing the input picture), which the package's tokenizer must apply",
         own_resize(&vision.seen),
     ))
 }
 
-/// How an edit encoder resizes a picture itself, in words (`by node N
-/// by area to about ...`).
+/// How an edit encoder resizes a picture itself, in words (`by area to
+/// about ...`).
 pub(super) fn own_resize(resize: &Resize) -> String {
     match resize.size {
         PixelSize::TotalPixels { pixels, step } => {
@@ -104,11 +104,8 @@ pub(super) fn own_resize(resize: &Resize) -> String {
                 1 => String::new(),
                 step => format!(" in whole {step}s"),
             };
-            format!(
-                "by node {} by {} to about {side}x{side} pixels{steps}",
-                resize.node, resize.method
-            )
+            format!("by {} to about {side}x{side} pixels{steps}", resize.method)
         }
-        _ => format!("by node {}", resize.node),
+        _ => format!("by {}", resize.method),
     }
 }

@@ -214,8 +214,9 @@ pub(super) struct Conditioning {
 /// its prompt (see `vision`).
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct Vision {
-    /// The encoder node.
+    /// The encoder node and its class.
     pub node: String,
+    pub class: String,
     /// The picture's `LoadImage`, and the graph's resize on the way.
     pub loader: String,
     pub resize: Option<Resize>,
@@ -364,13 +365,14 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         &sampler,
     )?;
     let family = own_sampling::family(g, &positive.loader);
-    match (&mut model.flow, &model.table, &family) {
-        (None, None, Family::Flow(flow)) => model.flow = Some(flow.clone()),
-        // The text encoder's family knows the model's latent channels,
-        // which a ModelSampling class only guesses (Qwen-Image samples
-        // by AuraFlow's rule in 16 channels).
-        (Some(flow), _, Family::Flow(known)) => flow.channels = known.channels,
-        _ => {}
+    if let (None, None, Family::Flow(flow)) = (&model.flow, &model.table, &family) {
+        model.flow = Some(flow.clone());
+    }
+    // The text encoder's family knows the model's latent channels, which
+    // a ModelSampling class only guesses (Qwen-Image and Z-Image sample
+    // by AuraFlow's rule in 16 channels).
+    if let (Some(flow), Some(channels)) = (&mut model.flow, family.channels()) {
+        flow.channels = channels;
     }
     model::cfg_norm_on_flow(g, &model)?;
     if let Some(scheduler) = &guide.scheduler {

@@ -3,7 +3,9 @@
 //! hold; the type the text encoder is loaded as names the model family the
 //! prompts are encoded for, and with it the family's default sampling
 //! (ComfyUI's `supported_models`). Types that serve families with
-//! different defaults name none.
+//! different defaults name none. A checkpoint that holds its text
+//! encoders states no type; ComfyUI's own checkpoint files are known by
+//! name.
 
 use super::super::graph::Graph;
 use super::model::{FlowSampling, FlowShift};
@@ -102,6 +104,42 @@ const DEFAULTS: &[Default] = &[
     },
 ];
 
+impl Family {
+    /// The model's latent channels, where the loader settles them.
+    pub(super) fn channels(&self) -> Option<i64> {
+        match self {
+            Family::Flow(flow) => Some(flow.channels),
+            Family::Unsettled(clip_type) => CHANNELS
+                .iter()
+                .find(|(t, _)| t == clip_type)
+                .map(|(_, channels)| *channels),
+            Family::Unstated => None,
+        }
+    }
+}
+
+/// ComfyUI's own checkpoint files (as the official templates name them)
+/// that hold a flow model and its text encoders, whose loader states no
+/// type: the file names the family.
+const CHECKPOINTS: &[(&str, Default)] = &[
+    (
+        "flux1-schnell-fp8.safetensors",
+        flow("flux", "flux", Shift::Mu(1.0), 16, "Flux schnell"),
+    ),
+    (
+        "flux1-dev-fp8.safetensors",
+        flow("flux", "flux", Shift::Mu(1.15), 16, "Flux dev"),
+    ),
+    (
+        "sd3.5_large_fp8_scaled.safetensors",
+        flow("sd3", "sd3", Shift::Plain(3.0), 16, "SD3.5 Large"),
+    ),
+];
+
+/// Latent channels of types whose families share them but not their
+/// sampling (Lumina 2 and Z-Image: Flux's VAE, 16).
+const CHANNELS: &[(&str, i64)] = &[("lumina2", 16)];
+
 /// What a text encoder loader says about the model family.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum Family {
@@ -114,9 +152,22 @@ pub(super) enum Family {
     Unstated,
 }
 
-/// The model family that text encoder `loader` (a CLIP loader node) is
-/// loaded for.
+/// The model family that text encoder `loader` (a CLIP loader node, or
+/// a checkpoint loader of one of ComfyUI's own [`CHECKPOINTS`]) is loaded
+/// for.
 pub(super) fn family(g: &Graph<'_>, loader: &str) -> Family {
+    if g.class(loader) == "CheckpointLoaderSimple" {
+        let file = g.text(loader, "ckpt_name").unwrap_or_default();
+        // The file's own name, wherever the user keeps it.
+        let name = file.rsplit(['/', '\\']).next().unwrap_or_default();
+        return match CHECKPOINTS.iter().find(|(known, _)| *known == name) {
+            Some((_, default)) => Family::Flow(default.sampling(
+                loader,
+                format!("node {loader} (CheckpointLoaderSimple) loads '{name}', ComfyUI's {} checkpoint", default.name),
+            )),
+            None => Family::Unstated,
+        };
+    }
     let clip_type = match g.class(loader) {
         // Its three encoders (CLIP-L, CLIP-G, T5) are SD3's.
         "TripleCLIPLoader" => "sd3",
@@ -131,31 +182,36 @@ pub(super) fn family(g: &Graph<'_>, loader: &str) -> Family {
     let Some(default) = DEFAULTS.iter().find(|d| d.clip_type == clip_type) else {
         return Family::Unsettled(clip_type.to_string());
     };
-    let (shift, how) = match default.shift {
-        Shift::Plain(shift) => (shift, format!("shift {shift}")),
-        Shift::Mu(mu) => (mu.exp(), format!("Flux time shift {mu}, a shift of e^{mu}")),
+    let why = match g.class(loader) {
+        "TripleCLIPLoader" => {
+            format!("node {loader} (TripleCLIPLoader) loads SD3's three text encoders")
+        }
+        "QuadrupleCLIPLoader" => {
+            format!("node {loader} (QuadrupleCLIPLoader) loads HiDream's four text encoders")
+        }
+        class => format!("node {loader} ({class}) loads the text encoder as type '{clip_type}'"),
     };
-    let model = match default.note {
-        Some(note) => format!("{}'s model does ({how}){note}", default.name),
-        None => format!("{}'s model does ({how})", default.name),
-    };
-    let (family, channels) = (default.family, default.channels);
-    let shift = FlowShift::Constant(shift);
-    Family::Flow(FlowSampling {
-        node: loader.to_string(),
-        shift,
-        channels,
-        family,
-        assumed: Some(match g.class(loader) {
-            "TripleCLIPLoader" => format!(
-                "node {loader} (TripleCLIPLoader) loads SD3's three text encoders, and the model samples by flow matching as {model}"
-            ),
-            "QuadrupleCLIPLoader" => format!(
-                "node {loader} (QuadrupleCLIPLoader) loads HiDream's four text encoders, and the model samples by flow matching as {model}"
-            ),
-            class => format!(
-                "node {loader} ({class}) loads the text encoder as type '{clip_type}', and the model samples by flow matching as {model}"
-            ),
-        }),
-    })
+    Family::Flow(default.sampling(loader, why))
+}
+
+impl Default {
+    /// The family's default sampling, assumed because of `why` (what
+    /// node `loader` loads), as the note says.
+    fn sampling(&self, loader: &str, why: String) -> FlowSampling {
+        let (shift, how) = match self.shift {
+            Shift::Plain(shift) => (shift, format!("shift {shift}")),
+            Shift::Mu(mu) => (mu.exp(), format!("Flux time shift {mu}, a shift of e^{mu}")),
+        };
+        let note = self.note.unwrap_or_default();
+        FlowSampling {
+            node: loader.to_string(),
+            shift: FlowShift::Constant(shift),
+            channels: self.channels,
+            family: self.family,
+            assumed: Some(format!(
+                "{why}, and the model samples by flow matching as {}'s model does ({how}){note}",
+                self.name
+            )),
+        }
+    }
 }

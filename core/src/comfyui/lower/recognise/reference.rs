@@ -4,7 +4,8 @@
 //! they append in order. `FluxKontextMultiReferenceLatentMethod` says how
 //! the model places several of them. The lowering takes references that
 //! are `VAEEncode`s of a loaded picture (maybe resized), with the stage's
-//! VAE.
+//! VAE, and a Qwen image-edit encoder's own (see `vision`); and checks
+//! that every picture a stage's prompts carry is the stage's one.
 
 use super::super::graph::Graph;
 use super::pixels::{Origin, Pixels, Resize, loaded_picture, measuring_node};
@@ -158,6 +159,18 @@ pub(in crate::comfyui::lower) fn stage_picture(plan: &Plan) -> Option<Loaded<'_>
     read_picture(&plan.latent, plan.conditionings())
 }
 
+/// The loaded picture the stage encodes itself: its latent's, else its
+/// first `ReferenceLatent`'s (not the pictures an edit encoder resizes
+/// itself, see `build::vision`).
+pub(in crate::comfyui::lower) fn encoded_stage_picture(plan: &Plan) -> Option<Loaded<'_>> {
+    latent_picture(&plan.latent).or_else(|| {
+        plan.conditionings()
+            .flat_map(|c| &c.references.latents)
+            .find(|r| r.then.is_none())
+            .map(|r| (&r.loader, r.resize.as_ref()))
+    })
+}
+
 /// The loaded picture a stage with `latent` and `prompts` reads: its
 /// latent's, else its prompts' (the first reference's or picture shown
 /// to a text encoder).
@@ -247,7 +260,8 @@ pub(super) fn agree(
     latent: &LatentSource,
     axes: Axes,
 ) -> Result<(), Refusal> {
-    let Some((first, _, first_picture)) = prompt_pictures(prompts.iter().copied()).next() else {
+    let Some((first, first_does, first_picture)) = prompt_pictures(prompts.iter().copied()).next()
+    else {
         return Ok(());
     };
     if axes != Axes::Image {
@@ -263,7 +277,7 @@ pub(super) fn agree(
             return Err(g.refuse(
                 first,
                 None,
-                "appends a reference picture to a stage that encodes an earlier stage's picture; the lowering takes references of the stage's loaded picture only".into(),
+                format!("{first_does} a loaded picture in a stage that encodes an earlier stage's picture; the lowering takes prompt pictures of the stage's loaded picture only"),
                 "start the stage from an empty latent or the loaded picture",
             ));
         }

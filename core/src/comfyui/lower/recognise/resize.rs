@@ -38,8 +38,9 @@ pub(in crate::comfyui::lower) enum PixelSize {
     /// `ImageScaleBy`: each side `round(side * factor)`.
     Scale(f64),
     /// `ImageScaleToTotalPixels`: each side times `sqrt(pixels / (width *
-    /// height))`, rounded, with `pixels` `megapixels * 1024 * 1024`; in
-    /// whole `step`s (`round(side * factor / step) * step`: its
+    /// height))`, rounded, with `pixels` `megapixels * 1024 * 1024` (its
+    /// whole part in a graph from before `resolution_steps`); in whole
+    /// `step`s (`round(side * factor / step) * step`: its
     /// `resolution_steps`, and how Qwen's edit encoders size a reference).
     TotalPixels { pixels: f64, step: i64 },
     /// The longer side (`shorter: false`) or the shorter one made `side`,
@@ -80,13 +81,18 @@ pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<Option<Resize>, Refusal>
         "ImageScaleBy" => PixelSize::Scale(g.number_in(node, "scale_by", 0.01..=8.0, "factor")?),
         "ImageScaleToTotalPixels" => {
             let megapixels = g.number_in(node, "megapixels", 0.01..=16.0, "size")?;
-            let step = match g.has(node, "resolution_steps") {
-                true => g.whole(node, "resolution_steps", 1..=256)?,
-                false => 1,
-            };
-            PixelSize::TotalPixels {
-                pixels: megapixels * 1024.0 * 1024.0,
-                step,
+            let pixels = megapixels * 1024.0 * 1024.0;
+            // A graph without `resolution_steps` comes from a ComfyUI
+            // before it, which took the whole part of the pixels.
+            match g.has(node, "resolution_steps") {
+                true => PixelSize::TotalPixels {
+                    pixels,
+                    step: g.whole(node, "resolution_steps", 1..=256)?,
+                },
+                false => PixelSize::TotalPixels {
+                    pixels: pixels.trunc(),
+                    step: 1,
+                },
             }
         }
         _ => match fixed(g, node, (Some("width"), Some("height")), Some("crop"))? {
@@ -155,7 +161,7 @@ fn resize_node(g: &Graph<'_>, node: &str) -> Result<Option<Resize>, Refusal> {
         ));
     }
     let option = g.text(node, "resize_type")?;
-    let side = |name: &str| g.whole(node, &format!("resize_type.{name}"), 0..=MAX_RESOLUTION);
+    let side = |name: &str| g.whole(node, &format!("resize_type.{name}"), 1..=MAX_RESOLUTION);
     let size = match option {
         "scale dimensions" => fixed(
             g,

@@ -107,6 +107,7 @@ pub(super) fn read(g: &Graph<'_>, node: &str, loader: &str) -> Result<Read, Refu
         text,
         vision: Some(Vision {
             node: node.to_string(),
+            class: g.class(node).to_string(),
             loader: picture,
             resize,
             seen,
