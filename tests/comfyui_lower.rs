@@ -320,7 +320,32 @@ fn a_model_without_a_sampling_node_samples_as_its_text_encoder_type_says() {
         ]
     );
     checkpoint["12"]["inputs"]["ckpt_name"] = json!("my_flux_merge.safetensors");
-    assert!(lower::lower(&checkpoint).is_err());
+    let refusals = lower::lower(&checkpoint).expect_err("refused");
+    assert_eq!(
+        (refusals[0].node.as_str(), refusals[0].input.as_deref()),
+        ("5", Some("model"))
+    );
+    assert!(
+        refusals[0]
+            .message
+            .contains("with the model's own sampling, which the graph does not state"),
+        "{}",
+        refusals[0].message
+    );
+
+    // Under ModelSamplingAuraFlow (whose own latents have 4 channels) the
+    // text encoder's type settles the model's: Lumina 2 and Z-Image take
+    // Flux's 16; a type that says nothing leaves AuraFlow's 4.
+    let channels = |clip_type: &str| {
+        let mut aura = pattern("flow-sd3");
+        aura["13"] = json!({"class_type": "ModelSamplingAuraFlow", "inputs": {"model": ["12", 0], "shift": 3.0}});
+        aura["14"]["inputs"]["type"] = json!(clip_type);
+        let l = lowered(&aura, &Target::default());
+        workflow(&l)["components"]["latent_row_shape"]["contract"]["parameters"]["channels"].clone()
+    };
+    assert_eq!(channels("lumina2"), 16);
+    assert_eq!(channels("qwen_image"), 16);
+    assert_eq!(channels("kandinsky5"), 4);
 
     // A scheduler on the bare model computes the guider's sigmas where the
     // model's own sampling is the one the guider's node states.

@@ -96,7 +96,7 @@ fn every_pattern_becomes_a_package_that_checks_and_runs_with_stand_ins() {
         import_check_run(&graph, &dir, &out, &[]);
         ran += 1;
     }
-    assert_eq!(ran, 24, "every pattern runs");
+    assert_eq!(ran, 25, "every pattern runs");
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -169,6 +169,7 @@ fn every_corpus_graph_that_lowers_becomes_a_package_that_runs() {
             "tpl-svd-img2vid.ui.json",
             "tpl-wan22-14b-t2v-bypass.ui.json",
             "tpl2026-flux-dev-subgraph-wrapped.ui.json",
+            "wan21-i2v.ui.json",
             "wan22-5b-ti2v.ui.json",
             "wyrde-vae-lora-latentupscale-reroutes.ui.json",
             "controlnet_example.png",

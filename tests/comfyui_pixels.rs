@@ -366,6 +366,28 @@ fn the_resize_before_an_encode_cuts_to_whole_multiples_of_8() {
 }
 
 #[test]
+fn total_pixels_are_whole_only_in_a_graph_from_before_resolution_steps() {
+    if !support::runtime_available() {
+        return;
+    }
+    // 5 x 26 at 0.01 megapixels: the width is 26 * sqrt(10485 / 130) =
+    // 233.4995 from the whole pixels, 233.5079 from 10485.76.
+    let root = scratch("total-pixels");
+    let picture = vec![0.5f32; 3 * 5 * 26];
+    for (steps, wide) in [(None, 233), (Some(1), 234)] {
+        let mut graph = pattern("hires-pixels");
+        graph["13"] = json!({"class_type": "ImageScaleToTotalPixels", "inputs": {"upscale_method": "area", "megapixels": 0.01, "image": ["10", 0]}});
+        if let Some(steps) = steps {
+            graph["13"]["inputs"]["resolution_steps"] = json!(steps);
+        }
+        let name = format!("steps-{steps:?}");
+        let (shape, _) = resized(&root, &name, &graph, "image_scale_2", &picture, (5, 26));
+        assert_eq!(shape, vec![1, 3, 45, wide], "{name}");
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
 fn pixels_the_lowering_cannot_make_are_refused_by_node() {
     let hires = |edit: &dyn Fn(&mut Value)| {
         let mut g = pattern("hires-pixels");

@@ -10,7 +10,7 @@ mod support;
 use serde_json::{Value, json};
 use support::lowering::{
     assert_refused, denoiser_bindings, lowered, npy, package_and_run, pattern, run_policy_alone,
-    scratch, workflow,
+    scratch, setup_steps, workflow,
 };
 use wfstudio_core::comfyui::lower::Target;
 
@@ -39,19 +39,24 @@ fn plain() -> Value {
 
 /// The setup steps' components, in order.
 fn setup_components(w: &Value) -> Vec<String> {
-    w["steps"][0]["setup"]
-        .as_array()
-        .expect("setup")
+    setup_steps(w)
         .iter()
         .map(|s| s["component"].as_str().unwrap_or_default().to_string())
         .collect()
 }
 
+/// The text encoder calls' inputs, in order.
+fn encoder_calls(w: &Value) -> Vec<Value> {
+    setup_steps(w)
+        .iter()
+        .filter(|s| s["component"] == "text_encoder")
+        .map(|s| s["inputs"].clone())
+        .collect()
+}
+
 /// The setup step invoking `component`.
 fn setup_step<'w>(w: &'w Value, component: &str) -> &'w Value {
-    w["steps"][0]["setup"]
-        .as_array()
-        .expect("setup")
+    setup_steps(w)
         .iter()
         .find(|s| s["component"] == component)
         .unwrap_or_else(|| panic!("no {component} step"))
@@ -81,24 +86,24 @@ fn the_plus_encoder_shows_the_text_encoder_a_small_picture_and_appends_a_large_o
         parameters("reference_scale"),
         json!({"size": "total_pixels", "pixels": 1048576, "step": 8, "method": "area", "multiple": 8})
     );
-    // The Kontext scale, uncut, feeds both of the encoder's own resizes.
+    // The Kontext scale, uncut, feeds both of the encoder's own resizes,
+    // and, only cut to whole 8s, the start latent's encode: the picture is
+    // resized once.
     assert_eq!(
         setup_step(w, "source_scale")["inputs"],
         json!({"image": "request.image"})
     );
-    for c in ["vision_scale", "reference_scale"] {
+    assert_eq!(
+        parameters("input_scale"),
+        json!({"size": "same", "multiple": 8})
+    );
+    for c in ["vision_scale", "reference_scale", "input_scale"] {
         assert_eq!(
             setup_step(w, c)["inputs"],
             json!({"image": "source.pixels"})
         );
     }
-    let calls: Vec<Value> = w["steps"][0]["setup"]
-        .as_array()
-        .expect("setup")
-        .iter()
-        .filter(|s| s["component"] == "text_encoder")
-        .map(|s| s["inputs"].clone())
-        .collect();
+    let calls: Vec<Value> = encoder_calls(w);
     assert_eq!(
         calls,
         [
@@ -108,9 +113,7 @@ fn the_plus_encoder_shows_the_text_encoder_a_small_picture_and_appends_a_large_o
     );
     // The reference is its own encode (the start latent is the picture
     // cut to whole 8s, not resized again), read by both prompts.
-    let encodes: Vec<Value> = w["steps"][0]["setup"]
-        .as_array()
-        .expect("setup")
+    let encodes: Vec<Value> = setup_steps(w)
         .iter()
         .filter(|s| s["component"] == "vae_encoder")
         .map(|s| s["inputs"]["image"].clone())
@@ -289,20 +292,136 @@ fn the_encoders_own_resizes_take_comfyuis_sides() {
 }
 
 #[test]
-fn edit_encoders_the_lowering_cannot_give_one_picture_are_refused_by_node() {
+fn each_picture_is_an_input_of_its_own_shown_and_appended_in_order() {
+    // Qwen Image Edit 2511's second picture: another LoadImage, as is.
     let mut two = plus();
     two["17"] =
         json!({"class_type": "LoadImage", "inputs": {"image": "style.png", "upload": "image"}});
-    two["2"]["inputs"]["image2"] = json!(["17", 0]);
-    assert_refused(
-        &two,
-        (
-            "2",
-            "TextEncodeQwenImageEditPlus",
-            Some("image2"),
-            "shows the text encoder a second picture beside `image1`; the lowering gives it one loaded picture per stage",
-        ),
+    for node in ["2", "3"] {
+        two[node]["inputs"]["image2"] = json!(["17", 0]);
+    }
+    let l = lowered(&two, &Target::default());
+    let w = workflow(&l);
+    // Each picture of its own size: its input, the text encoder's and the
+    // denoiser's ports (the run below gives a 64x48 second picture).
+    assert_eq!(
+        w["inputs"]["request.image_2"]["contract"]["shape"],
+        json!(["batch", 3, "image_2_height", "image_2_width"])
     );
+    let ports = &w["components"]["text_encoder"]["ports"]["inputs"];
+    assert_eq!(
+        ports["image_2"]["shape"],
+        json!(["batch", 3, "vision_2_height", "vision_2_width"])
+    );
+    assert_eq!(
+        w["components"]["denoiser"]["ports"]["inputs"]["reference_latent_2"]["shape"],
+        json!([
+            "batch",
+            "channels",
+            "reference_2_height",
+            "reference_2_width"
+        ])
+    );
+    let calls: Vec<Value> = encoder_calls(w);
+    assert_eq!(
+        calls[0],
+        json!({"input_ids": "request.input_ids", "image": "vision.pixels", "image_2": "vision_2.pixels"})
+    );
+    // The second picture is not resized by the graph: its own resizes
+    // read the input.
+    assert_eq!(
+        setup_step(w, "vision_scale_2")["inputs"],
+        json!({"image": "request.image_2"})
+    );
+    assert_eq!(
+        setup_step(w, "reference_scale_2")["inputs"],
+        json!({"image": "request.image_2"})
+    );
+    for (port, latent) in [
+        ("reference_latent", "reference.latent"),
+        ("reference_latent_2", "reference_2.latent"),
+    ] {
+        let bound: Vec<Value> = denoiser_bindings(w, port)
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect();
+        assert_eq!(bound, [json!(latent), json!(latent)], "{port}");
+    }
+    assert_eq!(
+        l.prompts[0].1,
+        "Picture 1: <|vision_start|><|image_pad|><|vision_end|>Picture 2: <|vision_start|><|image_pad|><|vision_end|>make it night"
+    );
+    assert!(
+        l.notes.iter().any(|n| n.starts_with(
+            "nodes 2, 3 (TextEncodeQwenImageEditPlus) show the text encoder request.image resized by node 18 (as its input `image`) and request.image_2 (as its input `image_2`), each then resized by the node itself by area to about 384x384 pixels;"
+        )),
+        "{:?}",
+        l.notes
+    );
+    // The negative prompt's pictures in the other order: each call binds
+    // its own.
+    let mut swapped = two.clone();
+    swapped["3"]["inputs"]["image1"] = json!(["17", 0]);
+    swapped["3"]["inputs"]["image2"] = json!(["18", 0]);
+    let l = lowered(&swapped, &Target::default());
+    let w = workflow(&l);
+    let calls: Vec<Value> = encoder_calls(w);
+    assert_eq!(
+        calls[1],
+        json!({"input_ids": "request.negative_input_ids", "image": "vision_2.pixels", "image_2": "vision.pixels"})
+    );
+    assert_eq!(
+        denoiser_bindings(w, "reference_latent")
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect::<Vec<_>>(),
+        [json!("reference_2.latent"), json!("reference.latent")]
+    );
+    assert!(
+        l.notes
+            .iter()
+            .any(|n| n.contains("each prompt's in its own order")),
+        "{:?}",
+        l.notes
+    );
+    if !support::runtime_available() {
+        return;
+    }
+    let root = scratch("qwen-edit-two");
+    let (_, out) = package_and_run(&root, "two", &two);
+    let (shape, _) = npy(&out.join("latent.npy"));
+    assert_eq!(shape, [1, 16, 128, 128]);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn a_reference_latent_after_an_encoder_appends_the_picture_as_the_graph_encodes_it() {
+    // The encoder's reference (its own resize) comes first; the
+    // ReferenceLatent's is the start latent, the picture as the graph
+    // encodes it; the negative prompt carries one, the other none.
+    let mut chained = plus();
+    chained["20"] = json!({"class_type": "ReferenceLatent", "inputs": {"conditioning": ["2", 0], "latent": ["19", 0]}});
+    chained["5"]["inputs"]["positive"] = json!(["20", 0]);
+    let l = lowered(&chained, &Target::default());
+    let w = workflow(&l);
+    let bound = |port: &str| -> Vec<Value> {
+        denoiser_bindings(w, port)
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect()
+    };
+    assert_eq!(
+        bound("reference_latent"),
+        [json!("reference.latent"), json!("reference.latent")]
+    );
+    assert_eq!(
+        bound("reference_latent_2"),
+        [json!("reference.none"), json!("latent.source")]
+    );
+}
+
+#[test]
+fn edit_encoders_the_lowering_cannot_take_are_refused_by_node() {
     let mut bare = plus();
     bare["3"] = json!({"class_type": "CLIPTextEncode", "inputs": {"text": "", "clip": ["14", 0]}});
     assert_refused(
@@ -314,48 +433,34 @@ fn edit_encoders_the_lowering_cannot_give_one_picture_are_refused_by_node() {
             "encodes its prompt without a picture, where node 2 shows the text encoder one; the lowering gives the text encoder a picture on every prompt or on none",
         ),
     );
-    let mut other = plus();
-    other["17"] =
-        json!({"class_type": "LoadImage", "inputs": {"image": "style.png", "upload": "image"}});
-    other["3"]["inputs"]["image1"] = json!(["17", 0]);
+    let mut fewer = plus();
+    fewer["2"]["inputs"]["image2"] = json!(["16", 0]);
     assert_refused(
-        &other,
+        &fewer,
         (
             "3",
             "TextEncodeQwenImageEditPlus",
             None,
-            "appends a reference of node 17's picture beside node 16's; the lowering reads one loaded picture per stage",
+            "shows the text encoder 1 picture, where node 2 shows it 2; the lowering gives the text encoder as many pictures on every prompt",
         ),
     );
-    let mut seen = plus();
-    seen["17"] =
-        json!({"class_type": "LoadImage", "inputs": {"image": "style.png", "upload": "image"}});
-    for node in ["2", "3"] {
-        let inputs = seen[node]["inputs"].as_object_mut().expect("inputs");
-        inputs.remove("vae");
-        inputs.insert("image1".into(), json!(["17", 0]));
+    // Five loaded pictures in one stage.
+    let mut many = plus();
+    for (node, input) in [("31", "image2"), ("32", "image3")] {
+        many[node] = json!({"class_type": "LoadImage", "inputs": {"image": format!("{node}.png"), "upload": "image"}});
+        many["2"]["inputs"][input] = json!([node, 0]);
+    }
+    for (node, input) in [("33", "image2"), ("34", "image3")] {
+        many[node] = json!({"class_type": "LoadImage", "inputs": {"image": format!("{node}.png"), "upload": "image"}});
+        many["3"]["inputs"][input] = json!([node, 0]);
     }
     assert_refused(
-        &seen,
+        &many,
         (
-            "2",
+            "3",
             "TextEncodeQwenImageEditPlus",
             None,
-            "shows the text encoder node 17's picture beside node 16's; the lowering reads one loaded picture per stage",
-        ),
-    );
-    // A ReferenceLatent after an encoder given a VAE would need a second
-    // reference latent (the picture as the graph encodes it).
-    let mut chained = plus();
-    chained["20"] = json!({"class_type": "ReferenceLatent", "inputs": {"conditioning": ["2", 0], "latent": ["19", 0]}});
-    chained["5"]["inputs"]["positive"] = json!(["20", 0]);
-    assert_refused(
-        &chained,
-        (
-            "20",
-            "ReferenceLatent",
-            None,
-            "appends the picture's latent at another size than node 2 does; the lowering encodes one reference latent per stage",
+            "appends a reference of a loaded picture past the 4 the lowering gives a stage",
         ),
     );
     let mut mixed = plus();
@@ -369,7 +474,7 @@ fn edit_encoders_the_lowering_cannot_give_one_picture_are_refused_by_node() {
             "3",
             "TextEncodeQwenImageEdit",
             None,
-            "appends the picture's latent at another size than node 2 does; the lowering encodes one reference latent per stage",
+            "appends the picture's latent at another size than node 2 does; the lowering gives a stage's edit encoders one reference size",
         ),
     );
 }

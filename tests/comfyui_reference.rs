@@ -13,7 +13,7 @@ mod support;
 use serde_json::{Value, json};
 use support::lowering::{
     assert_refused, denoiser_bindings, lowered, npy, package_and_run, pattern, run_policy_alone,
-    scratch, workflow,
+    scratch, setup_steps, workflow,
 };
 use wfstudio_core::comfyui::lower::Target;
 
@@ -45,9 +45,7 @@ fn sized() -> Value {
 
 /// The setup steps: (component, inputs, outputs).
 fn setup(w: &Value) -> Vec<(String, Value, Value)> {
-    w["steps"][0]["setup"]
-        .as_array()
-        .expect("setup")
+    setup_steps(w)
         .iter()
         .map(|s| {
             let component = s["component"].as_str().unwrap_or_default();
@@ -163,23 +161,65 @@ fn an_empty_latent_takes_the_pictures_size_and_both_prompts_their_reference() {
 }
 
 #[test]
-fn references_the_lowering_cannot_give_are_refused_by_name() {
-    // A second picture.
+fn a_second_picture_is_an_input_of_its_own_encoded_apart() {
+    // The negative prompt's reference is another LoadImage's picture.
     let mut two = sized();
     two["24"] =
         json!({"class_type": "LoadImage", "inputs": {"image": "other.png", "upload": "image"}});
     two["25"] =
         json!({"class_type": "VAEEncode", "inputs": {"pixels": ["24", 0], "vae": ["15", 0]}});
     two["22"]["inputs"]["latent"] = json!(["25", 0]);
-    assert_refused(
-        &two,
-        (
-            "22",
-            "ReferenceLatent",
-            None,
-            "appends a reference of node 24's picture beside node 16's; the lowering reads one loaded picture per stage",
-        ),
+    let l = lowered(&two, &Target::default());
+    let w = workflow(&l);
+    // A picture of its own size.
+    assert_eq!(
+        w["inputs"]["request.image_2"]["contract"]["shape"],
+        json!(["batch", 3, "image_2_height", "image_2_width"])
     );
+    assert_eq!(
+        denoiser_bindings(w, "reference_latent"),
+        [
+            (
+                "denoiser.unconditional".to_string(),
+                json!("reference_2.latent")
+            ),
+            (
+                "denoiser.conditional".to_string(),
+                json!("reference.latent")
+            ),
+        ]
+    );
+    let encodes: Vec<(Value, Value)> = setup_steps(w)
+        .iter()
+        .filter(|s| s["component"] == "vae_encoder")
+        .map(|s| (s["inputs"]["image"].clone(), s["outputs"]["latent"].clone()))
+        .collect();
+    assert_eq!(
+        encodes,
+        [
+            (json!("latent.pixels"), json!("reference.latent")),
+            (json!("request.image_2"), json!("reference_2.latent")),
+        ]
+    );
+    assert!(
+        l.notes.iter().any(|n| n.starts_with(
+            "nodes 20, 22 (ReferenceLatent) append the latents of request.image (resized by node 18) and request.image_2 to the prompts (1 on the positive prompt, 1 on the negative prompt): the denoiser takes it as `reference_latent`"
+        )),
+        "{:?}",
+        l.notes
+    );
+    if !support::runtime_available() {
+        return;
+    }
+    let root = scratch("reference-two");
+    let (_, out) = package_and_run(&root, "two", &two);
+    let (_, latent) = npy(&out.join("latent.npy"));
+    assert!(latent.iter().all(|v| v.is_finite()));
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn references_the_lowering_cannot_give_are_refused_by_name() {
     // Different methods on the two prompts.
     let mut methods = sized();
     methods["26"] = json!({"class_type": "FluxKontextMultiReferenceLatentMethod", "inputs": {"conditioning": ["20", 0], "reference_latents_method": "index"}});

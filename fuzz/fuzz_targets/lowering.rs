@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use wfstudio_core::comfyui::lower::{self, Target};
 use wfstudio_schema::{Format, Limits, parse_text};
 
-const PATTERNS: [&str; 25] = [
+const PATTERNS: [&str; 26] = [
     include_str!("../../fixtures/comfyui/txt2img-sd15.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet-positive.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet.api.json"),
@@ -44,6 +44,7 @@ const PATTERNS: [&str; 25] = [
     include_str!("../../fixtures/comfyui/patterns/animatediff.api.json"),
     include_str!("../../fixtures/comfyui/patterns/reference.api.json"),
     include_str!("../../fixtures/comfyui/patterns/qwen-edit.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/wan-frames.api.json"),
 ];
 
 /// Index of the LoRA pattern in [`PATTERNS`].
@@ -58,7 +59,7 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 112] = [
+const CLASSES: [&str; 116] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
     "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
@@ -86,7 +87,8 @@ const CLASSES: [&str; 112] = [
     "ComfyMathExpression", "PreviewAny", "GeminiImage2Node", "TextGenerate", "ReferenceLatent",
     "FluxKontextMultiReferenceLatentMethod", "GetImageSize", "FluxKontextImageScale",
     "ImageStitch", "TextEncodeQwenImageEdit", "TextEncodeQwenImageEditPlus", "ModelSamplingAuraFlow",
-    "ResizeImageMaskNode",
+    "ResizeImageMaskNode", "WanImageToVideo", "WanFirstLastFrameToVideo", "WanFunInpaintToVideo",
+    "CLIPVisionEncode",
 ];
 
 /// Strings from ComfyUI's vocabulary; every sampler and scheduler name

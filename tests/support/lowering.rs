@@ -127,6 +127,11 @@ pub fn assert_refused_for(api: &Value, target: &Target, expected: Expected) {
     assert!(!r.remedy.is_empty());
 }
 
+/// The setup steps of workflow `w`'s first loop.
+pub fn setup_steps(w: &Value) -> &[Value] {
+    w["steps"][0]["setup"].as_array().expect("setup")
+}
+
 /// How many top-level steps of workflow `w` invoke `component`.
 pub fn invocations(w: &Value, component: &str) -> usize {
     w["steps"]

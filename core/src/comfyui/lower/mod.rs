@@ -221,7 +221,7 @@ fn lower_from(
     used.extend(constants);
     let mut notes = Vec::new();
     for (index, plan) in chain.stages.iter().enumerate() {
-        let stage = build::StageNames::new(index);
+        let stage = build::StageNames::new(&chain, index);
         for note in stage_notes(plan, &stage) {
             notes.push(match chain.stages.len() {
                 1 => note,
@@ -355,6 +355,7 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
         .chain(edit)
         .chain(build::reference_note(plan, names))
         .chain(build::vision_note(plan, names))
+        .chain(build::frames_note(plan, names))
         .chain(window)
         .chain(tokenizing)
         .collect()

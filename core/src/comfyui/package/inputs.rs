@@ -163,7 +163,8 @@ pub const PICTURE_SIZE: usize = 64;
 /// inputs (role `media`, float rank 4): a colour gradient in [0, 1) (steps
 /// of 1/64, short in JSON) for
 /// three channels, a centred square for a one-channel mask; `rows` equal
-/// rows.
+/// rows. A stage's second and later pictures (`request.image_2`, ...) are
+/// 64 wide and 48 high, so packages meet pictures of different sizes.
 fn generated_pictures(document: &Value, rows: usize) -> Map<String, Value> {
     let inputs = document
         .pointer("/pipeline/workflow/inputs")
@@ -178,9 +179,15 @@ fn generated_pictures(document: &Value, rows: usize) -> Map<String, Value> {
             continue;
         };
         let n = PICTURE_SIZE;
-        let mut data = Vec::with_capacity(channels as usize * n * n);
+        // A stage's second and later pictures are wider than tall, as
+        // pictures of another size than the first may be.
+        let h = match name.contains("request.image_") {
+            true => n * 3 / 4,
+            false => n,
+        };
+        let mut data = Vec::with_capacity(channels as usize * h * n);
         for c in 0..channels as usize {
-            for y in 0..n {
+            for y in 0..h {
                 for x in 0..n {
                     let (fx, fy) = (x as f64 / n as f64, y as f64 / n as f64);
                     let v = if channels == 1 {
@@ -197,7 +204,7 @@ fn generated_pictures(document: &Value, rows: usize) -> Map<String, Value> {
         let data: Vec<Value> = std::iter::repeat_n(data, rows).flatten().collect();
         out.insert(
             name.clone(),
-            json!({"dtype": "float32", "shape": [rows, channels, n, n], "data": data}),
+            json!({"dtype": "float32", "shape": [rows, channels, h, n], "data": data}),
         );
     }
     out

@@ -338,7 +338,8 @@ fn external_data(
 /// Extents the lowered document fixes, from the `latent_row_shape`
 /// policy's parameters: the latent's `channels`, its `scale` (pixels per
 /// latent cell) and, for a video, the decoded `frames` (its `length`, less what does
-/// not fill a latent frame).
+/// not fill a latent frame) and the `latent_frames` (what a video encoder
+/// makes of `length` frames).
 fn known_extents(components: &serde_json::Map<String, Value>) -> KnownExtents {
     let mut known = KnownExtents::default();
     let parameter = |key: &str| {
@@ -355,6 +356,9 @@ fn known_extents(components: &serde_json::Map<String, Value>) -> KnownExtents {
         known
             .named
             .insert("frames".into(), decoded_frames(length, temporal));
+        known
+            .named
+            .insert("latent_frames".into(), (length - 1) / temporal + 1);
     }
     if let Some(scale) = parameter("scale") {
         known.latent_scale = scale;

@@ -146,6 +146,18 @@ impl<'a> PolicyGraph<'a> {
             })
     }
 
+    /// The component's contract parameter `key` as a positive number.
+    pub fn positive_number(&self, key: &str) -> Result<f64, SynthError> {
+        self.parameter(key)
+            .and_then(Value::as_f64)
+            .filter(|n| *n > 0.0)
+            .ok_or_else(|| {
+                self.error(format!(
+                    "its contract parameter `{key}` is not a positive number"
+                ))
+            })
+    }
+
     /// Whether the component declares input port `port`.
     pub fn has_input(&self, port: &str) -> bool {
         self.component

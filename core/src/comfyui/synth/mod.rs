@@ -11,6 +11,7 @@ mod cfgpp;
 mod composite;
 mod ersde;
 mod estimate;
+mod frames;
 mod graph;
 mod guidance_norm;
 mod midpoint;
@@ -87,11 +88,20 @@ pub const POLICIES: &[&str] = &[
     "cfg_norm",
     "no_reference",
     "picture_size",
+    "video_frames",
+    "join_tokens",
 ];
 
-/// The policies a workflow may hold several of at its top level, numbered
-/// from the second: `image_scale`, `image_scale_2`, ...
-const NUMBERED: &[&str] = &["image_scale"];
+/// The policies a workflow (or a stage, for a stage's pictures) may hold
+/// several of, numbered from the second: `image_scale`, `image_scale_2`,
+/// ...
+const NUMBERED: &[&str] = &[
+    "image_scale",
+    "input_scale",
+    "source_scale",
+    "vision_scale",
+    "reference_scale",
+];
 
 /// The policy kind and stage prefix of a component name: a chained
 /// sampler's policies are named `stage<k>_<policy>` (k from 2), the first
@@ -173,6 +183,7 @@ fn policy(kind: &str, component: &Value, family: &Family) -> Result<Vec<u8>, Syn
         | "reference_scale" => upscale::image_scale(&mut g)?,
         "picture_size" => upscale::picture_size(&mut g)?,
         "latent_composite" => composite::latent_composite(&mut g)?,
+        "video_frames" => frames::video_frames(&mut g)?,
         _ => policies::build(&mut g, family)?,
     }
     Ok(g.finish())

@@ -1,7 +1,8 @@
 //! The small policies: schedule lookups, the model's input scaling,
 //! classifier-free guidance (and `DualCFGGuider`'s and `VideoLinearCFGGuidance`'s), the loop
 //! predicate, step windows, latent
-//! shapes, inpainting masks, SDXL conditioning and the ControlNet window.
+//! shapes, inpainting masks, SDXL conditioning, the ControlNet window and
+//! joining two embeddings' tokens.
 
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
@@ -35,6 +36,7 @@ pub fn build(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError>
         "upscaled_pixels" => unit_pixels(g, false),
         "video_pixels" => unit_pixels(g, true),
         "batch_frames" => batch_frames(g),
+        "join_tokens" => join_tokens(g),
         "decoded_pixels" => unit_pixels(g, true),
         "cfg_norm" => super::guidance_norm::cfg_norm(g, family),
         other => Err(g.error(format!("`{other}` is not a policy this importer makes"))),
@@ -139,11 +141,7 @@ pub fn decoded_frames(length: i64, temporal: i64) -> i64 {
 /// parameter `std_multiple` (5 in ComfyUI).
 fn audio_loudness(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let x = g.input("audio")?;
-    let multiple = g
-        .parameter("std_multiple")
-        .and_then(Value::as_f64)
-        .filter(|m| *m > 0.0)
-        .ok_or_else(|| g.error("its contract parameter `std_multiple` is not a positive number"))?;
+    let multiple = g.positive_number("std_multiple")?;
     let axes = g.b.vec_i64(&[1, 2]);
     let keep = [("keepdims", Attr::Int(1))];
     let mean = g.op_with("ReduceMean", &[&x, &axes], &keep);
@@ -223,6 +221,14 @@ fn batch_frames(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let axis = g.b.vec_i64(&[0]);
     let out = g.op("Unsqueeze", &[&x, &axis]);
     g.output(&out, "frames")
+}
+
+/// `first`'s tokens, then `second`'s (axis 1 of `[batch, tokens, hidden]`).
+fn join_tokens(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let first = g.input("first")?;
+    let second = g.input("second")?;
+    let out = g.op_with("Concat", &[&first, &second], &[("axis", Attr::Int(1))]);
+    g.output(&out, "joined")
 }
 
 /// `unconditional + (conditional - unconditional) * scale`.

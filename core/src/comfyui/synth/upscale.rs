@@ -18,7 +18,8 @@
 //!   where that is set, as Qwen's edit encoders size their pictures) or `flux_kontext`
 //!   (the [`KONTEXT_SIDES`] entry whose aspect is nearest the picture's,
 //!   the first of equals) or `longer` / `shorter` (`side`: that side made
-//!   `side`, the other `round(other / that * side)`);
+//!   `side`, the other `round(other / that * side)`) or `same` (no resize:
+//!   a picture resized already, only cut);
 //! - `method`: `nearest-exact` (PyTorch's: source index
 //!   `floor((i + 0.5) * in / out)`, which is ONNX's half-pixel nearest
 //!   rounding halves up), `bilinear` (PyTorch's `align_corners=False`
@@ -76,17 +77,25 @@ pub fn latent_upscale(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     g.output(&out, "upscaled")
 }
 
-/// Builds the resize of picture `image` to the parameters' size, cropped
-/// to whole `multiple`s where that parameter is set.
+/// Builds the resize of picture `image` to the parameters' size (none
+/// for size `same`, a picture resized already), cropped to whole
+/// `multiple`s where that parameter is set.
 pub fn image_scale(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let image = g.input("image")?;
-    let side = new_sides(g, &image)?;
-    let source = match g.parameter("crop").and_then(Value::as_str) {
-        None | Some("disabled") => image,
-        Some("center") => centre_of_aspect(g, &image, &side),
-        Some(other) => return Err(g.error(format!("crop `{other}` is not disabled or center"))),
+    let mut out = match text(g, "size")?.as_str() {
+        "same" => image,
+        _ => {
+            let side = new_sides(g, &image)?;
+            let source = match g.parameter("crop").and_then(Value::as_str) {
+                None | Some("disabled") => image,
+                Some("center") => centre_of_aspect(g, &image, &side),
+                Some(other) => {
+                    return Err(g.error(format!("crop `{other}` is not disabled or center")));
+                }
+            };
+            resize(g, &source, &side, PICTURE_METHODS)?
+        }
     };
-    let mut out = resize(g, &source, &side, PICTURE_METHODS)?;
     if g.parameter("multiple").is_some() {
         out = crop_to_multiple(g, &out)?;
     }
@@ -118,11 +127,7 @@ fn rounded(g: &mut PolicyGraph<'_>, hw: &str, factor: &str) -> String {
 
 /// Each side of `x` times the positive parameter `scale_by`, rounded.
 fn scaled_sides(g: &mut PolicyGraph<'_>, x: &str) -> Result<String, SynthError> {
-    let scale = g
-        .parameter("scale_by")
-        .and_then(Value::as_f64)
-        .filter(|s| *s > 0.0)
-        .ok_or_else(|| g.error("its contract parameter `scale_by` is not a positive number"))?;
+    let scale = g.positive_number("scale_by")?;
     let hw = sides(g, x);
     let factor = g.d(scale);
     Ok(rounded(g, &hw, &factor))
@@ -148,11 +153,7 @@ fn new_sides(g: &mut PolicyGraph<'_>, image: &str) -> Result<String, SynthError>
 /// `step`s (parameter, 1 unless set): `max(1, round(side * factor /
 /// step)) * step`, in Python's order of float operations.
 fn total_pixel_sides(g: &mut PolicyGraph<'_>, image: &str) -> Result<String, SynthError> {
-    let pixels = g
-        .parameter("pixels")
-        .and_then(Value::as_f64)
-        .filter(|p| *p > 0.0)
-        .ok_or_else(|| g.error("its contract parameter `pixels` is not a positive number"))?;
+    let pixels = g.positive_number("pixels")?;
     let step = match g.parameter("step") {
         Some(_) => g.positive_integer("step")?,
         None => 1,

@@ -20,8 +20,8 @@ pub(super) struct Calls<'a> {
     /// The ControlNet scale of a controlled prompt (an input, or the
     /// windowed scale's value).
     pub control_scale: &'a str,
-    /// The reference latent the prompts' references read, if any.
-    pub reference: Option<&'a str>,
+    /// The reference latents the prompts' references read, if any.
+    pub reference: Option<&'a super::reference::Latents>,
 }
 
 impl Calls<'_> {
@@ -85,8 +85,8 @@ impl Calls<'_> {
             if plan.frame_rate.is_some() {
                 bind["frame_rate"] = json!("request.frame_rate");
             }
-            if let Some(value) = self.reference {
-                super::reference::bind(plan, side.references, value, &mut bind);
+            if let Some(latents) = self.reference {
+                super::reference::bind(plan, side.references, latents, &mut bind);
             }
             if super::svd::prompt(plan).is_some() {
                 bind["concat"] = json!(match side.name {
@@ -95,6 +95,7 @@ impl Calls<'_> {
                 });
                 bind["added_time_ids"] = json!(super::svd::TIME_IDS);
             }
+            super::frames::bind(plan, &mut bind);
             if plan.edit().is_some() {
                 // The edit picture's latent, or zeros of its size (the
                 // edit latent the sampler starts from).

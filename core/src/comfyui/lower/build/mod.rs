@@ -18,7 +18,9 @@ mod calls;
 mod composite;
 mod control;
 mod edit;
+mod frames;
 mod names;
+mod pictures;
 mod pixels;
 mod prompts;
 mod reference;
@@ -29,6 +31,7 @@ mod stage;
 mod svd;
 mod vision;
 
+pub(super) use frames::note as frames_note;
 pub(super) use names::StageNames;
 pub(super) use reference::note as reference_note;
 pub(super) use vision::note as vision_note;
@@ -116,7 +119,7 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
         chain.stages.iter().enumerate().zip(prefixes).zip(encoders)
     {
         let loader = &plan.model.loader;
-        let names = StageNames::new(index);
+        let names = StageNames::new(chain, index);
         // Pixels it encodes from an earlier stage's decode are made first
         // (cut to whole multiples of 8 after a resize for a VAEEncode,
         // which crops so; SVD's own resize comes later).

@@ -1,29 +1,66 @@
 //! How a sampler stage names what it defines ([`StageNames`]) and how it
 //! names an earlier stage's final latent before renaming resolves it
-//! ([`earlier_latent`]).
+//! ([`earlier_latent`]). A picture input of a `LoadImage` an earlier stage
+//! reads already is that stage's input: one picture is given once.
+
+use super::super::recognise::Chain;
+use std::collections::BTreeMap;
 
 /// How stage `index` (0-based) names what it defines.
 pub(in crate::comfyui::lower) struct StageNames {
     /// `stage<k>` with k counted from 1; empty for the first stage.
     tag: String,
+    /// Its picture inputs that an earlier stage declares, by that stage's
+    /// name.
+    aliases: BTreeMap<String, String>,
+}
+
+/// Stage `index`'s tag: `stage<k>` with k counted from 1, empty for the
+/// first stage.
+fn tag(index: usize) -> String {
+    match index {
+        0 => String::new(),
+        k => format!("stage{}", k + 1),
+    }
+}
+
+/// `name` as stage `tag` names it.
+fn tagged(tag: &str, name: &str) -> String {
+    match tag.is_empty() {
+        true => name.to_string(),
+        false => format!("{tag}.{name}"),
+    }
 }
 
 impl StageNames {
-    /// The names of stage `index` (0-based).
-    pub(in crate::comfyui::lower) fn new(index: usize) -> StageNames {
+    /// The names of stage `index` (0-based) of `chain`.
+    pub(in crate::comfyui::lower) fn new(chain: &Chain, index: usize) -> StageNames {
+        let mut aliases = BTreeMap::new();
+        for (input, loader) in super::pictures::inputs(&chain.stages[index]) {
+            let first = chain.stages[..index]
+                .iter()
+                .enumerate()
+                .find_map(|(k, plan)| {
+                    super::pictures::inputs(plan)
+                        .into_iter()
+                        .find(|(_, l)| *l == loader)
+                        .map(|(earlier, _)| tagged(&tag(k), &earlier))
+                });
+            if let Some(first) = first {
+                aliases.insert(input, first);
+            }
+        }
         StageNames {
-            tag: match index {
-                0 => String::new(),
-                k => format!("stage{}", k + 1),
-            },
+            tag: tag(index),
+            aliases,
         }
     }
 
     /// A value, state cell or input name of the stage.
     pub(in crate::comfyui::lower) fn value(&self, name: &str) -> String {
-        match self.tag.is_empty() {
-            true => name.to_string(),
-            false => format!("{}.{name}", self.tag),
+        match self.aliases.get(name) {
+            Some(alias) => alias.clone(),
+            None => tagged(&self.tag, name),
         }
     }
 

@@ -358,6 +358,11 @@ pub(super) fn resize_policy(kind: &str, resize: &Resize, for_encode: bool) -> Va
     if for_encode {
         parameters["multiple"] = json!(8);
     }
+    scale_policy(kind, parameters)
+}
+
+/// The `image_scale` policy `kind` with contract `parameters`.
+fn scale_policy(kind: &str, parameters: Value) -> Value {
     let scaled = contract(
         "float32",
         json!(["batch", 3, "scaled_height", "scaled_width"]),
@@ -409,29 +414,42 @@ pub(super) fn size_parameters(resize: &Resize) -> Value {
 /// The value of the picture of `loader` a stage encodes, resized within
 /// the stage by `resize` where the graph resizes it (then cut to whole
 /// multiples of 8 where `for_encode`, as `VAEEncode` crops); and the
-/// loader, where the encode reads the picture as it is.
+/// loader, where the encode reads the picture as it is. `made` is the
+/// picture through `resize` where the stage has it already, uncut (an
+/// edit encoder's source): then it is only cut.
 pub(super) fn loaded<'p>(
     (loader, resize): (&'p String, Option<&Resize>),
-    for_encode: bool,
+    (for_encode, made): (bool, Option<&str>),
     components: &mut Map<String, Value>,
     setup: &mut Steps,
 ) -> (String, Option<&'p String>) {
     let Some(resize) = resize else {
         return ("request.image".into(), Some(loader));
     };
-    components.insert(
-        "input_scale".into(),
-        super::pixels::resize_policy("input_scale", resize, for_encode),
-    );
+    let (policy, image) = match made {
+        Some(made) if !for_encode => return (made.to_string(), None),
+        Some(made) => (cut_policy("input_scale"), made),
+        None => (
+            resize_policy("input_scale", resize, for_encode),
+            "request.image",
+        ),
+    };
+    components.insert("input_scale".into(), policy);
     setup.push(
         invoke(
             "input_scale",
-            json!({"image": "request.image"}),
+            json!({"image": image}),
             json!({"scaled": "latent.pixels"}),
         ),
         &[loader, &resize.node],
     );
     ("latent.pixels".into(), None)
+}
+
+/// The policy `kind` cutting a resized picture to whole multiples of 8,
+/// as `VAEEncode` crops (size `same`: no resize).
+fn cut_policy(kind: &str) -> Value {
+    scale_policy(kind, json!({"size": "same", "multiple": 8}))
 }
 
 /// The VAE encoder component `name`: pictures in, `latent` out.

@@ -8,7 +8,8 @@ use super::super::parts::{
     Steps, component, contract, hidden, invoke, one_of, parameter, policy, pooled, runtime,
     sdxl_time_ids, tokens,
 };
-use super::super::recognise::{Plan, Prompt};
+use super::super::recognise::{Plan, Prompt, Reference, Vision};
+use super::pictures::{Key, key};
 use serde_json::{Map, Value, json};
 
 /// Which prompt a set of conditioning values belongs to.
@@ -31,8 +32,10 @@ pub(super) struct PromptSide<'a> {
     /// Whether the side carries the plan's edit picture (the others take
     /// zeros in its place).
     pub edit: bool,
-    /// How many reference pictures the side carries.
-    pub references: usize,
+    /// The reference pictures the side carries.
+    pub references: &'a [Reference],
+    /// The pictures the side shows the text encoder.
+    vision: &'a [Vision],
 }
 
 /// A prompt text, the token-id input it is passed in and its encoder node.
@@ -48,9 +51,9 @@ pub(super) struct Parts<'p> {
     pub components: &'p mut Map<String, Value>,
     pub setup: &'p mut Steps,
     pub prompts: &'p mut Vec<Prompted>,
-    /// The picture every call shows the text encoder (Qwen's edit
-    /// encoders), as its input `image`.
-    pub vision: Option<&'p str>,
+    /// The pictures the calls show the text encoder (Qwen's edit
+    /// encoders), by picture, as its inputs `image`, `image_2`, ...
+    pub vision: Option<&'p [(Key, String)]>,
 }
 
 /// Whether the negative prompt is the positive encoder's conditioning
@@ -98,7 +101,8 @@ pub(super) fn sides(plan: &Plan) -> Vec<PromptSide<'_>> {
             controlled: plan.control.as_ref().is_some_and(|c| c.positive),
             guidance: positive_guidance,
             edit: plan.positive.edit.is_some(),
-            references: plan.positive.references.latents.len(),
+            references: &plan.positive.references.latents,
+            vision: &plan.positive.vision,
         },
         PromptSide {
             name: "unconditional",
@@ -112,7 +116,8 @@ pub(super) fn sides(plan: &Plan) -> Vec<PromptSide<'_>> {
             controlled: plan.control.as_ref().is_some_and(|c| c.negative),
             guidance: negative_guidance,
             edit: plan.negative.edit.is_some(),
-            references: plan.negative.references.latents.len(),
+            references: &plan.negative.references.latents,
+            vision: &plan.negative.vision,
         },
     ]
     .into_iter()
@@ -128,7 +133,8 @@ pub(super) fn sides(plan: &Plan) -> Vec<PromptSide<'_>> {
         controlled: false,
         guidance: None,
         edit: middle.edit.is_some(),
-        references: middle.references.latents.len(),
+        references: &middle.references.latents,
+        vision: &middle.vision,
     }))
     .collect()
 }
@@ -152,8 +158,9 @@ pub(super) fn encode(plan: &Plan, sides: &[PromptSide<'_>], models: &str, parts:
     let sdxl = matches!(plan.positive.text, Prompt::Sdxl { .. });
     let encoder_out = json!({"encoder_hidden_states": hidden()});
     let mut encoder_in = json!({"input_ids": tokens()});
-    if parts.vision.is_some() {
-        encoder_in["image"] = super::vision::port();
+    let shown = sides.iter().map(|s| s.vision.len()).max().unwrap_or(0);
+    for n in 0..shown {
+        encoder_in[super::vision::port_name(n)] = super::vision::port(n);
     }
     parts.components.insert(
         m("text_encoder"),
@@ -214,8 +221,12 @@ pub(super) fn encode(plan: &Plan, sides: &[PromptSide<'_>], models: &str, parts:
                     None => value.clone(),
                 };
                 let mut binds = json!({"input_ids": side.ids.0});
-                if let Some(seen) = parts.vision {
-                    binds["image"] = json!(seen);
+                let seen = parts.vision.unwrap_or_default();
+                for (n, v) in side.vision.iter().enumerate() {
+                    let picture = key(&v.loader, v.resize.as_ref());
+                    if let Some((_, value)) = seen.iter().find(|(k, _)| *k == picture) {
+                        binds[super::vision::port_name(n)] = json!(value);
+                    }
                 }
                 parts.setup.push(
                     invoke(

@@ -178,6 +178,16 @@ pub(super) fn stage(
         }
         _ => "latent.source".to_string(),
     };
+    // The pictures an edit encoder shows the text encoder and encodes, and
+    // the graph's resize of the loaded picture they share with the stage.
+    let vision = super::vision::pictures(plan, &mut components, &mut setup);
+    super::frames::encode(
+        plan,
+        (&m("vae_encoder"), latent()),
+        &mut components,
+        &mut setup,
+    );
+    let made = vision.as_ref().and_then(|v| v.source.as_deref());
     // The picture a `VAEEncode` encodes (see `encoded`); an edit or
     // inpainting node's is the input picture.
     let (picture_value, picture_loader) = match (plan.encoded_picture(), decoded) {
@@ -191,16 +201,19 @@ pub(super) fn stage(
             None,
         ) => loaded(
             (loader, resize.as_ref()),
-            video.is_none(),
+            (video.is_none(), made),
             &mut components,
             &mut setup,
         ),
-        // An edit node's, a sized latent's or the references' picture,
-        // resized or not; an inpainting node's.
+        // An edit node's, a sized latent's or a ReferenceLatent's picture,
+        // resized or not (not an edit encoder's own); an inpainting node's.
         (None, None) => match reference::encoded_stage_picture(plan) {
-            Some((loader, Some(resize))) => {
-                loaded((loader, Some(resize)), true, &mut components, &mut setup)
-            }
+            Some((loader, Some(resize))) => loaded(
+                (loader, Some(resize)),
+                (true, made),
+                &mut components,
+                &mut setup,
+            ),
             _ => ("request.image".to_string(), None),
         },
         (Some(_), None) => ("request.image".to_string(), None),
@@ -311,7 +324,6 @@ pub(super) fn stage(
     let (pooled, time_ids) = (pooled(), sdxl_time_ids());
     let sides = prompts::sides(plan);
     let mut prompts = Vec::new();
-    let vision = super::vision::pictures(plan, &mut components, &mut setup);
     match video {
         Some(video) => svd::encode(
             (&plan.positive.encoder, video),
@@ -330,7 +342,7 @@ pub(super) fn stage(
                 components: &mut components,
                 setup: &mut setup,
                 prompts: &mut prompts,
-                vision: vision.as_ref().map(|v| v.seen.as_str()),
+                vision: vision.as_ref().map(|v| &v.seen[..]),
             },
         ),
     }
@@ -356,6 +368,7 @@ pub(super) fn stage(
     };
     if loaded {
         inputs.insert("request.image".into(), media(picture(json!(3))));
+        super::pictures::declare_others(plan, &mut inputs);
     }
     // An adaptive sampler's controller ends its loop, within its bound.
     let adaptive = sampler_needs(&s.sampler_name).is_some_and(|k| k.needs.adaptive);
@@ -545,13 +558,10 @@ pub(super) fn stage(
         );
     }
     // The reference pictures the prompts carry, encoded once.
-    let reference_picture = vision.and_then(|v| v.reference);
     let reference = super::reference::latents(
         plan,
-        (
-            &m("vae_encoder"),
-            reference_picture.as_ref().unwrap_or(&picture_value),
-        ),
+        (&m("vae_encoder"), &picture_value),
+        vision.as_ref().map_or(&[][..], |v| &v.references[..]),
         &mut components,
         &mut setup,
     );
@@ -653,6 +663,7 @@ pub(super) fn stage(
         );
     }
     super::reference::ports(plan, &mut denoiser_ports);
+    super::frames::denoiser_ports(plan, &latent(), &mut denoiser_ports);
     if plan.edit().is_some() {
         denoiser_ports["concat"] = latent();
         if edit::takes_mask(plan) {
@@ -723,7 +734,7 @@ pub(super) fn stage(
         sides: &sides,
         models,
         control_scale: &control_scale,
-        reference: reference.as_deref(),
+        reference: reference.as_ref(),
     };
     calls.push(&mut body, first_input, first_timestep, "");
     solving::solve(&mut solver, &calls, &mut components, &mut body, sampler);

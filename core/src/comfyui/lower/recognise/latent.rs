@@ -9,15 +9,14 @@ use super::latent_sizes::{VIDEO_LATENTS, VideoLatent};
 use super::pixels::{LoadedPicture, Pixels, Resize, picture};
 use super::walk::Walk;
 use super::{
-    EDIT_NODES, MAX_RESOLUTION, SAMPLER_CLASSES, SVD_CONDITIONING, loaded_image, upscale_method,
-    vae_source,
+    EDIT_NODES, MAX_BATCH, MAX_RESOLUTION, SAMPLER_CLASSES, SVD_CONDITIONING, loaded_image,
+    upscale_method, vae_source,
 };
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::lower::parts::Axes;
 use crate::comfyui::synth::upscale::LATENT_METHODS;
 
 /// ComfyUI's own limit on batch size.
-const MAX_BATCH: i64 = 4096;
 const LATENT_SOURCES: &[&str] = &[
     "EmptyLatentImage",
     "EmptySD3LatentImage",
@@ -215,6 +214,9 @@ pub(super) fn latent_source(
     if g.class(&node) == SVD_CONDITIONING && slot == 2 {
         return svd_latent(g, &node);
     }
+    if super::frames::FRAMES_NODES.contains(&g.class(&node)) && slot == 2 {
+        return wan_latent(g, &node);
+    }
     if g.class(&node) == "EmptyLatentAudio" {
         let seconds = g.number_in(&node, "seconds", 1.0..=1000.0, "duration")?;
         return Ok(LatentSource::Audio {
@@ -369,6 +371,23 @@ fn svd_latent(g: &Graph<'_>, node: &str) -> Result<LatentSource, Refusal> {
         frames: Some(Frames {
             length: g.whole(node, "video_frames", 1..=4096)?,
             temporal: 1,
+        }),
+    })
+}
+
+/// The empty video latent (output 2) of Wan image-to-video node `node`.
+fn wan_latent(g: &Graph<'_>, node: &str) -> Result<LatentSource, Refusal> {
+    let frames = super::frames::read(g, node)?;
+    Ok(LatentSource::Empty {
+        node: frames.node,
+        width: frames.width,
+        height: frames.height,
+        batch: frames.batch,
+        channels: frames.channels,
+        scale: frames.scale,
+        frames: Some(Frames {
+            length: frames.length,
+            temporal: super::frames::TEMPORAL,
         }),
     })
 }

@@ -9,6 +9,7 @@ mod composite;
 mod custom;
 mod edits;
 mod flow_only;
+mod frames;
 mod ksampler;
 mod latent;
 mod latent_sizes;
@@ -29,10 +30,12 @@ pub(super) use audio::{SAMPLE_RATE, SAMPLES_PER_STEP, Seconds, WAVE_CHANNELS};
 pub(super) use chain::{Chain, Sink, SinkKind, is_sink, recognise, sink_classes};
 pub(super) use composite::Composite;
 use edits::loaded_image;
+pub(super) use frames::VideoFrames;
 pub(super) use latent::{LatentSource, UpscaleSize};
 use model::model_chain;
 pub(super) use model::{FlowShift, Lora, ModelChain, Patch};
 pub(super) use pixels::{ModelUpscale, Origin, PixelSize, Pixels, Resize};
+pub(super) use reference::Reference;
 pub(super) use svd::VideoPrompt;
 
 use super::Refusal;
@@ -46,6 +49,9 @@ use own_sampling::Family;
 
 /// ComfyUI's own limit on picture sides.
 const MAX_RESOLUTION: i64 = 16384;
+
+/// ComfyUI's largest `batch_size`.
+const MAX_BATCH: i64 = 4096;
 
 /// One sampler stage: everything the document builder needs for it, with
 /// the graph's values.
@@ -206,8 +212,11 @@ pub(super) struct Conditioning {
     /// `ReferenceLatent`s on the way: pictures the model reads beside the
     /// sample.
     pub references: reference::References,
-    /// The picture a Qwen image-edit encoder shows its language model.
-    pub vision: Option<Vision>,
+    /// The pictures a Qwen image-edit encoder shows its language model.
+    pub vision: Vec<Vision>,
+    /// A Wan image-to-video node on the way: the video of its pictures the
+    /// denoiser takes beside the sample.
+    pub frames: Option<VideoFrames>,
 }
 
 /// The picture a Qwen image-edit encoder's language model sees beside
@@ -364,7 +373,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         guide.positive == guide.negative,
         &sampler,
     )?;
-    let family = own_sampling::family(g, &positive.loader);
+    let family = own_sampling::family(g, &positive.loader, &model.loader);
     if let (None, None, Family::Flow(flow)) = (&model.flow, &model.table, &family) {
         model.flow = Some(flow.clone());
     }
@@ -428,6 +437,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         ));
     }
     edits::edits(g, &prompts, &latent)?;
+    frames::same_on_every_prompt(g, &prompts, &latent)?;
     edits::differential(g, &model, &latent)?;
     let axes = match &latent {
         LatentSource::Empty {

@@ -138,7 +138,13 @@ const CHECKPOINTS: &[(&str, Default)] = &[
 
 /// Latent channels of types whose families share them but not their
 /// sampling (Lumina 2 and Z-Image: Flux's VAE, 16).
-const CHANNELS: &[(&str, i64)] = &[("lumina2", 16)];
+const CHANNELS: &[(&str, i64)] = &[("lumina2", 16), ("ovis", 16)];
+
+/// ComfyUI's own checkpoint files that hold a model of a type with no
+/// single default sampling (as a `CLIPLoader` would load their text
+/// encoders).
+const CHECKPOINT_TYPES: &[(&str, &str)] =
+    &[("NetaYumev35_pretrained_all_in_one.safetensors", "lumina2")];
 
 /// What a text encoder loader says about the model family.
 #[derive(Clone, Debug, PartialEq)]
@@ -153,13 +159,19 @@ pub(super) enum Family {
 }
 
 /// The model family that text encoder `loader` (a CLIP loader node, or
-/// a checkpoint loader of one of ComfyUI's own [`CHECKPOINTS`]) is loaded
-/// for.
-pub(super) fn family(g: &Graph<'_>, loader: &str) -> Family {
+/// a checkpoint loader of one of ComfyUI's own [`CHECKPOINTS`] that the
+/// model comes from too, `model_loader`) is loaded for.
+pub(super) fn family(g: &Graph<'_>, loader: &str, model_loader: &str) -> Family {
     if g.class(loader) == "CheckpointLoaderSimple" {
+        if loader != model_loader {
+            return Family::Unstated;
+        }
         let file = g.text(loader, "ckpt_name").unwrap_or_default();
         // The file's own name, wherever the user keeps it.
         let name = file.rsplit(['/', '\\']).next().unwrap_or_default();
+        if let Some((_, clip_type)) = CHECKPOINT_TYPES.iter().find(|(known, _)| *known == name) {
+            return Family::Unsettled(clip_type.to_string());
+        }
         return match CHECKPOINTS.iter().find(|(known, _)| *known == name) {
             Some((_, default)) => Family::Flow(default.sampling(
                 loader,

@@ -31,6 +31,7 @@ pub(super) fn conditioning(
     let seconds = super::audio::seconds(g, &mut node, &mut slot, &mut from)?;
     let frame_rate = super::ltxv::frame_rate(g, &mut node, &mut slot, &mut from)?;
     let edit = edit_conditioning(g, &mut node, &mut slot, &mut from)?;
+    let frames = super::frames::step(g, &mut node, &mut slot, &mut from)?;
     let mut marks = Marks {
         guidance: &mut guidance,
         references: &mut references,
@@ -117,10 +118,10 @@ pub(super) fn conditioning(
     g.first_output((&from.0, &from.1), &node, slot)?;
     let (clip, _) = g.source(&node, "clip")?;
     let (loader, clip_loras, tokenizer_options) = clip_source(g, &clip, &node, model)?;
-    let (mut vision, mut own_reference) = (None, None);
+    let (mut vision, mut own_references) = (Vec::new(), Vec::new());
     let text = if [EDIT, EDIT_PLUS].contains(&g.class(&node)) {
         let read = super::vision::read(g, &node, &model.loader)?;
-        (vision, own_reference) = (read.vision, read.reference);
+        (vision, own_references) = (read.vision, read.references);
         Prompt::Single(read.text)
     } else if g.class(&node) == "CLIPTextEncodeSDXL" {
         let n = |k: &str| g.number(&node, k);
@@ -139,7 +140,7 @@ pub(super) fn conditioning(
     } else {
         Prompt::Single(g.text(&node, "text")?.to_string())
     };
-    references.finish(g, own_reference)?;
+    references.finish(g, own_references)?;
     Ok((
         Conditioning {
             encoder: node,
@@ -154,6 +155,7 @@ pub(super) fn conditioning(
             frame_rate,
             references,
             vision,
+            frames,
         },
         control,
     ))

@@ -4,8 +4,8 @@
 //! they append in order. `FluxKontextMultiReferenceLatentMethod` says how
 //! the model places several of them. The lowering takes references that
 //! are `VAEEncode`s of a loaded picture (maybe resized), with the stage's
-//! VAE, and a Qwen image-edit encoder's own (see `vision`); and checks
-//! that every picture a stage's prompts carry is the stage's one.
+//! VAE, and a Qwen image-edit encoder's own (see `vision`); and bounds
+//! the loaded pictures a stage's prompts carry.
 
 use super::super::graph::Graph;
 use super::pixels::{Origin, Pixels, Resize, loaded_picture, measuring_node};
@@ -16,6 +16,10 @@ use crate::comfyui::lower::parts::Axes;
 /// The most references one prompt may carry (ComfyUI's edit models take
 /// a handful; each is a denoiser port).
 pub(super) const MAX_REFERENCES: usize = 4;
+
+/// The most loaded pictures (a `LoadImage` through one resize) a stage
+/// may read: each is a workflow input, or a resize of one.
+const MAX_PICTURES: usize = 4;
 
 /// One node appending a reference (a `ReferenceLatent`, or a Qwen
 /// image-edit encoder given a VAE) and the picture whose latent it
@@ -135,14 +139,11 @@ impl References {
         Ok(())
     }
 
-    /// Records the encoder's own reference (the first appended), if it
-    /// has one, and puts the references in ComfyUI's order.
-    pub(super) fn finish(
-        &mut self,
-        g: &Graph<'_>,
-        encoder: Option<Reference>,
-    ) -> Result<(), Refusal> {
-        if let Some(reference) = encoder {
+    /// Records the encoder's own references (the first appended, in
+    /// order) and puts the references in ComfyUI's order.
+    pub(super) fn finish(&mut self, g: &Graph<'_>, encoder: Vec<Reference>) -> Result<(), Refusal> {
+        // Walked from the sampler, so the encoder's come last, reversed.
+        for reference in encoder.into_iter().rev() {
             self.push(g, reference)?;
         }
         self.latents.reverse();
@@ -173,21 +174,49 @@ pub(in crate::comfyui::lower) fn encoded_stage_picture(plan: &Plan) -> Option<Lo
 
 /// The loaded picture a stage with `latent` and `prompts` reads: its
 /// latent's, else its prompts' (the first reference's or picture shown
-/// to a text encoder).
+/// to a text encoder, else the first a Wan image-to-video node makes its
+/// video of).
 fn read_picture<'p>(
     latent: &'p LatentSource,
     prompts: impl IntoIterator<Item = &'p Conditioning>,
 ) -> Option<Loaded<'p>> {
-    latent_picture(latent).or_else(|| prompt_pictures(prompts).next().map(|(_, _, p)| p))
+    let prompts: Vec<&Conditioning> = prompts.into_iter().collect();
+    latent_picture(latent)
+        .or_else(|| {
+            prompt_pictures(prompts.iter().copied())
+                .next()
+                .map(|(_, _, p)| p)
+        })
+        .or_else(|| {
+            frame_pictures(prompts.iter().copied())
+                .first()
+                .map(|loader| (*loader, None))
+        })
+}
+
+/// The `LoadImage`s of the pictures Wan image-to-video nodes on `prompts`
+/// start and end their videos with, once each.
+pub(in crate::comfyui::lower) fn frame_pictures<'p>(
+    prompts: impl IntoIterator<Item = &'p Conditioning>,
+) -> Vec<&'p String> {
+    let mut loaders: Vec<&String> = Vec::new();
+    for frames in prompts.into_iter().filter_map(|c| c.frames.as_ref()) {
+        for loader in [&frames.start, &frames.end].into_iter().flatten() {
+            if !loaders.contains(&loader) {
+                loaders.push(loader);
+            }
+        }
+    }
+    loaders
 }
 
 /// A loaded picture a prompt carries: the node that reads it, what it
 /// does with it (in words), and the picture.
-type PromptPicture<'p> = (&'p String, &'static str, Loaded<'p>);
+pub(in crate::comfyui::lower) type PromptPicture<'p> = (&'p String, &'static str, Loaded<'p>);
 
 /// The loaded pictures `prompts` carry: their references', then those
 /// shown to their text encoders.
-fn prompt_pictures<'p>(
+pub(in crate::comfyui::lower) fn prompt_pictures<'p>(
     prompts: impl IntoIterator<Item = &'p Conditioning>,
 ) -> impl Iterator<Item = PromptPicture<'p>> {
     let prompts: Vec<&Conditioning> = prompts.into_iter().collect();
@@ -202,22 +231,19 @@ fn prompt_pictures<'p>(
                 (&r.loader, r.resize.as_ref()),
             )
         });
-    let seen = prompts
-        .into_iter()
-        .filter_map(|c| c.vision.as_ref())
-        .map(|v| {
-            (
-                &v.node,
-                "shows the text encoder",
-                (&v.loader, v.resize.as_ref()),
-            )
-        });
+    let seen = prompts.into_iter().flat_map(|c| &c.vision).map(|v| {
+        (
+            &v.node,
+            "shows the text encoder",
+            (&v.loader, v.resize.as_ref()),
+        )
+    });
     references.chain(seen)
 }
 
 /// Whether two loaded pictures are one: the same `LoadImage` through the
 /// same resize node (or none).
-fn same(a: Loaded<'_>, b: Loaded<'_>) -> bool {
+pub(in crate::comfyui::lower) fn same(a: Loaded<'_>, b: Loaded<'_>) -> bool {
     a.0 == b.0 && a.1.map(|r| &r.node) == b.1.map(|r| &r.node)
 }
 
@@ -250,10 +276,11 @@ pub(in crate::comfyui::lower) fn most(plan: &Plan) -> usize {
 }
 
 /// Refuses references the lowering cannot give the denoiser: on a video
-/// or audio latent, of a picture other than the one the stage reads
-/// (each prompt's references are one picture's latent, the stage's), or
-/// placed by different methods on different prompts. A prompt with fewer
-/// references than another is allowed (it passes empty ones).
+/// or audio latent, on a stage encoding an earlier stage's picture, of
+/// more loaded pictures than [`MAX_PICTURES`], appended by edit encoders
+/// at different sizes, or placed by different methods on different
+/// prompts. A prompt
+/// with fewer references than another is allowed (it passes empty ones).
 pub(super) fn agree(
     g: &Graph<'_>,
     prompts: &[&Conditioning],
@@ -283,33 +310,38 @@ pub(super) fn agree(
         }
         other => latent_picture(other),
     };
-    let picture = stage.unwrap_or(first_picture);
-    if let Some((other, does, (loader, _))) =
-        prompt_pictures(prompts.iter().copied()).find(|(_, _, p)| !same(*p, picture))
-    {
-        return Err(g.refuse(
-            other,
-            None,
-            format!(
-                "{does} node {loader}'s picture beside node {}'s; the lowering reads one loaded picture per stage",
-                picture.0
-            ),
-            "take every prompt picture (and the stage's latent) from one LoadImage through one resize",
-        ));
+    let mut pictures = vec![stage.unwrap_or(first_picture)];
+    for (node, does, picture) in prompt_pictures(prompts.iter().copied()) {
+        if pictures.iter().any(|p| same(*p, picture)) {
+            continue;
+        }
+        pictures.push(picture);
+        if pictures.len() > MAX_PICTURES {
+            return Err(g.refuse(
+                node,
+                None,
+                format!("{does} a loaded picture past the {MAX_PICTURES} the lowering gives a stage"),
+                &format!("read at most {MAX_PICTURES} loaded pictures (each LoadImage through one resize) in a stage"),
+            ));
+        }
     }
-    let mut references = prompts.iter().flat_map(|c| &c.references.latents);
-    if let Some(first) = references.next()
-        && let Some(other) = references
-            .find(|r| r.then.as_ref().map(|t| &t.size) != first.then.as_ref().map(|t| &t.size))
+    // An edit encoder's references are keyed by picture alone (see
+    // `build::reference`): one size for all of a stage's.
+    let mut resized = prompts
+        .iter()
+        .flat_map(|c| &c.references.latents)
+        .filter_map(|r| r.then.as_ref().map(|then| (r, then)));
+    if let Some((first, size)) = resized.next()
+        && let Some((other, _)) = resized.find(|(_, then)| then.size != size.size)
     {
         return Err(g.refuse(
             &other.node,
             None,
             format!(
-                "appends the picture's latent at another size than node {} does; the lowering encodes one reference latent per stage",
+                "appends the picture's latent at another size than node {} does; the lowering gives a stage's edit encoders one reference size",
                 first.node
             ),
-            "append every reference of the stage the same way",
+            "use one edit encoder class on every prompt",
         ));
     }
     let mut methods = prompts

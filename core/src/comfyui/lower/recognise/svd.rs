@@ -85,7 +85,8 @@ pub(super) fn prompts(
         seconds: None,
         frame_rate: None,
         references: Default::default(),
-        vision: None,
+        vision: Vec::new(),
+        frames: None,
     };
     Ok(Some((conditioning(None), conditioning(Some(node.clone())))))
 }

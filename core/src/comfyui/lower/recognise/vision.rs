@@ -8,11 +8,11 @@
 //! - the Plus node shows it at about 384x384 pixels and encodes it at
 //!   about 1024x1024 in whole 8s, and writes `Picture N:
 //!   <|vision_start|><|image_pad|><|vision_end|>` before the prompt (N the
-//!   picture's input, `image1` to `image3`).
+//!   picture's input, `image1` to `image3`), for each of its pictures.
 //!
 //! Both tokenize with an edit template (a system prompt about the input
-//! picture) that the exported tokenizer must apply. The lowering shows the
-//! text encoder one loaded picture (maybe resized), the stage's.
+//! picture) that the exported tokenizer must apply. Each picture is a
+//! loaded one (maybe resized).
 
 use super::super::graph::Graph;
 use super::pixels::loaded_picture;
@@ -34,16 +34,17 @@ const SEEN_PLUS: f64 = 384.0 * 384.0;
 /// (1024²).
 const REFERENCE: f64 = 1024.0 * 1024.0;
 
-/// What an edit encoder reads: the text it tokenizes, the picture its
-/// language model sees and the reference it appends (with a VAE).
+/// What an edit encoder reads: the text it tokenizes, the pictures its
+/// language model sees and the references it appends (with a VAE), in
+/// the order of its picture inputs.
 pub(super) struct Read {
     pub text: String,
-    pub vision: Option<Vision>,
-    pub reference: Option<Reference>,
+    pub vision: Vec<Vision>,
+    pub references: Vec<Reference>,
 }
 
 /// Reads edit encoder `node`; `loader` is the stage's checkpoint, whose
-/// VAE (or a `VAELoader`) must encode the reference.
+/// VAE (or a `VAELoader`) must encode the references.
 pub(super) fn read(g: &Graph<'_>, node: &str, loader: &str) -> Result<Read, Refusal> {
     let plus = g.class(node) == EDIT_PLUS;
     let prompt = g.text(node, "prompt")?;
@@ -52,96 +53,101 @@ pub(super) fn read(g: &Graph<'_>, node: &str, loader: &str) -> Result<Read, Refu
     } else {
         &["image"]
     };
-    let mut linked = inputs
+    let linked: Vec<(usize, &&str)> = inputs
         .iter()
         .enumerate()
-        .filter(|(_, input)| g.is_link(node, input));
-    let Some((index, input)) = linked.next() else {
-        return Ok(Read {
-            text: prompt.to_string(),
-            vision: None,
-            reference: None,
-        });
-    };
-    if let Some((_, second)) = linked.next() {
-        return Err(g.refuse(
-            node,
-            Some(second),
-            format!("shows the text encoder a second picture beside `{input}`; the lowering gives it one loaded picture per stage"),
-            "disconnect all but one picture, or edit with each picture in its own stage",
-        ));
+        .filter(|(_, input)| g.is_link(node, input))
+        .collect();
+    let vae = g.is_link(node, "vae") && !linked.is_empty();
+    if vae {
+        let (vae, _) = g.source(node, "vae")?;
+        vae_source(g, &vae, loader, (node, "vae"))?;
     }
-    let (picture, resize) = loaded_picture(g, node, input)?;
     let area = |pixels: f64, step: i64| Resize {
         node: node.to_string(),
         method: "area".into(),
         size: PixelSize::TotalPixels { pixels, step },
     };
-    let seen = match plus {
-        true => area(SEEN_PLUS, 1),
-        false => area(REFERENCE, 1),
+    let mut read = Read {
+        text: String::new(),
+        vision: Vec::new(),
+        references: Vec::new(),
     };
-    let reference = match g.is_link(node, "vae") {
-        true => {
-            let (vae, _) = g.source(node, "vae")?;
-            vae_source(g, &vae, loader, (node, "vae"))?;
-            Some(Reference {
+    for (index, input) in linked {
+        let (picture, resize) = loaded_picture(g, node, input)?;
+        if vae {
+            read.references.push(Reference {
                 node: node.to_string(),
                 class: g.class(node).to_string(),
                 encode: node.to_string(),
                 loader: picture.clone(),
                 resize: resize.clone(),
                 then: Some(area(REFERENCE, if plus { 8 } else { 1 })),
-            })
+            });
         }
-        false => None,
-    };
-    let text = match plus {
-        true => format!(
-            "Picture {}: <|vision_start|><|image_pad|><|vision_end|>{prompt}",
-            index + 1
-        ),
-        false => prompt.to_string(),
-    };
-    Ok(Read {
-        text,
-        vision: Some(Vision {
+        if plus {
+            // Numbered by input, as ComfyUI counts the empty ones too.
+            read.text += &format!(
+                "Picture {}: <|vision_start|><|image_pad|><|vision_end|>",
+                index + 1
+            );
+        }
+        read.vision.push(Vision {
             node: node.to_string(),
             class: g.class(node).to_string(),
             loader: picture,
             resize,
-            seen,
-        }),
-        reference,
-    })
+            seen: match plus {
+                true => area(SEEN_PLUS, 1),
+                false => area(REFERENCE, 1),
+            },
+        });
+    }
+    read.text += prompt;
+    Ok(read)
 }
 
-/// Refuses prompts that show the text encoder a picture beside prompts
-/// that do not, or show it at different sizes: one text encoder takes a
-/// picture on every call or on none (a prompt zeroing another's
-/// conditioning reads that encoder's, picture included). (Which picture, the stage's, is
-/// `reference::agree`'s check.)
+/// Refuses prompts that show the text encoder another number of
+/// pictures than other prompts, or at different sizes: one text encoder
+/// takes as many pictures on every call (a prompt zeroing another's
+/// conditioning reads that encoder's, pictures included). (Which pictures
+/// a stage may read is `reference::agree`'s check.)
 pub(super) fn agree(g: &Graph<'_>, prompts: &[&Conditioning]) -> Result<(), Refusal> {
-    let Some(shown) = prompts.iter().find_map(|c| c.vision.as_ref()) else {
+    let Some(most) = prompts.iter().max_by_key(|c| c.vision.len()) else {
         return Ok(());
     };
-    if let Some(bare) = prompts.iter().find(|c| c.vision.is_none()) {
+    let Some(shown) = most.vision.first() else {
+        return Ok(());
+    };
+    if let Some(fewer) = prompts.iter().find(|c| c.vision.len() < most.vision.len()) {
+        let message = match fewer.vision.len() {
+            0 => format!(
+                "encodes its prompt without a picture, where node {} shows the text encoder one; the lowering gives the text encoder a picture on every prompt or on none",
+                shown.node
+            ),
+            n => format!(
+                "shows the text encoder {n} picture{}, where node {} shows it {}; the lowering gives the text encoder as many pictures on every prompt",
+                if n == 1 { "" } else { "s" },
+                shown.node,
+                most.vision.len()
+            ),
+        };
         return Err(g.refuse(
-            &bare.encoder,
+            &fewer.encoder,
             None,
-            format!("encodes its prompt without a picture, where node {} shows the text encoder one; the lowering gives the text encoder a picture on every prompt or on none", shown.node),
-            "give every prompt's edit encoder the same picture",
+            message,
+            "give every prompt's edit encoder the same pictures",
         ));
     }
     if let Some(other) = prompts
         .iter()
-        .filter_map(|c| c.vision.as_ref())
+        .flat_map(|c| &c.vision)
         .find(|v| v.seen.size != shown.seen.size)
     {
         return Err(g.refuse(
             &other.node,
             None,
-            format!("shows the text encoder the picture at another size than node {} does; the lowering gives it one picture per stage", shown.node),
+            format!("shows the text encoder the picture at another size than node {} does; the lowering gives it one picture size per stage", shown.node),
             "use one edit encoder class on every prompt",
         ));
     }

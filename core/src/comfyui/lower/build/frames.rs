@@ -1,0 +1,269 @@
+//! A stage whose prompts carry a Wan image-to-video node's video (see
+//! `recognise::frames`): its pictures resized to the video's size
+//! (bilinear, centre crop: `init_scale`), made into the video and its
+//! mask (`video_frames`), the video encoded by the VAE; the denoiser takes
+//! the latent as `concat` and the mask as `concat_mask` with every prompt.
+//! A later stage of the same video (Wan 2.2's second expert) makes them
+//! again: each stage's values are its own.
+
+use super::super::parts::{Steps, component, contract, invoke, policy};
+use super::super::recognise::{PixelSize, Plan, Resize, VideoFrames};
+use super::StageNames;
+use super::pixels::resize_policy;
+use serde_json::{Map, Value, json};
+
+/// The encoded video the denoiser takes as `concat`.
+const LATENT: &str = "frames.latent";
+/// The mask it takes as `concat_mask`.
+const MASK: &str = "frames.mask";
+/// The CLIP vision embedding it takes as `clip_fea`.
+const VISION: &str = "frames.vision";
+
+/// The plan's Wan image-to-video node, where its prompts carry one (every
+/// prompt carries the same, see `recognise::frames`).
+pub(in crate::comfyui::lower) fn frames(plan: &Plan) -> Option<&VideoFrames> {
+    plan.conditionings().find_map(|c| c.frames.as_ref())
+}
+
+/// The mask's contract: four channels over the latent's cells.
+fn mask() -> Value {
+    contract(
+        "float32",
+        json!(["batch", 4, "latent_frames", "latent_height", "latent_width"]),
+        true,
+    )
+}
+
+/// The encoder's video: `frames` pictures of the video's size.
+fn video() -> Value {
+    contract(
+        "float32",
+        json!(["batch", "frames", 3, "height", "width"]),
+        true,
+    )
+}
+
+/// CLIP vision's penultimate hidden states: `[batch, tokens, hidden]`.
+fn hidden_states() -> Value {
+    contract(
+        "float32",
+        json!(["batch", "vision_tokens", "vision_hidden"]),
+        true,
+    )
+}
+
+/// The denoiser ports the video adds, beside the sample's `latent`.
+pub(super) fn denoiser_ports(plan: &Plan, latent: &Value, ports: &mut Value) {
+    if let Some(frames) = frames(plan) {
+        ports["concat"] = latent.clone();
+        ports["concat_mask"] = mask();
+        if frames.vision.is_some() {
+            ports["clip_fea"] = hidden_states();
+        }
+    }
+}
+
+/// Binds the video's latent and mask (and any CLIP vision embedding) in
+/// a denoiser call.
+pub(super) fn bind(plan: &Plan, bind: &mut Value) {
+    if let Some(frames) = frames(plan) {
+        bind["concat"] = json!(LATENT);
+        bind["concat_mask"] = json!(MASK);
+        if frames.vision.is_some() {
+            bind["clip_fea"] = json!(VISION);
+        }
+    }
+}
+
+/// Declares the CLIP vision model (0..1 pixels in, its own resize and
+/// normalisation as ComfyUI's `clip_preprocess` with the node's `crop`)
+/// and the steps embedding the pictures into `frames.vision`: one
+/// picture's hidden states, or the start's tokens then the end's
+/// (`join_tokens`).
+fn vision(
+    plan: &Plan,
+    frames: &VideoFrames,
+    components: &mut Map<String, Value>,
+    setup: &mut Steps,
+) {
+    let Some(vision) = &frames.vision else {
+        return;
+    };
+    components.insert(
+        "clip_vision".into(),
+        component(
+            "clip_vision/model.onnx",
+            json!({"image": contract("float32", json!(["batch", 3, "height", "width"]), true)}),
+            json!({"penultimate_hidden_states": hidden_states()}),
+            Some(json!({"id": "comfyui.clip-vision", "version": "1", "parameters": {"crop": vision.crop, "size": 224}})),
+        ),
+    );
+    let pictures: Vec<(&String, &String, &str)> = [
+        (&vision.start, &frames.start, "frames.vision_start"),
+        (&vision.end, &frames.end, "frames.vision_end"),
+    ]
+    .into_iter()
+    .filter_map(|(encode, loader, value)| Some((encode.as_ref()?, loader.as_ref()?, value)))
+    .collect();
+    let joined = pictures.len() == 2;
+    for (encode, loader, value) in &pictures {
+        setup.push(
+            invoke(
+                "clip_vision",
+                json!({"image": super::pictures::input(plan, loader)}),
+                json!({"penultimate_hidden_states": if joined { value } else { VISION }}),
+            ),
+            &[encode, &vision.loader, loader],
+        );
+    }
+    if let [(first, _, start), (second, _, end)] = pictures.as_slice() {
+        components.insert(
+            "join_tokens".into(),
+            policy(
+                "join_tokens",
+                json!({"first": hidden_states(), "second": contract("float32", json!(["batch", "second_tokens", "vision_hidden"]), true)}),
+                json!({"joined": contract("float32", json!(["batch", "joined_tokens", "vision_hidden"]), true)}),
+                None,
+            ),
+        );
+        setup.push(
+            invoke(
+                "join_tokens",
+                json!({"first": start, "second": end}),
+                json!({"joined": VISION}),
+            ),
+            &[&frames.node, first, second],
+        );
+    }
+}
+
+/// Declares the policies and the video encoder `encoder` (its latent
+/// `latent`), and the setup steps making the video's latent and mask from
+/// the stage's picture inputs.
+pub(super) fn encode(
+    plan: &Plan,
+    (encoder, latent): (&str, Value),
+    components: &mut Map<String, Value>,
+    setup: &mut Steps,
+) {
+    let Some(frames) = frames(plan) else {
+        return;
+    };
+    let resize = Resize {
+        node: frames.node.clone(),
+        method: "bilinear".into(),
+        size: PixelSize::Fixed {
+            width: frames.width,
+            height: frames.height,
+            centre: true,
+        },
+    };
+    components.insert(
+        "init_scale".into(),
+        resize_policy("init_scale", &resize, false),
+    );
+    let picture = contract("float32", json!(["batch", 3, "height", "width"]), true);
+    let (mut ports, mut bind) = (json!({}), json!({}));
+    for (port, loader) in [("start", &frames.start), ("end", &frames.end)] {
+        let Some(loader) = loader else {
+            continue;
+        };
+        let scaled = format!("frames.{port}");
+        setup.push(
+            invoke(
+                "init_scale",
+                json!({"image": super::pictures::input(plan, loader)}),
+                json!({"scaled": scaled}),
+            ),
+            &[&frames.node, loader],
+        );
+        ports[port] = picture.clone();
+        bind[port] = json!(scaled);
+    }
+    components.insert(
+        "video_frames".into(),
+        policy(
+            "video_frames",
+            ports,
+            json!({"frames": video(), "mask": mask()}),
+            Some(
+                json!({"id": "wfstudio.video-frames", "version": "1", "parameters": {
+                    "length": frames.length,
+                    "latent_frames": frames.latent_frames(),
+                    "scale": frames.scale,
+                }}),
+            ),
+        ),
+    );
+    setup.push(
+        invoke(
+            "video_frames",
+            bind,
+            json!({"frames": "frames.pixels", "mask": MASK}),
+        ),
+        &[&frames.node],
+    );
+    components.insert(
+        encoder.to_string(),
+        component(
+            &format!("{encoder}/model.onnx"),
+            json!({"image": video()}),
+            json!({"latent": latent}),
+            None,
+        ),
+    );
+    setup.push(
+        invoke(
+            encoder,
+            json!({"image": "frames.pixels"}),
+            json!({"latent": LATENT}),
+        ),
+        &[&frames.node],
+    );
+    vision(plan, frames, components, setup);
+}
+
+/// What the stage's denoiser takes of a Wan image-to-video node, in words.
+pub(in crate::comfyui::lower) fn note(plan: &Plan, names: &StageNames) -> Option<String> {
+    let frames = frames(plan)?;
+    let picture = |loader: &Option<String>, at: &str| {
+        loader.as_ref().map(|loader| {
+            format!(
+                "{} {at}",
+                names.value(&super::pictures::input(plan, loader))
+            )
+        })
+    };
+    let pictures: Vec<String> = [
+        picture(&frames.start, "first"),
+        picture(&frames.end, "last"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let vision = frames.vision.as_ref().map(|v| {
+        format!(
+            ", and the CLIP vision embedding of the {} (node {}'s model, crop {}) as `clip_fea` ({})",
+            match (&v.start, &v.end) {
+                (Some(_), Some(_)) => "start and end pictures, the start's tokens first",
+                (None, Some(_)) => "end picture",
+                _ => "start picture",
+            },
+            v.loader,
+            v.crop,
+            names.value(VISION)
+        )
+    });
+    Some(format!(
+        "node {} ({}) makes a video of {} frames of grey at {}x{} with {} (each resized bilinear to cover that size, centre cropped); the VAE encoder takes the video ({}) and every denoiser call takes its latent as `concat` and the mask of the latent frames the pictures fill as `concat_mask` ({}){}, as ComfyUI's Wan image-to-video models read them",
+        frames.node,
+        frames.class,
+        frames.length,
+        frames.width,
+        frames.height,
+        pictures.join(" and "),
+        names.value("frames.pixels"),
+        names.value(MASK),
+        vision.unwrap_or_default(),
+    ))
+}

@@ -1,0 +1,79 @@
+//! The loaded pictures a stage reads, each `LoadImage` an input of its
+//! own: the stage's own picture (its latent's, an edit node's, or else
+//! the first its prompts carry) is `request.image`; the other `LoadImage`s
+//! its prompts carry (references, pictures shown to the text encoder) are
+//! `request.image_2`, `request.image_3`, ... in the order the prompts
+//! carry them (a Wan video's start picture, then its end picture). A picture is a `LoadImage` through one resize (or none):
+//! values and policies made per picture are numbered apart the same way
+//! (`source.pixels`, `source_2.pixels`, ...).
+
+use super::super::parts::{contract, media};
+use super::super::recognise::{Plan, Resize, reference};
+use serde_json::{Map, Value, json};
+
+/// A loaded picture: its `LoadImage` and the node that resizes it, if any.
+pub(super) type Key = (String, Option<String>);
+
+/// The key of `loader`'s picture through `resize`.
+pub(super) fn key(loader: &str, resize: Option<&Resize>) -> Key {
+    (loader.to_string(), resize.map(|r| r.node.clone()))
+}
+
+/// The stage's `LoadImage`s, its own picture's first.
+fn loaders(plan: &Plan) -> Vec<&String> {
+    let own = reference::stage_picture(plan).map(|(loader, _)| loader);
+    let carried = reference::prompt_pictures(plan.conditionings()).map(|(_, _, (l, _))| l);
+    let framed = reference::frame_pictures(plan.conditionings());
+    let mut loaders: Vec<&String> = Vec::new();
+    for loader in own.into_iter().chain(carried).chain(framed) {
+        if !loaders.contains(&loader) {
+            loaders.push(loader);
+        }
+    }
+    loaders
+}
+
+/// The stage's picture inputs, each with its `LoadImage`.
+pub(super) fn inputs(plan: &Plan) -> Vec<(String, &String)> {
+    loaders(plan)
+        .into_iter()
+        .map(|loader| (input(plan, loader), loader))
+        .collect()
+}
+
+/// The input holding `loader`'s picture.
+pub(super) fn input(plan: &Plan, loader: &str) -> String {
+    match loaders(plan).iter().position(|l| *l == loader) {
+        Some(n) if n > 0 => format!("request.image_{}", n + 1),
+        _ => "request.image".into(),
+    }
+}
+
+/// Declares the inputs of the stage's other `LoadImage`s (the first,
+/// `request.image`, is declared with the stage's own picture).
+pub(super) fn declare_others(plan: &Plan, inputs: &mut Map<String, Value>) {
+    for n in 1..loaders(plan).len() {
+        // Extents of its own: the pictures may differ in size.
+        let (height, width) = (
+            format!("image_{}_height", n + 1),
+            format!("image_{}_width", n + 1),
+        );
+        inputs.insert(
+            format!("request.image_{}", n + 1),
+            media(contract(
+                "float32",
+                json!(["batch", 3, height, width]),
+                true,
+            )),
+        );
+    }
+}
+
+/// `base` numbered apart for the `n`th (from 0) of its kind: `base`,
+/// then `base_2`, `base_3`, ...
+pub(super) fn numbered(base: &str, n: usize) -> String {
+    match n {
+        0 => base.to_string(),
+        n => format!("{base}_{}", n + 1),
+    }
+}

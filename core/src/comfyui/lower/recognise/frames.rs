@@ -1,0 +1,287 @@
+//! Wan's image-to-video conditioning (`WanImageToVideo`,
+//! `WanFirstLastFrameToVideo`, `WanFunInpaintToVideo`): the node stands
+//! between the sampler and both prompts and gives the empty video latent
+//! (output 2). Both prompts carry the video it makes of its pictures:
+//! `length` frames of grey 0.5 with the start picture first and the end
+//! picture last (each resized to the video's size, bilinear, centre
+//! crop), encoded by the VAE, and the mask of the latent frames those
+//! pictures fill, which the denoiser takes beside the sample.
+
+use super::super::graph::Graph;
+use super::{Conditioning, LatentSource, MAX_BATCH, MAX_RESOLUTION, loaded_image};
+use crate::comfyui::lower::Refusal;
+
+/// The classes, each with outputs positive, negative and latent.
+pub(super) const FRAMES_NODES: &[&str] = &[
+    "WanImageToVideo",
+    "WanFirstLastFrameToVideo",
+    "WanFunInpaintToVideo",
+];
+
+/// Video frames a Wan latent frame holds (after the first).
+pub(super) const TEMPORAL: i64 = 4;
+
+/// The VAEs whose latents the lowering knows: (name, channels, pixels a
+/// cell), as ComfyUI's VAE reports them to the first-last-frame node.
+const VAES: &[(&str, i64, i64)] = &[("wan_2.1_vae", 16, 8), ("wan2.2_vae", 48, 16)];
+
+/// What a Wan image-to-video node makes of its pictures.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct VideoFrames {
+    pub node: String,
+    pub class: String,
+    /// The `LoadImage`s of the first and last frame, where connected.
+    pub start: Option<String>,
+    pub end: Option<String>,
+    pub width: i64,
+    pub height: i64,
+    /// The video frames (`length`).
+    pub length: i64,
+    pub batch: i64,
+    /// The VAE's latent channels and pixels a cell.
+    pub channels: i64,
+    pub scale: i64,
+    /// CLIP vision embeddings of the pictures the denoiser takes too.
+    pub vision: Option<FrameVision>,
+}
+
+/// The `CLIPVisionEncode`s of a Wan node's start and end pictures: the
+/// denoiser takes their penultimate hidden states (both: the start's
+/// tokens, then the end's) as `clip_fea`.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct FrameVision {
+    /// The `CLIPVisionLoader`.
+    pub loader: String,
+    /// `CLIPVisionEncode`'s `crop`: `center` or `none`.
+    pub crop: String,
+    /// The encode nodes of the start and end pictures.
+    pub start: Option<String>,
+    pub end: Option<String>,
+}
+
+impl VideoFrames {
+    /// Latent frames: `(length - 1) / 4 + 1`.
+    pub fn latent_frames(&self) -> i64 {
+        (self.length - 1) / TEMPORAL + 1
+    }
+}
+
+/// Steps back through a Wan image-to-video node at the walk's position,
+/// if it is one: its output `slot` (0 positive, 1 negative) is the prompt
+/// on that input with the node's video attached.
+pub(super) fn step(
+    g: &Graph<'_>,
+    node: &mut String,
+    slot: &mut i64,
+    from: &mut (String, String),
+) -> Result<Option<VideoFrames>, Refusal> {
+    if !FRAMES_NODES.contains(&g.class(node)) {
+        return Ok(None);
+    }
+    let frames = read(g, node)?;
+    g.through_prompt_pair(node, slot, from, "its latent, as a conditioning")?;
+    Ok(Some(frames))
+}
+
+/// Refuses prompts of one sampler that do not all carry the same node's
+/// video (the denoiser takes it with every prompt), a sampler starting
+/// from such a node's latent whose prompts do not carry its video, and
+/// prompts carrying it to a sampler starting from another empty latent.
+pub(super) fn same_on_every_prompt(
+    g: &Graph<'_>,
+    prompts: &[&Conditioning],
+    latent: &LatentSource,
+) -> Result<(), Refusal> {
+    let latent_node = match latent {
+        LatentSource::Empty { node, .. } if FRAMES_NODES.contains(&g.class(node)) => Some(node),
+        _ => None,
+    };
+    let Some(first) = prompts.iter().find_map(|c| c.frames.as_ref()) else {
+        return match latent_node {
+            None => Ok(()),
+            Some(node) => Err(g.refuse(
+                node,
+                None,
+                "gives the sampler its latent but not its video: the sampler's prompts do not come through it".into(),
+                "feed the sampler's positive and negative through this node",
+            )),
+        };
+    };
+    let own = match latent {
+        LatentSource::Empty { node, .. } => *node == first.node,
+        LatentSource::Stage { .. } => true,
+        _ => false,
+    };
+    if !own {
+        return Err(g.refuse(
+            &first.node,
+            None,
+            "attaches its video to the prompts of a sampler that starts from another latent".into(),
+            "connect the sampler's latent_image to this node's latent output (or an earlier sampler's)",
+        ));
+    }
+    match prompts
+        .iter()
+        .find(|c| c.frames.as_ref().is_none_or(|f| f.node != first.node))
+    {
+        None => Ok(()),
+        Some(other) => Err(g.refuse(
+            &first.node,
+            None,
+            format!(
+                "attaches its video to some of the sampler's prompts only (not to the one encoded by node {}); the lowering gives it to every prompt",
+                other.encoder
+            ),
+            "feed both prompts of the sampler through this node",
+        )),
+    }
+}
+
+/// The node's `batch_size`, refused unless 1: the video it encodes is
+/// one, and the lowering gives it to one sample.
+fn one_video(g: &Graph<'_>, node: &str) -> Result<i64, Refusal> {
+    match g.whole(node, "batch_size", 1..=MAX_BATCH)? {
+        1 => Ok(1),
+        n => Err(g.refuse(
+            node,
+            Some("batch_size"),
+            format!("asks for {n} videos; the lowering conditions one video on its pictures"),
+            "set batch_size to 1 and run the package once per video",
+        )),
+    }
+}
+
+/// Reads node `node`'s sizes, pictures, VAE and CLIP vision embeddings.
+pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<VideoFrames, Refusal> {
+    let class = g.class(node);
+    let picture = |input: &str| -> Result<Option<String>, Refusal> {
+        if !g.has(node, input) || class == "WanImageToVideo" && input == "end_image" {
+            return Ok(None);
+        }
+        loaded_image(g, node, input).map(Some)
+    };
+    let (start, end) = (picture("start_image")?, picture("end_image")?);
+    if start.is_none() && end.is_none() {
+        return Err(g.refuse(
+            node,
+            Some("start_image"),
+            "has no picture to start or end the video with; the lowering makes image-to-video conditioning from a picture".into(),
+            "connect a LoadImage to start_image",
+        ));
+    }
+    let (vae, _) = g.source(node, "vae")?;
+    g.expect(&vae, &["VAELoader"], "vae", (node, "vae"))?;
+    let name = g.text(&vae, "vae_name")?;
+    // WanImageToVideo makes Wan 2.1's latent whatever the VAE; the
+    // others ask the VAE.
+    let known = VAES
+        .iter()
+        .find(|(stem, _, _)| name.contains(stem))
+        .filter(|(stem, _, _)| class != "WanImageToVideo" || *stem == VAES[0].0);
+    let Some(&(_, channels, scale)) = known else {
+        return Err(g.refuse(
+            &vae,
+            Some("vae_name"),
+            format!("loads `{name}`, whose latent for {class} the lowering does not know; it knows Wan 2.1's VAE, and Wan 2.2's for the first-last-frame nodes"),
+            "load wan_2.1_vae (or wan2.2_vae for WanFirstLastFrameToVideo and WanFunInpaintToVideo)",
+        ));
+    };
+    let side = |input: &str| -> Result<i64, Refusal> {
+        let value = g.whole(node, input, 16..=MAX_RESOLUTION)?;
+        if value % 16 != 0 {
+            return Err(g.refuse(
+                node,
+                Some(input),
+                format!("is {value}, not a multiple of 16 as the node's widget steps"),
+                "set a multiple of 16",
+            ));
+        }
+        Ok(value)
+    };
+    let vision = vision(g, node, (&start, &end))?;
+    Ok(VideoFrames {
+        node: node.to_string(),
+        class: class.to_string(),
+        vision,
+        start,
+        end,
+        width: side("width")?,
+        height: side("height")?,
+        length: g.whole(node, "length", 1..=MAX_RESOLUTION)?,
+        batch: one_video(g, node)?,
+        channels,
+        scale,
+    })
+}
+
+/// The node's CLIP vision embeddings: `clip_vision_output` (the start
+/// picture's; `WanImageToVideo`, `WanFunInpaintToVideo`) or
+/// `clip_vision_start_image` and `clip_vision_end_image`
+/// (`WanFirstLastFrameToVideo`), each a `CLIPVisionEncode` of that
+/// picture's `LoadImage` by one `CLIPVisionLoader` with one `crop`.
+fn vision(
+    g: &Graph<'_>,
+    node: &str,
+    (start, end): (&Option<String>, &Option<String>),
+) -> Result<Option<FrameVision>, Refusal> {
+    let inputs: &[(&str, &Option<String>)] = match g.class(node) {
+        "WanFirstLastFrameToVideo" => &[
+            ("clip_vision_start_image", start),
+            ("clip_vision_end_image", end),
+        ],
+        _ => &[("clip_vision_output", start)],
+    };
+    let mut found: Option<FrameVision> = None;
+    let mut encodes = [None, None];
+    for (k, (input, picture)) in inputs.iter().enumerate() {
+        if !g.has(node, input) {
+            continue;
+        }
+        let (encode, _) = g.source(node, input)?;
+        g.expect(&encode, &["CLIPVisionEncode"], input, (node, input))?;
+        let image = loaded_image(g, &encode, "image")?;
+        if picture.as_ref() != Some(&image) {
+            return Err(g.refuse(
+                &encode,
+                Some("image"),
+                format!("embeds another picture than the one node {node} puts in the video where its `{input}` says"),
+                "embed the node's own picture (the same LoadImage)",
+            ));
+        }
+        let (loader, _) = g.source(&encode, "clip_vision")?;
+        g.expect(
+            &loader,
+            &["CLIPVisionLoader"],
+            "clip_vision",
+            (&encode, "clip_vision"),
+        )?;
+        let crop = g.text(&encode, "crop")?.to_string();
+        if !["center", "none"].contains(&crop.as_str()) {
+            return Err(g.refuse(
+                &encode,
+                Some("crop"),
+                format!("is '{crop}', which ComfyUI does not offer"),
+                "set crop to center or none",
+            ));
+        }
+        if let Some(first) = &found
+            && (first.loader != loader || first.crop != crop)
+        {
+            return Err(g.refuse(
+                &encode,
+                None,
+                format!("embeds with another CLIP vision model or crop than the node's other embedding, node {}", encodes[0].clone().unwrap_or_default()),
+                "embed both pictures with one CLIPVisionLoader and one crop",
+            ));
+        }
+        found.get_or_insert(FrameVision {
+            loader,
+            crop,
+            start: None,
+            end: None,
+        });
+        encodes[k] = Some(encode);
+    }
+    let [start, end] = encodes;
+    Ok(found.map(|v| FrameVision { start, end, ..v }))
+}

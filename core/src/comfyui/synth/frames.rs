@@ -1,0 +1,105 @@
+//! The `video_frames` policy: the video a Wan image-to-video node makes of
+//! its pictures, and the mask the denoiser takes beside it. Pictures
+//! `start` and `end` (either may be absent; each `[batch, 3, height,
+//! width]`, already at the video's size) become `length` frames of grey
+//! 0.5 with `start` first and `end` last (`[batch, length, 3, height,
+//! width]`; one frame takes `end` where both are given, as ComfyUI writes
+//! the end after the start). The mask `[batch, 4, latent_frames, height /
+//! scale, width / scale]` is ComfyUI's `1 - concat_mask` as its Wan model
+//! reads it: 1 on every channel of the first latent frame where a start
+//! picture is given, and 1 on the last channel of the last latent frame
+//! where an end picture is (the first-last-frame node masks the last
+//! video frame of the latent's four per frame).
+
+use super::SynthError;
+use super::graph::PolicyGraph;
+use wfstudio_onnx::builder::Attr;
+
+/// Video frames a Wan latent frame holds (after the first).
+const TEMPORAL: i64 = 4;
+
+/// Mask channels the Wan model reads.
+const MASK_CHANNELS: i64 = 4;
+
+/// Builds the `video_frames` policy.
+pub(super) fn video_frames(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let length = g.positive_integer("length")?;
+    let scale = g.positive_integer("scale")?;
+    if length > 16384 || scale > 64 {
+        return Err(g.error("length must be at most 16384 and scale at most 64"));
+    }
+    let latent_frames = (length - 1) / TEMPORAL + 1;
+    let start = match g.has_input("start") {
+        true => Some(g.input("start")?),
+        false => None,
+    };
+    let end = match g.has_input("end") {
+        true => Some(g.input("end")?),
+        false => None,
+    };
+    let Some(any) = start.clone().or(end.clone()) else {
+        return Err(g.error("it declares neither a start nor an end picture"));
+    };
+    let part = |g: &mut PolicyGraph<'_>, from: i64, to: i64| {
+        g.op_with(
+            "Shape",
+            &[&any],
+            &[("start", Attr::Int(from)), ("end", Attr::Int(to))],
+        )
+    };
+    let (batch, picture) = (part(g, 0, 1), part(g, 1, 4));
+    let time_axis = g.b.vec_i64(&[1]);
+    let frame = |g: &mut PolicyGraph<'_>, x: &str| g.op("Unsqueeze", &[x, &time_axis]);
+    let grey = |g: &mut PolicyGraph<'_>, n: i64| {
+        let n = g.b.vec_i64(&[n]);
+        let shape = g.op_with("Concat", &[&batch, &n, &picture], &[("axis", Attr::Int(0))]);
+        let half = g.f(0.5);
+        g.op("Expand", &[&half, &shape])
+    };
+    let frames = if length == 1 {
+        // The end picture where given (else `any` is the start).
+        let only = end.clone().unwrap_or_else(|| any.clone());
+        frame(g, &only)
+    } else {
+        let first = match &start {
+            Some(s) => frame(g, s),
+            None => grey(g, 1),
+        };
+        let last = match &end {
+            Some(e) => frame(g, e),
+            None => grey(g, 1),
+        };
+        let mut parts = vec![first];
+        if length > 2 {
+            parts.push(grey(g, length - 2));
+        }
+        parts.push(last);
+        let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+        g.op_with("Concat", &refs, &[("axis", Attr::Int(1))])
+    };
+    g.output(&frames, "frames")?;
+    // The mask's pattern over channels and latent frames, then spread
+    // over the batch and the latent grid.
+    let mut pattern = vec![0f32; (MASK_CHANNELS * latent_frames) as usize];
+    for channel in 0..MASK_CHANNELS {
+        let at = |frame: i64| (channel * latent_frames + frame) as usize;
+        if start.is_some() {
+            pattern[at(0)] = 1.0;
+        }
+        if end.is_some() && channel == MASK_CHANNELS - 1 {
+            pattern[at(latent_frames - 1)] = 1.0;
+        }
+    }
+    let pattern = g.b.f32s(&pattern, &[1, MASK_CHANNELS, latent_frames, 1, 1]);
+    let sides = part(g, 2, 4);
+    let scale = g.b.vec_i64(&[scale]);
+    let cells = g.op("Div", &[&sides, &scale]);
+    let fixed = g.b.vec_i64(&[MASK_CHANNELS, latent_frames]);
+    let shape = g.op_with(
+        "Concat",
+        &[&batch, &fixed, &cells],
+        &[("axis", Attr::Int(0))],
+    );
+    let mask = g.op("Expand", &[&pattern, &shape]);
+    g.output(&mask, "mask")
+}
