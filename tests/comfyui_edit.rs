@@ -544,3 +544,58 @@ fn inpainting_conditionings_the_lowering_cannot_make_are_refused_or_noted() {
         "node 9 (DifferentialDiffusion) changes nothing here: it reshapes a latent's noise mask at every step, and this sampler's latent has none"
     );
 }
+
+/// Mage-Flow's text-to-image template, small (the `mage` pattern): one
+/// `TextEncodeMageFlowEdit` gives the positive, the negative (empty: a
+/// space) and the latent, 72 x 48 asked for.
+fn mage() -> Value {
+    let mut g = pattern("mage");
+    // A height of 0: ComfyUI's 1024 without a picture.
+    g["4"]["inputs"]["height"] = json!(0);
+    g
+}
+
+#[test]
+fn mage_flow_s_encoder_gives_both_prompts_and_its_latent() {
+    let l = lowered(&mage(), &Target::default());
+    assert_eq!(
+        l.prompts,
+        [
+            (
+                "request.input_ids".to_string(),
+                "a lighthouse at dusk".to_string()
+            ),
+            ("request.negative_input_ids".to_string(), " ".to_string())
+        ]
+    );
+    // 72 floors to 64; a height of 0 is ComfyUI's 1024 without a picture;
+    // Mage's latent: 128 channels, 16 pixels a cell.
+    let w = workflow(&l);
+    let shape = &w["components"]["latent_row_shape"]["contract"]["parameters"];
+    assert_eq!(
+        (
+            &shape["width"],
+            &shape["height"],
+            &shape["channels"],
+            &shape["scale"]
+        ),
+        (&json!(64), &json!(1024), &json!(128), &json!(16))
+    );
+    let mut negative = mage();
+    negative["4"]["inputs"]["negative_prompt"] = json!("blurry");
+    let l = lowered(&negative, &Target::default());
+    assert_eq!(l.prompts[1].1, "blurry");
+    let mut pictured = mage();
+    pictured["8"] =
+        json!({"class_type": "LoadImage", "inputs": {"image": "a.png", "upload": "image"}});
+    pictured["4"]["inputs"]["images.image_1"] = json!(["8", 0]);
+    assert_refused(
+        &pictured,
+        (
+            "4",
+            "TextEncodeMageFlowEdit",
+            Some("images.image_1"),
+            "gives the text encoder and the model a reference picture, which the lowering does not make for Mage-Flow yet",
+        ),
+    );
+}

@@ -450,3 +450,78 @@ fn pixels_the_lowering_cannot_make_are_refused_by_node() {
         ),
     );
 }
+
+/// ComfyUI's noise mask as its sampler reads it, written from its code:
+/// `VAEEncodeForInpaint` rounds the mask and sums it over a `grow` x `grow`
+/// window padded by `ceil((grow - 1) / 2)` (clamped to 1, cut back to the
+/// mask's size); `reshape_mask` then interpolates it bilinearly to the
+/// latent's cells.
+fn comfyui_noise_mask(
+    mask: &[f32],
+    (h, w): (usize, usize),
+    (grow, round): (usize, bool),
+    cells: (usize, usize),
+) -> Vec<f32> {
+    let mut m: Vec<f32> = mask
+        .iter()
+        .map(|v| if round { v.round_ties_even() } else { *v })
+        .collect();
+    if grow > 0 {
+        // ceil((grow - 1) / 2)
+        let pad = (grow as i64) / 2;
+        let mut grown = vec![0f32; h * w];
+        for y in 0..h as i64 {
+            for x in 0..w as i64 {
+                let mut sum = 0f32;
+                for dy in 0..grow as i64 {
+                    for dx in 0..grow as i64 {
+                        let (yy, xx) = (y - pad + dy, x - pad + dx);
+                        if (0..h as i64).contains(&yy) && (0..w as i64).contains(&xx) {
+                            sum += m[yy as usize * w + xx as usize];
+                        }
+                    }
+                }
+                grown[y as usize * w + x as usize] = sum.clamp(0.0, 1.0);
+            }
+        }
+        m = grown;
+    }
+    torch_resize(&m, 1, (h, w), cells, "bilinear")
+}
+
+#[test]
+fn the_noise_mask_is_grown_and_resized_to_the_latent_as_comfyui_does() {
+    if !support::runtime_available() {
+        return;
+    }
+    let root = scratch("noise-mask");
+    let (h, w) = (20, 28);
+    let mask: Vec<f32> = (0..h * w).map(|i| ((i * 37) % 29) as f32 / 28.0).collect();
+    let mask_text = json!({"dtype": "float32", "shape": [1, 1, h, w], "data": mask}).to_string();
+    let like =
+        json!({"dtype": "float32", "shape": [1, 4, 3, 4], "data": vec![0.0; 48]}).to_string();
+    // VAEEncodeForInpaint (grow 6, rounded) and SetLatentNoiseMask (as is).
+    for (name, grow, round) in [("inpaint", 6, true), ("latent-noise-mask", 0, false)] {
+        let l = lowered(&pattern(name), &Target::default());
+        assert_eq!(
+            workflow(&l)["components"]["latent_mask"]["contract"]["parameters"],
+            json!({"grow_mask_by": grow, "round": round, "resize": "bilinear"})
+        );
+        let out = run_policy_alone(
+            &root,
+            name,
+            &l.document,
+            "latent_mask",
+            &[("mask", mask_text.clone()), ("like", like.clone())],
+        );
+        let (shape, ours) = npy(&out.join("latent_mask.npy"));
+        assert_eq!(shape, [1, 1, 3, 4], "{name}");
+        let want = comfyui_noise_mask(&mask, (h, w), (grow, round), (3, 4));
+        let worst = ours
+            .iter()
+            .zip(&want)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        assert!(worst < 1e-6, "{name}: {ours:?} against {want:?}");
+    }
+}

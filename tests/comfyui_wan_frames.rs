@@ -10,8 +10,8 @@ mod support;
 
 use serde_json::{Value, json};
 use support::lowering::{
-    assert_refused, denoiser_bindings, lowered, npy, pattern, run_policy_alone, scratch,
-    setup_steps, tensor, workflow,
+    assert_refused, denoiser_bindings, lowered, npy, package_and_run, pattern, run_policy_alone,
+    scratch, setup_steps, tensor, workflow,
 };
 use wfstudio_core::comfyui::lower::Target;
 
@@ -56,14 +56,14 @@ fn a_first_last_frame_node_gives_every_denoiser_call_its_encoded_video_and_mask(
     );
     assert_eq!(
         parameters("video_frames"),
-        json!({"length": 9, "latent_frames": 3, "scale": 8})
+        json!({"length": 9, "temporal_scale": 4, "latent_frames": 3, "scale": 8})
     );
     let encode = &steps[at("vae_encoder")];
     assert_eq!(encode["inputs"]["image"], "frames.pixels");
     assert_eq!(encode["outputs"]["latent"], "frames.latent");
     assert_eq!(
         w["components"]["vae_encoder"]["ports"]["inputs"]["image"]["shape"],
-        json!(["batch", "frames", 3, "height", "width"])
+        json!(["batch", "video_frames", 3, "height", "width"])
     );
     for (port, value) in [("concat", "frames.latent"), ("concat_mask", "frames.mask")] {
         let bound = denoiser_bindings(w, port);
@@ -132,7 +132,7 @@ fn the_video_and_its_mask_are_comfyui_s() {
     let (h, w) = (16, 24);
     let (start, start_text) = tensor([1, 3, h, w], 1);
     let (end, end_text) = tensor([1, 3, h, w], 5);
-    // Both pictures, the start alone (WanImageToVideo), the end alone; 9
+    // Both pictures, the start alone (as WanImageToVideo's), the end alone; 9
     // frames (3 latent frames), 6 (one frame past a latent frame), 1.
     let cases: [(&str, bool, bool, usize); 5] = [
         ("both", true, true, 9),
@@ -207,15 +207,32 @@ fn wan_2_2_s_two_experts_each_take_the_video() {
         .filter(|k| k.contains("image"))
         .collect();
     assert_eq!(pictures, ["request.image", "request.image_2"]);
-    let scaled: Vec<&Value> = loops[1]["setup"]
-        .as_array()
-        .expect("setup")
-        .iter()
-        .filter(|s| s["component"] == "stage2_init_scale")
-        .map(|s| &s["inputs"]["image"])
+    // The second expert reads the video, mask and latent the first made:
+    // no second encode, no second encoder.
+    let setup = |stage: &Value| -> Vec<String> {
+        stage["setup"]
+            .as_array()
+            .expect("setup")
+            .iter()
+            .filter_map(|s| s["component"].as_str().map(str::to_string))
+            .collect()
+    };
+    assert!(setup(loops[0]).contains(&"video_frames".to_string()));
+    assert!(
+        setup(loops[1]).iter().all(|c| !c.contains("init_scale")
+            && !c.contains("video_frames")
+            && !c.contains("vae_encoder")),
+        "{:?}",
+        setup(loops[1])
+    );
+    let encoders: Vec<&String> = w["components"]
+        .as_object()
+        .expect("components")
+        .keys()
+        .filter(|c| c.contains("vae_encoder"))
         .collect();
-    assert_eq!(scaled, [&json!("request.image"), &json!("request.image_2")]);
-    for (stage, prefix) in loops.iter().zip(["", "stage2."]) {
+    assert_eq!(encoders, ["vae_encoder"]);
+    for stage in &loops {
         let calls: Vec<&Value> = stage["steps"]
             .as_array()
             .expect("body")
@@ -228,11 +245,8 @@ fn wan_2_2_s_two_experts_each_take_the_video() {
             .collect();
         assert_eq!(calls.len(), 2);
         for call in calls {
-            assert_eq!(call["inputs"]["concat"], format!("{prefix}frames.latent"));
-            assert_eq!(
-                call["inputs"]["concat_mask"],
-                format!("{prefix}frames.mask")
-            );
+            assert_eq!(call["inputs"]["concat"], "frames.latent");
+            assert_eq!(call["inputs"]["concat_mask"], "frames.mask");
         }
     }
 }
@@ -318,10 +332,11 @@ fn clip_vision_embeddings_of_the_pictures_are_the_denoiser_s_clip_fea() {
         embed["outputs"]["penultimate_hidden_states"],
         "frames.vision"
     );
+    let bound = denoiser_bindings(w, "clip_fea");
+    assert_eq!(bound.len(), 2);
     assert!(
-        denoiser_bindings(w, "clip_fea")
-            .iter()
-            .all(|(_, v)| *v == "frames.vision")
+        bound.iter().all(|(_, v)| *v == "frames.vision"),
+        "{bound:?}"
     );
     // The two embeddings joined: the start's tokens, then the end's.
     if !support::runtime_available() {
@@ -356,7 +371,7 @@ fn what_the_lowering_cannot_give_the_model_is_refused_at_its_node() {
             "21",
             "CLIPVisionEncode",
             Some("image"),
-            "embeds another picture than the one node 8 puts in the video where its `clip_vision_start_image` says",
+            "embeds another picture than node 8's start picture, which its `clip_vision_start_image` stands for; the lowering gives the denoiser embeddings of the node's own pictures",
         ),
     );
     let mut cropped = with_vision(&["clip_vision_start_image", "clip_vision_end_image"]);
@@ -389,7 +404,59 @@ fn what_the_lowering_cannot_give_the_model_is_refused_at_its_node() {
             "3",
             "VAELoader",
             Some("vae_name"),
-            "loads `my_vae.safetensors`, whose latent for WanFirstLastFrameToVideo the lowering does not know; it knows Wan 2.1's VAE, and Wan 2.2's for the first-last-frame nodes",
+            "loads `my_vae.safetensors`, whose latent channels and scale the lowering does not know; it knows Wan 2.1's and Wan 2.2's VAEs",
+        ),
+    );
+    // WanImageToVideo makes Wan 2.1's latent: any VAE but Wan 2.2's.
+    let mut i2v = first_last();
+    i2v["8"]["class_type"] = json!("WanImageToVideo");
+    i2v["3"]["inputs"]["vae_name"] = json!("Wan2_1_VAE_bf16.safetensors");
+    lowered(&i2v, &Target::default());
+    i2v["3"]["inputs"]["vae_name"] = json!("wan2.2_vae.safetensors");
+    assert_refused(
+        &i2v,
+        (
+            "3",
+            "VAELoader",
+            Some("vae_name"),
+            "loads `wan2.2_vae.safetensors`, whose latent is not Wan 2.1's, which WanImageToVideo makes",
+        ),
+    );
+    let mut side = first_last();
+    side["8"]["inputs"]["width"] = json!(72);
+    assert_refused(
+        &side,
+        (
+            "8",
+            "WanFirstLastFrameToVideo",
+            Some("width"),
+            "is 72, not a multiple of 16 as the node's widget steps",
+        ),
+    );
+    // The node's prompts on a sampler starting from another empty latent,
+    // and its latent under prompts that do not come through it.
+    let mut other_latent = first_last();
+    other_latent["23"] = json!({"class_type": "EmptyHunyuanLatentVideo", "inputs": {"width": 64, "height": 48, "length": 9, "batch_size": 1}});
+    other_latent["10"]["inputs"]["latent_image"] = json!(["23", 0]);
+    assert_refused(
+        &other_latent,
+        (
+            "8",
+            "WanFirstLastFrameToVideo",
+            None,
+            "attaches its video to the prompts of a sampler that starts from another latent",
+        ),
+    );
+    let mut bare_prompts = first_last();
+    bare_prompts["10"]["inputs"]["positive"] = json!(["4", 0]);
+    bare_prompts["10"]["inputs"]["negative"] = json!(["5", 0]);
+    assert_refused(
+        &bare_prompts,
+        (
+            "8",
+            "WanFirstLastFrameToVideo",
+            None,
+            "gives the sampler its latent but not its video: the sampler's prompts do not come through it",
         ),
     );
     let mut bare = first_last();
@@ -428,4 +495,20 @@ fn what_the_lowering_cannot_give_the_model_is_refused_at_its_node() {
             "feeds `start_image` of node 8; the importer takes pictures only straight from LoadImage (its image becomes a workflow input)",
         ),
     );
+}
+
+#[test]
+fn a_video_whose_length_is_not_a_whole_latent_frame_runs() {
+    // 6 frames: 2 latent frames, which decode to 5 (the encoder takes 6).
+    if !support::runtime_available() {
+        return;
+    }
+    let mut g = first_last();
+    g["8"]["inputs"]["length"] = json!(6);
+    let root = scratch("wan-six");
+    let (_, out) = package_and_run(&root, "wan-six", &g);
+    let (shape, _) = npy(&out.join("latent.npy"));
+    assert_eq!(shape, [1, 16, 2, 6, 8]);
+    let (shape, _) = npy(&out.join("video.npy"));
+    assert_eq!(shape, [1, 5, 3, 48, 64]);
 }

@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use wfstudio_core::comfyui::lower::{self, Target};
 use wfstudio_schema::{Format, Limits, parse_text};
 
-const PATTERNS: [&str; 26] = [
+const PATTERNS: [&str; 27] = [
     include_str!("../../fixtures/comfyui/txt2img-sd15.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet-positive.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet.api.json"),
@@ -45,6 +45,7 @@ const PATTERNS: [&str; 26] = [
     include_str!("../../fixtures/comfyui/patterns/reference.api.json"),
     include_str!("../../fixtures/comfyui/patterns/qwen-edit.api.json"),
     include_str!("../../fixtures/comfyui/patterns/wan-frames.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/mage.api.json"),
 ];
 
 /// Index of the LoRA pattern in [`PATTERNS`].
@@ -59,7 +60,7 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 116] = [
+const CLASSES: [&str; 117] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
     "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
@@ -88,7 +89,7 @@ const CLASSES: [&str; 116] = [
     "FluxKontextMultiReferenceLatentMethod", "GetImageSize", "FluxKontextImageScale",
     "ImageStitch", "TextEncodeQwenImageEdit", "TextEncodeQwenImageEditPlus", "ModelSamplingAuraFlow",
     "ResizeImageMaskNode", "WanImageToVideo", "WanFirstLastFrameToVideo", "WanFunInpaintToVideo",
-    "CLIPVisionEncode",
+    "CLIPVisionEncode", "TextEncodeMageFlowEdit",
 ];
 
 /// Strings from ComfyUI's vocabulary; every sampler and scheduler name

@@ -241,6 +241,24 @@ def max_pool(x, size, stride, pad=0):
     return out
 
 
+def bilinear(x, out_h, out_w):
+    """PyTorch's bilinear interpolation (align_corners=False, no antialias)
+    of the last two axes to out_h x out_w, as torch.nn.functional.interpolate
+    computes it: source index (i + 0.5) * in / out - 0.5, below 0 taken as 0,
+    between the two nearest samples (the last repeated)."""
+    def weights(n_in, n_out):
+        src = np.maximum((np.arange(n_out) + 0.5) * (n_in / n_out) - 0.5, 0.0)
+        low = np.minimum(np.floor(src).astype(int), n_in - 1)
+        high = np.minimum(low + 1, n_in - 1)
+        lam = src - low
+        out = np.zeros((n_out, n_in))
+        np.add.at(out, (np.arange(n_out), low), 1.0 - lam)
+        np.add.at(out, (np.arange(n_out), high), lam)
+        return out
+    rows, cols = weights(x.shape[-2], out_h), weights(x.shape[-1], out_w)
+    return np.einsum("oh,...hw,pw->...op", rows, x, cols)
+
+
 # --- the lowered workflow ---------------------------------------------------------
 
 def reference(pkg_dir, inputs, controlled=("positive", "negative")):
@@ -342,10 +360,19 @@ def reference(pkg_dir, inputs, controlled=("positive", "negative")):
     if pkg.has("latent_mask"):
         pkg.expect("latent_mask", mask="request.mask")
         p = pkg.params("latent_mask")
-        grow, cell = int(p["grow_mask_by"]), int(p["scale"])
-        mask = max_pool(max_pool(value("request.mask").astype(np.float64), 2 * grow + 1, 1, grow), cell, cell)
+        grow = int(p["grow_mask_by"])
+        # ComfyUI: VAEEncodeForInpaint rounds its mask and grows it by a
+        # grow x grow window padded by ceil((grow - 1) / 2), cut back to the
+        # mask's size; the sampler resizes the mask to the latent bilinearly.
+        pixels = value("request.mask").astype(np.float64)
+        if p.get("round"):
+            pixels = np.round(pixels)
+        if grow > 0:
+            h, w = pixels.shape[-2:]
+            pixels = max_pool(pixels, grow, 1, grow // 2)[..., :h, :w]  # grow // 2 = ceil((grow - 1) / 2)
+        mask = bilinear(pixels, x.shape[-2], x.shape[-1])
         mask = mask.astype(F32).astype(np.float64)
-        facts.update(grow=grow, mask_cells=int(mask.sum()), cells=int(mask.size))
+        facts.update(grow=grow, mask_weight=round(float(mask.sum()), 4), cells=int(mask.size))
 
     # ControlNet.
     control = pkg.has("controlnet")
@@ -429,8 +456,9 @@ RECIPES = {
     ],
     "tiny-inpaint": [  # inpaint.api.json
         ("hole", dict(PROMPTS, **{"request.image": photo(), "request.mask": hole_mask()}),
-         lambda f: f"inpainting a 2x2 hole in the photo (grown by {f['grow']} pixels: {f['mask_cells']} of the "
-                   f"{f['cells']} latent cells) over {f['steps']} steps from step {f['start']}"),
+         lambda f: f"inpainting a 2x2 hole in the photo (grown by a {f['grow']}-pixel window and resized "
+                   f"bilinearly to the latent: weight {f['mask_weight']:g} over its {f['cells']} cells) over "
+                   f"{f['steps']} steps from step {f['start']}"),
     ],
     "tiny-advanced": [  # ksampler-advanced.api.json
         ("steps_2_to_8", dict(PROMPTS),

@@ -1,5 +1,7 @@
 //! The `video_frames` policy: the video a Wan image-to-video node makes of
-//! its pictures, and the mask the denoiser takes beside it. Pictures
+//! its pictures, and the mask the denoiser takes beside it (its contract
+//! parameters `length`, `temporal_scale`: video frames a latent frame
+//! holds after the first, `latent_frames` and `scale`: pixels a cell). Pictures
 //! `start` and `end` (either may be absent; each `[batch, 3, height,
 //! width]`, already at the video's size) become `length` frames of grey
 //! 0.5 with `start` first and `end` last (`[batch, length, 3, height,
@@ -15,9 +17,6 @@ use super::SynthError;
 use super::graph::PolicyGraph;
 use wfstudio_onnx::builder::Attr;
 
-/// Video frames a Wan latent frame holds (after the first).
-const TEMPORAL: i64 = 4;
-
 /// Mask channels the Wan model reads.
 const MASK_CHANNELS: i64 = 4;
 
@@ -25,10 +24,19 @@ const MASK_CHANNELS: i64 = 4;
 pub(super) fn video_frames(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let length = g.positive_integer("length")?;
     let scale = g.positive_integer("scale")?;
-    if length > 16384 || scale > 64 {
-        return Err(g.error("length must be at most 16384 and scale at most 64"));
+    let temporal = g.positive_integer("temporal_scale")?;
+    if length > 16384 || scale > 64 || temporal > 64 {
+        return Err(g.error("length must be at most 16384, scale and temporal_scale at most 64"));
     }
-    let latent_frames = (length - 1) / TEMPORAL + 1;
+    let latent_frames = (length - 1) / temporal + 1;
+    if g.parameter("latent_frames")
+        .and_then(serde_json::Value::as_i64)
+        != Some(latent_frames)
+    {
+        return Err(g.error(format!(
+            "latent_frames must be (length - 1) / temporal_scale + 1 = {latent_frames}"
+        )));
+    }
     let start = match g.has_input("start") {
         true => Some(g.input("start")?),
         false => None,

@@ -401,38 +401,66 @@ fn inpaint_pixels(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     g.output(&out, "pixels")
 }
 
-/// The mask grown by `grow_mask_by` pixels, then the maximum over each
-/// `scale` x `scale` cell (the latent grid).
+/// The latent's noise mask as ComfyUI's sampler reads it: `round`ed where
+/// the contract says so (`VAEEncodeForInpaint` rounds its mask), grown
+/// where `grow_mask_by` is above 0 as that node grows it (the maximum over
+/// a `grow_mask_by`-wide window padded by `ceil((grow_mask_by - 1) / 2)`,
+/// cut back to the mask's size), then resized to the latent's cells
+/// (`like`'s last two extents) by PyTorch's bilinear interpolation
+/// (`align_corners=False`), as `comfy.utils.reshape_mask` does.
 fn latent_mask(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let grow = g
         .parameter("grow_mask_by")
         .and_then(Value::as_i64)
         .unwrap_or(0);
-    let scale = g.parameter("scale").and_then(Value::as_i64).unwrap_or(8);
-    if !(0..=256).contains(&grow) || !(1..=64).contains(&scale) {
-        return Err(g.error("grow_mask_by must be 0..=256 and scale 1..=64"));
+    if !(0..=256).contains(&grow) {
+        return Err(g.error("grow_mask_by must be 0..=256"));
     }
+    let round = g
+        .parameter("round")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let mask = g.input("mask")?;
-    let _like = g.input("like")?;
-    let mut grown = mask;
+    let like = g.input("like")?;
+    let mut shaped = mask.clone();
+    if round {
+        shaped = g.op("Round", &[&shaped]);
+    }
     if grow > 0 {
-        let size = 2 * grow + 1;
-        grown = g.op_with(
+        let pad = grow / 2;
+        let grown = g.op_with(
             "MaxPool",
-            &[&grown],
+            &[&shaped],
             &[
-                ("kernel_shape", Attr::Ints(vec![size, size])),
-                ("pads", Attr::Ints(vec![grow; 4])),
+                ("kernel_shape", Attr::Ints(vec![grow, grow])),
+                ("pads", Attr::Ints(vec![pad; 4])),
                 ("strides", Attr::Ints(vec![1, 1])),
             ],
         );
+        let sides = g.op_with(
+            "Shape",
+            &[&mask],
+            &[("start", Attr::Int(2)), ("end", Attr::Int(4))],
+        );
+        let (zeros, axes) = (g.b.vec_i64(&[0, 0]), g.b.vec_i64(&[2, 3]));
+        shaped = g.op("Slice", &[&grown, &zeros, &sides, &axes]);
     }
+    let lead = g.op_with(
+        "Shape",
+        &[&mask],
+        &[("start", Attr::Int(0)), ("end", Attr::Int(2))],
+    );
+    let cells = g.op_with("Shape", &[&like], &[("start", Attr::Int(-2))]);
+    let sizes = g.op_with("Concat", &[&lead, &cells], &[("axis", Attr::Int(0))]);
     let out = g.op_with(
-        "MaxPool",
-        &[&grown],
+        "Resize",
+        &[&shaped, "", "", &sizes],
         &[
-            ("kernel_shape", Attr::Ints(vec![scale, scale])),
-            ("strides", Attr::Ints(vec![scale, scale])),
+            ("mode", Attr::Str("linear".into())),
+            (
+                "coordinate_transformation_mode",
+                Attr::Str("pytorch_half_pixel".into()),
+            ),
         ],
     );
     g.output(&out, "latent_mask")

@@ -3,8 +3,8 @@
 //! (bilinear, centre crop: `init_scale`), made into the video and its
 //! mask (`video_frames`), the video encoded by the VAE; the denoiser takes
 //! the latent as `concat` and the mask as `concat_mask` with every prompt.
-//! A later stage of the same video (Wan 2.2's second expert) makes them
-//! again: each stage's values are its own.
+//! A later stage of the same node (Wan 2.2's second expert) reads the
+//! first stage's (see `names`).
 
 use super::super::parts::{Steps, component, contract, invoke, policy};
 use super::super::recognise::{PixelSize, Plan, Resize, VideoFrames};
@@ -13,11 +13,15 @@ use super::pixels::resize_policy;
 use serde_json::{Map, Value, json};
 
 /// The encoded video the denoiser takes as `concat`.
-const LATENT: &str = "frames.latent";
+pub(super) const LATENT: &str = "frames.latent";
 /// The mask it takes as `concat_mask`.
 const MASK: &str = "frames.mask";
 /// The CLIP vision embedding it takes as `clip_fea`.
 const VISION: &str = "frames.vision";
+/// The video the VAE encodes.
+const PIXELS: &str = "frames.pixels";
+/// What a later stage of the same node reads of the earlier stage's.
+pub(super) const VALUES: [&str; 4] = [LATENT, MASK, VISION, PIXELS];
 
 /// The plan's Wan image-to-video node, where its prompts carry one (every
 /// prompt carries the same, see `recognise::frames`).
@@ -34,11 +38,12 @@ fn mask() -> Value {
     )
 }
 
-/// The encoder's video: `frames` pictures of the video's size.
+/// The encoder's video: `length` pictures of the video's size
+/// (`video_frames`: the decoded `frames` may be fewer).
 fn video() -> Value {
     contract(
         "float32",
-        json!(["batch", "frames", 3, "height", "width"]),
+        json!(["batch", "video_frames", 3, "height", "width"]),
         true,
     )
 }
@@ -189,6 +194,7 @@ pub(super) fn encode(
             Some(
                 json!({"id": "wfstudio.video-frames", "version": "1", "parameters": {
                     "length": frames.length,
+                    "temporal_scale": frames.temporal(),
                     "latent_frames": frames.latent_frames(),
                     "scale": frames.scale,
                 }}),
@@ -199,7 +205,7 @@ pub(super) fn encode(
         invoke(
             "video_frames",
             bind,
-            json!({"frames": "frames.pixels", "mask": MASK}),
+            json!({"frames": PIXELS, "mask": MASK}),
         ),
         &[&frames.node],
     );
@@ -213,11 +219,7 @@ pub(super) fn encode(
         ),
     );
     setup.push(
-        invoke(
-            encoder,
-            json!({"image": "frames.pixels"}),
-            json!({"latent": LATENT}),
-        ),
+        invoke(encoder, json!({"image": PIXELS}), json!({"latent": LATENT})),
         &[&frames.node],
     );
     vision(plan, frames, components, setup);
@@ -226,6 +228,14 @@ pub(super) fn encode(
 /// What the stage's denoiser takes of a Wan image-to-video node, in words.
 pub(in crate::comfyui::lower) fn note(plan: &Plan, names: &StageNames) -> Option<String> {
     let frames = frames(plan)?;
+    if names.reused(LATENT) {
+        return Some(format!(
+            "every denoiser call takes the video an earlier stage made of node {}'s pictures: its latent as `concat` ({}) and its mask as `concat_mask` ({})",
+            frames.node,
+            names.value(LATENT),
+            names.value(MASK)
+        ));
+    }
     let picture = |loader: &Option<String>, at: &str| {
         loader.as_ref().map(|loader| {
             format!(
@@ -262,7 +272,7 @@ pub(in crate::comfyui::lower) fn note(plan: &Plan, names: &StageNames) -> Option
         frames.width,
         frames.height,
         pictures.join(" and "),
-        names.value("frames.pixels"),
+        names.value(PIXELS),
         names.value(MASK),
         vision.unwrap_or_default(),
     ))

@@ -135,7 +135,8 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
             ),
             None => None,
         };
-        let mut parts = stage::stage(plan, (&prefix, &encoder), decoded.as_deref());
+        let frames_made = names.reused(frames::LATENT);
+        let mut parts = stage::stage(plan, (&prefix, &encoder), (decoded.as_deref(), frames_made));
         let shared: BTreeSet<String> = parts
             .inputs
             .iter()

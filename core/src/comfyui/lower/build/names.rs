@@ -1,7 +1,9 @@
 //! How a sampler stage names what it defines ([`StageNames`]) and how it
 //! names an earlier stage's final latent before renaming resolves it
 //! ([`earlier_latent`]). A picture input of a `LoadImage` an earlier stage
-//! reads already is that stage's input: one picture is given once.
+//! reads already is that stage's input: one picture is given once; a Wan
+//! node's video, mask and embeddings an earlier stage made are that
+//! stage's values, made once.
 
 use super::super::recognise::Chain;
 use std::collections::BTreeMap;
@@ -10,8 +12,8 @@ use std::collections::BTreeMap;
 pub(in crate::comfyui::lower) struct StageNames {
     /// `stage<k>` with k counted from 1; empty for the first stage.
     tag: String,
-    /// Its picture inputs that an earlier stage declares, by that stage's
-    /// name.
+    /// Its picture inputs that an earlier stage declares and the values
+    /// an earlier stage made, by that stage's names.
     aliases: BTreeMap<String, String>,
 }
 
@@ -50,10 +52,31 @@ impl StageNames {
                 aliases.insert(input, first);
             }
         }
+        let made = super::frames::frames(&chain.stages[index]).and_then(|own| {
+            chain.stages[..index]
+                .iter()
+                .position(|p| super::frames::frames(p).is_some_and(|f| f.node == own.node))
+        });
+        if let Some(k) = made {
+            for value in super::frames::VALUES {
+                aliases.insert(value.to_string(), tagged(&tag(k), value));
+            }
+        }
         StageNames {
             tag: tag(index),
             aliases,
         }
+    }
+
+    /// Whether `name` is an earlier stage's (a picture input or a value
+    /// that stage made).
+    pub(super) fn reused(&self, name: &str) -> bool {
+        self.aliases.contains_key(name)
+    }
+
+    /// The names the stage takes from earlier stages, by its own name.
+    pub(super) fn aliases(&self) -> &BTreeMap<String, String> {
+        &self.aliases
     }
 
     /// A value, state cell or input name of the stage.

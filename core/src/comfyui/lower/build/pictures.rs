@@ -1,9 +1,10 @@
 //! The loaded pictures a stage reads, each `LoadImage` an input of its
 //! own: the stage's own picture (its latent's, an edit node's, or else
-//! the first its prompts carry) is `request.image`; the other `LoadImage`s
-//! its prompts carry (references, pictures shown to the text encoder) are
+//! the first its prompts carry, a Wan node's first) is `request.image`;
+//! the other `LoadImage`s its prompts carry (references, pictures shown
+//! to the text encoder, a Wan node's other picture) are
 //! `request.image_2`, `request.image_3`, ... in the order the prompts
-//! carry them (a Wan video's start picture, then its end picture). A picture is a `LoadImage` through one resize (or none):
+//! carry them. A picture is a `LoadImage` through one resize (or none):
 //! values and policies made per picture are numbered apart the same way
 //! (`source.pixels`, `source_2.pixels`, ...).
 

@@ -37,6 +37,9 @@ pub(super) fn rename(
     for name in parts.state.keys() {
         map.insert(name.clone(), names.value(name));
     }
+    for (name, alias) in names.aliases() {
+        map.entry(name.clone()).or_insert_with(|| alias.clone());
+    }
     defined(&parts.step, names, &mut map);
     let components: BTreeMap<String, String> = parts
         .components

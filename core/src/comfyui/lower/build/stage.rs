@@ -40,11 +40,12 @@ pub(super) struct StageParts {
 /// Builds the parts of `plan`: its model components are named with
 /// `models` (its checkpoint's prefix), its text encoders with `encoders`;
 /// `decoded` is the value of the pixels it encodes from an earlier
-/// stage's decode, made before it.
+/// stage's decode, made before it; `frames_made` says an earlier stage
+/// made its Wan video already.
 pub(super) fn stage(
     plan: &Plan,
     (models, encoders): (&str, &str),
-    decoded: Option<&str>,
+    (decoded, frames_made): (Option<&str>, bool),
 ) -> StageParts {
     let m = |name: &str| format!("{models}{name}");
     let latent = || plan.axes.latent();
@@ -181,12 +182,14 @@ pub(super) fn stage(
     // The pictures an edit encoder shows the text encoder and encodes, and
     // the graph's resize of the loaded picture they share with the stage.
     let vision = super::vision::pictures(plan, &mut components, &mut setup);
-    super::frames::encode(
-        plan,
-        (&m("vae_encoder"), latent()),
-        &mut components,
-        &mut setup,
-    );
+    if !frames_made {
+        super::frames::encode(
+            plan,
+            (&m("vae_encoder"), latent()),
+            &mut components,
+            &mut setup,
+        );
+    }
     let made = vision.as_ref().and_then(|v| v.source.as_deref());
     // The picture a `VAEEncode` encodes (see `encoded`); an edit or
     // inpainting node's is the input picture.
@@ -543,7 +546,7 @@ pub(super) fn stage(
     if let Some((mask, grow)) = mask {
         inputs.insert("request.mask".into(), media(picture(json!(1))));
         components.insert("latent_mask".into(), policy("latent_mask", json!({"mask": picture(json!(1)), "like": latent()}), json!({"latent_mask": contract("float32", json!(["batch", 1, "latent_height", "latent_width"]), true)}),
-            Some(json!({"id": "wfstudio.latent-mask", "version": "1", "parameters": {"grow_mask_by": grow, "scale": 8}}))));
+            Some(json!({"id": "wfstudio.latent-mask", "version": "1", "parameters": {"grow_mask_by": grow, "round": matches!(plan.latent, LatentSource::Inpaint { .. }), "resize": "bilinear"}}))));
         let from: Vec<&String> = [Some(&mask.loader), mask.setter.as_ref()]
             .into_iter()
             .flatten()

@@ -8,7 +8,7 @@
 //! pictures fill, which the denoiser takes beside the sample.
 
 use super::super::graph::Graph;
-use super::{Conditioning, LatentSource, MAX_BATCH, MAX_RESOLUTION, loaded_image};
+use super::{Conditioning, LatentSource, MAX_BATCH, MAX_RESOLUTION, Plan, loaded_image};
 use crate::comfyui::lower::Refusal;
 
 /// The classes, each with outputs positive, negative and latent.
@@ -22,24 +22,42 @@ pub(super) const FRAMES_NODES: &[&str] = &[
 pub(super) const TEMPORAL: i64 = 4;
 
 /// The VAEs whose latents the lowering knows: (name, channels, pixels a
-/// cell), as ComfyUI's VAE reports them to the first-last-frame node.
-const VAES: &[(&str, i64, i64)] = &[("wan_2.1_vae", 16, 8), ("wan2.2_vae", 48, 16)];
+/// cell), as ComfyUI's VAE reports them to the first-last-frame node;
+/// names are compared in lower case, as written in either spelling.
+const VAES: &[(&str, i64, i64)] = &[
+    ("wan_2.1_vae", 16, 8),
+    ("wan2_1_vae", 16, 8),
+    ("wan2.2_vae", 48, 16),
+    ("wan2_2_vae", 48, 16),
+];
+
+/// Wan 2.1's latent: channels and pixels a cell (`WanImageToVideo`'s
+/// whatever its VAE).
+const WAN21: (i64, i64) = (16, 8);
 
 /// What a Wan image-to-video node makes of its pictures.
 #[derive(Clone, Debug, PartialEq)]
 pub(in crate::comfyui::lower) struct VideoFrames {
+    /// The node.
     pub node: String,
+    /// Its class.
     pub class: String,
-    /// The `LoadImage`s of the first and last frame, where connected.
+    /// The `LoadImage` of the first frame, where connected.
     pub start: Option<String>,
+    /// The `LoadImage` of the last frame, where connected
+    /// (`WanImageToVideo` has none).
     pub end: Option<String>,
+    /// The video's size in pixels.
     pub width: i64,
+    /// See `width`.
     pub height: i64,
     /// The video frames (`length`).
     pub length: i64,
+    /// Videos asked for (1; more are refused).
     pub batch: i64,
-    /// The VAE's latent channels and pixels a cell.
+    /// The VAE's latent channels.
     pub channels: i64,
+    /// The VAE's pixels a latent cell.
     pub scale: i64,
     /// CLIP vision embeddings of the pictures the denoiser takes too.
     pub vision: Option<FrameVision>,
@@ -54,12 +72,18 @@ pub(in crate::comfyui::lower) struct FrameVision {
     pub loader: String,
     /// `CLIPVisionEncode`'s `crop`: `center` or `none`.
     pub crop: String,
-    /// The encode nodes of the start and end pictures.
+    /// The encode node of the start picture.
     pub start: Option<String>,
+    /// The encode node of the end picture.
     pub end: Option<String>,
 }
 
 impl VideoFrames {
+    /// Video frames a latent frame holds (after the first): 4.
+    pub fn temporal(&self) -> i64 {
+        TEMPORAL
+    }
+
     /// Latent frames: `(length - 1) / 4 + 1`.
     pub fn latent_frames(&self) -> i64 {
         (self.length - 1) / TEMPORAL + 1
@@ -90,7 +114,7 @@ pub(super) fn step(
 pub(super) fn same_on_every_prompt(
     g: &Graph<'_>,
     prompts: &[&Conditioning],
-    latent: &LatentSource,
+    (latent, earlier): (&LatentSource, &[Plan]),
 ) -> Result<(), Refusal> {
     let latent_node = match latent {
         LatentSource::Empty { node, .. } if FRAMES_NODES.contains(&g.class(node)) => Some(node),
@@ -109,7 +133,7 @@ pub(super) fn same_on_every_prompt(
     };
     let own = match latent {
         LatentSource::Empty { node, .. } => *node == first.node,
-        LatentSource::Stage { .. } => true,
+        LatentSource::Stage { stage, .. } => started_by(earlier, *stage) == Some(&first.node),
         _ => false,
     };
     if !own {
@@ -135,6 +159,19 @@ pub(super) fn same_on_every_prompt(
             "feed both prompts of the sampler through this node",
         )),
     }
+}
+
+/// The empty latent the chain of earlier stages ending in `stage`
+/// starts from.
+fn started_by(earlier: &[Plan], mut stage: usize) -> Option<&String> {
+    for _ in 0..=earlier.len() {
+        match &earlier.get(stage)?.latent {
+            LatentSource::Empty { node, .. } => return Some(node),
+            LatentSource::Stage { stage: before, .. } => stage = *before,
+            _ => return None,
+        }
+    }
+    None
 }
 
 /// The node's `batch_size`, refused unless 1: the video it encodes is
@@ -172,19 +209,34 @@ pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<VideoFrames, Refusal> {
     let (vae, _) = g.source(node, "vae")?;
     g.expect(&vae, &["VAELoader"], "vae", (node, "vae"))?;
     let name = g.text(&vae, "vae_name")?;
-    // WanImageToVideo makes Wan 2.1's latent whatever the VAE; the
-    // others ask the VAE.
+    let lower = name.to_lowercase();
     let known = VAES
         .iter()
-        .find(|(stem, _, _)| name.contains(stem))
-        .filter(|(stem, _, _)| class != "WanImageToVideo" || *stem == VAES[0].0);
-    let Some(&(_, channels, scale)) = known else {
-        return Err(g.refuse(
-            &vae,
-            Some("vae_name"),
-            format!("loads `{name}`, whose latent for {class} the lowering does not know; it knows Wan 2.1's VAE, and Wan 2.2's for the first-last-frame nodes"),
-            "load wan_2.1_vae (or wan2.2_vae for WanFirstLastFrameToVideo and WanFunInpaintToVideo)",
-        ));
+        .find(|(stem, _, _)| lower.contains(stem))
+        .map(|&(_, channels, scale)| (channels, scale));
+    // WanImageToVideo makes Wan 2.1's latent whatever the VAE (another
+    // VAE's encode would not fit it); the others ask the VAE.
+    let (channels, scale) = match (class, known) {
+        ("WanImageToVideo", None) => WAN21,
+        ("WanImageToVideo", Some(other)) if other != WAN21 => {
+            return Err(g.refuse(
+                &vae,
+                Some("vae_name"),
+                format!(
+                    "loads `{name}`, whose latent is not Wan 2.1's, which WanImageToVideo makes"
+                ),
+                "load Wan 2.1's VAE, or use WanFirstLastFrameToVideo with this one",
+            ));
+        }
+        (_, Some(known)) => known,
+        (_, None) => {
+            return Err(g.refuse(
+                &vae,
+                Some("vae_name"),
+                format!("loads `{name}`, whose latent channels and scale the lowering does not know; it knows Wan 2.1's and Wan 2.2's VAEs"),
+                "load wan_2.1_vae or wan2.2_vae",
+            ));
+        }
     };
     let side = |input: &str| -> Result<i64, Refusal> {
         let value = g.whole(node, input, 16..=MAX_RESOLUTION)?;
@@ -241,11 +293,16 @@ fn vision(
         g.expect(&encode, &["CLIPVisionEncode"], input, (node, input))?;
         let image = loaded_image(g, &encode, "image")?;
         if picture.as_ref() != Some(&image) {
+            let which = if *input == "clip_vision_end_image" {
+                "end"
+            } else {
+                "start"
+            };
             return Err(g.refuse(
                 &encode,
                 Some("image"),
-                format!("embeds another picture than the one node {node} puts in the video where its `{input}` says"),
-                "embed the node's own picture (the same LoadImage)",
+                format!("embeds another picture than node {node}'s {which} picture, which its `{input}` stands for; the lowering gives the denoiser embeddings of the node's own pictures"),
+                &format!("embed the node's {which} picture (the same LoadImage)"),
             ));
         }
         let (loader, _) = g.source(&encode, "clip_vision")?;

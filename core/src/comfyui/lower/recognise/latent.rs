@@ -214,6 +214,9 @@ pub(super) fn latent_source(
     if g.class(&node) == SVD_CONDITIONING && slot == 2 {
         return svd_latent(g, &node);
     }
+    if g.class(&node) == super::mage::MAGE && slot == 2 {
+        return super::mage::latent(g, &node);
+    }
     if super::frames::FRAMES_NODES.contains(&g.class(&node)) && slot == 2 {
         return wan_latent(g, &node);
     }

@@ -14,6 +14,7 @@ mod ksampler;
 mod latent;
 mod latent_sizes;
 mod ltxv;
+mod mage;
 mod model;
 mod motion;
 mod own_sampling;
@@ -298,6 +299,7 @@ const ENCODERS: &[&str] = &[
     "CLIPTextEncodeSDXL",
     vision::EDIT,
     vision::EDIT_PLUS,
+    mage::MAGE,
 ];
 const CONTROL_APPLIERS: &[&str] = &["ControlNetApply", "ControlNetApplyAdvanced"];
 /// Stable Video Diffusion's image-to-video conditioning (see `svd`).
@@ -437,7 +439,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         ));
     }
     edits::edits(g, &prompts, &latent)?;
-    frames::same_on_every_prompt(g, &prompts, &latent)?;
+    frames::same_on_every_prompt(g, &prompts, (&latent, &walk.stages))?;
     edits::differential(g, &model, &latent)?;
     let axes = match &latent {
         LatentSource::Empty {

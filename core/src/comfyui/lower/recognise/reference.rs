@@ -243,7 +243,7 @@ pub(in crate::comfyui::lower) fn prompt_pictures<'p>(
 
 /// Whether two loaded pictures are one: the same `LoadImage` through the
 /// same resize node (or none).
-pub(in crate::comfyui::lower) fn same(a: Loaded<'_>, b: Loaded<'_>) -> bool {
+fn same(a: Loaded<'_>, b: Loaded<'_>) -> bool {
     a.0 == b.0 && a.1.map(|r| &r.node) == b.1.map(|r| &r.node)
 }
 
