@@ -3,7 +3,8 @@
 //! `VAEEncode`), a resized sink, a resized loaded picture; the picture
 //! resizes (`ImageScale`, `ImageScaleBy`, `ImageScaleToTotalPixels`) agree
 //! with PyTorch's index rules (`area` too) and Pillow's lanczos, and the resize before an encode cuts to
-//! whole multiples of 8 as ComfyUI's `VAEEncode` does.
+//! whole multiples of 8 as ComfyUI's `VAEEncode` does; the latent noise
+//! mask is grown and resized to the latent as ComfyUI's sampler reads it.
 
 mod support;
 
@@ -491,25 +492,42 @@ fn comfyui_noise_mask(
 
 #[test]
 fn the_noise_mask_is_grown_and_resized_to_the_latent_as_comfyui_does() {
-    if !support::runtime_available() {
-        return;
-    }
-    let root = scratch("noise-mask");
-    let (h, w) = (20, 28);
+    let (h, w) = (24, 32);
     let mask: Vec<f32> = (0..h * w).map(|i| ((i * 37) % 29) as f32 / 28.0).collect();
     let mask_text = json!({"dtype": "float32", "shape": [1, 1, h, w], "data": mask}).to_string();
     let like =
         json!({"dtype": "float32", "shape": [1, 4, 3, 4], "data": vec![0.0; 48]}).to_string();
-    // VAEEncodeForInpaint (grow 6, rounded) and SetLatentNoiseMask (as is).
-    for (name, grow, round) in [("inpaint", 6, true), ("latent-noise-mask", 0, false)] {
-        let l = lowered(&pattern(name), &Target::default());
+    let root = scratch("noise-mask");
+    // VAEEncodeForInpaint (rounded, grown by an even, an odd and a 1-wide
+    // window) and SetLatentNoiseMask (as is).
+    for (name, grow, round) in [
+        ("inpaint", 6, true),
+        ("inpaint", 5, true),
+        ("inpaint", 1, true),
+        ("latent-noise-mask", 0, false),
+    ] {
+        let mut graph = pattern(name);
+        if name == "inpaint" {
+            let encode = graph
+                .as_object()
+                .expect("graph")
+                .iter()
+                .find(|(_, n)| n["class_type"] == "VAEEncodeForInpaint")
+                .map(|(id, _)| id.clone())
+                .expect("the encode");
+            graph[&encode]["inputs"]["grow_mask_by"] = json!(grow);
+        }
+        let l = lowered(&graph, &Target::default());
         assert_eq!(
             workflow(&l)["components"]["latent_mask"]["contract"]["parameters"],
             json!({"grow_mask_by": grow, "round": round, "resize": "bilinear"})
         );
+        if !support::runtime_available() {
+            continue;
+        }
         let out = run_policy_alone(
             &root,
-            name,
+            &format!("{name}-{grow}"),
             &l.document,
             "latent_mask",
             &[("mask", mask_text.clone()), ("like", like.clone())],
@@ -522,6 +540,6 @@ fn the_noise_mask_is_grown_and_resized_to_the_latent_as_comfyui_does() {
             .zip(&want)
             .map(|(a, b)| (a - b).abs())
             .fold(0f32, f32::max);
-        assert!(worst < 1e-6, "{name}: {ours:?} against {want:?}");
+        assert!(worst < 1e-6, "{name} {grow}: {ours:?} against {want:?}");
     }
 }

@@ -181,7 +181,7 @@ fn the_video_and_its_mask_are_comfyui_s() {
 #[test]
 fn wan_2_2_s_two_experts_each_take_the_video() {
     // The second expert samples on from the first's latent; both samplers'
-    // prompts come through the node, so each stage makes the video again.
+    // prompts come through the node, so the second reads the first's video.
     let mut g = first_last();
     g["10"]["class_type"] = json!("KSamplerAdvanced");
     g["10"]["inputs"] = json!({"add_noise": "enable", "noise_seed": 7, "steps": 4, "cfg": 3.5, "sampler_name": "euler", "scheduler": "simple", "start_at_step": 0, "end_at_step": 2, "return_with_leftover_noise": "enable", "model": ["9", 0], "positive": ["8", 0], "negative": ["8", 1], "latent_image": ["8", 2]});

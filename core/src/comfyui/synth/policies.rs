@@ -416,10 +416,18 @@ fn latent_mask(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     if !(0..=256).contains(&grow) {
         return Err(g.error("grow_mask_by must be 0..=256"));
     }
-    let round = g
-        .parameter("round")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
+    let round = match g.parameter("round") {
+        None => false,
+        Some(value) => value
+            .as_bool()
+            .ok_or_else(|| g.error("its contract parameter `round` is not true or false"))?,
+    };
+    if grow > 0 && !round {
+        return Err(g.error("a grown mask is rounded first (VAEEncodeForInpaint's)"));
+    }
+    if g.parameter("resize").and_then(Value::as_str) != Some("bilinear") {
+        return Err(g.error("its contract parameter `resize` must be `bilinear`"));
+    }
     let mask = g.input("mask")?;
     let like = g.input("like")?;
     let mut shaped = mask.clone();

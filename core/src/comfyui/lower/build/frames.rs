@@ -229,8 +229,18 @@ pub(super) fn encode(
 pub(in crate::comfyui::lower) fn note(plan: &Plan, names: &StageNames) -> Option<String> {
     let frames = frames(plan)?;
     if names.reused(LATENT) {
+        let vision = frames
+            .vision
+            .as_ref()
+            .map(|_| {
+                format!(
+                    ", and its CLIP vision embedding as `clip_fea` ({})",
+                    names.value(VISION)
+                )
+            })
+            .unwrap_or_default();
         return Some(format!(
-            "every denoiser call takes the video an earlier stage made of node {}'s pictures: its latent as `concat` ({}) and its mask as `concat_mask` ({})",
+            "every denoiser call takes the video an earlier stage made of node {}'s pictures: its latent as `concat` ({}) and its mask as `concat_mask` ({}){vision}",
             frames.node,
             names.value(LATENT),
             names.value(MASK)

@@ -546,7 +546,7 @@ pub(super) fn stage(
     if let Some((mask, grow)) = mask {
         inputs.insert("request.mask".into(), media(picture(json!(1))));
         components.insert("latent_mask".into(), policy("latent_mask", json!({"mask": picture(json!(1)), "like": latent()}), json!({"latent_mask": contract("float32", json!(["batch", 1, "latent_height", "latent_width"]), true)}),
-            Some(json!({"id": "wfstudio.latent-mask", "version": "1", "parameters": {"grow_mask_by": grow, "round": matches!(plan.latent, LatentSource::Inpaint { .. }), "resize": "bilinear"}}))));
+            Some(json!({"id": "wfstudio.latent-mask", "version": "2", "parameters": {"grow_mask_by": grow, "round": matches!(plan.latent, LatentSource::Inpaint { .. }), "resize": "bilinear"}}))));
         let from: Vec<&String> = [Some(&mask.loader), mask.setter.as_ref()]
             .into_iter()
             .flatten()

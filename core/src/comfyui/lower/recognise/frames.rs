@@ -23,13 +23,9 @@ pub(super) const TEMPORAL: i64 = 4;
 
 /// The VAEs whose latents the lowering knows: (name, channels, pixels a
 /// cell), as ComfyUI's VAE reports them to the first-last-frame node;
-/// names are compared in lower case, as written in either spelling.
-const VAES: &[(&str, i64, i64)] = &[
-    ("wan_2.1_vae", 16, 8),
-    ("wan2_1_vae", 16, 8),
-    ("wan2.2_vae", 48, 16),
-    ("wan2_2_vae", 48, 16),
-];
+/// names are compared in lower case without dots and underscores
+/// (`wan_2.1_vae`, `Wan2_1_VAE`, ...).
+const VAES: &[(&str, i64, i64)] = &[("wan21vae", 16, 8), ("wan22vae", 48, 16)];
 
 /// Wan 2.1's latent: channels and pixels a cell (`WanImageToVideo`'s
 /// whatever its VAE).
@@ -209,7 +205,11 @@ pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<VideoFrames, Refusal> {
     let (vae, _) = g.source(node, "vae")?;
     g.expect(&vae, &["VAELoader"], "vae", (node, "vae"))?;
     let name = g.text(&vae, "vae_name")?;
-    let lower = name.to_lowercase();
+    let lower: String = name
+        .to_lowercase()
+        .chars()
+        .filter(|c| !matches!(c, '.' | '_'))
+        .collect();
     let known = VAES
         .iter()
         .find(|(stem, _, _)| lower.contains(stem))

@@ -13,8 +13,9 @@ use crate::comfyui::lower::Refusal;
 /// The class.
 pub(super) const MAGE: &str = "TextEncodeMageFlowEdit";
 
-/// The latent's channels and pixels a cell (ComfyUI's Mage latent).
+/// The latent's channels (ComfyUI's Mage latent).
 const CHANNELS: i64 = 128;
+/// The latent's pixels a cell; the node floors its sides to whole cells.
 const SCALE: i64 = 16;
 
 /// The side ComfyUI takes for a side of 0 without a reference picture.
@@ -41,7 +42,7 @@ pub(super) fn latent(g: &Graph<'_>, node: &str) -> Result<LatentSource, Refusal>
             0 => DEFAULT_SIDE,
             side => side,
         };
-        Ok((side / 16 * 16).max(16))
+        Ok((side / SCALE * SCALE).max(SCALE))
     };
     Ok(LatentSource::Empty {
         node: node.to_string(),
@@ -54,8 +55,8 @@ pub(super) fn latent(g: &Graph<'_>, node: &str) -> Result<LatentSource, Refusal>
     })
 }
 
-/// Refuses the node's reference pictures (`images.image_1`, ... or the
-/// older `image1`, ...).
+/// Refuses the node's reference pictures (`images.image_1`, ..., an
+/// `images` group, or the older `image1`, ...).
 fn no_pictures(g: &Graph<'_>, node: &str) -> Result<(), Refusal> {
     let picture = g
         .nodes
@@ -63,9 +64,12 @@ fn no_pictures(g: &Graph<'_>, node: &str) -> Result<(), Refusal> {
         .and_then(|n| n["inputs"].as_object())
         .and_then(|inputs| {
             inputs
-                .keys()
-                .find(|k| k.starts_with("image") && g.is_link(node, k))
-                .cloned()
+                .iter()
+                .find(|(k, v)| {
+                    k.starts_with("image")
+                        && (g.is_link(node, k) || v.as_object().is_some_and(|o| !o.is_empty()))
+                })
+                .map(|(k, _)| k.clone())
         });
     match picture {
         Some(input) => Err(g.refuse(

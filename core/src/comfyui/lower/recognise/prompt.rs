@@ -116,8 +116,15 @@ pub(super) fn conditioning(
     }
     g.expect(&node, ENCODERS, &from.1, (&from.0, &from.1))?;
     // Mage's encoder gives the positive (0) and the negative (1).
-    if g.class(&node) != super::mage::MAGE || slot > 1 {
+    if g.class(&node) != super::mage::MAGE {
         g.first_output((&from.0, &from.1), &node, slot)?;
+    } else if slot > 1 {
+        return Err(g.refuse(
+            &from.0,
+            Some(&from.1),
+            format!("reads output {slot} of node {node}, its latent, as a conditioning"),
+            "connect the input to the node's positive (0) or negative (1) output",
+        ));
     }
     let (clip, _) = g.source(&node, "clip")?;
     let (loader, clip_loras, tokenizer_options) = clip_source(g, &clip, &node, model)?;
