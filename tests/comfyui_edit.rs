@@ -13,8 +13,8 @@ mod support;
 
 use serde_json::{Value, json};
 use support::lowering::{
-    assert_refused, component_only, denoiser_bindings, lowered, npy, package_and_run, pattern, s,
-    scratch, tensor, workflow,
+    assert_refused, component_only, denoiser_bindings, lowered, npy, package_and_run, pattern,
+    run_policy_alone, s, scratch, tensor, workflow,
 };
 use wfstudio_core::comfyui::lower::Target;
 
@@ -522,23 +522,23 @@ fn inpainting_conditionings_the_lowering_cannot_make_are_refused_or_noted() {
         ),
     );
     // DifferentialDiffusion reshapes a noise mask each step: refused over
-    // one, a no-op (noted) without.
-    let differential = |noise_mask: bool| {
+    // one on this SD model (not a flow model), a no-op (noted) without.
+    let masked = |noise_mask: bool| {
         let mut g = inpaint(noise_mask);
         g["9"] = json!({"class_type": "DifferentialDiffusion", "inputs": {"model": ["1", 0]}});
         g["5"]["inputs"]["model"] = json!(["9", 0]);
         g
     };
     assert_refused(
-        &differential(true),
+        &masked(true),
         (
             "9",
             "DifferentialDiffusion",
             None,
-            "reshapes the latent's noise mask at every step, which the lowering does not build yet",
+            "reshapes the latent's noise mask at every step, which the lowering builds on flow-matching models only (their timesteps are sigmas times a constant)",
         ),
     );
-    let l = lowered(&differential(false), &Target::default());
+    let l = lowered(&masked(false), &Target::default());
     assert_eq!(
         l.notes[0],
         "node 9 (DifferentialDiffusion) changes nothing here: it reshapes a latent's noise mask at every step, and this sampler's latent has none"
@@ -596,6 +596,139 @@ fn mage_flow_s_encoder_gives_both_prompts_and_its_latent() {
             "TextEncodeMageFlowEdit",
             Some("images.image_1"),
             "gives the text encoder and the model a reference picture, which the lowering does not make for Mage-Flow yet",
+        ),
+    );
+}
+
+/// Flux fill's inpainting template, small: `InpaintModelConditioning` with
+/// its noise mask, under `DifferentialDiffusion`, sampled by euler.
+fn differential() -> Value {
+    json!({
+        "1": {"class_type": "UNETLoader", "inputs": {"unet_name": "flux1-fill-dev.safetensors", "weight_dtype": "default"}},
+        "2": {"class_type": "DualCLIPLoader", "inputs": {"clip_name1": "clip_l.safetensors", "clip_name2": "t5xxl_fp16.safetensors", "type": "flux", "device": "default"}},
+        "3": {"class_type": "VAELoader", "inputs": {"vae_name": "ae.safetensors"}},
+        "4": {"class_type": "CLIPTextEncode", "inputs": {"text": "a red scarf", "clip": ["2", 0]}},
+        "5": {"class_type": "ConditioningZeroOut", "inputs": {"conditioning": ["4", 0]}},
+        "6": {"class_type": "LoadImage", "inputs": {"image": "photo.png", "upload": "image"}},
+        "7": {"class_type": "InpaintModelConditioning", "inputs": {"noise_mask": true, "positive": ["4", 0], "negative": ["5", 0], "vae": ["3", 0], "pixels": ["6", 0], "mask": ["6", 1]}},
+        "8": {"class_type": "DifferentialDiffusion", "inputs": {"strength": 1.0, "model": ["1", 0]}},
+        "9": {"class_type": "KSampler", "inputs": {"seed": 5, "steps": 6, "cfg": 1.0, "sampler_name": "euler", "scheduler": "normal", "denoise": 1.0, "model": ["8", 0], "positive": ["7", 0], "negative": ["7", 1], "latent_image": ["7", 2]}},
+        "10": {"class_type": "VAEDecode", "inputs": {"samples": ["9", 0], "vae": ["3", 0]}},
+        "11": {"class_type": "SaveImage", "inputs": {"filename_prefix": "fill", "images": ["10", 0]}}
+    })
+}
+
+#[test]
+fn differential_diffusion_keeps_each_steps_cells_at_or_above_its_threshold() {
+    let l = lowered(&differential(), &Target::default());
+    let w = workflow(&l);
+    let blend = &w["components"]["masked_blend"];
+    assert_eq!(
+        blend["contract"]["parameters"]["differential"],
+        "mask >= (sigma - sigma_to) / (sigma_from - sigma_to)"
+    );
+    for port in ["shift", "first"] {
+        assert!(blend["ports"]["inputs"].get(port).is_some(), "{port}");
+    }
+    if !support::runtime_available() {
+        return;
+    }
+    // Solved ones over a zero source and zero noise: the blend is the
+    // step's binary mask itself.
+    let (h, w_) = (2usize, 3usize);
+    let mask: Vec<f32> = vec![0.0, 0.15, 0.3, 0.55, 0.8, 1.0];
+    let schedule: Vec<f32> = vec![1.0, 0.8, 0.6, 0.35, 0.2, 0.05, 0.0];
+    let shift = 3.158_192_f32; // e^1.15, Flux dev's
+    let tensor = |shape: &[usize], data: &[f32]| {
+        json!({"dtype": "float32", "shape": shape, "data": data}).to_string()
+    };
+    let latent = |v: f32| tensor(&[1, 2, h, w_], &vec![v; 2 * h * w_]);
+    let root = scratch("differential");
+    for step in 0..6usize {
+        let out = run_policy_alone(
+            &root,
+            &format!("step{step}"),
+            &l.document,
+            "masked_blend",
+            &[
+                ("solved", latent(1.0)),
+                ("source", latent(0.0)),
+                ("noise", latent(0.0)),
+                ("mask", tensor(&[1, 1, h, w_], &mask)),
+                (
+                    "step",
+                    json!({"dtype": "int64", "shape": [1], "data": [step]}).to_string(),
+                ),
+                ("schedule", tensor(&[7], &schedule)),
+                ("shift", tensor(&[1], &[shift])),
+                (
+                    "first",
+                    json!({"dtype": "int64", "shape": [1], "data": [0]}).to_string(),
+                ),
+            ],
+        );
+        let (_, ours) = npy(&out.join("next_state.npy"));
+        // ComfyUI: sigma_to is the larger of the run's last sigma and the
+        // model's least, Flux's first table entry a t / (1 + (a - 1) t) at
+        // t = 1 / 10000.
+        let t = 1.0 / 10000.0f64;
+        let least = shift as f64 * t / (1.0 + (shift as f64 - 1.0) * t);
+        let to = least.max(schedule[6] as f64) as f32;
+        let threshold = (schedule[step] - to) / (schedule[0] - to);
+        let want: Vec<f32> = mask
+            .iter()
+            .map(|m| if *m >= threshold { 1.0 } else { 0.0 })
+            .collect();
+        assert_eq!(
+            &ours[..h * w_],
+            &want[..],
+            "step {step}, threshold {threshold}"
+        );
+        assert_eq!(&ours[h * w_..], &want[..], "step {step}: every channel");
+    }
+}
+
+#[test]
+fn differential_diffusion_the_lowering_cannot_make_exactly_is_refused() {
+    let mut sampler = differential();
+    sampler["9"]["inputs"]["sampler_name"] = json!("dpmpp_2m");
+    assert_refused(
+        &sampler,
+        (
+            "8",
+            "DifferentialDiffusion",
+            None,
+            "reshapes the latent's noise mask at every step, which the lowering builds with sampler euler only (one model call a step, no history: the step's mask applied after the step is ComfyUI's blend), not dpmpp_2m",
+        ),
+    );
+    let mut weak = differential();
+    weak["8"]["inputs"]["strength"] = json!(0.5);
+    assert_refused(
+        &weak,
+        (
+            "8",
+            "DifferentialDiffusion",
+            Some("strength"),
+            "is 0.5: below 1 the mask of each step blends the thresholded mask with the mask itself, which the lowering does not build yet",
+        ),
+    );
+    let mut sd15 = pattern("inpaint");
+    let sampler_id = sd15
+        .as_object()
+        .expect("graph")
+        .iter()
+        .find(|(_, n)| n["class_type"] == "KSampler")
+        .map(|(id, n)| (id.clone(), n["inputs"]["model"].clone()))
+        .expect("a sampler");
+    sd15["90"] = json!({"class_type": "DifferentialDiffusion", "inputs": {"model": sampler_id.1}});
+    sd15[&sampler_id.0]["inputs"]["model"] = json!(["90", 0]);
+    assert_refused(
+        &sd15,
+        (
+            "90",
+            "DifferentialDiffusion",
+            None,
+            "reshapes the latent's noise mask at every step, which the lowering builds on flow-matching models only (their timesteps are sigmas times a constant)",
         ),
     );
 }

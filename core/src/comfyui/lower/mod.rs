@@ -334,8 +334,9 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
             names.value("request.guidance_scale_2")
         )
     });
-    let differential = plan.model.differential.as_ref().map(|node| {
-        format!("node {node} (DifferentialDiffusion) changes nothing here: it reshapes a latent's noise mask at every step, and this sampler's latent has none")
+    let differential = plan.model.differential.as_ref().map(|node| match plan.noise_mask() {
+        None => format!("node {node} (DifferentialDiffusion) changes nothing here: it reshapes a latent's noise mask at every step, and this sampler's latent has none"),
+        Some(_) => format!("node {node} (DifferentialDiffusion): each step keeps only the mask's cells at or above the step's threshold (sigma - sigma_to) / (sigma_from - sigma_to), growing the region it samples as the sigmas fall (masked_blend)"),
     });
     let motion = plan.model.motion().filter(|m| m.autoselected).map(|m| {
         format!("node {} samples with beta_schedule 'autoselect', taken as sqrt_linear (AnimateDiff), the schedule AnimateDiff-Evolved picks for SD1.5 motion models (it reads the kind from the motion model's weights); state the schedule on the node for an SDXL motion model", m.node)

@@ -7,6 +7,7 @@
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
 use super::tables::ModelSampling;
+use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 use wfstudio_onnx::random::gaussian;
 
 /// `latent_noise`: the seeded noise for a latent of `[batch] ++ row_shape`;
@@ -95,14 +96,24 @@ pub fn add_noise(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthEr
 }
 
 /// `masked_blend`: the solved latent inside the mask, the source noised to
-/// the next step's sigma outside it.
+/// the next step's sigma outside it. With contract parameter
+/// `differential` (`DifferentialDiffusion` on a flow model) the mask is
+/// the cells at or above the step's threshold `(sigma - sigma_to) /
+/// (sigma_from - sigma_to)`, as ComfyUI's node computes it of the
+/// timesteps (a flow model's are sigmas times a constant): `sigma` the
+/// step's, `sigma_from` the run's first, `sigma_to` the larger of its last
+/// and the model's least (its table's first entry, `a t / (1 + (a - 1) t)`
+/// at `t = 1 / table` for shift factor `a`).
 pub fn masked_blend(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {
     let solved = g.input("solved")?;
     let source = g.input("source")?;
     let noise = g.input("noise")?;
-    let mask = g.input("mask")?;
+    let mut mask = g.input("mask")?;
     let step = g.input("step")?;
     let schedule = g.input("schedule")?;
+    if g.parameter("differential").is_some() {
+        mask = differential_mask(g, family, (&mask, &step, &schedule))?;
+    }
     let one_i = g.i(1);
     let next = g.op("Add", &[&step, &one_i]);
     let sigma = g.gather(&schedule, &next);
@@ -114,6 +125,38 @@ pub fn masked_blend(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), Synt
     let outside = g.op("Mul", &[&outside_value, &keep]);
     let out = g.op("Add", &[&inside, &outside]);
     g.output(&out, "next_state")
+}
+
+/// `DifferentialDiffusion`'s mask at `step`: the cells of `mask` at or
+/// above the step's threshold (see [`masked_blend`]).
+fn differential_mask(
+    g: &mut PolicyGraph<'_>,
+    family: &Family,
+    (mask, step, schedule): (&str, &str, &str),
+) -> Result<String, SynthError> {
+    let ModelSampling::Flow { table, .. } = family.sampling else {
+        return Err(g.error("DifferentialDiffusion's threshold is built for flow models only"));
+    };
+    let alpha = super::schedule::shift_alpha(g)?;
+    let least = super::schedule::percent_to_sigma(g, &alpha, 1.0 - 1.0 / table as f64);
+    let least = g.cast(&least, DataType::FLOAT);
+    let first = match g.has_input("first") {
+        true => g.input("first")?,
+        false => g.i(0),
+    };
+    let from = g.gather(schedule, &first);
+    let count = g.op("Shape", &[schedule]);
+    let one = g.b.vec_i64(&[1]);
+    let last = g.op("Sub", &[&count, &one]);
+    let last = g.gather(schedule, &last);
+    let to = g.op("Max", &[&least, &last]);
+    let sigma = g.gather(schedule, step);
+    let above = g.op("Sub", &[&sigma, &to]);
+    let span = g.op("Sub", &[&from, &to]);
+    let threshold = g.op("Div", &[&above, &span]);
+    let threshold = g.rows(&threshold);
+    let kept = g.op("GreaterOrEqual", &[mask, &threshold]);
+    Ok(g.cast(&kept, DataType::FLOAT))
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ mod composite;
 mod control;
 mod edit;
 mod frames;
+mod mask;
 mod names;
 mod pictures;
 mod pixels;

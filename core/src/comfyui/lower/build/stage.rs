@@ -297,6 +297,7 @@ pub(super) fn stage(
         ),
         &schedule_part.from.iter().collect::<Vec<_>>(),
     );
+    let shift_binds = schedule_part.binds.clone();
     setup.push(
         invoke(
             "diffusion_timesteps",
@@ -542,24 +543,7 @@ pub(super) fn stage(
             initializer = source.clone();
         }
     }
-    let mask = plan.noise_mask();
-    if let Some((mask, grow)) = mask {
-        inputs.insert("request.mask".into(), media(picture(json!(1))));
-        components.insert("latent_mask".into(), policy("latent_mask", json!({"mask": picture(json!(1)), "like": latent()}), json!({"latent_mask": contract("float32", json!(["batch", 1, "latent_height", "latent_width"]), true)}),
-            Some(json!({"id": "wfstudio.latent-mask", "version": "2", "parameters": {"grow_mask_by": grow, "round": matches!(plan.latent, LatentSource::Inpaint { .. }), "resize": "bilinear"}}))));
-        let from: Vec<&String> = [Some(&mask.loader), mask.setter.as_ref()]
-            .into_iter()
-            .flatten()
-            .collect();
-        setup.push(
-            invoke(
-                "latent_mask",
-                json!({"mask": "request.mask", "like": "latent.source"}),
-                json!({"latent_mask": "latent.mask"}),
-            ),
-            &from,
-        );
-    }
+    let masked = super::mask::latent_mask(plan, latent(), &mut inputs, &mut components, &mut setup);
     // The reference pictures the prompts carry, encoded once.
     let reference = super::reference::latents(
         plan,
@@ -592,7 +576,7 @@ pub(super) fn stage(
             &[sampler],
         );
     }
-    let solved = if mask.is_some() {
+    let solved = if masked {
         "latent.solved"
     } else {
         "latent.body"
@@ -741,19 +725,26 @@ pub(super) fn stage(
     };
     calls.push(&mut body, first_input, first_timestep, "");
     solving::solve(&mut solver, &calls, &mut components, &mut body, sampler);
-    if let Some((mask, _)) = mask {
-        components.insert("masked_blend".into(), policy("masked_blend",
-            json!({"solved": latent(), "source": latent(), "noise": latent(), "mask": contract("float32", json!(["batch", 1, "latent_height", "latent_width"]), true), "step": row("int64"), "schedule": schedule}),
-            json!({"next_state": latent()}),
-            Some(json!({"id": "wfstudio.masked-blend", "version": "1", "parameters": {"outside_mask": "source noised to the next step"}}))));
-        let from: Vec<&String> = [Some(&mask.loader), mask.setter.as_ref()]
-            .into_iter()
-            .flatten()
-            .collect();
-        // At the sigmas the sampler steps by (dpm_fast's grid).
-        body.push(invoke("masked_blend", json!({"solved": "latent.solved", "source": "latent.source", "noise": "diffusion.noise", "mask": "latent.mask", "step": step_value, "schedule": solver.sigmas}),
-            json!({"next_state": "latent.body"})), &from);
-    }
+    // At the sigmas the sampler steps by (dpm_fast's grid).
+    let shift_ports = components
+        .get("diffusion_schedule")
+        .and_then(|c| c.pointer("/ports/inputs"))
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let at = super::mask::BlendAt {
+        step: step_value,
+        sigmas: solver.sigmas,
+        schedule: &schedule,
+        first: windowed.then_some("diffusion.start_step"),
+    };
+    super::mask::masked_blend(
+        plan,
+        at,
+        (&shift_ports, &shift_binds),
+        latent(),
+        &mut components,
+        &mut body,
+    );
     let (carried, state) =
         solving::carry(solver, (&initializer, plan.axes), &mut inputs, &mut body);
     let step = json!({"kind": "loop", "setup": setup.steps, "steps": body.steps, "continue_when": "loop_0_active", "max_iterations": max_iterations,

@@ -4,7 +4,7 @@
 //! in play), and the `LoadImage` a control or edit picture comes from.
 
 use super::super::graph::Graph;
-use super::{Conditioning, LatentSource, ModelChain};
+use super::{Conditioning, LatentSource, ModelChain, Sampler, Window};
 use crate::comfyui::lower::Refusal;
 
 /// Refuses prompts carrying a picture (`InstructPixToPixConditioning`,
@@ -53,14 +53,21 @@ pub(super) fn edits(
     }
 }
 
-/// Refuses a `DifferentialDiffusion` where the latent has or may have a
-/// noise mask, which it reshapes at every step (by the schedule's
-/// timesteps) and the lowering does not build yet; without one it changes
-/// nothing (noted).
+/// Checks a `DifferentialDiffusion`: without a noise mask it changes
+/// nothing (noted); with one it reshapes the mask at every step by the
+/// step's sigma, which the lowering builds where that is exact: a flow
+/// model (its timesteps are sigmas times a constant) sampled by `euler`
+/// (one model call a step and no history, so the step's mask applied
+/// after the step is ComfyUI's blend of the call's input and output), on
+/// a schedule that follows the model's shift, over the whole run or a
+/// denoise window, at `strength` 1 (a weaker one blends the binary mask
+/// with the mask itself). A mask the latent may carry from an earlier
+/// stage is refused.
 pub(super) fn differential(
     g: &Graph<'_>,
     model: &ModelChain,
     latent: &LatentSource,
+    sampler: &Sampler,
 ) -> Result<(), Refusal> {
     let Some(node) = &model.differential else {
         return Ok(());
@@ -78,13 +85,52 @@ pub(super) fn differential(
     if unmasked {
         return Ok(());
     }
-    Err(g.refuse(
-        node,
-        None,
-        "reshapes the latent's noise mask at every step, which the lowering does not build yet"
-            .into(),
-        "remove DifferentialDiffusion (the mask then applies as it is), or drop the noise mask",
-    ))
+    let refuse = |why: String| {
+        Err(g.refuse(
+            node,
+            None,
+            format!(
+                "reshapes the latent's noise mask at every step, which the lowering builds {why}"
+            ),
+            "remove DifferentialDiffusion (the mask then applies as it is), or sample as described",
+        ))
+    };
+    if matches!(
+        latent,
+        LatentSource::Stage { .. } | LatentSource::Composite(_)
+    ) {
+        return refuse("on a latent whose mask the stage knows only (not one an earlier stage's latent may carry)".into());
+    }
+    if model.flow.is_none() {
+        return refuse(
+            "on flow-matching models only (their timesteps are sigmas times a constant)".into(),
+        );
+    }
+    if sampler.sampler_name != "euler" {
+        return refuse(format!(
+            "with sampler euler only (one model call a step, no history: the step's mask applied after the step is ComfyUI's blend), not {}",
+            sampler.sampler_name
+        ));
+    }
+    if !sampler.schedule.follows_model() {
+        return refuse("on a scheduler that follows the model's shift only".into());
+    }
+    if matches!(sampler.window, Window::Steps { .. }) {
+        return refuse("over a whole run or a denoise window only, not a window of steps".into());
+    }
+    let strength = match g.has(node, "strength") {
+        true => g.number_in(node, "strength", 0.0..=1.0, "strength")?,
+        false => 1.0,
+    };
+    if strength < 1.0 {
+        return Err(g.refuse(
+            node,
+            Some("strength"),
+            format!("is {strength}: below 1 the mask of each step blends the thresholded mask with the mask itself, which the lowering does not build yet"),
+            "set strength to 1",
+        ));
+    }
+    Ok(())
 }
 
 /// A `LoadImage` behind input `name` of `node`.

@@ -440,7 +440,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
     }
     edits::edits(g, &prompts, &latent)?;
     frames::same_on_every_prompt(g, &prompts, (&latent, &walk.stages))?;
-    edits::differential(g, &model, &latent)?;
+    edits::differential(g, &model, &latent, &sampler)?;
     let axes = match &latent {
         LatentSource::Empty {
             frames: Some(_), ..

@@ -1,0 +1,118 @@
+//! A stage's noise mask: `latent_mask` makes it of the mask input in the
+//! setup (see `synth::policies`), and after every solver step
+//! `masked_blend` keeps the solved latent inside it and the source
+//! noised to the next sigma outside it. Under `DifferentialDiffusion` the
+//! mask of each step is the cells at or above that step's threshold
+//! (`differential`, see `synth::noise`).
+
+use super::super::parts::{Steps, contract, invoke, media, one, picture, policy, row};
+use super::super::recognise::{LatentSource, Plan};
+use serde_json::{Map, Value, json};
+
+/// The mask's contract: one channel over the latent's cells.
+fn cells() -> Value {
+    contract(
+        "float32",
+        json!(["batch", 1, "latent_height", "latent_width"]),
+        true,
+    )
+}
+
+/// Declares `request.mask` and the `latent_mask` policy and its setup step
+/// where the plan's latent has a noise mask (`latent`: the latent's
+/// contract); returns whether it has.
+pub(super) fn latent_mask(
+    plan: &Plan,
+    latent: Value,
+    inputs: &mut Map<String, Value>,
+    components: &mut Map<String, Value>,
+    setup: &mut Steps,
+) -> bool {
+    let Some((mask, grow)) = plan.noise_mask() else {
+        return false;
+    };
+    inputs.insert("request.mask".into(), media(picture(json!(1))));
+    let round = matches!(plan.latent, LatentSource::Inpaint { .. });
+    components.insert(
+        "latent_mask".into(),
+        policy(
+            "latent_mask",
+            json!({"mask": picture(json!(1)), "like": latent}),
+            json!({"latent_mask": cells()}),
+            Some(json!({"id": "wfstudio.latent-mask", "version": "2", "parameters": {"grow_mask_by": grow, "round": round, "resize": "bilinear"}})),
+        ),
+    );
+    let from: Vec<&String> = [Some(&mask.loader), mask.setter.as_ref()]
+        .into_iter()
+        .flatten()
+        .collect();
+    setup.push(
+        invoke(
+            "latent_mask",
+            json!({"mask": "request.mask", "like": "latent.source"}),
+            json!({"latent_mask": "latent.mask"}),
+        ),
+        &from,
+    );
+    true
+}
+
+/// Where a blend reads its step's sigma: the step value, the sigmas the
+/// sampler steps by and their contract, and the run's first step where
+/// the run is a window of its schedule.
+pub(super) struct BlendAt<'a> {
+    pub step: &'a str,
+    pub sigmas: &'a str,
+    pub schedule: &'a Value,
+    pub first: Option<&'a str>,
+}
+
+/// Declares `masked_blend` and adds its step after the solver's, where the
+/// plan's latent has a noise mask. Under `DifferentialDiffusion` the
+/// policy also takes the schedule's shift ports (`shift`: ports and binds,
+/// for the model's least sigma) and the run's first step.
+pub(super) fn masked_blend(
+    plan: &Plan,
+    at: BlendAt<'_>,
+    shift: (&Value, &Value),
+    latent: Value,
+    components: &mut Map<String, Value>,
+    body: &mut Steps,
+) {
+    let Some((mask, _)) = plan.noise_mask() else {
+        return;
+    };
+    let mut ports = json!({"solved": latent.clone(), "source": latent.clone(), "noise": latent.clone(), "mask": cells(), "step": row("int64"), "schedule": at.schedule});
+    let mut binds = json!({"solved": "latent.solved", "source": "latent.source", "noise": "diffusion.noise", "mask": "latent.mask", "step": at.step, "schedule": at.sigmas});
+    let mut parameters = json!({"outside_mask": "source noised to the next step"});
+    let mut from: Vec<&String> = [Some(&mask.loader), mask.setter.as_ref()]
+        .into_iter()
+        .flatten()
+        .collect();
+    if let (Some(node), Some(flow)) = (&plan.model.differential, &plan.model.flow) {
+        parameters["differential"] = json!("mask >= (sigma - sigma_to) / (sigma_from - sigma_to)");
+        parameters["model_sampling"] = json!(flow.family);
+        for (port, port_contract) in shift.0.as_object().into_iter().flatten() {
+            ports[port] = port_contract.clone();
+            binds[port] = shift.1[port].clone();
+        }
+        if let Some(first) = at.first {
+            ports["first"] = one("int64");
+            binds["first"] = json!(first);
+        }
+        from.push(node);
+    }
+    components.insert(
+        "masked_blend".into(),
+        policy(
+            "masked_blend",
+            ports,
+            json!({"next_state": latent}),
+            Some(json!({"id": "wfstudio.masked-blend", "version": "1", "parameters": parameters})),
+        ),
+    );
+    body.push(
+        invoke("masked_blend", binds, json!({"next_state": "latent.body"})),
+        &from,
+    );
+}
