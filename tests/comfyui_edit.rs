@@ -627,16 +627,30 @@ fn differential_diffusion_keeps_each_steps_cells_at_or_above_its_threshold() {
         blend["contract"]["parameters"]["differential"],
         "mask >= (sigma - sigma_to) / (sigma_from - sigma_to)"
     );
-    for port in ["shift", "first"] {
-        assert!(blend["ports"]["inputs"].get(port).is_some(), "{port}");
+    let call = w["steps"][0]["steps"]
+        .as_array()
+        .expect("body")
+        .iter()
+        .find(|s| s["component"] == "masked_blend")
+        .expect("the blend");
+    for (port, value) in [
+        ("shift", "request.flow_shift"),
+        ("first", "diffusion.start_step"),
+        ("schedule", "diffusion.schedule"),
+        ("step", "diffusion.step"),
+    ] {
+        assert_eq!(call["inputs"][port], value, "{port}");
     }
     if !support::runtime_available() {
         return;
     }
     // Solved ones over a zero source and zero noise: the blend is the
     // step's binary mask itself.
+    // 0.79996 sits between step 1's threshold with Flux's least sigma
+    // (about 0.799937) and without it (0.8), or with the shift misread as
+    // 1.15 (about 0.799977).
     let (h, w_) = (2usize, 3usize);
-    let mask: Vec<f32> = vec![0.0, 0.15, 0.3, 0.55, 0.8, 1.0];
+    let mask: Vec<f32> = vec![0.0, 0.15, 0.3, 0.55, 0.79996, 1.0];
     let schedule: Vec<f32> = vec![1.0, 0.8, 0.6, 0.35, 0.2, 0.05, 0.0];
     let shift = 3.158_192_f32; // e^1.15, Flux dev's
     let tensor = |shape: &[usize], data: &[f32]| {
@@ -644,10 +658,11 @@ fn differential_diffusion_keeps_each_steps_cells_at_or_above_its_threshold() {
     };
     let latent = |v: f32| tensor(&[1, 2, h, w_], &vec![v; 2 * h * w_]);
     let root = scratch("differential");
-    for step in 0..6usize {
+    // From the schedule's top, and a window from its second sigma.
+    for (first, step) in (0..6usize).map(|s| (0usize, s)).chain([(1, 1), (1, 3)]) {
         let out = run_policy_alone(
             &root,
-            &format!("step{step}"),
+            &format!("from{first}-step{step}"),
             &l.document,
             "masked_blend",
             &[
@@ -663,7 +678,7 @@ fn differential_diffusion_keeps_each_steps_cells_at_or_above_its_threshold() {
                 ("shift", tensor(&[1], &[shift])),
                 (
                     "first",
-                    json!({"dtype": "int64", "shape": [1], "data": [0]}).to_string(),
+                    json!({"dtype": "int64", "shape": [1], "data": [first]}).to_string(),
                 ),
             ],
         );
@@ -674,7 +689,7 @@ fn differential_diffusion_keeps_each_steps_cells_at_or_above_its_threshold() {
         let t = 1.0 / 10000.0f64;
         let least = shift as f64 * t / (1.0 + (shift as f64 - 1.0) * t);
         let to = least.max(schedule[6] as f64) as f32;
-        let threshold = (schedule[step] - to) / (schedule[0] - to);
+        let threshold = (schedule[step] - to) / (schedule[first] - to);
         let want: Vec<f32> = mask
             .iter()
             .map(|m| if *m >= threshold { 1.0 } else { 0.0 })
@@ -682,9 +697,12 @@ fn differential_diffusion_keeps_each_steps_cells_at_or_above_its_threshold() {
         assert_eq!(
             &ours[..h * w_],
             &want[..],
-            "step {step}, threshold {threshold}"
+            "from {first}, step {step}, threshold {threshold}"
         );
         assert_eq!(&ours[h * w_..], &want[..], "step {step}: every channel");
+        if (first, step) == (0, 1) {
+            assert_eq!(ours[4], 1.0, "0.79996 is kept at step 1");
+        }
     }
 }
 

@@ -140,6 +140,8 @@ fn differential_mask(
     let alpha = super::schedule::shift_alpha(g)?;
     let least = super::schedule::percent_to_sigma(g, &alpha, 1.0 - 1.0 / table as f64);
     let least = g.cast(&least, DataType::FLOAT);
+    // A masked latent's run is a window of its schedule, which names its
+    // first step; a run from the schedule's top starts at 0.
     let first = match g.has_input("first") {
         true => g.input("first")?,
         false => g.i(0),

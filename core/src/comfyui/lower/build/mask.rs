@@ -57,24 +57,28 @@ pub(super) fn latent_mask(
     true
 }
 
-/// Where a blend reads its step's sigma: the step value, the sigmas the
-/// sampler steps by and their contract, and the run's first step where
-/// the run is a window of its schedule.
+/// Where a blend reads its step's sigma.
 pub(super) struct BlendAt<'a> {
+    /// The step value (an index into `sigmas`).
     pub step: &'a str,
+    /// The sigmas the sampler steps by, and their contract.
     pub sigmas: &'a str,
-    pub schedule: &'a Value,
+    pub sigmas_contract: &'a Value,
+    /// The run's first step (an index into `sigmas`) where the run is a
+    /// window of its schedule.
     pub first: Option<&'a str>,
+    /// A flow model's shift ports and binds, where the schedule follows
+    /// the model's shift.
+    pub shift: Option<&'a (Value, Value)>,
 }
 
 /// Declares `masked_blend` and adds its step after the solver's, where the
 /// plan's latent has a noise mask. Under `DifferentialDiffusion` the
-/// policy also takes the schedule's shift ports (`shift`: ports and binds,
-/// for the model's least sigma) and the run's first step.
+/// policy also takes the schedule's shift ports (for the model's least
+/// sigma) and the run's first step.
 pub(super) fn masked_blend(
     plan: &Plan,
     at: BlendAt<'_>,
-    shift: (&Value, &Value),
     latent: Value,
     components: &mut Map<String, Value>,
     body: &mut Steps,
@@ -82,19 +86,20 @@ pub(super) fn masked_blend(
     let Some((mask, _)) = plan.noise_mask() else {
         return;
     };
-    let mut ports = json!({"solved": latent.clone(), "source": latent.clone(), "noise": latent.clone(), "mask": cells(), "step": row("int64"), "schedule": at.schedule});
+    let mut ports = json!({"solved": latent.clone(), "source": latent.clone(), "noise": latent.clone(), "mask": cells(), "step": row("int64"), "schedule": at.sigmas_contract});
     let mut binds = json!({"solved": "latent.solved", "source": "latent.source", "noise": "diffusion.noise", "mask": "latent.mask", "step": at.step, "schedule": at.sigmas});
     let mut parameters = json!({"outside_mask": "source noised to the next step"});
     let mut from: Vec<&String> = [Some(&mask.loader), mask.setter.as_ref()]
         .into_iter()
         .flatten()
         .collect();
-    if let (Some(node), Some(flow)) = (&plan.model.differential, &plan.model.flow) {
+    // recognise::edits accepts DifferentialDiffusion over a mask only on a
+    // flow model whose schedule follows its shift.
+    if let (Some(node), Some((shift_ports, shift_binds))) = (&plan.model.differential, at.shift) {
         parameters["differential"] = json!("mask >= (sigma - sigma_to) / (sigma_from - sigma_to)");
-        parameters["model_sampling"] = json!(flow.family);
-        for (port, port_contract) in shift.0.as_object().into_iter().flatten() {
+        for (port, port_contract) in shift_ports.as_object().into_iter().flatten() {
             ports[port] = port_contract.clone();
-            binds[port] = shift.1[port].clone();
+            binds[port] = shift_binds[port].clone();
         }
         if let Some(first) = at.first {
             ports["first"] = one("int64");
@@ -108,7 +113,7 @@ pub(super) fn masked_blend(
             "masked_blend",
             ports,
             json!({"next_state": latent}),
-            Some(json!({"id": "wfstudio.masked-blend", "version": "1", "parameters": parameters})),
+            Some(json!({"id": "wfstudio.masked-blend", "version": "2", "parameters": parameters})),
         ),
     );
     body.push(

@@ -32,6 +32,10 @@ pub(super) struct ScheduleParts {
     /// the shift ports and binds of its `solver_sigmas` policy (and
     /// SA-Solver's step) and the node that states the shift.
     pub half_log_snr: Option<(Value, Value, String)>,
+    /// A flow model's shift ports and binds where the schedule follows the
+    /// model's shift (`DifferentialDiffusion`'s blend reads the model's
+    /// least sigma of them).
+    pub shift: Option<(Value, Value)>,
 }
 
 /// The schedule policies of `plan`'s sampler.
@@ -75,6 +79,7 @@ pub(super) fn parts(plan: &Plan) -> ScheduleParts {
     let half_log_snr = sampler(&s.sampler_name).is_some_and(|k| k.needs.half_log_snr);
     let follows = s.schedule.follows_model();
     let mut snr = None;
+    let mut shift = None;
     if let Some(flow) = plan.model.flow.as_ref().filter(|_| follows || half_log_snr) {
         let shift_inputs: &[(&str, &str, f64)] = match flow.shift {
             FlowShift::Constant(shift) => &[("shift", "request.flow_shift", shift)],
@@ -111,6 +116,7 @@ pub(super) fn parts(plan: &Plan) -> ScheduleParts {
                 FlowShift::Resolution { .. } => "resolution",
             });
             (ports, binds) = (shift_ports.clone(), shift_binds.clone());
+            shift = Some((shift_ports.clone(), shift_binds.clone()));
         }
         if half_log_snr {
             snr = Some((shift_ports, shift_binds, flow.node.clone()));
@@ -146,6 +152,7 @@ pub(super) fn parts(plan: &Plan) -> ScheduleParts {
         steps,
         prediction,
         half_log_snr: snr,
+        shift,
     }
 }
 

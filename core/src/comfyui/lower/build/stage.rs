@@ -297,7 +297,7 @@ pub(super) fn stage(
         ),
         &schedule_part.from.iter().collect::<Vec<_>>(),
     );
-    let shift_binds = schedule_part.binds.clone();
+    let blend_shift = schedule_part.shift.clone();
     setup.push(
         invoke(
             "diffusion_timesteps",
@@ -725,26 +725,15 @@ pub(super) fn stage(
     };
     calls.push(&mut body, first_input, first_timestep, "");
     solving::solve(&mut solver, &calls, &mut components, &mut body, sampler);
-    // At the sigmas the sampler steps by (dpm_fast's grid).
-    let shift_ports = components
-        .get("diffusion_schedule")
-        .and_then(|c| c.pointer("/ports/inputs"))
-        .cloned()
-        .unwrap_or_else(|| json!({}));
     let at = super::mask::BlendAt {
         step: step_value,
+        // At the sigmas the sampler steps by (dpm_fast's grid).
         sigmas: solver.sigmas,
-        schedule: &schedule,
+        sigmas_contract: &schedule,
         first: windowed.then_some("diffusion.start_step"),
+        shift: blend_shift.as_ref(),
     };
-    super::mask::masked_blend(
-        plan,
-        at,
-        (&shift_ports, &shift_binds),
-        latent(),
-        &mut components,
-        &mut body,
-    );
+    super::mask::masked_blend(plan, at, latent(), &mut components, &mut body);
     let (carried, state) =
         solving::carry(solver, (&initializer, plan.axes), &mut inputs, &mut body);
     let step = json!({"kind": "loop", "setup": setup.steps, "steps": body.steps, "continue_when": "loop_0_active", "max_iterations": max_iterations,

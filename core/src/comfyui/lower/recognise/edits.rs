@@ -85,44 +85,59 @@ pub(super) fn differential(
     if unmasked {
         return Ok(());
     }
-    let refuse = |why: String| {
+    let refuse = |why: String, remedy: &str| {
         Err(g.refuse(
             node,
             None,
             format!(
                 "reshapes the latent's noise mask at every step, which the lowering builds {why}"
             ),
-            "remove DifferentialDiffusion (the mask then applies as it is), or sample as described",
+            &format!("{remedy}, or remove DifferentialDiffusion (the mask then applies as it is)"),
         ))
     };
     if matches!(
         latent,
         LatentSource::Stage { .. } | LatentSource::Composite(_)
     ) {
-        return refuse("on a latent whose mask the stage knows only (not one an earlier stage's latent may carry)".into());
+        return refuse(
+            "only over a mask the stage sets itself, not one an earlier stage's latent may carry"
+                .into(),
+            "mask the latent in this stage",
+        );
     }
     if model.flow.is_none() {
         return refuse(
             "on flow-matching models only (their timesteps are sigmas times a constant)".into(),
+            "use it with a flow-matching model",
         );
     }
     if sampler.sampler_name != "euler" {
-        return refuse(format!(
-            "with sampler euler only (one model call a step, no history: the step's mask applied after the step is ComfyUI's blend), not {}",
-            sampler.sampler_name
-        ));
+        return refuse(
+            format!(
+                "with sampler euler only (one model call a step, no history: the step's mask applied after the step is ComfyUI's blend), not {}",
+                sampler.sampler_name
+            ),
+            "sample with euler",
+        );
     }
     if !sampler.schedule.follows_model() {
-        return refuse("on a scheduler that follows the model's shift only".into());
+        return refuse(
+            "on a scheduler that follows the model's shift only".into(),
+            "use KSampler's or BasicScheduler's scheduler",
+        );
     }
     if matches!(sampler.window, Window::Steps { .. }) {
-        return refuse("over a whole run or a denoise window only, not a window of steps".into());
+        return refuse(
+            "over a whole run or a denoise window only, not a window of steps".into(),
+            "sample with KSampler",
+        );
     }
     let strength = match g.has(node, "strength") {
         true => g.number_in(node, "strength", 0.0..=1.0, "strength")?,
         false => 1.0,
     };
-    if strength < 1.0 {
+    // ComfyUI takes a strength of 0 as 1 (`if strength and strength < 1`).
+    if strength > 0.0 && strength < 1.0 {
         return Err(g.refuse(
             node,
             Some("strength"),
