@@ -6,10 +6,10 @@
 //! A later stage of the same node (Wan 2.2's second expert) reads the
 //! first stage's (see `names`).
 
-use super::super::parts::{Steps, component, contract, invoke, policy};
-use super::super::recognise::{PixelSize, Plan, Resize, VideoFrames};
+use super::super::parts::{Steps, component, contract, invoke, picture, policy};
+use super::super::recognise::{Plan, VideoFrames};
 use super::StageNames;
-use super::pixels::resize_policy;
+use super::pixels::init_scale;
 use serde_json::{Map, Value, json};
 
 /// The encoded video the denoiser takes as `concat`.
@@ -98,7 +98,7 @@ fn vision(
         "clip_vision".into(),
         component(
             "clip_vision/model.onnx",
-            json!({"image": contract("float32", json!(["batch", 3, "height", "width"]), true)}),
+            json!({"image": picture(json!(3))}),
             json!({"penultimate_hidden_states": hidden_states()}),
             Some(json!({"id": "comfyui.clip-vision", "version": "1", "parameters": {"crop": vision.crop, "size": 224}})),
         ),
@@ -154,20 +154,11 @@ pub(super) fn encode(
     let Some(frames) = frames(plan) else {
         return;
     };
-    let resize = Resize {
-        node: frames.node.clone(),
-        method: "bilinear".into(),
-        size: PixelSize::Fixed {
-            width: frames.width,
-            height: frames.height,
-            centre: true,
-        },
-    };
     components.insert(
         "init_scale".into(),
-        resize_policy("init_scale", &resize, false),
+        init_scale(&frames.node, (frames.width, frames.height), false),
     );
-    let picture = contract("float32", json!(["batch", 3, "height", "width"]), true);
+    let picture = picture(json!(3));
     let (mut ports, mut bind) = (json!({}), json!({}));
     for (port, loader) in [("start", &frames.start), ("end", &frames.end)] {
         let Some(loader) = loader else {

@@ -6,7 +6,7 @@
 //! (`differential`, see `synth::noise`).
 
 use super::super::parts::{Steps, contract, invoke, media, one, picture, policy, row};
-use super::super::recognise::{LatentSource, Plan};
+use super::super::recognise::{LatentSource, Mask, Plan};
 use serde_json::{Map, Value, json};
 
 /// The mask's contract: one channel over the latent's cells.
@@ -16,6 +16,14 @@ fn cells() -> Value {
         json!(["batch", 1, "latent_height", "latent_width"]),
         true,
     )
+}
+
+/// The nodes a noise mask comes from: its loader and any setter.
+fn mask_nodes(mask: &Mask) -> Vec<&String> {
+    [Some(&mask.loader), mask.setter.as_ref()]
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 /// Declares `request.mask` and the `latent_mask` policy and its setup step
@@ -42,17 +50,13 @@ pub(super) fn latent_mask(
             Some(json!({"id": "wfstudio.latent-mask", "version": "2", "parameters": {"grow_mask_by": grow, "round": round, "resize": "bilinear"}})),
         ),
     );
-    let from: Vec<&String> = [Some(&mask.loader), mask.setter.as_ref()]
-        .into_iter()
-        .flatten()
-        .collect();
     setup.push(
         invoke(
             "latent_mask",
             json!({"mask": "request.mask", "like": "latent.source"}),
             json!({"latent_mask": "latent.mask"}),
         ),
-        &from,
+        &mask_nodes(mask),
     );
     true
 }
@@ -89,10 +93,7 @@ pub(super) fn masked_blend(
     let mut ports = json!({"solved": latent.clone(), "source": latent.clone(), "noise": latent.clone(), "mask": cells(), "step": row("int64"), "schedule": at.sigmas_contract});
     let mut binds = json!({"solved": "latent.solved", "source": "latent.source", "noise": "diffusion.noise", "mask": "latent.mask", "step": at.step, "schedule": at.sigmas});
     let mut parameters = json!({"outside_mask": "source noised to the next step"});
-    let mut from: Vec<&String> = [Some(&mask.loader), mask.setter.as_ref()]
-        .into_iter()
-        .flatten()
-        .collect();
+    let mut from = mask_nodes(mask);
     // recognise::edits accepts DifferentialDiffusion over a mask only on a
     // flow model whose schedule follows its shift.
     if let (Some(node), Some((shift_ports, shift_binds))) = (&plan.model.differential, at.shift) {

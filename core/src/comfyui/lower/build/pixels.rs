@@ -361,6 +361,23 @@ pub(super) fn resize_policy(kind: &str, resize: &Resize, for_encode: bool) -> Va
     scale_policy(kind, parameters)
 }
 
+/// The `init_scale` policy of a video node `node`: a picture resized to
+/// the video's `width` x `height`, bilinear with a centre crop, as
+/// ComfyUI's video conditioning nodes resize their pictures (then cut to
+/// whole multiples of 8 where `for_encode`).
+pub(super) fn init_scale(node: &str, (width, height): (i64, i64), for_encode: bool) -> Value {
+    let resize = Resize {
+        node: node.to_string(),
+        method: "bilinear".into(),
+        size: PixelSize::Fixed {
+            width,
+            height,
+            centre: true,
+        },
+    };
+    resize_policy("init_scale", &resize, for_encode)
+}
+
 /// The `image_scale` policy `kind` with contract `parameters`.
 fn scale_policy(kind: &str, parameters: Value) -> Value {
     let scaled = contract(

@@ -8,7 +8,7 @@
 //! `added_time_ids`.
 
 use super::super::parts::{Axes, Steps, component, hidden, invoke, one_of, parameter, picture};
-use super::super::recognise::{PixelSize, Plan, Prompt, Resize, VideoPrompt};
+use super::super::recognise::{Plan, Prompt, VideoPrompt};
 use super::prompts::zero_policy;
 use serde_json::{Map, Value, json};
 
@@ -61,19 +61,10 @@ pub(super) fn encode(
     ] {
         components.insert(kind.into(), zero_policy(kind, port, contract));
     }
-    let resize = Resize {
-        node: node.clone(),
-        method: "bilinear".into(),
-        size: PixelSize::Fixed {
-            width: video.width,
-            height: video.height,
-            centre: true,
-        },
-    };
     // The encode crops to whole multiples of 8, as ComfyUI's VAE does.
     components.insert(
         "init_scale".into(),
-        super::pixels::resize_policy("init_scale", &resize, true),
+        super::pixels::init_scale(node, (video.width, video.height), true),
     );
     components.insert(
         m("vae_encoder"),

@@ -32,7 +32,7 @@ pub(super) use chain::{Chain, Sink, SinkKind, is_sink, recognise, sink_classes};
 pub(super) use composite::Composite;
 use edits::loaded_image;
 pub(super) use frames::VideoFrames;
-pub(super) use latent::{LatentSource, UpscaleSize};
+pub(super) use latent::{LatentSource, Mask, UpscaleSize};
 use model::model_chain;
 pub(super) use model::{FlowShift, Lora, ModelChain, Patch};
 pub(super) use pixels::{ModelUpscale, Origin, PixelSize, Pixels, Resize};
