@@ -96,7 +96,7 @@ fn every_pattern_becomes_a_package_that_checks_and_runs_with_stand_ins() {
         import_check_run(&graph, &dir, &out, &[]);
         ran += 1;
     }
-    assert_eq!(ran, 26, "every pattern runs");
+    assert_eq!(ran, 27, "every pattern runs");
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -159,6 +159,8 @@ fn every_corpus_graph_that_lowers_becomes_a_package_that_runs() {
             "sd15-lora.ui.json",
             "sd15-noisy-latents-ksampleradvanced.api.json",
             "sd15-noisy-latents-ksampleradvanced.ui.json",
+            "sd35-canny-controlnet.api.json",
+            "sd35-canny-controlnet.ui.json",
             "sdxl-edit-legacy-groupnode.api.json",
             "sdxl-edit-legacy-groupnode.ui.json",
             "sdxl-simple.api.json",

@@ -33,15 +33,15 @@ fn every_refusal_names_the_node_class_input_and_a_remedy() {
         ),
         (
             edited("controlnet-positive", |g| {
-                g["20"] = json!({"class_type": "Canny", "inputs": {"image": ["10", 0], "low_threshold": 0.4, "high_threshold": 0.8}});
+                g["20"] = json!({"class_type": "ImageBlur", "inputs": {"image": ["10", 0], "blur_radius": 3, "sigma": 1.0}});
                 g["11"]["inputs"]["image"] = json!(["20", 0]);
             }),
             none.clone(),
             (
                 "20",
-                "Canny",
+                "ImageBlur",
                 None,
-                "feeds `image` of node 11; the importer takes pictures only straight from LoadImage (its image becomes a workflow input)",
+                "feeds `image` of node 11; the importer takes this picture only from a LoadImage, maybe resized",
             ),
         ),
         (
@@ -300,14 +300,14 @@ fn every_refusal_names_the_node_class_input_and_a_remedy() {
         (
             edited(
                 "img2img",
-                |g| g["9"] = json!({"class_type": "PreviewImage", "inputs": {"images": ["8", 0]}}),
+                |g| g["9"] = json!({"class_type": "SaveAnimatedWEBP", "inputs": {"images": ["8", 0], "filename_prefix": "clip", "fps": 8.0, "lossless": false, "quality": 80, "method": "default"}}),
             ),
             none.clone(),
             (
                 "8",
                 "LoadImage",
                 None,
-                "feeds `images` of node 9 as its images, which the importer supports only from VAEDecode or VAEDecodeTiled",
+                "gives the frames video sink 9 shows; the lowering makes videos of sampled latents only",
             ),
         ),
     ];

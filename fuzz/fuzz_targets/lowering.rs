@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use wfstudio_core::comfyui::lower::{self, Target};
 use wfstudio_schema::{Format, Limits, parse_text};
 
-const PATTERNS: [&str; 27] = [
+const PATTERNS: [&str; 28] = [
     include_str!("../../fixtures/comfyui/txt2img-sd15.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet-positive.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet.api.json"),
@@ -46,6 +46,7 @@ const PATTERNS: [&str; 27] = [
     include_str!("../../fixtures/comfyui/patterns/qwen-edit.api.json"),
     include_str!("../../fixtures/comfyui/patterns/wan-frames.api.json"),
     include_str!("../../fixtures/comfyui/patterns/mage.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/canny-control.api.json"),
 ];
 
 /// Index of the LoRA pattern in [`PATTERNS`].
@@ -60,7 +61,7 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 117] = [
+const CLASSES: [&str; 119] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
     "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
@@ -89,7 +90,7 @@ const CLASSES: [&str; 117] = [
     "FluxKontextMultiReferenceLatentMethod", "GetImageSize", "FluxKontextImageScale",
     "ImageStitch", "TextEncodeQwenImageEdit", "TextEncodeQwenImageEditPlus", "ModelSamplingAuraFlow",
     "ResizeImageMaskNode", "WanImageToVideo", "WanFirstLastFrameToVideo", "WanFunInpaintToVideo",
-    "CLIPVisionEncode", "TextEncodeMageFlowEdit",
+    "CLIPVisionEncode", "TextEncodeMageFlowEdit", "Canny", "ImageInvert",
 ];
 
 /// Strings from ComfyUI's vocabulary; every sampler and scheduler name

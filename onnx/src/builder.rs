@@ -36,6 +36,8 @@ pub enum Attr {
     Str(String),
     /// One float.
     Float(f32),
+    /// A subgraph (the body of a `Loop`, a branch of an `If`).
+    Graph(Box<GraphProto>),
 }
 
 /// A model under construction: one graph in the default domain.
@@ -85,6 +87,22 @@ impl GraphBuilder {
         self.graph.output.push(value_info(name, dtype, dims));
     }
 
+    /// A subgraph named `name`, made by `build` on a builder whose fresh
+    /// names continue this one's (values of the subgraph and of its outer
+    /// graph never share a name; the subgraph may read outer values by
+    /// name; its node names are scoped by `name`).
+    pub fn subgraph(&mut self, name: &str, build: impl FnOnce(&mut GraphBuilder)) -> GraphProto {
+        let mut inner = GraphBuilder::new(name, &self.producer);
+        inner.fresh = self.fresh;
+        build(&mut inner);
+        self.fresh = inner.fresh;
+        for node in &mut inner.graph.node {
+            let scoped = format!("{name}/{}", node.name());
+            node.set_name(scoped);
+        }
+        inner.graph
+    }
+
     /// Adds a node with one output and returns the output's fresh name.
     pub fn op(&mut self, op: &str, inputs: &[&str]) -> String {
         self.op_with(op, inputs, &[])
@@ -95,6 +113,21 @@ impl GraphBuilder {
         let out = self.fresh_name(op);
         self.node(op, inputs, &[&out], attrs);
         out
+    }
+
+    /// Adds a node with `count` outputs and attributes; returns the
+    /// outputs' fresh names.
+    pub fn op_outputs(
+        &mut self,
+        op: &str,
+        inputs: &[&str],
+        count: usize,
+        attrs: &[(&str, Attr)],
+    ) -> Vec<String> {
+        let outs: Vec<String> = (0..count).map(|_| self.fresh_name(op)).collect();
+        let names: Vec<&str> = outs.iter().map(String::as_str).collect();
+        self.node(op, inputs, &names, attrs);
+        outs
     }
 
     /// Adds a node with the given output names.
@@ -149,6 +182,11 @@ impl GraphBuilder {
     /// An int32 scalar (rank 0) initializer.
     pub fn scalar_i32(&mut self, value: i32) -> String {
         self.initializer(DataType::INT32, &[], value.to_le_bytes().to_vec())
+    }
+
+    /// A boolean scalar (rank 0) initializer.
+    pub fn scalar_bool(&mut self, value: bool) -> String {
+        self.initializer(DataType::BOOL, &[], vec![u8::from(value)])
     }
 
     /// A uint64 scalar (rank 0) initializer.
@@ -243,6 +281,10 @@ fn attribute(name: &str, value: &Attr) -> AttributeProto {
         Attr::Float(f) => {
             a.set_f(*f);
             a.set_type(AttributeType::FLOAT);
+        }
+        Attr::Graph(g) => {
+            a.g = MessageField::some((**g).clone());
+            a.set_type(AttributeType::GRAPH);
         }
     }
     a

@@ -18,6 +18,7 @@ mod midpoint;
 mod model_call;
 mod multistep;
 mod noise;
+mod picture_ops;
 mod policies;
 pub mod prediction;
 mod resample;
@@ -72,6 +73,7 @@ pub const POLICIES: &[&str] = &[
     "source_scale",
     "vision_scale",
     "reference_scale",
+    "control_picture",
     "decoded_pixels",
     "latent_composite",
     "solver_midpoint",
@@ -158,11 +160,26 @@ pub fn policies(document: &Value) -> Result<Vec<(String, Vec<u8>)>, SynthError> 
         .iter()
         .filter_map(|(name, component)| Some((name, policy_kind(name)?, component)))
         .map(|(name, (kind, stage), component)| {
-            let family = Family::of(components, stage)?;
-            let bytes = policy(kind, component, &family)?;
+            let bytes = match picture_policy(kind, component)? {
+                Some(bytes) => bytes,
+                None => policy(kind, component, &Family::of(components, stage)?)?,
+            };
             Ok((name.clone(), bytes))
         })
         .collect()
+}
+
+/// The policies on pictures, which need no sampler stage (a graph of
+/// loaded pictures alone has none); `None` for other kinds.
+fn picture_policy(kind: &str, component: &Value) -> Result<Option<Vec<u8>>, SynthError> {
+    let mut g = graph::PolicyGraph::new(kind, component);
+    match kind {
+        "image_scale" | "input_scale" | "init_scale" | "source_scale" | "vision_scale"
+        | "reference_scale" | "control_picture" => upscale::image_scale(&mut g)?,
+        "picture_size" => upscale::picture_size(&mut g)?,
+        _ => return Ok(None),
+    }
+    Ok(Some(g.finish()))
 }
 
 fn policy(kind: &str, component: &Value, family: &Family) -> Result<Vec<u8>, SynthError> {
@@ -179,9 +196,6 @@ fn policy(kind: &str, component: &Value, family: &Family) -> Result<Vec<u8>, Syn
         "add_noise" => noise::add_noise(&mut g, family)?,
         "masked_blend" => noise::masked_blend(&mut g, family)?,
         "latent_upscale" => upscale::latent_upscale(&mut g)?,
-        "image_scale" | "input_scale" | "init_scale" | "source_scale" | "vision_scale"
-        | "reference_scale" => upscale::image_scale(&mut g)?,
-        "picture_size" => upscale::picture_size(&mut g)?,
         "latent_composite" => composite::latent_composite(&mut g)?,
         "video_frames" => frames::video_frames(&mut g)?,
         _ => policies::build(&mut g, family)?,

@@ -6,7 +6,8 @@
 //!   and `ImageScaleToTotalPixels` on pixels (with `crop: center`, first
 //!   the centred part of the new aspect, as ComfyUI's `common_upscale`
 //!   cuts it), then (parameter `multiple`) the centred crop to whole
-//!   multiples that `VAEEncode` makes.
+//!   multiples that `VAEEncode` makes; between the two, the picture
+//!   operations the parameter `then` lists (see `picture_ops`).
 //!
 //! The contract parameters say how the new size is found and how it is
 //! sampled:
@@ -78,8 +79,9 @@ pub fn latent_upscale(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
 }
 
 /// Builds the resize of picture `image` to the parameters' size (none
-/// for size `same`, a picture resized already), cropped to whole
-/// `multiple`s where that parameter is set.
+/// for size `same`, a picture resized already), then the operations of
+/// parameter `then`, cropped to whole `multiple`s where that parameter is
+/// set.
 pub fn image_scale(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let image = g.input("image")?;
     let mut out = match text(g, "size")?.as_str() {
@@ -96,6 +98,7 @@ pub fn image_scale(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
             resize(g, &source, &side, PICTURE_METHODS)?
         }
     };
+    out = super::picture_ops::then(g, out)?;
     if g.parameter("multiple").is_some() {
         out = crop_to_multiple(g, &out)?;
     }
@@ -141,9 +144,10 @@ fn new_sides(g: &mut PolicyGraph<'_>, image: &str) -> Result<String, SynthError>
         "total_pixels" => total_pixel_sides(g, image)?,
         "flux_kontext" => kontext_sides(g, image),
         size @ ("longer" | "shorter") => one_side(g, image, size == "shorter")?,
+        "same" => g.op_with("Shape", &[image], &[("start", Attr::Int(2))]),
         other => {
             return Err(g.error(format!(
-                "size `{other}` is not fixed, scale, total_pixels, longer, shorter or flux_kontext"
+                "size `{other}` is not fixed, scale, total_pixels, longer, shorter, flux_kontext or same"
             )));
         }
     })

@@ -56,7 +56,7 @@ impl Calls<'_> {
                     false => "package.no_control",
                 };
                 let mut bind = conditioning(side);
-                bind["image"] = json!("request.control_image");
+                bind["image"] = json!(super::control::picture_value(control));
                 bind["scale"] = json!(scale);
                 body.push(
                     invoke(

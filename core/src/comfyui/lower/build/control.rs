@@ -6,13 +6,24 @@ use super::super::parts::{
     Steps, component, contract, hidden, invoke, media, one, opaque_literal, parameter, picture,
     policy, pooled, row, sdxl_time_ids,
 };
-use super::super::recognise::{Plan, Prompt};
+use super::super::recognise::{Control, Plan, Prompt};
+use super::pixels::resize_policy;
 use serde_json::{Map, Value, json};
+
+/// The value of a ControlNet's picture: the loaded picture, or that
+/// picture resized and processed (`control_picture`).
+pub(super) fn picture_value(control: &Control) -> &'static str {
+    match control.image_resize {
+        Some(_) => "control.pixels",
+        None => "request.control_image",
+    }
+}
 
 /// Declares `plan`'s ControlNet (if any) with the model name prefix `m`
 /// gives, at (`schedule`, `step`): its inputs and components, the
-/// residual ports of `denoiser_ports`, the window's scale step in `body`;
-/// returns the value a controlled prompt's ControlNet scale is.
+/// residual ports of `denoiser_ports`, its picture's resize in `setup`
+/// and the window's scale step in `body`; returns the value a controlled
+/// prompt's ControlNet scale is.
 pub(super) fn control(
     plan: &Plan,
     m: &dyn Fn(&str) -> String,
@@ -20,10 +31,24 @@ pub(super) fn control(
     denoiser_ports: &mut Value,
     inputs: &mut Map<String, Value>,
     components: &mut Map<String, Value>,
-    body: &mut Steps,
+    (setup, body): (&mut Steps, &mut Steps),
 ) -> String {
     let mut control_scale = "request.control_strength".to_string();
     if let Some(control) = &plan.control {
+        if let Some(resize) = &control.image_resize {
+            components.insert(
+                "control_picture".into(),
+                resize_policy("control_picture", resize, false),
+            );
+            setup.push(
+                invoke(
+                    "control_picture",
+                    json!({"image": "request.control_image"}),
+                    json!({"scaled": picture_value(control)}),
+                ),
+                &[&control.image, &resize.node],
+            );
+        }
         let down = contract("float32", json!(["batch", "down_residual_elements"]), true);
         let mid = contract(
             "float32",

@@ -39,8 +39,10 @@ pub(super) use vision::note as vision_note;
 
 use super::Refusal;
 use super::graph::Graph;
-use super::parts::{self, Axes, Provenance, Steps, parameter, picture, row};
-use super::recognise::{Chain, LatentSource, Patch, SAMPLE_RATE, Sink, SinkKind, WAVE_CHANNELS};
+use super::parts::{self, Axes, Provenance, Steps, contract, media, parameter, picture, row};
+use super::recognise::{
+    Chain, LatentSource, Origin, Patch, SAMPLE_RATE, Sink, SinkKind, WAVE_CHANNELS,
+};
 use pixels::{PixelParts, Top};
 use prompts::Prompted;
 use serde_json::{Map, Value, json};
@@ -132,6 +134,7 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
                     components: &mut components,
                     after: &mut after,
                     latents: &latents,
+                    loaded: &BTreeMap::new(),
                 },
             ),
             None => None,
@@ -190,13 +193,18 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
         latents.push(names.value("latent_state"));
     }
 
+    let loaded = loaded_inputs(chain, &mut inputs);
     let mut outputs = Map::new();
     for sink in &chain.sinks {
-        let axes = chain.stages[sink.stage].axes;
+        let axes = match &sink.origin {
+            Origin::Decoded { stage, .. } => chain.stages[*stage].axes,
+            Origin::Loaded(_) => Axes::Image,
+        };
         let mut top = Top {
             components: &mut components,
             after: &mut after,
             latents: &latents,
+            loaded: &loaded,
         };
         let (mut shown, range) = pixels.shown(sink, axes, &mut top);
         let mut video = parts::video();
@@ -251,14 +259,17 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
             }
         }
     }
-    outputs.insert(
-        "latent".into(),
-        json!({"contract": chain.stages.last().map_or(Axes::Image, |p| p.axes).latent(), "role": "tensor", "stage": "pre_adapter"}),
-    );
-    after.push(
-        json!({"kind": "emit", "value": latents.last(), "output": "latent", "mode": "replace"}),
-        &[],
-    );
+    // The last stage's latent (a graph of loaded pictures alone has none).
+    if let (Some(plan), Some(latent)) = (chain.stages.last(), latents.last()) {
+        outputs.insert(
+            "latent".into(),
+            json!({"contract": plan.axes.latent(), "role": "tensor", "stage": "pre_adapter"}),
+        );
+        after.push(
+            json!({"kind": "emit", "value": latent, "output": "latent", "mode": "replace"}),
+            &[],
+        );
+    }
 
     let capabilities = [
         "workflow_ssa",
@@ -282,6 +293,32 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
         prompts: prompts.into_iter().map(|p| (p.input, p.text)).collect(),
         provenance,
     })
+}
+
+/// The input holding each loaded picture a sink shows: a stage's, or one
+/// declared here (`request.shown_image`, `request.shown_image_2`, ...,
+/// each of its own size) for a picture no stage reads.
+fn loaded_inputs(chain: &Chain, inputs: &mut Map<String, Value>) -> BTreeMap<String, String> {
+    let mut loaded = names::loaded_inputs(chain);
+    let mut own = 0;
+    for sink in &chain.sinks {
+        if let Origin::Loaded(loader) = &sink.origin
+            && !loaded.contains_key(loader)
+        {
+            own += 1;
+            let input = pictures::numbered("request.shown_image", own - 1);
+            let word = pictures::numbered("shown_image", own - 1);
+            let shape = json!([
+                "batch",
+                3,
+                format!("{word}_height"),
+                format!("{word}_width")
+            ]);
+            inputs.insert(input.clone(), media(contract("float32", shape, true)));
+            loaded.insert(loader.clone(), input);
+        }
+    }
+    loaded
 }
 
 /// Whether token input `name` carries the same encoder node's text in this
@@ -365,9 +402,11 @@ mod tests {
     fn sink(node: &str, title: Option<&str>, prefix: Option<&str>) -> Sink {
         Sink {
             node: node.into(),
-            decode: "8".into(),
-            vae: "4".into(),
-            stage: 0,
+            origin: Origin::Decoded {
+                decode: "8".into(),
+                vae: "4".into(),
+                stage: 0,
+            },
             title: title.map(str::to_string),
             prefix: prefix.map(str::to_string),
             upscale: None,

@@ -97,6 +97,26 @@ impl StageNames {
     }
 }
 
+/// The input each loaded picture of `chain`'s stages is given by, by
+/// `LoadImage` node: the first stage's that reads it (as one of its
+/// pictures, or as its ControlNet's picture).
+pub(super) fn loaded_inputs(chain: &Chain) -> BTreeMap<String, String> {
+    let mut loaded = BTreeMap::new();
+    for (k, plan) in chain.stages.iter().enumerate() {
+        let names = StageNames::new(chain, k);
+        let control = plan
+            .control
+            .as_ref()
+            .map(|c| ("request.control_image".to_string(), &c.image));
+        for (input, loader) in super::pictures::inputs(plan).into_iter().chain(control) {
+            loaded
+                .entry(loader.clone())
+                .or_insert_with(|| names.value(&input));
+        }
+    }
+    loaded
+}
+
 /// The placeholder a stage names the final latent of stage `index` with
 /// (no value can be called so: names do not start with `@`).
 pub(super) fn earlier_latent(index: usize) -> String {

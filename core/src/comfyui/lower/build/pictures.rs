@@ -12,12 +12,13 @@ use super::super::parts::{contract, media};
 use super::super::recognise::{Plan, Resize, reference};
 use serde_json::{Map, Value, json};
 
-/// A loaded picture: its `LoadImage` and the node that resizes it, if any.
+/// A loaded picture: its `LoadImage` and the last node that resizes or
+/// processes it, if any.
 pub(super) type Key = (String, Option<String>);
 
-/// The key of `loader`'s picture through `resize`.
+/// The key of `loader`'s picture through `resize` (and its operations).
 pub(super) fn key(loader: &str, resize: Option<&Resize>) -> Key {
-    (loader.to_string(), resize.map(|r| r.node.clone()))
+    (loader.to_string(), resize.map(|r| r.last().to_string()))
 }
 
 /// The stage's `LoadImage`s, its own picture's first.

@@ -12,7 +12,7 @@ use super::super::parts::{
     self, Axes, Steps, component, contract, invoke, numbered, picture, policy,
 };
 use super::super::recognise::{
-    ModelUpscale, Origin, PixelSize, Pixels, Resize, Sink, WAVE_CHANNELS,
+    ModelUpscale, Origin, PixelSize, Pixels, Resize, Sink, WAVE_CHANNELS, picture_op_parameters,
 };
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -23,6 +23,8 @@ pub(super) struct Top<'a> {
     pub components: &'a mut Map<String, Value>,
     pub after: &'a mut Steps,
     pub latents: &'a [String],
+    /// The input holding a loaded picture, by `LoadImage` node.
+    pub loaded: &'a BTreeMap<String, String>,
 }
 
 /// The decodes, upscale model runs and resizes made so far.
@@ -36,7 +38,7 @@ pub(super) struct PixelParts<'c> {
     models: BTreeMap<&'c str, String>,
     /// An upscale model run's value, by `ImageUpscaleWithModel` node.
     upscales: BTreeMap<&'c str, String>,
-    /// A sink's resize's value, by resize node.
+    /// A sink's resize's value, by the resize's last node.
     resized: BTreeMap<&'c str, String>,
     /// The resize policies declared so far.
     resizes: usize,
@@ -47,25 +49,31 @@ pub(super) struct PixelParts<'c> {
 impl<'c> PixelParts<'c> {
     /// The value `sink` shows and its value range: its decode (-1..1, or
     /// video frames in 0..1), or that decode through its upscale model and
-    /// resize, in ComfyUI's 0..1.
+    /// resize, in ComfyUI's 0..1; or a loaded picture (0..1) through its
+    /// resize.
     pub(super) fn shown(
         &mut self,
         sink: &'c Sink,
         axes: Axes,
         top: &mut Top<'_>,
     ) -> (String, &'static str) {
-        let decoded = self.decoded(&sink.decode, &sink.vae, sink.stage, axes, top);
-        if sink.upscale.is_none() && sink.resize.is_none() {
-            return (decoded, "negative_one_to_one");
-        }
-        let unit = self.processed(&sink.decode, &decoded, sink.upscale.as_ref(), top);
+        let unit = match &sink.origin {
+            Origin::Loaded(loader) => top.loaded[loader].clone(),
+            Origin::Decoded { decode, vae, stage } => {
+                let decoded = self.decoded(decode, vae, *stage, axes, top);
+                if sink.upscale.is_none() && sink.resize.is_none() {
+                    return (decoded, "negative_one_to_one");
+                }
+                self.processed(decode, &decoded, sink.upscale.as_ref(), top)
+            }
+        };
         let value = match &sink.resize {
             None => unit,
-            Some(resize) => match self.resized.get(resize.node.as_str()) {
+            Some(resize) => match self.resized.get(resize.last()) {
                 Some(value) => value.clone(),
                 None => {
                     let value = self.resize(resize, &unit, false, top);
-                    self.resized.insert(&resize.node, value.clone());
+                    self.resized.insert(resize.last(), value.clone());
                     value
                 }
             },
@@ -82,8 +90,10 @@ impl<'c> PixelParts<'c> {
         (shown, range): (&str, &str),
         top: &mut Top<'_>,
     ) -> String {
-        let unit = match range {
-            "negative_one_to_one" => self.processed(&sink.decode, shown, None, top),
+        let unit = match (range, &sink.origin) {
+            ("negative_one_to_one", Origin::Decoded { decode, .. }) => {
+                self.processed(decode, shown, None, top)
+            }
             _ => shown.to_string(),
         };
         if let Some(value) = self.frames.get(&unit) {
@@ -354,7 +364,10 @@ fn unit_policy(kind: &str, port: &str, contract: Value) -> Value {
 /// `input_scale`), cutting to whole multiples of 8 where `for_encode`.
 pub(super) fn resize_policy(kind: &str, resize: &Resize, for_encode: bool) -> Value {
     let mut parameters = size_parameters(resize);
-    parameters["method"] = json!(resize.method);
+    if resize.size != PixelSize::Same {
+        parameters["method"] = json!(resize.method);
+    }
+    picture_op_parameters(&resize.then, &mut parameters);
     if for_encode {
         parameters["multiple"] = json!(8);
     }
@@ -374,6 +387,7 @@ pub(super) fn init_scale(node: &str, (width, height): (i64, i64), for_encode: bo
             height,
             centre: true,
         },
+        then: Vec::new(),
     };
     resize_policy("init_scale", &resize, for_encode)
 }
@@ -425,6 +439,7 @@ pub(super) fn size_parameters(resize: &Resize) -> Value {
             json!({"size": if shorter { "shorter" } else { "longer" }, "side": side})
         }
         PixelSize::Kontext => json!({"size": "flux_kontext", "crop": "center"}),
+        PixelSize::Same => json!({"size": "same"}),
     }
 }
 

@@ -676,7 +676,7 @@ pub(super) fn stage(
         &mut denoiser_ports,
         &mut inputs,
         &mut components,
-        &mut body,
+        (&mut setup, &mut body),
     );
     components.insert(
         m("denoiser"),

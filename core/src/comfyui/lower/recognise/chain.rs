@@ -5,7 +5,8 @@
 //! that one an earlier stage. Stages are listed in
 //! the order they run (every stage after the ones it samples further), and
 //! each is recognised once however many sinks or stages read it. A sink
-//! may show the decode through an upscale model and a resize (`pixels`).
+//! may show the decode through an upscale model and a resize (`pixels`);
+//! a picture sink may show a loaded picture (maybe resized and processed).
 //! A video sink (animated WEBP/PNG, WEBM, `CreateVideo` into `SaveVideo`,
 //! VideoHelperSuite's `VHS_VideoCombine`, AnimateDiff-Evolved's
 //! `ADE_AnimateDiffCombine`) shows the decode of a video latent, or a
@@ -15,7 +16,7 @@
 
 use super::super::graph::Graph;
 use super::Plan;
-use super::pixels::{ModelUpscale, Resize};
+use super::pixels::{ModelUpscale, Origin, Resize};
 use super::walk::Walk;
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::lower::parts::Axes;
@@ -29,19 +30,19 @@ pub(in crate::comfyui::lower) struct Chain {
 
 /// One picture sink (`SaveImage` / `PreviewImage`), video sink
 /// (`SaveAnimatedWEBP`, `SaveVideo`, ...) or audio sink (`SaveAudio`,
-/// `PreviewAudio`, ...) and the decode it shows.
+/// `PreviewAudio`, ...) and the decode it shows (a picture sink may show a
+/// loaded picture instead).
 #[derive(Clone, Debug, PartialEq)]
 pub(in crate::comfyui::lower) struct Sink {
     pub node: String,
-    pub decode: String,
-    pub vae: String,
-    /// The stage whose latent is decoded.
-    pub stage: usize,
+    /// The decode (of a stage's latent) or the `LoadImage` it shows.
+    pub origin: Origin,
     /// The node's own title (`_meta.title` of the API graph), if any.
     pub title: Option<String>,
     /// `SaveImage`'s `filename_prefix`, if any.
     pub prefix: Option<String>,
-    /// An `ImageUpscaleWithModel` between the decode and the sink.
+    /// An `ImageUpscaleWithModel` between the decode and the sink (never
+    /// on a loaded picture).
     pub upscale: Option<ModelUpscale>,
     /// A resize after that.
     pub resize: Option<Resize>,
@@ -214,22 +215,31 @@ fn one_sink(
         }
         Shows::Picture | Shows::Audio => None,
     };
-    let super::pixels::Shown {
-        decode,
-        vae,
-        stage,
-        upscale,
-        resize,
-    } = super::pixels::shown(g, &shown, "images", walk)?;
-    if walk.axes(stage) == Axes::Audio {
+    let image = super::pixels::pixels(g, &shown, "images", walk)?;
+    let (upscale, resize) = (image.upscale, image.resize);
+    let axes = match &image.origin {
+        Origin::Decoded { stage, .. } => walk.axes(*stage),
+        Origin::Loaded(_) => Axes::Image,
+    };
+    if let (Origin::Loaded(loader), Some(_)) = (&image.origin, frame_rate) {
         return Err(g.refuse(
-            &decode,
+            loader,
+            None,
+            format!("gives the frames video sink {sink} shows; the lowering makes videos of sampled latents only"),
+            "show the picture with SaveImage or PreviewImage",
+        ));
+    }
+    if let Origin::Decoded { decode, .. } = &image.origin
+        && axes == Axes::Audio
+    {
+        return Err(g.refuse(
+            decode,
             None,
             "decodes an audio latent as pictures".into(),
             "decode it with VAEDecodeAudio into SaveAudio or PreviewAudio",
         ));
     }
-    match (walk.axes(stage), frame_rate, &upscale) {
+    match (axes, frame_rate, &upscale) {
         (Axes::Video, None, _) => {
             return Err(g.refuse(
                 sink,
@@ -259,9 +269,7 @@ fn one_sink(
     }
     Ok(Sink {
         node: sink.to_string(),
-        decode,
-        vae,
-        stage,
+        origin: image.origin,
         title: text(g, sink, "/_meta/title"),
         prefix: text(g, sink, "/inputs/filename_prefix"),
         upscale,
@@ -288,9 +296,7 @@ fn audio_sink(g: &Graph<'_>, sink: &str, walk: &mut Walk) -> Result<Sink, Refusa
     }
     Ok(Sink {
         node: sink.to_string(),
-        decode,
-        vae,
-        stage,
+        origin: Origin::Decoded { decode, vae, stage },
         title: text(g, sink, "/_meta/title"),
         prefix: text(g, sink, "/inputs/filename_prefix"),
         upscale: None,

@@ -18,6 +18,7 @@ mod mage;
 mod model;
 mod motion;
 mod own_sampling;
+mod picture_ops;
 mod pixels;
 mod prompt;
 pub(super) mod reference;
@@ -35,6 +36,7 @@ pub(super) use frames::VideoFrames;
 pub(super) use latent::{LatentSource, Mask, UpscaleSize};
 use model::model_chain;
 pub(super) use model::{FlowShift, Lora, ModelChain, Patch};
+pub(super) use picture_ops::parameters as picture_op_parameters;
 pub(super) use pixels::{ModelUpscale, Origin, PixelSize, Pixels, Resize};
 pub(super) use reference::Reference;
 pub(super) use svd::VideoPrompt;
@@ -272,7 +274,9 @@ pub(super) enum Prompt {
 pub(super) struct Control {
     pub apply: String,
     pub loader: String,
+    /// Its picture: a `LoadImage`, maybe resized and processed.
     pub image: String,
+    pub image_resize: Option<Resize>,
     pub strength: f64,
     /// `(start_percent, end_percent)` of `ControlNetApplyAdvanced`.
     pub window: Option<(f64, f64)>,

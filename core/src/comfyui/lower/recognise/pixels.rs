@@ -1,11 +1,13 @@
 //! Pictures between nodes, in pixels: where the picture an input reads
 //! comes from (a loaded image, or the decode of a sampler stage's latent),
-//! through an optional upscale model (`ImageUpscaleWithModel`) and then an
-//! optional resize (see `resize`). A sink shows such a picture; a `VAEEncode`
+//! through an optional upscale model (`ImageUpscaleWithModel`), then an
+//! optional resize (see `resize`) and picture operations (`ImageInvert`,
+//! `Canny`: see `picture_ops`). A sink shows such a picture; a `VAEEncode`
 //! of a decode is a round trip through pixels (a hires fix by pixels, a
 //! refiner fed a picture).
 
 use super::super::graph::Graph;
+use super::picture_ops;
 use super::resize;
 pub(in crate::comfyui::lower) use super::resize::{PixelSize, Resize};
 use super::vae_source;
@@ -47,42 +49,14 @@ pub(in crate::comfyui::lower) enum Origin {
     },
 }
 
-/// What a sink shows: a decode through an upscale model and a resize.
-pub(super) struct Shown {
-    pub decode: String,
-    pub vae: String,
-    pub stage: usize,
-    pub upscale: Option<ModelUpscale>,
-    pub resize: Option<Resize>,
-}
-
-/// The decode (maybe upscaled and resized) input `input` of sink `node`
-/// shows.
-pub(super) fn shown(
+/// The picture input `input` of `node` reads: a loaded one (as it is or
+/// resized) or a decode (maybe upscaled and resized).
+pub(super) fn pixels(
     g: &Graph<'_>,
     node: &str,
     input: &str,
     walk: &mut Walk,
-) -> Result<Shown, Refusal> {
-    let Processing {
-        at,
-        from,
-        upscale,
-        resize,
-    } = processing(g, node, input)?;
-    let (decode, vae, stage) = decoded(g, at, (&from.0, from.1), DECODERS, walk)?;
-    Ok(Shown {
-        decode,
-        vae,
-        stage,
-        upscale,
-        resize,
-    })
-}
-
-/// The picture input `input` of `node` reads: a loaded one (as it is or
-/// resized) or a decode (maybe upscaled and resized).
-fn pixels(g: &Graph<'_>, node: &str, input: &str, walk: &mut Walk) -> Result<Pixels, Refusal> {
+) -> Result<Pixels, Refusal> {
     let Processing {
         at,
         from,
@@ -122,17 +96,30 @@ struct Processing<'i> {
     resize: Option<Resize>,
 }
 
-/// Walks back from input `input` of `node` through a resize, then an
-/// upscale model.
+/// Walks back from input `input` of `node` through picture operations
+/// (`ImageInvert`, `Canny`), a resize, then an upscale model; the
+/// operations ride on the resize (one of size `Same` where none resizes).
 fn processing<'i>(g: &Graph<'_>, node: &str, input: &'i str) -> Result<Processing<'i>, Refusal> {
     let (mut at, _) = g.source(node, input)?;
     let mut from = (node.to_string(), input);
+    let mut then = Vec::new();
+    while let Some(input) = picture_ops::picture_input(g.class(&at)) {
+        let op = picture_ops::read(g, &at, &then)?;
+        then.push(op);
+        let next = g.source(&at, input)?.0;
+        from = (std::mem::replace(&mut at, next), input);
+    }
+    then.reverse();
     let mut resize = None;
     if let Some(input) = resize::picture_input(g.class(&at)) {
         resize = resize::read(g, &at)?;
         let next = g.source(&at, input)?.0;
         from = (std::mem::replace(&mut at, next), input);
     }
+    let resize = match resize {
+        Some(resize) => Some(Resize { then, ..resize }),
+        None => Resize::operations(then),
+    };
     let mut upscale = None;
     if g.class(&at) == "ImageUpscaleWithModel" {
         let (loader, _) = g.source(&at, "upscale_model")?;

@@ -12,7 +12,7 @@ use super::reference::{self, References};
 use super::vision::{EDIT, EDIT_PLUS};
 use super::{
     CLIP_LOADERS, CONTROL_APPLIERS, Conditioning, Control, EDIT_NODES, ENCODERS, Guidance,
-    ModelChain, Prompt, TokenizerOptions, loaded_image,
+    ModelChain, Prompt, TokenizerOptions,
 };
 use crate::comfyui::lower::Refusal;
 
@@ -71,11 +71,12 @@ pub(super) fn conditioning(
             "control_net",
             (&node, "control_net"),
         )?;
-        let image = loaded_image(g, &node, "image")?;
+        let (image, image_resize) = super::pixels::loaded_picture(g, &node, "image")?;
         control = Some(Control {
             apply: node.clone(),
             loader,
             image,
+            image_resize,
             strength: g.number(&node, "strength")?,
             window: advanced
                 .then(|| {

@@ -244,7 +244,7 @@ pub(in crate::comfyui::lower) fn prompt_pictures<'p>(
 /// Whether two loaded pictures are one: the same `LoadImage` through the
 /// same resize node (or none).
 fn same(a: Loaded<'_>, b: Loaded<'_>) -> bool {
-    a.0 == b.0 && a.1.map(|r| &r.node) == b.1.map(|r| &r.node)
+    a.0 == b.0 && a.1.map(Resize::last) == b.1.map(Resize::last)
 }
 
 /// The loaded picture the stage's latent is made from, if it is one.

@@ -6,6 +6,7 @@
 //! multiple` are refused).
 
 use super::super::graph::Graph;
+use super::picture_ops::PictureOp;
 use super::{MAX_RESOLUTION, upscale_method};
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::synth::upscale::PICTURE_METHODS;
@@ -21,6 +22,27 @@ pub(in crate::comfyui::lower) struct Resize {
     /// ComfyUI's method (one of `synth::upscale::PICTURE_METHODS`).
     pub method: String,
     pub size: PixelSize,
+    /// The picture operations after the resize, in order.
+    pub then: Vec<PictureOp>,
+}
+
+impl Resize {
+    /// The last node of the resize and its operations: the node whose
+    /// picture a reader reads.
+    pub(in crate::comfyui::lower) fn last(&self) -> &str {
+        self.then.last().map_or(&self.node, |op| &op.node)
+    }
+
+    /// Operations `then` on a picture no node resizes (size `Same`).
+    pub(in crate::comfyui::lower) fn operations(then: Vec<PictureOp>) -> Option<Resize> {
+        let first = then.first()?.node.clone();
+        Some(Resize {
+            node: first,
+            method: String::new(),
+            size: PixelSize::Same,
+            then,
+        })
+    }
 }
 
 /// How a resize finds the new picture's sides.
@@ -50,6 +72,8 @@ pub(in crate::comfyui::lower) enum PixelSize {
     /// nearest the picture's (`synth::upscale::KONTEXT_SIDES`), its
     /// centred part resized by lanczos.
     Kontext,
+    /// No resize: only the operations after it.
+    Same,
 }
 
 /// The picture input of resize class `class`; `None` for other classes.
@@ -71,6 +95,7 @@ pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<Option<Resize>, Refusal>
             node: node.to_string(),
             method: "lanczos".into(),
             size: PixelSize::Kontext,
+            then: Vec::new(),
         }));
     }
     if g.class(node) == RESIZE_NODE {
@@ -104,6 +129,7 @@ pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<Option<Resize>, Refusal>
         node: node.to_string(),
         method: method.to_string(),
         size,
+        then: Vec::new(),
     }))
 }
 
@@ -214,5 +240,6 @@ fn resize_node(g: &Graph<'_>, node: &str) -> Result<Option<Resize>, Refusal> {
         node: node.to_string(),
         method: method.to_string(),
         size,
+        then: Vec::new(),
     }))
 }

@@ -67,6 +67,7 @@ pub(super) fn read(g: &Graph<'_>, node: &str, loader: &str) -> Result<Read, Refu
         node: node.to_string(),
         method: "area".into(),
         size: PixelSize::TotalPixels { pixels, step },
+        then: Vec::new(),
     };
     let mut read = Read {
         text: String::new(),

@@ -1,0 +1,88 @@
+//! The per-picture operations between a picture (and its resize) and the
+//! node that reads it: `ImageInvert` and `Canny`, run in the resize's
+//! policy after the resize (see `synth::picture_ops`).
+
+use super::super::graph::Graph;
+use crate::comfyui::lower::Refusal;
+use serde_json::{Value, json};
+
+/// One operation node and what it does.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct PictureOp {
+    pub node: String,
+    pub kind: OpKind,
+}
+
+/// What a picture operation does.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) enum OpKind {
+    /// `ImageInvert`: `1 - x`.
+    Invert,
+    /// `Canny`: kornia's edges between these thresholds.
+    Canny { low: f64, high: f64 },
+}
+
+/// The operations `then` as the resize policy's contract parameters:
+/// `then`, their names in order (`canny,invert`), and Canny's thresholds
+/// (`canny_low_threshold`, `canny_high_threshold`; one Canny a chain).
+pub(in crate::comfyui::lower) fn parameters(then: &[PictureOp], into: &mut Value) {
+    if then.is_empty() {
+        return;
+    }
+    let names: Vec<&str> = then
+        .iter()
+        .map(|op| match op.kind {
+            OpKind::Invert => "invert",
+            OpKind::Canny { low, high } => {
+                into["canny_low_threshold"] = json!(low);
+                into["canny_high_threshold"] = json!(high);
+                "canny"
+            }
+        })
+        .collect();
+    into["then"] = json!(names.join(","));
+}
+
+/// The picture input of operation class `class`; `None` for other
+/// classes.
+pub(super) fn picture_input(class: &str) -> Option<&'static str> {
+    matches!(class, "ImageInvert" | "Canny").then_some("image")
+}
+
+/// The operation of `node` (of a class `picture_input` knows), read
+/// after the `later` ones of the same chain.
+pub(super) fn read(g: &Graph<'_>, node: &str, later: &[PictureOp]) -> Result<PictureOp, Refusal> {
+    let canny = |op: &PictureOp| matches!(op.kind, OpKind::Canny { .. });
+    if g.class(node) == "Canny"
+        && let Some(other) = later.iter().find(|op| canny(op))
+    {
+        return Err(g.refuse(
+            node,
+            None,
+            format!("finds edges in a picture whose edges node {} finds again; the lowering runs one Canny on a picture", other.node),
+            "remove one of the two Canny nodes",
+        ));
+    }
+    let kind = match g.class(node) {
+        "Canny" => {
+            // Kornia takes thresholds strictly between 0 and 1, the low
+            // one not above the high one; the node offers 0.01..0.99.
+            let low = g.number_in(node, "low_threshold", 0.01..=0.99, "threshold")?;
+            let high = g.number_in(node, "high_threshold", 0.01..=0.99, "threshold")?;
+            if low > high {
+                return Err(g.refuse(
+                    node,
+                    Some("low_threshold"),
+                    format!("is {low}, above high_threshold {high}"),
+                    "set low_threshold at most high_threshold",
+                ));
+            }
+            OpKind::Canny { low, high }
+        }
+        _ => OpKind::Invert,
+    };
+    Ok(PictureOp {
+        node: node.to_string(),
+        kind,
+    })
+}
