@@ -293,3 +293,28 @@ fn a_graph_of_loaded_pictures_alone_becomes_a_package_that_runs() {
     }
     let _ = std::fs::remove_dir_all(&root);
 }
+
+#[test]
+fn a_loop_of_picture_operations_is_refused_and_a_graph_without_a_sampler_takes_a_target() {
+    let mut looped = img2img_through(&[invert(), invert()]);
+    looped["20"]["inputs"]["image"] = json!(["21", 0]);
+    let refusals =
+        wfstudio_core::comfyui::lower::lower_for(&looped, &Target::default()).expect_err("refused");
+    assert_eq!(
+        refusals[0].message,
+        "is part of a loop of picture operations"
+    );
+    // No sampler: no model for a target's adapters, and no panic.
+    let graph = json!({
+        "1": {"class_type": "LoadImage", "inputs": {"image": "photo.png", "upload": "image"}},
+        "2": {"class_type": "ImageInvert", "inputs": {"image": ["1", 0]}},
+        "3": {"class_type": "SaveImage", "inputs": {"images": ["2", 0], "filename_prefix": "inverted"}},
+    });
+    let l = lowered(&graph, &support::lowering::lora_target());
+    let outputs: Vec<&String> = workflow(&l)["outputs"]
+        .as_object()
+        .expect("outputs")
+        .keys()
+        .collect();
+    assert_eq!(outputs, ["image"]);
+}

@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use wfstudio_core::comfyui::lower::{self, Target};
 use wfstudio_schema::{Format, Limits, parse_text};
 
-const PATTERNS: [&str; 28] = [
+const PATTERNS: [&str; 29] = [
     include_str!("../../fixtures/comfyui/txt2img-sd15.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet-positive.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet.api.json"),
@@ -47,6 +47,7 @@ const PATTERNS: [&str; 28] = [
     include_str!("../../fixtures/comfyui/patterns/wan-frames.api.json"),
     include_str!("../../fixtures/comfyui/patterns/mage.api.json"),
     include_str!("../../fixtures/comfyui/patterns/canny-control.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/control-patch.api.json"),
 ];
 
 /// Index of the LoRA pattern in [`PATTERNS`].
@@ -61,7 +62,7 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 119] = [
+const CLASSES: [&str; 121] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
     "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
@@ -91,6 +92,7 @@ const CLASSES: [&str; 119] = [
     "ImageStitch", "TextEncodeQwenImageEdit", "TextEncodeQwenImageEditPlus", "ModelSamplingAuraFlow",
     "ResizeImageMaskNode", "WanImageToVideo", "WanFirstLastFrameToVideo", "WanFunInpaintToVideo",
     "CLIPVisionEncode", "TextEncodeMageFlowEdit", "Canny", "ImageInvert",
+    "QwenImageDiffsynthControlnet", "ModelPatchLoader",
 ];
 
 /// Strings from ComfyUI's vocabulary; every sampler and scheduler name

@@ -198,9 +198,10 @@ fn lower_from(
         .as_object()
         .map(|c| c.keys().map(String::as_str).collect())
         .unwrap_or_default();
-    let adapters = match merged {
-        true => None,
-        false => target::route_loras(g, &chain.stages[0], target, &components)?,
+    // A graph of loaded pictures alone has no model to route LoRAs to.
+    let adapters = match (merged, chain.stages.first()) {
+        (false, Some(first)) => target::route_loras(g, first, target, &components)?,
+        _ => None,
     };
     if let Some(adapters) = &adapters {
         target::add_adapters(&mut built, adapters);
@@ -306,11 +307,7 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
             LatentSource::Edit {
                 resize: Some(resize),
                 ..
-            } => format!(
-                "{} (resized by node {})",
-                names.value("request.image"),
-                resize.node
-            ),
+            } => format!("{} ({})", names.value("request.image"), resize.words()),
             _ => names.value("request.image"),
         };
         match &plan.latent {
@@ -357,6 +354,7 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
         .chain(build::reference_note(plan, names))
         .chain(build::vision_note(plan, names))
         .chain(build::frames_note(plan, names))
+        .chain(build::patch_note(plan, names))
         .chain(window)
         .chain(tokenizing)
         .collect()

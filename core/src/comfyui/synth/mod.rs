@@ -74,6 +74,8 @@ pub const POLICIES: &[&str] = &[
     "vision_scale",
     "reference_scale",
     "control_picture",
+    "patch_picture",
+    "patch_scale",
     "decoded_pixels",
     "latent_composite",
     "solver_midpoint",
@@ -175,7 +177,9 @@ fn picture_policy(kind: &str, component: &Value) -> Result<Option<Vec<u8>>, Synt
     let mut g = graph::PolicyGraph::new(kind, component);
     match kind {
         "image_scale" | "input_scale" | "init_scale" | "source_scale" | "vision_scale"
-        | "reference_scale" | "control_picture" => upscale::image_scale(&mut g)?,
+        | "reference_scale" | "control_picture" | "patch_picture" | "patch_scale" => {
+            upscale::image_scale(&mut g)?
+        }
         "picture_size" => upscale::picture_size(&mut g)?,
         _ => return Ok(None),
     }

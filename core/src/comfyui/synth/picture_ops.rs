@@ -242,7 +242,11 @@ fn hysteresis(g: &mut PolicyGraph<'_>, edges: &str) -> String {
         b.output(&next, "hysteresis_next", DataType::FLOAT, &rank4);
     });
     let going = g.b.scalar_bool(true);
-    let settled = g.op_with("Loop", &["", &going, edges], &[("body", Attr::Graph(Box::new(body)))]);
+    let settled = g.op_with(
+        "Loop",
+        &["", &going, edges],
+        &[("body", Attr::Graph(Box::new(body)))],
+    );
     let one = g.f(1.0);
     let strong = g.op("Equal", &[&settled, &one]);
     g.cast(&strong, DataType::FLOAT)

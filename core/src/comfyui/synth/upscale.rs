@@ -20,7 +20,8 @@
 //!   (the [`KONTEXT_SIDES`] entry whose aspect is nearest the picture's,
 //!   the first of equals) or `longer` / `shorter` (`side`: that side made
 //!   `side`, the other `round(other / that * side)`) or `same` (no resize:
-//!   a picture resized already, only cut);
+//!   a picture resized already, only cut) or `latent` (input `like`'s
+//!   last two extents times `scale`: a latent's size in pixels);
 //! - `method`: `nearest-exact` (PyTorch's: source index
 //!   `floor((i + 0.5) * in / out)`, which is ONNX's half-pixel nearest
 //!   rounding halves up), `bilinear` (PyTorch's `align_corners=False`
@@ -145,12 +146,23 @@ fn new_sides(g: &mut PolicyGraph<'_>, image: &str) -> Result<String, SynthError>
         "flux_kontext" => kontext_sides(g, image),
         size @ ("longer" | "shorter") => one_side(g, image, size == "shorter")?,
         "same" => g.op_with("Shape", &[image], &[("start", Attr::Int(2))]),
+        "latent" => latent_sides(g)?,
         other => {
             return Err(g.error(format!(
-                "size `{other}` is not fixed, scale, total_pixels, longer, shorter, flux_kontext or same"
+                "size `{other}` is not fixed, scale, total_pixels, longer, shorter, flux_kontext, same or latent"
             )));
         }
     })
+}
+
+/// The sides of input `like` (a latent, `[..., h, w]`) in pixels: each
+/// times the parameter `scale`.
+fn latent_sides(g: &mut PolicyGraph<'_>) -> Result<String, SynthError> {
+    let scale = g.positive_integer("scale")?;
+    let like = g.input("like")?;
+    let cells = g.op_with("Shape", &[&like], &[("start", Attr::Int(-2))]);
+    let scale = g.i(scale);
+    Ok(g.op("Mul", &[&cells, &scale]))
 }
 
 /// Each side of `image` times `sqrt(pixels / (h * w))`, in whole

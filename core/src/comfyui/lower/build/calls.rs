@@ -96,6 +96,7 @@ impl Calls<'_> {
                 bind["added_time_ids"] = json!(super::svd::TIME_IDS);
             }
             super::frames::bind(plan, &mut bind);
+            super::patch::bind(plan, &mut bind);
             if plan.edit().is_some() {
                 // The edit picture's latent, or zeros of its size (the
                 // edit latent the sampler starts from).

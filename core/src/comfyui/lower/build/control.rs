@@ -46,7 +46,7 @@ pub(super) fn control(
                     json!({"image": "request.control_image"}),
                     json!({"scaled": picture_value(control)}),
                 ),
-                &[&control.image, &resize.node],
+                &[&[&control.image][..], &resize.nodes()].concat(),
             );
         }
         let down = contract("float32", json!(["batch", "down_residual_elements"]), true);
@@ -57,7 +57,12 @@ pub(super) fn control(
         );
         denoiser_ports["down_residuals"] = down.clone();
         denoiser_ports["mid_residual"] = mid.clone();
-        inputs.insert("request.control_image".into(), media(picture(json!(3))));
+        // Extents of its own: it may differ from the stage's other pictures.
+        let shape = json!(["batch", 3, "control_image_height", "control_image_width"]);
+        inputs.insert(
+            "request.control_image".into(),
+            media(contract("float32", shape, true)),
+        );
         inputs.insert(
             "request.control_strength".into(),
             parameter(

@@ -21,6 +21,7 @@ mod edit;
 mod frames;
 mod mask;
 mod names;
+mod patch;
 mod pictures;
 mod pixels;
 mod prompts;
@@ -34,6 +35,7 @@ mod vision;
 
 pub(super) use frames::note as frames_note;
 pub(super) use names::StageNames;
+pub(super) use patch::note as patch_note;
 pub(super) use reference::note as reference_note;
 pub(super) use vision::note as vision_note;
 
@@ -188,6 +190,9 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
                 Patch::Merge(merge) => nodes.extend([&merge.node, &merge.other]),
                 Patch::Motion(motion) => nodes.push(&motion.node),
             }
+        }
+        if let Some(patch) = &plan.model.control_patch {
+            nodes.extend([&patch.node, &patch.loader]);
         }
         after.push(parts.step, &nodes);
         latents.push(names.value("latent_state"));

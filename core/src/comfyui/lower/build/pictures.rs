@@ -2,7 +2,8 @@
 //! own: the stage's own picture (its latent's, an edit node's, or else
 //! the first its prompts carry, a Wan node's first) is `request.image`;
 //! the other `LoadImage`s its prompts carry (references, pictures shown
-//! to the text encoder, a Wan node's other picture) are
+//! to the text encoder, a Wan node's other picture) and its model's
+//! control patch's are
 //! `request.image_2`, `request.image_3`, ... in the order the prompts
 //! carry them. A picture is a `LoadImage` through one resize (or none):
 //! values and policies made per picture are numbered apart the same way
@@ -26,8 +27,9 @@ fn loaders(plan: &Plan) -> Vec<&String> {
     let own = reference::stage_picture(plan).map(|(loader, _)| loader);
     let carried = reference::prompt_pictures(plan.conditionings()).map(|(_, _, (l, _))| l);
     let framed = reference::frame_pictures(plan.conditionings());
+    let patched = plan.model.control_patch.as_ref().map(|p| &p.picture.0);
     let mut loaders: Vec<&String> = Vec::new();
-    for loader in own.into_iter().chain(carried).chain(framed) {
+    for loader in own.into_iter().chain(carried).chain(framed).chain(patched) {
         if !loaders.contains(&loader) {
             loaders.push(loader);
         }

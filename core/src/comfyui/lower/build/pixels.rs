@@ -57,16 +57,19 @@ impl<'c> PixelParts<'c> {
         axes: Axes,
         top: &mut Top<'_>,
     ) -> (String, &'static str) {
-        let unit = match &sink.origin {
-            Origin::Loaded(loader) => top.loaded[loader].clone(),
-            Origin::Decoded { decode, vae, stage } => {
-                let decoded = self.decoded(decode, vae, *stage, axes, top);
-                if sink.upscale.is_none() && sink.resize.is_none() {
-                    return (decoded, "negative_one_to_one");
+        let unit =
+            match &sink.origin {
+                Origin::Loaded(loader) => top.loaded.get(loader).cloned().expect(
+                    "every loaded picture a sink shows has an input (`build::loaded_inputs`)",
+                ),
+                Origin::Decoded { decode, vae, stage } => {
+                    let decoded = self.decoded(decode, vae, *stage, axes, top);
+                    if sink.upscale.is_none() && sink.resize.is_none() {
+                        return (decoded, "negative_one_to_one");
+                    }
+                    self.processed(decode, &decoded, sink.upscale.as_ref(), top)
                 }
-                self.processed(decode, &decoded, sink.upscale.as_ref(), top)
-            }
-        };
+            };
         let value = match &sink.resize {
             None => unit,
             Some(resize) => match self.resized.get(resize.last()) {
@@ -191,7 +194,7 @@ impl<'c> PixelParts<'c> {
         let value = format!("resized.{name}");
         top.after.push(
             invoke(&name, json!({"image": image}), json!({"scaled": value})),
-            &[&resize.node],
+            &resize.nodes(),
         );
         value
     }
@@ -473,7 +476,7 @@ pub(super) fn loaded<'p>(
             json!({"image": image}),
             json!({"scaled": "latent.pixels"}),
         ),
-        &[loader, &resize.node],
+        &[&[loader][..], &resize.nodes()].concat(),
     );
     ("latent.pixels".into(), None)
 }

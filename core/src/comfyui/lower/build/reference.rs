@@ -119,7 +119,7 @@ pub(super) fn latents(
                                         json!({"image": input}),
                                         json!({"scaled": pixels}),
                                     ),
-                                    &[&r.loader, &resize.node],
+                                    &[&[&r.loader][..], &resize.nodes()].concat(),
                                 );
                                 pixels
                             }
@@ -225,21 +225,22 @@ pub(in crate::comfyui::lower) fn note(plan: &Plan, names: &StageNames) -> Option
         if pictures.iter().any(|(k, _)| *k == latent) {
             continue;
         }
-        let resizes: Vec<String> = [
-            r.resize
-                .as_ref()
-                .map(|resize| format!("by node {}", resize.node)),
-            r.then
-                .as_ref()
-                .map(|then| format!("by node {} {}", then.node, super::vision::own_resize(then))),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
+        let mut done = r
+            .resize
+            .as_ref()
+            .map(|resize| resize.words())
+            .unwrap_or_default();
+        if let Some(then) = &r.then {
+            let own = format!("by node {} {}", then.node, super::vision::own_resize(then));
+            done = match done.is_empty() {
+                true => format!("resized {own}"),
+                false => format!("{done}, then {own}"),
+            };
+        }
         let input = names.value(&pictures::input(plan, &r.loader));
-        let described = match resizes.is_empty() {
+        let described = match done.is_empty() {
             true => input,
-            false => format!("{input} (resized {})", resizes.join(", then ")),
+            false => format!("{input} ({done})"),
         };
         pictures.push((latent, described));
     }

@@ -323,6 +323,8 @@ pub(super) fn stage(
     );
     setup.push(invoke("latent_noise", json!({"seed": "request.seed", "offset": "package.rng_offset", "row_shape": "diffusion.latent_row_shape"}),
         json!({"noise": "diffusion.noise", "next_offset": "diffusion.rng_offset"})), &[sampler]);
+    let encoder = (&*m("vae_encoder"), latent());
+    super::patch::encode(plan, encoder, &mut inputs, &mut components, &mut setup);
 
     // Conditioning: one encoder set per prompt.
     let (pooled, time_ids) = (pooled(), sdxl_time_ids());
@@ -651,6 +653,7 @@ pub(super) fn stage(
     }
     super::reference::ports(plan, &mut denoiser_ports);
     super::frames::denoiser_ports(plan, &latent(), &mut denoiser_ports);
+    super::patch::denoiser_ports(plan, &latent(), &mut denoiser_ports);
     if plan.edit().is_some() {
         denoiser_ports["concat"] = latent();
         if edit::takes_mask(plan) {

@@ -68,7 +68,7 @@ impl Maker<'_> {
             .insert(kind.into(), resize_policy(kind, resize, for_encode));
         self.setup.push(
             invoke(kind, json!({"image": image}), json!({"scaled": value})),
-            &[&resize.node],
+            &resize.nodes(),
         );
     }
 
@@ -176,7 +176,7 @@ pub(in crate::comfyui::lower) fn note(plan: &Plan, names: &StageNames) -> Option
         }
         let input = names.value(&pictures::input(plan, &v.loader));
         let described = match &v.resize {
-            Some(resize) => format!("{input} resized by node {}", resize.node),
+            Some(resize) => format!("{input} {}", resize.words()),
             None => input,
         };
         let port = port_name(shown.len());

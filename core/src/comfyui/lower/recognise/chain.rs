@@ -261,8 +261,8 @@ fn one_sink(
             return Err(g.refuse(
                 node,
                 None,
-                "resizes video frames; the lowering resizes pictures only".into(),
-                "make the video at the final size",
+                "resizes or processes video frames; the lowering resizes and processes pictures only".into(),
+                "make the video at the final size, as it is shown",
             ));
         }
         _ => {}

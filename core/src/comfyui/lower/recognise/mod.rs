@@ -6,6 +6,7 @@
 mod audio;
 mod chain;
 mod composite;
+mod control_patch;
 mod custom;
 mod edits;
 mod flow_only;
@@ -31,7 +32,9 @@ mod walk;
 pub(super) use audio::{SAMPLE_RATE, SAMPLES_PER_STEP, Seconds, WAVE_CHANNELS};
 pub(super) use chain::{Chain, Sink, SinkKind, is_sink, recognise, sink_classes};
 pub(super) use composite::Composite;
+pub(super) use control_patch::ControlPatch;
 use edits::loaded_image;
+use pixels::{LoadedPicture, loaded_picture};
 pub(super) use frames::VideoFrames;
 pub(super) use latent::{LatentSource, Mask, UpscaleSize};
 use model::model_chain;

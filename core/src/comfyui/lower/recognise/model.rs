@@ -5,6 +5,7 @@
 //! `DifferentialDiffusion`, a `VideoLinearCFGGuidance` and a `CFGNorm`.
 
 use super::super::graph::Graph;
+use super::control_patch::{self, ControlPatch};
 use super::motion::{self, Motion};
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::synth::prediction::{Prediction, PredictionKind};
@@ -38,6 +39,8 @@ pub(in crate::comfyui::lower) struct ModelChain {
     /// A `CFGNorm`: the guided denoised sample scaled down to the
     /// conditional one's norm over channels, times its strength.
     pub cfg_norm: Option<CfgNorm>,
+    /// A control model patched into the denoiser's blocks.
+    pub control_patch: Option<ControlPatch>,
 }
 
 /// A `CFGNorm` node and its strength.
@@ -189,6 +192,7 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
     let mut differential = None;
     let mut linear_cfg = None;
     let mut cfg_norm = None;
+    let mut control_patch = None;
     let (mut node, _) = g.source(sampler, "model")?;
     let mut from = (sampler.to_string(), "model");
     for _ in 0..=g.nodes.len() {
@@ -214,6 +218,15 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
             "DifferentialDiffusion" => {
                 differential.get_or_insert_with(|| node.clone());
             }
+            control_patch::CLASS if control_patch.is_some() => {
+                return Err(g.refuse(
+                    &node,
+                    None,
+                    "is a second control patch on the model path; the lowering builds one".into(),
+                    "keep one",
+                ));
+            }
+            control_patch::CLASS => control_patch = Some(control_patch::read(g, &node)?),
             // ComfyUI runs post-guidance functions in the order they were
             // set; the one nearest the sampler is the last.
             "CFGNorm" if cfg_norm.is_some() => {
@@ -321,6 +334,7 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
                     differential,
                     linear_cfg,
                     cfg_norm,
+                    control_patch,
                 });
             }
         }

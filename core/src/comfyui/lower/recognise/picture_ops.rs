@@ -22,6 +22,16 @@ pub(in crate::comfyui::lower) enum OpKind {
     Canny { low: f64, high: f64 },
 }
 
+impl PictureOp {
+    /// The operation's ComfyUI class.
+    pub(in crate::comfyui::lower) fn class(&self) -> &'static str {
+        match self.kind {
+            OpKind::Invert => "ImageInvert",
+            OpKind::Canny { .. } => "Canny",
+        }
+    }
+}
+
 /// The operations `then` as the resize policy's contract parameters:
 /// `then`, their names in order (`canny,invert`), and Canny's thresholds
 /// (`canny_low_threshold`, `canny_high_threshold`; one Canny a chain).

@@ -87,8 +87,9 @@ pub(super) fn pixels(
     })
 }
 
-/// Where a walk back through a resize and an upscale model ends: the node
-/// reached, the input (node and name) it feeds, and the two.
+/// Where a walk back through picture operations, a resize and an upscale
+/// model ends: the node reached, the input (node and name) it feeds, the
+/// upscale and the resize (carrying the operations).
 struct Processing<'i> {
     at: String,
     from: (String, &'i str),
@@ -104,6 +105,14 @@ fn processing<'i>(g: &Graph<'_>, node: &str, input: &'i str) -> Result<Processin
     let mut from = (node.to_string(), input);
     let mut then = Vec::new();
     while let Some(input) = picture_ops::picture_input(g.class(&at)) {
+        if then.len() > g.nodes.len() {
+            return Err(g.refuse(
+                &at,
+                None,
+                "is part of a loop of picture operations".into(),
+                "break the loop",
+            ));
+        }
         let op = picture_ops::read(g, &at, &then)?;
         then.push(op);
         let next = g.source(&at, input)?.0;
@@ -194,11 +203,12 @@ pub(super) fn measuring_node(g: &Graph<'_>, node: &str) -> Result<Option<String>
     Ok((one && (width_slot, height_slot) == (0, 1)).then_some(size))
 }
 
-/// A `LoadImage` node and the resize on the way from it, if any.
+/// A `LoadImage` node and the resize (with its picture operations) on the
+/// way from it, if any.
 pub(super) type LoadedPicture = (String, Option<Resize>);
 
 /// The `LoadImage` input `input` of `node` reads, maybe through a resize
-/// (no upscale model, no decode).
+/// and picture operations (no upscale model, no decode).
 pub(super) fn loaded_picture(
     g: &Graph<'_>,
     node: &str,

@@ -33,6 +33,32 @@ impl Resize {
         self.then.last().map_or(&self.node, |op| &op.node)
     }
 
+    /// The resize node (where one resizes) and the operation nodes, in
+    /// order: the nodes a step made of it comes from.
+    pub(in crate::comfyui::lower) fn nodes(&self) -> Vec<&String> {
+        let resizing = (self.size != PixelSize::Same).then_some(&self.node);
+        resizing
+            .into_iter()
+            .chain(self.then.iter().map(|op| &op.node))
+            .collect()
+    }
+
+    /// What is done to the picture, in words: `resized by node 9`, `through
+    /// Canny node 12`, `resized by node 9, then through Canny node 12 and
+    /// ImageInvert node 13`.
+    pub(in crate::comfyui::lower) fn words(&self) -> String {
+        let ops: Vec<String> = self
+            .then
+            .iter()
+            .map(|op| format!("{} node {}", op.class(), op.node))
+            .collect();
+        let through = (!ops.is_empty()).then(|| format!("through {}", ops.join(" and ")));
+        let resized =
+            (self.size != PixelSize::Same).then(|| format!("resized by node {}", self.node));
+        let parts: Vec<String> = resized.into_iter().chain(through).collect();
+        parts.join(", then ")
+    }
+
     /// Operations `then` on a picture no node resizes (size `Same`).
     pub(in crate::comfyui::lower) fn operations(then: Vec<PictureOp>) -> Option<Resize> {
         let first = then.first()?.node.clone();
