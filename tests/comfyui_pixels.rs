@@ -189,6 +189,11 @@ fn picture_resizes_agree_with_pytorchs_rules() {
             json!({"class_type": "ResizeImageMaskNode", "inputs": {"resize_type": "scale shorter dimension", "resize_type.shorter_size": 9}}),
             (9, 13),
         ),
+        // The longer side made 12, as the newer node's longer dimension.
+        (
+            json!({"class_type": "ImageScaleToMaxDimension", "inputs": {"largest_size": 12}}),
+            (8, 12),
+        ),
         (
             json!({"class_type": "ResizeImageMaskNode", "inputs": {"resize_type": "scale total pixels", "resize_type.megapixels": 0.01}}),
             (86, 122),

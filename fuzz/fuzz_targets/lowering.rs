@@ -62,7 +62,7 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 121] = [
+const CLASSES: [&str; 122] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
     "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
@@ -92,7 +92,7 @@ const CLASSES: [&str; 121] = [
     "ImageStitch", "TextEncodeQwenImageEdit", "TextEncodeQwenImageEditPlus", "ModelSamplingAuraFlow",
     "ResizeImageMaskNode", "WanImageToVideo", "WanFirstLastFrameToVideo", "WanFunInpaintToVideo",
     "CLIPVisionEncode", "TextEncodeMageFlowEdit", "Canny", "ImageInvert",
-    "QwenImageDiffsynthControlnet", "ModelPatchLoader",
+    "QwenImageDiffsynthControlnet", "ModelPatchLoader", "ImageScaleToMaxDimension",
 ];
 
 /// Strings from ComfyUI's vocabulary; every sampler and scheduler name

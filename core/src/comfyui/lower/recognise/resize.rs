@@ -1,5 +1,6 @@
 //! What a resize node does to a picture: `ImageScale`, `ImageScaleBy`,
-//! `ImageScaleToTotalPixels`, `FluxKontextImageScale` and the newer
+//! `ImageScaleToTotalPixels`, `ImageScaleToMaxDimension` (the longer
+//! side made `largest_size`), `FluxKontextImageScale` and the newer
 //! `ResizeImageMaskNode` (its `resize_type` options that size a picture
 //! from itself: scale dimensions, width, height, by multiplier, longer
 //! or shorter dimension, total pixels; `match size` and `scale to
@@ -15,7 +16,8 @@ use crate::comfyui::synth::upscale::PICTURE_METHODS;
 const RESIZE_NODE: &str = "ResizeImageMaskNode";
 
 /// An `ImageScale`, `ImageScaleBy`, `ImageScaleToTotalPixels`,
-/// `FluxKontextImageScale` or `ResizeImageMaskNode` node.
+/// `ImageScaleToMaxDimension`, `FluxKontextImageScale` or
+/// `ResizeImageMaskNode` node (or none: see `then`).
 #[derive(Clone, Debug, PartialEq)]
 pub(in crate::comfyui::lower) struct Resize {
     pub node: String,
@@ -91,8 +93,9 @@ pub(in crate::comfyui::lower) enum PixelSize {
     /// `step`s (`round(side * factor / step) * step`: its
     /// `resolution_steps`, and how Qwen's edit encoders size a reference).
     TotalPixels { pixels: f64, step: i64 },
-    /// The longer side (`shorter: false`) or the shorter one made `side`,
-    /// the other `round(other / that * side)`; a square's both.
+    /// The longer side (`shorter: false`; `ImageScaleToMaxDimension`) or
+    /// the shorter one made `side`, the other `round(other / that *
+    /// side)`; a square's both.
     Side { side: i64, shorter: bool },
     /// `FluxKontextImageScale`: the Flux Kontext size whose aspect is
     /// nearest the picture's (`synth::upscale::KONTEXT_SIDES`), its
@@ -105,9 +108,11 @@ pub(in crate::comfyui::lower) enum PixelSize {
 /// The picture input of resize class `class`; `None` for other classes.
 pub(super) fn picture_input(class: &str) -> Option<&'static str> {
     match class {
-        "ImageScale" | "ImageScaleBy" | "ImageScaleToTotalPixels" | "FluxKontextImageScale" => {
-            Some("image")
-        }
+        "ImageScale"
+        | "ImageScaleBy"
+        | "ImageScaleToTotalPixels"
+        | "ImageScaleToMaxDimension"
+        | "FluxKontextImageScale" => Some("image"),
         RESIZE_NODE => Some("input"),
         _ => None,
     }
@@ -130,6 +135,13 @@ pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<Option<Resize>, Refusal>
     let method = upscale_method(g, node, ("pictures", PICTURE_METHODS))?;
     let size = match g.class(node) {
         "ImageScaleBy" => PixelSize::Scale(g.number_in(node, "scale_by", 0.01..=8.0, "factor")?),
+        // The longer side `largest_size`, the other `round(other / longer
+        // * largest_size)`, a square's both: `ResizeImageMaskNode`'s
+        // longer dimension (0 would make an empty picture).
+        "ImageScaleToMaxDimension" => PixelSize::Side {
+            side: g.whole(node, "largest_size", 1..=MAX_RESOLUTION)?,
+            shorter: false,
+        },
         "ImageScaleToTotalPixels" => {
             let megapixels = g.number_in(node, "megapixels", 0.01..=16.0, "size")?;
             let pixels = megapixels * 1024.0 * 1024.0;
