@@ -151,3 +151,37 @@ fn control_patches_the_lowering_cannot_build_are_refused_by_node() {
         ),
     );
 }
+
+#[test]
+fn a_patch_on_a_video_model_is_refused_and_patched_stages_get_their_own_denoiser() {
+    let mut video = pattern("video");
+    video["16"] =
+        json!({"class_type": "ModelPatchLoader", "inputs": {"name": "control.safetensors"}});
+    video["17"] =
+        json!({"class_type": "LoadImage", "inputs": {"image": "edges.png", "upload": "image"}});
+    video["18"] = json!({"class_type": "QwenImageDiffsynthControlnet", "inputs": {"strength": 1.0, "model": ["13", 0], "model_patch": ["16", 0], "vae": ["15", 0], "image": ["17", 0]}});
+    video["5"]["inputs"]["model"] = json!(["18", 0]);
+    assert_refused(
+        &video,
+        (
+            "18",
+            "QwenImageDiffsynthControlnet",
+            None,
+            "patches a control model into a video or audio sampler's model; the lowering encodes control pictures for picture samplers only",
+        ),
+    );
+    // A second sampler on the same base model without the patch: its
+    // denoiser is another model (the patch's weights are fused).
+    let mut two = pattern("control-patch");
+    two["30"] = json!({"class_type": "KSampler", "inputs": {"seed": 8, "steps": 3, "cfg": 2.5, "sampler_name": "euler", "scheduler": "simple", "denoise": 0.5, "model": ["13", 0], "positive": ["2", 0], "negative": ["3", 0], "latent_image": ["5", 0]}});
+    two["6"]["inputs"]["samples"] = json!(["30", 0]);
+    let l = lowered(&two, &Target::default());
+    let components = workflow(&l)["components"].as_object().expect("components");
+    let denoisers: Vec<&String> = components
+        .keys()
+        .filter(|k| k.ends_with("denoiser"))
+        .collect();
+    assert_eq!(denoisers, ["denoiser", "model2_denoiser"]);
+    assert!(components["denoiser"]["ports"]["inputs"]["control_latent"].is_object());
+    assert!(components["model2_denoiser"]["ports"]["inputs"]["control_latent"].is_null());
+}

@@ -27,12 +27,14 @@ fn text_strength(plan: &Plan, lora: &Lora) -> Option<f64> {
         .filter(|s| *s != 0.0 && plan.positive.clip_loras.contains(&lora.node))
 }
 
-/// Whether any patch of `plan`'s model path changes a model.
+/// Whether any patch of `plan`'s model path changes a model (a control
+/// patch's weights are fused into the denoiser).
 fn patched(plan: &Plan) -> bool {
-    plan.model.patches.iter().any(|patch| match patch {
-        Patch::Lora(lora) => patches_any(plan, lora),
-        Patch::Merge(_) | Patch::Motion(_) => true,
-    })
+    plan.model.control_patch.is_some()
+        || plan.model.patches.iter().any(|patch| match patch {
+            Patch::Lora(lora) => patches_any(plan, lora),
+            Patch::Merge(_) | Patch::Motion(_) => true,
+        })
 }
 
 /// Whether LoRA `lora` changes any model of `plan`.
@@ -60,17 +62,25 @@ pub(super) fn same_on_both_prompts(g: &Graph<'_>, plan: &Plan) -> Result<(), Ref
     ))
 }
 
-/// Refuses the patches a package with models cannot take: a model merge
-/// or motion module (its models are not the patched weights) and LoRAs in
-/// a chain of samplers (adapters are routed for one).
+/// Refuses the patches a package with models cannot take: a model merge,
+/// motion module or control patch (its models are not the patched
+/// weights) and LoRAs in a chain of samplers (adapters are routed for
+/// one).
 pub(super) fn routable(g: &Graph<'_>, chain: &Chain) -> Result<(), Refusal> {
     let merged = chain.stages.iter().find_map(|p| {
-        p.model.patches.iter().find_map(|patch| match patch {
-            Patch::Merge(merge) => Some((&merge.node, "merges two checkpoints' denoisers")),
-            Patch::Motion(motion) => {
-                Some((&motion.node, "injects a motion module into the denoiser"))
-            }
-            Patch::Lora(_) => None,
+        let control = p
+            .model
+            .control_patch
+            .as_ref()
+            .map(|c| (&c.node, "patches a control model into the denoiser"));
+        control.or_else(|| {
+            p.model.patches.iter().find_map(|patch| match patch {
+                Patch::Merge(merge) => Some((&merge.node, "merges two checkpoints' denoisers")),
+                Patch::Motion(motion) => {
+                    Some((&motion.node, "injects a motion module into the denoiser"))
+                }
+                Patch::Lora(_) => None,
+            })
         })
     });
     if let Some((node, what)) = merged {
@@ -165,9 +175,9 @@ fn encoder_key(plan: &Plan) -> String {
 
 /// The key a stage's model components are named by: the checkpoint loader
 /// and, in order, the patches that change its models (with their values,
-/// which the node ids fix).
+/// which the node ids fix), then its control patch's weights.
 fn model_key(plan: &Plan) -> String {
-    let patches: Vec<String> = plan
+    let mut patches: Vec<String> = plan
         .model
         .patches
         .iter()
@@ -181,6 +191,9 @@ fn model_key(plan: &Plan) -> String {
             Patch::Motion(motion) => Some(motion.node.clone()),
         })
         .collect();
+    if let Some(control) = &plan.model.control_patch {
+        patches.push(format!("{}@{}", control.node, control.loader));
+    }
     format!("{}|{}", plan.model.loader, patches.join(","))
 }
 

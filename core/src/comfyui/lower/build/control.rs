@@ -46,7 +46,7 @@ pub(super) fn control(
                     json!({"image": "request.control_image"}),
                     json!({"scaled": picture_value(control)}),
                 ),
-                &[&[&control.image][..], &resize.nodes()].concat(),
+                &resize.nodes_from(&control.image),
             );
         }
         let down = contract("float32", json!(["batch", "down_residual_elements"]), true);

@@ -8,7 +8,7 @@
 //! `control_strength`. The patch's own weights and its processing of the
 //! latent are the denoiser's (its export fuses them).
 
-use super::super::parts::{Steps, invoke, media, one, parameter, picture, policy};
+use super::super::parts::{Steps, contract, invoke, media, one, parameter, picture, policy};
 use super::super::recognise::{ControlPatch, LatentSource, Plan};
 use super::StageNames;
 use super::pixels::{resize_policy, vae_encoder};
@@ -39,8 +39,10 @@ pub(super) fn bind(plan: &Plan, bind: &mut Value) {
     }
 }
 
-/// Pixels a latent cell of the stage holds (ComfyUI's VAE encode
-/// compression: the empty or sized latent's, else 8).
+/// Pixels a latent cell of the stage holds: the empty or sized latent's,
+/// else 8. ComfyUI scales by the patch VAE's own compression; the control
+/// patches' models (Qwen-Image's, Z-Image's) compress by 8, as their
+/// latents' scale states.
 fn cell(plan: &Plan) -> i64 {
     match &plan.latent {
         LatentSource::Empty { scale, .. } | LatentSource::Sized { scale, .. } => *scale,
@@ -50,8 +52,8 @@ fn cell(plan: &Plan) -> i64 {
 
 /// Declares the strength input, the policies and the VAE encoder
 /// `encoder` (its latent `latent`), and the setup steps making the
-/// control latent from the stage's picture input `like` (the stage's
-/// noise, whose size the picture takes).
+/// control latent from the stage's picture input, resized to the size of
+/// the stage's noise (`diffusion.noise`, the policy's `like`).
 pub(super) fn encode(
     plan: &Plan,
     (encoder, latent): (&str, Value),
@@ -64,11 +66,16 @@ pub(super) fn encode(
     };
     let (loader, processing) = &patch.picture;
     let mut value = super::pictures::input(plan, loader);
-    // The stage's own picture where nothing else reads it (the others are
-    // declared with the stage's pictures).
-    inputs
-        .entry(value.clone())
-        .or_insert_with(|| media(picture(json!(3))));
+    // Its input, where nothing else of the stage reads the picture: the
+    // stage's first, or another of its own size.
+    match value.as_str() {
+        "request.image" => {
+            inputs
+                .entry(value.clone())
+                .or_insert_with(|| media(picture(json!(3))));
+        }
+        _ => super::pictures::declare_others(plan, inputs),
+    }
     if let Some(resize) = processing {
         components.insert(
             "patch_picture".into(),
@@ -80,11 +87,11 @@ pub(super) fn encode(
                 json!({"image": value}),
                 json!({"scaled": "patch.pixels"}),
             ),
-            &[&[loader][..], &resize.nodes()].concat(),
+            &resize.nodes_from(loader),
         );
         value = "patch.pixels".into();
     }
-    let scaled = super::super::parts::contract(
+    let scaled = contract(
         "float32",
         json!(["batch", 3, "scaled_height", "scaled_width"]),
         true,

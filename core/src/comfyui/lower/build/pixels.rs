@@ -476,7 +476,7 @@ pub(super) fn loaded<'p>(
             json!({"image": image}),
             json!({"scaled": "latent.pixels"}),
         ),
-        &[&[loader][..], &resize.nodes()].concat(),
+        &resize.nodes_from(loader),
     );
     ("latent.pixels".into(), None)
 }

@@ -119,7 +119,7 @@ pub(super) fn latents(
                                         json!({"image": input}),
                                         json!({"scaled": pixels}),
                                     ),
-                                    &[&[&r.loader][..], &resize.nodes()].concat(),
+                                    &resize.nodes_from(&r.loader),
                                 );
                                 pixels
                             }

@@ -43,7 +43,12 @@ pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<ControlPatch, Refusal> {
         (node, "model_patch"),
     )?;
     let (vae, _) = g.source(node, "vae")?;
-    g.expect(&vae, &["VAELoader"], "vae", (node, "vae"))?;
+    g.expect(
+        &vae,
+        &["VAELoader", "CheckpointLoaderSimple"],
+        "vae",
+        (node, "vae"),
+    )?;
     Ok(ControlPatch {
         node: node.to_string(),
         loader,

@@ -531,6 +531,14 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
             "remove the ControlNet from the video or audio graph",
         ));
     }
+    if let (Axes::Video | Axes::Audio, Some(patch)) = (axes, &model.control_patch) {
+        return Err(g.refuse(
+            &patch.node,
+            None,
+            "patches a control model into a video or audio sampler's model; the lowering encodes control pictures for picture samplers only".into(),
+            "remove the control patch from the video or audio graph",
+        ));
+    }
     if model.flow.is_none()
         && model.table.is_none()
         && let Some(what) = flow_only::flow_only(g, walk, &latent, axes, [&positive, &negative])

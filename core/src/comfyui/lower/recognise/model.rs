@@ -2,7 +2,8 @@
 //! model merges and AnimateDiff motion modules that patch the checkpoint's
 //! weights, in order, a
 //! flow-matching or noise-prediction sampling override, a
-//! `DifferentialDiffusion`, a `VideoLinearCFGGuidance` and a `CFGNorm`.
+//! `DifferentialDiffusion`, a `VideoLinearCFGGuidance`, a `CFGNorm` and a
+//! control patch (`QwenImageDiffsynthControlnet`).
 
 use super::super::graph::Graph;
 use super::control_patch::{self, ControlPatch};

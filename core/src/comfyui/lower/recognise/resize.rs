@@ -45,6 +45,14 @@ impl Resize {
             .collect()
     }
 
+    /// `first` (the picture's `LoadImage`), then [`Resize::nodes`].
+    pub(in crate::comfyui::lower) fn nodes_from<'a>(
+        &'a self,
+        first: &'a String,
+    ) -> Vec<&'a String> {
+        std::iter::once(first).chain(self.nodes()).collect()
+    }
+
     /// What is done to the picture, in words: `resized by node 9`, `through
     /// Canny node 12`, `resized by node 9, then through Canny node 12 and
     /// ImageInvert node 13`.
