@@ -9,32 +9,15 @@ mod support;
 
 use serde_json::{Value, json};
 use support::lowering::{
-    assert_refused, lowered, npy, pattern, run_policy_alone, scratch, workflow,
+    assert_refused, lowered, npy, pattern, run_policy_alone, scratch, setup_calls, workflow,
 };
 use wfstudio_core::comfyui::lower::Target;
-
-/// The loop's setup steps of the lowered pattern: (component, inputs,
-/// outputs).
-fn setup(w: &Value) -> Vec<(String, Value, Value)> {
-    w["steps"][0]["setup"]
-        .as_array()
-        .expect("setup")
-        .iter()
-        .map(|s| {
-            (
-                s["component"].as_str().unwrap_or_default().to_string(),
-                s["inputs"].clone(),
-                s["outputs"].clone(),
-            )
-        })
-        .collect()
-}
 
 #[test]
 fn the_control_picture_is_encoded_once_and_every_denoiser_call_takes_it() {
     let l = lowered(&pattern("control-patch"), &Target::default());
     let w = workflow(&l);
-    let steps = setup(w);
+    let steps = setup_calls(w);
     let at = |component: &str| {
         steps
             .iter()

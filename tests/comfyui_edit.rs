@@ -14,7 +14,7 @@ mod support;
 use serde_json::{Value, json};
 use support::lowering::{
     assert_refused, component_only, denoiser_bindings, lowered, npy, package_and_run, pattern,
-    run_policy_alone, s, scratch, tensor, workflow,
+    run_policy_alone, s, scratch, setup_calls, tensor, workflow,
 };
 use wfstudio_core::comfyui::lower::Target;
 
@@ -404,28 +404,12 @@ fn inpaint(noise_mask: bool) -> Value {
     g
 }
 
-/// The (component, inputs, outputs) of the loop's setup steps.
-fn setup_steps(w: &Value) -> Vec<(String, Value, Value)> {
-    w["steps"][0]["setup"]
-        .as_array()
-        .expect("setup")
-        .iter()
-        .map(|s| {
-            (
-                s["component"].as_str().unwrap_or_default().to_string(),
-                s["inputs"].clone(),
-                s["outputs"].clone(),
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn an_inpainting_conditioning_gives_the_denoiser_the_greyed_picture_and_the_mask() {
     for noise_mask in [true, false] {
         let l = lowered(&inpaint(noise_mask), &Target::default());
         let w = workflow(&l);
-        let setup = setup_steps(w);
+        let setup = setup_calls(w);
         let has = |component: &str, inputs: Value, outputs: Value| {
             setup.contains(&(component.to_string(), inputs, outputs))
         };

@@ -132,6 +132,22 @@ pub fn setup_steps(w: &Value) -> &[Value] {
     w["steps"][0]["setup"].as_array().expect("setup")
 }
 
+/// The (component, inputs, outputs) of the first loop's setup steps.
+pub fn setup_calls(w: &Value) -> Vec<(String, Value, Value)> {
+    w["steps"][0]["setup"]
+        .as_array()
+        .expect("setup")
+        .iter()
+        .map(|s| {
+            (
+                s["component"].as_str().unwrap_or_default().to_string(),
+                s["inputs"].clone(),
+                s["outputs"].clone(),
+            )
+        })
+        .collect()
+}
+
 /// How many top-level steps of workflow `w` invoke `component`.
 pub fn invocations(w: &Value, component: &str) -> usize {
     w["steps"]
