@@ -318,3 +318,59 @@ fn a_loop_of_picture_operations_is_refused_and_a_graph_without_a_sampler_takes_a
         .collect();
     assert_eq!(outputs, ["image"]);
 }
+
+#[test]
+fn a_picture_file_is_a_run_input_from_the_command_line() {
+    if !support::runtime_available() {
+        return;
+    }
+    let graph = json!({
+        "1": {"class_type": "LoadImage", "inputs": {"image": "photo.png", "upload": "image"}},
+        "2": {"class_type": "ImageInvert", "inputs": {"image": ["1", 0]}},
+        "3": {"class_type": "SaveImage", "inputs": {"images": ["2", 0], "filename_prefix": "inverted"}},
+    });
+    let root = scratch("picture-file");
+    let (dir, _) = support::lowering::package_and_run(&root, "invert", &graph);
+    // A 5 x 4 picture of known bytes, as a PNG file.
+    let (w, h) = (5u32, 4u32);
+    let bytes: Vec<u8> = (0..w * h * 3).map(|i| (i * 37 % 256) as u8).collect();
+    let png = root.join("photo.png");
+    image::RgbImage::from_raw(w, h, bytes.clone())
+        .expect("a picture")
+        .save(&png)
+        .expect("write the PNG");
+    let out = root.join("from-file");
+    let input = format!("request.shown_image=@{}", png.display());
+    let (code, stdout, stderr) = support::run_wfstudio(&[
+        "run",
+        support::lowering::s(&dir),
+        "--input",
+        &input,
+        "--out",
+        support::lowering::s(&out),
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stderr.contains("5×4 RGB"), "{stderr}");
+    let (shape, shown) = npy(&out.join("image.npy"));
+    assert_eq!(shape, vec![1, 3, h as usize, w as usize]);
+    for c in 0..3usize {
+        for p in 0..(w * h) as usize {
+            let want = 1.0 - f32::from(bytes[p * 3 + c]) / 255.0;
+            let got = shown[c * (w * h) as usize + p];
+            assert!((got - want).abs() < 1e-6, "({c}, {p}): {got} != {want}");
+        }
+    }
+    // A file for an input that takes none is refused by name.
+    let (code, _, stderr) = support::run_wfstudio(&[
+        "run",
+        support::lowering::s(&dir),
+        "--input",
+        &format!("request.nothing=@{}", png.display()),
+    ]);
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("--input request.nothing: the package declares no input of this name"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -22,7 +22,9 @@ pub struct RunArgs {
     #[arg(long)]
     recipe: Option<PathBuf>,
     /// An input (overrides the recipe): NAME={"dtype":..,"shape":..,"data":..},
-    /// or a bare value typed by the declared input: NAME=8, NAME=[[1,2,3]].
+    /// a bare value typed by the declared input: NAME=8, NAME=[[1,2,3]], or
+    /// a file for a picture, sound or encoded-media input: NAME=@photo.png
+    /// (pictures in 0..1, resized to a fixed size the input declares).
     #[arg(long = "input", value_name = "NAME=JSON")]
     inputs: Vec<String>,
     /// Write each output as .npy into this folder.
@@ -171,8 +173,12 @@ fn gather_inputs(
 /// One `--input` value: a tensor `{"dtype", "shape", "data"}`, or a bare
 /// number, bool or nested list, which takes the dtype (and, for a single
 /// scalar, the rank) of the declared input `name`; for an input with value
-/// labels (a voice, say), also one of its labels.
+/// labels (a voice, say), also one of its labels; `@FILE` for a media
+/// input.
 fn input_value(name: &str, json: &str, runner: &Runner) -> anyhow::Result<Tensor> {
+    if let Some(path) = json.strip_prefix('@') {
+        return file_value(name, Path::new(path), runner);
+    }
     let labels = runner.input_labels(name);
     let label = json.trim().trim_matches('"');
     let index = labels.and_then(|l| l.iter().position(|l| l == label));
@@ -196,6 +202,28 @@ fn input_value(name: &str, json: &str, runner: &Runner) -> anyhow::Result<Tensor
     let dtype = DType::from_contract(&contract.dtype)
         .with_context(|| format!("dtype {} cannot be held on the host", contract.dtype))?;
     Ok(Tensor::from_nested(dtype, &value, contract.rank as usize)?)
+}
+
+/// The file `path` as the declared media input `name` (a picture, a WAV
+/// file or encoded bytes), read as the studio's inputs form reads it:
+/// pictures in 0..1, as ComfyUI loads them. What was read goes to stderr.
+fn file_value(name: &str, path: &Path, runner: &Runner) -> anyhow::Result<Tensor> {
+    let declared = runner
+        .document()
+        .pipeline
+        .as_ref()
+        .and_then(|p| p.workflow.inputs.as_ref())
+        .and_then(|inputs| inputs.get(name));
+    let Some(input) = declared else {
+        bail!("the package declares no input of this name, so a file has no contract");
+    };
+    let Some(media) = wfstudio_runner::media_input::input_media(input) else {
+        bail!("this input takes no file: it is not a picture, a waveform or encoded media");
+    };
+    let range = wfstudio_schema::types::workflow::ValueRange::ZeroToOne;
+    let (tensor, read) = crate::input_media::read_input(path, media, &input.contract, range)?;
+    eprintln!("note: --input {name}: {} ({read})", path.display());
+    Ok(tensor)
 }
 
 fn write_npy(path: &Path, tensor: &Tensor) -> std::io::Result<()> {
