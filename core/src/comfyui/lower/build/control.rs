@@ -3,8 +3,8 @@
 //! residual ports it adds to the denoiser.
 
 use super::super::parts::{
-    Steps, component, contract, hidden, invoke, media, one, opaque_literal, parameter, picture,
-    policy, pooled, row, sdxl_time_ids,
+    Steps, component, contract, hidden, invoke, one, opaque_literal, parameter, picture, policy,
+    pooled, row, sdxl_time_ids,
 };
 use super::super::recognise::{Control, Plan, Prompt};
 use super::pixels::resize_policy;
@@ -57,11 +57,9 @@ pub(super) fn control(
         );
         denoiser_ports["down_residuals"] = down.clone();
         denoiser_ports["mid_residual"] = mid.clone();
-        // Extents of its own: it may differ from the stage's other pictures.
-        let shape = json!(["batch", 3, "control_image_height", "control_image_width"]);
         inputs.insert(
             "request.control_image".into(),
-            media(contract("float32", shape, true)),
+            super::pictures::sized_input("control_image"),
         );
         inputs.insert(
             "request.control_strength".into(),

@@ -41,7 +41,7 @@ pub(super) use vision::note as vision_note;
 
 use super::Refusal;
 use super::graph::Graph;
-use super::parts::{self, Axes, Provenance, Steps, contract, media, parameter, picture, row};
+use super::parts::{self, Axes, Provenance, Steps, parameter, picture, row};
 use super::recognise::{
     Chain, LatentSource, Origin, Patch, SAMPLE_RATE, Sink, SinkKind, WAVE_CHANNELS,
 };
@@ -198,7 +198,7 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
         latents.push(names.value("latent_state"));
     }
 
-    let loaded = loaded_inputs(chain, &mut inputs);
+    let loaded = shown_inputs(chain, &mut inputs);
     let mut outputs = Map::new();
     for sink in &chain.sinks {
         let axes = match &sink.origin {
@@ -303,7 +303,7 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
 /// The input holding each loaded picture a sink shows: a stage's, or one
 /// declared here (`request.shown_image`, `request.shown_image_2`, ...,
 /// each of its own size) for a picture no stage reads.
-fn loaded_inputs(chain: &Chain, inputs: &mut Map<String, Value>) -> BTreeMap<String, String> {
+fn shown_inputs(chain: &Chain, inputs: &mut Map<String, Value>) -> BTreeMap<String, String> {
     let mut loaded = names::loaded_inputs(chain);
     let mut own = 0;
     for sink in &chain.sinks {
@@ -313,13 +313,7 @@ fn loaded_inputs(chain: &Chain, inputs: &mut Map<String, Value>) -> BTreeMap<Str
             own += 1;
             let input = pictures::numbered("request.shown_image", own - 1);
             let word = pictures::numbered("shown_image", own - 1);
-            let shape = json!([
-                "batch",
-                3,
-                format!("{word}_height"),
-                format!("{word}_width")
-            ]);
-            inputs.insert(input.clone(), media(contract("float32", shape, true)));
+            inputs.insert(input.clone(), pictures::sized_input(&word));
             loaded.insert(loader.clone(), input);
         }
     }

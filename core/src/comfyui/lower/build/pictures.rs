@@ -53,22 +53,25 @@ pub(super) fn input(plan: &Plan, loader: &str) -> String {
     }
 }
 
+/// A picture input whose extents are its own (`<word>_height`,
+/// `<word>_width`): it may differ in size from the stage's other pictures.
+pub(super) fn sized_input(word: &str) -> Value {
+    let shape = json!([
+        "batch",
+        3,
+        format!("{word}_height"),
+        format!("{word}_width")
+    ]);
+    media(contract("float32", shape, true))
+}
+
 /// Declares the inputs of the stage's other `LoadImage`s (the first,
 /// `request.image`, is declared with the stage's own picture).
 pub(super) fn declare_others(plan: &Plan, inputs: &mut Map<String, Value>) {
     for n in 1..loaders(plan).len() {
-        // Extents of its own: the pictures may differ in size.
-        let (height, width) = (
-            format!("image_{}_height", n + 1),
-            format!("image_{}_width", n + 1),
-        );
         inputs.insert(
             format!("request.image_{}", n + 1),
-            media(contract(
-                "float32",
-                json!(["batch", 3, height, width]),
-                true,
-            )),
+            sized_input(&format!("image_{}", n + 1)),
         );
     }
 }

@@ -60,7 +60,7 @@ impl<'c> PixelParts<'c> {
         let unit =
             match &sink.origin {
                 Origin::Loaded(loader) => top.loaded.get(loader).cloned().expect(
-                    "every loaded picture a sink shows has an input (`build::loaded_inputs`)",
+                    "every loaded picture a sink shows has an input (`build::shown_inputs`)",
                 ),
                 Origin::Decoded { decode, vae, stage } => {
                     let decoded = self.decoded(decode, vae, *stage, axes, top);

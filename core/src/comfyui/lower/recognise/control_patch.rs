@@ -18,7 +18,8 @@ pub(in crate::comfyui::lower) struct ControlPatch {
     pub node: String,
     /// The `ModelPatchLoader` of the patch's weights.
     pub loader: String,
-    /// The VAE encoding the picture.
+    /// The VAE encoding the picture (a `VAELoader` or the model's own
+    /// checkpoint, see `vae_source`).
     pub vae: String,
     /// The control picture: a `LoadImage`, maybe resized and processed.
     pub picture: LoadedPicture,
@@ -42,13 +43,9 @@ pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<ControlPatch, Refusal> {
         "model_patch",
         (node, "model_patch"),
     )?;
+    // Checked against the model's loader by `vae_source` once the model
+    // path is read.
     let (vae, _) = g.source(node, "vae")?;
-    g.expect(
-        &vae,
-        &["VAELoader", "CheckpointLoaderSimple"],
-        "vae",
-        (node, "vae"),
-    )?;
     Ok(ControlPatch {
         node: node.to_string(),
         loader,

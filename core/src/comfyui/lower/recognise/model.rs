@@ -326,6 +326,9 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
             }
             _ => {
                 g.expect(&node, MODEL_LOADERS, "model", (&from.0, from.1))?;
+                if let Some(patch) = &control_patch {
+                    super::vae_source(g, &patch.vae, &node, (&patch.node, "vae"))?;
+                }
                 patches.reverse();
                 return Ok(ModelChain {
                     loader: node,
