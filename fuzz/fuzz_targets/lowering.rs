@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use wfstudio_core::comfyui::lower::{self, Target};
 use wfstudio_schema::{Format, Limits, parse_text};
 
-const PATTERNS: [&str; 29] = [
+const PATTERNS: [&str; 30] = [
     include_str!("../../fixtures/comfyui/txt2img-sd15.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet-positive.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet.api.json"),
@@ -48,6 +48,7 @@ const PATTERNS: [&str; 29] = [
     include_str!("../../fixtures/comfyui/patterns/mage.api.json"),
     include_str!("../../fixtures/comfyui/patterns/canny-control.api.json"),
     include_str!("../../fixtures/comfyui/patterns/control-patch.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/wan-vace.api.json"),
 ];
 
 /// Index of the LoRA pattern in [`PATTERNS`].
@@ -62,7 +63,7 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 122] = [
+const CLASSES: [&str; 124] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
     "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
@@ -93,6 +94,7 @@ const CLASSES: [&str; 122] = [
     "ResizeImageMaskNode", "WanImageToVideo", "WanFirstLastFrameToVideo", "WanFunInpaintToVideo",
     "CLIPVisionEncode", "TextEncodeMageFlowEdit", "Canny", "ImageInvert",
     "QwenImageDiffsynthControlnet", "ModelPatchLoader", "ImageScaleToMaxDimension",
+    "WanVaceToVideo", "TrimVideoLatent",
 ];
 
 /// Strings from ComfyUI's vocabulary; every sampler and scheduler name

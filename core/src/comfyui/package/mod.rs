@@ -339,7 +339,8 @@ fn external_data(
 /// policy's parameters: the latent's `channels`, its `scale` (pixels per
 /// latent cell) and, for a video, the decoded `frames` (its `length`, less what does
 /// not fill a latent frame) and the `latent_frames` (what a video encoder
-/// makes of `length` frames).
+/// makes of `length` frames, after a VACE reference's `leading_frames`)
+/// and the `temporal_scale` a video encoder's stand-in compresses by.
 fn known_extents(components: &serde_json::Map<String, Value>) -> KnownExtents {
     let mut known = KnownExtents::default();
     let parameter = |key: &str| {
@@ -356,9 +357,12 @@ fn known_extents(components: &serde_json::Map<String, Value>) -> KnownExtents {
         known
             .named
             .insert("frames".into(), decoded_frames(length, temporal));
-        known
-            .named
-            .insert("latent_frames".into(), (length - 1) / temporal + 1);
+        let leading = parameter("leading_frames").unwrap_or(0);
+        known.named.insert(
+            "latent_frames".into(),
+            (length - 1) / temporal + 1 + leading,
+        );
+        known.temporal_scale = Some(temporal);
     }
     if let Some(scale) = parameter("scale") {
         known.latent_scale = scale;

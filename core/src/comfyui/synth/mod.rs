@@ -36,6 +36,7 @@ pub mod tables;
 mod three_calls;
 mod unipc;
 pub mod upscale;
+mod vace;
 
 pub use composite::MAX_LATENT_SIDE;
 pub use policies::decoded_frames;
@@ -94,6 +95,9 @@ pub const POLICIES: &[&str] = &[
     "picture_size",
     "video_frames",
     "join_tokens",
+    "grey_video",
+    "vace_context",
+    "trim_latent",
 ];
 
 /// The policies a workflow (or a stage, for a stage's pictures) may hold
@@ -105,6 +109,7 @@ const NUMBERED: &[&str] = &[
     "source_scale",
     "vision_scale",
     "reference_scale",
+    "trim_latent",
 ];
 
 /// The policy kind and stage prefix of a component name: a chained
@@ -202,6 +207,8 @@ fn policy(kind: &str, component: &Value, family: &Family) -> Result<Vec<u8>, Syn
         "latent_upscale" => upscale::latent_upscale(&mut g)?,
         "latent_composite" => composite::latent_composite(&mut g)?,
         "video_frames" => frames::video_frames(&mut g)?,
+        "grey_video" => vace::grey_video(&mut g)?,
+        "vace_context" => vace::vace_context(&mut g)?,
         _ => policies::build(&mut g, family)?,
     }
     Ok(g.finish())

@@ -36,6 +36,7 @@ pub fn build(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError>
         "upscaled_pixels" => unit_pixels(g, false),
         "video_pixels" => unit_pixels(g, true),
         "batch_frames" => batch_frames(g),
+        "trim_latent" => trim_latent(g),
         "join_tokens" => join_tokens(g),
         "decoded_pixels" => unit_pixels(g, true),
         "cfg_norm" => super::guidance_norm::cfg_norm(g, family),
@@ -109,11 +110,16 @@ fn latent_row_shape(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     } else {
         let (width, height) = (g.positive_integer("width")?, g.positive_integer("height")?);
         match g.parameter("length") {
-            // A video latent: `(length - 1) / temporal_scale + 1` frames.
+            // A video latent: `(length - 1) / temporal_scale + 1` frames
+            // after `leading_frames` (a VACE reference picture's).
             Some(_) => {
                 let length = g.positive_integer("length")?;
                 let temporal = g.positive_integer("temporal_scale")?;
-                let frames = latent_frames(length, temporal);
+                let leading = match g.parameter("leading_frames") {
+                    Some(_) => g.positive_integer("leading_frames")?,
+                    None => 0,
+                };
+                let frames = latent_frames(length, temporal) + leading;
                 g.b.vec_i64(&[channels, frames, height / scale, width / scale])
             }
             None => g.b.vec_i64(&[channels, height / scale, width / scale]),
@@ -221,6 +227,21 @@ fn batch_frames(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let axis = g.b.vec_i64(&[0]);
     let out = g.op("Unsqueeze", &[&x, &axis]);
     g.output(&out, "frames")
+}
+
+/// `trim_latent`: a video latent `[batch, channels, frames, h, w]`
+/// without its first `frames` latent frames (contract parameter), as
+/// ComfyUI's `TrimVideoLatent`.
+fn trim_latent(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let frames = g.positive_integer("frames")?;
+    let x = g.input("latent")?;
+    let (starts, ends, axes) = (
+        g.b.vec_i64(&[frames]),
+        g.b.vec_i64(&[i64::MAX]),
+        g.b.vec_i64(&[2]),
+    );
+    let out = g.op("Slice", &[&x, &starts, &ends, &axes]);
+    g.output(&out, "trimmed")
 }
 
 /// `first`'s tokens, then `second`'s (axis 1 of `[batch, tokens, hidden]`).

@@ -11,7 +11,9 @@
 //!
 //! An output extent is the same-named extent of an input; else a name the
 //! caller knows (the latent's `channels`, a video's `frames`) is its known
-//! extent; `height`/`width` are the latent scale (8 unless the document
+//! extent (but `latent_frames` of an input's `video_frames` is what a
+//! video VAE makes of them, where the temporal scale is known);
+//! `height`/`width` are the latent scale (8 unless the document
 //! says otherwise) times an input's `latent_height`/`latent_width` (and the
 //! reverse); `upscaled_height`/`upscaled_width` twice an input's
 //! `height`/`width`; a fixed extent is itself; any other name is 8.
@@ -38,6 +40,10 @@ pub struct KnownExtents {
     /// Pixels per latent cell: `height` is this many times an input's
     /// `latent_height`.
     pub latent_scale: i64,
+    /// Video frames per latent frame after the first: an output's
+    /// `latent_frames` is `(video_frames - 1) / this + 1` of an input's
+    /// `video_frames`, as a video VAE encodes.
+    pub temporal_scale: Option<i64>,
 }
 
 impl Default for KnownExtents {
@@ -45,6 +51,7 @@ impl Default for KnownExtents {
         KnownExtents {
             named: Default::default(),
             latent_scale: 8,
+            temporal_scale: None,
         }
     }
 }
@@ -180,6 +187,16 @@ fn extent(
     };
     if let Some(found) = find(name) {
         return axis_of(g, found);
+    }
+    if let (Some(temporal), Some(found)) = (
+        known.temporal_scale.filter(|_| name == "latent_frames"),
+        find("video_frames"),
+    ) {
+        let frames = axis_of(g, found);
+        let (one, temporal) = (g.vec_i64(&[1]), g.vec_i64(&[temporal]));
+        let after_first = g.op("Sub", &[&frames, &one]);
+        let whole = g.op("Div", &[&after_first, &temporal]);
+        return g.op("Add", &[&whole, &one]);
     }
     if let Some(&n) = known.named.get(name) {
         return g.vec_i64(&[n]);

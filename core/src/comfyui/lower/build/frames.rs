@@ -4,12 +4,12 @@
 //! mask (`video_frames`), the video encoded by the VAE; the denoiser takes
 //! the latent as `concat` and the mask as `concat_mask` with every prompt.
 //! A later stage of the same node (Wan 2.2's second expert) reads the
-//! first stage's (see `names`).
+//! first stage's (see `names`). A VACE node's context is `vace`'s.
 
 use super::super::parts::{Steps, component, contract, invoke, picture, policy};
 use super::super::recognise::{Plan, VideoFrames};
 use super::StageNames;
-use super::pixels::init_scale;
+use super::pixels::{encoded_video, init_scale, video_encoder};
 use serde_json::{Map, Value, json};
 
 /// The encoded video the denoiser takes as `concat`.
@@ -21,7 +21,14 @@ const VISION: &str = "frames.vision";
 /// The video the VAE encodes.
 const PIXELS: &str = "frames.pixels";
 /// What a later stage of the same node reads of the earlier stage's.
-pub(super) const VALUES: [&str; 4] = [LATENT, MASK, VISION, PIXELS];
+pub(super) const VALUES: [&str; 6] = [
+    LATENT,
+    MASK,
+    VISION,
+    PIXELS,
+    super::vace::CONTEXT,
+    super::vace::STRENGTH,
+];
 
 /// The plan's Wan image-to-video node, where its prompts carry one (every
 /// prompt carries the same, see `recognise::frames`).
@@ -38,16 +45,6 @@ fn mask() -> Value {
     )
 }
 
-/// The encoder's video: `length` pictures of the video's size
-/// (`video_frames`: the decoded `frames` may be fewer).
-fn video() -> Value {
-    contract(
-        "float32",
-        json!(["batch", "video_frames", 3, "height", "width"]),
-        true,
-    )
-}
-
 /// CLIP vision's penultimate hidden states: `[batch, tokens, hidden]`.
 fn hidden_states() -> Value {
     contract(
@@ -60,6 +57,9 @@ fn hidden_states() -> Value {
 /// The denoiser ports the video adds, beside the sample's `latent`.
 pub(super) fn denoiser_ports(plan: &Plan, latent: &Value, ports: &mut Value) {
     if let Some(frames) = frames(plan) {
+        if frames.vace.is_some() {
+            return super::vace::denoiser_ports(ports);
+        }
         ports["concat"] = latent.clone();
         ports["concat_mask"] = mask();
         if frames.vision.is_some() {
@@ -72,6 +72,9 @@ pub(super) fn denoiser_ports(plan: &Plan, latent: &Value, ports: &mut Value) {
 /// a denoiser call.
 pub(super) fn bind(plan: &Plan, bind: &mut Value) {
     if let Some(frames) = frames(plan) {
+        if frames.vace.is_some() {
+            return super::vace::bind(bind);
+        }
         bind["concat"] = json!(LATENT);
         bind["concat_mask"] = json!(MASK);
         if frames.vision.is_some() {
@@ -144,16 +147,23 @@ fn vision(
 
 /// Declares the policies and the video encoder `encoder` (its latent
 /// `latent`), and the setup steps making the video's latent and mask from
-/// the stage's picture inputs.
+/// the stage's picture inputs, unless an earlier stage `made` them.
 pub(super) fn encode(
     plan: &Plan,
     (encoder, latent): (&str, Value),
-    components: &mut Map<String, Value>,
-    setup: &mut Steps,
+    made: bool,
+    (inputs, components, setup): (&mut Map<String, Value>, &mut Map<String, Value>, &mut Steps),
 ) {
     let Some(frames) = frames(plan) else {
         return;
     };
+    if let Some(vace) = &frames.vace {
+        let parts = (inputs, components, setup);
+        return super::vace::encode(plan, (frames, vace), (encoder, latent), made, parts);
+    }
+    if made {
+        return;
+    }
     components.insert(
         "init_scale".into(),
         init_scale(&frames.node, (frames.width, frames.height), false),
@@ -181,7 +191,7 @@ pub(super) fn encode(
         policy(
             "video_frames",
             ports,
-            json!({"frames": video(), "mask": mask()}),
+            json!({"frames": encoded_video(), "mask": mask()}),
             Some(
                 json!({"id": "wfstudio.video-frames", "version": "1", "parameters": {
                     "length": frames.length,
@@ -200,15 +210,7 @@ pub(super) fn encode(
         ),
         &[&frames.node],
     );
-    components.insert(
-        encoder.to_string(),
-        component(
-            &format!("{encoder}/model.onnx"),
-            json!({"image": video()}),
-            json!({"latent": latent}),
-            None,
-        ),
-    );
+    components.insert(encoder.to_string(), video_encoder(encoder, latent));
     setup.push(
         invoke(encoder, json!({"image": PIXELS}), json!({"latent": LATENT})),
         &[&frames.node],
@@ -219,6 +221,9 @@ pub(super) fn encode(
 /// What the stage's denoiser takes of a Wan image-to-video node, in words.
 pub(in crate::comfyui::lower) fn note(plan: &Plan, names: &StageNames) -> Option<String> {
     let frames = frames(plan)?;
+    if let Some(vace) = &frames.vace {
+        return Some(super::vace::note(plan, (frames, vace), names));
+    }
     if names.reused(LATENT) {
         let vision = frames
             .vision

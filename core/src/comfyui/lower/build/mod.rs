@@ -31,6 +31,7 @@ mod schedule;
 mod solving;
 mod stage;
 mod svd;
+mod vace;
 mod vision;
 
 pub(super) use frames::note as frames_note;
@@ -405,6 +406,7 @@ mod tests {
                 decode: "8".into(),
                 vae: "4".into(),
                 stage: 0,
+                trim: None,
             },
             title: title.map(str::to_string),
             prefix: prefix.map(str::to_string),

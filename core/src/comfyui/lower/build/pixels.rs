@@ -12,7 +12,8 @@ use super::super::parts::{
     self, Axes, Steps, component, contract, invoke, numbered, picture, policy,
 };
 use super::super::recognise::{
-    ModelUpscale, Origin, PixelSize, Pixels, Resize, Sink, WAVE_CHANNELS, picture_op_parameters,
+    ModelUpscale, Origin, PixelSize, Pixels, Resize, Sink, Trim, WAVE_CHANNELS,
+    picture_op_parameters,
 };
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -44,6 +45,8 @@ pub(super) struct PixelParts<'c> {
     resizes: usize,
     /// A picture batch's frames as one video, by the pictures' value.
     frames: BTreeMap<String, String>,
+    /// The trim policies declared so far, by the latent frames they drop.
+    trims: BTreeMap<i64, String>,
 }
 
 impl<'c> PixelParts<'c> {
@@ -62,8 +65,13 @@ impl<'c> PixelParts<'c> {
                 Origin::Loaded(loader) => top.loaded.get(loader).cloned().expect(
                     "every loaded picture a sink shows has an input (`build::shown_inputs`)",
                 ),
-                Origin::Decoded { decode, vae, stage } => {
-                    let decoded = self.decoded(decode, vae, *stage, axes, top);
+                Origin::Decoded {
+                    decode,
+                    vae,
+                    stage,
+                    trim,
+                } => {
+                    let decoded = self.decoded(decode, (vae, *stage, trim.as_ref()), axes, top);
                     if sink.upscale.is_none() && sink.resize.is_none() {
                         return (decoded, "negative_one_to_one");
                     }
@@ -102,14 +110,9 @@ impl<'c> PixelParts<'c> {
         if let Some(value) = self.frames.get(&unit) {
             return value.clone();
         }
-        top.components.entry("batch_frames").or_insert_with(|| {
-            policy(
-                "batch_frames",
-                json!({"image": picture(json!(3))}),
-                json!({"frames": parts::batch_video()}),
-                Some(json!({"id": "wfstudio.batch-frames", "version": "1"})),
-            )
-        });
+        top.components
+            .entry("batch_frames")
+            .or_insert_with(batch_frames_policy);
         let value = format!("{unit}.frames");
         top.after.push(
             invoke(
@@ -133,10 +136,16 @@ impl<'c> PixelParts<'c> {
         for_encode: bool,
         top: &mut Top<'_>,
     ) -> Option<String> {
-        let Origin::Decoded { decode, vae, stage } = &image.origin else {
+        let Origin::Decoded {
+            decode,
+            vae,
+            stage,
+            trim,
+        } = &image.origin
+        else {
             return None;
         };
-        let decoded = self.decoded(decode, vae, *stage, Axes::Image, top);
+        let decoded = self.decoded(decode, (vae, *stage, trim.as_ref()), Axes::Image, top);
         let unit = self.processed(decode, &decoded, image.upscale.as_ref(), top);
         Some(match &image.resize {
             Some(resize) => self.resize(resize, &unit, for_encode, top),
@@ -200,7 +209,7 @@ impl<'c> PixelParts<'c> {
     }
 
     /// The value of decode node `decode` (VAE `vae`) of stage `stage`'s
-    /// latent: pictures (-1..1), the video frames `[batch, frames, 3,
+    /// latent (less the latent frames `trim` drops): pictures (-1..1), the video frames `[batch, frames, 3,
     /// height, width]` of a video latent moved to the 0..1 a video output
     /// shows (video outputs carry no value range), or an audio latent's
     /// waveform `[batch, 2, samples]` scaled down where loud, as
@@ -208,8 +217,7 @@ impl<'c> PixelParts<'c> {
     fn decoded(
         &mut self,
         decode: &'c str,
-        vae: &'c str,
-        stage: usize,
+        (vae, stage, trim): (&'c str, usize, Option<&Trim>),
         axes: Axes,
         top: &mut Top<'_>,
     ) -> String {
@@ -237,12 +245,12 @@ impl<'c> PixelParts<'c> {
             0 => format!("vae.{port}"),
             _ => format!("vae.{port}_{decode}"),
         };
+        let latent = match trim {
+            Some(trim) => self.trimmed(&top.latents[stage], trim, top),
+            None => top.latents[stage].clone(),
+        };
         top.after.push(
-            invoke(
-                &decoder,
-                json!({"latent": top.latents[stage]}),
-                json!({port: value}),
-            ),
+            invoke(&decoder, json!({"latent": latent}), json!({port: value})),
             &[&decode.to_string(), &vae.to_string()],
         );
         let value = match axes {
@@ -287,6 +295,31 @@ impl<'c> PixelParts<'c> {
             }
         };
         self.decodes.insert(decode, value.clone());
+        value
+    }
+
+    /// The value of the video latent `latent` less the latent frames
+    /// `trim` drops (`trim_latent`, one policy per count: `trim_latent_2`
+    /// for a second, ...).
+    fn trimmed(&mut self, latent: &str, trim: &Trim, top: &mut Top<'_>) -> String {
+        let name = numbered(&mut self.trims, trim.frames, |n| match n {
+            1 => "trim_latent".to_string(),
+            n => format!("trim_latent_{n}"),
+        });
+        top.components.entry(name.clone()).or_insert_with(|| {
+            let latent = Axes::Video.latent();
+            policy(
+                "trim_latent",
+                json!({"latent": latent.clone()}),
+                json!({"trimmed": latent}),
+                Some(json!({"id": "wfstudio.trim-latent", "version": "1", "parameters": {"frames": trim.frames}})),
+            )
+        });
+        let value = format!("{latent}.trimmed_{}", trim.node);
+        top.after.push(
+            invoke(&name, json!({"latent": latent}), json!({"trimmed": value})),
+            &[&trim.node],
+        );
         value
     }
 
@@ -393,6 +426,36 @@ pub(super) fn init_scale(node: &str, (width, height): (i64, i64), for_encode: bo
         then: Vec::new(),
     };
     resize_policy("init_scale", &resize, for_encode)
+}
+
+/// The encoder's video: `length` pictures of the video's size
+/// (`video_frames`: the decoded `frames` may be fewer).
+pub(super) fn encoded_video() -> Value {
+    contract(
+        "float32",
+        json!(["batch", "video_frames", 3, "height", "width"]),
+        true,
+    )
+}
+
+/// The video VAE encoder component `encoder` (its latent `latent`).
+pub(super) fn video_encoder(encoder: &str, latent: Value) -> Value {
+    component(
+        &format!("{encoder}/model.onnx"),
+        json!({"image": encoded_video()}),
+        json!({"latent": latent}),
+        None,
+    )
+}
+
+/// The `batch_frames` policy: a batch of pictures as one video's frames.
+pub(super) fn batch_frames_policy() -> Value {
+    policy(
+        "batch_frames",
+        json!({"image": picture(json!(3))}),
+        json!({"frames": parts::batch_video()}),
+        Some(json!({"id": "wfstudio.batch-frames", "version": "1"})),
+    )
 }
 
 /// The `image_scale` policy `kind` with contract `parameters`.

@@ -182,14 +182,12 @@ pub(super) fn stage(
     // The pictures an edit encoder shows the text encoder and encodes, and
     // the graph's resize of the loaded picture they share with the stage.
     let vision = super::vision::pictures(plan, &mut components, &mut setup);
-    if !frames_made {
-        super::frames::encode(
-            plan,
-            (&m("vae_encoder"), latent()),
-            &mut components,
-            &mut setup,
-        );
-    }
+    super::frames::encode(
+        plan,
+        (&m("vae_encoder"), latent()),
+        frames_made,
+        (&mut inputs, &mut components, &mut setup),
+    );
     let made = vision.as_ref().and_then(|v| v.source.as_deref());
     // The picture a `VAEEncode` encodes (see `encoded`); an edit or
     // inpainting node's is the input picture.
@@ -244,6 +242,9 @@ pub(super) fn stage(
                 if let Some(frames) = frames {
                     p["length"] = json!(frames.length);
                     p["temporal_scale"] = json!(frames.temporal);
+                    if frames.leading > 0 {
+                        p["leading_frames"] = json!(frames.leading);
+                    }
                 }
                 p
             },

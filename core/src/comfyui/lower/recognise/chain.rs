@@ -284,11 +284,10 @@ fn one_sink(
 /// Audio sink `sink`: the `VAEDecodeAudio` of an audio latent it plays.
 fn audio_sink(g: &Graph<'_>, sink: &str, walk: &mut Walk) -> Result<Sink, Refusal> {
     let (decode, _) = g.source(sink, "audio")?;
-    let (decode, vae, stage) =
-        super::pixels::decoded(g, decode, (sink, "audio"), &["VAEDecodeAudio"], walk)?;
-    if walk.axes(stage) != Axes::Audio {
+    let decoded = super::pixels::decoded(g, decode, (sink, "audio"), &["VAEDecodeAudio"], walk)?;
+    if walk.axes(decoded.stage) != Axes::Audio {
         return Err(g.refuse(
-            &decode,
+            &decoded.decode,
             None,
             "decodes a picture or video latent as audio".into(),
             "decode it with VAEDecode into a picture or video sink",
@@ -296,7 +295,7 @@ fn audio_sink(g: &Graph<'_>, sink: &str, walk: &mut Walk) -> Result<Sink, Refusa
     }
     Ok(Sink {
         node: sink.to_string(),
-        origin: Origin::Decoded { decode, vae, stage },
+        origin: decoded.into(),
         title: text(g, sink, "/_meta/title"),
         prefix: text(g, sink, "/inputs/filename_prefix"),
         upscale: None,

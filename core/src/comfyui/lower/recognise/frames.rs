@@ -1,11 +1,12 @@
 //! Wan's image-to-video conditioning (`WanImageToVideo`,
-//! `WanFirstLastFrameToVideo`, `WanFunInpaintToVideo`): the node stands
-//! between the sampler and both prompts and gives the empty video latent
-//! (output 2). Both prompts carry the video it makes of its pictures:
-//! `length` frames of grey 0.5 with the start picture first and the end
-//! picture last (each resized to the video's size, bilinear, centre
-//! crop), encoded by the VAE, and the mask of the latent frames those
-//! pictures fill, which the denoiser takes beside the sample.
+//! `WanFirstLastFrameToVideo`, `WanFunInpaintToVideo`, `WanVaceToVideo`):
+//! the node stands between the sampler and both prompts and gives the
+//! empty video latent (output 2). Both prompts carry the video it makes of
+//! its pictures: `length` frames of grey 0.5 with the start picture first
+//! and the end picture last (each resized to the video's size, bilinear,
+//! centre crop), encoded by the VAE, and the mask of the latent frames
+//! those pictures fill, which the denoiser takes beside the sample.
+//! `WanVaceToVideo` makes VACE's context instead (see [`Vace`]).
 
 use super::super::graph::Graph;
 use super::{Conditioning, LatentSource, MAX_BATCH, MAX_RESOLUTION, Plan, loaded_image};
@@ -16,7 +17,13 @@ pub(super) const FRAMES_NODES: &[&str] = &[
     "WanImageToVideo",
     "WanFirstLastFrameToVideo",
     "WanFunInpaintToVideo",
+    VACE,
 ];
+
+/// The VACE node: its prompts carry the context VACE models read, and its
+/// output 3 is the latent frames a reference picture adds ahead of the
+/// video (`TrimVideoLatent` drops them after sampling).
+pub(super) const VACE: &str = "WanVaceToVideo";
 
 /// Video frames a Wan latent frame holds (after the first).
 pub(super) const TEMPORAL: i64 = 4;
@@ -57,6 +64,25 @@ pub(in crate::comfyui::lower) struct VideoFrames {
     pub scale: i64,
     /// CLIP vision embeddings of the pictures the denoiser takes too.
     pub vision: Option<FrameVision>,
+    /// What a `WanVaceToVideo` node makes instead of the start and end
+    /// pictures' video.
+    pub vace: Option<Vace>,
+}
+
+/// What `WanVaceToVideo` attaches to both prompts without a control video:
+/// the video it encodes is `length` frames of grey 0.5, its mask ones
+/// (every frame is generated); a reference picture (resized to the
+/// video's size, bilinear, centre crop) is encoded as one latent frame
+/// ahead of the video's, masked 0, its second half of channels zero. The
+/// denoiser takes the frames' latent twice (ComfyUI's inactive and
+/// reactive halves) and the mask as `vace_context`, and the strength as
+/// `vace_strength`.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct Vace {
+    /// The node's `strength`.
+    pub strength: f64,
+    /// The `LoadImage` of the reference picture, where connected.
+    pub reference: Option<String>,
 }
 
 /// The `CLIPVisionEncode`s of a Wan node's start and end pictures: the
@@ -80,9 +106,24 @@ impl VideoFrames {
         TEMPORAL
     }
 
-    /// Latent frames: `(length - 1) / 4 + 1`.
+    /// The video's latent frames: `(length - 1) / 4 + 1`.
     pub fn latent_frames(&self) -> i64 {
         (self.length - 1) / TEMPORAL + 1
+    }
+
+    /// Latent frames ahead of the video's: a VACE reference picture's 1.
+    pub fn leading_frames(&self) -> i64 {
+        let reference = self.vace.as_ref().and_then(|v| v.reference.as_ref());
+        i64::from(reference.is_some())
+    }
+
+    /// The `LoadImage`s of the node's pictures: start, end, reference.
+    pub fn pictures(&self) -> impl Iterator<Item = &String> {
+        let reference = self.vace.as_ref().and_then(|v| v.reference.as_ref());
+        [&self.start, &self.end]
+            .into_iter()
+            .flatten()
+            .chain(reference)
     }
 }
 
@@ -194,7 +235,8 @@ pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<VideoFrames, Refusal> {
         loaded_image(g, node, input).map(Some)
     };
     let (start, end) = (picture("start_image")?, picture("end_image")?);
-    if start.is_none() && end.is_none() {
+    let vace = vace(g, node)?;
+    if start.is_none() && end.is_none() && vace.is_none() {
         return Err(g.refuse(
             node,
             Some("start_image"),
@@ -214,22 +256,22 @@ pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<VideoFrames, Refusal> {
         .iter()
         .find(|(stem, _, _)| lower.contains(stem))
         .map(|&(_, channels, scale)| (channels, scale));
-    // WanImageToVideo makes Wan 2.1's latent whatever the VAE (another
-    // VAE's encode would not fit it); the others ask the VAE.
-    let (channels, scale) = match (class, known) {
-        ("WanImageToVideo", None) => WAN21,
-        ("WanImageToVideo", Some(other)) if other != WAN21 => {
+    // WanImageToVideo and WanVaceToVideo make Wan 2.1's latent whatever
+    // the VAE (another VAE's encode would not fit it); the others ask the
+    // VAE.
+    let wan21_only = matches!(class, "WanImageToVideo" | VACE);
+    let (channels, scale) = match (wan21_only, known) {
+        (true, None) => WAN21,
+        (true, Some(other)) if other != WAN21 => {
             return Err(g.refuse(
                 &vae,
                 Some("vae_name"),
-                format!(
-                    "loads `{name}`, whose latent is not Wan 2.1's, which WanImageToVideo makes"
-                ),
+                format!("loads `{name}`, whose latent is not Wan 2.1's, which {class} makes"),
                 "load Wan 2.1's VAE, or use WanFirstLastFrameToVideo with this one",
             ));
         }
         (_, Some(known)) => known,
-        (_, None) => {
+        (false, None) => {
             return Err(g.refuse(
                 &vae,
                 Some("vae_name"),
@@ -255,6 +297,7 @@ pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<VideoFrames, Refusal> {
         node: node.to_string(),
         class: class.to_string(),
         vision,
+        vace,
         start,
         end,
         width: side("width")?,
@@ -264,6 +307,34 @@ pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<VideoFrames, Refusal> {
         channels,
         scale,
     })
+}
+
+/// What `WanVaceToVideo` node `node` attaches (`None` for another class):
+/// its strength and reference picture; a control video or masks are
+/// refused.
+fn vace(g: &Graph<'_>, node: &str) -> Result<Option<Vace>, Refusal> {
+    if g.class(node) != VACE {
+        return Ok(None);
+    }
+    if let Some(input) = ["control_video", "control_masks"]
+        .into_iter()
+        .find(|input| g.has(node, input))
+    {
+        return Err(g.refuse(
+            node,
+            Some(input),
+            "conditions the video on a control video or masks, which the lowering does not make yet; it makes VACE's context from the prompts and a reference picture".into(),
+            "disconnect control_video and control_masks (text or reference picture to video)",
+        ));
+    }
+    let reference = match g.has(node, "reference_image") {
+        true => Some(loaded_image(g, node, "reference_image")?),
+        false => None,
+    };
+    Ok(Some(Vace {
+        strength: g.number_in(node, "strength", 0.0..=1000.0, "strength")?,
+        reference,
+    }))
 }
 
 /// The node's CLIP vision embeddings: `clip_vision_output` (the start

@@ -110,7 +110,8 @@ pub(in crate::comfyui::lower) enum LatentSource {
 }
 
 /// The time axis of an empty video latent: `(length - 1) / temporal + 1`
-/// latent frames, as ComfyUI's video latent nodes make.
+/// latent frames, as ComfyUI's video latent nodes make, after `leading`
+/// ones.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(in crate::comfyui::lower) struct Frames {
     /// The node's `length`: the video frames asked for (a video VAE
@@ -118,6 +119,8 @@ pub(in crate::comfyui::lower) struct Frames {
     pub length: i64,
     /// Video frames per latent frame (after the first).
     pub temporal: i64,
+    /// Latent frames ahead of the video's (a VACE reference picture's).
+    pub leading: i64,
 }
 
 /// `LatentUpscale` / `LatentUpscaleBy` between two sampler stages.
@@ -374,6 +377,7 @@ fn svd_latent(g: &Graph<'_>, node: &str) -> Result<LatentSource, Refusal> {
         frames: Some(Frames {
             length: g.whole(node, "video_frames", 1..=4096)?,
             temporal: 1,
+            leading: 0,
         }),
     })
 }
@@ -381,6 +385,7 @@ fn svd_latent(g: &Graph<'_>, node: &str) -> Result<LatentSource, Refusal> {
 /// The empty video latent (output 2) of Wan image-to-video node `node`.
 fn wan_latent(g: &Graph<'_>, node: &str) -> Result<LatentSource, Refusal> {
     let frames = super::frames::read(g, node)?;
+    let leading = frames.leading_frames();
     Ok(LatentSource::Empty {
         node: frames.node,
         width: frames.width,
@@ -391,6 +396,7 @@ fn wan_latent(g: &Graph<'_>, node: &str) -> Result<LatentSource, Refusal> {
         frames: Some(Frames {
             length: frames.length,
             temporal: super::frames::TEMPORAL,
+            leading,
         }),
     })
 }
@@ -427,6 +433,7 @@ fn empty_video(g: &Graph<'_>, node: &str, video: &VideoLatent) -> Result<LatentS
         frames: Some(Frames {
             length: g.whole(node, "length", 1..=MAX_RESOLUTION)?,
             temporal: video.temporal,
+            leading: 0,
         }),
         node: node.to_string(),
     })

@@ -34,13 +34,13 @@ pub(super) use chain::{Chain, Sink, SinkKind, is_sink, recognise, sink_classes};
 pub(super) use composite::Composite;
 pub(super) use control_patch::ControlPatch;
 use edits::loaded_image;
-pub(super) use frames::VideoFrames;
+pub(super) use frames::{Vace, VideoFrames};
 pub(super) use latent::{LatentSource, Mask, UpscaleSize};
 use model::model_chain;
 pub(super) use model::{FlowShift, Lora, ModelChain, Patch};
 pub(super) use picture_ops::parameters as picture_op_parameters;
 use pixels::{LoadedPicture, loaded_picture};
-pub(super) use pixels::{ModelUpscale, Origin, PixelSize, Pixels, Resize};
+pub(super) use pixels::{ModelUpscale, Origin, PixelSize, Pixels, Resize, Trim};
 pub(super) use reference::Reference;
 pub(super) use svd::VideoPrompt;
 

@@ -41,12 +41,41 @@ pub(in crate::comfyui::lower) struct Pixels {
 pub(in crate::comfyui::lower) enum Origin {
     /// A `LoadImage` node (its picture is a workflow input).
     Loaded(String),
-    /// The decode node `decode` of stage `stage`'s latent with VAE `vae`.
+    /// The decode node `decode` of stage `stage`'s latent with VAE `vae`,
+    /// maybe trimmed first.
     Decoded {
         decode: String,
         vae: String,
         stage: usize,
+        trim: Option<Trim>,
     },
+}
+
+/// A decode of a stage's latent, as `Origin::Decoded` holds it.
+pub(super) struct Decoded {
+    pub decode: String,
+    pub vae: String,
+    pub stage: usize,
+    pub trim: Option<Trim>,
+}
+
+impl From<Decoded> for Origin {
+    fn from(d: Decoded) -> Origin {
+        Origin::Decoded {
+            decode: d.decode,
+            vae: d.vae,
+            stage: d.stage,
+            trim: d.trim,
+        }
+    }
+}
+
+/// A `TrimVideoLatent` between a decode and its sampler: the latent frames
+/// it drops from the start (a VACE reference picture's).
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct Trim {
+    pub node: String,
+    pub frames: i64,
 }
 
 /// The picture input `input` of `node` reads: a loaded one (as it is or
@@ -79,9 +108,9 @@ pub(super) fn pixels(
         });
     }
     let classes = [DECODERS[0], DECODERS[1], "LoadImage"];
-    let (decode, vae, stage) = decoded(g, at, (&from.0, from.1), &classes, walk)?;
+    let decoded = decoded(g, at, (&from.0, from.1), &classes, walk)?;
     Ok(Pixels {
-        origin: Origin::Decoded { decode, vae, stage },
+        origin: decoded.into(),
         upscale,
         resize,
     })
@@ -152,20 +181,84 @@ fn processing<'i>(g: &Graph<'_>, node: &str, input: &'i str) -> Result<Processin
 }
 
 /// Decode node `at` (one of `classes`, else refused as the source of
-/// input `from`): the node, its VAE and the stage whose latent it decodes.
+/// input `from`): the node, its VAE, the stage whose latent it decodes and
+/// a `TrimVideoLatent` between them.
 pub(super) fn decoded(
     g: &Graph<'_>,
     at: String,
     from: (&str, &str),
     classes: &[&str],
     walk: &mut Walk,
-) -> Result<(String, String, usize), Refusal> {
+) -> Result<Decoded, Refusal> {
     g.expect(&at, classes, from.1, from)?;
-    let (sampler, slot) = g.source(&at, "samples")?;
-    let stage = walk.sampled(g, &sampler, slot, (&at, "samples"))?;
+    let (mut sampler, mut slot) = g.source(&at, "samples")?;
+    let mut reads = (at.clone(), "samples");
+    let trim = match g.class(&sampler) {
+        TRIM => {
+            let trim = Trim {
+                frames: trimmed_frames(g, &sampler)?,
+                node: sampler.clone(),
+            };
+            (sampler, slot) = g.source(&trim.node, "samples")?;
+            reads = (trim.node.clone(), "samples");
+            Some(trim)
+        }
+        _ => None,
+    };
+    let stage = walk.sampled(g, &sampler, slot, (&reads.0, reads.1))?;
+    if let Some(trim) = &trim {
+        trim_fits(g, trim, walk, stage)?;
+    }
     let (vae, _) = g.source(&at, "vae")?;
     vae_source(g, &vae, walk.loader(stage), (&at, "vae"))?;
-    Ok((at, vae, stage))
+    Ok(Decoded {
+        decode: at,
+        vae,
+        stage,
+        trim: trim.filter(|t| t.frames > 0),
+    })
+}
+
+/// ComfyUI's `TrimVideoLatent`.
+const TRIM: &str = "TrimVideoLatent";
+
+/// The latent frames `TrimVideoLatent` node `node` drops: its
+/// `trim_amount`, written or a `WanVaceToVideo`'s `trim_latent` (output 3:
+/// 1 where it has a reference picture, else 0).
+fn trimmed_frames(g: &Graph<'_>, node: &str) -> Result<i64, Refusal> {
+    if g.is_link(node, "trim_amount") {
+        let (source, slot) = g.source(node, "trim_amount")?;
+        if g.class(&source) == super::frames::VACE && slot == 3 {
+            return Ok(super::frames::read(g, &source)?.leading_frames());
+        }
+    }
+    g.whole(node, "trim_amount", 0..=99_999)
+}
+
+/// Refuses trim `trim` of stage `stage`'s latent unless it is a video's
+/// and keeps at least one latent frame (where the graph fixes them).
+fn trim_fits(g: &Graph<'_>, trim: &Trim, walk: &Walk, stage: usize) -> Result<(), Refusal> {
+    if walk.axes(stage) != Axes::Video {
+        return Err(g.refuse(
+            &trim.node,
+            Some("samples"),
+            "trims a picture or audio latent; TrimVideoLatent drops latent frames of a video"
+                .into(),
+            "remove the node",
+        ));
+    }
+    match walk.latent_frames(stage) {
+        Some(frames) if trim.frames >= frames => Err(g.refuse(
+            &trim.node,
+            Some("trim_amount"),
+            format!(
+                "drops {} latent frames of a latent of {frames}, leaving nothing to decode",
+                trim.frames
+            ),
+            &format!("trim fewer than {frames} frames"),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The picture input `input` of `node` reads to encode or embed it: a

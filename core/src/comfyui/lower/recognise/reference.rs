@@ -195,13 +195,13 @@ fn read_picture<'p>(
 }
 
 /// The `LoadImage`s of the pictures Wan image-to-video nodes on `prompts`
-/// start and end their videos with, once each.
+/// start and end their videos with (or VACE's reference), once each.
 pub(in crate::comfyui::lower) fn frame_pictures<'p>(
     prompts: impl IntoIterator<Item = &'p Conditioning>,
 ) -> Vec<&'p String> {
     let mut loaders: Vec<&String> = Vec::new();
     for frames in prompts.into_iter().filter_map(|c| c.frames.as_ref()) {
-        for loader in [&frames.start, &frames.end].into_iter().flatten() {
+        for loader in frames.pictures() {
             if !loaders.contains(&loader) {
                 loaders.push(loader);
             }

@@ -114,6 +114,18 @@ impl Walk {
         }
     }
 
+    /// The latent frames of stage `stage`'s video latent, where the graph
+    /// fixes them.
+    pub(super) fn latent_frames(&self, stage: usize) -> Option<i64> {
+        match &self.stages.get(stage)?.latent {
+            super::LatentSource::Empty {
+                frames: Some(f), ..
+            } => Some((f.length - 1) / f.temporal + 1 + f.leading),
+            super::LatentSource::Stage { stage, .. } => self.latent_frames(*stage),
+            _ => None,
+        }
+    }
+
     /// The latent axes of stage `stage`.
     pub(super) fn axes(&self, stage: usize) -> Axes {
         self.stages.get(stage).map_or(Axes::Image, |p| p.axes)

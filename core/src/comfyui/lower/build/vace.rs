@@ -1,0 +1,189 @@
+//! A stage whose prompts carry a `WanVaceToVideo` node (see
+//! `recognise::frames::Vace`): `grey_video` makes the video the node
+//! encodes without a control video (`length` frames of grey 0.5), the VAE
+//! encodes it; a reference picture is resized to the video's size
+//! (`init_scale`), made a one-frame video (`batch_frames`) and encoded;
+//! `vace_context` joins them into the context VACE models read. Every
+//! denoiser call takes it as `vace_context` and the node's strength as
+//! `vace_strength`.
+
+use super::super::parts::{Steps, contract, invoke, one, parameter, policy};
+use super::super::recognise::{Plan, Vace, VideoFrames};
+use super::StageNames;
+use super::pixels::{batch_frames_policy, encoded_video, init_scale, video_encoder};
+use serde_json::{Map, Value, json};
+
+/// The context the denoiser takes as `vace_context`.
+pub(super) const CONTEXT: &str = "vace.context";
+/// The input holding the node's strength.
+pub(super) const STRENGTH: &str = "request.vace_strength";
+/// The grey video the VAE encodes.
+const PIXELS: &str = "vace.pixels";
+/// Its latent (ComfyUI's inactive and reactive halves both).
+const LATENT: &str = "vace.latent";
+/// The reference picture's latent.
+const REFERENCE: &str = "vace.reference";
+
+/// Channels of the context: the inactive and reactive latents' 16 each,
+/// then 64 of mask (an 8x8 cell's pixels).
+const CONTEXT_CHANNELS: i64 = 96;
+
+/// The context's contract: `[batch, 96, latent_frames, latent_height,
+/// latent_width]`, the sampled latent's frames and cells.
+fn context() -> Value {
+    contract(
+        "float32",
+        json!([
+            "batch",
+            CONTEXT_CHANNELS,
+            "latent_frames",
+            "latent_height",
+            "latent_width"
+        ]),
+        true,
+    )
+}
+
+/// The denoiser ports VACE adds.
+pub(super) fn denoiser_ports(ports: &mut Value) {
+    ports["vace_context"] = context();
+    ports["vace_strength"] = one("float32");
+}
+
+/// Binds the context and strength in a denoiser call.
+pub(super) fn bind(bind: &mut Value) {
+    bind["vace_context"] = json!(CONTEXT);
+    bind["vace_strength"] = json!(STRENGTH);
+}
+
+/// Declares, unless an earlier stage `made` the context (a later stage
+/// of the node reads that stage's and its strength input), the strength
+/// input, the policies and the video encoder `encoder` (its latent
+/// `latent`), and the setup steps making the context.
+pub(super) fn encode(
+    plan: &Plan,
+    (frames, vace): (&VideoFrames, &Vace),
+    (encoder, latent): (&str, Value),
+    made: bool,
+    (inputs, components, setup): (&mut Map<String, Value>, &mut Map<String, Value>, &mut Steps),
+) {
+    if made {
+        return;
+    }
+    inputs.insert(
+        STRENGTH.into(),
+        parameter(
+            one("float32"),
+            json!({"kind": "opaque"}),
+            "vace_strength",
+            json!(vace.strength),
+        ),
+    );
+    let video = encoded_video();
+    components.insert(
+        "grey_video".into(),
+        policy(
+            "grey_video",
+            json!({}),
+            json!({"frames": video}),
+            Some(
+                json!({"id": "wfstudio.grey-video", "version": "1", "parameters": {
+                    "length": frames.length,
+                    "width": frames.width,
+                    "height": frames.height,
+                }}),
+            ),
+        ),
+    );
+    setup.push(
+        invoke("grey_video", json!({}), json!({"frames": PIXELS})),
+        &[&frames.node],
+    );
+    components.insert(encoder.to_string(), video_encoder(encoder, latent.clone()));
+    setup.push(
+        invoke(encoder, json!({"image": PIXELS}), json!({"latent": LATENT})),
+        &[&frames.node],
+    );
+    let mut ports = json!({"inactive": latent.clone(), "reactive": latent.clone()});
+    let mut bind = json!({"inactive": LATENT, "reactive": LATENT});
+    if let Some(loader) = &vace.reference {
+        components.insert(
+            "init_scale".into(),
+            init_scale(&frames.node, (frames.width, frames.height), false),
+        );
+        components
+            .entry("batch_frames")
+            .or_insert_with(batch_frames_policy);
+        let steps = [
+            (
+                "init_scale",
+                json!({"image": super::pictures::input(plan, loader)}),
+                json!({"scaled": "vace.reference_picture"}),
+            ),
+            (
+                "batch_frames",
+                json!({"image": "vace.reference_picture"}),
+                json!({"frames": "vace.reference_video"}),
+            ),
+            (
+                encoder,
+                json!({"image": "vace.reference_video"}),
+                json!({"latent": REFERENCE}),
+            ),
+        ];
+        for (component, inputs, outputs) in steps {
+            setup.push(invoke(component, inputs, outputs), &[&frames.node, loader]);
+        }
+        ports["reference"] = contract(
+            "float32",
+            json!([
+                "batch",
+                "channels",
+                "reference_frames",
+                "latent_height",
+                "latent_width"
+            ]),
+            true,
+        );
+        bind["reference"] = json!(REFERENCE);
+    }
+    components.insert(
+        "vace_context".into(),
+        policy(
+            "vace_context",
+            ports,
+            json!({"context": context()}),
+            Some(json!({"id": "wfstudio.vace-context", "version": "1"})),
+        ),
+    );
+    setup.push(
+        invoke("vace_context", bind, json!({"context": CONTEXT})),
+        &[&frames.node],
+    );
+}
+
+/// What the stage's denoiser takes of a VACE node, in words.
+pub(super) fn note(
+    plan: &Plan,
+    (frames, vace): (&VideoFrames, &Vace),
+    names: &StageNames,
+) -> String {
+    let reference = match &vace.reference {
+        Some(loader) => format!(
+            "; the reference picture {} (resized bilinear to cover that size, centre cropped) is encoded as one latent frame ahead of the video's, masked 0 with its second 16 channels zero, and `TrimVideoLatent` drops that frame after sampling",
+            names.value(&super::pictures::input(plan, loader))
+        ),
+        None => String::new(),
+    };
+    format!(
+        "node {} (WanVaceToVideo) makes no control video: the VAE encodes {} frames of grey at {}x{} ({}), and every denoiser call takes VACE's context as `vace_context` ({}: that latent as the inactive and the reactive half, then a mask of ones over 64 channels){reference}, and the strength {} as `vace_strength` ({}), as ComfyUI's VACE models read them",
+        frames.node,
+        frames.length,
+        frames.width,
+        frames.height,
+        names.value(PIXELS),
+        names.value(CONTEXT),
+        vace.strength,
+        names.value(STRENGTH),
+    )
+}
