@@ -90,6 +90,93 @@ fn a_hires_fix_through_pixels_decodes_resizes_and_encodes_between_the_stages() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+/// A loaded picture scaled to about `megapixels`, upscaled by a model,
+/// halved and refined by img2img (an upscaler template's graph), and the
+/// upscaled picture previewed too.
+fn upscale_then_refine(megapixels: f64) -> Value {
+    json!({
+        "1": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "sd15.safetensors"}},
+        "2": {"class_type": "CLIPTextEncode", "inputs": {"text": "sharp details", "clip": ["1", 1]}},
+        "3": {"class_type": "CLIPTextEncode", "inputs": {"text": "blurry", "clip": ["1", 1]}},
+        "4": {"class_type": "LoadImage", "inputs": {"image": "photo.png", "upload": "image"}},
+        "5": {"class_type": "ImageScaleToTotalPixels", "inputs": {"upscale_method": "lanczos", "megapixels": megapixels, "resolution_steps": 1, "image": ["4", 0]}},
+        "6": {"class_type": "UpscaleModelLoader", "inputs": {"model_name": "RealESRGAN_x2.pth"}},
+        "7": {"class_type": "ImageUpscaleWithModel", "inputs": {"upscale_model": ["6", 0], "image": ["5", 0]}},
+        "8": {"class_type": "ImageScaleBy", "inputs": {"upscale_method": "lanczos", "scale_by": 0.5, "image": ["7", 0]}},
+        "9": {"class_type": "VAEEncode", "inputs": {"pixels": ["8", 0], "vae": ["1", 2]}},
+        "10": {"class_type": "KSampler", "inputs": {"seed": 5, "steps": 4, "cfg": 5.0, "sampler_name": "euler", "scheduler": "normal", "denoise": 0.5, "model": ["1", 0], "positive": ["2", 0], "negative": ["3", 0], "latent_image": ["9", 0]}},
+        "11": {"class_type": "VAEDecode", "inputs": {"samples": ["10", 0], "vae": ["1", 2]}},
+        "12": {"class_type": "SaveImage", "inputs": {"filename_prefix": "refined", "images": ["11", 0]}},
+        "13": {"class_type": "PreviewImage", "inputs": {"images": ["7", 0]}},
+    })
+}
+
+#[test]
+fn a_loaded_picture_upscaled_by_a_model_is_made_before_the_stage_that_encodes_it() {
+    let l = lowered(&upscale_then_refine(0.01), &Target::default());
+    let w = workflow(&l);
+    // Scaled to the total first, then the model (no move from -1..1: a
+    // loaded picture is in 0..1), clamped, halved and cut for the encode;
+    // the sampler reads that.
+    let top = top_steps(w);
+    assert_eq!(
+        top[..5],
+        [
+            "image_scale",
+            "upscaler",
+            "upscaled_pixels",
+            "image_scale_2",
+            "loop"
+        ]
+    );
+    let steps = w["steps"].as_array().expect("steps");
+    assert_eq!(steps[0]["inputs"]["image"], "request.loaded_image");
+    assert_eq!(steps[1]["inputs"]["image"], steps[0]["outputs"]["scaled"]);
+    assert_eq!(
+        w["components"]["image_scale"]["contract"]["parameters"],
+        json!({"size": "total_pixels", "pixels": 0.01 * 1024.0 * 1024.0, "method": "lanczos"})
+    );
+    assert_eq!(
+        w["components"]["image_scale_2"]["contract"]["parameters"]["multiple"],
+        json!(8)
+    );
+    let inputs: Vec<&String> = w["inputs"]
+        .as_object()
+        .expect("inputs")
+        .keys()
+        .filter(|k| k.contains("image"))
+        .collect();
+    assert_eq!(inputs, ["request.loaded_image"]);
+    let encoded = steps[4]["setup"]
+        .as_array()
+        .expect("setup")
+        .iter()
+        .find(|s| s["component"] == "vae_encoder")
+        .expect("the encode");
+    assert_eq!(encoded["inputs"]["image"], steps[3]["outputs"]["scaled"]);
+    // The preview shows the model's clamped result, made once.
+    assert_eq!(
+        top.iter().filter(|s| *s == "upscaler").count(),
+        1,
+        "{top:?}"
+    );
+    assert_eq!(w["outputs"]["image"]["value_range"], "zero_to_one");
+    if !support::runtime_available() {
+        return;
+    }
+    let root = scratch("upscale-refine");
+    let (_, out) = package_and_run(&root, "upscale-refine", &upscale_then_refine(0.01));
+    // 0.01 megapixels (of 1024 x 1024) of the recipe's square picture is
+    // 102 x 102, doubled by the stand-in model, halved and cut to 96 x 96
+    // for the encode.
+    let (shown, values) = npy(&out.join("image.npy"));
+    assert_eq!(shown, [1, 3, 204, 204]);
+    assert!(values.iter().all(|v| (0.0..=1.0).contains(v)));
+    let (refined, _) = npy(&out.join("refined.npy"));
+    assert_eq!(refined, [1, 3, 96, 96]);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 #[test]
 fn a_loaded_picture_is_resized_within_its_stage() {
     let mut graph = pattern("img2img");

@@ -1,9 +1,10 @@
 """Independent reference for ComfyUI's `ImageInvert` and `Canny` nodes.
 
 Reads a JSON case from the file named by argv[1]: `picture` (float32 values of
-`[1, 3, h, w]` in 0..1), `h`, `w` and `ops`, a list of `["invert"]` or
-`["canny", low, high]` applied in order. Prints `{"values": the result
-[1, 3, h, w], "ties": pixels (row * w + column)}`, where `ties` are the pixels
+`[1, 3, h, w]` in 0..1), `h`, `w` and `ops`, a list of `["invert"]`,
+`["canny", low, high]` or `["cut", m]` applied in order. Prints `{"values":
+the result [1, 3, h', w'], "ties": pixels (row * w' + column)}`, where `ties`
+are the pixels
 whose non-maximum suppression compares equal magnitudes (within 1e-5 of the
 magnitude): there the answer depends on the order of the float sums of the
 blur, which no two implementations share (PyTorch's convolution neither).
@@ -20,6 +21,8 @@ blur, which no two implementations share (PyTorch's convolution neither).
   outside the picture); weak (> low) and strong (> high) edges; weak edges
   joined to strong ones through their 8 neighbours, repeated until stable.
   The edges (0 or 1) go on all three channels.
+* `cut`: what ComfyUI's `VAEEncode` crops before encoding: each side cut to a
+  whole multiple of `m`, keeping the middle (`(side % m) // 2` off the start).
 """
 import json
 import sys
@@ -93,6 +96,18 @@ def canny(x, low, high):
     return np.stack([edges, edges, edges]), ties
 
 
+def cut(x, ties, m):
+    h, w = x.shape[1:]
+    nh, nw = h // m * m, w // m * m
+    oy, ox = (h % m) // 2, (w % m) // 2
+    kept = [
+        (t // w - oy) * nw + (t % w - ox)
+        for t in ties
+        if oy <= t // w < oy + nh and ox <= t % w < ox + nw
+    ]
+    return x[:, oy : oy + nh, ox : ox + nw], kept
+
+
 def main():
     case = json.load(open(sys.argv[1]))
     x = np.array(case["picture"], dtype=F).reshape(3, case["h"], case["w"])
@@ -100,6 +115,8 @@ def main():
     for op in case["ops"]:
         if op[0] == "invert":
             x = F(1.0) - x
+        elif op[0] == "cut":
+            x, ties = cut(x, ties, op[1])
         else:
             x, ties = canny(x, F(op[1]), F(op[2]))
     print(json.dumps({"values": [float(v) for v in x.reshape(-1)], "ties": ties}))

@@ -119,6 +119,7 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
     let mut after = Steps::default();
     let mut latents: Vec<String> = Vec::new();
     let mut pixels = PixelParts::default();
+    let loaded = top_inputs(chain, &mut inputs);
     let prefixes = super::loras::model_prefixes(chain);
     let encoders = super::loras::encoder_prefixes(chain);
     for (((index, plan), prefix), encoder) in
@@ -137,7 +138,7 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
                     components: &mut components,
                     after: &mut after,
                     latents: &latents,
-                    loaded: &BTreeMap::new(),
+                    loaded: &loaded,
                 },
             ),
             None => None,
@@ -199,7 +200,6 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
         latents.push(names.value("latent_state"));
     }
 
-    let loaded = shown_inputs(chain, &mut inputs);
     let mut outputs = Map::new();
     for sink in &chain.sinks {
         let axes = match &sink.origin {
@@ -301,19 +301,27 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
     })
 }
 
-/// The input holding each loaded picture a sink shows: a stage's, or one
-/// declared here (`request.shown_image`, `request.shown_image_2`, ...,
-/// each of its own size) for a picture no stage reads.
-fn shown_inputs(chain: &Chain, inputs: &mut Map<String, Value>) -> BTreeMap<String, String> {
+/// The input holding each loaded picture the top level reads (a sink
+/// shows it, or an upscale model runs on it for a stage): a stage's, or
+/// one declared here (`request.loaded_image`, `request.loaded_image_2`,
+/// ..., each of its own size) for a picture no stage reads itself.
+fn top_inputs(chain: &Chain, inputs: &mut Map<String, Value>) -> BTreeMap<String, String> {
     let mut loaded = names::loaded_inputs(chain);
+    let upscaled = chain
+        .stages
+        .iter()
+        .filter_map(|plan| plan.encoded_picture())
+        .filter(|image| image.upscale.is_some())
+        .map(|image| &image.origin);
+    let shown = chain.sinks.iter().map(|sink| &sink.origin);
     let mut own = 0;
-    for sink in &chain.sinks {
-        if let Origin::Loaded(loader) = &sink.origin
+    for origin in upscaled.chain(shown) {
+        if let Origin::Loaded(loader) = origin
             && !loaded.contains_key(loader)
         {
             own += 1;
-            let input = pictures::numbered("request.shown_image", own - 1);
-            let word = pictures::numbered("shown_image", own - 1);
+            let input = pictures::numbered("request.loaded_image", own - 1);
+            let word = pictures::numbered("loaded_image", own - 1);
             inputs.insert(input.clone(), pictures::sized_input(&word));
             loaded.insert(loader.clone(), input);
         }

@@ -53,31 +53,37 @@ impl<'c> PixelParts<'c> {
     /// The value `sink` shows and its value range: its decode (-1..1, or
     /// video frames in 0..1), or that decode through its upscale model and
     /// resize, in ComfyUI's 0..1; or a loaded picture (0..1) through its
-    /// resize.
+    /// upscale model and resize.
     pub(super) fn shown(
         &mut self,
         sink: &'c Sink,
         axes: Axes,
         top: &mut Top<'_>,
     ) -> (String, &'static str) {
-        let unit =
-            match &sink.origin {
-                Origin::Loaded(loader) => top.loaded.get(loader).cloned().expect(
-                    "every loaded picture a sink shows has an input (`build::shown_inputs`)",
-                ),
-                Origin::Decoded {
-                    decode,
-                    vae,
-                    stage,
-                    trim,
-                } => {
-                    let decoded = self.decoded(decode, (vae, *stage, trim.as_ref()), axes, top);
-                    if sink.upscale.is_none() && sink.resize.is_none() {
-                        return (decoded, "negative_one_to_one");
-                    }
-                    self.processed(decode, &decoded, sink.upscale.as_ref(), top)
+        let unit = match &sink.origin {
+            Origin::Loaded(loader) => {
+                let input =
+                    top.loaded.get(loader).cloned().expect(
+                        "every loaded picture a sink shows has an input (`build::top_inputs`)",
+                    );
+                match &sink.upscale {
+                    Some(up) => self.upscaled(up, (&input, false), top),
+                    None => input,
                 }
-            };
+            }
+            Origin::Decoded {
+                decode,
+                vae,
+                stage,
+                trim,
+            } => {
+                let decoded = self.decoded(decode, (vae, *stage, trim.as_ref()), axes, top);
+                if sink.upscale.is_none() && sink.resize.is_none() {
+                    return (decoded, "negative_one_to_one");
+                }
+                self.processed(decode, &decoded, sink.upscale.as_ref(), top)
+            }
+        };
         let value = match &sink.resize {
             None => unit,
             Some(resize) => match self.resized.get(resize.last()) {
@@ -127,26 +133,34 @@ impl<'c> PixelParts<'c> {
     }
 
     /// The value of the 0..1 pixels a stage encodes from an earlier
-    /// stage's decode (`None` for a loaded picture, which the stage reads
-    /// itself); after a resize, cut to whole multiples of 8 where
-    /// `for_encode` (a `VAEEncode` reads it, which crops so).
+    /// stage's decode or a loaded picture through an upscale model (`None`
+    /// for a loaded picture the stage reads itself); after a resize, cut to
+    /// whole multiples of 8 where `for_encode` (a `VAEEncode` reads it,
+    /// which crops so).
     pub(super) fn encoded(
         &mut self,
         image: &'c Pixels,
         for_encode: bool,
         top: &mut Top<'_>,
     ) -> Option<String> {
-        let Origin::Decoded {
-            decode,
-            vae,
-            stage,
-            trim,
-        } = &image.origin
-        else {
-            return None;
+        let unit = match &image.origin {
+            Origin::Decoded {
+                decode,
+                vae,
+                stage,
+                trim,
+            } => {
+                let decoded = self.decoded(decode, (vae, *stage, trim.as_ref()), Axes::Image, top);
+                self.processed(decode, &decoded, image.upscale.as_ref(), top)
+            }
+            Origin::Loaded(loader) => {
+                let up = image.upscale.as_ref()?;
+                let input = top.loaded.get(loader).cloned().expect(
+                    "every loaded picture upscaled for a stage has an input (`build::top_inputs`)",
+                );
+                self.upscaled(up, (&input, false), top)
+            }
         };
-        let decoded = self.decoded(decode, (vae, *stage, trim.as_ref()), Axes::Image, top);
-        let unit = self.processed(decode, &decoded, image.upscale.as_ref(), top);
         Some(match &image.resize {
             Some(resize) => self.resize(resize, &unit, for_encode, top),
             None => unit,
@@ -163,7 +177,7 @@ impl<'c> PixelParts<'c> {
         top: &mut Top<'_>,
     ) -> String {
         if let Some(up) = upscale {
-            return self.upscaled(up, decoded, top);
+            return self.upscaled(up, (decoded, true), top);
         }
         if let Some(value) = self.units.get(decode) {
             return value.clone();
@@ -323,10 +337,16 @@ impl<'c> PixelParts<'c> {
         value
     }
 
-    /// The value of `up` run on the decoded `image` (-1..1): the pixels
-    /// moved to ComfyUI's 0..1, the model, its result clamped to 0..1;
-    /// one run however many sinks or encodes read it.
-    fn upscaled(&mut self, up: &'c ModelUpscale, image: &str, top: &mut Top<'_>) -> String {
+    /// The value of `up` run on `image`, decoded (-1..1, `signed`) or in
+    /// 0..1: the pixels moved to ComfyUI's 0..1, resized where the graph
+    /// resizes them first, the model, its result clamped to 0..1; one run
+    /// however many sinks or encodes read it.
+    fn upscaled(
+        &mut self,
+        up: &'c ModelUpscale,
+        (image, signed): (&str, bool),
+        top: &mut Top<'_>,
+    ) -> String {
         if let Some(value) = self.upscales.get(up.node.as_str()) {
             return value.clone();
         }
@@ -347,27 +367,32 @@ impl<'c> PixelParts<'c> {
                 None,
             )
         });
-        for (kind, port) in [
-            ("upscale_pixels", picture(json!(3))),
-            ("upscaled_pixels", big),
-        ] {
-            top.components
-                .entry(kind)
-                .or_insert_with(|| unit_policy(kind, "image", port));
-        }
+        top.components
+            .entry("upscaled_pixels")
+            .or_insert_with(|| unit_policy("upscaled_pixels", "image", big));
         let value = |what: &str| format!("upscale.{}.{what}", up.node);
-        top.after.push(
-            invoke(
-                "upscale_pixels",
-                json!({"image": image}),
-                json!({"pixels": value("input")}),
-            ),
-            &[&up.node],
-        );
+        let mut input = image.to_string();
+        if signed {
+            top.components
+                .entry("upscale_pixels")
+                .or_insert_with(|| unit_policy("upscale_pixels", "image", picture(json!(3))));
+            top.after.push(
+                invoke(
+                    "upscale_pixels",
+                    json!({"image": image}),
+                    json!({"pixels": value("input")}),
+                ),
+                &[&up.node],
+            );
+            input = value("input");
+        }
+        if let Some(before) = &up.before {
+            input = self.resize(before, &input, false, top);
+        }
         top.after.push(
             invoke(
                 &model,
-                json!({"image": value("input")}),
+                json!({"image": input}),
                 json!({"upscaled": value("raw")}),
             ),
             &[&up.node, &up.loader],

@@ -370,7 +370,8 @@ pub(super) fn stage(
         }
     };
     let loaded = match plan.encoded_picture() {
-        Some(image) => matches!(image.origin, Origin::Loaded(_)),
+        // An upscale model runs on it before the stage (`top_inputs`).
+        Some(image) => matches!(image.origin, Origin::Loaded(_)) && image.upscale.is_none(),
         None => encodes || reference::stage_picture(plan).is_some(),
     };
     if loaded {

@@ -19,11 +19,14 @@ use crate::comfyui::lower::parts::Axes;
 /// pictures in tiles, to save memory).
 const DECODERS: &[&str] = &["VAEDecode", "VAEDecodeTiled"];
 
-/// `ImageUpscaleWithModel` and the `UpscaleModelLoader` it runs.
+/// `ImageUpscaleWithModel` and the `UpscaleModelLoader` it runs, maybe on
+/// a resized picture (an upscale of a picture scaled to a size first).
 #[derive(Clone, Debug, PartialEq)]
 pub(in crate::comfyui::lower) struct ModelUpscale {
     pub node: String,
     pub loader: String,
+    /// A resize of the picture the model reads.
+    pub before: Option<Resize>,
 }
 
 /// A picture in pixels and how it was made.
@@ -93,12 +96,12 @@ pub(super) fn pixels(
         resize,
     } = processing(g, node, input)?;
     if g.class(&at) == "LoadImage" {
-        if upscale.is_some() || g.source(&from.0, from.1)?.1 != 0 {
+        if g.source(&from.0, from.1)?.1 != 0 {
             return Err(g.refuse(
                 &from.0,
                 Some(from.1),
-                "reads a loaded picture through an upscale model, or its mask as a picture; the importer takes a loaded picture as it is or resized".into(),
-                "upscale the picture before loading it",
+                format!("reads output 1 of node {at} (LoadImage's mask) as a picture"),
+                "connect the LoadImage's IMAGE output",
             ));
         }
         return Ok(Pixels {
@@ -127,8 +130,9 @@ struct Processing<'i> {
 }
 
 /// Walks back from input `input` of `node` through picture operations
-/// (`ImageInvert`, `Canny`), a resize, then an upscale model; the
-/// operations ride on the resize (one of size `Same` where none resizes).
+/// (`ImageInvert`, `Canny`), a resize, then an upscale model and a resize
+/// before it; the operations ride on the resize (one of size `Same` where
+/// none resizes).
 fn processing<'i>(g: &Graph<'_>, node: &str, input: &'i str) -> Result<Processing<'i>, Refusal> {
     let (mut at, _) = g.source(node, input)?;
     let mut from = (node.to_string(), input);
@@ -170,7 +174,17 @@ fn processing<'i>(g: &Graph<'_>, node: &str, input: &'i str) -> Result<Processin
         let next = g.source(&at, "image")?.0;
         let node = std::mem::replace(&mut at, next);
         from = (node.clone(), "image");
-        upscale = Some(ModelUpscale { node, loader });
+        let mut before = None;
+        if let Some(input) = resize::picture_input(g.class(&at)) {
+            before = resize::read(g, &at)?;
+            let next = g.source(&at, input)?.0;
+            from = (std::mem::replace(&mut at, next), input);
+        }
+        upscale = Some(ModelUpscale {
+            node,
+            loader,
+            before,
+        });
     }
     Ok(Processing {
         at,
