@@ -274,7 +274,7 @@ fn every_refusal_names_the_node_class_input_and_a_remedy() {
                 "20",
                 "ImageToMask",
                 None,
-                "feeds `mask` of node 4; the importer takes masks only from LoadImage's MASK output or LoadImageMask",
+                "feeds `mask` of node 4; the importer takes masks only from LoadImage's MASK output, LoadImageMask or ImagePadForOutpaint's MASK output",
             ),
         ),
         (

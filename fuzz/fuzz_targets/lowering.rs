@@ -63,7 +63,7 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 124] = [
+const CLASSES: [&str; 127] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
     "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
@@ -94,7 +94,8 @@ const CLASSES: [&str; 124] = [
     "ResizeImageMaskNode", "WanImageToVideo", "WanFirstLastFrameToVideo", "WanFunInpaintToVideo",
     "CLIPVisionEncode", "TextEncodeMageFlowEdit", "Canny", "ImageInvert",
     "QwenImageDiffsynthControlnet", "ModelPatchLoader", "ImageScaleToMaxDimension",
-    "WanVaceToVideo", "TrimVideoLatent",
+    "WanVaceToVideo", "TrimVideoLatent", "ImagePadForOutpaint", "StyleModelApply",
+    "StyleModelLoader",
 ];
 
 /// Strings from ComfyUI's vocabulary; every sampler and scheduler name

@@ -310,12 +310,13 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
             } => format!("{} ({})", names.value("request.image"), resize.words()),
             _ => names.value("request.image"),
         };
+        let (image, mask) = build::outpaint_words(plan, names)
+            .unwrap_or_else(|| (image, names.value("request.mask")));
         match &plan.latent {
             LatentSource::Edit {
                 inpaint: Some(_), ..
             } => format!(
-                "node {node} (InpaintModelConditioning) attaches its picture ({image}), greyed under the mask ({}), and the mask to {carried}: the denoiser takes the greyed picture's latent as input `concat` and the mask as `concat_mask` beside the sample, so an inpainting model takes those channels appended to its input (ComfyUI gives them only to a model with the extra input channels: for a plain checkpoint, use VAEEncodeForInpaint or SetLatentNoiseMask instead)",
-                names.value("request.mask")
+                "node {node} (InpaintModelConditioning) attaches its picture ({image}), greyed under the mask ({mask}), and the mask to {carried}: the denoiser takes the greyed picture's latent as input `concat` and the mask as `concat_mask` beside the sample, so an inpainting model takes those channels appended to its input (ComfyUI gives them only to a model with the extra input channels: for a plain checkpoint, use VAEEncodeForInpaint or SetLatentNoiseMask instead)"
             ),
             _ => format!(
                 "node {node} (InstructPixToPixConditioning) attaches its picture ({image}) to {carried}: the denoiser takes the picture's latent as input `concat` beside the sample, so an edit model takes those channels appended to its input (ComfyUI gives them only to a model with the extra input channels)"
@@ -354,6 +355,7 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
         .chain(build::reference_note(plan, names))
         .chain(build::vision_note(plan, names))
         .chain(build::frames_note(plan, names))
+        .chain(build::style_note(plan, names))
         .chain(build::patch_note(plan, names))
         .chain(window)
         .chain(tokenizing)

@@ -18,6 +18,7 @@ mod midpoint;
 mod model_call;
 mod multistep;
 mod noise;
+mod outpaint;
 mod picture_ops;
 mod policies;
 pub mod prediction;
@@ -98,6 +99,8 @@ pub const POLICIES: &[&str] = &[
     "grey_video",
     "vace_context",
     "trim_latent",
+    "outpaint_pad",
+    "append_style",
 ];
 
 /// The policies a workflow (or a stage, for a stage's pictures) may hold
@@ -186,6 +189,7 @@ fn picture_policy(kind: &str, component: &Value) -> Result<Option<Vec<u8>>, Synt
             upscale::image_scale(&mut g)?
         }
         "picture_size" => upscale::picture_size(&mut g)?,
+        "outpaint_pad" => outpaint::outpaint_pad(&mut g)?,
         _ => return Ok(None),
     }
     Ok(Some(g.finish()))

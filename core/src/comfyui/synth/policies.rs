@@ -38,6 +38,7 @@ pub fn build(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError>
         "batch_frames" => batch_frames(g),
         "trim_latent" => trim_latent(g),
         "join_tokens" => join_tokens(g),
+        "append_style" => append_style(g),
         "decoded_pixels" => unit_pixels(g, true),
         "cfg_norm" => super::guidance_norm::cfg_norm(g, family),
         other => Err(g.error(format!("`{other}` is not a policy this importer makes"))),
@@ -242,6 +243,31 @@ fn trim_latent(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     );
     let out = g.op("Slice", &[&x, &starts, &ends, &axes]);
     g.output(&out, "trimmed")
+}
+
+/// `append_style`: ComfyUI's `StyleModelApply` (multiply): the style
+/// tokens `[pictures, tokens, hidden]` flattened into one row, times
+/// `strength`, after the conditioning's own `[batch, sequence, hidden]`
+/// (every row of the batch takes them).
+fn append_style(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let conditioning = g.input("conditioning")?;
+    let style = g.input("style")?;
+    let strength = g.input("strength")?;
+    let scaled = g.op("Mul", &[&style, &strength]);
+    let hidden = g.op_with("Shape", &[&style], &[("start", Attr::Int(2))]);
+    let row = g.b.vec_i64(&[1, -1]);
+    let shape = g.op_with("Concat", &[&row, &hidden], &[("axis", Attr::Int(0))]);
+    let flat = g.op("Reshape", &[&scaled, &shape]);
+    let batch = g.op_with(
+        "Shape",
+        &[&conditioning],
+        &[("start", Attr::Int(0)), ("end", Attr::Int(1))],
+    );
+    let rest = g.op_with("Shape", &[&flat], &[("start", Attr::Int(1))]);
+    let shape = g.op_with("Concat", &[&batch, &rest], &[("axis", Attr::Int(0))]);
+    let rows = g.op("Expand", &[&flat, &shape]);
+    let out = g.op_with("Concat", &[&conditioning, &rows], &[("axis", Attr::Int(1))]);
+    g.output(&out, "styled")
 }
 
 /// `first`'s tokens, then `second`'s (axis 1 of `[batch, tokens, hidden]`).

@@ -21,6 +21,7 @@ mod edit;
 mod frames;
 mod mask;
 mod names;
+mod outpaint;
 mod patch;
 mod pictures;
 mod pixels;
@@ -30,14 +31,17 @@ mod rename;
 mod schedule;
 mod solving;
 mod stage;
+mod style;
 mod svd;
 mod vace;
 mod vision;
 
 pub(super) use frames::note as frames_note;
 pub(super) use names::StageNames;
+pub(super) use outpaint::words as outpaint_words;
 pub(super) use patch::note as patch_note;
 pub(super) use reference::note as reference_note;
+pub(super) use style::note as style_note;
 pub(super) use vision::note as vision_note;
 
 use super::Refusal;
@@ -145,6 +149,7 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
         };
         let frames_made = names.reused(frames::LATENT);
         let mut parts = stage::stage(plan, (&prefix, &encoder), (decoded.as_deref(), frames_made));
+        outpaint::read_padded(plan, (&mut parts.inputs, &mut parts.step));
         let shared: BTreeSet<String> = parts
             .inputs
             .iter()

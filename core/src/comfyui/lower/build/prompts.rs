@@ -8,7 +8,7 @@ use super::super::parts::{
     Steps, component, contract, hidden, invoke, one_of, parameter, policy, pooled, runtime,
     sdxl_time_ids, tokens,
 };
-use super::super::recognise::{Plan, Prompt, Reference, Vision};
+use super::super::recognise::{Plan, Prompt, Reference, Style, Vision};
 use super::pictures::{Key, key};
 use serde_json::{Map, Value, json};
 
@@ -36,6 +36,8 @@ pub(super) struct PromptSide<'a> {
     pub references: &'a [Reference],
     /// The pictures the side shows the text encoder.
     vision: &'a [Vision],
+    /// The style tokens its conditioning takes after its own.
+    styles: &'a [Style],
 }
 
 /// A prompt text, the token-id input it is passed in and its encoder node.
@@ -103,6 +105,7 @@ pub(super) fn sides(plan: &Plan) -> Vec<PromptSide<'_>> {
             edit: plan.positive.edit.is_some(),
             references: &plan.positive.references.latents,
             vision: &plan.positive.vision,
+            styles: &plan.positive.styles,
         },
         PromptSide {
             name: "unconditional",
@@ -118,6 +121,7 @@ pub(super) fn sides(plan: &Plan) -> Vec<PromptSide<'_>> {
             edit: plan.negative.edit.is_some(),
             references: &plan.negative.references.latents,
             vision: &plan.negative.vision,
+            styles: &plan.negative.styles,
         },
     ]
     .into_iter()
@@ -135,6 +139,7 @@ pub(super) fn sides(plan: &Plan) -> Vec<PromptSide<'_>> {
         edit: middle.edit.is_some(),
         references: &middle.references.latents,
         vision: &middle.vision,
+        styles: &middle.styles,
     }))
     .collect()
 }
@@ -190,6 +195,7 @@ pub(super) fn encode(plan: &Plan, sides: &[PromptSide<'_>], models: &str, parts:
                 "pooled": pooled.clone(), "size": one_of(6)}),
             json!({"encoder_hidden_states": hidden(), "text_embeds": pooled.clone(), "time_ids": time_ids.clone()}), None));
     }
+    super::style::declare(plan, (parts.inputs, parts.components, parts.setup));
     if sides.iter().any(|s| s.zeroed.is_some()) {
         parts.components.insert(
             "zero_conditioning".into(),
@@ -201,10 +207,16 @@ pub(super) fn encode(plan: &Plan, sides: &[PromptSide<'_>], models: &str, parts:
         match side.text {
             Prompt::Single(_) if side.name == "unconditional" && reuses_positive(plan) => {
                 let zero = side.zeroed.into_iter().collect::<Vec<_>>();
+                // ComfyUI zeroes the encoder's output, without the
+                // positive's style tokens.
+                let positive = match plan.positive.styles.is_empty() {
+                    true => "conditioning.conditional",
+                    false => "conditioning.conditional_text",
+                };
                 parts.setup.push(
                     invoke(
                         "zero_conditioning",
-                        json!({"conditioning": "conditioning.conditional"}),
+                        json!({"conditioning": positive}),
                         json!({"zeroed": value}),
                     ),
                     &zero,
@@ -216,9 +228,10 @@ pub(super) fn encode(plan: &Plan, sides: &[PromptSide<'_>], models: &str, parts:
                     text: text.clone(),
                     encoder: side.encoder.clone(),
                 });
-                let encoded = match side.zeroed {
-                    Some(_) => format!("{value}_encoded"),
-                    None => value.clone(),
+                let encoded = match (side.zeroed, side.styles.is_empty()) {
+                    (Some(_), _) => format!("{value}_encoded"),
+                    (None, false) => format!("{value}_text"),
+                    (None, true) => value.clone(),
                 };
                 let mut binds = json!({"input_ids": side.ids.0});
                 let seen = parts.vision.unwrap_or_default();
@@ -245,6 +258,8 @@ pub(super) fn encode(plan: &Plan, sides: &[PromptSide<'_>], models: &str, parts:
                         ),
                         &[zero],
                     );
+                } else if !side.styles.is_empty() {
+                    super::style::append(plan, side.styles, (&encoded, &value), parts.setup);
                 }
             }
             // Made by `svd::encode` instead.

@@ -68,6 +68,7 @@ pub(super) fn stage(
     let mut setup = Steps::default();
     let mut body = Steps::default();
     let sampler = &s.node;
+    super::outpaint::pad_step(plan, &mut components, &mut setup);
 
     let video = svd::prompt(plan);
     if video.is_none() {

@@ -383,15 +383,7 @@ fn vision(
             "clip_vision",
             (&encode, "clip_vision"),
         )?;
-        let crop = g.text(&encode, "crop")?.to_string();
-        if !["center", "none"].contains(&crop.as_str()) {
-            return Err(g.refuse(
-                &encode,
-                Some("crop"),
-                format!("is '{crop}', which ComfyUI does not offer"),
-                "set crop to center or none",
-            ));
-        }
+        let crop = super::style::crop(g, &encode)?;
         if let Some(first) = &found
             && (first.loader != loader || first.crop != crop)
         {

@@ -6,6 +6,7 @@ use super::super::graph::Graph;
 use super::audio;
 use super::composite::{Composite, composite};
 use super::latent_sizes::{VIDEO_LATENTS, VideoLatent};
+use super::outpaint::{self, Pad};
 use super::pixels::{LoadedPicture, Pixels, Resize, picture};
 use super::walk::Walk;
 use super::{
@@ -153,10 +154,13 @@ pub(in crate::comfyui::lower) struct EditInpaint {
 /// A mask applied at every step.
 #[derive(Clone, Debug, PartialEq)]
 pub(in crate::comfyui::lower) struct Mask {
-    /// The node that loads it (`LoadImage` slot 1 or `LoadImageMask`).
+    /// The node that loads it (`LoadImage` slot 1 or `LoadImageMask`) or
+    /// makes it (`ImagePadForOutpaint`).
     pub loader: String,
     /// `SetLatentNoiseMask`, when that applies it.
     pub setter: Option<String>,
+    /// The pad that makes it, and the picture the masking node reads.
+    pub pad: Option<Pad>,
 }
 
 fn mask(g: &Graph<'_>, node: &str) -> Result<Mask, Refusal> {
@@ -164,20 +168,26 @@ fn mask(g: &Graph<'_>, node: &str) -> Result<Mask, Refusal> {
     let ok = match g.class(&loader) {
         "LoadImage" => slot == 1,
         "LoadImageMask" => true,
+        outpaint::PAD => slot == 1,
         _ => false,
     };
     if !ok {
         return Err(Refusal {
             message: format!(
-                "feeds `mask` of node {node}; the importer takes masks only from LoadImage's MASK output or LoadImageMask"
+                "feeds `mask` of node {node}; the importer takes masks only from LoadImage's MASK output, LoadImageMask or ImagePadForOutpaint's MASK output"
             ),
             remedy: "save the mask and load it with LoadImageMask".into(),
             ..g.refuse(&loader, None, String::new(), "")
         });
     }
+    let pad = match g.class(&loader) {
+        outpaint::PAD => Some(outpaint::read(g, &loader)?),
+        _ => None,
+    };
     Ok(Mask {
         loader,
         setter: None,
+        pad,
     })
 }
 
@@ -307,7 +317,14 @@ pub(super) fn latent_source(
                 }),
                 _ => None,
             };
-            let (image, resize) = match inpaint {
+            let (image, resize) = match &inpaint {
+                Some(EditInpaint {
+                    mask: Mask { pad: Some(pad), .. },
+                    ..
+                }) => {
+                    vae(&node)?;
+                    (outpaint::padded_picture(g, &node, pad)?, None)
+                }
                 Some(_) => (encoded(&node)?, None),
                 None => {
                     vae(&node)?;
@@ -321,20 +338,38 @@ pub(super) fn latent_source(
                 inpaint,
             }
         }
-        "VAEEncodeForInpaint" => LatentSource::Inpaint {
-            image: encoded(&node)?,
-            mask: mask(g, &node)?,
-            grow_mask_by: if g.has(&node, "grow_mask_by") {
-                g.whole(&node, "grow_mask_by", 0..=64)?
-            } else {
-                6
-            },
-            encode: node,
-        },
+        "VAEEncodeForInpaint" => {
+            let mask = mask(g, &node)?;
+            let image = match &mask.pad {
+                Some(pad) => {
+                    vae(&node)?;
+                    outpaint::padded_picture(g, &node, pad)?
+                }
+                None => encoded(&node)?,
+            };
+            LatentSource::Inpaint {
+                image,
+                mask,
+                grow_mask_by: if g.has(&node, "grow_mask_by") {
+                    g.whole(&node, "grow_mask_by", 0..=64)?
+                } else {
+                    6
+                },
+                encode: node,
+            }
+        }
         _ => {
             let (encode, _) = g.source(&node, "samples")?;
             g.expect(&encode, &["VAEEncode"], "samples", (&node, "samples"))?;
             let mut m = mask(g, &node)?;
+            if m.pad.is_some() {
+                return Err(g.refuse(
+                    &m.loader,
+                    None,
+                    format!("masks the latent of node {node} (SetLatentNoiseMask) with a pad's mask; the lowering pads the picture an inpainting node reads"),
+                    "feed the pad's picture and mask to InpaintModelConditioning or VAEEncodeForInpaint",
+                ));
+            }
             m.setter = Some(node);
             LatentSource::Encoded {
                 image: round_trip(&encode)?,

@@ -18,6 +18,7 @@ mod ltxv;
 mod mage;
 mod model;
 mod motion;
+mod outpaint;
 mod own_sampling;
 mod picture_ops;
 mod pixels;
@@ -25,6 +26,7 @@ mod prompt;
 pub(super) mod reference;
 mod resize;
 mod sigmas;
+mod style;
 mod svd;
 mod vision;
 mod walk;
@@ -35,13 +37,15 @@ pub(super) use composite::Composite;
 pub(super) use control_patch::ControlPatch;
 use edits::loaded_image;
 pub(super) use frames::{Vace, VideoFrames};
-pub(super) use latent::{LatentSource, Mask, UpscaleSize};
+pub(super) use latent::{EditInpaint, LatentSource, Mask, UpscaleSize};
 use model::model_chain;
 pub(super) use model::{FlowShift, Lora, ModelChain, Patch};
+pub(super) use outpaint::Pad;
 pub(super) use picture_ops::parameters as picture_op_parameters;
 use pixels::{LoadedPicture, loaded_picture};
 pub(super) use pixels::{ModelUpscale, Origin, PixelSize, Pixels, Resize, Trim};
 pub(super) use reference::Reference;
+pub(super) use style::Style;
 pub(super) use svd::VideoPrompt;
 
 use super::Refusal;
@@ -223,6 +227,8 @@ pub(super) struct Conditioning {
     /// A Wan image-to-video node on the way: the video of its pictures the
     /// denoiser takes beside the sample.
     pub frames: Option<VideoFrames>,
+    /// `StyleModelApply`s on the way, in the order they append tokens.
+    pub styles: Vec<Style>,
 }
 
 /// The picture a Qwen image-edit encoder's language model sees beside
@@ -375,6 +381,8 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         .chain(middle.as_ref())
         .collect();
     one_text_encoder(g, &prompts)?;
+    let styles: Vec<&Style> = prompts.iter().flat_map(|c| &c.styles).collect();
+    style::one_model(g, &styles)?;
     guidance_sides(
         g,
         &positive,

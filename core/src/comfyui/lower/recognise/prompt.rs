@@ -9,6 +9,7 @@
 
 use super::super::graph::Graph;
 use super::reference::{self, References};
+use super::style::Style;
 use super::vision::{EDIT, EDIT_PLUS};
 use super::{
     CLIP_LOADERS, CONTROL_APPLIERS, Conditioning, Control, EDIT_NODES, ENCODERS, Guidance,
@@ -28,6 +29,7 @@ pub(super) fn conditioning(
     let mut control: Option<Control> = None;
     let mut guidance: Option<Guidance> = None;
     let mut references = References::default();
+    let mut styles = Vec::new();
     let seconds = super::audio::seconds(g, &mut node, &mut slot, &mut from)?;
     let frame_rate = super::ltxv::frame_rate(g, &mut node, &mut slot, &mut from)?;
     let edit = edit_conditioning(g, &mut node, &mut slot, &mut from)?;
@@ -35,6 +37,7 @@ pub(super) fn conditioning(
     let mut marks = Marks {
         guidance: &mut guidance,
         references: &mut references,
+        styles: &mut styles,
         loader: &model.loader,
     };
     marks.step_over(g, (&mut node, &mut slot, &mut from))?;
@@ -154,6 +157,29 @@ pub(super) fn conditioning(
         Prompt::Single(g.text(&node, "text")?.to_string())
     };
     references.finish(g, own_references)?;
+    // Walked from the sampler: the style applied last comes first.
+    styles.reverse();
+    if let Some(style) = styles.first() {
+        let (refused, why) = match (&zeroed, &text) {
+            (Some(zero), _) => (zero, "zeroes a prompt with style tokens"),
+            (None, Prompt::Sdxl { .. }) => (
+                &node,
+                "encodes an SDXL prompt, which style tokens are not appended to",
+            ),
+            _ => (&node, ""),
+        };
+        if !why.is_empty() {
+            return Err(g.refuse(
+                refused,
+                None,
+                format!(
+                    "{why} (node {}); the lowering appends style tokens to a text prompt's",
+                    style.node
+                ),
+                "apply the style model to a CLIPTextEncode prompt that is not zeroed",
+            ));
+        }
+    }
     Ok((
         Conditioning {
             encoder: node,
@@ -169,6 +195,7 @@ pub(super) fn conditioning(
             references,
             vision,
             frames,
+            styles,
         },
         control,
     ))
@@ -198,11 +225,12 @@ fn edit_conditioning(
 struct Marks<'m> {
     guidance: &'m mut Option<Guidance>,
     references: &'m mut References,
+    styles: &'m mut Vec<Style>,
     loader: &'m str,
 }
 
 impl Marks<'_> {
-    /// Steps over `FluxGuidance`, `ReferenceLatent` and
+    /// Steps over `FluxGuidance`, `StyleModelApply`, `ReferenceLatent` and
     /// `FluxKontextMultiReferenceLatentMethod` nodes at the walk's
     /// position, in any order, recording them.
     fn step_over(
@@ -213,6 +241,9 @@ impl Marks<'_> {
         for _ in 0..=g.nodes.len() {
             if g.class(node) == "FluxGuidance" {
                 flux_guidance(g, node, slot, from, self.guidance)?;
+                continue;
+            }
+            if super::style::step(g, (node, slot, from), self.styles)? {
                 continue;
             }
             if !reference::step(g, (node, slot, from), self.references, self.loader)? {

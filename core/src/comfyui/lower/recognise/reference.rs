@@ -215,7 +215,7 @@ pub(in crate::comfyui::lower) fn frame_pictures<'p>(
 pub(in crate::comfyui::lower) type PromptPicture<'p> = (&'p String, &'static str, Loaded<'p>);
 
 /// The loaded pictures `prompts` carry: their references', then those
-/// shown to their text encoders.
+/// shown to their text encoders, then those their style tokens embed.
 pub(in crate::comfyui::lower) fn prompt_pictures<'p>(
     prompts: impl IntoIterator<Item = &'p Conditioning>,
 ) -> impl Iterator<Item = PromptPicture<'p>> {
@@ -231,14 +231,22 @@ pub(in crate::comfyui::lower) fn prompt_pictures<'p>(
                 (&r.loader, r.resize.as_ref()),
             )
         });
-    let seen = prompts.into_iter().flat_map(|c| &c.vision).map(|v| {
-        (
-            &v.node,
-            "shows the text encoder",
-            (&v.loader, v.resize.as_ref()),
-        )
-    });
-    references.chain(seen)
+    let seen = prompts
+        .clone()
+        .into_iter()
+        .flat_map(|c| &c.vision)
+        .map(|v| {
+            (
+                &v.node,
+                "shows the text encoder",
+                (&v.loader, v.resize.as_ref()),
+            )
+        });
+    let styled = prompts
+        .into_iter()
+        .flat_map(|c| &c.styles)
+        .map(|s| (&s.node, "embeds for style tokens", (&s.picture, None)));
+    references.chain(seen).chain(styled)
 }
 
 /// Whether two loaded pictures are one: the same `LoadImage` through the

@@ -87,6 +87,7 @@ pub(super) fn prompts(
         references: Default::default(),
         vision: Vec::new(),
         frames: None,
+        styles: Vec::new(),
     };
     Ok(Some((conditioning(None), conditioning(Some(node.clone())))))
 }
