@@ -46,11 +46,8 @@ fn makes_a_picture(name: &str, graph: &Value) {
 /// The model components (denoisers and text encoders) each top-level
 /// sampling loop of `w` invokes, in step order.
 fn loop_models(w: &Value) -> Vec<Vec<String>> {
-    w["steps"]
-        .as_array()
-        .expect("steps")
-        .iter()
-        .filter(|s| s["kind"] == "loop")
+    support::lowering::loops(w)
+        .into_iter()
         .map(|s| {
             let mut found = BTreeSet::new();
             invoked(s, &mut found);

@@ -10,8 +10,8 @@ mod support;
 
 use serde_json::{Value, json};
 use support::lowering::{
-    assert_refused, denoiser_bindings, lowered, npy, package_and_run, pattern, run_policy_alone,
-    scratch, setup_calls, workflow,
+    assert_refused, denoiser_bindings, loops, lowered, npy, package_and_run, pattern,
+    run_policy_alone, scratch, setup_calls, workflow,
 };
 use wfstudio_core::comfyui::lower::Target;
 
@@ -280,12 +280,7 @@ fn two_stages_of_one_node_share_its_context() {
     g["10"]["inputs"]["samples"] = json!(["14", 0]);
     let l = lowered(&g, &Target::default());
     let w = workflow(&l);
-    let loops: Vec<&Value> = w["steps"]
-        .as_array()
-        .expect("steps")
-        .iter()
-        .filter(|s| s["kind"] == "loop")
-        .collect();
+    let loops = loops(w);
     assert_eq!(loops.len(), 2);
     let strengths: Vec<&String> = w["inputs"]
         .as_object()

@@ -10,8 +10,8 @@ mod support;
 
 use serde_json::{Value, json};
 use support::lowering::{
-    assert_refused, denoiser_bindings, lowered, npy, package_and_run, pattern, run_policy_alone,
-    scratch, setup_steps, tensor, workflow,
+    assert_refused, denoiser_bindings, loops, lowered, npy, package_and_run, pattern,
+    run_policy_alone, scratch, setup_steps, tensor, workflow,
 };
 use wfstudio_core::comfyui::lower::Target;
 
@@ -192,12 +192,7 @@ fn wan_2_2_s_two_experts_each_take_the_video() {
     g["11"]["inputs"]["samples"] = json!(["16", 0]);
     let l = lowered(&g, &Target::default());
     let w = workflow(&l);
-    let loops: Vec<&Value> = w["steps"]
-        .as_array()
-        .expect("steps")
-        .iter()
-        .filter(|s| s["kind"] == "loop")
-        .collect();
+    let loops = loops(w);
     assert_eq!(loops.len(), 2);
     // One LoadImage is one input: the second stage reads the first's.
     let pictures: Vec<&String> = w["inputs"]

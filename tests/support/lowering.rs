@@ -329,3 +329,13 @@ pub fn denoiser_bindings(w: &Value, port: &str) -> Vec<(String, Value)> {
         })
         .collect()
 }
+
+/// The top-level sampling loops of workflow `w`, in step order.
+pub fn loops(w: &Value) -> Vec<&Value> {
+    w["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .filter(|s| s["kind"] == "loop")
+        .collect()
+}

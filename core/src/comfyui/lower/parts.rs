@@ -181,3 +181,25 @@ pub(super) fn numbered<K: Ord>(
     let n = names.len() + 1;
     names.entry(key).or_insert_with(|| name(n)).clone()
 }
+
+/// The steps `step` nests (a loop's setup, then its body).
+pub(super) fn nested(step: &Value) -> impl Iterator<Item = &Value> {
+    ["setup", "steps"]
+        .into_iter()
+        .filter_map(|list| step.get(list).and_then(Value::as_array))
+        .flatten()
+}
+
+/// [`nested`], to change.
+pub(super) fn nested_mut(step: &mut Value) -> impl Iterator<Item = &mut Value> {
+    let Some(object) = step.as_object_mut() else {
+        return Vec::new().into_iter();
+    };
+    let mut out = Vec::new();
+    for (key, value) in object.iter_mut() {
+        if let ("setup" | "steps", Some(list)) = (key.as_str(), value.as_array_mut()) {
+            out.extend(list.iter_mut());
+        }
+    }
+    out.into_iter()
+}

@@ -3,7 +3,7 @@
 //! stage's picture input first in its setup, and the stage reads them
 //! where it would read its picture and mask inputs (it has no mask input).
 
-use super::super::parts::{Steps, contract, invoke, picture, policy};
+use super::super::parts::{Steps, contract, invoke, nested_mut, picture, policy};
 use super::super::recognise::{EditInpaint, LatentSource, Mask, Pad, Plan};
 use super::StageNames;
 use serde_json::{Map, Value, json};
@@ -96,15 +96,8 @@ fn reads(step: &mut Value) {
             }
         }
     }
-    for list in ["setup", "steps"] {
-        for inner in step
-            .get_mut(list)
-            .and_then(Value::as_array_mut)
-            .into_iter()
-            .flatten()
-        {
-            reads(inner);
-        }
+    for inner in nested_mut(step) {
+        reads(inner);
     }
 }
 

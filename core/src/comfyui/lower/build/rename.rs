@@ -7,6 +7,7 @@
 //! nodes). A stage reads an earlier stage's latent through a placeholder
 //! ([`earlier_latent`]), resolved here to that stage's final name.
 
+use super::super::parts::{nested, nested_mut};
 use super::names::{StageNames, earlier_latent};
 use super::stage::StageParts;
 use crate::comfyui::synth::policy_kind;
@@ -101,15 +102,8 @@ fn defined(step: &Value, names: &StageNames, map: &mut BTreeMap<String, String>)
     if let Some(value) = step.pointer("/iteration/value").and_then(Value::as_str) {
         map.insert(value.to_string(), names.value(value));
     }
-    for list in ["setup", "steps"] {
-        for inner in step
-            .get(list)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            defined(inner, names, map);
-        }
+    for inner in nested(step) {
+        defined(inner, names, map);
     }
 }
 
@@ -190,15 +184,8 @@ impl Renamer<'_> {
                 }
             }
         }
-        for list in ["setup", "steps"] {
-            for inner in step
-                .get_mut(list)
-                .and_then(Value::as_array_mut)
-                .into_iter()
-                .flatten()
-            {
-                self.step(inner);
-            }
+        for inner in nested_mut(step) {
+            self.step(inner);
         }
     }
 }
