@@ -295,6 +295,31 @@ fn a_model_without_a_sampling_node_samples_as_its_text_encoder_type_says() {
     let schedule = &workflow(&l)["components"]["diffusion_schedule"];
     assert_eq!(schedule["contract"]["parameters"]["model_sampling"], "flux");
 
+    // Type 'lumina2' serves Lumina 2 and Z-Image, which ComfyUI tells
+    // apart by the weights: the UNETLoader's file names the family
+    // (Z-Image: shift 3, AuraFlow's timesteps), else it is refused.
+    own["14"]["inputs"]["type"] = json!("lumina2");
+    own["12"]["inputs"]["unet_name"] = json!("z_image_turbo_bf16.safetensors");
+    let l = lowered(&own, &Target::default());
+    assert_eq!(default_of(&l, "request.flow_shift"), &json!(3.0));
+    let schedule = &workflow(&l)["components"]["diffusion_schedule"];
+    assert_eq!(
+        schedule["contract"]["parameters"]["model_sampling"],
+        "aura_flow"
+    );
+    assert!(
+        l.notes[0].contains("node 14 (CLIPLoader) loads the text encoder as type 'lumina2', which serves several families, and node 12 (UNETLoader) loads 'z_image_turbo_bf16.safetensors', Z-Image's model by its name, and the model samples by flow matching as Z-Image's model does (shift 3)"),
+        "{}",
+        l.notes[0]
+    );
+    own["12"]["inputs"]["unet_name"] = json!("lumina_2.safetensors");
+    let l = lowered(&own, &Target::default());
+    assert_eq!(default_of(&l, "request.flow_shift"), &json!(6.0));
+    own["12"]["inputs"]["unet_name"] = json!("my_model.safetensors");
+    assert!(lower::lower(&own).is_err());
+    own["14"]["inputs"]["type"] = json!("sd3");
+    own["12"]["inputs"]["unet_name"] = json!("sd3_medium.safetensors");
+
     // A checkpoint holding its text encoders states no type: ComfyUI's
     // own files are known by name (Flux schnell: time shift 1), wherever
     // the user keeps them; another file is refused as before.

@@ -205,6 +205,31 @@ fn an_outpainting_package_runs_on_the_padded_size() {
 }
 
 #[test]
+fn vae_encode_for_inpaint_reads_the_pad_too() {
+    let mut g = outpaint();
+    g["9"] = json!({"class_type": "VAEEncodeForInpaint", "inputs": {"pixels": ["8", 0], "vae": ["3", 0], "mask": ["8", 1], "grow_mask_by": 6}});
+    g["10"]["inputs"]["positive"] = json!(["5", 0]);
+    g["10"]["inputs"]["negative"] = json!(["6", 0]);
+    g["10"]["inputs"]["latent_image"] = json!(["9", 0]);
+    let l = lowered(&g, &Target::default());
+    let w = workflow(&l);
+    let setup = setup_calls(w);
+    assert_eq!(setup[0].0, "outpaint_pad");
+    let mask = setup
+        .iter()
+        .find(|(c, _, _)| c == "latent_mask")
+        .expect("the noise mask");
+    assert_eq!(mask.1["mask"], "outpaint.mask");
+    assert!(w["inputs"].get("request.mask").is_none());
+    if !support::runtime_available() {
+        return;
+    }
+    let root = scratch("outpaint-encode");
+    package_and_run(&root, "encode", &g);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
 fn a_pad_the_lowering_cannot_follow_is_refused() {
     let mut other = outpaint();
     other["9"]["inputs"]["pixels"] = json!(["7", 0]);
@@ -215,6 +240,23 @@ fn a_pad_the_lowering_cannot_follow_is_refused() {
             "InpaintModelConditioning",
             Some("pixels"),
             "reads its mask from node 8 (ImagePadForOutpaint) but not that node's padded picture",
+        ),
+    );
+    // A style embedding of the padded LoadImage: ComfyUI embeds the
+    // picture as it is, the stage reads it padded.
+    let mut styled = outpaint();
+    styled["13"] = json!({"class_type": "StyleModelLoader", "inputs": {"style_model_name": "flux1-redux-dev.safetensors"}});
+    styled["14"] = json!({"class_type": "CLIPVisionLoader", "inputs": {"clip_name": "sigclip_vision_patch14_384.safetensors"}});
+    styled["15"] = json!({"class_type": "CLIPVisionEncode", "inputs": {"crop": "center", "clip_vision": ["14", 0], "image": ["7", 0]}});
+    styled["16"] = json!({"class_type": "StyleModelApply", "inputs": {"strength": 1.0, "strength_type": "multiply", "conditioning": ["5", 0], "style_model": ["13", 0], "clip_vision_output": ["15", 0]}});
+    styled["9"]["inputs"]["positive"] = json!(["16", 0]);
+    assert_refused(
+        &styled,
+        (
+            "16",
+            "StyleModelApply",
+            None,
+            "embeds for style tokens node 7's picture, which node 8 pads for outpainting; the lowering gives the stage that LoadImage padded",
         ),
     );
     let mut noise = outpaint();

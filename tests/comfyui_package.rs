@@ -170,6 +170,7 @@ fn every_corpus_graph_that_lowers_becomes_a_package_that_runs() {
             "tpl-hunyuan-video-muted.ui.json",
             "tpl-svd-img2vid.ui.json",
             "tpl-wan22-14b-t2v-bypass.ui.json",
+            "tpl2026-basic-switch-node.ui.json",
             "tpl2026-flux-dev-subgraph-wrapped.ui.json",
             "wan21-i2v.ui.json",
             "wan22-5b-ti2v.ui.json",

@@ -178,6 +178,27 @@ fn a_loaded_picture_upscaled_by_a_model_is_made_before_the_stage_that_encodes_it
 }
 
 #[test]
+fn prompt_pictures_beside_an_upscaled_loaded_picture_are_refused() {
+    // The stage encodes a picture made before it; a picture its prompt
+    // carries would be a stage input it does not declare.
+    let mut g = upscale_then_refine(0.01);
+    g["14"] = json!({"class_type": "StyleModelLoader", "inputs": {"style_model_name": "style.safetensors"}});
+    g["15"] = json!({"class_type": "CLIPVisionLoader", "inputs": {"clip_name": "clip_vision_h.safetensors"}});
+    g["16"] = json!({"class_type": "CLIPVisionEncode", "inputs": {"crop": "center", "clip_vision": ["15", 0], "image": ["4", 0]}});
+    g["17"] = json!({"class_type": "StyleModelApply", "inputs": {"strength": 1.0, "strength_type": "multiply", "conditioning": ["2", 0], "style_model": ["14", 0], "clip_vision_output": ["16", 0]}});
+    g["10"]["inputs"]["positive"] = json!(["17", 0]);
+    assert_refused(
+        &g,
+        (
+            "17",
+            "StyleModelApply",
+            None,
+            "embeds for style tokens a loaded picture in a stage that encodes a picture made before it (an earlier stage's, or one through an upscale model); the lowering takes prompt pictures of the stage's loaded picture only",
+        ),
+    );
+}
+
+#[test]
 fn a_loaded_picture_is_resized_within_its_stage() {
     let mut graph = pattern("img2img");
     graph["9"] = json!({"class_type": "ImageScaleToTotalPixels", "inputs": {"upscale_method": "nearest-exact", "megapixels": 0.01, "image": ["8", 0]}});

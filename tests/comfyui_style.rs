@@ -86,8 +86,8 @@ fn each_picture_s_style_tokens_follow_the_prompt_in_the_order_the_nodes_run() {
     ]
     .map(|(c, i, o)| (c.to_string(), i, o));
     assert_eq!(calls[..want.len()], want);
-    // A basic guider's negative side is its prompt again: the same tokens,
-    // made once.
+    // A basic guider's negative side is its prompt again: encoded again
+    // with the same style tokens appended (the tokens are made once).
     let rest: Vec<&str> = calls[want.len()..]
         .iter()
         .map(|(c, _, _)| c.as_str())
@@ -189,6 +189,17 @@ fn styles_the_lowering_cannot_append_are_refused() {
             "StyleModelApply",
             None,
             "takes its tokens from another style model, CLIP vision model or crop than node 12; the lowering gives a stage one of each",
+        ),
+    );
+    let mut siglip = redux();
+    siglip["7"]["inputs"]["clip_name"] = json!("siglip_vision.safetensors");
+    assert_refused(
+        &siglip,
+        (
+            "7",
+            "CLIPVisionLoader",
+            Some("clip_name"),
+            "loads 'siglip_vision.safetensors', a SigLIP model whose input size the lowering cannot tell from its name; it knows SigLIP at 384",
         ),
     );
     let mut zeroed = redux();

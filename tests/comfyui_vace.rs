@@ -10,7 +10,7 @@ mod support;
 
 use serde_json::{Value, json};
 use support::lowering::{
-    assert_refused, denoiser_bindings, loops, lowered, npy, package_and_run, pattern,
+    assert_refused, denoiser_bindings, invocations, loops, lowered, npy, package_and_run, pattern,
     run_policy_alone, scratch, setup_calls, workflow,
 };
 use wfstudio_core::comfyui::lower::Target;
@@ -54,7 +54,7 @@ fn the_context_is_made_once_and_every_denoiser_call_takes_it() {
             json!({"scaled": "vace.reference_picture"}),
         ),
         (
-            "batch_frames",
+            "one_frame",
             json!({"image": "vace.reference_picture"}),
             json!({"frames": "vace.reference_video"}),
         ),
@@ -302,15 +302,39 @@ fn two_stages_of_one_node_share_its_context() {
         "{second:?}"
     );
     for stage in &loops {
-        for call in stage["steps"].as_array().expect("body").iter().filter(|s| {
-            s["component"]
-                .as_str()
-                .is_some_and(|c| c.ends_with("denoiser"))
-        }) {
+        let calls: Vec<&Value> = stage["steps"]
+            .as_array()
+            .expect("body")
+            .iter()
+            .filter(|s| {
+                s["component"]
+                    .as_str()
+                    .is_some_and(|c| c.ends_with("denoiser"))
+            })
+            .collect();
+        assert!(!calls.is_empty());
+        for call in calls {
             assert_eq!(call["inputs"]["vace_context"], "vace.context");
             assert_eq!(call["inputs"]["vace_strength"], "request.vace_strength");
         }
     }
+    assert!(
+        l.notes.iter().any(|n| n
+            == "stage 2 (node 14): every denoiser call takes the VACE context an earlier stage made of node 7 as `vace_context` (vace.context) and its strength as `vace_strength` (request.vace_strength)"),
+        "{:?}",
+        l.notes
+    );
+}
+
+#[test]
+fn two_decodes_of_one_trim_read_one_trimmed_latent() {
+    let mut g = reference_to_video();
+    g["15"] = json!({"class_type": "VAEDecodeTiled", "inputs": {"tile_size": 512, "overlap": 64, "temporal_size": 64, "temporal_overlap": 8, "samples": ["10", 0], "vae": ["3", 0]}});
+    g["16"] = json!({"class_type": "SaveAnimatedWEBP", "inputs": {"filename_prefix": "tiled", "fps": 16.0, "lossless": false, "quality": 80, "method": "default", "images": ["15", 0]}});
+    let l = lowered(&g, &Target::default());
+    let w = workflow(&l);
+    assert_eq!(invocations(w, "trim_latent"), 1);
+    assert_eq!(invocations(w, "vae_decoder"), 2);
 }
 
 #[test]

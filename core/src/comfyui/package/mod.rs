@@ -338,9 +338,10 @@ fn external_data(
 /// Extents the lowered document fixes, from the `latent_row_shape`
 /// policy's parameters: the latent's `channels`, its `scale` (pixels per
 /// latent cell) and, for a video, the decoded `frames` (its `length`, less what does
-/// not fill a latent frame) and the `latent_frames` (what a video encoder
-/// makes of `length` frames, after a VACE reference's `leading_frames`)
-/// and the `temporal_scale` a video encoder's stand-in compresses by.
+/// not fill a latent frame), the sampled latent's `latent_frames` (what a
+/// video encoder makes of `length` frames, and a VACE reference's
+/// `leading_frames` ahead of them) and the `temporal_scale` a video
+/// encoder's stand-in compresses its input's frames by.
 fn known_extents(components: &serde_json::Map<String, Value>) -> KnownExtents {
     let mut known = KnownExtents::default();
     let parameter = |key: &str| {

@@ -101,6 +101,8 @@ pub const POLICIES: &[&str] = &[
     "trim_latent",
     "outpaint_pad",
     "append_style",
+    "frame_pictures",
+    "one_frame",
 ];
 
 /// The policies a workflow (or a stage, for a stage's pictures) may hold

@@ -37,6 +37,8 @@ pub fn build(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError>
         "video_pixels" => unit_pixels(g, true),
         "batch_frames" => batch_frames(g),
         "trim_latent" => trim_latent(g),
+        "frame_pictures" => frame_pictures(g),
+        "one_frame" => one_frame(g),
         "join_tokens" => join_tokens(g),
         "append_style" => append_style(g),
         "decoded_pixels" => unit_pixels(g, true),
@@ -228,6 +230,26 @@ fn batch_frames(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let axis = g.b.vec_i64(&[0]);
     let out = g.op("Unsqueeze", &[&x, &axis]);
     g.output(&out, "frames")
+}
+
+/// `one_frame`: each picture `[batch, 3, h, w]` as a one-frame video
+/// `[batch, 1, 3, h, w]`.
+fn one_frame(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let x = g.input("image")?;
+    let axis = g.b.vec_i64(&[1]);
+    let out = g.op("Unsqueeze", &[&x, &axis]);
+    g.output(&out, "frames")
+}
+
+/// `frame_pictures`: video frames `[batch, frames, 3, h, w]` as pictures
+/// `[batch * frames, 3, h, w]`.
+fn frame_pictures(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let x = g.input("video")?;
+    let picture = g.op_with("Shape", &[&x], &[("start", Attr::Int(2))]);
+    let all = g.b.vec_i64(&[-1]);
+    let shape = g.op_with("Concat", &[&all, &picture], &[("axis", Attr::Int(0))]);
+    let out = g.op("Reshape", &[&x, &shape]);
+    g.output(&out, "pictures")
 }
 
 /// `trim_latent`: a video latent `[batch, channels, frames, h, w]`

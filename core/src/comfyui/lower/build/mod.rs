@@ -131,9 +131,10 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
     {
         let loader = &plan.model.loader;
         let names = StageNames::new(chain, index);
-        // Pixels it encodes from an earlier stage's decode are made first
-        // (cut to whole multiples of 8 after a resize for a VAEEncode,
-        // which crops so; SVD's own resize comes later).
+        // Pixels it encodes from an earlier stage's decode or through an
+        // upscale model are made first (cut to whole multiples of 8 after
+        // a resize for a VAEEncode, which crops so; SVD's own resize comes
+        // later).
         let decoded = match plan.encoded_picture() {
             Some(image) => pixels.encoded(
                 image,
@@ -262,6 +263,11 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
                 );
             }
             SinkKind::Picture => {
+                // A picture sink saves a video's frames as pictures.
+                let (shown, range) = match axes {
+                    Axes::Video => (pixels.frame_pictures(sink, &shown, &mut top), "zero_to_one"),
+                    _ => (shown, range),
+                };
                 outputs.insert(output.clone(), json!({"contract": picture(json!(3)), "role": "image", "value_range": range, "stage": "pre_adapter"}));
                 after.push(
                     json!({"kind": "emit", "value": shown, "output": output, "mode": "replace"}),

@@ -4,7 +4,7 @@
 //! where it would read its picture and mask inputs (it has no mask input).
 
 use super::super::parts::{Steps, contract, invoke, nested_mut, picture, policy};
-use super::super::recognise::{EditInpaint, LatentSource, Mask, Pad, Plan};
+use super::super::recognise::{Pad, Plan};
 use super::StageNames;
 use serde_json::{Map, Value, json};
 
@@ -17,21 +17,7 @@ const INPUTS: [(&str, &str); 2] = [("request.image", PIXELS), ("request.mask", M
 
 /// The pad the plan's inpainting node reads, if any.
 fn pad(plan: &Plan) -> Option<&Pad> {
-    match &plan.latent {
-        LatentSource::Edit {
-            inpaint:
-                Some(EditInpaint {
-                    mask: Mask { pad: Some(pad), .. },
-                    ..
-                }),
-            ..
-        }
-        | LatentSource::Inpaint {
-            mask: Mask { pad: Some(pad), .. },
-            ..
-        } => Some(pad),
-        _ => None,
-    }
+    plan.latent.pad()
 }
 
 /// Declares `outpaint_pad` and adds its step (first in `setup`).

@@ -47,6 +47,9 @@ pub(super) struct PixelParts<'c> {
     frames: BTreeMap<String, String>,
     /// The trim policies declared so far, by the latent frames they drop.
     trims: BTreeMap<i64, String>,
+    /// A trim's value, by `TrimVideoLatent` node (one run however many
+    /// decodes read it).
+    trimmed: BTreeMap<&'c str, String>,
 }
 
 impl<'c> PixelParts<'c> {
@@ -129,6 +132,36 @@ impl<'c> PixelParts<'c> {
             &[&sink.node],
         );
         self.frames.insert(unit, value.clone());
+        value
+    }
+
+    /// The video frames `shown` (0..1, `[batch, frames, 3, height,
+    /// width]`) as a batch of pictures `[batch * frames, 3, height, width]`
+    /// (`frame_pictures`), as ComfyUI's `VAEDecode` gives a video latent's
+    /// frames to a picture sink.
+    pub(super) fn frame_pictures(
+        &mut self,
+        sink: &'c Sink,
+        shown: &str,
+        top: &mut Top<'_>,
+    ) -> String {
+        top.components.entry("frame_pictures").or_insert_with(|| {
+            policy(
+                "frame_pictures",
+                json!({"video": parts::video()}),
+                json!({"pictures": picture(json!(3))}),
+                Some(json!({"id": "wfstudio.frame-pictures", "version": "1"})),
+            )
+        });
+        let value = format!("{shown}.pictures");
+        top.after.push(
+            invoke(
+                "frame_pictures",
+                json!({"video": shown}),
+                json!({"pictures": value}),
+            ),
+            &[&sink.node],
+        );
         value
     }
 
@@ -231,7 +264,7 @@ impl<'c> PixelParts<'c> {
     fn decoded(
         &mut self,
         decode: &'c str,
-        (vae, stage, trim): (&'c str, usize, Option<&Trim>),
+        (vae, stage, trim): (&'c str, usize, Option<&'c Trim>),
         axes: Axes,
         top: &mut Top<'_>,
     ) -> String {
@@ -315,7 +348,10 @@ impl<'c> PixelParts<'c> {
     /// The value of the video latent `latent` less the latent frames
     /// `trim` drops (`trim_latent`, one policy per count: `trim_latent_2`
     /// for a second, ...).
-    fn trimmed(&mut self, latent: &str, trim: &Trim, top: &mut Top<'_>) -> String {
+    fn trimmed(&mut self, latent: &str, trim: &'c Trim, top: &mut Top<'_>) -> String {
+        if let Some(value) = self.trimmed.get(trim.node.as_str()) {
+            return value.clone();
+        }
         let name = numbered(&mut self.trims, trim.frames, |n| match n {
             1 => "trim_latent".to_string(),
             n => format!("trim_latent_{n}"),
@@ -334,6 +370,7 @@ impl<'c> PixelParts<'c> {
             invoke(&name, json!({"latent": latent}), json!({"trimmed": value})),
             &[&trim.node],
         );
+        self.trimmed.insert(&trim.node, value.clone());
         value
     }
 
@@ -474,7 +511,7 @@ pub(super) fn video_encoder(encoder: &str, latent: Value) -> Value {
 }
 
 /// The `batch_frames` policy: a batch of pictures as one video's frames.
-pub(super) fn batch_frames_policy() -> Value {
+fn batch_frames_policy() -> Value {
     policy(
         "batch_frames",
         json!({"image": picture(json!(3))}),

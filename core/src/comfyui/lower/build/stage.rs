@@ -40,7 +40,7 @@ pub(super) struct StageParts {
 /// Builds the parts of `plan`: its model components are named with
 /// `models` (its checkpoint's prefix), its text encoders with `encoders`;
 /// `decoded` is the value of the pixels it encodes from an earlier
-/// stage's decode, made before it; `frames_made` says an earlier stage
+/// stage's decode or through an upscale model, made before it; `frames_made` says an earlier stage
 /// made its Wan video already.
 pub(super) fn stage(
     plan: &Plan,
@@ -358,8 +358,8 @@ pub(super) fn stage(
     // The sampling window and the starting latent.
     let mut initializer = "diffusion.noise".to_string();
     let mut max_iterations = "request.max_iterations";
-    // A loaded picture is an input; an earlier stage's decode is made
-    // before the stage (`decoded`).
+    // A loaded picture is an input; an earlier stage's decode or an
+    // upscale model's picture is made before the stage (`decoded`).
     let encodes = match &plan.latent {
         LatentSource::Empty { .. }
         | LatentSource::Sized { .. }

@@ -19,16 +19,6 @@ fn embedding() -> Value {
     )
 }
 
-/// The pixels a side of the CLIP vision model's input has: SigLIP's 384
-/// where its loader's file names it so (Flux Redux's
-/// `sigclip_vision_patch14_384`), else CLIP ViT's 224.
-fn vision_size(loader_file: &str) -> i64 {
-    match loader_file.contains("384") {
-        true => 384,
-        false => 224,
-    }
-}
-
 /// The styles of the plan's prompts, each once, in the order they append.
 fn styles(plan: &Plan) -> Vec<&Style> {
     let mut out: Vec<&Style> = Vec::new();
@@ -78,7 +68,7 @@ pub(super) fn declare(
             "style_vision/model.onnx",
             json!({"image": super::super::parts::picture(json!(3))}),
             json!({"last_hidden_state": embedding()}),
-            Some(json!({"id": "comfyui.clip-vision", "version": "1", "parameters": {"crop": first.crop, "size": vision_size(&first.vision_file)}})),
+            Some(json!({"id": "comfyui.clip-vision", "version": "1", "parameters": {"crop": first.crop, "size": first.vision_size}})),
         ),
     );
     components.insert(

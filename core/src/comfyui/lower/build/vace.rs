@@ -2,7 +2,7 @@
 //! `recognise::frames::Vace`): `grey_video` makes the video the node
 //! encodes without a control video (`length` frames of grey 0.5), the VAE
 //! encodes it; a reference picture is resized to the video's size
-//! (`init_scale`), made a one-frame video (`batch_frames`) and encoded;
+//! (`init_scale`), made a one-frame video (`one_frame`) and encoded;
 //! `vace_context` joins them into the context VACE models read. Every
 //! denoiser call takes it as `vace_context` and the node's strength as
 //! `vace_strength`.
@@ -10,7 +10,7 @@
 use super::super::parts::{Steps, contract, invoke, one, parameter, policy};
 use super::super::recognise::{Plan, Vace, VideoFrames};
 use super::StageNames;
-use super::pixels::{batch_frames_policy, encoded_video, init_scale, video_encoder};
+use super::pixels::{encoded_video, init_scale, video_encoder};
 use serde_json::{Map, Value, json};
 
 /// The context the denoiser takes as `vace_context`.
@@ -111,9 +111,15 @@ pub(super) fn encode(
             "init_scale".into(),
             init_scale(&frames.node, (frames.width, frames.height), false),
         );
-        components
-            .entry("batch_frames")
-            .or_insert_with(batch_frames_policy);
+        components.insert(
+            "one_frame".into(),
+            policy(
+                "one_frame",
+                json!({"image": super::super::parts::picture(json!(3))}),
+                json!({"frames": encoded_video()}),
+                Some(json!({"id": "wfstudio.one-frame", "version": "1"})),
+            ),
+        );
         let steps = [
             (
                 "init_scale",
@@ -121,7 +127,7 @@ pub(super) fn encode(
                 json!({"scaled": "vace.reference_picture"}),
             ),
             (
-                "batch_frames",
+                "one_frame",
                 json!({"image": "vace.reference_picture"}),
                 json!({"frames": "vace.reference_video"}),
             ),
@@ -168,9 +174,17 @@ pub(super) fn note(
     (frames, vace): (&VideoFrames, &Vace),
     names: &StageNames,
 ) -> String {
+    if names.reused(CONTEXT) {
+        return format!(
+            "every denoiser call takes the VACE context an earlier stage made of node {} as `vace_context` ({}) and its strength as `vace_strength` ({})",
+            frames.node,
+            names.value(CONTEXT),
+            names.value(STRENGTH)
+        );
+    }
     let reference = match &vace.reference {
         Some(loader) => format!(
-            "; the reference picture {} (resized bilinear to cover that size, centre cropped) is encoded as one latent frame ahead of the video's, masked 0 with its second 16 channels zero, and `TrimVideoLatent` drops that frame after sampling",
+            "; the reference picture {} (resized bilinear to cover that size, centre cropped) is encoded as one latent frame ahead of the video's, masked 0 with its second 16 channels zero (the node's `trim_latent`, 1, is what a `TrimVideoLatent` drops after sampling)",
             names.value(&super::pictures::input(plan, loader))
         ),
         None => String::new(),

@@ -41,8 +41,8 @@ pub(in crate::comfyui::lower) struct Sink {
     pub title: Option<String>,
     /// `SaveImage`'s `filename_prefix`, if any.
     pub prefix: Option<String>,
-    /// An `ImageUpscaleWithModel` between the decode and the sink (never
-    /// on a loaded picture).
+    /// An `ImageUpscaleWithModel` between the decode or loaded picture
+    /// and the sink.
     pub upscale: Option<ModelUpscale>,
     /// A resize after that.
     pub resize: Option<Resize>,
@@ -240,15 +240,7 @@ fn one_sink(
         ));
     }
     match (axes, frame_rate, &upscale) {
-        (Axes::Video, None, _) => {
-            return Err(g.refuse(
-                sink,
-                Some("images"),
-                "saves the frames of a video as pictures; the lowering makes a video output of a video latent".into(),
-                "save the video with SaveAnimatedWEBP, SaveWEBM or CreateVideo and SaveVideo",
-            ));
-        }
-        (Axes::Video, Some(_), Some(up)) => {
+        (Axes::Video, _, Some(up)) => {
             return Err(g.refuse(
                 &up.node,
                 None,
@@ -256,7 +248,7 @@ fn one_sink(
                 "upscale the video outside the graph",
             ));
         }
-        (Axes::Video, Some(_), None) if resize.is_some() => {
+        (Axes::Video, _, None) if resize.is_some() => {
             let node = resize.as_ref().map_or("", |r| r.node.as_str());
             return Err(g.refuse(
                 node,

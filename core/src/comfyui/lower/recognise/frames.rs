@@ -267,7 +267,10 @@ pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<VideoFrames, Refusal> {
                 &vae,
                 Some("vae_name"),
                 format!("loads `{name}`, whose latent is not Wan 2.1's, which {class} makes"),
-                "load Wan 2.1's VAE, or use WanFirstLastFrameToVideo with this one",
+                match class {
+                    VACE => "load Wan 2.1's VAE",
+                    _ => "load Wan 2.1's VAE, or use WanFirstLastFrameToVideo with this one",
+                },
             ));
         }
         (_, Some(known)) => known,

@@ -110,6 +110,28 @@ pub(in crate::comfyui::lower) enum LatentSource {
     },
 }
 
+impl LatentSource {
+    /// The pad an inpainting node reads its picture and mask through (an
+    /// outpainting), if any.
+    pub(in crate::comfyui::lower) fn pad(&self) -> Option<&Pad> {
+        match self {
+            LatentSource::Edit {
+                inpaint:
+                    Some(EditInpaint {
+                        mask: Mask { pad: Some(pad), .. },
+                        ..
+                    }),
+                ..
+            }
+            | LatentSource::Inpaint {
+                mask: Mask { pad: Some(pad), .. },
+                ..
+            } => Some(pad),
+            _ => None,
+        }
+    }
+}
+
 /// The time axis of an empty video latent: `(length - 1) / temporal + 1`
 /// latent frames, as ComfyUI's video latent nodes make, after `leading`
 /// ones.

@@ -37,7 +37,7 @@ pub(super) use composite::Composite;
 pub(super) use control_patch::ControlPatch;
 use edits::loaded_image;
 pub(super) use frames::{Vace, VideoFrames};
-pub(super) use latent::{EditInpaint, LatentSource, Mask, UpscaleSize};
+pub(super) use latent::{LatentSource, Mask, UpscaleSize};
 use model::model_chain;
 pub(super) use model::{FlowShift, Lora, ModelChain, Patch};
 pub(super) use outpaint::Pad;

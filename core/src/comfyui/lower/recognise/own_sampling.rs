@@ -140,6 +140,23 @@ const CHECKPOINTS: &[(&str, Default)] = &[
 /// sampling (Lumina 2 and Z-Image: Flux's VAE, 16).
 const CHANNELS: &[(&str, i64)] = &[("lumina2", 16), ("ovis", 16)];
 
+/// Families a type with no single default serves, known by the model
+/// file a `UNETLoader` loads (its name in lower case, without `_`, `-`
+/// and `.`, holding the stem): ComfyUI tells them apart by the weights
+/// (Z-Image's width is 3840), which the graph does not hold.
+const UNETS: &[(&str, &str, Default)] = &[
+    (
+        "lumina2",
+        "zimage",
+        flow("lumina2", "aura_flow", Shift::Plain(3.0), 16, "Z-Image"),
+    ),
+    (
+        "lumina2",
+        "lumina",
+        flow("lumina2", "aura_flow", Shift::Plain(6.0), 16, "Lumina 2"),
+    ),
+];
+
 /// ComfyUI's own checkpoint files that hold a model of a type with no
 /// single default sampling (as a `CLIPLoader` would load their text
 /// encoders).
@@ -192,7 +209,7 @@ pub(super) fn family(g: &Graph<'_>, loader: &str, model_loader: &str) -> Family 
         _ => return Family::Unstated,
     };
     let Some(default) = DEFAULTS.iter().find(|d| d.clip_type == clip_type) else {
-        return Family::Unsettled(clip_type.to_string());
+        return unet_family(g, (loader, clip_type), model_loader);
     };
     let why = match g.class(loader) {
         "TripleCLIPLoader" => {
@@ -204,6 +221,35 @@ pub(super) fn family(g: &Graph<'_>, loader: &str, model_loader: &str) -> Family 
         class => format!("node {loader} ({class}) loads the text encoder as type '{clip_type}'"),
     };
     Family::Flow(default.sampling(loader, why))
+}
+
+/// The family of type `clip_type` (loaded by `loader`), which names no
+/// single default, that the `UNETLoader` `model_loader`'s file names.
+fn unet_family(g: &Graph<'_>, (loader, clip_type): (&str, &str), model_loader: &str) -> Family {
+    let file = match g.class(model_loader) {
+        "UNETLoader" => g.text(model_loader, "unet_name").unwrap_or_default(),
+        _ => "",
+    };
+    let name = file.rsplit(['/', '\\']).next().unwrap_or_default();
+    let plain: String = name
+        .to_lowercase()
+        .chars()
+        .filter(|c| !matches!(c, '_' | '-' | '.'))
+        .collect();
+    match UNETS
+        .iter()
+        .find(|(t, stem, _)| *t == clip_type && plain.contains(stem))
+    {
+        Some((_, _, default)) => Family::Flow(default.sampling(
+            loader,
+            format!(
+                "node {loader} ({}) loads the text encoder as type '{clip_type}', which serves several families, and node {model_loader} (UNETLoader) loads '{name}', {}'s model by its name",
+                g.class(loader),
+                default.name
+            ),
+        )),
+        None => Family::Unsettled(clip_type.to_string()),
+    }
 }
 
 impl Default {

@@ -307,12 +307,25 @@ pub(super) fn agree(
             "use reference pictures with a picture sampler",
         ));
     }
+    if let Some(pad) = latent.pad()
+        && let Some((node, does, _)) =
+            prompt_pictures(prompts.iter().copied()).find(|(_, _, p)| *p.0 == pad.loader)
+    {
+        return Err(g.refuse(
+            node,
+            None,
+            format!("{does} node {}'s picture, which node {} pads for outpainting; the lowering gives the stage that LoadImage padded", pad.loader, pad.node),
+            "load the picture for this node with a LoadImage of its own",
+        ));
+    }
     let stage = match latent {
-        LatentSource::Encoded { image, .. } if !matches!(image.origin, Origin::Loaded(_)) => {
+        LatentSource::Encoded { image, .. }
+            if !matches!(image.origin, Origin::Loaded(_)) || image.upscale.is_some() =>
+        {
             return Err(g.refuse(
                 first,
                 None,
-                format!("{first_does} a loaded picture in a stage that encodes an earlier stage's picture; the lowering takes prompt pictures of the stage's loaded picture only"),
+                format!("{first_does} a loaded picture in a stage that encodes a picture made before it (an earlier stage's, or one through an upscale model); the lowering takes prompt pictures of the stage's loaded picture only"),
                 "start the stage from an empty latent or the loaded picture",
             ));
         }

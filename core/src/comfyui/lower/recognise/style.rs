@@ -17,12 +17,12 @@ pub(in crate::comfyui::lower) struct Style {
     pub node: String,
     /// The `StyleModelLoader`.
     pub loader: String,
-    /// The `CLIPVisionEncode`, its `CLIPVisionLoader` (and the file it
-    /// loads) and `crop`.
+    /// The `CLIPVisionEncode`, its `CLIPVisionLoader` and `crop`.
     pub encode: String,
     pub vision: String,
-    pub vision_file: String,
     pub crop: String,
+    /// Pixels a side of the vision model's input (see [`vision_size`]).
+    pub vision_size: i64,
     /// The `LoadImage` it embeds.
     pub picture: String,
     pub strength: f64,
@@ -42,6 +42,26 @@ pub(super) fn crop(g: &Graph<'_>, encode: &str) -> Result<String, Refusal> {
     Ok(crop)
 }
 
+/// Pixels a side of the input of the CLIP vision model `loader` loads,
+/// by its file's name: SigLIP's 384 where the name says 384 (Flux Redux's
+/// `sigclip_vision_patch14_384`), CLIP ViT's 224 for any other; a SigLIP
+/// file that states no 384 is refused (ComfyUI reads the size from the
+/// weights, which the graph does not hold).
+fn vision_size(g: &Graph<'_>, loader: &str) -> Result<i64, Refusal> {
+    let name = g.text(loader, "clip_name")?.to_lowercase();
+    let siglip = name.contains("siglip") || name.contains("sigclip");
+    match (siglip, name.contains("384")) {
+        (_, true) => Ok(384),
+        (false, false) => Ok(224),
+        (true, false) => Err(g.refuse(
+            loader,
+            Some("clip_name"),
+            format!("loads '{name}', a SigLIP model whose input size the lowering cannot tell from its name; it knows SigLIP at 384"),
+            "load sigclip_vision_patch14_384",
+        )),
+    }
+}
+
 /// Steps over the `StyleModelApply` at the walk's position, if it is one,
 /// recording it (nearest the sampler first) in `styles`.
 pub(super) fn step(
@@ -54,7 +74,11 @@ pub(super) fn step(
     }
     g.first_output((&from.0, &from.1), node, *slot)?;
     let here = node.clone();
-    let strength = g.number_in(&here, "strength", 0.0..=10.0, "strength")?;
+    // Graphs saved before the input existed applied the style fully.
+    let strength = match g.has(&here, "strength") {
+        true => g.number_in(&here, "strength", 0.0..=10.0, "strength")?,
+        false => 1.0,
+    };
     let kind = match g.has(&here, "strength_type") {
         true => g.text(&here, "strength_type")?,
         false => "multiply",
@@ -102,7 +126,7 @@ pub(super) fn step(
         (&encode, "clip_vision"),
     )?;
     styles.push(Style {
-        vision_file: g.text(&vision, "clip_name")?.to_string(),
+        vision_size: vision_size(g, &vision)?,
         picture: loaded_image(g, &encode, "image")?,
         crop: crop(g, &encode)?,
         node: here.clone(),
