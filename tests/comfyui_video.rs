@@ -131,6 +131,11 @@ fn a_picture_sink_saves_a_video_s_frames_as_pictures() {
     assert_eq!(w["outputs"]["frames"]["value_range"], "zero_to_one");
     assert_eq!(invocations(w, "vae_decoder"), 1);
     assert_eq!(invocations(w, "frame_pictures"), 1);
+    // A second picture sink of the decode reads the same pictures.
+    let mut two = g.clone();
+    two["21"] = json!({"class_type": "PreviewImage", "inputs": {"images": ["6", 0]}});
+    let l2 = lowered(&two, &Target::default());
+    assert_eq!(invocations(workflow(&l2), "frame_pictures"), 1);
     if !support::runtime_available() {
         return;
     }

@@ -43,8 +43,9 @@ pub(super) struct PixelParts<'c> {
     resized: BTreeMap<&'c str, String>,
     /// The resize policies declared so far.
     resizes: usize,
-    /// A picture batch's frames as one video, by the pictures' value.
-    frames: BTreeMap<String, String>,
+    /// A reshape's value (a picture batch as one video's frames, a video's
+    /// frames as pictures), by policy and the value reshaped.
+    reshapes: BTreeMap<(&'static str, String), String>,
     /// The trim policies declared so far, by the latent frames they drop.
     trims: BTreeMap<i64, String>,
     /// A trim's value, by `TrimVideoLatent` node (one run however many
@@ -116,23 +117,8 @@ impl<'c> PixelParts<'c> {
             }
             _ => shown.to_string(),
         };
-        if let Some(value) = self.frames.get(&unit) {
-            return value.clone();
-        }
-        top.components
-            .entry("batch_frames")
-            .or_insert_with(batch_frames_policy);
-        let value = format!("{unit}.frames");
-        top.after.push(
-            invoke(
-                "batch_frames",
-                json!({"image": unit}),
-                json!({"frames": value}),
-            ),
-            &[&sink.node],
-        );
-        self.frames.insert(unit, value.clone());
-        value
+        let policy = ("batch_frames", batch_frames_policy as fn() -> Value);
+        self.reshaped(policy, ("image", "frames"), (&unit, &sink.node), top)
     }
 
     /// The video frames `shown` (0..1, `[batch, frames, 3, height,
@@ -145,24 +131,40 @@ impl<'c> PixelParts<'c> {
         shown: &str,
         top: &mut Top<'_>,
     ) -> String {
-        top.components.entry("frame_pictures").or_insert_with(|| {
+        let declare = || {
             policy(
                 "frame_pictures",
                 json!({"video": parts::video()}),
                 json!({"pictures": picture(json!(3))}),
                 Some(json!({"id": "wfstudio.frame-pictures", "version": "1"})),
             )
-        });
-        let value = format!("{shown}.pictures");
+        };
+        let policy = ("frame_pictures", declare as fn() -> Value);
+        self.reshaped(policy, ("video", "pictures"), (shown, &sink.node), top)
+    }
+
+    /// The value of reshape policy `kind` (declared by `declare`) run on
+    /// `value` (its port `input`, giving `value.output`) for node `node`;
+    /// one run however many sinks read it.
+    fn reshaped(
+        &mut self,
+        (kind, declare): (&'static str, fn() -> Value),
+        (input, output): (&str, &str),
+        (value, node): (&str, &str),
+        top: &mut Top<'_>,
+    ) -> String {
+        let key = (kind, value.to_string());
+        if let Some(made) = self.reshapes.get(&key) {
+            return made.clone();
+        }
+        top.components.entry(kind).or_insert_with(declare);
+        let made = format!("{value}.{output}");
         top.after.push(
-            invoke(
-                "frame_pictures",
-                json!({"video": shown}),
-                json!({"pictures": value}),
-            ),
-            &[&sink.node],
+            invoke(kind, json!({input: value}), json!({output: made})),
+            &[&node.to_string()],
         );
-        value
+        self.reshapes.insert(key, made.clone());
+        made
     }
 
     /// The value of the 0..1 pixels a stage encodes from an earlier
