@@ -71,6 +71,15 @@ fn cases() -> Vec<(&'static str, Value, &'static str, &'static str, Value)> {
             json!({"prediction": "x0"}),
         ),
         (
+            // Lotus' sampling type: the sample unscaled, the output the
+            // denoised picture.
+            "img_to_img-dpmpp_2m",
+            discrete("img_to_img", false),
+            "dpmpp_2m",
+            "karras",
+            json!({"prediction": "img_to_img"}),
+        ),
+        (
             "eps-zsnr-uni_pc",
             discrete("eps", true),
             "uni_pc",
@@ -224,11 +233,6 @@ fn sampling_types_the_lowering_does_not_build_are_refused_by_name() {
             ("30", class, input, message),
         );
     };
-    refused(
-        discrete("img_to_img", false),
-        Some("sampling"),
-        "is 'img_to_img': a model that takes the noisy latent unscaled and predicts the picture, which the lowering does not build",
-    );
     refused(
         edm("edm_playground_v2.5"),
         Some("sampling"),

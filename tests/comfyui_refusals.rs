@@ -41,7 +41,7 @@ fn every_refusal_names_the_node_class_input_and_a_remedy() {
                 "20",
                 "ImageBlur",
                 None,
-                "feeds `image` of node 11; the importer takes this picture only from a LoadImage, maybe resized",
+                "feeds `image` of node 11 as its image, which the importer supports only from VAEDecode, VAEDecodeTiled or LoadImage",
             ),
         ),
         (

@@ -15,20 +15,22 @@ use support::lowering::{
 use wfstudio_core::comfyui::lower::Target;
 
 /// The txt2img fixture graph sampled by `SamplerCustom` with its sampler
-/// (`sampler_name`) and sigmas from `scheduler` (node 21), reversed by
-/// `FlipSigmas` (node 24) where `flip`.
-fn txt2img_custom(sampler_name: &str, scheduler: Value, flip: bool) -> Value {
+/// (`sampler_name`) and sigmas from `scheduler` (node 21), through node
+/// 24 (`FlipSigmas`, or `SetFirstSigma` with its sigma) where `around`.
+fn txt2img_custom(sampler_name: &str, scheduler: Value, around: Option<Value>) -> Value {
     let text = std::fs::read_to_string(support::fixtures().join("comfyui/txt2img-sd15.api.json"))
         .expect("txt2img");
     let mut g: Value = serde_json::from_str(&text).expect("json");
     let k = g["14"]["inputs"].clone();
     g["20"] = json!({"class_type": "KSamplerSelect", "inputs": {"sampler_name": sampler_name}});
     g["21"] = scheduler;
-    let sigmas = if flip {
-        g["24"] = json!({"class_type": "FlipSigmas", "inputs": {"sigmas": ["21", 0]}});
-        "24"
-    } else {
-        "21"
+    let sigmas = match around {
+        Some(mut node) => {
+            node["inputs"]["sigmas"] = json!(["21", 0]);
+            g["24"] = node;
+            "24"
+        }
+        None => "21",
     };
     g["14"] = json!({"class_type": "SamplerCustom", "inputs": {"add_noise": true, "noise_seed": k["seed"], "cfg": k["cfg"], "model": ["10", 0], "positive": ["11", 0], "negative": ["12", 0], "sampler": ["20", 0], "sigmas": [sigmas, 0], "latent_image": k["latent_image"]}});
     g
@@ -46,9 +48,10 @@ fn node(class: &str, mut inputs: Value) -> Value {
     json!({"class_type": class, "inputs": inputs})
 }
 
-/// The scheduler nodes of the numpy comparison: (name, sampler, node,
-/// flipped, the schedule parameters the document must state).
-fn cases() -> Vec<(&'static str, &'static str, Value, bool, Value)> {
+/// The scheduler nodes of the numpy comparison: (name, sampler, node, the
+/// node after it, the schedule parameters the document must state).
+fn cases() -> Vec<(&'static str, &'static str, Value, Option<Value>, Value)> {
+    let flip = || Some(json!({"class_type": "FlipSigmas", "inputs": {}}));
     vec![
         (
             "karras",
@@ -57,7 +60,7 @@ fn cases() -> Vec<(&'static str, &'static str, Value, bool, Value)> {
                 "KarrasScheduler",
                 json!({"steps": 5, "sigma_max": 10.0, "sigma_min": 0.05, "rho": 5.0}),
             ),
-            false,
+            None,
             json!({"spacing": "karras", "sigma_min": 0.05, "sigma_max": 10.0, "rho": 5.0}),
         ),
         (
@@ -67,7 +70,7 @@ fn cases() -> Vec<(&'static str, &'static str, Value, bool, Value)> {
                 "ExponentialScheduler",
                 json!({"steps": 5, "sigma_max": 14.614642, "sigma_min": 0.0291675}),
             ),
-            false,
+            None,
             json!({"spacing": "exponential", "sigma_min": 0.0291675, "sigma_max": 14.614642}),
         ),
         (
@@ -77,7 +80,7 @@ fn cases() -> Vec<(&'static str, &'static str, Value, bool, Value)> {
                 "PolyexponentialScheduler",
                 json!({"steps": 4, "sigma_max": 8.0, "sigma_min": 0.1, "rho": 1.7}),
             ),
-            false,
+            None,
             json!({"spacing": "polyexponential", "sigma_min": 0.1, "sigma_max": 8.0, "rho": 1.7}),
         ),
         (
@@ -87,14 +90,14 @@ fn cases() -> Vec<(&'static str, &'static str, Value, bool, Value)> {
                 "BetaSamplingScheduler",
                 json!({"steps": 6, "alpha": 0.4, "beta": 0.9}),
             ),
-            false,
+            None,
             json!({"spacing": "beta", "alpha": 0.4, "beta": 0.9}),
         ),
         (
             "sd_turbo",
             "euler",
             node("SDTurboScheduler", json!({"steps": 4, "denoise": 0.8})),
-            false,
+            None,
             json!({"spacing": "sd_turbo", "denoise": 0.8}),
         ),
         (
@@ -104,7 +107,7 @@ fn cases() -> Vec<(&'static str, &'static str, Value, bool, Value)> {
                 "AlignYourStepsScheduler",
                 json!({"model_type": "SD1", "steps": 7, "denoise": 1.0}),
             ),
-            false,
+            None,
             json!({"spacing": "align_your_steps", "model_type": "SD1", "denoise": 1.0}),
         ),
         (
@@ -114,7 +117,7 @@ fn cases() -> Vec<(&'static str, &'static str, Value, bool, Value)> {
                 "AlignYourStepsScheduler",
                 json!({"model_type": "SDXL", "steps": 10, "denoise": 0.55}),
             ),
-            false,
+            None,
             json!({"spacing": "align_your_steps", "model_type": "SDXL", "denoise": 0.55}),
         ),
         (
@@ -124,17 +127,28 @@ fn cases() -> Vec<(&'static str, &'static str, Value, bool, Value)> {
                 "BasicScheduler",
                 json!({"scheduler": "karras", "steps": 4, "denoise": 1.0}),
             ),
-            true,
+            flip(),
             json!({"spacing": "karras", "flip": true}),
+        ),
+        (
+            // Above the table's top: the noise is scaled by sqrt(1 + 20^2).
+            "first_sigma",
+            "euler",
+            node(
+                "BasicScheduler",
+                json!({"scheduler": "normal", "steps": 5, "denoise": 1.0}),
+            ),
+            Some(json!({"class_type": "SetFirstSigma", "inputs": {"sigma": 20.0}})),
+            json!({"spacing": "normal", "first_sigma": 20.0}),
         ),
     ]
 }
 
 #[test]
 fn scheduler_nodes_state_their_settings_in_the_schedule_contract() {
-    for (name, sampler, scheduler, flip, stated) in cases() {
+    for (name, sampler, scheduler, around, stated) in cases() {
         let l = lowered(
-            &txt2img_custom(sampler, scheduler, flip),
+            &txt2img_custom(sampler, scheduler, around),
             &Target::default(),
         );
         let parameters =
@@ -153,15 +167,15 @@ fn scheduler_nodes_state_their_settings_in_the_schedule_contract() {
     };
     let all = cases();
     assert_eq!(
-        steps_of(txt2img_custom("euler", all[4].2.clone(), false)),
+        steps_of(txt2img_custom("euler", all[4].2.clone(), None)),
         json!([5])
     );
     assert_eq!(
-        steps_of(txt2img_custom("euler", all[6].2.clone(), false)),
+        steps_of(txt2img_custom("euler", all[6].2.clone(), None)),
         json!([7])
     );
     let few = node("SDTurboScheduler", json!({"steps": 4, "denoise": 0.2}));
-    assert_eq!(steps_of(txt2img_custom("euler", few, false)), json!([3]));
+    assert_eq!(steps_of(txt2img_custom("euler", few, None)), json!([3]));
 }
 
 #[test]
@@ -174,9 +188,9 @@ fn scheduler_node_runs_match_an_independent_numpy_reference() {
     };
     let root = scratch("schedulers");
     let mut figures = Vec::new();
-    for (name, sampler, scheduler, flip, stated) in cases() {
+    for (name, sampler, scheduler, around, stated) in cases() {
         let spacing = stated["spacing"].as_str().expect("spacing");
-        let graph = txt2img_custom(sampler, scheduler, flip);
+        let graph = txt2img_custom(sampler, scheduler, around);
         let (dir, out) = package_and_run(&root, name, &graph);
         let worst = numpy_disagreement(&python, &dir, &out, (sampler, spacing));
         figures.push(format!("{name}: {worst:.2e}"));
@@ -253,7 +267,8 @@ fn a_flipped_schedule_runs_up_to_its_last_sigma_without_fresh_noise() {
 #[test]
 fn bad_scheduler_settings_are_refused_by_node_and_input() {
     let refused = |scheduler: Value, flip: bool, expected: Expected| {
-        assert_refused(&txt2img_custom("euler", scheduler, flip), expected);
+        let around = flip.then(|| json!({"class_type": "FlipSigmas", "inputs": {}}));
+        assert_refused(&txt2img_custom("euler", scheduler, around), expected);
     };
     refused(
         node(
@@ -342,7 +357,7 @@ fn bad_scheduler_settings_are_refused_by_node_and_input() {
             "BasicScheduler",
             json!({"scheduler": "normal", "steps": 6, "denoise": 1.0}),
         ),
-        true,
+        Some(json!({"class_type": "FlipSigmas", "inputs": {}})),
     );
     split["25"] = json!({"class_type": "SplitSigmas", "inputs": {"step": 3, "sigmas": ["21", 0]}});
     split["24"]["inputs"]["sigmas"] = json!(["25", 1]);

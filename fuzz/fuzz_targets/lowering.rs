@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use wfstudio_core::comfyui::lower::{self, Target};
 use wfstudio_schema::{Format, Limits, parse_text};
 
-const PATTERNS: [&str; 30] = [
+const PATTERNS: [&str; 31] = [
     include_str!("../../fixtures/comfyui/txt2img-sd15.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet-positive.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet.api.json"),
@@ -49,6 +49,7 @@ const PATTERNS: [&str; 30] = [
     include_str!("../../fixtures/comfyui/patterns/canny-control.api.json"),
     include_str!("../../fixtures/comfyui/patterns/control-patch.api.json"),
     include_str!("../../fixtures/comfyui/patterns/wan-vace.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/lotus-depth.api.json"),
 ];
 
 /// Index of the LoRA pattern in [`PATTERNS`].
@@ -63,8 +64,9 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 127] = [
+const CLASSES: [&str; 129] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
+    "LotusConditioning", "SetFirstSigma",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
     "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
     "LoraLoader", "ModelSamplingSD3", "SaveImage", "SetLatentNoiseMask", "UNETLoader",

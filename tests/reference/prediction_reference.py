@@ -21,8 +21,9 @@ ModelSamplingContinuousEDM or ModelSamplingContinuousV:
 * `prediction`: `epsilon` (denoised = x - sigma out), `v_prediction` (denoised =
   x sd^2 / (s^2 + sd^2) - out s sd / sqrt(s^2 + sd^2)), `edm` (the same with + and
   sigma_data 0.5), `x0` (denoised = out), `lcm` (denoised = c_out (x - s out) + c_skip x,
-  c_skip = 0.25 / (T^2 + 0.25), c_out = T / sqrt(T^2 + 0.25), T = 10 timestep(s)); the
-  model's input is x / sqrt(s^2 + sd^2).
+  c_skip = 0.25 / (T^2 + 0.25), c_out = T / sqrt(T^2 + 0.25), T = 10 timestep(s)),
+  `img_to_img` (denoised = out, of x unscaled); the model's input is otherwise
+  x / sqrt(s^2 + sd^2).
 """
 import math
 
@@ -88,13 +89,13 @@ class Prediction:
 
     def __init__(self, params, timestep_of_sigma):
         self.kind = params.get("prediction", "epsilon")
-        if self.kind not in ("epsilon", "v_prediction", "edm", "x0", "lcm", "flow"):
+        if self.kind not in ("epsilon", "v_prediction", "edm", "x0", "img_to_img", "lcm", "flow"):
             raise ValueError(f"unsupported prediction {self.kind!r}")
         self.sigma_data = float(params.get("sigma_data", 1.0))
         self.timestep_of_sigma = timestep_of_sigma
 
     def model_input(self, x, sigma):
-        if self.kind == "flow":
+        if self.kind in ("flow", "img_to_img"):
             return x
         return x / math.sqrt(sigma ** 2 + self.sigma_data ** 2)
 
@@ -103,7 +104,7 @@ class Prediction:
         if self.kind in ("epsilon", "flow"):
             return out
         sd = self.sigma_data
-        if self.kind == "x0":
+        if self.kind in ("x0", "img_to_img"):
             denoised = out
         elif self.kind == "lcm":
             t = self.timestep_of_sigma(sigma) * 10.0

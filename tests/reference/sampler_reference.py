@@ -313,6 +313,9 @@ def run(pkg, out_dir, expected=None):
             shapes = (float(p["schedule"].get("alpha", 0.6)), float(p["schedule"].get("beta", 0.6)))
             sigmas = schedule(p["spacing"], steps, sigma_of_t=sigma_of_t,
                               timestep_of_sigma=timestep_of_sigma, beta_shapes=shapes)
+    if "first_sigma" in p["schedule"]:
+        # SetFirstSigma, before any flip.
+        sigmas = np.concatenate([[float(p["schedule"]["first_sigma"])], sigmas[1:]])
     if p["schedule"].get("flip") == "true":
         sigmas = flipped(sigmas)
     # ComfyUI keeps a run's sigmas as float32 tensors (so does the package):

@@ -304,10 +304,7 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
             _ => format!("the {with} prompt (the {without} take zeros in their place)"),
         };
         let image = match &plan.latent {
-            LatentSource::Edit {
-                resize: Some(resize),
-                ..
-            } => format!("{} ({})", names.value("request.image"), resize.words()),
+            LatentSource::Edit { image, .. } => build::edit_words(image, names),
             _ => names.value("request.image"),
         };
         let (image, mask) = build::outpaint_words(plan, names)

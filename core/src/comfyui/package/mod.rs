@@ -5,12 +5,12 @@
 //! written into a temporary folder beside the destination and renamed into
 //! place, so a refusal leaves nothing half-written.
 
+mod extents;
 mod files;
 pub mod inputs;
 pub mod ports;
 
-use super::synth::decoded_frames;
-use super::synth::standin::{KnownExtents, stand_in};
+use super::synth::standin::stand_in;
 use super::synth::{self, SynthError};
 use crate::text::PackageTokenizer;
 use files::{Staging, is_empty_dir, stays_inside};
@@ -164,7 +164,6 @@ pub fn write_package(
     let mut synthesized = synth::policies(&document)?
         .into_iter()
         .collect::<std::collections::BTreeMap<_, _>>();
-    let known = known_extents(&components);
     let mut missing = Vec::new();
     let mut mismatches = Vec::new();
     let mut data_files: Vec<(String, PathBuf)> = Vec::new();
@@ -185,6 +184,7 @@ pub fn write_package(
         match (&options.models, own) {
             (Models::StandIns { seed }, _) => {
                 written.stand_ins.push(name.clone());
+                let known = extents::known_extents(&document, name);
                 let bytes = stand_in(name, component, *seed, &known)?;
                 files.push((
                     name.clone(),
@@ -333,42 +333,6 @@ fn external_data(
             Ok((packaged, source))
         })
         .collect()
-}
-
-/// Extents the lowered document fixes, from the `latent_row_shape`
-/// policy's parameters: the latent's `channels`, its `scale` (pixels per
-/// latent cell) and, for a video, the decoded `frames` (its `length`, less what does
-/// not fill a latent frame), the sampled latent's `latent_frames` (what a
-/// video encoder makes of `length` frames, and a VACE reference's
-/// `leading_frames` ahead of them) and the `temporal_scale` a video
-/// encoder's stand-in compresses its input's frames by.
-fn known_extents(components: &serde_json::Map<String, Value>) -> KnownExtents {
-    let mut known = KnownExtents::default();
-    let parameter = |key: &str| {
-        components
-            .get("latent_row_shape")
-            .and_then(|c| c.pointer(&format!("/contract/parameters/{key}")))
-            .and_then(Value::as_i64)
-            .filter(|n| *n > 0)
-    };
-    if let Some(channels) = parameter("channels") {
-        known.named.insert("channels".into(), channels);
-    }
-    if let (Some(length), Some(temporal)) = (parameter("length"), parameter("temporal_scale")) {
-        known
-            .named
-            .insert("frames".into(), decoded_frames(length, temporal));
-        let leading = parameter("leading_frames").unwrap_or(0);
-        known.named.insert(
-            "latent_frames".into(),
-            (length - 1) / temporal + 1 + leading,
-        );
-        known.temporal_scale = Some(temporal);
-    }
-    if let Some(scale) = parameter("scale") {
-        known.latent_scale = scale;
-    }
-    known
 }
 
 /// A folder of model files laid out as a package.

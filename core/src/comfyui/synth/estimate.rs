@@ -27,7 +27,7 @@ pub(super) fn to_epsilon(
     let out_sign = match prediction.kind {
         PredictionKind::Epsilon => return out.to_string(),
         PredictionKind::Lcm => return lcm_to_epsilon(g, family, x, sigma, out),
-        PredictionKind::X0 => None,
+        PredictionKind::X0 | PredictionKind::ImgToImg => None,
         PredictionKind::V => Some("Add"),
         PredictionKind::Edm => Some("Sub"),
     };

@@ -36,7 +36,7 @@ impl<'a> ModelCall<'a> {
         call: &str,
     ) -> Result<(), SynthError> {
         let timestep = model_timestep(g, &self.family.sampling, s_mid);
-        if self.family.is_flow() {
+        if self.family.is_flow() || self.family.prediction.unscaled_input() {
             let model_input = g.op("Identity", &[sample]);
             g.output(&model_input, &format!("{call}_input"))?;
             return g.output(&timestep, &format!("{call}_timestep"));

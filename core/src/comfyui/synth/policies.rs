@@ -57,12 +57,12 @@ fn schedule_lookup(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
 
 /// The denoiser's input: `x / sqrt(sigma^2 + sigma_data^2)` for
 /// noise-predicting models (k-diffusion's c_in), the sample itself for flow
-/// models.
+/// and image-to-image models.
 fn model_input(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError> {
     let sample = g.input("sample")?;
     let step = g.input("step")?;
     let schedule = g.input("schedule")?;
-    let out = if family.is_flow() {
+    let out = if family.is_flow() || family.prediction.unscaled_input() {
         sample
     } else {
         let sigma = g.gather(&schedule, &step);

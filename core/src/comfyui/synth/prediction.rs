@@ -1,5 +1,5 @@
 //! What a noise-predicting model's output means (ComfyUI's `EPS`,
-//! `V_PREDICTION`, `EDM` and `X0` sampling types), as the lowering records
+//! `V_PREDICTION`, `EDM`, `X0` and `IMG_TO_IMG` sampling types), as the lowering records
 //! it in the schedule contract (`steps::to_epsilon` turns an output into
 //! the estimate every solver steps with).
 
@@ -26,6 +26,9 @@ pub enum PredictionKind {
     Edm,
     /// The denoised sample itself.
     X0,
+    /// The denoised sample itself, of the noisy sample taken unscaled
+    /// (Lotus').
+    ImgToImg,
     /// LCM's: epsilon scaled to its consistency boundary (see
     /// `estimate::to_epsilon`), on the distilled 50-timestep table.
     Lcm,
@@ -51,6 +54,7 @@ impl Prediction {
             PredictionKind::V => "v_prediction",
             PredictionKind::Edm => "edm",
             PredictionKind::X0 => "x0",
+            PredictionKind::ImgToImg => "img_to_img",
             PredictionKind::Lcm => "lcm",
         }
     }
@@ -64,6 +68,12 @@ impl Prediction {
         }
     }
 
+    /// Whether the model takes the sample as it is rather than scaled by
+    /// `1 / sqrt(sigma^2 + sigma_data^2)` (flow models take it so too).
+    pub fn unscaled_input(&self) -> bool {
+        self.kind == PredictionKind::ImgToImg
+    }
+
     /// Reads `prediction` (`epsilon` and `flow` step with the output as it
     /// is) and `sigma_data` (1 where absent) from contract parameters.
     pub fn read(parameters: &Value) -> Result<Prediction, String> {
@@ -72,6 +82,7 @@ impl Prediction {
             Some("v_prediction") => PredictionKind::V,
             Some("edm") => PredictionKind::Edm,
             Some("x0") => PredictionKind::X0,
+            Some("img_to_img") => PredictionKind::ImgToImg,
             Some("lcm") => PredictionKind::Lcm,
             Some(other) => return Err(format!("unknown prediction `{other}`")),
         };

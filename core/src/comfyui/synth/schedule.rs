@@ -96,11 +96,13 @@ fn schedule(g: &mut PolicyGraph<'_>, family: &Family) -> Result<String, SynthErr
         ModelSampling::Flow { .. } if family.schedule.spacing == Spacing::Flux2Measured => {
             let sigmas = flux2_measured(g, family)?;
             let sigmas = discard_penultimate(g, family, &sigmas);
+            let sigmas = set_first(g, family, &sigmas);
             Ok(flip(g, family, &sigmas))
         }
         ModelSampling::Flow { table, .. } => {
             let sigmas = flow_schedule(g, family, *table)?;
             let sigmas = discard_penultimate(g, family, &sigmas);
+            let sigmas = set_first(g, family, &sigmas);
             Ok(flip(g, family, &sigmas))
         }
         ModelSampling::Discrete { .. } => Err(g.error("a discrete model's schedule is a constant")),
@@ -276,6 +278,18 @@ fn flip(g: &mut PolicyGraph<'_>, family: &Family, sigmas: &str) -> String {
     let rest = g.op("Slice", &[&reversed, &second, &end]);
     let is_zero = g.op("Equal", &[&first, &zero]);
     let first = g.op("Where", &[&is_zero, &small, &first]);
+    g.op_with("Concat", &[&first, &rest], &[("axis", Attr::Int(0))])
+}
+
+/// `sigmas` with its first entry replaced where the schedule sets it
+/// (`SetFirstSigma`).
+fn set_first(g: &mut PolicyGraph<'_>, family: &Family, sigmas: &str) -> String {
+    let Some(first) = family.schedule.first else {
+        return sigmas.to_string();
+    };
+    let (second, end) = (g.b.vec_i64(&[1]), g.b.vec_i64(&[i64::MAX]));
+    let rest = g.op("Slice", &[sigmas, &second, &end]);
+    let first = g.b.vec_f32(&[first as f32]);
     g.op_with("Concat", &[&first, &rest], &[("axis", Attr::Int(0))])
 }
 

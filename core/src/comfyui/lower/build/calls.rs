@@ -20,6 +20,8 @@ pub(super) struct Calls<'a> {
     /// The ControlNet scale of a controlled prompt (an input, or the
     /// windowed scale's value).
     pub control_scale: &'a str,
+    /// The ControlNet's picture (see `control::control`).
+    pub control_picture: &'a str,
     /// The reference latents the prompts' references read, if any.
     pub reference: Option<&'a super::reference::Latents>,
 }
@@ -56,15 +58,17 @@ impl Calls<'_> {
                     false => "package.no_control",
                 };
                 let mut bind = conditioning(side);
-                bind["image"] = json!(super::control::picture_value(control));
+                bind["image"] = json!(self.control_picture);
                 bind["scale"] = json!(scale);
+                let mut nodes = vec![&control.apply, &control.loader];
+                nodes.extend(control.image.loader());
                 body.push(
                     invoke(
                         &m("controlnet"),
                         bind,
                         json!({"down_residuals": format!("control.{}.down{suffix}", side.name), "mid_residual": format!("control.{}.mid{suffix}", side.name)}),
                     ),
-                    &[&control.apply, &control.loader, &control.image],
+                    &nodes,
                 );
             }
         }
@@ -97,6 +101,7 @@ impl Calls<'_> {
             }
             super::frames::bind(plan, &mut bind);
             super::patch::bind(plan, &mut bind);
+            super::lotus::bind(plan, &mut bind);
             if plan.edit().is_some() {
                 // The edit picture's latent, or zeros of its size (the
                 // edit latent the sampler starts from).

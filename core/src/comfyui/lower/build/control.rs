@@ -10,10 +10,10 @@ use super::super::recognise::{Control, Plan, Prompt};
 use super::pixels::resize_policy;
 use serde_json::{Map, Value, json};
 
-/// The value of a ControlNet's picture: the loaded picture, or that
-/// picture resized and processed (`control_picture`).
-pub(super) fn picture_value(control: &Control) -> &'static str {
-    match control.image_resize {
+/// The value of a ControlNet's loaded picture: as loaded, or resized and
+/// processed (`control_picture`).
+fn loaded_value(control: &Control) -> &'static str {
+    match control.image.resize {
         Some(_) => "control.pixels",
         None => "request.control_image",
     }
@@ -21,33 +21,46 @@ pub(super) fn picture_value(control: &Control) -> &'static str {
 
 /// Declares `plan`'s ControlNet (if any) with the model name prefix `m`
 /// gives, at (`schedule`, `step`): its inputs and components, the
-/// residual ports of `denoiser_ports`, its picture's resize in `setup`
-/// and the window's scale step in `body`; returns the value a controlled
-/// prompt's ControlNet scale is.
+/// residual ports of `denoiser_ports`, its loaded picture's input and
+/// resize in `setup` (a decoded one is `made` before the stage) and the
+/// window's scale step in `body`; returns the value a controlled prompt's
+/// ControlNet scale is and the value of its picture.
 pub(super) fn control(
     plan: &Plan,
     m: &dyn Fn(&str) -> String,
-    (schedule, step_value): (&Value, &str),
+    (schedule, step_value, made): (&Value, &str, Option<&str>),
     denoiser_ports: &mut Value,
     inputs: &mut Map<String, Value>,
     components: &mut Map<String, Value>,
     (setup, body): (&mut Steps, &mut Steps),
-) -> String {
+) -> (String, String) {
     let mut control_scale = "request.control_strength".to_string();
+    let mut value = String::new();
     if let Some(control) = &plan.control {
-        if let Some(resize) = &control.image_resize {
-            components.insert(
-                "control_picture".into(),
-                resize_policy("control_picture", resize, false),
-            );
-            setup.push(
-                invoke(
-                    "control_picture",
-                    json!({"image": "request.control_image"}),
-                    json!({"scaled": picture_value(control)}),
-                ),
-                &resize.nodes_from(&control.image),
-            );
+        match (made, control.image.loader()) {
+            (None, Some(loader)) => {
+                value = loaded_value(control).to_string();
+                inputs.insert(
+                    "request.control_image".into(),
+                    super::pictures::sized_input("control_image"),
+                );
+                if let Some(resize) = &control.image.resize {
+                    components.insert(
+                        "control_picture".into(),
+                        resize_policy("control_picture", resize, false),
+                    );
+                    setup.push(
+                        invoke(
+                            "control_picture",
+                            json!({"image": "request.control_image"}),
+                            json!({"scaled": value}),
+                        ),
+                        &resize.nodes_from(loader),
+                    );
+                }
+            }
+            // A decode's, made before the stage (`build`).
+            (made, _) => value = made.unwrap_or_default().to_string(),
         }
         let down = contract("float32", json!(["batch", "down_residual_elements"]), true);
         let mid = contract(
@@ -57,10 +70,6 @@ pub(super) fn control(
         );
         denoiser_ports["down_residuals"] = down.clone();
         denoiser_ports["mid_residual"] = mid.clone();
-        inputs.insert(
-            "request.control_image".into(),
-            super::pictures::sized_input("control_image"),
-        );
         inputs.insert(
             "request.control_strength".into(),
             parameter(
@@ -118,5 +127,5 @@ pub(super) fn control(
             );
         }
     }
-    control_scale
+    (control_scale, value)
 }

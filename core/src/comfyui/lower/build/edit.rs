@@ -6,8 +6,24 @@
 //! shares with `VAEEncodeForInpaint`.
 
 use super::super::parts::{Steps, invoke, media, picture, policy};
-use super::super::recognise::{LatentSource, Plan};
+use super::super::recognise::{LatentSource, Origin, Pixels, Plan};
+use super::names::StageNames;
 use serde_json::{Map, Value, json};
+
+/// An edit node's picture in words: the stage's picture input or the
+/// decode it is made from, and what is done to it.
+pub(in crate::comfyui::lower) fn words(image: &Pixels, names: &StageNames) -> String {
+    match (&image.origin, &image.resize) {
+        (Origin::Loaded(_), None) => names.value("request.image"),
+        (Origin::Loaded(_), Some(resize)) => {
+            format!("{} ({})", names.value("request.image"), resize.words())
+        }
+        (Origin::Decoded { decode, .. }, None) => format!("the decode of node {decode}"),
+        (Origin::Decoded { decode, .. }, Some(resize)) => {
+            format!("the decode of node {decode}, {}", resize.words())
+        }
+    }
+}
 
 /// The `inpaint_pixels` policy: masked pixels (mask over 0.5, as ComfyUI
 /// rounds it) set to grey 0.5.
@@ -55,6 +71,7 @@ pub(super) fn edit_latent(
     if plan.edit().is_none() {
         return;
     }
+    let from: Vec<&String> = [Some(node), image.loader()].into_iter().flatten().collect();
     let pixels = match inpaint {
         None => shown,
         Some(inpaint) => {
@@ -66,7 +83,7 @@ pub(super) fn edit_latent(
                     json!({"image": "request.image", "mask": "request.mask"}),
                     json!({"pixels": "edit.pixels"}),
                 ),
-                &[node, image, &inpaint.mask.loader],
+                &[from.as_slice(), &[&inpaint.mask.loader]].concat(),
             );
             "edit.pixels"
         }
@@ -77,6 +94,6 @@ pub(super) fn edit_latent(
             json!({"image": pixels}),
             json!({"latent": "edit.latent"}),
         ),
-        &[node, image],
+        &from,
     );
 }

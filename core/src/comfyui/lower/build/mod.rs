@@ -19,6 +19,7 @@ mod composite;
 mod control;
 mod edit;
 mod frames;
+mod lotus;
 mod mask;
 mod names;
 mod outpaint;
@@ -36,6 +37,7 @@ mod svd;
 mod vace;
 mod vision;
 
+pub(super) use edit::words as edit_words;
 pub(super) use frames::note as frames_note;
 pub(super) use names::StageNames;
 pub(super) use outpaint::words as outpaint_words;
@@ -133,12 +135,29 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
         let names = StageNames::new(chain, index);
         // Pixels it encodes from an earlier stage's decode or through an
         // upscale model are made first (cut to whole multiples of 8 after
-        // a resize for a VAEEncode, which crops so; SVD's own resize comes
-        // later).
+        // a resize for a VAEEncode or an edit node, which crop so; SVD's
+        // own resize comes later).
         let decoded = match plan.encoded_picture() {
             Some(image) => pixels.encoded(
                 image,
-                matches!(plan.latent, LatentSource::Encoded { .. }),
+                matches!(
+                    plan.latent,
+                    LatentSource::Encoded { .. } | LatentSource::Edit { .. }
+                ),
+                &mut Top {
+                    components: &mut components,
+                    after: &mut after,
+                    latents: &latents,
+                    loaded: &loaded,
+                },
+            ),
+            None => None,
+        };
+        // A ControlNet's picture decoded by an earlier stage, in 0..1.
+        let control_made = match plan.control.as_ref().filter(|c| c.image.loader().is_none()) {
+            Some(control) => pixels.encoded(
+                &control.image,
+                false,
                 &mut Top {
                     components: &mut components,
                     after: &mut after,
@@ -149,7 +168,11 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
             None => None,
         };
         let frames_made = names.reused(frames::LATENT);
-        let mut parts = stage::stage(plan, (&prefix, &encoder), (decoded.as_deref(), frames_made));
+        let mut parts = stage::stage(
+            plan,
+            (&prefix, &encoder),
+            (decoded.as_deref(), control_made.as_deref(), frames_made),
+        );
         outpaint::read_padded(plan, (&mut parts.inputs, &mut parts.step));
         let shared: BTreeSet<String> = parts
             .inputs

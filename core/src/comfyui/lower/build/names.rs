@@ -107,7 +107,8 @@ pub(super) fn loaded_inputs(chain: &Chain) -> BTreeMap<String, String> {
         let control = plan
             .control
             .as_ref()
-            .map(|c| ("request.control_image".to_string(), &c.image));
+            .and_then(|c| c.image.loader())
+            .map(|loader| ("request.control_image".to_string(), loader));
         for (input, loader) in super::pictures::inputs(plan).into_iter().chain(control) {
             loaded
                 .entry(loader.clone())

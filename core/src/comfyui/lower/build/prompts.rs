@@ -155,9 +155,19 @@ pub(super) fn zero_policy(kind: &str, port: &str, contract: Value) -> Value {
     )
 }
 
+/// Whether the stage's prompts are texts, passed as token ids (not SVD's
+/// picture embedding or Lotus' fixed prompt).
+pub(super) fn tokenized(plan: &Plan) -> bool {
+    matches!(plan.positive.text, Prompt::Single(_) | Prompt::Sdxl { .. })
+}
+
 /// Declares the encoders of `sides` (named with the text encoders' prefix
-/// `models`) and adds their token inputs and setup steps.
+/// `models`) and adds their token inputs and setup steps; a stage whose
+/// prompts are not texts has none.
 pub(super) fn encode(plan: &Plan, sides: &[PromptSide<'_>], models: &str, parts: &mut Parts<'_>) {
+    if !tokenized(plan) {
+        return;
+    }
     let m = |name: &str| format!("{models}{name}");
     let loader = &plan.model.loader;
     let sdxl = matches!(plan.positive.text, Prompt::Sdxl { .. });
@@ -262,8 +272,8 @@ pub(super) fn encode(plan: &Plan, sides: &[PromptSide<'_>], models: &str, parts:
                     super::style::append(plan, side.styles, (&encoded, &value), parts.setup);
                 }
             }
-            // Made by `svd::encode` instead.
-            Prompt::Video(_) => {}
+            // Made by `svd::encode`, or Lotus' fixed prompt (`lotus`).
+            Prompt::Video(_) | Prompt::Lotus => {}
             Prompt::Sdxl {
                 text_g,
                 text_l,

@@ -15,9 +15,10 @@ use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The latent extents a later stage's state cells name apart: a run binds
-/// state cells' symbols once for the whole workflow, and an upscaled stage's
-/// latent is larger than the one before it.
-const STAGE_SYMBOLS: &[&str] = &["latent_height", "latent_width"];
+/// state cells' symbols once for the whole workflow, an upscaled stage's
+/// latent is larger than the one before it, and a stage may sample another
+/// model's latent (SD3 after a Lotus depth stage).
+const STAGE_SYMBOLS: &[&str] = &["channels", "latent_height", "latent_width"];
 
 /// Renames what `parts` defines, except the inputs of `shared`, and
 /// resolves its placeholders for earlier stages' latents to `latents`.

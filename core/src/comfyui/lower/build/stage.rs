@@ -40,12 +40,13 @@ pub(super) struct StageParts {
 /// Builds the parts of `plan`: its model components are named with
 /// `models` (its checkpoint's prefix), its text encoders with `encoders`;
 /// `decoded` is the value of the pixels it encodes from an earlier
-/// stage's decode or through an upscale model, made before it; `frames_made` says an earlier stage
-/// made its Wan video already.
+/// stage's decode or through an upscale model, made before it, as is
+/// `control_made`, its ControlNet's picture decoded by an earlier stage;
+/// `frames_made` says an earlier stage made its Wan video already.
 pub(super) fn stage(
     plan: &Plan,
     (models, encoders): (&str, &str),
-    (decoded, frames_made): (Option<&str>, bool),
+    (decoded, control_made, frames_made): (Option<&str>, Option<&str>, bool),
 ) -> StageParts {
     let m = |name: &str| format!("{models}{name}");
     let latent = || plan.axes.latent();
@@ -71,7 +72,7 @@ pub(super) fn stage(
     super::outpaint::pad_step(plan, &mut components, &mut setup);
 
     let video = svd::prompt(plan);
-    if video.is_none() {
+    if prompts::tokenized(plan) {
         inputs.insert("request.input_ids".into(), json!({"contract": tokens(), "role": runtime("prompt_tokens"), "source": {"kind": "request"}, "required": true}));
     }
     // Application-sourced, so the graph's values are used unless the
@@ -102,7 +103,7 @@ pub(super) fn stage(
         "package.loop_0_active".into(),
         opaque_literal(one("bool"), json!(true)),
     );
-    if !prompts::reuses_positive(plan) && video.is_none() {
+    if !prompts::reuses_positive(plan) && prompts::tokenized(plan) {
         inputs.insert("request.negative_input_ids".into(), json!({"contract": tokens(), "role": runtime("negative_prompt_tokens"), "source": {"kind": "application", "name": "negative_input_ids"}, "required": true}));
     }
     if plan.middle.is_some() {
@@ -489,7 +490,10 @@ pub(super) fn stage(
                         json!({"image": "request.image"}),
                         json!({"latent": "latent.source"}),
                     ),
-                    &[encode, image],
+                    &[Some(encode), image.loader()]
+                        .into_iter()
+                        .flatten()
+                        .collect::<Vec<_>>(),
                 );
             }
             LatentSource::Stage { .. } | LatentSource::Composite(_) => {}
@@ -630,6 +634,7 @@ pub(super) fn stage(
     if video.is_some() {
         svd::denoiser_ports(&mut denoiser_ports);
     }
+    super::lotus::declare(plan, &mut inputs, &mut denoiser_ports);
     let seconds = plan.seconds.iter().flat_map(|seconds| {
         [
             ("seconds_start", seconds.start),
@@ -675,10 +680,10 @@ pub(super) fn stage(
             ),
         );
     }
-    let control_scale = super::control::control(
+    let (control_scale, control_picture) = super::control::control(
         plan,
         &m,
-        (&schedule, step_value),
+        (&schedule, step_value, control_made),
         &mut denoiser_ports,
         &mut inputs,
         &mut components,
@@ -727,6 +732,7 @@ pub(super) fn stage(
         sides: &sides,
         models,
         control_scale: &control_scale,
+        control_picture: &control_picture,
         reference: reference.as_ref(),
     };
     calls.push(&mut body, first_input, first_timestep, "");

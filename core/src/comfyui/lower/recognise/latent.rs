@@ -77,12 +77,11 @@ pub(in crate::comfyui::lower) enum LatentSource {
     /// (the denoiser takes it beside the sample): `InstructPixToPixConditioning`'s,
     /// zeros the size of its picture's latent, or
     /// `InpaintModelConditioning`'s (`inpaint` set), the picture encoded.
-    /// `image` is the picture's `LoadImage`; `resize`, a resize of it
-    /// first (not under a mask).
+    /// `image` is the picture: a `LoadImage`'s, maybe resized, or (not
+    /// under a mask) an earlier stage's decode.
     Edit {
         node: String,
-        image: String,
-        resize: Option<Resize>,
+        image: Pixels,
         inpaint: Option<EditInpaint>,
     },
     /// `VAEEncodeForInpaint`: the masked pixels are greyed before encoding.
@@ -339,23 +338,19 @@ pub(super) fn latent_source(
                 }),
                 _ => None,
             };
-            let (image, resize) = match &inpaint {
+            let image = match &inpaint {
                 Some(EditInpaint {
                     mask: Mask { pad: Some(pad), .. },
                     ..
                 }) => {
                     vae(&node)?;
-                    (outpaint::padded_picture(g, &node, pad)?, None)
+                    Pixels::loaded(outpaint::padded_picture(g, &node, pad)?, None)
                 }
-                Some(_) => (encoded(&node)?, None),
-                None => {
-                    vae(&node)?;
-                    super::pixels::loaded_picture(g, &node, "pixels")?
-                }
+                Some(_) => Pixels::loaded(encoded(&node)?, None),
+                None => round_trip(&node)?,
             };
             LatentSource::Edit {
                 image,
-                resize,
                 node,
                 inpaint,
             }

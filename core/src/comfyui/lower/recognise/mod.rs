@@ -14,6 +14,7 @@ mod frames;
 mod ksampler;
 mod latent;
 mod latent_sizes;
+mod lotus;
 mod ltxv;
 mod mage;
 mod model;
@@ -115,11 +116,19 @@ impl Plan {
         self.named_conditionings().map(|(_, c)| c)
     }
 
-    /// The picture the stage encodes: a `VAEEncode`'s, or an SVD prompt's
-    /// init picture.
+    /// The picture the stage encodes: a `VAEEncode`'s, an
+    /// `InstructPixToPixConditioning`'s, or an SVD prompt's init picture.
     pub fn encoded_picture(&self) -> Option<&Pixels> {
         match (&self.latent, &self.positive.text) {
             (LatentSource::Encoded { image, .. }, _) => Some(image),
+            (
+                LatentSource::Edit {
+                    image,
+                    inpaint: None,
+                    ..
+                },
+                _,
+            ) => Some(image),
             (_, Prompt::Video(video)) => Some(&video.image),
             _ => None,
         }
@@ -276,6 +285,8 @@ pub(super) enum Prompt {
     /// (zeroed for the negative prompt), with what the denoiser takes
     /// beside it.
     Video(Box<VideoPrompt>),
+    /// `LotusConditioning`: Lotus' fixed embedding, no text.
+    Lotus,
 }
 
 /// A single ControlNet on the conditioning.
@@ -283,9 +294,9 @@ pub(super) enum Prompt {
 pub(super) struct Control {
     pub apply: String,
     pub loader: String,
-    /// Its picture: a `LoadImage`, maybe resized and processed.
-    pub image: String,
-    pub image_resize: Option<Resize>,
+    /// Its picture: a `LoadImage` or an earlier stage's decode, maybe
+    /// resized and processed (no upscale model).
+    pub image: Pixels,
     pub strength: f64,
     /// `(start_percent, end_percent)` of `ControlNetApplyAdvanced`.
     pub window: Option<(f64, f64)>,
@@ -363,19 +374,23 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         }
         None => {
             let (node, input) = &guide.positive;
-            let positive = prompt::conditioning(g, node, input, &model)?;
+            let positive = prompt::conditioning(g, node, input, &model, walk)?;
             let (node, input) = &guide.negative;
-            (positive, prompt::conditioning(g, node, input, &model)?)
+            (
+                positive,
+                prompt::conditioning(g, node, input, &model, walk)?,
+            )
         }
     };
     let (middle, middle_control) = match &guide.middle {
         Some((node, input)) => {
-            let (middle, control) = prompt::conditioning(g, node, input, &model)?;
+            let (middle, control) = prompt::conditioning(g, node, input, &model, walk)?;
             dual_prompts(g, node, &middle, [&positive, &negative])?;
             (Some(middle), control)
         }
         None => (None, None),
     };
+    lotus::sampling(g, [&positive, &negative], &mut model)?;
     let prompts: Vec<&Conditioning> = [&positive, &negative]
         .into_iter()
         .chain(middle.as_ref())

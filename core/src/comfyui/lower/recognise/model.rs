@@ -370,20 +370,25 @@ fn table_sampling(g: &Graph<'_>, node: &str) -> Result<TableSampling, Refusal> {
         ("eps", _) if !continuous_v => kind(PredictionKind::Epsilon, 1.0),
         ("v_prediction", _) => kind(PredictionKind::V, 1.0),
         ("x0", false) => kind(PredictionKind::X0, 1.0),
+        ("img_to_img", false) => kind(PredictionKind::ImgToImg, 1.0),
         // The model input keeps sigma_data 1; LCM's 0.5 is its boundary's.
         ("lcm", false) => kind(PredictionKind::Lcm, 1.0),
         ("edm", true) if !continuous_v => kind(PredictionKind::Edm, 0.5),
         (other, _) => {
             let why = match other {
-                "img_to_img" => "a model that takes the noisy latent unscaled and predicts the picture, which the lowering does not build".to_string(),
-                "edm_playground_v2.5" => "Playground v2.5's latent format, which the lowering does not convert".to_string(),
-                "cosmos_rflow" => "Cosmos' rectified-flow sampling, which the lowering does not build".to_string(),
+                "edm_playground_v2.5" => {
+                    "Playground v2.5's latent format, which the lowering does not convert"
+                        .to_string()
+                }
+                "cosmos_rflow" => {
+                    "Cosmos' rectified-flow sampling, which the lowering does not build".to_string()
+                }
                 _ => "not a sampling type ComfyUI offers here".to_string(),
             };
             let choices = match (continuous_v, edm) {
                 (true, _) => "choose v_prediction",
                 (_, true) => "choose eps, v_prediction or edm",
-                _ => "choose eps, v_prediction, lcm or x0",
+                _ => "choose eps, v_prediction, lcm, x0 or img_to_img",
             };
             return Err(g.refuse(
                 node,

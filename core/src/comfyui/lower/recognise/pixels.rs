@@ -39,6 +39,25 @@ pub(in crate::comfyui::lower) struct Pixels {
     pub resize: Option<Resize>,
 }
 
+impl Pixels {
+    /// A loaded picture, maybe resized.
+    pub fn loaded(loader: String, resize: Option<Resize>) -> Pixels {
+        Pixels {
+            origin: Origin::Loaded(loader),
+            upscale: None,
+            resize,
+        }
+    }
+
+    /// The `LoadImage` the picture comes from, if it is a loaded one.
+    pub fn loader(&self) -> Option<&String> {
+        match &self.origin {
+            Origin::Loaded(loader) => Some(loader),
+            Origin::Decoded { .. } => None,
+        }
+    }
+}
+
 /// Where a picture starts.
 #[derive(Clone, Debug, PartialEq)]
 pub(in crate::comfyui::lower) enum Origin {

@@ -5,7 +5,8 @@
 //! (`ReferenceLatent`, `FluxKontextMultiReferenceLatentMethod`) before or
 //! after them or the zeroing, a `ConditioningZeroOut`, the encoder
 //! (`CLIPTextEncode` or `CLIPTextEncodeSDXL`) and its CLIP path (LoRA
-//! loaders, T5 tokenizer options, the loader).
+//! loaders, T5 tokenizer options, the loader); or Lotus' fixed prompt
+//! straight at the guider.
 
 use super::super::graph::Graph;
 use super::reference::{self, References};
@@ -23,8 +24,13 @@ pub(super) fn conditioning(
     sampler: &str,
     name: &str,
     model: &ModelChain,
+    walk: &mut super::walk::Walk,
 ) -> Result<(Conditioning, Option<Control>), Refusal> {
     let (mut node, mut slot) = g.source(sampler, name)?;
+    if g.class(&node) == super::lotus::CONDITIONING {
+        let lotus = super::lotus::conditioning(g, &node, slot, (sampler, name))?;
+        return Ok((lotus, None));
+    }
     let mut from = (sampler.to_string(), name.to_string());
     let mut control: Option<Control> = None;
     let mut guidance: Option<Guidance> = None;
@@ -74,12 +80,19 @@ pub(super) fn conditioning(
             "control_net",
             (&node, "control_net"),
         )?;
-        let (image, image_resize) = super::pixels::loaded_picture(g, &node, "image")?;
+        let image = super::pixels::picture(g, &node, "image", walk)?;
+        if let Some(up) = &image.upscale {
+            return Err(g.refuse(
+                &up.node,
+                None,
+                format!("runs an upscale model on the picture ControlNet node {node} reads, which the lowering takes from a LoadImage or a decode, maybe resized"),
+                "save the upscaled picture and load it with LoadImage",
+            ));
+        }
         control = Some(Control {
             apply: node.clone(),
             loader,
             image,
-            image_resize,
             strength: g.number(&node, "strength")?,
             window: advanced
                 .then(|| {

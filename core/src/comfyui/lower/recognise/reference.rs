@@ -267,7 +267,15 @@ fn latent_picture(latent: &LatentSource) -> Option<Loaded<'_>> {
                 },
             ..
         } => Some((loader, resize.as_ref())),
-        LatentSource::Edit { image, resize, .. } => Some((image, resize.as_ref())),
+        LatentSource::Edit {
+            image:
+                Pixels {
+                    origin: Origin::Loaded(loader),
+                    upscale: None,
+                    resize,
+                },
+            ..
+        } => Some((loader, resize.as_ref())),
         LatentSource::Sized { loader, resize, .. } => Some((loader, resize.as_ref())),
         LatentSource::Inpaint { image, .. } => Some((image, None)),
         _ => None,

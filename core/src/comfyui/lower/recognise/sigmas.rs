@@ -1,6 +1,7 @@
 //! Where a custom sampler's sigmas come from: a scheduler node, maybe
 //! reversed by `FlipSigmas`, maybe split by `SplitSigmas` /
-//! `SplitSigmasDenoise` into a `KSamplerAdvanced`-like window. The
+//! `SplitSigmasDenoise` into a `KSamplerAdvanced`-like window, its first
+//! sigma maybe replaced (`SetFirstSigma`, before any flip). The
 //! scheduler is `BasicScheduler` (a core scheduler over the model's
 //! sigmas), one with bounds of its own (`KarrasScheduler`,
 //! `ExponentialScheduler`, `PolyexponentialScheduler`), one over the
@@ -65,8 +66,15 @@ pub(super) fn sigmas(g: &Graph<'_>, sampler: &str) -> Result<Sigmas, Refusal> {
         asker = (node.clone(), "sigmas");
         node = g.source(&node, "sigmas")?.0;
     }
+    let mut first = None;
+    if g.class(&node) == "SetFirstSigma" {
+        first = Some(g.number_in(&node, "sigma", 0.0..=20000.0, "sigma")?);
+        asker = (node.clone(), "sigmas");
+        node = g.source(&node, "sigmas")?.0;
+    }
     g.expect(&node, SCHEDULER_NODES, "sigmas", (&asker.0, asker.1))?;
     let mut read = scheduler(g, &node)?;
+    read.schedule.first = first;
     read.split = split;
     if let Some(flip) = &flip {
         if read.denoise != 1.0 {

@@ -67,6 +67,8 @@ pub struct Schedule {
     /// Computed for one step more with its penultimate sigma dropped
     /// (`sampling::discards_penultimate`).
     pub discard_penultimate: bool,
+    /// The first sigma replaced (`SetFirstSigma`), before any flip.
+    pub first: Option<f64>,
 }
 
 /// Align Your Steps' noise levels per model type (Sabour et al. 2024, as
@@ -125,6 +127,7 @@ impl Schedule {
             spacing: Spacing::Named(scheduler.to_string()),
             flip: false,
             discard_penultimate,
+            first: None,
         }
     }
 
@@ -134,6 +137,7 @@ impl Schedule {
             spacing,
             flip: false,
             discard_penultimate: false,
+            first: None,
         }
     }
 
@@ -209,6 +213,9 @@ impl Schedule {
         }
         if self.discard_penultimate {
             parameters["discard_penultimate"] = json!(true);
+        }
+        if let Some(first) = self.first {
+            parameters["first_sigma"] = json!(first);
         }
     }
 
@@ -293,17 +300,26 @@ impl Schedule {
         if matches!(spacing, Spacing::Manual { .. }) && flag("discard_penultimate") {
             return Err("its contract parameters drop a penultimate sigma from a written list, which is run as written".into());
         }
+        let first = match parameters.get("first_sigma") {
+            None => None,
+            Some(_) => match number("first_sigma")? {
+                first if first >= 0.0 => Some(first),
+                _ => return Err("its contract parameter `first_sigma` is below 0".into()),
+            },
+        };
         Ok(Schedule {
             spacing,
             flip: flag("flip"),
             discard_penultimate: flag("discard_penultimate"),
+            first,
         })
     }
 
     /// Whether the run starts where a fresh one does: at the top of the
-    /// model's own sigmas (a named scheduler, not flipped).
+    /// model's own sigmas (a named scheduler, not flipped, its first sigma
+    /// its own).
     pub fn starts_at_top(&self) -> bool {
-        matches!(self.spacing, Spacing::Named(_)) && !self.flip
+        matches!(self.spacing, Spacing::Named(_)) && !self.flip && self.first.is_none()
     }
 
     /// Whether the sigmas follow the model's own (a flow model's shift
@@ -368,8 +384,8 @@ impl Schedule {
         }
     }
 
-    /// The schedule's sigmas where they are known at import, flipped and
-    /// shortened as recorded: all of a discrete model's, and a scheduler
+    /// The schedule's sigmas where they are known at import, shortened,
+    /// their first set and flipped as recorded: all of a discrete model's, and a scheduler
     /// node's own on any model. `None` where they follow a flow model's
     /// run-time shift.
     pub fn constant(&self, sampling: &ModelSampling, steps: usize) -> Option<Vec<f64>> {
@@ -445,6 +461,9 @@ impl Schedule {
         };
         if self.discard_penultimate && sigmas.len() >= 2 {
             sigmas.remove(sigmas.len() - 2);
+        }
+        if let (Some(first), Some(at)) = (self.first, sigmas.first_mut()) {
+            *at = first;
         }
         if self.flip {
             sigmas.reverse();

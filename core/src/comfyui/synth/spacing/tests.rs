@@ -10,6 +10,10 @@ fn sd() -> ModelSampling {
 fn every_schedule_survives_its_contract_parameters() {
     let schedules = [
         Schedule::named("ddim_uniform", true),
+        Schedule {
+            first: Some(10000.0),
+            ..Schedule::named("normal", false)
+        },
         Schedule::of(Spacing::Karras {
             sigma_min: 0.1,
             sigma_max: 10.0,
@@ -146,6 +150,37 @@ fn a_flipped_schedule_rises_from_a_small_first_sigma() {
     let flow = ModelSampling::of_family("flux").expect("flux");
     assert_eq!(Schedule::named("simple", false).constant(&flow, 4), None);
     assert!(flipped.constant(&flow, 4).is_some());
+}
+
+#[test]
+fn a_set_first_sigma_replaces_the_first_before_a_flip() {
+    // Lotus' one step: ComfyUI's normal schedule on SD's table, then
+    // `SetFirstSigma` 10000.
+    let lotus = Schedule {
+        first: Some(10000.0),
+        ..Schedule::named("normal", false)
+    };
+    assert_eq!(lotus.constant(&sd(), 1), Some(vec![10000.0, 0.0]));
+    assert!(!lotus.starts_at_top());
+    // Set, then reversed (`SetFirstSigma` then `FlipSigmas`).
+    let flipped = Schedule {
+        first: Some(3.0),
+        flip: true,
+        ..Schedule::of(Spacing::Manual {
+            sigmas: vec![2.0, 1.0, 0.0],
+        })
+    };
+    assert_eq!(
+        flipped.constant(&sd(), 2),
+        Some(vec![FLIPPED_ZERO, 1.0, 3.0])
+    );
+    let mut parameters = json!({});
+    lotus.write(&mut parameters);
+    parameters["first_sigma"] = json!(-1.0);
+    assert_eq!(
+        Schedule::read(&parameters),
+        Err("its contract parameter `first_sigma` is below 0".into())
+    );
 }
 
 #[test]

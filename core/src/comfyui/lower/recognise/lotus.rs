@@ -1,0 +1,101 @@
+//! Lotus (dense prediction by a Stable Diffusion 2 UNet, ComfyUI's
+//! `LotusD`): its prompt is `LotusConditioning`, a fixed embedding of the
+//! frozen encoder's empty prompt fed straight to the guider, and its model
+//! predicts the picture of the noisy latent taken unscaled (`IMG_TO_IMG`)
+//! on SD's discrete table. ComfyUI knows the model by its weights; the
+//! lowering knows it by the `UNETLoader`'s file name.
+
+use super::super::graph::Graph;
+use super::model::{ModelChain, TableSampling};
+use super::{Conditioning, Prompt, reference::References};
+use crate::comfyui::lower::Refusal;
+use crate::comfyui::synth::prediction::{Prediction, PredictionKind};
+use crate::comfyui::synth::tables::Table;
+
+/// ComfyUI's node giving Lotus' prompt.
+pub(super) const CONDITIONING: &str = "LotusConditioning";
+
+/// The conditioning `LotusConditioning` node `node` gives the prompt
+/// input it feeds straight (output `slot`, read by input `from`).
+pub(super) fn conditioning(
+    g: &Graph<'_>,
+    node: &str,
+    slot: i64,
+    from: (&str, &str),
+) -> Result<Conditioning, Refusal> {
+    g.first_output(from, node, slot)?;
+    Ok(Conditioning {
+        encoder: node.to_string(),
+        text: Prompt::Lotus,
+        // No text encoder: the node is its own source.
+        loader: node.to_string(),
+        clip_loras: Vec::new(),
+        zeroed: None,
+        tokenizer_options: Vec::new(),
+        guidance: None,
+        edit: None,
+        seconds: None,
+        frame_rate: None,
+        references: References::default(),
+        vision: Vec::new(),
+        frames: None,
+        styles: Vec::new(),
+    })
+}
+
+/// Settles the sampling of a stage whose prompts are Lotus' (`prompts`,
+/// positive first): both must be, and the model must be Lotus' by its
+/// file, which samples as `IMG_TO_IMG` on SD's table unless a node states
+/// another sampling.
+pub(super) fn sampling(
+    g: &Graph<'_>,
+    prompts: [&Conditioning; 2],
+    model: &mut ModelChain,
+) -> Result<(), Refusal> {
+    let lotus = |c: &Conditioning| c.text == Prompt::Lotus;
+    match prompts {
+        [p, n] if lotus(p) && lotus(n) => {}
+        [p, n] if !lotus(p) && !lotus(n) => return Ok(()),
+        [p, n] => {
+            let (fixed, text) = if lotus(p) { (p, n) } else { (n, p) };
+            return Err(g.refuse(
+                &fixed.encoder,
+                None,
+                format!(
+                    "gives one prompt Lotus' fixed embedding while node {} encodes the other; Lotus takes its own prompt on both sides",
+                    text.encoder
+                ),
+                "use BasicGuider with the LotusConditioning",
+            ));
+        }
+    }
+    let file = match g.class(&model.loader) {
+        "UNETLoader" => g.text(&model.loader, "unet_name").unwrap_or_default(),
+        _ => "",
+    };
+    let name = file.rsplit(['/', '\\']).next().unwrap_or_default();
+    if !name.to_lowercase().contains("lotus") {
+        return Err(g.refuse(
+            &prompts[0].encoder,
+            None,
+            format!(
+                "conditions node {}'s model, which is not Lotus' by its file name (a UNETLoader's holding 'lotus'), and the lowering knows Lotus' sampling only so",
+                model.loader
+            ),
+            "load the Lotus model with a UNETLoader, keeping 'lotus' in its file name",
+        ));
+    }
+    if model.table.is_none() && model.flow.is_none() {
+        model.table = Some(TableSampling {
+            node: model.loader.clone(),
+            prediction: Prediction {
+                kind: PredictionKind::ImgToImg,
+                sigma_data: 1.0,
+            },
+            table: Table::Discrete {
+                zero_terminal_snr: false,
+            },
+        });
+    }
+    Ok(())
+}

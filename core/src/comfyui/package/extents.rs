@@ -1,0 +1,71 @@
+//! What the lowered document fixes about a stand-in's extents: its
+//! stage's latent channels, scale and frames, so that each stage's models
+//! make latents of their own kind (a Lotus depth stage's 4 channels ahead
+//! of SD3's 16).
+
+use crate::comfyui::synth::decoded_frames;
+use crate::comfyui::synth::standin::KnownExtents;
+use serde_json::Value;
+
+/// Extents the lowered document fixes for stand-in `component`, from the
+/// parameters of its stage's `latent_row_shape` policy (see
+/// [`stage_row_shape`]; the first stage's where it has none): the latent's `channels`, its `scale` (pixels per
+/// latent cell) and, for a video, the decoded `frames` (its `length`, less what does
+/// not fill a latent frame), the sampled latent's `latent_frames` (what a
+/// video encoder makes of `length` frames, and a VACE reference's
+/// `leading_frames` ahead of them) and the `temporal_scale` a video
+/// encoder's stand-in compresses its input's frames by.
+pub(super) fn known_extents(document: &Value, component: &str) -> KnownExtents {
+    let mut known = KnownExtents::default();
+    let row_shape = stage_row_shape(document, component).unwrap_or("latent_row_shape");
+    let parameter = |key: &str| {
+        document
+            .pointer("/pipeline/workflow/components")
+            .and_then(|c| c.get(row_shape))
+            .and_then(|c| c.pointer(&format!("/contract/parameters/{key}")))
+            .and_then(Value::as_i64)
+            .filter(|n| *n > 0)
+    };
+    if let Some(channels) = parameter("channels") {
+        known.named.insert("channels".into(), channels);
+    }
+    if let (Some(length), Some(temporal)) = (parameter("length"), parameter("temporal_scale")) {
+        known
+            .named
+            .insert("frames".into(), decoded_frames(length, temporal));
+        let leading = parameter("leading_frames").unwrap_or(0);
+        known.named.insert(
+            "latent_frames".into(),
+            (length - 1) / temporal + 1 + leading,
+        );
+        known.temporal_scale = Some(temporal);
+    }
+    if let Some(scale) = parameter("scale") {
+        known.latent_scale = scale;
+    }
+    known
+}
+
+/// The `latent_row_shape` policy of the top-level step that first invokes
+/// `component` (a later stage's loop holds its own, named apart:
+/// `stage2_latent_row_shape`), if that step has one.
+fn stage_row_shape<'d>(document: &'d Value, component: &str) -> Option<&'d str> {
+    let steps = document.pointer("/pipeline/workflow/steps")?.as_array()?;
+    let step = steps
+        .iter()
+        .find(|step| invoked(step, &|c| c == component).is_some())?;
+    invoked(step, &|c| c.ends_with("latent_row_shape"))
+}
+
+/// The first component `step` (or a step nested in it) invokes that
+/// `wanted` accepts.
+fn invoked<'d>(step: &'d Value, wanted: &dyn Fn(&str) -> bool) -> Option<&'d str> {
+    match step {
+        Value::Object(fields) => match fields.get("component").and_then(Value::as_str) {
+            Some(name) if wanted(name) => Some(name),
+            _ => fields.values().find_map(|v| invoked(v, wanted)),
+        },
+        Value::Array(items) => items.iter().find_map(|v| invoked(v, wanted)),
+        _ => None,
+    }
+}
