@@ -64,9 +64,9 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 129] = [
+const CLASSES: [&str; 130] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
-    "LotusConditioning", "SetFirstSigma",
+    "LotusConditioning", "SetFirstSigma", "HunyuanVideo15ImageToVideo",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
     "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
     "LoraLoader", "ModelSamplingSD3", "SaveImage", "SetLatentNoiseMask", "UNETLoader",

@@ -12,6 +12,12 @@
 //! picture is given, and 1 on the last channel of the last latent frame
 //! where an end picture is (the first-last-frame node masks the last
 //! video frame of the latent's four per frame).
+//!
+//! The `start_latent` policy: HunyuanVideo 1.5's video latent, the start
+//! picture's one latent frame `first` (`[batch, channels, 1, h, w]`)
+//! ahead of zero frames up to `latent_frames` (contract parameter), and
+//! its mask `[batch, 1, latent_frames, h, w]`, ComfyUI's `1 -
+//! concat_mask` as its model reads it: 1 on the first frame, 0 after.
 
 use super::SynthError;
 use super::graph::PolicyGraph;
@@ -109,5 +115,34 @@ pub(super) fn video_frames(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
         &[("axis", Attr::Int(0))],
     );
     let mask = g.op("Expand", &[&pattern, &shape]);
+    g.output(&mask, "mask")
+}
+
+/// Builds the `start_latent` policy.
+pub(super) fn start_latent(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let frames = g.positive_integer("latent_frames")?;
+    if frames > 16384 {
+        return Err(g.error("latent_frames must be at most 16384"));
+    }
+    let first = g.input("first")?;
+    // Zeros after the first frame on the frame axis: ONNX pads hold
+    // (begins, ends) for every axis.
+    let after = |g: &mut PolicyGraph<'_>, rows: i64| {
+        let mut pads = vec![0i64; 10];
+        pads[7] = rows;
+        g.b.vec_i64(&pads)
+    };
+    let pads = after(g, frames - 1);
+    let latent = g.op("Pad", &[&first, &pads]);
+    g.output(&latent, "latent")?;
+    let (start, end, axis) = (g.b.vec_i64(&[0]), g.b.vec_i64(&[1]), g.b.vec_i64(&[1]));
+    let one_channel = g.op("Slice", &[&first, &start, &end, &axis]);
+    let shape = g.op("Shape", &[&one_channel]);
+    // ConstantOfShape's default value is a float32 0.
+    let zeros = g.op("ConstantOfShape", &[&shape]);
+    let one = g.f(1.0);
+    let ones = g.op("Add", &[&zeros, &one]);
+    let pads = after(g, frames - 1);
+    let mask = g.op("Pad", &[&ones, &pads]);
     g.output(&mask, "mask")
 }

@@ -103,6 +103,7 @@ pub const POLICIES: &[&str] = &[
     "append_style",
     "frame_pictures",
     "one_frame",
+    "start_latent",
 ];
 
 /// The policies a workflow (or a stage, for a stage's pictures) may hold
@@ -213,6 +214,7 @@ fn policy(kind: &str, component: &Value, family: &Family) -> Result<Vec<u8>, Syn
         "latent_upscale" => upscale::latent_upscale(&mut g)?,
         "latent_composite" => composite::latent_composite(&mut g)?,
         "video_frames" => frames::video_frames(&mut g)?,
+        "start_latent" => frames::start_latent(&mut g)?,
         "grey_video" => vace::grey_video(&mut g)?,
         "vace_context" => vace::vace_context(&mut g)?,
         _ => policies::build(&mut g, family)?,

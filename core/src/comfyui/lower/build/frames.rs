@@ -5,6 +5,9 @@
 //! the latent as `concat` and the mask as `concat_mask` with every prompt.
 //! A later stage of the same node (Wan 2.2's second expert) reads the
 //! first stage's (see `names`). A VACE node's context is `vace`'s.
+//! HunyuanVideo 1.5's node encodes its start picture alone as a one-frame
+//! video (`one_frame`), put ahead of zero frames with its mask
+//! (`start_latent`).
 
 use super::super::parts::{Steps, component, contract, invoke, picture, policy};
 use super::super::recognise::{Plan, VideoFrames};
@@ -36,11 +39,19 @@ pub(in crate::comfyui::lower) fn frames(plan: &Plan) -> Option<&VideoFrames> {
     plan.conditionings().find_map(|c| c.frames.as_ref())
 }
 
-/// The mask's contract: four channels over the latent's cells.
-fn mask() -> Value {
+/// The mask's contract: four channels over the latent's cells (one for
+/// HunyuanVideo 1.5).
+fn mask(frames: &VideoFrames) -> Value {
+    let channels = if frames.start_latent_only() { 1 } else { 4 };
     contract(
         "float32",
-        json!(["batch", 4, "latent_frames", "latent_height", "latent_width"]),
+        json!([
+            "batch",
+            channels,
+            "latent_frames",
+            "latent_height",
+            "latent_width"
+        ]),
         true,
     )
 }
@@ -61,7 +72,7 @@ pub(super) fn denoiser_ports(plan: &Plan, latent: &Value, ports: &mut Value) {
             return super::vace::denoiser_ports(ports);
         }
         ports["concat"] = latent.clone();
-        ports["concat_mask"] = mask();
+        ports["concat_mask"] = mask(frames);
         if frames.vision.is_some() {
             ports["clip_fea"] = hidden_states();
         }
@@ -102,8 +113,8 @@ fn vision(
         component(
             "clip_vision/model.onnx",
             json!({"image": picture(json!(3))}),
-            json!({"penultimate_hidden_states": hidden_states()}),
-            Some(json!({"id": "comfyui.clip-vision", "version": "1", "parameters": {"crop": vision.crop, "size": 224}})),
+            json!({vision.state: hidden_states()}),
+            Some(json!({"id": "comfyui.clip-vision", "version": "1", "parameters": {"crop": vision.crop, "size": vision.size}})),
         ),
     );
     let pictures: Vec<(&String, &String, &str)> = [
@@ -119,7 +130,7 @@ fn vision(
             invoke(
                 "clip_vision",
                 json!({"image": super::pictures::input(plan, loader)}),
-                json!({"penultimate_hidden_states": if joined { value } else { VISION }}),
+                json!({vision.state: if joined { value } else { VISION }}),
             ),
             &[encode, &vision.loader, loader],
         );
@@ -168,6 +179,10 @@ pub(super) fn encode(
         "init_scale".into(),
         init_scale(&frames.node, (frames.width, frames.height), false),
     );
+    if frames.start_latent_only() {
+        start_latent(plan, frames, (encoder, latent), (components, setup));
+        return vision(plan, frames, components, setup);
+    }
     let picture = picture(json!(3));
     let (mut ports, mut bind) = (json!({}), json!({}));
     for (port, loader) in [("start", &frames.start), ("end", &frames.end)] {
@@ -191,7 +206,7 @@ pub(super) fn encode(
         policy(
             "video_frames",
             ports,
-            json!({"frames": encoded_video(), "mask": mask()}),
+            json!({"frames": encoded_video(), "mask": mask(frames)}),
             Some(
                 json!({"id": "wfstudio.video-frames", "version": "1", "parameters": {
                     "length": frames.length,
@@ -216,6 +231,70 @@ pub(super) fn encode(
         &[&frames.node],
     );
     vision(plan, frames, components, setup);
+}
+
+/// HunyuanVideo 1.5's video latent: the start picture resized to the
+/// video's size (`init_scale`), encoded as a one-frame video (`one_frame`,
+/// `encoder`), then put ahead of zero latent frames with the mask of that
+/// frame (`start_latent`).
+fn start_latent(
+    plan: &Plan,
+    frames: &VideoFrames,
+    (encoder, latent): (&str, Value),
+    (components, setup): (&mut Map<String, Value>, &mut Steps),
+) {
+    let Some(loader) = &frames.start else {
+        return;
+    };
+    components.insert(
+        "init_scale".into(),
+        init_scale(&frames.node, (frames.width, frames.height), false),
+    );
+    components.insert("one_frame".into(), super::vace::one_frame());
+    components.insert(encoder.to_string(), video_encoder(encoder, latent.clone()));
+    let first = contract(
+        "float32",
+        json!(["batch", "channels", 1, "latent_height", "latent_width"]),
+        true,
+    );
+    components.insert(
+        "start_latent".into(),
+        policy(
+            "start_latent",
+            json!({"first": first}),
+            json!({"latent": latent, "mask": mask(frames)}),
+            Some(
+                json!({"id": "wfstudio.start-latent", "version": "1", "parameters": {
+                    "latent_frames": frames.latent_frames(),
+                }}),
+            ),
+        ),
+    );
+    let steps = [
+        (
+            "init_scale",
+            json!({"image": super::pictures::input(plan, loader)}),
+            json!({"scaled": "frames.start"}),
+        ),
+        (
+            "one_frame",
+            json!({"image": "frames.start"}),
+            json!({"frames": PIXELS}),
+        ),
+        (
+            encoder,
+            json!({"image": PIXELS}),
+            json!({"latent": "frames.start_latent"}),
+        ),
+        (
+            "start_latent",
+            json!({"first": "frames.start_latent"}),
+            json!({"latent": LATENT, "mask": MASK}),
+        ),
+    ];
+    for (component, inputs, outputs) in steps {
+        setup.push(invoke(component, inputs, outputs), &[&frames.node, loader]);
+    }
 }
 
 /// What the stage's denoiser takes of a Wan image-to-video node, in words.
@@ -270,6 +349,25 @@ pub(in crate::comfyui::lower) fn note(plan: &Plan, names: &StageNames) -> Option
             names.value(VISION)
         )
     });
+    if frames.start_latent_only() {
+        return Some(format!(
+            "node {} ({}) encodes {} alone (resized bilinear to cover {}x{}, centre cropped: {}) as the first of the latent's {} frames, zeros after; every denoiser call takes that latent as `concat` ({}) and the mask of its first frame as `concat_mask` ({}){}, as ComfyUI's HunyuanVideo 1.5 model reads them",
+            frames.node,
+            frames.class,
+            frames
+                .start
+                .as_ref()
+                .map(|loader| names.value(&super::pictures::input(plan, loader)))
+                .unwrap_or_default(),
+            frames.width,
+            frames.height,
+            names.value(PIXELS),
+            frames.latent_frames(),
+            names.value(LATENT),
+            names.value(MASK),
+            vision.unwrap_or_default(),
+        ));
+    }
     Some(format!(
         "node {} ({}) makes a video of {} frames of grey at {}x{} with {} (each resized bilinear to cover that size, centre cropped); the VAE encoder takes the video ({}) and every denoiser call takes its latent as `concat` and the mask of the latent frames the pictures fill as `concat_mask` ({}){}, as ComfyUI's Wan image-to-video models read them",
         frames.node,

@@ -111,15 +111,7 @@ pub(super) fn encode(
             "init_scale".into(),
             init_scale(&frames.node, (frames.width, frames.height), false),
         );
-        components.insert(
-            "one_frame".into(),
-            policy(
-                "one_frame",
-                json!({"image": super::super::parts::picture(json!(3))}),
-                json!({"frames": encoded_video()}),
-                Some(json!({"id": "wfstudio.one-frame", "version": "1"})),
-            ),
-        );
+        components.insert("one_frame".into(), one_frame());
         let steps = [
             (
                 "init_scale",
@@ -199,5 +191,15 @@ pub(super) fn note(
         names.value(CONTEXT),
         vace.strength,
         names.value(STRENGTH),
+    )
+}
+
+/// The `one_frame` policy: a picture as a one-frame video.
+pub(super) fn one_frame() -> Value {
+    policy(
+        "one_frame",
+        json!({"image": super::super::parts::picture(json!(3))}),
+        json!({"frames": encoded_video()}),
+        Some(json!({"id": "wfstudio.one-frame", "version": "1"})),
     )
 }

@@ -7,6 +7,9 @@
 //! centre crop), encoded by the VAE, and the mask of the latent frames
 //! those pictures fill, which the denoiser takes beside the sample.
 //! `WanVaceToVideo` makes VACE's context instead (see [`Vace`]).
+//! HunyuanVideo 1.5's `HunyuanVideo15ImageToVideo` encodes its start
+//! picture alone, as the first of the latent's frames (zeros after), and
+//! masks that frame.
 
 use super::super::graph::Graph;
 use super::{Conditioning, LatentSource, MAX_BATCH, MAX_RESOLUTION, Plan, loaded_image};
@@ -18,7 +21,15 @@ pub(super) const FRAMES_NODES: &[&str] = &[
     "WanFirstLastFrameToVideo",
     "WanFunInpaintToVideo",
     VACE,
+    HUNYUAN15,
 ];
+
+/// HunyuanVideo 1.5's image-to-video node: its video's latent is its
+/// start picture's alone, ahead of zero frames.
+pub(super) const HUNYUAN15: &str = "HunyuanVideo15ImageToVideo";
+
+/// HunyuanVideo 1.5's latent: channels and pixels a cell.
+const HUNYUAN15_LATENT: (i64, i64) = (32, 16);
 
 /// The VACE node: its prompts carry the context VACE models read, and its
 /// output 3 is the latent frames a reference picture adds ahead of the
@@ -32,7 +43,11 @@ pub(super) const TEMPORAL: i64 = 4;
 /// cell), as ComfyUI's VAE reports them to the first-last-frame node;
 /// names are compared in lower case without dots and underscores
 /// (`wan_2.1_vae`, `Wan2_1_VAE`, ...).
-const VAES: &[(&str, i64, i64)] = &[("wan21vae", 16, 8), ("wan22vae", 48, 16)];
+const VAES: &[(&str, i64, i64)] = &[
+    ("wan21vae", 16, 8),
+    ("wan22vae", 48, 16),
+    ("hunyuanvideo15vae", HUNYUAN15_LATENT.0, HUNYUAN15_LATENT.1),
+];
 
 /// Wan 2.1's latent: channels and pixels a cell (`WanImageToVideo`'s
 /// whatever its VAE).
@@ -87,13 +102,19 @@ pub(in crate::comfyui::lower) struct Vace {
 
 /// The `CLIPVisionEncode`s of a Wan node's start and end pictures: the
 /// denoiser takes their penultimate hidden states (both: the start's
-/// tokens, then the end's) as `clip_fea`.
+/// tokens, then the end's; HunyuanVideo 1.5 the last hidden state) as
+/// `clip_fea`.
 #[derive(Clone, Debug, PartialEq)]
 pub(in crate::comfyui::lower) struct FrameVision {
     /// The `CLIPVisionLoader`.
     pub loader: String,
     /// `CLIPVisionEncode`'s `crop`: `center` or `none`.
     pub crop: String,
+    /// The picture side the vision model takes (224, or SigLIP's 384).
+    pub size: i64,
+    /// The hidden states the denoiser takes: `penultimate_hidden_states`
+    /// (Wan's) or `last_hidden_state` (HunyuanVideo 1.5's).
+    pub state: &'static str,
     /// The encode node of the start picture.
     pub start: Option<String>,
     /// The encode node of the end picture.
@@ -109,6 +130,12 @@ impl VideoFrames {
     /// The video's latent frames: `(length - 1) / 4 + 1`.
     pub fn latent_frames(&self) -> i64 {
         (self.length - 1) / TEMPORAL + 1
+    }
+
+    /// Whether the video's latent is the start picture's alone, ahead of
+    /// zero frames (HunyuanVideo 1.5's), rather than the encoded video.
+    pub fn start_latent_only(&self) -> bool {
+        self.class == HUNYUAN15
     }
 
     /// Latent frames ahead of the video's: a VACE reference picture's 1.
@@ -257,24 +284,33 @@ pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<VideoFrames, Refusal> {
         .find(|(stem, _, _)| lower.contains(stem))
         .map(|&(_, channels, scale)| (channels, scale));
     // WanImageToVideo and WanVaceToVideo make Wan 2.1's latent whatever
-    // the VAE (another VAE's encode would not fit it); the others ask the
-    // VAE.
-    let wan21_only = matches!(class, "WanImageToVideo" | VACE);
-    let (channels, scale) = match (wan21_only, known) {
-        (true, None) => WAN21,
-        (true, Some(other)) if other != WAN21 => {
+    // the VAE (another VAE's encode would not fit it), HunyuanVideo 1.5's
+    // node its own; the others ask the VAE.
+    let made = match class {
+        "WanImageToVideo" | VACE => Some(WAN21),
+        HUNYUAN15 => Some(HUNYUAN15_LATENT),
+        _ => None,
+    };
+    let (channels, scale) = match (made, known) {
+        (Some(made), None) if class != HUNYUAN15 => made,
+        (Some(made), other) if other != Some(made) => {
+            let family = match class {
+                HUNYUAN15 => "HunyuanVideo 1.5",
+                _ => "Wan 2.1",
+            };
             return Err(g.refuse(
                 &vae,
                 Some("vae_name"),
-                format!("loads `{name}`, whose latent is not Wan 2.1's, which {class} makes"),
+                format!("loads `{name}`, whose latent is not {family}'s, which {class} makes"),
                 match class {
                     VACE => "load Wan 2.1's VAE",
+                    HUNYUAN15 => "load hunyuanvideo15_vae",
                     _ => "load Wan 2.1's VAE, or use WanFirstLastFrameToVideo with this one",
                 },
             ));
         }
         (_, Some(known)) => known,
-        (false, None) => {
+        (_, None) => {
             return Err(g.refuse(
                 &vae,
                 Some("vae_name"),
@@ -387,6 +423,7 @@ fn vision(
             (&encode, "clip_vision"),
         )?;
         let crop = super::style::crop(g, &encode)?;
+        let size = super::style::vision_size(g, &loader)?;
         if let Some(first) = &found
             && (first.loader != loader || first.crop != crop)
         {
@@ -400,6 +437,11 @@ fn vision(
         found.get_or_insert(FrameVision {
             loader,
             crop,
+            size,
+            state: match g.class(node) {
+                HUNYUAN15 => "last_hidden_state",
+                _ => "penultimate_hidden_states",
+            },
             start: None,
             end: None,
         });

@@ -47,7 +47,7 @@ pub(super) fn crop(g: &Graph<'_>, encode: &str) -> Result<String, Refusal> {
 /// `sigclip_vision_patch14_384`), CLIP ViT's 224 for any other; a SigLIP
 /// file that states no 384 is refused (ComfyUI reads the size from the
 /// weights, which the graph does not hold).
-fn vision_size(g: &Graph<'_>, loader: &str) -> Result<i64, Refusal> {
+pub(super) fn vision_size(g: &Graph<'_>, loader: &str) -> Result<i64, Refusal> {
     let name = g.text(loader, "clip_name")?.to_lowercase();
     let siglip = name.contains("siglip") || name.contains("sigclip");
     match (siglip, name.contains("384")) {

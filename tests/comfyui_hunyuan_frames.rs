@@ -1,0 +1,161 @@
+//! HunyuanVideo 1.5 image-to-video (`HunyuanVideo15ImageToVideo`): the
+//! start picture, resized to the video's size, is encoded alone as a
+//! one-frame video and put ahead of zero latent frames; every denoiser
+//! call takes that latent as `concat`, the mask of its first frame as
+//! `concat_mask` and the SigLIP embedding's last hidden state as
+//! `clip_fea`.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::lowering::{
+    assert_refused, loops, lowered, npy, package_and_run, run_policy_alone, scratch, setup_calls,
+    workflow,
+};
+use wfstudio_core::comfyui::lower::Target;
+
+/// The HunyuanVideo 1.5 720p image-to-video template, small: 64x48
+/// pixels, 9 frames (3 latent frames of 4x3 cells).
+fn image_to_video() -> Value {
+    json!({
+        "1": {"class_type": "UNETLoader", "inputs": {"unet_name": "hunyuanvideo1.5_720p_i2v_fp16.safetensors", "weight_dtype": "default"}},
+        "2": {"class_type": "DualCLIPLoader", "inputs": {"clip_name1": "qwen_2.5_vl_7b_fp8_scaled.safetensors", "clip_name2": "byt5_small_glyphxl_fp16.safetensors", "type": "hunyuan_video_15", "device": "default"}},
+        "3": {"class_type": "VAELoader", "inputs": {"vae_name": "hunyuanvideo15_vae_fp16.safetensors"}},
+        "4": {"class_type": "CLIPVisionLoader", "inputs": {"clip_name": "sigclip_vision_patch14_384.safetensors"}},
+        "5": {"class_type": "LoadImage", "inputs": {"image": "dinosaur.png", "upload": "image"}},
+        "6": {"class_type": "CLIPVisionEncode", "inputs": {"crop": "center", "clip_vision": ["4", 0], "image": ["5", 0]}},
+        "7": {"class_type": "CLIPTextEncode", "inputs": {"text": "a young dinosaur runs", "clip": ["2", 0]}},
+        "8": {"class_type": "CLIPTextEncode", "inputs": {"text": "", "clip": ["2", 0]}},
+        "9": {"class_type": "HunyuanVideo15ImageToVideo", "inputs": {"width": 64, "height": 48, "length": 9, "batch_size": 1, "positive": ["7", 0], "negative": ["8", 0], "vae": ["3", 0], "start_image": ["5", 0], "clip_vision_output": ["6", 0]}},
+        "10": {"class_type": "ModelSamplingSD3", "inputs": {"shift": 7.0, "model": ["1", 0]}},
+        "11": {"class_type": "CFGGuider", "inputs": {"cfg": 6.0, "model": ["10", 0], "positive": ["9", 0], "negative": ["9", 1]}},
+        "12": {"class_type": "BasicScheduler", "inputs": {"scheduler": "simple", "steps": 3, "denoise": 1.0, "model": ["1", 0]}},
+        "13": {"class_type": "RandomNoise", "inputs": {"noise_seed": 8}},
+        "14": {"class_type": "KSamplerSelect", "inputs": {"sampler_name": "euler"}},
+        "15": {"class_type": "SamplerCustomAdvanced", "inputs": {"noise": ["13", 0], "guider": ["11", 0], "sampler": ["14", 0], "sigmas": ["12", 0], "latent_image": ["9", 2]}},
+        "16": {"class_type": "VAEDecode", "inputs": {"samples": ["15", 0], "vae": ["3", 0]}},
+        "17": {"class_type": "CreateVideo", "inputs": {"fps": 24.0, "images": ["16", 0]}},
+        "18": {"class_type": "SaveVideo", "inputs": {"filename_prefix": "video/hunyuan", "format": "auto", "codec": "auto", "video": ["17", 0]}},
+    })
+}
+
+#[test]
+fn the_start_pictures_latent_alone_leads_zero_frames() {
+    let l = lowered(&image_to_video(), &Target::default());
+    let w = workflow(&l);
+    let made: Vec<(String, Value)> = setup_calls(w)
+        .into_iter()
+        .filter(|(c, _, _)| {
+            matches!(
+                c.as_str(),
+                "init_scale" | "one_frame" | "vae_encoder" | "start_latent" | "clip_vision"
+            )
+        })
+        .map(|(c, inputs, _)| (c, inputs))
+        .collect();
+    assert_eq!(
+        made,
+        vec![
+            ("init_scale".into(), json!({"image": "request.image"})),
+            ("one_frame".into(), json!({"image": "frames.start"})),
+            ("vae_encoder".into(), json!({"image": "frames.pixels"})),
+            (
+                "start_latent".into(),
+                json!({"first": "frames.start_latent"})
+            ),
+            ("clip_vision".into(), json!({"image": "request.image"})),
+        ]
+    );
+    let components = &w["components"];
+    assert_eq!(
+        components["start_latent"]["contract"]["parameters"]["latent_frames"],
+        3
+    );
+    let vision = &components["clip_vision"];
+    assert_eq!(vision["contract"]["parameters"]["size"], 384);
+    assert!(
+        vision["ports"]["outputs"]
+            .get("last_hidden_state")
+            .is_some()
+    );
+    let ports = &components["denoiser"]["ports"]["inputs"];
+    assert_eq!(
+        ports["concat_mask"]["shape"],
+        json!(["batch", 1, "latent_frames", "latent_height", "latent_width"])
+    );
+    assert_eq!(ports["concat"]["shape"][1], "channels");
+    let body = loops(w)[0]["steps"].as_array().expect("loop body");
+    let calls: Vec<&Value> = body
+        .iter()
+        .filter(|s| s["component"] == "denoiser")
+        .collect();
+    assert_eq!(calls.len(), 2);
+    for call in calls {
+        assert_eq!(call["inputs"]["concat"], "frames.latent");
+        assert_eq!(call["inputs"]["concat_mask"], "frames.mask");
+        assert_eq!(call["inputs"]["clip_fea"], "frames.vision");
+    }
+    let row_shape = &components["latent_row_shape"]["contract"]["parameters"];
+    assert_eq!(row_shape["channels"], 32);
+    assert_eq!(row_shape["scale"], 16);
+    let notes = l.notes.join("\n");
+    assert!(
+        notes.contains("node 9 (HunyuanVideo15ImageToVideo) encodes request.image alone (resized bilinear to cover 64x48, centre cropped: frames.pixels) as the first of the latent's 3 frames, zeros after"),
+        "{notes}"
+    );
+}
+
+#[test]
+fn the_start_latent_and_mask_are_comfyuis() {
+    if !support::runtime_available() {
+        return;
+    }
+    let root = scratch("hunyuan-start");
+    let l = lowered(&image_to_video(), &Target::default());
+    let shape = [1usize, 2, 1, 3, 2];
+    let first: Vec<f32> = (0..12).map(|i| i as f32 - 5.5).collect();
+    let given = json!({"dtype": "float32", "shape": shape, "data": first}).to_string();
+    let out = run_policy_alone(
+        &root,
+        "start",
+        &l.document,
+        "start_latent",
+        &[("first", given)],
+    );
+    // ComfyUI's `concat_latent_image`: the encoded frame first, zeros on
+    // the other latent frames; its model reads `1 - concat_mask`: ones on
+    // the first frame.
+    let (latent_shape, latent) = npy(&out.join("latent.npy"));
+    assert_eq!(latent_shape, [1, 2, 3, 3, 2]);
+    let mut want = vec![0f32; 36];
+    for channel in 0..2 {
+        for cell in 0..6 {
+            want[channel * 18 + cell] = first[channel * 6 + cell];
+        }
+    }
+    assert_eq!(latent, want);
+    let (mask_shape, mask) = npy(&out.join("mask.npy"));
+    assert_eq!(mask_shape, [1, 1, 3, 3, 2]);
+    let ones = |frame: usize| f32::from(u8::from(frame == 0));
+    let want: Vec<f32> = (0..18).map(|i| ones(i / 6)).collect();
+    assert_eq!(mask, want);
+    let (_, out) = package_and_run(&root, "hunyuan", &image_to_video());
+    assert_eq!(npy(&out.join("latent.npy")).0, vec![1, 32, 3, 3, 4]);
+    assert_eq!(npy(&out.join("video.npy")).0, vec![1, 9, 3, 48, 64]);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn another_vae_than_hunyuans_is_refused() {
+    let mut wan = image_to_video();
+    wan["3"]["inputs"]["vae_name"] = json!("wan_2.1_vae.safetensors");
+    assert_refused(
+        &wan,
+        (
+            "3",
+            "VAELoader",
+            Some("vae_name"),
+            "loads `wan_2.1_vae.safetensors`, whose latent is not HunyuanVideo 1.5's, which HunyuanVideo15ImageToVideo makes",
+        ),
+    );
+}
