@@ -159,3 +159,55 @@ fn another_vae_than_hunyuans_is_refused() {
         ),
     );
 }
+
+#[test]
+fn a_start_picture_fitted_and_padded_is_comfyuis() {
+    // The Capybara template's `ResizeAndPadImage` on the start picture.
+    let mut g = image_to_video();
+    g["19"] = json!({"class_type": "ResizeAndPadImage", "inputs": {"target_width": 4, "target_height": 4, "padding_color": "white", "interpolation": "nearest-exact", "image": ["5", 0]}});
+    g["9"]["inputs"]["start_image"] = json!(["19", 0]);
+    let l = lowered(&g, &Target::default());
+    let w = workflow(&l);
+    assert_eq!(
+        w["components"]["start_scale"]["contract"]["parameters"],
+        json!({"size": "fit", "width": 4, "height": 4, "pad": 1.0, "method": "nearest-exact"})
+    );
+    let calls = setup_calls(w);
+    let scale = calls
+        .iter()
+        .position(|(c, _, _)| c == "start_scale")
+        .expect("the fit");
+    assert_eq!(calls[scale].1, json!({"image": "request.image"}));
+    assert_eq!(calls[scale + 1].1, json!({"image": "frames.start_picture"}));
+    if !support::runtime_available() {
+        return;
+    }
+    // A 5x3 picture fits 4x4 at min(4 / 5, 4 / 3) = 0.8: 4 x int(2.4) =
+    // 4x2, one white row above and below; nearest-exact takes source rows
+    // 0 and 2 and columns 0, 1, 3 and 4.
+    let root = scratch("hunyuan-fit");
+    let picture: Vec<f32> = (0..45).map(|i| i as f32 / 50.0).collect();
+    let given = json!({"dtype": "float32", "shape": [1, 3, 3, 5], "data": picture}).to_string();
+    let out = run_policy_alone(
+        &root,
+        "fit",
+        &l.document,
+        "start_scale",
+        &[("image", given)],
+    );
+    let (shape, fitted) = npy(&out.join("scaled.npy"));
+    assert_eq!(shape, [1, 3, 4, 4]);
+    let mut want = Vec::new();
+    for channel in 0..3 {
+        for row in 0..4 {
+            for column in [0, 1, 3, 4] {
+                want.push(match row {
+                    1 | 2 => picture[channel * 15 + (row - 1) * 2 * 5 + column],
+                    _ => 1.0,
+                });
+            }
+        }
+    }
+    assert_eq!(fitted, want);
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -64,9 +64,10 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 130] = [
+const CLASSES: [&str; 131] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "LotusConditioning", "SetFirstSigma", "HunyuanVideo15ImageToVideo",
+    "ResizeAndPadImage",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
     "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
     "LoraLoader", "ModelSamplingSD3", "SaveImage", "SetLatentNoiseMask", "UNETLoader",

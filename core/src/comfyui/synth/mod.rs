@@ -104,6 +104,7 @@ pub const POLICIES: &[&str] = &[
     "frame_pictures",
     "one_frame",
     "start_latent",
+    "start_scale",
 ];
 
 /// The policies a workflow (or a stage, for a stage's pictures) may hold
@@ -187,10 +188,9 @@ pub fn policies(document: &Value) -> Result<Vec<(String, Vec<u8>)>, SynthError> 
 fn picture_policy(kind: &str, component: &Value) -> Result<Option<Vec<u8>>, SynthError> {
     let mut g = graph::PolicyGraph::new(kind, component);
     match kind {
-        "image_scale" | "input_scale" | "init_scale" | "source_scale" | "vision_scale"
-        | "reference_scale" | "control_picture" | "patch_picture" | "patch_scale" => {
-            upscale::image_scale(&mut g)?
-        }
+        "image_scale" | "input_scale" | "init_scale" | "source_scale" | "start_scale"
+        | "vision_scale" | "reference_scale" | "control_picture" | "patch_picture"
+        | "patch_scale" => upscale::image_scale(&mut g)?,
         "picture_size" => upscale::picture_size(&mut g)?,
         "outpaint_pad" => outpaint::outpaint_pad(&mut g)?,
         _ => return Ok(None),

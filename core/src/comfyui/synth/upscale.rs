@@ -19,7 +19,10 @@
 //!   where that is set, as Qwen's edit encoders size their pictures) or `flux_kontext`
 //!   (the [`KONTEXT_SIDES`] entry whose aspect is nearest the picture's,
 //!   the first of equals) or `longer` / `shorter` (`side`: that side made
-//!   `side`, the other `round(other / that * side)`) or `same` (no resize:
+//!   `side`, the other `round(other / that * side)`) or `fit` (`width`,
+//!   `height`, `pad`: `ResizeAndPadImage`'s resize by `min(width / w,
+//!   height / h)`, each side its whole part, centred on a `width` x
+//!   `height` picture of `pad`, the left and top margins the smaller) or `same` (no resize:
 //!   a picture resized already, only cut) or `latent` (input `like`'s
 //!   last two extents times `scale`: a latent's size in pixels);
 //! - `method`: `nearest-exact` (PyTorch's: source index
@@ -87,6 +90,7 @@ pub fn image_scale(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let image = g.input("image")?;
     let mut out = match text(g, "size")?.as_str() {
         "same" => image,
+        "fit" => fit(g, &image)?,
         _ => {
             let side = new_sides(g, &image)?;
             let source = match g.parameter("crop").and_then(Value::as_str) {
@@ -298,6 +302,43 @@ fn fixed_sides(g: &mut PolicyGraph<'_>, image: &str) -> Result<String, SynthErro
         _ => [fixed, computed],
     };
     Ok(g.op_with("Concat", &[&parts[0], &parts[1]], &[("axis", Attr::Int(0))]))
+}
+
+/// `ResizeAndPadImage`: `image` resized by `min(width / w, height / h)`
+/// (each side the whole part of the side times that) and centred on a
+/// `width` x `height` picture of the parameter `pad`.
+fn fit(g: &mut PolicyGraph<'_>, image: &str) -> Result<String, SynthError> {
+    let (width, height) = (g.positive_integer("width")?, g.positive_integer("height")?);
+    let pad = g
+        .parameter("pad")
+        .and_then(Value::as_f64)
+        .filter(|v| v.is_finite())
+        .ok_or_else(|| g.error("its contract parameter `pad` is not a number"))?;
+    let hw = sides(g, image);
+    let target = g.b.f64s(&[height as f64, width as f64], &[2]);
+    let ratios = g.op("Div", &[&target, &hw]);
+    let scale = g.op_with("ReduceMin", &[&ratios], &[("keepdims", Attr::Int(1))]);
+    let scaled = g.op("Mul", &[&hw, &scale]);
+    let whole = g.op("Floor", &[&scaled]);
+    let one = g.d(1.0);
+    let whole = g.op("Max", &[&whole, &one]);
+    let new = g.cast(&whole, DataType::INT64);
+    let resized = resize(g, image, &new, PICTURE_METHODS)?;
+    let target = g.b.vec_i64(&[height, width]);
+    let spare = g.op("Sub", &[&target, &new]);
+    let zero = g.i(0);
+    let spare = g.op("Max", &[&spare, &zero]);
+    let two = g.i(2);
+    let before = g.op("Div", &[&spare, &two]);
+    let after = g.op("Sub", &[&spare, &before]);
+    let none = g.b.vec_i64(&[0, 0]);
+    let pads = g.op_with(
+        "Concat",
+        &[&none, &before, &none, &after],
+        &[("axis", Attr::Int(0))],
+    );
+    let value = g.f(pad);
+    Ok(g.op("Pad", &[&resized, &pads, &value]))
 }
 
 /// `x` resized over its last two axes to `side` (int64 `[h, w]`) by the

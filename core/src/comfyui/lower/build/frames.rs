@@ -12,7 +12,7 @@
 use super::super::parts::{Steps, component, contract, invoke, picture, policy};
 use super::super::recognise::{Plan, VideoFrames};
 use super::StageNames;
-use super::pixels::{encoded_video, init_scale, video_encoder};
+use super::pixels::{encoded_video, init_scale, resize_policy, video_encoder};
 use serde_json::{Map, Value, json};
 
 /// The encoded video the denoiser takes as `concat`.
@@ -250,6 +250,22 @@ fn start_latent(
         "init_scale".into(),
         init_scale(&frames.node, (frames.width, frames.height), false),
     );
+    let mut start = super::pictures::input(plan, loader);
+    if let Some(resize) = &frames.start_resize {
+        components.insert(
+            "start_scale".into(),
+            resize_policy("start_scale", resize, false),
+        );
+        setup.push(
+            invoke(
+                "start_scale",
+                json!({"image": start}),
+                json!({"scaled": "frames.start_picture"}),
+            ),
+            &resize.nodes_from(loader),
+        );
+        start = "frames.start_picture".into();
+    }
     components.insert("one_frame".into(), super::vace::one_frame());
     components.insert(encoder.to_string(), video_encoder(encoder, latent.clone()));
     let first = contract(
@@ -273,7 +289,7 @@ fn start_latent(
     let steps = [
         (
             "init_scale",
-            json!({"image": super::pictures::input(plan, loader)}),
+            json!({"image": start}),
             json!({"scaled": "frames.start"}),
         ),
         (
@@ -357,7 +373,13 @@ pub(in crate::comfyui::lower) fn note(plan: &Plan, names: &StageNames) -> Option
             frames
                 .start
                 .as_ref()
-                .map(|loader| names.value(&super::pictures::input(plan, loader)))
+                .map(|loader| {
+                    let input = names.value(&super::pictures::input(plan, loader));
+                    match &frames.start_resize {
+                        Some(resize) => format!("{input} ({})", resize.words()),
+                        None => input,
+                    }
+                })
                 .unwrap_or_default(),
             frames.width,
             frames.height,

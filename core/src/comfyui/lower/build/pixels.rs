@@ -568,6 +568,9 @@ pub(super) fn size_parameters(resize: &Resize) -> Value {
         PixelSize::Side { side, shorter } => {
             json!({"size": if shorter { "shorter" } else { "longer" }, "side": side})
         }
+        PixelSize::Fit { width, height, pad } => {
+            json!({"size": "fit", "width": width, "height": height, "pad": pad})
+        }
         PixelSize::Kontext => json!({"size": "flux_kontext", "crop": "center"}),
         PixelSize::Same => json!({"size": "same"}),
     }

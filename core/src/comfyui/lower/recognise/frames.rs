@@ -12,7 +12,10 @@
 //! masks that frame.
 
 use super::super::graph::Graph;
-use super::{Conditioning, LatentSource, MAX_BATCH, MAX_RESOLUTION, Plan, loaded_image};
+use super::{
+    Conditioning, LatentSource, MAX_BATCH, MAX_RESOLUTION, Plan, Resize, loaded_image,
+    loaded_picture,
+};
 use crate::comfyui::lower::Refusal;
 
 /// The classes, each with outputs positive, negative and latent.
@@ -62,6 +65,9 @@ pub(in crate::comfyui::lower) struct VideoFrames {
     pub class: String,
     /// The `LoadImage` of the first frame, where connected.
     pub start: Option<String>,
+    /// A resize of the first frame's picture in the graph
+    /// (HunyuanVideo 1.5's node; Wan's take the loaded picture).
+    pub start_resize: Option<Resize>,
     /// The `LoadImage` of the last frame, where connected
     /// (`WanImageToVideo` has none).
     pub end: Option<String>,
@@ -261,7 +267,14 @@ pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<VideoFrames, Refusal> {
         }
         loaded_image(g, node, input).map(Some)
     };
-    let (start, end) = (picture("start_image")?, picture("end_image")?);
+    let (start, start_resize) = match class {
+        HUNYUAN15 if g.has(node, "start_image") => {
+            let (loader, resize) = loaded_picture(g, node, "start_image")?;
+            (Some(loader), resize)
+        }
+        _ => (picture("start_image")?, None),
+    };
+    let end = picture("end_image")?;
     let vace = vace(g, node)?;
     if start.is_none() && end.is_none() && vace.is_none() {
         return Err(g.refuse(
@@ -338,6 +351,7 @@ pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<VideoFrames, Refusal> {
         vision,
         vace,
         start,
+        start_resize,
         end,
         width: side("width")?,
         height: side("height")?,

@@ -4,7 +4,8 @@
 //! `ResizeImageMaskNode` (its `resize_type` options that size a picture
 //! from itself: scale dimensions, width, height, by multiplier, longer
 //! or shorter dimension, total pixels; `match size` and `scale to
-//! multiple` are refused).
+//! multiple` are refused) and `ResizeAndPadImage` (fitted inside a size,
+//! padded to it).
 
 use super::super::graph::Graph;
 use super::picture_ops::PictureOp;
@@ -14,6 +15,47 @@ use crate::comfyui::synth::upscale::PICTURE_METHODS;
 
 /// The newer resize node's class.
 const RESIZE_NODE: &str = "ResizeImageMaskNode";
+
+/// The node fitting a picture inside a size and padding it to it.
+const FIT_NODE: &str = "ResizeAndPadImage";
+
+/// `ResizeAndPadImage`'s fit (its method is its `interpolation`).
+fn fit(g: &Graph<'_>, node: &str) -> Result<Resize, Refusal> {
+    let method = g.text(node, "interpolation")?;
+    if !PICTURE_METHODS.contains(&method) {
+        return Err(g.refuse(
+            node,
+            Some("interpolation"),
+            format!(
+                "is '{method}'; the lowering resizes pictures by {}",
+                super::super::graph::either(PICTURE_METHODS)
+            ),
+            &format!("choose {}", super::super::graph::either(PICTURE_METHODS)),
+        ));
+    }
+    let pad = match g.text(node, "padding_color")? {
+        "white" => 1.0,
+        "black" => 0.0,
+        other => {
+            return Err(g.refuse(
+                node,
+                Some("padding_color"),
+                format!("is '{other}', not white or black"),
+                "choose white or black",
+            ));
+        }
+    };
+    Ok(Resize {
+        node: node.to_string(),
+        method: method.to_string(),
+        size: PixelSize::Fit {
+            width: g.whole(node, "target_width", 1..=MAX_RESOLUTION)?,
+            height: g.whole(node, "target_height", 1..=MAX_RESOLUTION)?,
+            pad,
+        },
+        then: Vec::new(),
+    })
+}
 
 /// An `ImageScale`, `ImageScaleBy`, `ImageScaleToTotalPixels`,
 /// `ImageScaleToMaxDimension`, `FluxKontextImageScale` or
@@ -105,6 +147,10 @@ pub(in crate::comfyui::lower) enum PixelSize {
     /// the shorter one made `side`, the other `round(other / that *
     /// side)`; a square's both.
     Side { side: i64, shorter: bool },
+    /// `ResizeAndPadImage`: resized by `min(width / w, height / h)`, each
+    /// side its whole part, then centred on a `width` x `height` picture
+    /// of `pad` (1 white, 0 black).
+    Fit { width: i64, height: i64, pad: f64 },
     /// `FluxKontextImageScale`: the Flux Kontext size whose aspect is
     /// nearest the picture's (`synth::upscale::KONTEXT_SIDES`), its
     /// centred part resized by lanczos.
@@ -120,7 +166,8 @@ pub(super) fn picture_input(class: &str) -> Option<&'static str> {
         | "ImageScaleBy"
         | "ImageScaleToTotalPixels"
         | "ImageScaleToMaxDimension"
-        | "FluxKontextImageScale" => Some("image"),
+        | "FluxKontextImageScale"
+        | FIT_NODE => Some("image"),
         RESIZE_NODE => Some("input"),
         _ => None,
     }
@@ -139,6 +186,9 @@ pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<Option<Resize>, Refusal>
     }
     if g.class(node) == RESIZE_NODE {
         return resize_node(g, node);
+    }
+    if g.class(node) == FIT_NODE {
+        return fit(g, node).map(Some);
     }
     let method = upscale_method(g, node, ("pictures", PICTURE_METHODS))?;
     let size = match g.class(node) {
