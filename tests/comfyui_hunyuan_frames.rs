@@ -147,6 +147,17 @@ fn the_start_latent_and_mask_are_comfyuis() {
 
 #[test]
 fn another_vae_than_hunyuans_is_refused() {
+    let mut unknown = image_to_video();
+    unknown["3"]["inputs"]["vae_name"] = json!("my_video_vae.safetensors");
+    assert_refused(
+        &unknown,
+        (
+            "3",
+            "VAELoader",
+            Some("vae_name"),
+            "loads `my_video_vae.safetensors`, whose latent is not HunyuanVideo 1.5's, which HunyuanVideo15ImageToVideo makes",
+        ),
+    );
     let mut wan = image_to_video();
     wan["3"]["inputs"]["vae_name"] = json!("wan_2.1_vae.safetensors");
     assert_refused(

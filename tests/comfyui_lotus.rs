@@ -315,6 +315,20 @@ fn an_edit_node_takes_the_depth_picture_an_earlier_stage_decodes() {
 }
 
 #[test]
+fn two_lotus_conditionings_are_one_prompt() {
+    let mut two = lotus();
+    two["15"] = json!({"class_type": "LotusConditioning", "inputs": {}});
+    two["6"] = json!({"class_type": "CFGGuider", "inputs": {"cfg": 1.0, "model": ["3", 0], "positive": ["5", 0], "negative": ["15", 0]}});
+    let l = lowered(&two, &Target::default());
+    let calls = body_calls(loops(workflow(&l))[0], "denoiser");
+    assert!(
+        calls
+            .iter()
+            .all(|c| bound(c, "encoder_hidden_states") == "package.lotus_prompt")
+    );
+}
+
+#[test]
 fn lotus_prompts_on_other_models_or_beside_text_are_refused() {
     let mut other = lotus();
     other["3"]["inputs"]["unet_name"] = json!("sd21.safetensors");
@@ -325,6 +339,59 @@ fn lotus_prompts_on_other_models_or_beside_text_are_refused() {
             "LotusConditioning",
             None,
             "conditions node 3's model, which is not Lotus' by its file name (a UNETLoader's holding 'lotus'), and the lowering knows Lotus' sampling only so",
+        ),
+    );
+    // Lotus' model with text prompts: ComfyUI would sample it as Lotus
+    // without its task.
+    let mut texts = lotus();
+    texts["15"] = json!({"class_type": "CLIPLoader", "inputs": {"clip_name": "clip_h.safetensors", "type": "stable_diffusion", "device": "default"}});
+    texts["16"] =
+        json!({"class_type": "CLIPTextEncode", "inputs": {"text": "a room", "clip": ["15", 0]}});
+    texts["6"]["inputs"]["conditioning"] = json!(["16", 0]);
+    assert_refused(
+        &texts,
+        (
+            "3",
+            "UNETLoader",
+            None,
+            "loads Lotus' model ('lotus-depth-d-v1-1.safetensors'), which node 16's text conditions; ComfyUI samples it with its own task, and the lowering gives it only its own prompt (LotusConditioning)",
+        ),
+    );
+    // SetFirstSigma of a schedule its scheduler cuts.
+    let mut cut = lotus();
+    cut["7"]["inputs"]["denoise"] = json!(0.5);
+    cut["7"]["inputs"]["steps"] = json!(2);
+    assert_refused(
+        &cut,
+        (
+            "7",
+            "BasicScheduler",
+            Some("denoise"),
+            "cuts the schedule whose first sigma node 8 (SetFirstSigma) sets to denoise 0.5; the lowering sets the first sigma of whole schedules",
+        ),
+    );
+    // After FlipSigmas: SetFirstSigma reads only a scheduler node.
+    let mut flipped = lotus();
+    flipped["15"] = json!({"class_type": "FlipSigmas", "inputs": {"sigmas": ["7", 0]}});
+    flipped["8"]["inputs"]["sigmas"] = json!(["15", 0]);
+    let refusals = wfstudio_core::comfyui::lower::lower(&flipped).expect_err("refused");
+    assert_eq!(
+        (refusals[0].node.as_str(), refusals[0].class.as_str()),
+        ("15", "FlipSigmas")
+    );
+    // An upscale model on a ControlNet's picture.
+    let mut upscaled = controlled_by_depth();
+    upscaled["40"] =
+        json!({"class_type": "UpscaleModelLoader", "inputs": {"model_name": "4x.pth"}});
+    upscaled["41"] = json!({"class_type": "ImageUpscaleWithModel", "inputs": {"upscale_model": ["40", 0], "image": ["12", 0]}});
+    upscaled["24"]["inputs"]["image"] = json!(["41", 0]);
+    assert_refused(
+        &upscaled,
+        (
+            "41",
+            "ImageUpscaleWithModel",
+            None,
+            "runs an upscale model on the picture ControlNet node 24 reads, which the lowering takes from a LoadImage or a decode, maybe resized",
         ),
     );
     let mut beside = lotus();

@@ -232,6 +232,47 @@ fn a_flow_model_takes_a_stated_schedule_and_refuses_sd_turbos() {
     );
 }
 
+/// `SetFirstSigma` on a flow model's own schedule, which follows the shift
+/// at run time: the schedule policy sets the first sigma there, the rest
+/// as without it.
+#[test]
+fn a_set_first_sigma_replaces_a_flow_schedules_first_at_run_time() {
+    let mut flow = pattern("flow-sd3");
+    let k = flow["5"]["inputs"].clone();
+    flow["20"] = json!({"class_type": "KSamplerSelect", "inputs": {"sampler_name": "euler"}});
+    flow["21"] = json!({"class_type": "BasicScheduler", "inputs": {"scheduler": "simple", "steps": 4, "denoise": 1.0, "model": k["model"]}});
+    flow["5"] = json!({"class_type": "SamplerCustom", "inputs": {"add_noise": true, "noise_seed": k["seed"], "cfg": k["cfg"], "model": k["model"], "positive": k["positive"], "negative": k["negative"], "sampler": ["20", 0], "sigmas": ["21", 0], "latent_image": k["latent_image"]}});
+    let plain = lowered(&flow, &Target::default());
+    flow["22"] =
+        json!({"class_type": "SetFirstSigma", "inputs": {"sigma": 2.5, "sigmas": ["21", 0]}});
+    flow["5"]["inputs"]["sigmas"] = json!(["22", 0]);
+    let set = lowered(&flow, &Target::default());
+    let parameters = &workflow(&set)["components"]["diffusion_schedule"]["contract"]["parameters"];
+    assert_eq!(parameters["first_sigma"], 2.5);
+    assert!(workflow(&set)["inputs"].get("request.flow_shift").is_some());
+    if !support::runtime_available() {
+        return;
+    }
+    let root = scratch("flow-first-sigma");
+    let shift = r#"{"dtype": "float32", "shape": [1], "data": [3.0]}"#.to_string();
+    let schedule = |name: &str, l: &wfstudio_core::comfyui::lower::Lowered| {
+        let out = support::lowering::run_policy_alone(
+            &root,
+            name,
+            &l.document,
+            "diffusion_schedule",
+            &[("shift", shift.clone())],
+        );
+        support::lowering::npy(&out.join("schedule.npy")).1
+    };
+    let (plain, set) = (schedule("plain", &plain), schedule("set", &set));
+    assert_eq!(set.len(), 5);
+    assert_eq!(set[0], 2.5);
+    assert_eq!(set[1..], plain[1..]);
+    assert_eq!(plain[0], 1.0);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 /// Inverting a picture (`DisableNoise`-style `add_noise: false` over
 /// flipped sigmas) steps up to the schedule's last sigma, sigma_max, with
 /// no forced 0 at its end; samplers that add noise are refused on it.

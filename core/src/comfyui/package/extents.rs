@@ -9,7 +9,9 @@ use serde_json::Value;
 
 /// Extents the lowered document fixes for stand-in `component`, from the
 /// parameters of its stage's `latent_row_shape` policy (see
-/// [`stage_row_shape`]; the first stage's where it has none): the latent's `channels`, its `scale` (pixels per
+/// [`stage_row_shape`]; the first stage's where it has none of its own,
+/// as a stage sampling an earlier one's latent): the latent's
+/// `channels`, its `scale` (pixels per
 /// latent cell) and, for a video, the decoded `frames` (its `length`, less what does
 /// not fill a latent frame), the sampled latent's `latent_frames` (what a
 /// video encoder makes of `length` frames, and a VACE reference's
@@ -48,13 +50,20 @@ pub(super) fn known_extents(document: &Value, component: &str) -> KnownExtents {
 
 /// The `latent_row_shape` policy of the top-level step that first invokes
 /// `component` (a later stage's loop holds its own, named apart:
-/// `stage2_latent_row_shape`), if that step has one.
+/// `stage2_latent_row_shape`), if that step has one stating the latent's
+/// channels (a stage of an earlier stage's latent takes its shape).
 fn stage_row_shape<'d>(document: &'d Value, component: &str) -> Option<&'d str> {
     let steps = document.pointer("/pipeline/workflow/steps")?.as_array()?;
     let step = steps
         .iter()
         .find(|step| invoked(step, &|c| c == component).is_some())?;
-    invoked(step, &|c| c.ends_with("latent_row_shape"))
+    let row_shape = invoked(step, &|c| c.ends_with("latent_row_shape"))?;
+    let components = document.pointer("/pipeline/workflow/components")?;
+    components
+        .get(row_shape)?
+        .pointer("/contract/parameters/channels")
+        .is_some()
+        .then_some(row_shape)
 }
 
 /// The first component `step` (or a step nested in it) invokes that

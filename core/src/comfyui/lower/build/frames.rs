@@ -233,8 +233,9 @@ pub(super) fn encode(
     vision(plan, frames, components, setup);
 }
 
-/// HunyuanVideo 1.5's video latent: the start picture resized to the
-/// video's size (`init_scale`), encoded as a one-frame video (`one_frame`,
+/// HunyuanVideo 1.5's video latent: the start picture (through the
+/// graph's resize, `start_scale`) resized to the video's size
+/// (`init_scale`, declared by `encode`), encoded as a one-frame video (`one_frame`,
 /// `encoder`), then put ahead of zero latent frames with the mask of that
 /// frame (`start_latent`).
 fn start_latent(
@@ -246,10 +247,6 @@ fn start_latent(
     let Some(loader) = &frames.start else {
         return;
     };
-    components.insert(
-        "init_scale".into(),
-        init_scale(&frames.node, (frames.width, frames.height), false),
-    );
     let mut start = super::pictures::input(plan, loader);
     if let Some(resize) = &frames.start_resize {
         components.insert(

@@ -170,8 +170,8 @@ impl<'c> PixelParts<'c> {
     /// The value of the 0..1 pixels a stage encodes from an earlier
     /// stage's decode or a loaded picture through an upscale model (`None`
     /// for a loaded picture the stage reads itself); after a resize, cut to
-    /// whole multiples of 8 where `for_encode` (a `VAEEncode` reads it,
-    /// which crops so).
+    /// whole multiples of 8 where `for_encode` (a `VAEEncode` or an edit
+    /// node reads it, which crop so).
     pub(super) fn encoded(
         &mut self,
         image: &'c Pixels,

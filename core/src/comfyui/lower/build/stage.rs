@@ -208,8 +208,9 @@ pub(super) fn stage(
             &mut components,
             &mut setup,
         ),
-        // An edit node's, a sized latent's or a ReferenceLatent's picture,
-        // resized or not (not an edit encoder's own); an inpainting node's.
+        // A loaded edit node's, a sized latent's or a ReferenceLatent's
+        // picture, resized or not (not an edit encoder's own); an
+        // inpainting node's.
         (None, None) => match reference::encoded_stage_picture(plan) {
             Some((loader, Some(resize))) => loaded(
                 (loader, Some(resize)),

@@ -391,7 +391,8 @@ fn vace(g: &Graph<'_>, node: &str) -> Result<Option<Vace>, Refusal> {
 }
 
 /// The node's CLIP vision embeddings: `clip_vision_output` (the start
-/// picture's; `WanImageToVideo`, `WanFunInpaintToVideo`) or
+/// picture's; `WanImageToVideo`, `WanFunInpaintToVideo`,
+/// `HunyuanVideo15ImageToVideo`) or
 /// `clip_vision_start_image` and `clip_vision_end_image`
 /// (`WanFirstLastFrameToVideo`), each a `CLIPVisionEncode` of that
 /// picture's `LoadImage` by one `CLIPVisionLoader` with one `crop`.

@@ -46,17 +46,35 @@ pub(super) fn conditioning(
 /// Settles the sampling of a stage whose prompts are Lotus' (`prompts`,
 /// positive first): both must be, and the model must be Lotus' by its
 /// file, which samples as `IMG_TO_IMG` on SD's table unless a node states
-/// another sampling.
+/// another sampling; Lotus' model conditioned with text is refused.
 pub(super) fn sampling(
     g: &Graph<'_>,
     prompts: [&Conditioning; 2],
     model: &mut ModelChain,
 ) -> Result<(), Refusal> {
     let lotus = |c: &Conditioning| c.text == Prompt::Lotus;
-    match prompts {
-        [p, n] if lotus(p) && lotus(n) => {}
-        [p, n] if !lotus(p) && !lotus(n) => return Ok(()),
-        [p, n] => {
+    let file = match g.class(&model.loader) {
+        "UNETLoader" => g.text(&model.loader, "unet_name").unwrap_or_default(),
+        _ => "",
+    };
+    let name = file.rsplit(['/', '\\']).next().unwrap_or_default();
+    let lotus_model = name.to_lowercase().contains("lotus");
+    let [p, n] = prompts;
+    match (lotus(p), lotus(n)) {
+        (true, true) => {}
+        (false, false) if lotus_model => {
+            return Err(g.refuse(
+                &model.loader,
+                None,
+                format!(
+                    "loads Lotus' model ('{name}'), which node {}'s text conditions; ComfyUI samples it with its own task, and the lowering gives it only its own prompt (LotusConditioning)",
+                    p.encoder
+                ),
+                "condition the Lotus model with LotusConditioning at a BasicGuider",
+            ));
+        }
+        (false, false) => return Ok(()),
+        _ => {
             let (fixed, text) = if lotus(p) { (p, n) } else { (n, p) };
             return Err(g.refuse(
                 &fixed.encoder,
@@ -69,12 +87,7 @@ pub(super) fn sampling(
             ));
         }
     }
-    let file = match g.class(&model.loader) {
-        "UNETLoader" => g.text(&model.loader, "unet_name").unwrap_or_default(),
-        _ => "",
-    };
-    let name = file.rsplit(['/', '\\']).next().unwrap_or_default();
-    if !name.to_lowercase().contains("lotus") {
+    if !lotus_model {
         return Err(g.refuse(
             &prompts[0].encoder,
             None,

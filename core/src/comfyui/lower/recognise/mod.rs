@@ -619,7 +619,9 @@ fn one_text_encoder(g: &Graph<'_>, prompts: &[&Conditioning]) -> Result<(), Refu
         return Ok(());
     };
     for other in others {
-        if other.loader != positive.loader {
+        // Lotus' prompts are one fixed embedding whichever node gives it.
+        let both_lotus = positive.text == Prompt::Lotus && other.text == Prompt::Lotus;
+        if other.loader != positive.loader && !both_lotus {
             return Err(g.refuse(
                 &other.encoder,
                 Some("clip"),

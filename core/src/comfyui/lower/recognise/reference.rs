@@ -327,7 +327,7 @@ pub(super) fn agree(
         ));
     }
     let stage = match latent {
-        LatentSource::Encoded { image, .. }
+        LatentSource::Encoded { image, .. } | LatentSource::Edit { image, .. }
             if !matches!(image.origin, Origin::Loaded(_)) || image.upscale.is_some() =>
         {
             return Err(g.refuse(

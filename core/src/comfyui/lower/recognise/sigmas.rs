@@ -74,6 +74,14 @@ pub(super) fn sigmas(g: &Graph<'_>, sampler: &str) -> Result<Sigmas, Refusal> {
     }
     g.expect(&node, SCHEDULER_NODES, "sigmas", (&asker.0, asker.1))?;
     let mut read = scheduler(g, &node)?;
+    if first.is_some() && read.denoise != 1.0 {
+        return Err(g.refuse(
+            &node,
+            Some("denoise"),
+            format!("cuts the schedule whose first sigma node {} (SetFirstSigma) sets to denoise {}; the lowering sets the first sigma of whole schedules", asker.0, read.denoise),
+            "set the scheduler's denoise to 1",
+        ));
+    }
     read.schedule.first = first;
     read.split = split;
     if let Some(flip) = &flip {
