@@ -64,10 +64,10 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 131] = [
+const CLASSES: [&str; 133] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "LotusConditioning", "SetFirstSigma", "HunyuanVideo15ImageToVideo",
-    "ResizeAndPadImage",
+    "ResizeAndPadImage", "WanCameraImageToVideo", "WanCameraEmbedding",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
     "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
     "LoraLoader", "ModelSamplingSD3", "SaveImage", "SetLatentNoiseMask", "UNETLoader",

@@ -13,10 +13,12 @@
 //! where an end picture is (the first-last-frame node masks the last
 //! video frame of the latent's four per frame).
 //!
-//! The `start_latent` policy: HunyuanVideo 1.5's video latent, the start
-//! picture's one latent frame `first` (`[batch, channels, 1, h, w]`)
-//! ahead of zero frames up to `latent_frames` (contract parameter), and
-//! its mask `[batch, 1, latent_frames, h, w]`, ComfyUI's `1 -
+//! The `start_latent` policy: HunyuanVideo 1.5's and Wan's camera video
+//! latent, the start picture's one latent frame `first` (`[batch,
+//! channels, 1, h, w]`) ahead of frames up to `latent_frames` (contract
+//! parameter) of zeros, or (`fill: wan21_mean`) of Wan 2.1's latent mean,
+//! what ComfyUI's camera node puts there; and its mask `[batch,
+//! mask_channels (1, or 4 for Wan), latent_frames, h, w]`, ComfyUI's `1 -
 //! concat_mask` as its model reads it: 1 on the first frame, 0 after.
 
 use super::SynthError;
@@ -118,22 +120,49 @@ pub(super) fn video_frames(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     g.output(&mask, "mask")
 }
 
+/// Wan 2.1's latent mean per channel (ComfyUI's `Wan21` latent format):
+/// what its `process_out` makes of a zero latent.
+pub const WAN21_MEAN: [f32; 16] = [
+    -0.7571, -0.7089, -0.9113, 0.1075, -0.1745, 0.9653, -0.1517, 1.5508, 0.4134, -0.0715, 0.5517,
+    -0.3632, -0.1922, -0.9497, 0.2503, -0.2921,
+];
+
 /// Builds the `start_latent` policy.
 pub(super) fn start_latent(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let frames = g.positive_integer("latent_frames")?;
     if frames > 16384 {
         return Err(g.error("latent_frames must be at most 16384"));
     }
+    let mask_channels = match g.parameter("mask_channels") {
+        None => 1,
+        Some(_) => g.positive_integer("mask_channels")?.min(64),
+    };
     let first = g.input("first")?;
-    // Zeros after the first frame on the frame axis: ONNX pads hold
-    // (begins, ends) for every axis.
+    // After the first frame on the frame axis: ONNX pads hold (begins,
+    // ends) for every axis.
     let after = |g: &mut PolicyGraph<'_>, rows: i64| {
         let mut pads = vec![0i64; 10];
         pads[7] = rows;
         g.b.vec_i64(&pads)
     };
     let pads = after(g, frames - 1);
-    let latent = g.op("Pad", &[&first, &pads]);
+    let mut latent = g.op("Pad", &[&first, &pads]);
+    match g.parameter("fill").and_then(serde_json::Value::as_str) {
+        None | Some("zeros") => {}
+        // ComfyUI's `process_out` of zeros on the frames after the first.
+        Some("wan21_mean") => {
+            let mut fill = vec![0f32; WAN21_MEAN.len() * frames as usize];
+            for (channel, mean) in WAN21_MEAN.iter().enumerate() {
+                for frame in 1..frames as usize {
+                    fill[channel * frames as usize + frame] = *mean;
+                }
+            }
+            let channels = WAN21_MEAN.len() as i64;
+            let fill = g.b.f32s(&fill, &[1, channels, frames, 1, 1]);
+            latent = g.op("Add", &[&latent, &fill]);
+        }
+        Some(other) => return Err(g.error(format!("fill `{other}` is not zeros or wan21_mean"))),
+    }
     g.output(&latent, "latent")?;
     let (start, end, axis) = (g.b.vec_i64(&[0]), g.b.vec_i64(&[1]), g.b.vec_i64(&[1]));
     let one_channel = g.op("Slice", &[&first, &start, &end, &axis]);
@@ -142,6 +171,8 @@ pub(super) fn start_latent(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let zeros = g.op("ConstantOfShape", &[&shape]);
     let one = g.f(1.0);
     let ones = g.op("Add", &[&zeros, &one]);
+    let copies: Vec<&str> = (0..mask_channels).map(|_| ones.as_str()).collect();
+    let ones = g.op_with("Concat", &copies, &[("axis", Attr::Int(1))]);
     let pads = after(g, frames - 1);
     let mask = g.op("Pad", &[&ones, &pads]);
     g.output(&mask, "mask")

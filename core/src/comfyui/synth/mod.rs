@@ -7,6 +7,7 @@
 
 mod adaptive;
 mod beta;
+pub mod camera;
 mod cfgpp;
 mod composite;
 mod ersde;
@@ -105,6 +106,7 @@ pub const POLICIES: &[&str] = &[
     "one_frame",
     "start_latent",
     "start_scale",
+    "camera_embedding",
 ];
 
 /// The policies a workflow (or a stage, for a stage's pictures) may hold
@@ -215,6 +217,7 @@ fn policy(kind: &str, component: &Value, family: &Family) -> Result<Vec<u8>, Syn
         "latent_composite" => composite::latent_composite(&mut g)?,
         "video_frames" => frames::video_frames(&mut g)?,
         "start_latent" => frames::start_latent(&mut g)?,
+        "camera_embedding" => camera::camera_embedding(&mut g)?,
         "grey_video" => vace::grey_video(&mut g)?,
         "vace_context" => vace::vace_context(&mut g)?,
         _ => policies::build(&mut g, family)?,

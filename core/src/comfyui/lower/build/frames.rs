@@ -23,12 +23,15 @@ const MASK: &str = "frames.mask";
 const VISION: &str = "frames.vision";
 /// The video the VAE encodes.
 const PIXELS: &str = "frames.pixels";
+/// The camera motion's embedding it takes as `camera_conditions`.
+const CAMERA: &str = "frames.camera";
 /// What a later stage of the same node reads of the earlier stage's.
-pub(super) const VALUES: [&str; 6] = [
+pub(super) const VALUES: [&str; 7] = [
     LATENT,
     MASK,
     VISION,
     PIXELS,
+    CAMERA,
     super::vace::CONTEXT,
     super::vace::STRENGTH,
 ];
@@ -39,10 +42,27 @@ pub(in crate::comfyui::lower) fn frames(plan: &Plan) -> Option<&VideoFrames> {
     plan.conditionings().find_map(|c| c.frames.as_ref())
 }
 
-/// The mask's contract: four channels over the latent's cells (one for
-/// HunyuanVideo 1.5).
+/// The mask's channels: four (Wan's), one for HunyuanVideo 1.5.
+fn mask_channels(frames: &VideoFrames) -> i64 {
+    match frames.channels {
+        32 => 1,
+        _ => 4,
+    }
+}
+
+/// The camera embedding's contract: 24 channels over the latent's
+/// frames at the video's size.
+fn camera() -> Value {
+    contract(
+        "float32",
+        json!(["batch", 24, "latent_frames", "height", "width"]),
+        true,
+    )
+}
+
+/// The mask's contract: its channels over the latent's cells.
 fn mask(frames: &VideoFrames) -> Value {
-    let channels = if frames.start_latent_only() { 1 } else { 4 };
+    let channels = mask_channels(frames);
     contract(
         "float32",
         json!([
@@ -76,6 +96,9 @@ pub(super) fn denoiser_ports(plan: &Plan, latent: &Value, ports: &mut Value) {
         if frames.vision.is_some() {
             ports["clip_fea"] = hidden_states();
         }
+        if frames.camera.is_some() {
+            ports["camera_conditions"] = camera();
+        }
     }
 }
 
@@ -90,6 +113,9 @@ pub(super) fn bind(plan: &Plan, bind: &mut Value) {
         bind["concat_mask"] = json!(MASK);
         if frames.vision.is_some() {
             bind["clip_fea"] = json!(VISION);
+        }
+        if frames.camera.is_some() {
+            bind["camera_conditions"] = json!(CAMERA);
         }
     }
 }
@@ -181,6 +207,7 @@ pub(super) fn encode(
     );
     if frames.start_latent_only() {
         start_latent(plan, frames, (encoder, latent), (components, setup));
+        camera_embedding(frames, (components, setup));
         return vision(plan, frames, components, setup);
     }
     let picture = picture(json!(3));
@@ -279,6 +306,8 @@ fn start_latent(
             Some(
                 json!({"id": "wfstudio.start-latent", "version": "1", "parameters": {
                     "latent_frames": frames.latent_frames(),
+                    "mask_channels": mask_channels(frames),
+                    "fill": if frames.camera_video() { "wan21_mean" } else { "zeros" },
                 }}),
             ),
         ),
@@ -310,6 +339,42 @@ fn start_latent(
     }
 }
 
+/// Declares the camera motion's embedding (`camera_embedding`) and the
+/// setup step making it, where the node has one.
+fn camera_embedding(
+    frames: &VideoFrames,
+    (components, setup): (&mut Map<String, Value>, &mut Steps),
+) {
+    let Some(camera_motion) = &frames.camera else {
+        return;
+    };
+    components.insert(
+        "camera_embedding".into(),
+        policy(
+            "camera_embedding",
+            json!({}),
+            json!({"embedding": camera()}),
+            Some(
+                json!({"id": "wfstudio.camera-embedding", "version": "1", "parameters": {
+                    "pose": camera_motion.pose,
+                    "speed": camera_motion.speed,
+                    "fx": camera_motion.fx,
+                    "fy": camera_motion.fy,
+                    "cx": camera_motion.cx,
+                    "cy": camera_motion.cy,
+                    "width": frames.width,
+                    "height": frames.height,
+                    "length": frames.length,
+                }}),
+            ),
+        ),
+    );
+    setup.push(
+        invoke("camera_embedding", json!({}), json!({"embedding": CAMERA})),
+        &[&camera_motion.node, &frames.node],
+    );
+}
+
 /// What the stage's denoiser takes of a Wan image-to-video node, in words.
 pub(in crate::comfyui::lower) fn note(plan: &Plan, names: &StageNames) -> Option<String> {
     let frames = frames(plan)?;
@@ -328,10 +393,11 @@ pub(in crate::comfyui::lower) fn note(plan: &Plan, names: &StageNames) -> Option
             })
             .unwrap_or_default();
         return Some(format!(
-            "every denoiser call takes the video an earlier stage made of node {}'s pictures: its latent as `concat` ({}) and its mask as `concat_mask` ({}){vision}",
+            "every denoiser call takes the video an earlier stage made of node {}'s pictures: its latent as `concat` ({}) and its mask as `concat_mask` ({}){vision}{}",
             frames.node,
             names.value(LATENT),
-            names.value(MASK)
+            names.value(MASK),
+            camera_words(frames, names),
         ));
     }
     let picture = |loader: &Option<String>, at: &str| {
@@ -363,29 +429,7 @@ pub(in crate::comfyui::lower) fn note(plan: &Plan, names: &StageNames) -> Option
         )
     });
     if frames.start_latent_only() {
-        return Some(format!(
-            "node {} ({}) encodes {} alone (resized bilinear to cover {}x{}, centre cropped: {}) as the first of the latent's {} frames, zeros after; every denoiser call takes that latent as `concat` ({}) and the mask of its first frame as `concat_mask` ({}){}, as ComfyUI's HunyuanVideo 1.5 model reads them",
-            frames.node,
-            frames.class,
-            frames
-                .start
-                .as_ref()
-                .map(|loader| {
-                    let input = names.value(&super::pictures::input(plan, loader));
-                    match &frames.start_resize {
-                        Some(resize) => format!("{input} ({})", resize.words()),
-                        None => input,
-                    }
-                })
-                .unwrap_or_default(),
-            frames.width,
-            frames.height,
-            names.value(PIXELS),
-            frames.latent_frames(),
-            names.value(LATENT),
-            names.value(MASK),
-            vision.unwrap_or_default(),
-        ));
+        return Some(start_note(plan, frames, names, vision.unwrap_or_default()));
     }
     Some(format!(
         "node {} ({}) makes a video of {} frames of grey at {}x{} with {} (each resized bilinear to cover that size, centre cropped); the VAE encoder takes the video ({}) and every denoiser call takes its latent as `concat` and the mask of the latent frames the pictures fill as `concat_mask` ({}){}, as ComfyUI's Wan image-to-video models read them",
@@ -399,4 +443,59 @@ pub(in crate::comfyui::lower) fn note(plan: &Plan, names: &StageNames) -> Option
         names.value(MASK),
         vision.unwrap_or_default(),
     ))
+}
+
+/// What the denoiser takes of a node that encodes its start picture
+/// alone (HunyuanVideo 1.5's, Wan's camera node), in words; `vision` the
+/// CLIP vision part.
+fn start_note(plan: &Plan, frames: &VideoFrames, names: &StageNames, vision: String) -> String {
+    let start = frames
+        .start
+        .as_ref()
+        .map(|loader| {
+            let input = names.value(&super::pictures::input(plan, loader));
+            match &frames.start_resize {
+                Some(resize) => format!("{input} ({})", resize.words()),
+                None => input,
+            }
+        })
+        .unwrap_or_default();
+    let (after, model) = match frames.camera_video() {
+        true => (
+            "Wan 2.1's latent mean after (ComfyUI's `process_out` of zeros)",
+            "Wan's Fun camera models read",
+        ),
+        false => ("zeros after", "ComfyUI's HunyuanVideo 1.5 model reads"),
+    };
+    format!(
+        "node {} ({}) encodes {start} alone (resized bilinear to cover {}x{}, centre cropped: {}) as the first of the latent's {} frames, {after}; every denoiser call takes that latent as `concat` ({}) and the mask of its first frame as `concat_mask` ({}){vision}{}, as {model} them",
+        frames.node,
+        frames.class,
+        frames.width,
+        frames.height,
+        names.value(PIXELS),
+        frames.latent_frames(),
+        names.value(LATENT),
+        names.value(MASK),
+        camera_words(frames, names),
+    )
+}
+
+/// The camera motion's embedding the denoiser takes, in words (empty
+/// without one).
+fn camera_words(frames: &VideoFrames, names: &StageNames) -> String {
+    let Some(camera) = &frames.camera else {
+        return String::new();
+    };
+    format!(
+        ", and the Plücker embedding of node {}'s camera motion ('{}' at speed {}, focal {} x {}, centre {} x {}) as `camera_conditions` ({})",
+        camera.node,
+        camera.pose,
+        camera.speed,
+        camera.fx,
+        camera.fy,
+        camera.cx,
+        camera.cy,
+        names.value(CAMERA)
+    )
 }

@@ -12,6 +12,7 @@
 //! masks that frame.
 
 use super::super::graph::Graph;
+use super::camera::{CAMERA_VIDEO, Camera};
 use super::{
     Conditioning, LatentSource, MAX_BATCH, MAX_RESOLUTION, Plan, Resize, loaded_image,
     loaded_picture,
@@ -25,6 +26,7 @@ pub(super) const FRAMES_NODES: &[&str] = &[
     "WanFunInpaintToVideo",
     VACE,
     HUNYUAN15,
+    CAMERA_VIDEO,
 ];
 
 /// HunyuanVideo 1.5's image-to-video node: its video's latent is its
@@ -88,6 +90,8 @@ pub(in crate::comfyui::lower) struct VideoFrames {
     /// What a `WanVaceToVideo` node makes instead of the start and end
     /// pictures' video.
     pub vace: Option<Vace>,
+    /// A `WanCameraImageToVideo`'s camera motion.
+    pub camera: Option<Camera>,
 }
 
 /// What `WanVaceToVideo` attaches to both prompts without a control video:
@@ -141,7 +145,12 @@ impl VideoFrames {
     /// Whether the video's latent is the start picture's alone, ahead of
     /// zero frames (HunyuanVideo 1.5's), rather than the encoded video.
     pub fn start_latent_only(&self) -> bool {
-        self.class == HUNYUAN15
+        matches!(self.class.as_str(), HUNYUAN15 | CAMERA_VIDEO)
+    }
+
+    /// Whether the node is Wan's camera image-to-video node.
+    pub fn camera_video(&self) -> bool {
+        self.class == CAMERA_VIDEO
     }
 
     /// Latent frames ahead of the video's: a VACE reference picture's 1.
@@ -300,7 +309,7 @@ pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<VideoFrames, Refusal> {
     // the VAE (another VAE's encode would not fit it), HunyuanVideo 1.5's
     // node its own; the others ask the VAE.
     let made = match class {
-        "WanImageToVideo" | VACE => Some(WAN21),
+        "WanImageToVideo" | VACE | CAMERA_VIDEO => Some(WAN21),
         HUNYUAN15 => Some(HUNYUAN15_LATENT),
         _ => None,
     };
@@ -333,7 +342,7 @@ pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<VideoFrames, Refusal> {
         }
     };
     let side = |input: &str| -> Result<i64, Refusal> {
-        let value = g.whole(node, input, 16..=MAX_RESOLUTION)?;
+        let value = super::camera::size(g, node, input, 16..=MAX_RESOLUTION)?;
         if value % 16 != 0 {
             return Err(g.refuse(
                 node,
@@ -345,6 +354,12 @@ pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<VideoFrames, Refusal> {
         Ok(value)
     };
     let vision = vision(g, node, (&start, &end))?;
+    let (width, height) = (side("width")?, side("height")?);
+    let length = super::camera::size(g, node, "length", 1..=MAX_RESOLUTION)?;
+    let camera = super::camera::read(g, node)?;
+    if let Some(camera) = &camera {
+        fits_camera(g, node, camera, (width, height, length))?;
+    }
     Ok(VideoFrames {
         node: node.to_string(),
         class: class.to_string(),
@@ -353,13 +368,46 @@ pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<VideoFrames, Refusal> {
         start,
         start_resize,
         end,
-        width: side("width")?,
-        height: side("height")?,
-        length: g.whole(node, "length", 1..=MAX_RESOLUTION)?,
+        width,
+        height,
+        length,
+        camera,
         batch: one_video(g, node)?,
         channels,
         scale,
     })
+}
+
+/// Refuses a camera embedding of another video size than node `node`'s
+/// (`size`: width, height, length), or of a length its model cannot group
+/// by four latent frames (`1 + 4 k`, the node's widget steps).
+fn fits_camera(
+    g: &Graph<'_>,
+    node: &str,
+    camera: &Camera,
+    size: (i64, i64, i64),
+) -> Result<(), Refusal> {
+    let (width, height, length) = camera.size;
+    if camera.size != size {
+        return Err(g.refuse(
+            &camera.node,
+            None,
+            format!(
+                "embeds a {width}x{height} video of {length} frames, but node {node} makes {}x{} of {}; its model reads the embedding at the video's size",
+                size.0, size.1, size.2
+            ),
+            "give both nodes the same width, height and length (the embedding's outputs can drive the video node's)",
+        ));
+    }
+    if (length - 1) % TEMPORAL != 0 {
+        return Err(g.refuse(
+            &camera.node,
+            Some("length"),
+            format!("is {length}, which the embedding does not group by four into latent frames (1, 5, 9, ...)"),
+            "set a length of 1 more than a multiple of 4",
+        ));
+    }
+    Ok(())
 }
 
 /// What `WanVaceToVideo` node `node` attaches (`None` for another class):

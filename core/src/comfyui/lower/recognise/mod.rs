@@ -4,6 +4,7 @@
 //! checked here; anything else is refused with the node, class and input.
 
 mod audio;
+mod camera;
 mod chain;
 mod composite;
 mod control_patch;
