@@ -222,3 +222,60 @@ fn a_start_picture_fitted_and_padded_is_comfyuis() {
     assert_eq!(fitted, want);
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// Capybara's image edit: the start picture resized to 64x48 first, the
+/// video node sized by a `GetImageSize` of it (one frame), the CLIP
+/// vision embedding of the resized picture, the frame saved as a picture.
+fn image_edit() -> Value {
+    let mut g = image_to_video();
+    g["19"] = json!({"class_type": "ResizeImageMaskNode", "inputs": {"resize_type": "scale dimensions", "resize_type.width": 64, "resize_type.height": 48, "resize_type.crop": "center", "scale_method": "bilinear", "input": ["5", 0]}});
+    g["20"] = json!({"class_type": "GetImageSize", "inputs": {"image": ["19", 0]}});
+    let video = &mut g["9"]["inputs"];
+    video["start_image"] = json!(["19", 0]);
+    video["width"] = json!(["20", 0]);
+    video["height"] = json!(["20", 1]);
+    video["length"] = json!(["20", 2]);
+    g["6"]["inputs"]["image"] = json!(["19", 0]);
+    g["6"]["inputs"]["crop"] = json!("none");
+    let graph = g.as_object_mut().expect("graph");
+    graph.remove("17");
+    graph.remove("18");
+    g["21"] = json!({"class_type": "SaveImage", "inputs": {"filename_prefix": "edit", "images": ["16", 0]}});
+    g
+}
+
+#[test]
+fn an_edit_of_one_frame_is_sized_by_its_resized_start_picture() {
+    let l = lowered(&image_edit(), &Target::default());
+    let w = workflow(&l);
+    let components = &w["components"];
+    assert_eq!(
+        components["start_latent"]["contract"]["parameters"]["latent_frames"],
+        1
+    );
+    let row_shape = &components["latent_row_shape"]["contract"]["parameters"];
+    assert_eq!(
+        (&row_shape["length"], &row_shape["scale"]),
+        (&json!(1), &json!(16))
+    );
+    let calls = setup_calls(w);
+    let vision = calls
+        .iter()
+        .find(|(c, _, _)| c == "clip_vision")
+        .expect("the embedding");
+    assert_eq!(vision.1, json!({"image": "frames.start_picture"}));
+    // A GetImageSize of another picture than the start still refuses.
+    let mut other = image_edit();
+    other["22"] =
+        json!({"class_type": "LoadImage", "inputs": {"image": "other.png", "upload": "image"}});
+    other["20"]["inputs"]["image"] = json!(["22", 0]);
+    let refusals = wfstudio_core::comfyui::lower::lower(&other).expect_err("refused");
+    assert_eq!(refusals[0].input.as_deref(), Some("width"));
+    if !support::runtime_available() {
+        return;
+    }
+    let root = scratch("hunyuan-edit");
+    let (_, out) = package_and_run(&root, "edit", &image_edit());
+    assert_eq!(npy(&out.join("image.npy")).0, vec![1, 3, 48, 64]);
+    let _ = std::fs::remove_dir_all(&root);
+}

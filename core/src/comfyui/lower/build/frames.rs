@@ -23,6 +23,8 @@ const MASK: &str = "frames.mask";
 const VISION: &str = "frames.vision";
 /// The video the VAE encodes.
 const PIXELS: &str = "frames.pixels";
+/// The start picture through the graph's resize of it.
+const START_PICTURE: &str = "frames.start_picture";
 /// The camera motion's embedding it takes as `camera_conditions`.
 const CAMERA: &str = "frames.camera";
 /// What a later stage of the same node reads of the earlier stage's.
@@ -152,10 +154,14 @@ fn vision(
     .collect();
     let joined = pictures.len() == 2;
     for (encode, loader, value) in &pictures {
+        let image = match vision.resized {
+            true => START_PICTURE.to_string(),
+            false => super::pictures::input(plan, loader),
+        };
         setup.push(
             invoke(
                 "clip_vision",
-                json!({"image": super::pictures::input(plan, loader)}),
+                json!({"image": image}),
                 json!({vision.state: if joined { value } else { VISION }}),
             ),
             &[encode, &vision.loader, loader],
@@ -284,11 +290,11 @@ fn start_latent(
             invoke(
                 "start_scale",
                 json!({"image": start}),
-                json!({"scaled": "frames.start_picture"}),
+                json!({"scaled": START_PICTURE}),
             ),
             &resize.nodes_from(loader),
         );
-        start = "frames.start_picture".into();
+        start = START_PICTURE.into();
     }
     components.insert("one_frame".into(), super::vace::one_frame());
     components.insert(encoder.to_string(), video_encoder(encoder, latent.clone()));

@@ -122,6 +122,9 @@ pub(in crate::comfyui::lower) struct FrameVision {
     pub crop: String,
     /// The picture side the vision model takes (224, or SigLIP's 384).
     pub size: i64,
+    /// Whether it embeds the start picture through the node's resize of
+    /// it (`start_resize`) rather than as loaded.
+    pub resized: bool,
     /// The hidden states the denoiser takes: `penultimate_hidden_states`
     /// (Wan's) or `last_hidden_state` (HunyuanVideo 1.5's).
     pub state: &'static str,
@@ -341,8 +344,9 @@ pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<VideoFrames, Refusal> {
             ));
         }
     };
+    let start_picture = start.as_ref().map(|s| (s, start_resize.as_ref()));
     let side = |input: &str| -> Result<i64, Refusal> {
-        let value = super::camera::size(g, node, input, 16..=MAX_RESOLUTION)?;
+        let value = size(g, (node, input), 16..=MAX_RESOLUTION, start_picture)?;
         if value % 16 != 0 {
             return Err(g.refuse(
                 node,
@@ -353,9 +357,9 @@ pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<VideoFrames, Refusal> {
         }
         Ok(value)
     };
-    let vision = vision(g, node, (&start, &end))?;
+    let vision = vision(g, node, (&start, &end), start_resize.as_ref())?;
     let (width, height) = (side("width")?, side("height")?);
-    let length = super::camera::size(g, node, "length", 1..=MAX_RESOLUTION)?;
+    let length = size(g, (node, "length"), 1..=MAX_RESOLUTION, start_picture)?;
     let camera = super::camera::read(g, node)?;
     if let Some(camera) = &camera {
         fits_camera(g, node, camera, (width, height, length))?;
@@ -376,6 +380,42 @@ pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<VideoFrames, Refusal> {
         channels,
         scale,
     })
+}
+
+/// Input `input` (`width`, `height` or `length`) of node `node`, within
+/// `range`: written, a camera embedding's own (see `camera::size`), or a
+/// `GetImageSize` (outputs 0 to 2) of the node's `start` picture (a
+/// `LoadImage`: one picture) through its resize, where that resize fixes
+/// both sides.
+fn size(
+    g: &Graph<'_>,
+    (node, input): (&str, &str),
+    range: std::ops::RangeInclusive<i64>,
+    start: Option<(&String, Option<&Resize>)>,
+) -> Result<i64, Refusal> {
+    if g.is_link(node, input) {
+        let (measure, slot) = g.source(node, input)?;
+        if g.class(&measure) == "GetImageSize"
+            && let Some((loader, Some(resize))) = start
+            && let super::PixelSize::Fixed { width, height, .. } = resize.size
+            && width > 0
+            && height > 0
+        {
+            let (image, measured) = loaded_picture(g, &measure, "image")?;
+            let same =
+                image == *loader && measured.as_ref().map(Resize::last) == Some(resize.last());
+            let value = match slot {
+                0 => Some(width),
+                1 => Some(height),
+                2 => Some(1),
+                _ => None,
+            };
+            if let (true, Some(value)) = (same, value) {
+                return Ok(value);
+            }
+        }
+    }
+    super::camera::size(g, node, input, range)
 }
 
 /// Refuses a camera embedding of another video size than node `node`'s
@@ -448,6 +488,7 @@ fn vision(
     g: &Graph<'_>,
     node: &str,
     (start, end): (&Option<String>, &Option<String>),
+    start_resize: Option<&Resize>,
 ) -> Result<Option<FrameVision>, Refusal> {
     let inputs: &[(&str, &Option<String>)] = match g.class(node) {
         "WanFirstLastFrameToVideo" => &[
@@ -464,8 +505,16 @@ fn vision(
         }
         let (encode, _) = g.source(node, input)?;
         g.expect(&encode, &["CLIPVisionEncode"], input, (node, input))?;
-        let image = loaded_image(g, &encode, "image")?;
-        if picture.as_ref() != Some(&image) {
+        // The start picture as loaded, or through the node's own resize
+        // of it (HunyuanVideo 1.5's).
+        let (image, resize) = loaded_picture(g, &encode, "image")?;
+        let resized = resize.is_some();
+        let same_resize = match (&resize, start_resize) {
+            (None, _) => true,
+            (Some(r), Some(s)) => *input == "clip_vision_output" && r.last() == s.last(),
+            (Some(_), None) => false,
+        };
+        if picture.as_ref() != Some(&image) || !same_resize {
             let which = if *input == "clip_vision_end_image" {
                 "end"
             } else {
@@ -501,6 +550,7 @@ fn vision(
             loader,
             crop,
             size,
+            resized,
             state: match g.class(node) {
                 HUNYUAN15 => "last_hidden_state",
                 _ => "penultimate_hidden_states",
