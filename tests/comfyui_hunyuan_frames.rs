@@ -220,6 +220,45 @@ fn a_start_picture_fitted_and_padded_is_comfyuis() {
         }
     }
     assert_eq!(fitted, want);
+    // Black, a side truncated and an odd spare: 7x5 into 10x9 at min(10 /
+    // 7, 9 / 5): 10 x int(7.142...) = 10x7, one black row above and one
+    // below.
+    let mut black = g.clone();
+    black["19"]["inputs"] = json!({"target_width": 10, "target_height": 9, "padding_color": "black", "interpolation": "nearest-exact", "image": ["5", 0]});
+    let l = lowered(&black, &Target::default());
+    let (h, w, th, tw) = (5usize, 7usize, 9usize, 10usize);
+    let picture: Vec<f32> = (0..3 * h * w).map(|i| 0.01 + i as f32 / 200.0).collect();
+    let given = json!({"dtype": "float32", "shape": [1, 3, h, w], "data": picture}).to_string();
+    let out = run_policy_alone(
+        &root,
+        "black",
+        &l.document,
+        "start_scale",
+        &[("image", given)],
+    );
+    let (shape, fitted) = npy(&out.join("scaled.npy"));
+    assert_eq!(shape, [1, 3, th, tw]);
+    let scale = (tw as f64 / w as f64).min(th as f64 / h as f64);
+    let (nw, nh) = ((w as f64 * scale) as usize, (h as f64 * scale) as usize);
+    assert_eq!((nw, nh), (10, 7));
+    let (top, left) = ((th - nh) / 2, (tw - nw) / 2);
+    let mut want = Vec::new();
+    for channel in 0..3 {
+        for y in 0..th {
+            for x in 0..tw {
+                let inside = (top..top + nh).contains(&y) && (left..left + nw).contains(&x);
+                want.push(match inside {
+                    false => 0.0,
+                    true => {
+                        let sy = ((y - top) as f64 + 0.5) * h as f64 / nh as f64;
+                        let sx = ((x - left) as f64 + 0.5) * w as f64 / nw as f64;
+                        picture[channel * h * w + sy as usize * w + sx as usize]
+                    }
+                });
+            }
+        }
+    }
+    assert_eq!(fitted, want);
     let _ = std::fs::remove_dir_all(&root);
 }
 

@@ -104,7 +104,7 @@ fn every_refusal_names_the_node_class_input_and_a_remedy() {
                 "4",
                 "MyLatentNoise",
                 None,
-                "feeds `latent_image` of node 5 as its latent_image, which the importer supports only from EmptyLatentImage, EmptySD3LatentImage, EmptyFlux2LatentImage, EmptyHunyuanLatentVideo, EmptyHunyuanVideo15Latent, EmptyMochiLatentVideo, EmptyCosmosLatentVideo, EmptyLTXVLatentVideo, Wan22ImageToVideoLatent, VAEEncode, VAEEncodeForInpaint, SetLatentNoiseMask, LatentComposite, InstructPixToPixConditioning or InpaintModelConditioning",
+                "feeds `latent_image` of node 5 as its latent_image, which the importer supports only from EmptyLatentImage, EmptySD3LatentImage, EmptyFlux2LatentImage, EmptyChromaRadianceLatentImage, EmptyHunyuanLatentVideo, EmptyHunyuanVideo15Latent, EmptyMochiLatentVideo, EmptyCosmosLatentVideo, EmptyLTXVLatentVideo, Wan22ImageToVideoLatent, VAEEncode, VAEEncodeForInpaint, SetLatentNoiseMask, LatentComposite, InstructPixToPixConditioning or InpaintModelConditioning",
             ),
         ),
         (

@@ -88,21 +88,28 @@ fn the_embedding_is_comfyuis_for_each_kind_of_motion() {
     let root = scratch("wan-camera");
     let reference = support::workspace().join("tests/reference/camera_reference.py");
     let mut figures = Vec::new();
-    for (pose, speed, fx) in [
-        ("Zoom In", 1.0, 0.5),
-        ("Pan Left", 2.0, 0.7),
-        ("ClockWise (CW)", 1.0, 0.5),
-        ("Anti Clockwise (ACW)", 0.5, 0.25),
+    // (pose, speed, fx, cx, width, height): a tall video fits the other
+    // focal length to the pose pictures' aspect.
+    for (pose, speed, fx, cx, (width, height)) in [
+        ("Zoom In", 1.0, 0.5, 0.5, (32, 16)),
+        ("Pan Left", 2.0, 0.7, 0.5, (32, 16)),
+        ("ClockWise (CW)", 1.0, 0.5, 0.5, (32, 16)),
+        ("Anti Clockwise (ACW)", 0.5, 0.25, 0.5, (32, 16)),
+        ("Pan Up", 1.5, 0.5, 0.3, (16, 32)),
     ] {
         let mut g = camera_video();
-        g["7"]["inputs"]["camera_pose"] = json!(pose);
-        g["7"]["inputs"]["speed"] = json!(speed);
-        g["7"]["inputs"]["fx"] = json!(fx);
+        let camera = &mut g["7"]["inputs"];
+        camera["camera_pose"] = json!(pose);
+        camera["speed"] = json!(speed);
+        camera["fx"] = json!(fx);
+        camera["cx"] = json!(cx);
+        camera["width"] = json!(width);
+        camera["height"] = json!(height);
         let l = lowered(&g, &Target::default());
         let name = pose.replace(' ', "_").replace(['(', ')'], "");
         let out = run_policy_alone(&root, &name, &l.document, "camera_embedding", &[]);
         let (shape, ours) = npy(&out.join("embedding.npy"));
-        assert_eq!(shape, [1, 24, 3, 16, 32], "{pose}");
+        assert_eq!(shape, [1, 24, 3, height, width], "{pose}");
         let settings = root.join(format!("{name}.json"));
         let parameters = &l.document["pipeline"]["workflow"]["components"]["camera_embedding"]["contract"]
             ["parameters"];

@@ -64,10 +64,11 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 133] = [
+const CLASSES: [&str; 135] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "LotusConditioning", "SetFirstSigma", "HunyuanVideo15ImageToVideo",
     "ResizeAndPadImage", "WanCameraImageToVideo", "WanCameraEmbedding",
+    "EmptyChromaRadianceLatentImage", "ChromaRadianceOptions",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",
     "EmptySD3LatentImage", "KSampler", "KSamplerAdvanced", "LoadImage", "LoadImageMask",
     "LoraLoader", "ModelSamplingSD3", "SaveImage", "SetLatentNoiseMask", "UNETLoader",

@@ -135,7 +135,10 @@ pub(super) fn start_latent(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     }
     let mask_channels = match g.parameter("mask_channels") {
         None => 1,
-        Some(_) => g.positive_integer("mask_channels")?.min(64),
+        Some(_) => match g.positive_integer("mask_channels")? {
+            n @ (1 | 4) => n,
+            _ => return Err(g.error("mask_channels must be 1 or 4")),
+        },
     };
     let first = g.input("first")?;
     // After the first frame on the frame axis: ONNX pads hold (begins,
@@ -147,8 +150,12 @@ pub(super) fn start_latent(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     };
     let pads = after(g, frames - 1);
     let mut latent = g.op("Pad", &[&first, &pads]);
-    match g.parameter("fill").and_then(serde_json::Value::as_str) {
-        None | Some("zeros") => {}
+    let fill = match g.parameter("fill") {
+        None => Some("zeros"),
+        Some(fill) => fill.as_str(),
+    };
+    match fill {
+        Some("zeros") => {}
         // ComfyUI's `process_out` of zeros on the frames after the first.
         Some("wan21_mean") => {
             let mut fill = vec![0f32; WAN21_MEAN.len() * frames as usize];
@@ -161,7 +168,12 @@ pub(super) fn start_latent(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
             let fill = g.b.f32s(&fill, &[1, channels, frames, 1, 1]);
             latent = g.op("Add", &[&latent, &fill]);
         }
-        Some(other) => return Err(g.error(format!("fill `{other}` is not zeros or wan21_mean"))),
+        other => {
+            return Err(g.error(format!(
+                "fill `{}` is not zeros or wan21_mean",
+                other.unwrap_or("(not text)")
+            )));
+        }
     }
     g.output(&latent, "latent")?;
     let (start, end, axis) = (g.b.vec_i64(&[0]), g.b.vec_i64(&[1]), g.b.vec_i64(&[1]));

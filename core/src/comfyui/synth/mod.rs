@@ -107,6 +107,7 @@ pub const POLICIES: &[&str] = &[
     "start_latent",
     "start_scale",
     "camera_embedding",
+    "pixel_decoder",
 ];
 
 /// The policies a workflow (or a stage, for a stage's pictures) may hold

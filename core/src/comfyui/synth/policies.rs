@@ -39,6 +39,7 @@ pub fn build(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError>
         "trim_latent" => trim_latent(g),
         "frame_pictures" => frame_pictures(g),
         "one_frame" => one_frame(g),
+        "pixel_decoder" => pixel_decoder(g),
         "join_tokens" => join_tokens(g),
         "append_style" => append_style(g),
         "decoded_pixels" => unit_pixels(g, true),
@@ -239,6 +240,14 @@ fn one_frame(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let axis = g.b.vec_i64(&[1]);
     let out = g.op("Unsqueeze", &[&x, &axis]);
     g.output(&out, "frames")
+}
+
+/// `pixel_decoder`: a pixel-space latent `[batch, 3, h, w]` (in -1..1)
+/// as the picture it is, as ComfyUI's `pixel_space` VAE decodes.
+fn pixel_decoder(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let x = g.input("latent")?;
+    let out = g.op("Identity", &[&x]);
+    g.output(&out, "image")
 }
 
 /// `frame_pictures`: video frames `[batch, frames, 3, h, w]` as pictures

@@ -5,9 +5,10 @@
 //! the latent as `concat` and the mask as `concat_mask` with every prompt.
 //! A later stage of the same node (Wan 2.2's second expert) reads the
 //! first stage's (see `names`). A VACE node's context is `vace`'s.
-//! HunyuanVideo 1.5's node encodes its start picture alone as a one-frame
-//! video (`one_frame`), put ahead of zero frames with its mask
-//! (`start_latent`).
+//! HunyuanVideo 1.5's node and Wan's camera node encode their start
+//! picture alone as a one-frame video (`one_frame`), put ahead of zero
+//! frames (Wan's latent mean for the camera node) with its mask
+//! (`start_latent`); the camera node's motion is `camera_embedding`'s.
 
 use super::super::parts::{Steps, component, contract, invoke, picture, policy};
 use super::super::recognise::{Plan, VideoFrames};
@@ -46,9 +47,9 @@ pub(in crate::comfyui::lower) fn frames(plan: &Plan) -> Option<&VideoFrames> {
 
 /// The mask's channels: four (Wan's), one for HunyuanVideo 1.5.
 fn mask_channels(frames: &VideoFrames) -> i64 {
-    match frames.channels {
-        32 => 1,
-        _ => 4,
+    match frames.start_latent_only() && !frames.camera_video() {
+        true => 1,
+        false => 4,
     }
 }
 
@@ -104,8 +105,8 @@ pub(super) fn denoiser_ports(plan: &Plan, latent: &Value, ports: &mut Value) {
     }
 }
 
-/// Binds the video's latent and mask (and any CLIP vision embedding) in
-/// a denoiser call.
+/// Binds the video's latent and mask (and any CLIP vision embedding and
+/// camera embedding) in a denoiser call.
 pub(super) fn bind(plan: &Plan, bind: &mut Value) {
     if let Some(frames) = frames(plan) {
         if frames.vace.is_some() {
@@ -266,7 +267,8 @@ pub(super) fn encode(
     vision(plan, frames, components, setup);
 }
 
-/// HunyuanVideo 1.5's video latent: the start picture (through the
+/// HunyuanVideo 1.5's and Wan's camera node's video latent: the start
+/// picture (through the
 /// graph's resize, `start_scale`) resized to the video's size
 /// (`init_scale`, declared by `encode`), encoded as a one-frame video (`one_frame`,
 /// `encoder`), then put ahead of zero latent frames with the mask of that

@@ -449,6 +449,7 @@ mod tests {
                 vae: "4".into(),
                 stage: 0,
                 trim: None,
+                pixel_space: false,
             },
             title: title.map(str::to_string),
             prefix: prefix.map(str::to_string),

@@ -80,8 +80,14 @@ impl<'c> PixelParts<'c> {
                 vae,
                 stage,
                 trim,
+                pixel_space,
             } => {
-                let decoded = self.decoded(decode, (vae, *stage, trim.as_ref()), axes, top);
+                let decoded = self.decoded(
+                    decode,
+                    (vae, *stage, trim.as_ref(), *pixel_space),
+                    axes,
+                    top,
+                );
                 if sink.upscale.is_none() && sink.resize.is_none() {
                     return (decoded, "negative_one_to_one");
                 }
@@ -184,8 +190,14 @@ impl<'c> PixelParts<'c> {
                 vae,
                 stage,
                 trim,
+                pixel_space,
             } => {
-                let decoded = self.decoded(decode, (vae, *stage, trim.as_ref()), Axes::Image, top);
+                let decoded = self.decoded(
+                    decode,
+                    (vae, *stage, trim.as_ref(), *pixel_space),
+                    Axes::Image,
+                    top,
+                );
                 self.processed(decode, &decoded, image.upscale.as_ref(), top)
             }
             Origin::Loaded(loader) => {
@@ -266,12 +278,15 @@ impl<'c> PixelParts<'c> {
     fn decoded(
         &mut self,
         decode: &'c str,
-        (vae, stage, trim): (&'c str, usize, Option<&'c Trim>),
+        (vae, stage, trim, pixel_space): (&'c str, usize, Option<&'c Trim>, bool),
         axes: Axes,
         top: &mut Top<'_>,
     ) -> String {
         if let Some(value) = self.decodes.get(decode) {
             return value.clone();
+        }
+        if pixel_space {
+            return self.pixel_space(decode, &top.latents[stage], top);
         }
         let decoder = numbered(&mut self.decoders, (vae, axes), |n| match n {
             1 => "vae_decoder".to_string(),
@@ -343,6 +358,30 @@ impl<'c> PixelParts<'c> {
                 normalized
             }
         };
+        self.decodes.insert(decode, value.clone());
+        value
+    }
+
+    /// The picture (-1..1) of a pixel-space latent `latent` (decode node
+    /// `decode`): the latent itself, through `pixel_decoder`.
+    fn pixel_space(&mut self, decode: &'c str, latent: &str, top: &mut Top<'_>) -> String {
+        top.components.entry("pixel_decoder").or_insert_with(|| {
+            policy(
+                "pixel_decoder",
+                json!({"latent": parts::Axes::Image.latent()}),
+                json!({"image": picture(json!(3))}),
+                Some(json!({"id": "wfstudio.pixel-decoder", "version": "1"})),
+            )
+        });
+        let value = format!("{latent}.pixels");
+        top.after.push(
+            invoke(
+                "pixel_decoder",
+                json!({"latent": latent}),
+                json!({"image": value}),
+            ),
+            &[&decode.to_string()],
+        );
         self.decodes.insert(decode, value.clone());
         value
     }

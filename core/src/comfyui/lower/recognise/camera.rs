@@ -53,11 +53,12 @@ pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<Option<Camera>, Refusal>
         ));
     }
     // Inputs a graph saved before they existed lacks take their defaults.
-    let number = |name: &str, top: f64| match g.has(&camera, name) {
-        false => Ok(if name == "speed" { 1.0 } else { 0.5 }),
+    let number = |name: &str, (default, top): (f64, f64)| match g.has(&camera, name) {
+        false => Ok(default),
         true => g.number_in(&camera, name, 0.0..=top, name),
     };
-    let (fx, fy) = (number("fx", 1.0)?, number("fy", 1.0)?);
+    let fraction = |name: &str| number(name, (0.5, 1.0));
+    let (fx, fy) = (fraction("fx")?, fraction("fy")?);
     if fx == 0.0 || fy == 0.0 {
         let input = if fx == 0.0 { "fx" } else { "fy" };
         return Err(g.refuse(
@@ -70,11 +71,11 @@ pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<Option<Camera>, Refusal>
     Ok(Some(Camera {
         node: camera.clone(),
         pose: pose.to_string(),
-        speed: number("speed", 10.0)?,
+        speed: number("speed", (1.0, 10.0))?,
         fx,
         fy,
-        cx: number("cx", 1.0)?,
-        cy: number("cy", 1.0)?,
+        cx: fraction("cx")?,
+        cy: fraction("cy")?,
         size: (
             g.whole(&camera, "width", 16..=MAX_RESOLUTION)?,
             g.whole(&camera, "height", 16..=MAX_RESOLUTION)?,

@@ -1,5 +1,6 @@
 //! Whether a sampler's inputs are ones only flow-matching models take (a
-//! video latent, a latent made for SD3, Flux or Flux 2, a flow-matching
+//! video latent, a latent made for SD3, Flux or Flux 2 or a pixel-space
+//! model, a flow-matching
 //! sampler's latent, prompts through `FluxGuidance`), so that the model's
 //! own sampling must be stated or known.
 
@@ -9,7 +10,8 @@ use super::{Composite, Conditioning, LatentSource};
 use crate::comfyui::lower::parts::Axes;
 
 /// What of a sampler's inputs only flow-matching models take, if any: a
-/// video latent, an `EmptySD3LatentImage`'s (SD3, Flux and their kin), an
+/// video latent, an `EmptySD3LatentImage`'s (SD3, Flux and their kin) or
+/// a pixel-space model's, an
 /// earlier flow-matching sampler's latent, or prompts through
 /// `FluxGuidance` (guidance-distilled Flux models).
 pub(super) fn flow_only(
@@ -30,7 +32,7 @@ pub(super) fn flow_only(
         LatentSource::Empty { node, .. } | LatentSource::Sized { node, .. }
             if matches!(
                 g.class(node),
-                "EmptySD3LatentImage" | "EmptyFlux2LatentImage"
+                "EmptySD3LatentImage" | "EmptyFlux2LatentImage" | "EmptyChromaRadianceLatentImage"
             ) =>
         {
             Some(format!("an {} latent", g.class(node)))

@@ -7,9 +7,11 @@
 //! centre crop), encoded by the VAE, and the mask of the latent frames
 //! those pictures fill, which the denoiser takes beside the sample.
 //! `WanVaceToVideo` makes VACE's context instead (see [`Vace`]).
-//! HunyuanVideo 1.5's `HunyuanVideo15ImageToVideo` encodes its start
-//! picture alone, as the first of the latent's frames (zeros after), and
-//! masks that frame.
+//! HunyuanVideo 1.5's `HunyuanVideo15ImageToVideo` and Wan's
+//! `WanCameraImageToVideo` encode their start picture alone, as the first
+//! of the latent's frames (zeros after, Wan's latent mean for the camera
+//! node), and mask that frame; the camera node adds its camera motion
+//! (see `camera`).
 
 use super::super::graph::Graph;
 use super::camera::{CAMERA_VIDEO, Camera};
@@ -146,7 +148,8 @@ impl VideoFrames {
     }
 
     /// Whether the video's latent is the start picture's alone, ahead of
-    /// zero frames (HunyuanVideo 1.5's), rather than the encoded video.
+    /// other frames (HunyuanVideo 1.5's and Wan's camera node's), rather
+    /// than the encoded video.
     pub fn start_latent_only(&self) -> bool {
         matches!(self.class.as_str(), HUNYUAN15 | CAMERA_VIDEO)
     }
@@ -410,7 +413,9 @@ fn size(
                 2 => Some(1),
                 _ => None,
             };
-            if let (true, Some(value)) = (same, value) {
+            if let (true, Some(value)) = (same, value)
+                && range.contains(&value)
+            {
                 return Ok(value);
             }
         }

@@ -10,8 +10,8 @@ use super::outpaint::{self, Pad};
 use super::pixels::{LoadedPicture, Pixels, Resize, picture};
 use super::walk::Walk;
 use super::{
-    EDIT_NODES, MAX_BATCH, MAX_RESOLUTION, SAMPLER_CLASSES, SVD_CONDITIONING, loaded_image,
-    upscale_method, vae_source,
+    EDIT_NODES, MAX_BATCH, MAX_RESOLUTION, PIXEL_CHANNELS, SAMPLER_CLASSES, SVD_CONDITIONING,
+    loaded_image, upscale_method, vae_source,
 };
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::lower::parts::Axes;
@@ -22,6 +22,7 @@ const LATENT_SOURCES: &[&str] = &[
     "EmptyLatentImage",
     "EmptySD3LatentImage",
     "EmptyFlux2LatentImage",
+    "EmptyChromaRadianceLatentImage",
     "EmptyHunyuanLatentVideo",
     "EmptyHunyuanVideo15Latent",
     "EmptyMochiLatentVideo",
@@ -284,12 +285,16 @@ pub(super) fn latent_source(
         picture(g, encode, "pixels", walk)
     };
     Ok(match g.class(&node) {
-        class @ ("EmptyLatentImage" | "EmptySD3LatentImage" | "EmptyFlux2LatentImage") => {
+        class @ ("EmptyLatentImage"
+        | "EmptySD3LatentImage"
+        | "EmptyFlux2LatentImage"
+        | "EmptyChromaRadianceLatentImage") => {
             // Channels and pixels per cell: SD's, SD3's (and Flux's),
-            // Flux 2's.
+            // Flux 2's, a pixel-space model's picture (Chroma Radiance's).
             let (channels, scale) = match class {
                 "EmptyLatentImage" => (4, 8),
                 "EmptySD3LatentImage" => (16, 8),
+                "EmptyChromaRadianceLatentImage" => (PIXEL_CHANNELS, 1),
                 _ => (128, 16),
             };
             if let Some((size, (loader, resize))) = sized_by(g, &node)? {

@@ -30,6 +30,7 @@ mod resize;
 mod sigmas;
 mod style;
 mod svd;
+mod vae;
 mod vision;
 mod walk;
 
@@ -58,12 +59,17 @@ use custom::Guide;
 use ksampler::sampler;
 use ksampler::{checked_denoise, checked_sampler_name, checked_scheduler, checked_steps};
 use own_sampling::Family;
+use vae::pixel_space;
+use vae::vae_source;
 
 /// ComfyUI's own limit on picture sides.
 const MAX_RESOLUTION: i64 = 16384;
 
 /// ComfyUI's largest `batch_size`.
 const MAX_BATCH: i64 = 4096;
+
+/// The channels of a pixel-space latent (a picture's own).
+const PIXEL_CHANNELS: i64 = 3;
 
 /// One sampler stage: everything the document builder needs for it, with
 /// the graph's values.
@@ -587,6 +593,13 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
     motion::on_pictures(g, model.motion(), axes, sdxl)?;
     let channels = match (&model.flow, &latent) {
         _ if axes == Axes::Audio => audio::CHANNELS,
+        // A pixel-space model samples the picture itself.
+        (
+            _,
+            LatentSource::Empty {
+                channels, scale: 1, ..
+            },
+        ) => *channels,
         (_, LatentSource::Empty { channels, .. }) if axes == Axes::Video => *channels,
         (Some(flow), _) => flow.channels,
         (None, LatentSource::Empty { channels, .. } | LatentSource::Sized { channels, .. }) => {
@@ -701,38 +714,29 @@ fn upscale_method<'a>(
     node: &str,
     (what, methods): (&str, &[&str]),
 ) -> Result<&'a str, Refusal> {
-    let method = g.text(node, "upscale_method")?;
+    resize_method(g, (node, "upscale_method"), (what, methods))
+}
+
+/// The resize method input `input` of `node` names, refused unless the
+/// lowering's resizes make it (see [`upscale_method`]).
+fn resize_method<'a>(
+    g: &Graph<'a>,
+    (node, input): (&str, &str),
+    (what, methods): (&str, &[&str]),
+) -> Result<&'a str, Refusal> {
+    let method = g.text(node, input)?;
     if methods.contains(&method) {
         return Ok(method);
     }
     Err(g.refuse(
         node,
-        Some("upscale_method"),
+        Some(input),
         format!(
             "is '{method}'; the lowering resizes {what} by {} only",
             super::graph::either(methods)
         ),
         &format!("choose {}", super::graph::either(methods)),
     ))
-}
-
-pub(super) fn vae_source(
-    g: &Graph<'_>,
-    vae: &str,
-    loader: &str,
-    from: (&str, &str),
-) -> Result<(), Refusal> {
-    let checkpoints = ["CheckpointLoaderSimple", "ImageOnlyCheckpointLoader"];
-    g.expect(
-        vae,
-        &[checkpoints[0], checkpoints[1], "VAELoader"],
-        "vae",
-        from,
-    )?;
-    if checkpoints.contains(&g.class(vae)) && vae != loader {
-        return Err(g.refuse(vae, None, "is a second checkpoint; the VAE must come from the denoiser's checkpoint or a VAELoader".into(), "load one checkpoint"));
-    }
-    Ok(())
 }
 
 /// The extents `(height, width)` of the latent `latent` starts a stage

@@ -219,6 +219,16 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
             "DifferentialDiffusion" => {
                 differential.get_or_insert_with(|| node.clone());
             }
+            // Without a tile size it returns the model as it is.
+            "ChromaRadianceOptions" if g.whole(&node, "nerf_tile_size", -1..=16384)? < 0 => {}
+            "ChromaRadianceOptions" => {
+                return Err(g.refuse(
+                    &node,
+                    Some("nerf_tile_size"),
+                    "sets a tile size for Chroma Radiance's pixel decoding, which the lowering leaves to the exported model".into(),
+                    "set nerf_tile_size to -1",
+                ));
+            }
             control_patch::CLASS if control_patch.is_some() => {
                 return Err(g.refuse(
                     &node,

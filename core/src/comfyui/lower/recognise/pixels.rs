@@ -64,12 +64,14 @@ pub(in crate::comfyui::lower) enum Origin {
     /// A `LoadImage` node (its picture is a workflow input).
     Loaded(String),
     /// The decode node `decode` of stage `stage`'s latent with VAE `vae`,
-    /// maybe trimmed first.
+    /// maybe trimmed first; `pixel_space` where the VAE is ComfyUI's
+    /// `pixel_space` (the latent is the picture itself, in -1..1).
     Decoded {
         decode: String,
         vae: String,
         stage: usize,
         trim: Option<Trim>,
+        pixel_space: bool,
     },
 }
 
@@ -79,6 +81,7 @@ pub(super) struct Decoded {
     pub vae: String,
     pub stage: usize,
     pub trim: Option<Trim>,
+    pub pixel_space: bool,
 }
 
 impl From<Decoded> for Origin {
@@ -88,6 +91,7 @@ impl From<Decoded> for Origin {
             vae: d.vae,
             stage: d.stage,
             trim: d.trim,
+            pixel_space: d.pixel_space,
         }
     }
 }
@@ -244,11 +248,21 @@ pub(super) fn decoded(
     }
     let (vae, _) = g.source(&at, "vae")?;
     vae_source(g, &vae, walk.loader(stage), (&at, "vae"))?;
+    let pixel_space = super::pixel_space(g, &vae);
+    if pixel_space && walk.axes(stage) != Axes::Image {
+        return Err(g.refuse(
+            &vae,
+            None,
+            format!("decodes a video or audio latent with the pixel-space VAE (node {at}); the lowering takes pixel-space latents of pictures only"),
+            "load the model's own VAE",
+        ));
+    }
     Ok(Decoded {
         decode: at,
         vae,
         stage,
         trim: trim.filter(|t| t.frames > 0),
+        pixel_space,
     })
 }
 

@@ -21,18 +21,7 @@ const FIT_NODE: &str = "ResizeAndPadImage";
 
 /// `ResizeAndPadImage`'s fit (its method is its `interpolation`).
 fn fit(g: &Graph<'_>, node: &str) -> Result<Resize, Refusal> {
-    let method = g.text(node, "interpolation")?;
-    if !PICTURE_METHODS.contains(&method) {
-        return Err(g.refuse(
-            node,
-            Some("interpolation"),
-            format!(
-                "is '{method}'; the lowering resizes pictures by {}",
-                super::super::graph::either(PICTURE_METHODS)
-            ),
-            &format!("choose {}", super::super::graph::either(PICTURE_METHODS)),
-        ));
-    }
+    let method = super::resize_method(g, (node, "interpolation"), ("pictures", PICTURE_METHODS))?;
     let pad = match g.text(node, "padding_color")? {
         "white" => 1.0,
         "black" => 0.0,
@@ -58,8 +47,9 @@ fn fit(g: &Graph<'_>, node: &str) -> Result<Resize, Refusal> {
 }
 
 /// An `ImageScale`, `ImageScaleBy`, `ImageScaleToTotalPixels`,
-/// `ImageScaleToMaxDimension`, `FluxKontextImageScale` or
-/// `ResizeImageMaskNode` node (or none: see `then`).
+/// `ImageScaleToMaxDimension`, `FluxKontextImageScale`,
+/// `ResizeImageMaskNode` or `ResizeAndPadImage` node (or none: see
+/// `then`).
 #[derive(Clone, Debug, PartialEq)]
 pub(in crate::comfyui::lower) struct Resize {
     pub node: String,
