@@ -137,36 +137,25 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
         // upscale model are made first (cut to whole multiples of 8 after
         // a resize for a VAEEncode or an edit node, which crop so; SVD's
         // own resize comes later).
-        let decoded = match plan.encoded_picture() {
-            Some(image) => pixels.encoded(
-                image,
-                matches!(
-                    plan.latent,
-                    LatentSource::Encoded { .. } | LatentSource::Edit { .. }
-                ),
-                &mut Top {
-                    components: &mut components,
-                    after: &mut after,
-                    latents: &latents,
-                    loaded: &loaded,
-                },
-            ),
-            None => None,
+        let mut top = Top {
+            components: &mut components,
+            after: &mut after,
+            latents: &latents,
+            loaded: &loaded,
         };
+        let for_encode = matches!(
+            plan.latent,
+            LatentSource::Encoded { .. } | LatentSource::Edit { .. }
+        );
+        let decoded = plan
+            .encoded_picture()
+            .and_then(|image| pixels.encoded(image, for_encode, &mut top));
         // A ControlNet's picture decoded by an earlier stage, in 0..1.
-        let control_made = match plan.control.as_ref().filter(|c| c.image.loader().is_none()) {
-            Some(control) => pixels.encoded(
-                &control.image,
-                false,
-                &mut Top {
-                    components: &mut components,
-                    after: &mut after,
-                    latents: &latents,
-                    loaded: &loaded,
-                },
-            ),
-            None => None,
-        };
+        let control_made = plan
+            .control
+            .as_ref()
+            .filter(|c| c.image.loader().is_none())
+            .and_then(|control| pixels.encoded(&control.image, false, &mut top));
         let frames_made = names.reused(frames::LATENT);
         let mut parts = stage::stage(
             plan,

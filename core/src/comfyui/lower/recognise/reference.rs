@@ -258,24 +258,14 @@ fn same(a: Loaded<'_>, b: Loaded<'_>) -> bool {
 /// The loaded picture the stage's latent is made from, if it is one.
 fn latent_picture(latent: &LatentSource) -> Option<Loaded<'_>> {
     match latent {
-        LatentSource::Encoded {
-            image:
-                Pixels {
-                    origin: Origin::Loaded(loader),
-                    upscale: None,
-                    resize,
-                },
-            ..
-        } => Some((loader, resize.as_ref())),
-        LatentSource::Edit {
-            image:
-                Pixels {
-                    origin: Origin::Loaded(loader),
-                    upscale: None,
-                    resize,
-                },
-            ..
-        } => Some((loader, resize.as_ref())),
+        LatentSource::Encoded { image, .. } | LatentSource::Edit { image, .. } => match image {
+            Pixels {
+                origin: Origin::Loaded(loader),
+                upscale: None,
+                resize,
+            } => Some((loader, resize.as_ref())),
+            _ => None,
+        },
         LatentSource::Sized { loader, resize, .. } => Some((loader, resize.as_ref())),
         LatentSource::Inpaint { image, .. } => Some((image, None)),
         _ => None,
