@@ -10,7 +10,7 @@ mod support;
 use serde_json::{Value, json};
 use support::lowering::{
     assert_refused, loops, lowered, npy, package_and_run, run_policy_alone, scratch, setup_calls,
-    workflow,
+    stage_calls, workflow,
 };
 use wfstudio_core::comfyui::lower::Target;
 
@@ -84,11 +84,7 @@ fn the_start_pictures_latent_alone_leads_zero_frames() {
         json!(["batch", 1, "latent_frames", "latent_height", "latent_width"])
     );
     assert_eq!(ports["concat"]["shape"][1], "channels");
-    let body = loops(w)[0]["steps"].as_array().expect("loop body");
-    let calls: Vec<&Value> = body
-        .iter()
-        .filter(|s| s["component"] == "denoiser")
-        .collect();
+    let calls = stage_calls(loops(w)[0], "denoiser");
     assert_eq!(calls.len(), 2);
     for call in calls {
         assert_eq!(call["inputs"]["concat"], "frames.latent");

@@ -8,8 +8,8 @@ mod support;
 
 use serde_json::{Value, json};
 use support::lowering::{
-    assert_refused, default_of, loops, lowered, npy, package_and_run, s, scratch, workflow,
-    worst_relative,
+    assert_refused, default_of, loops, lowered, npy, package_and_run, s, scratch, stage_calls,
+    workflow, worst_relative,
 };
 use wfstudio_core::comfyui::lower::Target;
 
@@ -146,17 +146,6 @@ fn producer<'w>(w: &'w Value, value: &str) -> &'w Value {
         .unwrap_or_else(|| panic!("no top-level step writes {value}"))
 }
 
-/// The steps a loop's body makes that invoke `component`.
-fn body_calls<'w>(stage: &'w Value, component: &str) -> Vec<&'w Value> {
-    stage["body"]
-        .as_array()
-        .into_iter()
-        .chain(stage["steps"].as_array())
-        .flatten()
-        .filter(|s| s["component"] == component)
-        .collect()
-}
-
 /// The value `step` binds to input `port`.
 fn bound<'s>(step: &'s Value, port: &str) -> &'s str {
     step["inputs"][port].as_str().expect("a bound value")
@@ -195,7 +184,7 @@ fn lotus_is_one_unscaled_step_of_its_fixed_prompt_and_task() {
         json!(["batch", 4])
     );
     let stage = loops(w)[0];
-    let calls = body_calls(stage, "denoiser");
+    let calls = stage_calls(stage, "denoiser");
     assert_eq!(calls.len(), 2, "both sides of the BasicGuider");
     for call in calls {
         assert_eq!(bound(call, "encoder_hidden_states"), "package.lotus_prompt");
@@ -252,7 +241,7 @@ fn a_controlnet_reads_the_depth_picture_an_earlier_stage_decodes() {
     assert!(w["inputs"].get("request.control_image").is_none());
     let stages = loops(w);
     assert_eq!(stages.len(), 2);
-    let controlnet = body_calls(stages[1], "model2_controlnet");
+    let controlnet = stage_calls(stages[1], "model2_controlnet");
     assert_eq!(controlnet.len(), 2);
     let picture = bound(controlnet[0], "image");
     assert_eq!(bound(controlnet[1], "image"), picture);
@@ -320,7 +309,7 @@ fn two_lotus_conditionings_are_one_prompt() {
     two["15"] = json!({"class_type": "LotusConditioning", "inputs": {}});
     two["6"] = json!({"class_type": "CFGGuider", "inputs": {"cfg": 1.0, "model": ["3", 0], "positive": ["5", 0], "negative": ["15", 0]}});
     let l = lowered(&two, &Target::default());
-    let calls = body_calls(loops(workflow(&l))[0], "denoiser");
+    let calls = stage_calls(loops(workflow(&l))[0], "denoiser");
     assert!(
         calls
             .iter()

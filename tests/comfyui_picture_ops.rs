@@ -8,7 +8,8 @@ mod support;
 
 use serde_json::{Value, json};
 use support::lowering::{
-    assert_refused, lowered, npy, pattern, run_policy_alone, scratch, setup_calls, workflow,
+    assert_refused, lowered, npy, pattern, run_policy_alone, scratch, setup_calls, stage_calls,
+    workflow,
 };
 use wfstudio_core::comfyui::lower::Target;
 
@@ -386,16 +387,6 @@ fn a_picture_file_is_a_run_input_from_the_command_line() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
-/// The first loop's body steps whose component ends in `suffix`.
-fn body_calls<'w>(w: &'w Value, suffix: &str) -> Vec<&'w Value> {
-    w["steps"][0]["steps"]
-        .as_array()
-        .expect("loop body")
-        .iter()
-        .filter(|s| s["component"].as_str().is_some_and(|c| c.ends_with(suffix)))
-        .collect()
-}
-
 #[test]
 fn a_controlnet_reads_its_picture_resized_and_processed() {
     // The pattern's ControlNet reads its picture through ImageScale
@@ -418,7 +409,7 @@ fn a_controlnet_reads_its_picture_resized_and_processed() {
         w["components"]["control_picture"]["contract"]["parameters"],
         json!({"size": "fixed", "width": 16, "height": 16, "crop": "center", "method": "bilinear", "then": "canny", "canny_low_threshold": 0.1, "canny_high_threshold": 0.3})
     );
-    let controlnet = body_calls(w, "controlnet");
+    let controlnet = stage_calls(&w["steps"][0], "controlnet");
     assert!(!controlnet.is_empty());
     for call in controlnet {
         assert_eq!(call["inputs"]["image"], "control.pixels");

@@ -11,7 +11,7 @@ mod support;
 use serde_json::{Value, json};
 use support::lowering::{
     assert_refused, denoiser_bindings, invocations, loops, lowered, npy, package_and_run, pattern,
-    run_policy_alone, scratch, setup_calls, workflow,
+    run_policy_alone, scratch, setup_calls, stage_calls, workflow,
 };
 use wfstudio_core::comfyui::lower::Target;
 
@@ -302,16 +302,7 @@ fn two_stages_of_one_node_share_its_context() {
         "{second:?}"
     );
     for stage in &loops {
-        let calls: Vec<&Value> = stage["steps"]
-            .as_array()
-            .expect("body")
-            .iter()
-            .filter(|s| {
-                s["component"]
-                    .as_str()
-                    .is_some_and(|c| c.ends_with("denoiser"))
-            })
-            .collect();
+        let calls = stage_calls(stage, "denoiser");
         assert!(!calls.is_empty());
         for call in calls {
             assert_eq!(call["inputs"]["vace_context"], "vace.context");

@@ -10,7 +10,7 @@ mod support;
 use serde_json::{Value, json};
 use support::lowering::{
     assert_refused, loops, lowered, npy, package_and_run, run_policy_alone, s, scratch,
-    setup_calls, workflow, worst_relative,
+    setup_calls, stage_calls, workflow, worst_relative,
 };
 use wfstudio_core::comfyui::lower::Target;
 
@@ -63,11 +63,7 @@ fn the_camera_motion_and_the_start_latent_reach_every_denoiser_call() {
     ] {
         assert!(made.iter().any(|c| c == component), "{component}: {made:?}");
     }
-    let body = loops(w)[0]["steps"].as_array().expect("loop body");
-    let calls: Vec<&Value> = body
-        .iter()
-        .filter(|s| s["component"] == "denoiser")
-        .collect();
+    let calls = stage_calls(loops(w)[0], "denoiser");
     assert_eq!(calls.len(), 2);
     for call in calls {
         assert_eq!(call["inputs"]["camera_conditions"], "frames.camera");

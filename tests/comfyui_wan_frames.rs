@@ -11,7 +11,7 @@ mod support;
 use serde_json::{Value, json};
 use support::lowering::{
     assert_refused, denoiser_bindings, loops, lowered, npy, package_and_run, pattern,
-    run_policy_alone, scratch, setup_steps, tensor, workflow,
+    run_policy_alone, scratch, setup_steps, stage_calls, tensor, workflow,
 };
 use wfstudio_core::comfyui::lower::Target;
 
@@ -228,16 +228,7 @@ fn wan_2_2_s_two_experts_each_take_the_video() {
         .collect();
     assert_eq!(encoders, ["vae_encoder"]);
     for stage in &loops {
-        let calls: Vec<&Value> = stage["steps"]
-            .as_array()
-            .expect("body")
-            .iter()
-            .filter(|s| {
-                s["component"]
-                    .as_str()
-                    .is_some_and(|c| c.ends_with("denoiser"))
-            })
-            .collect();
+        let calls = stage_calls(stage, "denoiser");
         assert_eq!(calls.len(), 2);
         for call in calls {
             assert_eq!(call["inputs"]["concat"], "frames.latent");

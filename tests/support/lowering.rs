@@ -330,6 +330,17 @@ pub fn denoiser_bindings(w: &Value, port: &str) -> Vec<(String, Value)> {
         .collect()
 }
 
+/// The steps of sampling loop `stage`'s body that invoke a component whose
+/// name ends in `suffix` (`denoiser` also finds `model2_denoiser`).
+pub fn stage_calls<'w>(stage: &'w Value, suffix: &str) -> Vec<&'w Value> {
+    stage["steps"]
+        .as_array()
+        .expect("loop body")
+        .iter()
+        .filter(|s| s["component"].as_str().is_some_and(|c| c.ends_with(suffix)))
+        .collect()
+}
+
 /// The top-level sampling loops of workflow `w`, in step order.
 pub fn loops(w: &Value) -> Vec<&Value> {
     w["steps"]
