@@ -310,6 +310,7 @@ fn two_lotus_conditionings_are_one_prompt() {
     two["6"] = json!({"class_type": "CFGGuider", "inputs": {"cfg": 1.0, "model": ["3", 0], "positive": ["5", 0], "negative": ["15", 0]}});
     let l = lowered(&two, &Target::default());
     let calls = stage_calls(loops(workflow(&l))[0], "denoiser");
+    assert_eq!(calls.len(), 2, "both sides of the CFGGuider");
     assert!(
         calls
             .iter()
