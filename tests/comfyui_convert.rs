@@ -31,16 +31,26 @@ fn the_bundled_node_definitions_are_the_compacted_corpus_file() {
     );
     // Every class of the corpus file is bundled, with the same facts; the
     // product's own definitions add classes, and replace only those whose
-    // inputs grew since: ImageScaleToTotalPixels's `resolution_steps`.
+    // inputs grew since: ImageScaleToTotalPixels's `resolution_steps`,
+    // ModelSamplingAuraFlow's `sampling`.
     let bundled = NodeDefs::builtin();
     let corpus = defs(&shared);
     let own = NodeDefs::parse(wfstudio_core::comfyui::defs::OWN_JSON).expect("own definitions");
     assert_eq!(corpus.len(), 382);
-    assert_eq!(bundled.len(), 382 + own.len() - 1);
-    let grown = corpus.class("ImageScaleToTotalPixels").expect("bundled");
-    let newer = bundled.class("ImageScaleToTotalPixels").expect("own");
-    assert_eq!(newer.inputs[..grown.inputs.len()], grown.inputs[..]);
-    assert_eq!(newer.inputs[grown.inputs.len()].name, "resolution_steps");
+    assert_eq!(bundled.len(), 382 + own.len() - 2);
+    for (class, added) in [
+        ("ImageScaleToTotalPixels", "resolution_steps"),
+        ("ModelSamplingAuraFlow", "sampling"),
+    ] {
+        let grown = corpus.class(class).expect("bundled");
+        let newer = bundled.class(class).expect("own");
+        assert_eq!(
+            newer.inputs[..grown.inputs.len()],
+            grown.inputs[..],
+            "{class}"
+        );
+        assert_eq!(newer.inputs[grown.inputs.len()].name, added, "{class}");
+    }
     for class in [
         "KSampler",
         "CLIPTextEncode",

@@ -13,8 +13,8 @@ mod support;
 
 use serde_json::{Value, json};
 use support::lowering::{
-    assert_refused, component_only, denoiser_bindings, lowered, npy, package_and_run, pattern,
-    run_policy_alone, s, scratch, setup_calls, tensor, workflow,
+    assert_refused, component_only, denoiser_bindings, empty_latent, lowered, npy, package_and_run,
+    pattern, run_policy_alone, s, scratch, setup_calls, tensor, workflow,
 };
 use wfstudio_core::comfyui::lower::Target;
 
@@ -554,17 +554,7 @@ fn mage_flow_s_encoder_gives_both_prompts_and_its_latent() {
     );
     // 72 floors to 64; a height of 0 is ComfyUI's 1024 without a picture;
     // Mage's latent: 128 channels, 16 pixels a cell.
-    let w = workflow(&l);
-    let shape = &w["components"]["latent_row_shape"]["contract"]["parameters"];
-    assert_eq!(
-        (
-            &shape["width"],
-            &shape["height"],
-            &shape["channels"],
-            &shape["scale"]
-        ),
-        (&json!(64), &json!(1024), &json!(128), &json!(16))
-    );
+    assert_eq!(empty_latent(&l), [64, 1024, 128, 16]);
     let mut negative = mage();
     negative["4"]["inputs"]["negative_prompt"] = json!("blurry");
     let l = lowered(&negative, &Target::default());

@@ -193,7 +193,7 @@ fn the_own_definitions_fit_every_template_node() {
         serde_json::from_str(wfstudio_core::comfyui::defs::BUILTIN_JSON).expect("bundled JSON");
     // Bundled classes whose inputs grew since (the own definition keeps
     // the bundled inputs first): saves before the growth hold fewer values.
-    const GROWN: &[&str] = &["ImageScaleToTotalPixels"];
+    const GROWN: &[&str] = &["ImageScaleToTotalPixels", "ModelSamplingAuraFlow"];
     let mut older = std::collections::BTreeMap::new();
     for name in classes.keys() {
         let Some(old) = bundled["nodes"].get(name) else {

@@ -66,6 +66,7 @@ pub fn read_input(
                 width: rw as usize,
                 height: rh as usize,
                 pixels: picture.into_raw(),
+                alpha: None,
             };
             let tensor =
                 image_tensor(&rgb, contract, channels_first, range).map_err(anyhow::Error::msg)?;

@@ -141,12 +141,19 @@ pub fn gif_bytes(frames: &[Rgb8], fps: f64) -> anyhow::Result<Vec<u8>> {
     Ok(gif)
 }
 
-/// PNG file bytes of a picture.
+/// PNG file bytes of a picture (RGBA where it has alpha).
 pub fn png_bytes(rgb: &Rgb8) -> anyhow::Result<Vec<u8>> {
     let mut png = Vec::new();
-    image::RgbImage::from_raw(rgb.width as u32, rgb.height as u32, rgb.pixels.clone())
-        .context("image buffer")?
-        .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)?;
+    let (w, h) = (rgb.width as u32, rgb.height as u32);
+    let mut out = std::io::Cursor::new(&mut png);
+    match &rgb.alpha {
+        Some(_) => image::RgbaImage::from_raw(w, h, rgb.rgba())
+            .context("image buffer")?
+            .write_to(&mut out, image::ImageFormat::Png)?,
+        None => image::RgbImage::from_raw(w, h, rgb.pixels.clone())
+            .context("image buffer")?
+            .write_to(&mut out, image::ImageFormat::Png)?,
+    }
     Ok(png)
 }
 
@@ -169,9 +176,28 @@ pub fn wav_bytes(channels: usize, rate: u32, samples: &[f32]) -> anyhow::Result<
 
 #[cfg(test)]
 mod tests {
-    use super::{frame_rate, gif_bytes};
+    use super::{frame_rate, gif_bytes, png_bytes};
     use image::AnimationDecoder;
     use wfstudio_runner::media::Rgb8;
+
+    #[test]
+    fn a_picture_with_alpha_is_an_rgba_png() {
+        let picture = Rgb8 {
+            width: 2,
+            height: 1,
+            pixels: vec![255, 0, 0, 0, 0, 255],
+            alpha: Some(vec![255, 64]),
+        };
+        let png = image::load_from_memory(&png_bytes(&picture).expect("encodes")).expect("a PNG");
+        assert_eq!(png.color(), image::ColorType::Rgba8);
+        assert_eq!(png.to_rgba8().into_raw(), [255, 0, 0, 255, 0, 0, 255, 64]);
+        let opaque = Rgb8 {
+            alpha: None,
+            ..picture
+        };
+        let png = image::load_from_memory(&png_bytes(&opaque).expect("encodes")).expect("a PNG");
+        assert_eq!(png.color(), image::ColorType::Rgb8);
+    }
 
     #[test]
     fn gif_keeps_frames_timing_and_colours() {
@@ -179,6 +205,7 @@ mod tests {
             width: 2,
             height: 2,
             pixels: rgb.repeat(4),
+            alpha: None,
         };
         let frames = [frame([255, 0, 0]), frame([0, 0, 255]), frame([0, 255, 0])];
         let bytes = gif_bytes(&frames, 4.0).expect("encodes");

@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use wfstudio_core::comfyui::lower::{self, Target};
 use wfstudio_schema::{Format, Limits, parse_text};
 
-const PATTERNS: [&str; 31] = [
+const PATTERNS: [&str; 32] = [
     include_str!("../../fixtures/comfyui/txt2img-sd15.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet-positive.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet.api.json"),
@@ -46,6 +46,7 @@ const PATTERNS: [&str; 31] = [
     include_str!("../../fixtures/comfyui/patterns/qwen-edit.api.json"),
     include_str!("../../fixtures/comfyui/patterns/wan-frames.api.json"),
     include_str!("../../fixtures/comfyui/patterns/mage.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/qwen-image-2-1.api.json"),
     include_str!("../../fixtures/comfyui/patterns/canny-control.api.json"),
     include_str!("../../fixtures/comfyui/patterns/control-patch.api.json"),
     include_str!("../../fixtures/comfyui/patterns/wan-vace.api.json"),
@@ -64,9 +65,10 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 135] = [
+const CLASSES: [&str; 137] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "LotusConditioning", "SetFirstSigma", "HunyuanVideo15ImageToVideo",
+    "TextEncodeQwenImage21", "QwenImage21Cache",
     "ResizeAndPadImage", "WanCameraImageToVideo", "WanCameraEmbedding",
     "EmptyChromaRadianceLatentImage", "ChromaRadianceOptions",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",

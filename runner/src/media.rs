@@ -1,6 +1,6 @@
 //! Turning output tensors into pictures and sound: image tensors
-//! (`[B,3,H,W]` or `[B,H,W,3]`, mapped by the output's value range) into
-//! 8-bit RGB rows, video tensors (`[B,C,F,H,W]`, `[B,F,C,H,W]` or
+//! (`[B,3,H,W]` or `[B,H,W,3]`, or 4 channels with alpha, mapped by the
+//! output's value range) into 8-bit RGB rows (and their alpha), video tensors (`[B,C,F,H,W]`, `[B,F,C,H,W]` or
 //! `[B,F,H,W,C]` with 3 channels) into frames per batch row, and audio
 //! tensors (`[B,C,S]`, `[C,S]` or `[S]`) into interleaved samples. Shared by `wfstudio run --out` and the studio's
 //! previews.
@@ -8,7 +8,8 @@
 use crate::tensor::{Data, Tensor};
 use wfstudio_schema::types::workflow::ValueRange;
 
-/// One RGB picture, row-major, 3 bytes per pixel.
+/// One RGB picture, row-major, 3 bytes per pixel, and its alpha where
+/// it has one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rgb8 {
     /// Width in pixels.
@@ -17,6 +18,22 @@ pub struct Rgb8 {
     pub height: usize,
     /// `width * height * 3` bytes.
     pub pixels: Vec<u8>,
+    /// `width * height` bytes of opacity (255 opaque), for a picture of
+    /// 4 channels.
+    pub alpha: Option<Vec<u8>>,
+}
+
+impl Rgb8 {
+    /// The picture as `width * height * 4` bytes of RGBA (opaque where it
+    /// has no alpha).
+    pub fn rgba(&self) -> Vec<u8> {
+        let mut rgba = Vec::with_capacity(self.width * self.height * 4);
+        for (i, rgb) in self.pixels.chunks_exact(3).enumerate() {
+            rgba.extend_from_slice(rgb);
+            rgba.push(self.alpha.as_ref().map_or(255, |a| a[i]));
+        }
+        rgba
+    }
 }
 
 fn to_byte(value: f64, range: Option<ValueRange>) -> u8 {
@@ -30,7 +47,8 @@ fn to_byte(value: f64, range: Option<ValueRange>) -> u8 {
 
 /// The pictures of an image tensor, one per batch row. Channels-first
 /// `[B,3,H,W]` and channels-last `[B,H,W,3]` (and unbatched `[3,H,W]`,
-/// `[H,W,3]`) are understood; uint8 tensors are taken as bytes.
+/// `[H,W,3]`) are understood, and the same with a fourth channel, alpha
+/// (mapped as the colours are); uint8 tensors are taken as bytes.
 pub fn image_rows(tensor: &Tensor, range: Option<ValueRange>) -> Result<Vec<Rgb8>, String> {
     let shape = match tensor.shape.len() {
         3 => [1, tensor.shape[0], tensor.shape[1], tensor.shape[2]],
@@ -47,12 +65,12 @@ pub fn image_rows(tensor: &Tensor, range: Option<ValueRange>) -> Result<Vec<Rgb8
             ));
         }
     };
-    let (batch, channels_first) = match shape {
-        [b, 3, _, _] => (b, true),
-        [b, _, _, 3] => (b, false),
+    let (batch, channels, channels_first) = match shape {
+        [b, c @ (3 | 4), _, _] => (b, c, true),
+        [b, _, _, c @ (3 | 4)] => (b, c, false),
         _ => {
             return Err(format!(
-                "no 3-channel axis in image shape {:?}",
+                "no 3- or 4-channel axis in image shape {:?}",
                 tensor.shape
             ));
         }
@@ -67,17 +85,23 @@ pub fn image_rows(tensor: &Tensor, range: Option<ValueRange>) -> Result<Vec<Rgb8
         d => to_byte(d.get_f64(i), range),
     };
     let mut rows = Vec::with_capacity(batch);
+    let index = |b: usize, c: usize, y: usize, x: usize| {
+        if channels_first {
+            ((b * channels + c) * height + y) * width + x
+        } else {
+            ((b * height + y) * width + x) * channels + c
+        }
+    };
     for b in 0..batch {
         let mut pixels = Vec::with_capacity(width * height * 3);
+        let mut alpha = Vec::with_capacity(if channels == 4 { width * height } else { 0 });
         for y in 0..height {
             for x in 0..width {
                 for c in 0..3 {
-                    let i = if channels_first {
-                        ((b * 3 + c) * height + y) * width + x
-                    } else {
-                        ((b * height + y) * width + x) * 3 + c
-                    };
-                    pixels.push(byte(i));
+                    pixels.push(byte(index(b, c, y, x)));
+                }
+                if channels == 4 {
+                    alpha.push(byte(index(b, 3, y, x)));
                 }
             }
         }
@@ -85,6 +109,7 @@ pub fn image_rows(tensor: &Tensor, range: Option<ValueRange>) -> Result<Vec<Rgb8
             width,
             height,
             pixels,
+            alpha: (channels == 4).then_some(alpha),
         });
     }
     Ok(rows)
@@ -148,6 +173,7 @@ pub fn video_frames(tensor: &Tensor, range: Option<ValueRange>) -> Result<Vec<Ve
                         width,
                         height,
                         pixels,
+                        alpha: None,
                     }
                 })
                 .collect()
@@ -193,6 +219,23 @@ mod tests {
         .unwrap();
         let rows = image_rows(&t, Some(ValueRange::NegativeOneToOne)).unwrap();
         assert_eq!(rows[0].pixels, [0, 128, 255, 255, 191, 0]);
+        assert_eq!(rows[0].alpha, None);
+    }
+
+    #[test]
+    fn a_fourth_channel_is_alpha_in_either_layout() {
+        // Two pixels: red half transparent, blue opaque (0..1).
+        let first = vec![1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.5, 1.0];
+        let last = vec![1.0, 0.0, 0.0, 0.5, 0.0, 0.0, 1.0, 1.0];
+        for (shape, data) in [(vec![1, 4, 1, 2], first), (vec![1, 1, 2, 4], last)] {
+            let t = Tensor::new(shape.clone(), Data::F32(data)).unwrap();
+            let rows = image_rows(&t, Some(ValueRange::ZeroToOne)).unwrap();
+            assert_eq!(rows[0].pixels, [255, 0, 0, 0, 0, 255], "{shape:?}");
+            assert_eq!(rows[0].alpha, Some(vec![128, 255]), "{shape:?}");
+            assert_eq!(rows[0].rgba(), [255, 0, 0, 128, 0, 0, 255, 255]);
+        }
+        let two = Tensor::new(vec![1, 2, 1, 2], Data::F32(vec![0.0; 4])).unwrap();
+        assert!(image_rows(&two, None).is_err_and(|e| e.contains("3- or 4-channel")));
     }
 
     #[test]
@@ -205,11 +248,13 @@ mod tests {
                 width: 2,
                 height: 1,
                 pixels: vec![0, 1, 2, 10, 11, 12],
+                alpha: None,
             },
             Rgb8 {
                 width: 2,
                 height: 1,
                 pixels: vec![100, 101, 102, 110, 111, 112],
+                alpha: None,
             },
         ]];
         let mut cf = Vec::new(); // [1, 3, 2, 1, 2]

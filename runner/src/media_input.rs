@@ -212,6 +212,7 @@ mod tests {
             width: 2,
             height: 1,
             pixels: vec![0, 128, 255, 255, 0, 51],
+            alpha: None,
         };
         let nchw = contract(
             "float32",

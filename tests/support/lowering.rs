@@ -27,6 +27,13 @@ pub fn workflow(l: &Lowered) -> &Value {
     &l.document["pipeline"]["workflow"]
 }
 
+/// The empty latent's `[width, height, channels, scale]` (its
+/// `latent_row_shape` parameters).
+pub fn empty_latent(l: &Lowered) -> [i64; 4] {
+    let shape = &workflow(l)["components"]["latent_row_shape"]["contract"]["parameters"];
+    ["width", "height", "channels", "scale"].map(|k| shape[k].as_i64().unwrap_or(-1))
+}
+
 /// An input's default in the lowered workflow.
 pub fn default_of<'a>(l: &'a Lowered, input: &str) -> &'a Value {
     &workflow(l)["inputs"][input]["default"]

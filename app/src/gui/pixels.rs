@@ -7,6 +7,9 @@ pub(super) fn texture(
     name: String,
     rgb: &wfstudio_runner::media::Rgb8,
 ) -> egui::TextureHandle {
-    let image = egui::ColorImage::from_rgb([rgb.width, rgb.height], &rgb.pixels);
+    let image = match &rgb.alpha {
+        Some(_) => egui::ColorImage::from_rgba_unmultiplied([rgb.width, rgb.height], &rgb.rgba()),
+        None => egui::ColorImage::from_rgb([rgb.width, rgb.height], &rgb.pixels),
+    };
     ctx.load_texture(name, image, egui::TextureOptions::NEAREST)
 }

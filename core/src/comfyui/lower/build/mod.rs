@@ -274,13 +274,13 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
                     &[&sink.node],
                 );
             }
-            SinkKind::Picture => {
+            SinkKind::Picture { channels } => {
                 // A picture sink saves a video's frames as pictures.
                 let (shown, range) = match axes {
                     Axes::Video => (pixels.frame_pictures(sink, &shown, &mut top), "zero_to_one"),
                     _ => (shown, range),
                 };
-                outputs.insert(output.clone(), json!({"contract": picture(json!(3)), "role": "image", "value_range": range, "stage": "pre_adapter"}));
+                outputs.insert(output.clone(), json!({"contract": picture(json!(channels)), "role": "image", "value_range": range, "stage": "pre_adapter"}));
                 after.push(
                     json!({"kind": "emit", "value": shown, "output": output, "mode": "replace"}),
                     &[&sink.node],
@@ -400,7 +400,7 @@ fn output_name(sink: &Sink, taken: &Map<String, Value>) -> String {
 /// `audio`.
 fn base_name(sink: &Sink) -> &'static str {
     match sink.kind {
-        SinkKind::Picture => "image",
+        SinkKind::Picture { .. } => "image",
         SinkKind::Video { .. } => "video",
         SinkKind::Audio => "audio",
     }
@@ -444,7 +444,7 @@ mod tests {
             prefix: prefix.map(str::to_string),
             upscale: None,
             resize: None,
-            kind: SinkKind::Picture,
+            kind: SinkKind::Picture { channels: 3 },
         }
     }
 

@@ -12,7 +12,7 @@ use super::super::parts::{
     self, Axes, Steps, component, contract, invoke, numbered, picture, policy,
 };
 use super::super::recognise::{
-    ModelUpscale, Origin, PixelSize, Pixels, Resize, Sink, Trim, WAVE_CHANNELS,
+    ModelUpscale, Origin, PixelSize, Pixels, Resize, Sink, SinkKind, Trim, WAVE_CHANNELS,
     picture_op_parameters,
 };
 use serde_json::{Map, Value, json};
@@ -82,9 +82,13 @@ impl<'c> PixelParts<'c> {
                 trim,
                 pixel_space,
             } => {
+                let channels = match sink.kind {
+                    SinkKind::Picture { channels } => channels,
+                    _ => 3,
+                };
                 let decoded = self.decoded(
                     decode,
-                    (vae, *stage, trim.as_ref(), *pixel_space),
+                    (vae, *stage, trim.as_ref(), *pixel_space, channels),
                     axes,
                     top,
                 );
@@ -194,7 +198,7 @@ impl<'c> PixelParts<'c> {
             } => {
                 let decoded = self.decoded(
                     decode,
-                    (vae, *stage, trim.as_ref(), *pixel_space),
+                    (vae, *stage, trim.as_ref(), *pixel_space, 3),
                     Axes::Image,
                     top,
                 );
@@ -270,7 +274,8 @@ impl<'c> PixelParts<'c> {
     }
 
     /// The value of decode node `decode` (VAE `vae`) of stage `stage`'s
-    /// latent (less the latent frames `trim` drops): pictures (-1..1), the video frames `[batch, frames, 3,
+    /// latent (less the latent frames `trim` drops): pictures (-1..1) of
+    /// `channels` channels, the video frames `[batch, frames, 3,
     /// height, width]` of a video latent moved to the 0..1 a video output
     /// shows (video outputs carry no value range), or an audio latent's
     /// waveform `[batch, 2, samples]` scaled down where loud, as
@@ -278,7 +283,7 @@ impl<'c> PixelParts<'c> {
     fn decoded(
         &mut self,
         decode: &'c str,
-        (vae, stage, trim, pixel_space): (&'c str, usize, Option<&'c Trim>, bool),
+        (vae, stage, trim, pixel_space, channels): (&'c str, usize, Option<&'c Trim>, bool, i64),
         axes: Axes,
         top: &mut Top<'_>,
     ) -> String {
@@ -293,7 +298,7 @@ impl<'c> PixelParts<'c> {
             n => format!("vae{n}_decoder"),
         });
         let (port, shown) = match axes {
-            Axes::Image => ("image", picture(json!(3))),
+            Axes::Image => ("image", picture(json!(channels))),
             Axes::Video => ("video", parts::video()),
             Axes::Audio => ("audio", parts::audio(WAVE_CHANNELS)),
         };

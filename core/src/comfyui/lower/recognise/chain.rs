@@ -53,11 +53,10 @@ pub(in crate::comfyui::lower) struct Sink {
 /// What a sink shows.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(in crate::comfyui::lower) enum SinkKind {
-    Picture,
+    /// Pictures of 3 channels, or of the model family's own (4: RGBA).
+    Picture { channels: i64 },
     /// Video frames at this many frames a second.
-    Video {
-        frame_rate: f64,
-    },
+    Video { frame_rate: f64 },
     /// A waveform (`VAEDecodeAudio`'s).
     Audio,
 }
@@ -259,6 +258,20 @@ fn one_sink(
         }
         _ => {}
     }
+    let channels = match &image.origin {
+        Origin::Decoded { stage, .. } => walk.picture_channels(*stage),
+        Origin::Loaded(_) => 3,
+    };
+    if let (Origin::Decoded { decode, .. }, 4) = (&image.origin, channels)
+        && (upscale.is_some() || resize.is_some() || frame_rate.is_some())
+    {
+        return Err(g.refuse(
+            decode,
+            None,
+            format!("decodes RGBA pictures that node {sink} shows through an upscale, a resize or as a video; the lowering shows RGBA pictures as they are decoded"),
+            "show the decode with SaveImage or PreviewImage",
+        ));
+    }
     Ok(Sink {
         node: sink.to_string(),
         origin: image.origin,
@@ -268,7 +281,7 @@ fn one_sink(
         resize,
         kind: match frame_rate {
             Some(frame_rate) => SinkKind::Video { frame_rate },
-            None => SinkKind::Picture,
+            None => SinkKind::Picture { channels },
         },
     })
 }

@@ -130,6 +130,35 @@ impl LatentSource {
             _ => None,
         }
     }
+
+    /// The latent as ComfyUI corrects an empty picture latent for a
+    /// model whose latents are `cell` pixels a cell (Qwen-Image 2.1's 16
+    /// under an `EmptyLatentImage`'s 8): its cells resized by
+    /// `scale / cell`, rounded half to even as Python's `round`. A run-time
+    /// size (`Sized`) is floored to whole cells of the new size.
+    pub(in crate::comfyui::lower) fn in_cells_of(mut self, cell: Option<i64>) -> Self {
+        let Some(cell) = cell else {
+            return self;
+        };
+        match &mut self {
+            LatentSource::Empty {
+                width,
+                height,
+                scale,
+                frames: None,
+                ..
+            } if *scale != cell => {
+                let side = |pixels: i64| {
+                    let cells = (pixels / *scale) as f64 * *scale as f64 / cell as f64;
+                    (super::round_half_even(cells) as i64).max(1) * cell
+                };
+                (*width, *height, *scale) = (side(*width), side(*height), cell);
+            }
+            LatentSource::Sized { scale, .. } => *scale = cell,
+            _ => {}
+        }
+        self
+    }
 }
 
 /// The time axis of an empty video latent: `(length - 1) / temporal + 1`
@@ -249,8 +278,8 @@ pub(super) fn latent_source(
     if g.class(&node) == SVD_CONDITIONING && slot == 2 {
         return svd_latent(g, &node);
     }
-    if g.class(&node) == super::mage::MAGE && slot == 2 {
-        return super::mage::latent(g, &node);
+    if super::paired::is_paired(g.class(&node)) && slot == 2 {
+        return super::paired::latent(g, &node);
     }
     if super::frames::FRAMES_NODES.contains(&g.class(&node)) && slot == 2 {
         return wan_latent(g, &node);

@@ -17,11 +17,11 @@ mod latent;
 mod latent_sizes;
 mod lotus;
 mod ltxv;
-mod mage;
 mod model;
 mod motion;
 mod outpaint;
 mod own_sampling;
+mod paired;
 mod picture_ops;
 mod pixels;
 mod prompt;
@@ -330,7 +330,8 @@ const ENCODERS: &[&str] = &[
     "CLIPTextEncodeSDXL",
     vision::EDIT,
     vision::EDIT_PLUS,
-    mage::MAGE,
+    paired::MAGE,
+    paired::QWEN21,
 ];
 const CONTROL_APPLIERS: &[&str] = &["ControlNetApply", "ControlNetApplyAdvanced"];
 /// Stable Video Diffusion's image-to-video conditioning (see `svd`).
@@ -416,12 +417,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
     if let (None, None, Family::Flow(flow)) = (&model.flow, &model.table, &family) {
         model.flow = Some(flow.clone());
     }
-    // The text encoder's family knows the model's latent channels, which
-    // a ModelSampling class only guesses (Qwen-Image and Z-Image sample
-    // by AuraFlow's rule in 16 channels).
-    if let (Some(flow), Some(channels)) = (&mut model.flow, family.channels()) {
-        flow.channels = channels;
-    }
+    family.apply(&mut model);
     model::cfg_norm_on_flow(g, &model)?;
     if let Some(scheduler) = &guide.scheduler {
         custom::same_sampling(g, scheduler, &model, &family)?;
@@ -460,7 +456,8 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
             "remove the ControlNet, or use CFGGuider",
         ));
     }
-    let latent = latent::latent_source(g, &sampler_node, &model.loader, walk)?;
+    let cell = model.format.map(|f| f.cell);
+    let latent = latent::latent_source(g, &sampler_node, &model.loader, walk)?.in_cells_of(cell);
     if let (
         Window::Steps {
             add_noise: false, ..

@@ -2,8 +2,9 @@
 //! model merges and AnimateDiff motion modules that patch the checkpoint's
 //! weights, in order, a
 //! flow-matching or noise-prediction sampling override, a
-//! `DifferentialDiffusion`, a `VideoLinearCFGGuidance`, a `CFGNorm` and a
-//! control patch (`QwenImageDiffsynthControlnet`).
+//! `DifferentialDiffusion`, a `VideoLinearCFGGuidance`, a `CFGNorm`, a
+//! control patch (`QwenImageDiffsynthControlnet`) and an exact
+//! `QwenImage21Cache`.
 
 use super::super::graph::Graph;
 use super::control_patch::{self, ControlPatch};
@@ -42,6 +43,17 @@ pub(in crate::comfyui::lower) struct ModelChain {
     pub cfg_norm: Option<CfgNorm>,
     /// A control model patched into the denoiser's blocks.
     pub control_patch: Option<ControlPatch>,
+    /// The model family's latent format, where it is not SD's.
+    pub format: Option<LatentFormat>,
+}
+
+/// What a model family's latents are where they are not SD's: pixels
+/// per latent cell (ComfyUI resizes an empty latent node's cells to
+/// them) and the channels its VAE decodes pictures to (4: RGBA).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct LatentFormat {
+    pub cell: i64,
+    pub picture_channels: i64,
 }
 
 /// A `CFGNorm` node and its strength.
@@ -122,6 +134,9 @@ pub(in crate::comfyui::lower) struct FlowSampling {
     pub channels: i64,
     /// The model sampling family: `sd3`, `aura_flow` or `flux`.
     pub family: &'static str,
+    /// The family's latent format, where its text encoder's type states
+    /// one that is not SD's (Qwen-Image 2.1's).
+    pub format: Option<LatentFormat>,
     /// Why the sampling is the model family's own default, where no node
     /// states it (for the lowering's notes).
     pub assumed: Option<String>,
@@ -219,6 +234,17 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
             "DifferentialDiffusion" => {
                 differential.get_or_insert_with(|| node.clone());
             }
+            // Where Qwen-Image 2.1 keeps the prompt's attention keys and
+            // values between steps; unquantised, it changes no result.
+            "QwenImage21Cache" if g.text(&node, "dtype")? != "default" => {
+                return Err(g.refuse(
+                    &node,
+                    Some("dtype"),
+                    format!("quantises Qwen-Image 2.1's prompt cache to {}, which changes every step's result; the lowering keeps the cache exact", g.text(&node, "dtype")?),
+                    "set dtype to default",
+                ));
+            }
+            "QwenImage21Cache" => {}
             // Without a tile size it returns the model as it is.
             "ChromaRadianceOptions" if g.whole(&node, "nerf_tile_size", -1..=16384)? < 0 => {}
             "ChromaRadianceOptions" => {
@@ -307,6 +333,16 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
             "ModelSamplingDiscrete" | "ModelSamplingContinuousEDM" | "ModelSamplingContinuousV" => {
                 table = Some(table_sampling(g, &node)?);
             }
+            "ModelSamplingSD3" | "ModelSamplingAuraFlow"
+                if g.text(&node, "sampling").is_ok_and(|s| s != "flow") =>
+            {
+                return Err(g.refuse(
+                    &node,
+                    Some("sampling"),
+                    format!("samples as '{}', which takes the model's output as a velocity from the input picture; the lowering samples by flow matching only", g.text(&node, "sampling")?),
+                    "set sampling to flow",
+                ));
+            }
             class @ ("ModelSamplingSD3" | "ModelSamplingAuraFlow" | "ModelSamplingFlux") => {
                 let shift = if class == "ModelSamplingFlux" {
                     FlowShift::Resolution {
@@ -331,6 +367,7 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
                         "ModelSamplingFlux" => "flux",
                         _ => "sd3",
                     },
+                    format: None,
                     assumed: None,
                 });
             }
@@ -349,6 +386,7 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
                     linear_cfg,
                     cfg_norm,
                     control_patch,
+                    format: None,
                 });
             }
         }

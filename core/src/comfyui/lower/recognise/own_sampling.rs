@@ -8,7 +8,7 @@
 //! name.
 
 use super::super::graph::Graph;
-use super::model::{FlowSampling, FlowShift};
+use super::model::{FlowSampling, FlowShift, LatentFormat, ModelChain};
 
 /// A family's default shift: a plain one (`ModelSamplingDiscreteFlow`),
 /// or a Flux time shift exponent `mu` used as `exp(mu)`
@@ -29,6 +29,8 @@ struct Default {
     family: &'static str,
     shift: Shift,
     channels: i64,
+    /// The family's latent format, where it is not SD's.
+    format: Option<LatentFormat>,
     /// The family, as the note names it.
     name: &'static str,
     /// What the note adds.
@@ -47,6 +49,7 @@ const fn flow(
         family,
         shift,
         channels,
+        format: None,
         name,
         note: None,
     }
@@ -105,6 +108,18 @@ const DEFAULTS: &[Default] = &[
 ];
 
 impl Family {
+    /// Gives `model` what the family knows of its latents: their format,
+    /// and the channels, which a ModelSampling class only guesses
+    /// (Qwen-Image and Z-Image sample by AuraFlow's rule in 16 channels).
+    pub(super) fn apply(&self, model: &mut ModelChain) {
+        if let Family::Flow(flow) = self {
+            model.format = flow.format;
+        }
+        if let (Some(flow), Some(channels)) = (&mut model.flow, self.channels()) {
+            flow.channels = channels;
+        }
+    }
+
     /// The model's latent channels, where the loader settles them.
     pub(super) fn channels(&self) -> Option<i64> {
         match self {
@@ -143,8 +158,24 @@ const CHANNELS: &[(&str, i64)] = &[("lumina2", 16), ("ovis", 16)];
 /// Families a type with no single default serves, known by the model
 /// file a `UNETLoader` loads (its name in lower case, without `_`, `-`
 /// and `.`, holding the stem): ComfyUI tells them apart by the weights
-/// (Z-Image's width is 3840), which the graph does not hold.
+/// (Z-Image's width is 3840), which the graph does not hold. An entry
+/// here comes before the type's own default (Qwen-Image 2.1 before
+/// Qwen-Image).
 const UNETS: &[(&str, &str, Default)] = &[
+    // ComfyUI's `QwenImage21`: Flux's sampling at a fixed mu of 0.69,
+    // `QwenImage21` latents of 64 channels at 16 pixels a cell, which
+    // its VAE decodes to RGBA.
+    (
+        "qwen_image",
+        "qwenimage21",
+        Default {
+            format: Some(LatentFormat {
+                cell: 16,
+                picture_channels: 4,
+            }),
+            ..flow("qwen_image", "flux", Shift::Mu(0.69), 64, "Qwen-Image 2.1")
+        },
+    ),
     (
         "lumina2",
         "zimage",
@@ -208,9 +239,13 @@ pub(super) fn family(g: &Graph<'_>, loader: &str, model_loader: &str) -> Family 
         },
         _ => return Family::Unstated,
     };
+    let by_unet = unet_family(g, (loader, clip_type), model_loader);
     let Some(default) = DEFAULTS.iter().find(|d| d.clip_type == clip_type) else {
-        return unet_family(g, (loader, clip_type), model_loader);
+        return by_unet;
     };
+    if let Family::Flow(_) = by_unet {
+        return by_unet;
+    }
     let why = match g.class(loader) {
         "TripleCLIPLoader" => {
             format!("node {loader} (TripleCLIPLoader) loads SD3's three text encoders")
@@ -266,6 +301,7 @@ impl Default {
             shift: FlowShift::Constant(shift),
             channels: self.channels,
             family: self.family,
+            format: self.format,
             assumed: Some(format!(
                 "{why}, and the model samples by flow matching as {}'s model does ({how}){note}",
                 self.name

@@ -327,6 +327,16 @@ pub(super) fn picture(
             "keep video and audio latents within their own stages",
         ));
     }
+    if let Origin::Decoded { stage, decode, .. } = &image.origin
+        && walk.picture_channels(*stage) != 3
+    {
+        return Err(g.refuse(
+            decode,
+            None,
+            format!("decodes pictures of {} channels (RGBA) that node {node} reads; the lowering gives RGBA pictures to image outputs only", walk.picture_channels(*stage)),
+            "save the picture and load it with LoadImage",
+        ));
+    }
     Ok(image)
 }
 

@@ -132,8 +132,8 @@ pub(super) fn conditioning(
         marks.step_over(g, (&mut node, &mut slot, &mut from))?;
     }
     g.expect(&node, ENCODERS, &from.1, (&from.0, &from.1))?;
-    // Mage's encoder gives the positive (0) and the negative (1).
-    if g.class(&node) != super::mage::MAGE {
+    // A paired encoder gives the positive (0) and the negative (1).
+    if !super::paired::is_paired(g.class(&node)) {
         g.first_output((&from.0, &from.1), &node, slot)?;
     } else if slot > 1 {
         return Err(g.refuse(
@@ -146,8 +146,8 @@ pub(super) fn conditioning(
     let (clip, _) = g.source(&node, "clip")?;
     let (loader, clip_loras, tokenizer_options) = clip_source(g, &clip, &node, model)?;
     let (mut vision, mut own_references) = (Vec::new(), Vec::new());
-    let text = if g.class(&node) == super::mage::MAGE {
-        Prompt::Single(super::mage::text(g, &node, slot)?)
+    let text = if super::paired::is_paired(g.class(&node)) {
+        Prompt::Single(super::paired::text(g, &node, slot)?)
     } else if [EDIT, EDIT_PLUS].contains(&g.class(&node)) {
         let read = super::vision::read(g, &node, &model.loader)?;
         (vision, own_references) = (read.vision, read.references);

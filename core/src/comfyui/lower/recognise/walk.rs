@@ -86,6 +86,15 @@ impl Walk {
         self.stages.get(stage).map_or(4, |p| p.channels)
     }
 
+    /// The channels stage `stage`'s pictures decode to: 3, or the model
+    /// family's own (Qwen-Image 2.1's RGBA).
+    pub(super) fn picture_channels(&self, stage: usize) -> i64 {
+        self.stages
+            .get(stage)
+            .and_then(|p| p.model.format)
+            .map_or(3, |f| f.picture_channels)
+    }
+
     /// The latent extents `(height, width)` of stage `stage`, where the
     /// graph fixes them.
     pub(super) fn extents(&self, stage: usize) -> Option<(i64, i64)> {

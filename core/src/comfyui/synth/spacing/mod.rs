@@ -192,7 +192,12 @@ impl Schedule {
                 ("model_type", json!(model_type)),
                 ("denoise", json!(denoise)),
             ],
-            Spacing::Manual { sigmas } => vec![("sigmas", json!(sigmas))],
+            // Contract parameters are scalars: the list as its numbers
+            // joined by commas, each as it reads back exactly.
+            Spacing::Manual { sigmas } => {
+                let text: Vec<String> = sigmas.iter().map(f64::to_string).collect();
+                vec![("sigmas", json!(text.join(",")))]
+            }
             Spacing::Flux2 { width, height } => {
                 vec![("width", json!(width)), ("height", json!(height))]
             }
@@ -270,9 +275,13 @@ impl Schedule {
             "manual" => Spacing::Manual {
                 sigmas: parameters
                     .get("sigmas")
-                    .and_then(Value::as_array)
-                    .and_then(|list| list.iter().map(Value::as_f64).collect())
-                    .ok_or("its contract parameter `sigmas` is not a list of numbers")?,
+                    .and_then(Value::as_str)
+                    .and_then(|text| {
+                        text.split(',')
+                            .map(|n| n.trim().parse::<f64>().ok().filter(|n| n.is_finite()))
+                            .collect()
+                    })
+                    .ok_or("its contract parameter `sigmas` is not numbers joined by commas")?,
             },
             "flux2" if parameters.get("size").and_then(Value::as_str) == Some("measured") => {
                 Spacing::Flux2Measured

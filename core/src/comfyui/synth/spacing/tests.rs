@@ -34,7 +34,7 @@ fn every_schedule_survives_its_contract_parameters() {
         }),
         Schedule::of(Spacing::SdTurbo { denoise: 0.75 }),
         Schedule::of(Spacing::Manual {
-            sigmas: vec![1.0, 0.6, 0.0],
+            sigmas: vec![1.0, 0.978453, 0.1 + 0.2, 0.0],
         }),
         Schedule::of(Spacing::Flux2 {
             width: 1024,
@@ -51,6 +51,12 @@ fn every_schedule_survives_its_contract_parameters() {
     for schedule in schedules {
         let mut parameters = json!({});
         schedule.write(&mut parameters);
+        // Contract parameters are scalars or strings.
+        let values = parameters.as_object().expect("an object").values();
+        assert!(
+            values.clone().all(|v| !v.is_array() && !v.is_object()),
+            "{parameters}"
+        );
         assert_eq!(Schedule::read(&parameters), Ok(schedule));
     }
     let unknown = Schedule::read(&json!({"spacing": "sigmoid_offset"}));

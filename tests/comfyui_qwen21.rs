@@ -1,0 +1,138 @@
+//! Qwen-Image 2.1 (`TextEncodeQwenImage21`, `QwenImage21Cache`): its
+//! family by the model file, latents of 64 channels at 16 pixels a cell
+//! (an `EmptyLatentImage`'s cells resized as ComfyUI does), and RGBA
+//! pictures from its VAE to the image output.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::lowering::{
+    assert_refused, empty_latent, lowered, npy, package_and_run, pattern, scratch, workflow,
+};
+use wfstudio_core::comfyui::lower::Target;
+
+fn qwen21() -> Value {
+    pattern("qwen-image-2-1")
+}
+
+#[test]
+fn qwen_image_2_1_samples_its_own_latents_and_decodes_rgba() {
+    let l = lowered(&qwen21(), &Target::default());
+    // Both prompts from the one node; an empty one is a space.
+    assert_eq!(
+        l.prompts,
+        [
+            (
+                "request.input_ids".to_string(),
+                "a lighthouse at dusk".to_string()
+            ),
+            ("request.negative_input_ids".to_string(), " ".to_string())
+        ]
+    );
+    let w = workflow(&l);
+    // 72 x 40 pixels are 9 x 5 cells of 8, resized by a half and rounded
+    // half to even (4 x 2): 64 x 32 pixels at 16 a cell, 64 channels.
+    assert_eq!(empty_latent(&l), [64, 32, 64, 16]);
+    // Flux's sampling at mu 0.69, named by the model file.
+    let shift = w["inputs"]["request.flow_shift"]["default"]
+        .as_f64()
+        .expect("a shift");
+    assert!((shift - 0.69f64.exp()).abs() < 1e-4, "{shift}");
+    assert!(
+        l.notes.iter().any(|n| n.contains(
+            "loads 'qwen_image_2.1_int8_convrot.safetensors', Qwen-Image 2.1's model by its name"
+        )),
+        "{:#?}",
+        l.notes
+    );
+    // The VAE decodes four channels, and the output shows them.
+    let decoded = &w["components"]["vae_decoder"]["ports"]["outputs"]["image"]["shape"];
+    assert_eq!(decoded, &json!(["batch", 4, "height", "width"]));
+    assert_eq!(
+        w["outputs"]["image"]["contract"]["shape"],
+        json!(["batch", 4, "height", "width"])
+    );
+    if !support::runtime_available() {
+        return;
+    }
+    let root = scratch("qwen21");
+    let (_, out) = package_and_run(&root, "qwen21", &qwen21());
+    let (shape, _) = npy(&out.join("image.npy"));
+    assert_eq!(shape, [1, 4, 32, 64]);
+    let (shape, _) = npy(&out.join("latent.npy"));
+    assert_eq!(shape, [1, 64, 2, 4]);
+    let png = image::open(out.join("image.png")).expect("a picture");
+    assert_eq!(png.color(), image::ColorType::Rgba8);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn what_qwen_image_2_1_cannot_take_is_refused() {
+    let mut quantised = qwen21();
+    quantised["5"]["inputs"]["dtype"] = json!("int8");
+    assert_refused(
+        &quantised,
+        (
+            "5",
+            "QwenImage21Cache",
+            Some("dtype"),
+            "quantises Qwen-Image 2.1's prompt cache to int8, which changes every step's result; the lowering keeps the cache exact",
+        ),
+    );
+    let mut pictured = qwen21();
+    pictured["10"] =
+        json!({"class_type": "LoadImage", "inputs": {"image": "a.png", "upload": "image"}});
+    pictured["4"]["inputs"]["images.image_1"] = json!(["10", 0]);
+    assert_refused(
+        &pictured,
+        (
+            "4",
+            "TextEncodeQwenImage21",
+            Some("images.image_1"),
+            "gives the text encoder and the model a reference picture, which the lowering does not make for Qwen-Image 2.1 yet",
+        ),
+    );
+    // An RGBA decode read as a picture by a later stage.
+    let mut encoded = qwen21();
+    encoded["10"] =
+        json!({"class_type": "VAEEncode", "inputs": {"pixels": ["8", 0], "vae": ["3", 0]}});
+    encoded["11"] = json!({"class_type": "KSampler", "inputs": {"seed": 4, "steps": 2, "cfg": 1.0, "sampler_name": "euler", "scheduler": "simple", "denoise": 0.5, "model": ["5", 0], "positive": ["4", 0], "negative": ["4", 1], "latent_image": ["10", 0]}});
+    encoded["12"] =
+        json!({"class_type": "VAEDecode", "inputs": {"samples": ["11", 0], "vae": ["3", 0]}});
+    encoded["9"]["inputs"]["images"] = json!(["12", 0]);
+    assert_refused(
+        &encoded,
+        (
+            "8",
+            "VAEDecode",
+            None,
+            "decodes pictures of 4 channels (RGBA) that node 10 reads; the lowering gives RGBA pictures to image outputs only",
+        ),
+    );
+    // An RGBA decode shown through a resize.
+    let mut resized = qwen21();
+    resized["10"] = json!({"class_type": "ImageScaleBy", "inputs": {"upscale_method": "nearest-exact", "scale_by": 2.0, "image": ["8", 0]}});
+    resized["9"]["inputs"]["images"] = json!(["10", 0]);
+    assert_refused(
+        &resized,
+        (
+            "8",
+            "VAEDecode",
+            None,
+            "decodes RGBA pictures that node 9 shows through an upscale, a resize or as a video; the lowering shows RGBA pictures as they are decoded",
+        ),
+    );
+    // A model sampling that takes the output as a velocity from the input.
+    let mut velocity = qwen21();
+    velocity["11"] = json!({"class_type": "ModelSamplingAuraFlow", "inputs": {"shift": 1.73, "sampling": "img_to_img_velocity", "model": ["5", 0]}});
+    velocity["7"]["inputs"]["model"] = json!(["11", 0]);
+    assert_refused(
+        &velocity,
+        (
+            "11",
+            "ModelSamplingAuraFlow",
+            Some("sampling"),
+            "samples as 'img_to_img_velocity', which takes the model's output as a velocity from the input picture; the lowering samples by flow matching only",
+        ),
+    );
+}
