@@ -122,17 +122,4 @@ fn what_qwen_image_2_1_cannot_take_is_refused() {
             "decodes RGBA pictures that node 9 shows through an upscale, a resize or as a video; the lowering shows RGBA pictures as they are decoded",
         ),
     );
-    // A model sampling that takes the output as a velocity from the input.
-    let mut velocity = qwen21();
-    velocity["11"] = json!({"class_type": "ModelSamplingAuraFlow", "inputs": {"shift": 1.73, "sampling": "img_to_img_velocity", "model": ["5", 0]}});
-    velocity["7"]["inputs"]["model"] = json!(["11", 0]);
-    assert_refused(
-        &velocity,
-        (
-            "11",
-            "ModelSamplingAuraFlow",
-            Some("sampling"),
-            "samples as 'img_to_img_velocity', which takes the model's output as a velocity from the input picture; the lowering samples by flow matching only",
-        ),
-    );
 }

@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use wfstudio_core::comfyui::lower::{self, Target};
 use wfstudio_schema::{Format, Limits, parse_text};
 
-const PATTERNS: [&str; 32] = [
+const PATTERNS: [&str; 33] = [
     include_str!("../../fixtures/comfyui/txt2img-sd15.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet-positive.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet.api.json"),
@@ -51,6 +51,7 @@ const PATTERNS: [&str; 32] = [
     include_str!("../../fixtures/comfyui/patterns/control-patch.api.json"),
     include_str!("../../fixtures/comfyui/patterns/wan-vace.api.json"),
     include_str!("../../fixtures/comfyui/patterns/lotus-depth.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/marigold-depth.api.json"),
 ];
 
 /// Index of the LoRA pattern in [`PATTERNS`].
@@ -65,10 +66,10 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 137] = [
+const CLASSES: [&str; 139] = [
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "LotusConditioning", "SetFirstSigma", "HunyuanVideo15ImageToVideo",
-    "TextEncodeQwenImage21", "QwenImage21Cache",
+    "TextEncodeQwenImage21", "QwenImage21Cache", "ConditioningLoader", "MarigoldV2PostProcess",
     "ResizeAndPadImage", "WanCameraImageToVideo", "WanCameraEmbedding",
     "EmptyChromaRadianceLatentImage", "ChromaRadianceOptions",
     "ControlNetApply", "ControlNetApplyAdvanced", "ControlNetLoader", "EmptyLatentImage",

@@ -285,7 +285,9 @@ pub(super) fn merged_notes(chain: &Chain) -> Vec<String> {
 /// the prompt kind they encode.
 fn models(prefix: &str, encoders: Option<&Prompt>) -> (String, &'static str) {
     match encoders {
-        None | Some(Prompt::Video(_) | Prompt::Lotus) => (format!("`{prefix}denoiser` is"), "it"),
+        None | Some(Prompt::Video(_) | Prompt::Lotus | Prompt::Loaded(_)) => {
+            (format!("`{prefix}denoiser` is"), "it")
+        }
         Some(Prompt::Sdxl { .. }) => (
             format!("`{prefix}denoiser`, `{prefix}text_encoder` and `{prefix}text_encoder_2` are"),
             "them",

@@ -353,6 +353,7 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
         .chain(build::vision_note(plan, names))
         .chain(build::frames_note(plan, names))
         .chain(build::style_note(plan, names))
+        .chain(build::loaded_note(plan, names))
         .chain(build::patch_note(plan, names))
         .chain(window)
         .chain(tokenizing)

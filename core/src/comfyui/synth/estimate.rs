@@ -28,6 +28,12 @@ pub(super) fn to_epsilon(
         PredictionKind::Epsilon => return out.to_string(),
         PredictionKind::Lcm => return lcm_to_epsilon(g, family, x, sigma, out),
         PredictionKind::X0 | PredictionKind::ImgToImg => None,
+        // x - denoised is the output itself.
+        PredictionKind::ImgToImgVelocity => {
+            let sigma = g.cast(sigma, DataType::FLOAT);
+            let sigma = g.rows(&sigma);
+            return g.op("Div", &[out, &sigma]);
+        }
         PredictionKind::V => Some("Add"),
         PredictionKind::Edm => Some("Sub"),
     };

@@ -15,6 +15,7 @@ mod estimate;
 mod frames;
 mod graph;
 mod guidance_norm;
+mod marigold;
 mod midpoint;
 mod model_call;
 mod multistep;

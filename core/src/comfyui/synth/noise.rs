@@ -6,6 +6,7 @@
 
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
+use super::prediction::PredictionKind;
 use super::tables::ModelSampling;
 use wfstudio_onnx::proto::onnx::tensor_proto::DataType;
 use wfstudio_onnx::random::gaussian;
@@ -53,7 +54,9 @@ pub fn first_sample_scale(sigma: f64, sigma_max: f64) -> f64 {
 const MAX_DENOISE_TOLERANCE: f64 = 1e-5;
 
 /// The noised latent at `sigma` (per row, broadcastable): epsilon models
-/// add `noise * sigma`; flow models mix `sigma * noise + (1 - sigma) * latent`.
+/// add `noise * sigma`; flow models mix `sigma * noise + (1 - sigma) *
+/// latent`; an image-to-image velocity model takes the latent as it is
+/// (ComfyUI's `IMG_TO_IMG_VELOCITY` noise scaling).
 fn noised(
     g: &mut PolicyGraph<'_>,
     family: &Family,
@@ -61,6 +64,9 @@ fn noised(
     noise: &str,
     sigma: &str,
 ) -> String {
+    if family.prediction.kind == PredictionKind::ImgToImgVelocity {
+        return latent.to_string();
+    }
     let scaled = g.op("Mul", &[noise, sigma]);
     if family.is_flow() {
         let one = g.f(1.0);

@@ -4,7 +4,9 @@
 //! - `invert`: `ImageInvert`, `1 - x`;
 //! - `canny` (parameters `canny_low_threshold`, `canny_high_threshold`):
 //!   ComfyUI's `Canny` node, which is kornia's `canny` (5x5 Gaussian of
-//!   sigma 1 and 3x3 Sobel) with its edges (0 or 1) on every channel.
+//!   sigma 1 and 3x3 Sobel) with its edges (0 or 1) on every channel;
+//! - `marigold_depth`, `marigold_normals`, `marigold_albedo`:
+//!   `MarigoldV2PostProcess` (see `marigold`).
 //!
 //! Kornia's steps, in float32 as it computes them:
 //! 1. grey `0.299 r + 0.587 g + 0.114 b`;
@@ -61,6 +63,9 @@ pub fn then(g: &mut PolicyGraph<'_>, image: String) -> Result<String, SynthError
                 }
                 canny(g, &out, (low as f32, high as f32))
             }
+            "marigold_depth" => super::marigold::depth(g, &out),
+            "marigold_normals" => super::marigold::normals(g, &out),
+            "marigold_albedo" => super::marigold::albedo(g, &out),
             other => return Err(g.error(format!("`then` names an unknown operation `{other}`"))),
         };
     }

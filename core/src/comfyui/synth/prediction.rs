@@ -1,5 +1,6 @@
 //! What a noise-predicting model's output means (ComfyUI's `EPS`,
-//! `V_PREDICTION`, `EDM`, `X0` and `IMG_TO_IMG` sampling types), as the lowering records
+//! `V_PREDICTION`, `EDM`, `X0`, `IMG_TO_IMG` and `IMG_TO_IMG_VELOCITY`
+//! sampling types), as the lowering records
 //! it in the schedule contract (`steps::to_epsilon` turns an output into
 //! the estimate every solver steps with).
 
@@ -29,6 +30,10 @@ pub enum PredictionKind {
     /// The denoised sample itself, of the noisy sample taken unscaled
     /// (Lotus').
     ImgToImg,
+    /// A flow model's velocity from the noisy sample to the picture,
+    /// whole rather than per unit of sigma (`denoised = x - out`), its
+    /// start latent taken without noise (Marigold's).
+    ImgToImgVelocity,
     /// LCM's: epsilon scaled to its consistency boundary (see
     /// `estimate::to_epsilon`), on the distilled 50-timestep table.
     Lcm,
@@ -55,6 +60,7 @@ impl Prediction {
             PredictionKind::Edm => "edm",
             PredictionKind::X0 => "x0",
             PredictionKind::ImgToImg => "img_to_img",
+            PredictionKind::ImgToImgVelocity => "img_to_img_velocity",
             PredictionKind::Lcm => "lcm",
         }
     }
@@ -83,6 +89,7 @@ impl Prediction {
             Some("edm") => PredictionKind::Edm,
             Some("x0") => PredictionKind::X0,
             Some("img_to_img") => PredictionKind::ImgToImg,
+            Some("img_to_img_velocity") => PredictionKind::ImgToImgVelocity,
             Some("lcm") => PredictionKind::Lcm,
             Some(other) => return Err(format!("unknown prediction `{other}`")),
         };

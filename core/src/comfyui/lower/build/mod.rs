@@ -19,6 +19,7 @@ mod composite;
 mod control;
 mod edit;
 mod frames;
+mod loaded;
 mod lotus;
 mod mask;
 mod names;
@@ -39,6 +40,7 @@ mod vision;
 
 pub(super) use edit::words as edit_words;
 pub(super) use frames::note as frames_note;
+pub(super) use loaded::note as loaded_note;
 pub(super) use names::StageNames;
 pub(super) use outpaint::words as outpaint_words;
 pub(super) use patch::note as patch_note;

@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 pub(super) struct PromptSide<'a> {
     /// `conditional`, `unconditional` or (`DualCFGGuider`'s) `middle`.
     pub name: &'static str,
-    encoder: &'a String,
+    pub encoder: &'a String,
     text: &'a Prompt,
     /// Input names of the token ids (main encoder, then the CLIP-L one).
     ids: (&'static str, &'static str),
@@ -273,7 +273,7 @@ pub(super) fn encode(plan: &Plan, sides: &[PromptSide<'_>], models: &str, parts:
                 }
             }
             // Made by `svd::encode`, or Lotus' fixed prompt (`lotus`).
-            Prompt::Video(_) | Prompt::Lotus => {}
+            Prompt::Video(_) | Prompt::Lotus | Prompt::Loaded(_) => {}
             Prompt::Sdxl {
                 text_g,
                 text_l,

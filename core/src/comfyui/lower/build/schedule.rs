@@ -47,8 +47,12 @@ pub(super) fn parts(plan: &Plan) -> ScheduleParts {
     let prediction = match (&plan.model.flow, &plan.model.table) {
         (Some(flow), _) => {
             parameters["model_sampling"] = json!(flow.family);
-            parameters["prediction"] = json!("flow");
-            "flow"
+            let prediction = match flow.velocity {
+                true => "img_to_img_velocity",
+                false => "flow",
+            };
+            parameters["prediction"] = json!(prediction);
+            prediction
         }
         (None, table) => {
             let (table, prediction) = table.as_ref().map_or(

@@ -343,6 +343,7 @@ pub(super) fn stage(
             &mut components,
             &mut setup,
         ),
+        None if super::loaded::encode(plan, &sides, &mut components, &mut setup) => {}
         None => prompts::encode(
             plan,
             &sides,

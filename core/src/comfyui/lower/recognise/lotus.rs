@@ -7,7 +7,7 @@
 
 use super::super::graph::Graph;
 use super::model::{ModelChain, TableSampling};
-use super::{Conditioning, Prompt, reference::References};
+use super::{Conditioning, Prompt};
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::synth::prediction::{Prediction, PredictionKind};
 use crate::comfyui::synth::tables::Table;
@@ -24,23 +24,8 @@ pub(super) fn conditioning(
     from: (&str, &str),
 ) -> Result<Conditioning, Refusal> {
     g.first_output(from, node, slot)?;
-    Ok(Conditioning {
-        encoder: node.to_string(),
-        text: Prompt::Lotus,
-        // No text encoder: the node is its own source.
-        loader: node.to_string(),
-        clip_loras: Vec::new(),
-        zeroed: None,
-        tokenizer_options: Vec::new(),
-        guidance: None,
-        edit: None,
-        seconds: None,
-        frame_rate: None,
-        references: References::default(),
-        vision: Vec::new(),
-        frames: None,
-        styles: Vec::new(),
-    })
+    // No text encoder: the node is its own source.
+    Ok(Conditioning::unencoded(node, Prompt::Lotus, node))
 }
 
 /// Settles the sampling of a stage whose prompts are Lotus' (`prompts`,

@@ -15,6 +15,7 @@ mod frames;
 mod ksampler;
 mod latent;
 mod latent_sizes;
+mod loaded;
 mod lotus;
 mod ltxv;
 mod model;
@@ -294,6 +295,8 @@ pub(super) enum Prompt {
     Video(Box<VideoPrompt>),
     /// `LotusConditioning`: Lotus' fixed embedding, no text.
     Lotus,
+    /// `ConditioningLoader`: a saved conditioning, by its file name.
+    Loaded(String),
 }
 
 /// A single ControlNet on the conditioning.
@@ -399,6 +402,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         None => (None, None),
     };
     lotus::sampling(g, [&positive, &negative], &mut model)?;
+    loaded::velocity_sampler(g, (&sampler_node, &sampler.sampler_name), &model)?;
     let prompts: Vec<&Conditioning> = [&positive, &negative]
         .into_iter()
         .chain(middle.as_ref())

@@ -137,6 +137,11 @@ pub(in crate::comfyui::lower) struct FlowSampling {
     /// The family's latent format, where its text encoder's type states
     /// one that is not SD's (Qwen-Image 2.1's).
     pub format: Option<LatentFormat>,
+    /// The model's output is the whole velocity from the sample to the
+    /// picture, its start the latent without noise (the `sampling`
+    /// `img_to_img_velocity` of `ModelSamplingAuraFlow` and
+    /// `ModelSamplingSD3`: Marigold's).
+    pub velocity: bool,
     /// Why the sampling is the model family's own default, where no node
     /// states it (for the lowering's notes).
     pub assumed: Option<String>,
@@ -333,16 +338,6 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
             "ModelSamplingDiscrete" | "ModelSamplingContinuousEDM" | "ModelSamplingContinuousV" => {
                 table = Some(table_sampling(g, &node)?);
             }
-            "ModelSamplingSD3" | "ModelSamplingAuraFlow"
-                if g.text(&node, "sampling").is_ok_and(|s| s != "flow") =>
-            {
-                return Err(g.refuse(
-                    &node,
-                    Some("sampling"),
-                    format!("samples as '{}', which takes the model's output as a velocity from the input picture; the lowering samples by flow matching only", g.text(&node, "sampling")?),
-                    "set sampling to flow",
-                ));
-            }
             class @ ("ModelSamplingSD3" | "ModelSamplingAuraFlow" | "ModelSamplingFlux") => {
                 let shift = if class == "ModelSamplingFlux" {
                     FlowShift::Resolution {
@@ -368,6 +363,7 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
                         _ => "sd3",
                     },
                     format: None,
+                    velocity: velocity(g, &node)?,
                     assumed: None,
                 });
             }
@@ -404,6 +400,24 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
         "is part of a loop of model links".into(),
         "connect the model path to a loader",
     ))
+}
+
+/// Whether flow sampling node `node` samples as `img_to_img_velocity`
+/// (its `sampling`, `flow` where absent).
+fn velocity(g: &Graph<'_>, node: &str) -> Result<bool, Refusal> {
+    if !g.has(node, "sampling") {
+        return Ok(false);
+    }
+    match g.text(node, "sampling")? {
+        "flow" => Ok(false),
+        "img_to_img_velocity" => Ok(true),
+        other => Err(g.refuse(
+            node,
+            Some("sampling"),
+            format!("samples as '{other}', which the lowering does not know"),
+            "set sampling to flow or img_to_img_velocity",
+        )),
+    }
 }
 
 /// The prediction and table a `ModelSamplingDiscrete` (`sampling`, `zsnr`),

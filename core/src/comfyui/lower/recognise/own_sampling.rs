@@ -188,6 +188,11 @@ const UNETS: &[(&str, &str, Default)] = &[
     ),
 ];
 
+/// Model files (a `UNETLoader`'s, as `UNETS` reads them) whose prompt
+/// may be a saved one (`ConditioningLoader`, which states no type), and
+/// the type of the text encoder that made it: Marigold's Qwen-Image Edit.
+const SAVED_PROMPTS: &[(&str, &str)] = &[("qwenimage", "qwen_image")];
+
 /// ComfyUI's own checkpoint files that hold a model of a type with no
 /// single default sampling (as a `CLIPLoader` would load their text
 /// encoders).
@@ -237,6 +242,15 @@ pub(super) fn family(g: &Graph<'_>, loader: &str, model_loader: &str) -> Family 
             Ok(t) => t,
             Err(_) => return Family::Unstated,
         },
+        // A saved prompt states no type: the model file names the family
+        // whose text encoder made it.
+        super::loaded::LOADER => {
+            let plain = unet_name(g, model_loader).1;
+            match SAVED_PROMPTS.iter().find(|(stem, _)| plain.contains(stem)) {
+                Some((_, clip_type)) => clip_type,
+                None => return Family::Unstated,
+            }
+        }
         _ => return Family::Unstated,
     };
     let by_unet = unet_family(g, (loader, clip_type), model_loader);
@@ -253,6 +267,10 @@ pub(super) fn family(g: &Graph<'_>, loader: &str, model_loader: &str) -> Family 
         "QuadrupleCLIPLoader" => {
             format!("node {loader} (QuadrupleCLIPLoader) loads HiDream's four text encoders")
         }
+        super::loaded::LOADER => format!(
+            "node {loader} (ConditioningLoader) loads a saved prompt and node {model_loader} (UNETLoader) loads '{}', a model of the text encoder type '{clip_type}' by its name",
+            unet_name(g, model_loader).0
+        ),
         class => format!("node {loader} ({class}) loads the text encoder as type '{clip_type}'"),
     };
     Family::Flow(default.sampling(loader, why))
@@ -261,16 +279,7 @@ pub(super) fn family(g: &Graph<'_>, loader: &str, model_loader: &str) -> Family 
 /// The family of type `clip_type` (loaded by `loader`), which names no
 /// single default, that the `UNETLoader` `model_loader`'s file names.
 fn unet_family(g: &Graph<'_>, (loader, clip_type): (&str, &str), model_loader: &str) -> Family {
-    let file = match g.class(model_loader) {
-        "UNETLoader" => g.text(model_loader, "unet_name").unwrap_or_default(),
-        _ => "",
-    };
-    let name = file.rsplit(['/', '\\']).next().unwrap_or_default();
-    let plain: String = name
-        .to_lowercase()
-        .chars()
-        .filter(|c| !matches!(c, '_' | '-' | '.'))
-        .collect();
+    let (name, plain) = unet_name(g, model_loader);
     match UNETS
         .iter()
         .find(|(t, stem, _)| *t == clip_type && plain.contains(stem))
@@ -285,6 +294,23 @@ fn unet_family(g: &Graph<'_>, (loader, clip_type): (&str, &str), model_loader: &
         )),
         None => Family::Unsettled(clip_type.to_string()),
     }
+}
+
+/// The file a `UNETLoader` `model_loader` loads, as its own name and
+/// that name in lower case without `_`, `-` and `.` (empty for another
+/// loader).
+fn unet_name<'g>(g: &Graph<'g>, model_loader: &str) -> (&'g str, String) {
+    let file = match g.class(model_loader) {
+        "UNETLoader" => g.text(model_loader, "unet_name").unwrap_or_default(),
+        _ => "",
+    };
+    let name = file.rsplit(['/', '\\']).next().unwrap_or_default();
+    let plain = name
+        .to_lowercase()
+        .chars()
+        .filter(|c| !matches!(c, '_' | '-' | '.'))
+        .collect();
+    (name, plain)
 }
 
 impl Default {
@@ -302,6 +328,7 @@ impl Default {
             channels: self.channels,
             family: self.family,
             format: self.format,
+            velocity: false,
             assumed: Some(format!(
                 "{why}, and the model samples by flow matching as {}'s model does ({how}){note}",
                 self.name

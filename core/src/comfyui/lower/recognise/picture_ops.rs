@@ -1,6 +1,6 @@
 //! The per-picture operations between a picture (and its resize) and the
-//! node that reads it: `ImageInvert` and `Canny`, run in the resize's
-//! policy after the resize (see `synth::picture_ops`).
+//! node that reads it: `ImageInvert`, `Canny` and `MarigoldV2PostProcess`,
+//! run in the resize's policy after the resize (see `synth::picture_ops`).
 
 use super::super::graph::Graph;
 use crate::comfyui::lower::Refusal;
@@ -20,7 +20,13 @@ pub(in crate::comfyui::lower) enum OpKind {
     Invert,
     /// `Canny`: kornia's edges between these thresholds.
     Canny { low: f64, high: f64 },
+    /// `MarigoldV2PostProcess`: Marigold's decoded prediction as a
+    /// picture (`depth`, `normals` or `albedo`).
+    Marigold(&'static str),
 }
+
+/// What `MarigoldV2PostProcess` makes pictures of.
+const MARIGOLD: [&str; 3] = ["depth", "normals", "albedo"];
 
 impl PictureOp {
     /// The operation's ComfyUI class.
@@ -28,6 +34,7 @@ impl PictureOp {
         match self.kind {
             OpKind::Invert => "ImageInvert",
             OpKind::Canny { .. } => "Canny",
+            OpKind::Marigold(_) => "MarigoldV2PostProcess",
         }
     }
 }
@@ -39,14 +46,15 @@ pub(in crate::comfyui::lower) fn parameters(then: &[PictureOp], into: &mut Value
     if then.is_empty() {
         return;
     }
-    let names: Vec<&str> = then
+    let names: Vec<String> = then
         .iter()
         .map(|op| match op.kind {
-            OpKind::Invert => "invert",
+            OpKind::Invert => "invert".to_string(),
+            OpKind::Marigold(prediction) => format!("marigold_{prediction}"),
             OpKind::Canny { low, high } => {
                 into["canny_low_threshold"] = json!(low);
                 into["canny_high_threshold"] = json!(high);
-                "canny"
+                "canny".to_string()
             }
         })
         .collect();
@@ -56,7 +64,7 @@ pub(in crate::comfyui::lower) fn parameters(then: &[PictureOp], into: &mut Value
 /// The picture input of operation class `class`; `None` for other
 /// classes.
 pub(super) fn picture_input(class: &str) -> Option<&'static str> {
-    matches!(class, "ImageInvert" | "Canny").then_some("image")
+    matches!(class, "ImageInvert" | "Canny" | "MarigoldV2PostProcess").then_some("image")
 }
 
 /// The operation of `node` (of a class `picture_input` knows), read
@@ -88,6 +96,20 @@ pub(super) fn read(g: &Graph<'_>, node: &str, later: &[PictureOp]) -> Result<Pic
                 ));
             }
             OpKind::Canny { low, high }
+        }
+        "MarigoldV2PostProcess" => {
+            let prediction = g.text(node, "prediction")?;
+            match MARIGOLD.iter().find(|p| **p == prediction) {
+                Some(p) => OpKind::Marigold(p),
+                None => {
+                    return Err(g.refuse(
+                        node,
+                        Some("prediction"),
+                        format!("makes a picture of the prediction '{prediction}', which the lowering does not know"),
+                        "choose depth, normals or albedo",
+                    ));
+                }
+            }
         }
         _ => OpKind::Invert,
     };

@@ -18,6 +18,30 @@ use super::{
 };
 use crate::comfyui::lower::Refusal;
 
+impl Conditioning {
+    /// A prompt no text encoder makes (Lotus' fixed embedding, a saved
+    /// conditioning, SVD's picture embedding): node `encoder` gives it,
+    /// from `loader` (the node itself where it has no loader).
+    pub(super) fn unencoded(encoder: &str, text: Prompt, loader: &str) -> Conditioning {
+        Conditioning {
+            encoder: encoder.to_string(),
+            text,
+            loader: loader.to_string(),
+            clip_loras: Vec::new(),
+            zeroed: None,
+            tokenizer_options: Vec::new(),
+            guidance: None,
+            edit: None,
+            seconds: None,
+            frame_rate: None,
+            references: References::default(),
+            vision: Vec::new(),
+            frames: None,
+            styles: Vec::new(),
+        }
+    }
+}
+
 /// The encoder (and any ControlNet) behind input `name` of the sampler.
 pub(super) fn conditioning(
     g: &Graph<'_>,
@@ -30,6 +54,10 @@ pub(super) fn conditioning(
     if g.class(&node) == super::lotus::CONDITIONING {
         let lotus = super::lotus::conditioning(g, &node, slot, (sampler, name))?;
         return Ok((lotus, None));
+    }
+    if g.class(&node) == super::loaded::LOADER {
+        let loaded = super::loaded::conditioning(g, &node, slot, (sampler, name))?;
+        return Ok((loaded, None));
     }
     let mut from = (sampler.to_string(), name.to_string());
     let mut control: Option<Control> = None;

@@ -74,20 +74,12 @@ pub(super) fn prompts(
     }
     let prompt = video_prompt(g, &node, loader, walk)?;
     let conditioning = |zeroed: Option<String>| Conditioning {
-        encoder: node.clone(),
-        text: Prompt::Video(Box::new(prompt.clone())),
-        loader: prompt.clip_vision.clone(),
-        clip_loras: Vec::new(),
         zeroed,
-        tokenizer_options: Vec::new(),
-        guidance: None,
-        edit: None,
-        seconds: None,
-        frame_rate: None,
-        references: Default::default(),
-        vision: Vec::new(),
-        frames: None,
-        styles: Vec::new(),
+        ..Conditioning::unencoded(
+            &node,
+            Prompt::Video(Box::new(prompt.clone())),
+            &prompt.clip_vision,
+        )
     };
     Ok(Some((conditioning(None), conditioning(Some(node.clone())))))
 }
