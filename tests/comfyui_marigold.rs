@@ -84,33 +84,37 @@ fn marigold_runs_match_the_reference_in_every_mode() {
     };
     let root = scratch("marigold");
     let reference = support::workspace().join("tests/reference/marigold_reference.py");
-    for mode in ["depth", "normals", "albedo"] {
-        let (dir, out) = package_and_run(&root, mode, &marigold(mode));
-        let (latent, image) = (
-            root.join(format!("{mode}-latent.npy")),
-            root.join(format!("{mode}-image.npy")),
-        );
+    // A KSampler's one step of the simple schedule from sigma 1, whose
+    // seeded noise the velocity sampling ignores (its start latent is
+    // noised through `add_noise`, which keeps it).
+    let mut ksampler = marigold("depth");
+    ksampler["11"] = json!({"class_type": "KSampler", "inputs": {"seed": 5, "steps": 1, "cfg": 1.0, "sampler_name": "euler", "scheduler": "simple", "denoise": 1.0, "model": ["3", 0], "positive": ["4", 0], "negative": ["4", 0], "latent_image": ["10", 0]}});
+    let runs = [
+        ("depth", marigold("depth"), "0.5"),
+        ("normals", marigold("normals"), "0.5"),
+        ("albedo", marigold("albedo"), "0.5"),
+        ("ksampler", ksampler, "1.0"),
+    ];
+    for (name, graph, sigma) in runs {
+        let mode = graph["13"]["inputs"]["prediction"]
+            .as_str()
+            .expect("a mode");
+        let (dir, out) = package_and_run(&root, name, &graph);
+        let latent = root.join(format!("{name}-latent.npy"));
+        let image = root.join(format!("{name}-image.npy"));
         let recipe = dir.join("recipes/default.json");
-        support::python_stdout(
-            &python,
-            &[
-                s(&reference),
-                s(&dir),
-                s(&recipe),
-                mode,
-                s(&latent),
-                s(&image),
-            ],
-        );
+        let arguments = [s(&reference), s(&dir), s(&recipe), mode];
+        let outputs = [s(&latent), s(&image), sigma];
+        support::python_stdout(&python, &[&arguments[..], &outputs[..]].concat());
         for (ours, theirs) in [
-            (out.join("latent.npy"), latent),
-            (out.join("image.npy"), image),
+            (out.join("latent.npy"), &latent),
+            (out.join("image.npy"), &image),
         ] {
-            let ((shape, a), (reference_shape, b)) = (npy(&ours), npy(&theirs));
-            assert_eq!(shape, reference_shape, "{mode}");
+            let ((shape, a), (reference_shape, b)) = (npy(&ours), npy(theirs));
+            assert_eq!(shape, reference_shape, "{name}");
             let worst = worst_relative(&a, &b);
-            eprintln!("Marigold {mode} against its reference: {worst:.2e}");
-            assert!(worst <= 1e-5, "{mode}: worst |a - b| / (1 + |b|) = {worst}");
+            eprintln!("Marigold {name} against its reference: {worst:.2e}");
+            assert!(worst <= 1e-5, "{name}: worst |a - b| / (1 + |b|) = {worst}");
         }
     }
     let _ = std::fs::remove_dir_all(&root);
@@ -148,6 +152,31 @@ fn what_marigold_cannot_take_is_refused() {
             "ModelSamplingAuraFlow",
             Some("sampling"),
             "samples as 'x0', which the lowering does not know",
+        ),
+    );
+    // A saved prompt on a model the file does not name.
+    let mut unnamed = marigold("depth");
+    unnamed["2"]["inputs"]["unet_name"] = json!("marigold_v2.safetensors");
+    assert_refused(
+        &unnamed,
+        (
+            "4",
+            "ConditioningLoader",
+            None,
+            "gives node 2's model a saved prompt; the lowering knows such a model's family only by a UNETLoader file holding 'qwen_image'",
+        ),
+    );
+    // A velocity model starts from the latent itself, not an empty one.
+    let mut empty = marigold("depth");
+    empty["15"] = json!({"class_type": "EmptyLatentImage", "inputs": {"width": 64, "height": 64, "batch_size": 1}});
+    empty["11"]["inputs"]["latent_image"] = json!(["15", 0]);
+    assert_refused(
+        &empty,
+        (
+            "15",
+            "EmptyLatentImage",
+            None,
+            "gives an empty latent to a model that node 3 samples as img_to_img_velocity, which starts from the latent itself",
         ),
     );
 }

@@ -30,18 +30,19 @@ fn qwen_image_2_1_samples_its_own_latents_and_decodes_rgba() {
         ]
     );
     let w = workflow(&l);
-    // 72 x 40 pixels are 9 x 5 cells of 8, resized by a half and rounded
-    // half to even (4 x 2): 64 x 32 pixels at 16 a cell, 64 channels.
-    assert_eq!(empty_latent(&l), [64, 32, 64, 16]);
-    // Flux's sampling at mu 0.69, named by the model file.
+    // 88 x 24 pixels are 11 x 3 cells of 8, resized by a half and rounded
+    // half to even (6 x 2, where flooring gives 5 x 1): 96 x 32 pixels at
+    // 16 a cell, 64 channels.
+    assert_eq!(empty_latent(&l), [96, 32, 64, 16]);
+    // Flux's sampling at mu 0.69, for the family the encoder names.
     let shift = w["inputs"]["request.flow_shift"]["default"]
         .as_f64()
         .expect("a shift");
     assert!((shift - 0.69f64.exp()).abs() < 1e-4, "{shift}");
     assert!(
-        l.notes.iter().any(|n| n.contains(
-            "loads 'qwen_image_2.1_int8_convrot.safetensors', Qwen-Image 2.1's model by its name"
-        )),
+        l.notes
+            .iter()
+            .any(|n| n.contains("node 4 (TextEncodeQwenImage21) encodes the prompts for it")),
         "{:#?}",
         l.notes
     );
@@ -58,12 +59,48 @@ fn qwen_image_2_1_samples_its_own_latents_and_decodes_rgba() {
     let root = scratch("qwen21");
     let (_, out) = package_and_run(&root, "qwen21", &qwen21());
     let (shape, _) = npy(&out.join("image.npy"));
-    assert_eq!(shape, [1, 4, 32, 64]);
+    assert_eq!(shape, [1, 4, 32, 96]);
     let (shape, _) = npy(&out.join("latent.npy"));
-    assert_eq!(shape, [1, 64, 2, 4]);
+    assert_eq!(shape, [1, 64, 2, 6]);
     let png = image::open(out.join("image.png")).expect("a picture");
     assert_eq!(png.color(), image::ColorType::Rgba8);
     let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn the_encoder_gives_its_latent_and_names_the_family() {
+    // The node's own latent: `resolution` square, 0 taken as 1024.
+    let mut own = qwen21();
+    own["7"]["inputs"]["latent_image"] = json!(["4", 2]);
+    own["4"]["inputs"]["resolution"] = json!(0);
+    assert_eq!(
+        empty_latent(&lowered(&own, &Target::default())),
+        [1024, 1024, 64, 16]
+    );
+    own["4"]["inputs"]["resolution"] = json!(100);
+    assert_eq!(
+        empty_latent(&lowered(&own, &Target::default())),
+        [96, 96, 64, 16]
+    );
+    // An empty positive prompt is a space too.
+    own["4"]["inputs"]["prompt"] = json!("");
+    let l = lowered(&own, &Target::default());
+    assert_eq!(l.prompts[0].1, " ");
+    // Prompts of plain encoders: the model file names the family.
+    let mut by_file = qwen21();
+    by_file["4"] = json!({"class_type": "CLIPTextEncode", "inputs": {"text": "a lighthouse at dusk", "clip": ["2", 0]}});
+    by_file["10"] =
+        json!({"class_type": "CLIPTextEncode", "inputs": {"text": "", "clip": ["2", 0]}});
+    by_file["7"]["inputs"]["negative"] = json!(["10", 0]);
+    let l = lowered(&by_file, &Target::default());
+    assert_eq!(empty_latent(&l), [96, 32, 64, 16]);
+    assert!(
+        l.notes.iter().any(|n| n.contains(
+            "loads 'qwen_image_2.1_int8_convrot.safetensors', Qwen-Image 2.1's model by its name"
+        )),
+        "{:#?}",
+        l.notes
+    );
 }
 
 #[test]
@@ -90,6 +127,18 @@ fn what_qwen_image_2_1_cannot_take_is_refused() {
             "TextEncodeQwenImage21",
             Some("images.image_1"),
             "gives the text encoder and the model a reference picture, which the lowering does not make for Qwen-Image 2.1 yet",
+        ),
+    );
+    // Another empty latent node of 8-pixel cells.
+    let mut sd3 = qwen21();
+    sd3["6"]["class_type"] = json!("EmptySD3LatentImage");
+    assert_refused(
+        &sd3,
+        (
+            "6",
+            "EmptySD3LatentImage",
+            None,
+            "makes an empty latent of 8-pixel cells for a model whose cells are 16 pixels, which ComfyUI resizes; the lowering resizes an EmptyLatentImage of written size only",
         ),
     );
     // An RGBA decode read as a picture by a later stage.
@@ -119,7 +168,7 @@ fn what_qwen_image_2_1_cannot_take_is_refused() {
             "8",
             "VAEDecode",
             None,
-            "decodes RGBA pictures that node 9 shows through an upscale, a resize or as a video; the lowering shows RGBA pictures as they are decoded",
+            "decodes RGBA pictures that node 9 shows through an upscale, a resize, a picture operation or as a video; the lowering shows RGBA pictures as they are decoded",
         ),
     );
 }

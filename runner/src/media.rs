@@ -65,9 +65,13 @@ pub fn image_rows(tensor: &Tensor, range: Option<ValueRange>) -> Result<Vec<Rgb8
             ));
         }
     };
+    // Three channels first, as before alpha was read: a channels-last
+    // picture 4 rows high stays one.
     let (batch, channels, channels_first) = match shape {
-        [b, c @ (3 | 4), _, _] => (b, c, true),
-        [b, _, _, c @ (3 | 4)] => (b, c, false),
+        [b, 3, _, _] => (b, 3, true),
+        [b, _, _, 3] => (b, 3, false),
+        [b, 4, _, _] => (b, 4, true),
+        [b, _, _, 4] => (b, 4, false),
         _ => {
             return Err(format!(
                 "no 3- or 4-channel axis in image shape {:?}",
@@ -234,6 +238,13 @@ mod tests {
             assert_eq!(rows[0].alpha, Some(vec![128, 255]), "{shape:?}");
             assert_eq!(rows[0].rgba(), [255, 0, 0, 128, 0, 0, 255, 255]);
         }
+        // Channels-last RGB four rows high is still RGB.
+        let tall = Tensor::new(vec![1, 4, 1, 3], Data::F32(vec![0.0; 12])).unwrap();
+        let rows = image_rows(&tall, None).unwrap();
+        assert_eq!(
+            (rows[0].height, rows[0].width, &rows[0].alpha),
+            (4, 1, &None)
+        );
         let two = Tensor::new(vec![1, 2, 1, 2], Data::F32(vec![0.0; 4])).unwrap();
         assert!(image_rows(&two, None).is_err_and(|e| e.contains("3- or 4-channel")));
     }

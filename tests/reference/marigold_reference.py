@@ -14,7 +14,10 @@ to 0..1 as (x + 1) / 2; MarigoldV2PostProcess then makes:
   back to (n + 1) / 2;
 - albedo: 12.92 x where x <= 0.0031308, else 1.055 x^(1/2.4) - 0.055.
 
-Usage: marigold_reference.py PACKAGE RECIPE MODE OUT_LATENT_NPY OUT_IMAGE_NPY
+The same holds for one step from any first sigma (a KSampler's, whose
+noise that sampling ignores): the model's timestep is that sigma.
+
+Usage: marigold_reference.py PACKAGE RECIPE MODE OUT_LATENT_NPY OUT_IMAGE_NPY [SIGMA]
 """
 import json
 import sys
@@ -40,6 +43,7 @@ def post(x, mode):
 
 def main():
     pkg, recipe, mode, out_latent, out_image = sys.argv[1:6]
+    sigma = float(sys.argv[6]) if len(sys.argv) > 6 else 0.5
     with open(recipe) as f:
         given = json.load(f)["inputs"]["request.image"]
     image = np.array(given["data"], dtype=np.float32).reshape(given["shape"])
@@ -51,7 +55,7 @@ def main():
     z = session("vae_encoder").run(["latent"], {"image": image})[0]
     feeds = {
         "sample": z,
-        "timestep": np.full([z.shape[0]], 0.5, dtype=np.float32),
+        "timestep": np.full([z.shape[0]], sigma, dtype=np.float32),
         "encoder_hidden_states": cond,
     }
     v = session("denoiser").run(["noise_pred"], feeds)[0]

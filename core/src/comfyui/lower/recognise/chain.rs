@@ -268,7 +268,7 @@ fn one_sink(
         return Err(g.refuse(
             decode,
             None,
-            format!("decodes RGBA pictures that node {sink} shows through an upscale, a resize or as a video; the lowering shows RGBA pictures as they are decoded"),
+            format!("decodes RGBA pictures that node {sink} shows through an upscale, a resize, a picture operation or as a video; the lowering shows RGBA pictures as they are decoded"),
             "show the decode with SaveImage or PreviewImage",
         ));
     }

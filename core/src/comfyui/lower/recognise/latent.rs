@@ -134,30 +134,44 @@ impl LatentSource {
     /// The latent as ComfyUI corrects an empty picture latent for a
     /// model whose latents are `cell` pixels a cell (Qwen-Image 2.1's 16
     /// under an `EmptyLatentImage`'s 8): its cells resized by
-    /// `scale / cell`, rounded half to even as Python's `round`. A run-time
-    /// size (`Sized`) is floored to whole cells of the new size.
-    pub(in crate::comfyui::lower) fn in_cells_of(mut self, cell: Option<i64>) -> Self {
+    /// `scale / cell`, rounded half to even as Python's `round`. Refused:
+    /// another empty latent node of other cells, and one sized at run time.
+    pub(in crate::comfyui::lower) fn in_cells_of(
+        mut self,
+        g: &Graph<'_>,
+        cell: Option<i64>,
+    ) -> Result<Self, Refusal> {
         let Some(cell) = cell else {
-            return self;
+            return Ok(self);
         };
         match &mut self {
             LatentSource::Empty {
+                node,
                 width,
                 height,
                 scale,
                 frames: None,
                 ..
-            } if *scale != cell => {
+            } if *scale != cell && g.class(node) == "EmptyLatentImage" => {
                 let side = |pixels: i64| {
                     let cells = (pixels / *scale) as f64 * *scale as f64 / cell as f64;
                     (super::round_half_even(cells) as i64).max(1) * cell
                 };
                 (*width, *height, *scale) = (side(*width), side(*height), cell);
             }
-            LatentSource::Sized { scale, .. } => *scale = cell,
+            LatentSource::Empty { node, scale, .. } | LatentSource::Sized { node, scale, .. }
+                if *scale != cell =>
+            {
+                return Err(g.refuse(
+                    node,
+                    None,
+                    format!("makes an empty latent of {scale}-pixel cells for a model whose cells are {cell} pixels, which ComfyUI resizes; the lowering resizes an EmptyLatentImage of written size only"),
+                    "use an EmptyLatentImage with a written width and height",
+                ));
+            }
             _ => {}
         }
-        self
+        Ok(self)
     }
 }
 

@@ -402,7 +402,6 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         None => (None, None),
     };
     lotus::sampling(g, [&positive, &negative], &mut model)?;
-    loaded::velocity_sampler(g, (&sampler_node, &sampler.sampler_name), &model)?;
     let prompts: Vec<&Conditioning> = [&positive, &negative]
         .into_iter()
         .chain(middle.as_ref())
@@ -417,7 +416,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         guide.positive == guide.negative,
         &sampler,
     )?;
-    let family = own_sampling::family(g, &positive.loader, &model.loader);
+    let family = own_sampling::family(g, &positive, &model.loader);
     if let (None, None, Family::Flow(flow)) = (&model.flow, &model.table, &family) {
         model.flow = Some(flow.clone());
     }
@@ -461,7 +460,9 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         ));
     }
     let cell = model.format.map(|f| f.cell);
-    let latent = latent::latent_source(g, &sampler_node, &model.loader, walk)?.in_cells_of(cell);
+    let latent =
+        latent::latent_source(g, &sampler_node, &model.loader, walk)?.in_cells_of(g, cell)?;
+    loaded::check(g, &sampler, &model, (&positive, family.settled()), &latent)?;
     if let (
         Window::Steps {
             add_noise: false, ..

@@ -138,9 +138,9 @@ pub(in crate::comfyui::lower) struct FlowSampling {
     /// one that is not SD's (Qwen-Image 2.1's).
     pub format: Option<LatentFormat>,
     /// The model's output is the whole velocity from the sample to the
-    /// picture, its start the latent without noise (the `sampling`
-    /// `img_to_img_velocity` of `ModelSamplingAuraFlow` and
-    /// `ModelSamplingSD3`: Marigold's).
+    /// picture, its start the latent without noise
+    /// (`ModelSamplingAuraFlow`'s `sampling` `img_to_img_velocity`:
+    /// Marigold's).
     pub velocity: bool,
     /// Why the sampling is the model family's own default, where no node
     /// states it (for the lowering's notes).

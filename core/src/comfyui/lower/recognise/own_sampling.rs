@@ -8,6 +8,7 @@
 //! name.
 
 use super::super::graph::Graph;
+use super::Conditioning;
 use super::model::{FlowSampling, FlowShift, LatentFormat, ModelChain};
 
 /// A family's default shift: a plain one (`ModelSamplingDiscreteFlow`),
@@ -108,6 +109,11 @@ const DEFAULTS: &[Default] = &[
 ];
 
 impl Family {
+    /// Whether the family is known (its sampling and latents).
+    pub(super) fn settled(&self) -> bool {
+        matches!(self, Family::Flow(_))
+    }
+
     /// Gives `model` what the family knows of its latents: their format,
     /// and the channels, which a ModelSampling class only guesses
     /// (Qwen-Image and Z-Image sample by AuraFlow's rule in 16 channels).
@@ -162,20 +168,7 @@ const CHANNELS: &[(&str, i64)] = &[("lumina2", 16), ("ovis", 16)];
 /// here comes before the type's own default (Qwen-Image 2.1 before
 /// Qwen-Image).
 const UNETS: &[(&str, &str, Default)] = &[
-    // ComfyUI's `QwenImage21`: Flux's sampling at a fixed mu of 0.69,
-    // `QwenImage21` latents of 64 channels at 16 pixels a cell, which
-    // its VAE decodes to RGBA.
-    (
-        "qwen_image",
-        "qwenimage21",
-        Default {
-            format: Some(LatentFormat {
-                cell: 16,
-                picture_channels: 4,
-            }),
-            ..flow("qwen_image", "flux", Shift::Mu(0.69), 64, "Qwen-Image 2.1")
-        },
-    ),
+    ("qwen_image", "qwenimage21", QWEN_IMAGE_21),
     (
         "lumina2",
         "zimage",
@@ -211,10 +204,28 @@ pub(super) enum Family {
     Unstated,
 }
 
-/// The model family that text encoder `loader` (a CLIP loader node, or
-/// a checkpoint loader of one of ComfyUI's own [`CHECKPOINTS`] that the
-/// model comes from too, `model_loader`) is loaded for.
-pub(super) fn family(g: &Graph<'_>, loader: &str, model_loader: &str) -> Family {
+/// ComfyUI's `QwenImage21`: Flux's sampling at a fixed mu of 0.69,
+/// `QwenImage21` latents of 64 channels at 16 pixels a cell, which its
+/// VAE decodes to RGBA.
+const QWEN_IMAGE_21: Default = Default {
+    format: Some(LatentFormat {
+        cell: 16,
+        picture_channels: 4,
+    }),
+    ..flow("qwen_image", "flux", Shift::Mu(0.69), 64, "Qwen-Image 2.1")
+};
+
+/// The model family `prompt` is encoded for: its encoder's where that
+/// node serves one family (`TextEncodeQwenImage21`), else what its text
+/// encoder `loader` (a CLIP loader node, or a checkpoint loader of one of
+/// ComfyUI's own [`CHECKPOINTS`] that the model comes from too,
+/// `model_loader`) is loaded for.
+pub(super) fn family(g: &Graph<'_>, prompt: &Conditioning, model_loader: &str) -> Family {
+    let (encoder, loader) = (prompt.encoder.as_str(), prompt.loader.as_str());
+    if g.class(encoder) == super::paired::QWEN21 {
+        let why = format!("node {encoder} (TextEncodeQwenImage21) encodes the prompts for it");
+        return Family::Flow(QWEN_IMAGE_21.sampling(loader, why));
+    }
     if g.class(loader) == "CheckpointLoaderSimple" {
         if loader != model_loader {
             return Family::Unstated;

@@ -56,18 +56,23 @@ pub(super) fn is_paired(class: &str) -> bool {
     PAIRED.iter().any(|p| p.class == class)
 }
 
-fn paired(g: &Graph<'_>, node: &str) -> &'static Paired {
+/// The entry of `node`'s class, which [`is_paired`] accepts.
+fn paired(g: &Graph<'_>, node: &str) -> Result<&'static Paired, Refusal> {
     let class = g.class(node);
-    PAIRED
-        .iter()
-        .find(|p| p.class == class)
-        .unwrap_or(&PAIRED[0])
+    PAIRED.iter().find(|p| p.class == class).ok_or_else(|| {
+        g.refuse(
+            node,
+            None,
+            "is not an encoder of both prompts".into(),
+            "connect a TextEncodeMageFlowEdit or TextEncodeQwenImage21",
+        )
+    })
 }
 
 /// The text the node encodes at its output `slot` (0 positive, 1
 /// negative); a reference picture is refused.
 pub(super) fn text(g: &Graph<'_>, node: &str, slot: i64) -> Result<String, Refusal> {
-    let paired = paired(g, node);
+    let paired = paired(g, node)?;
     no_pictures(g, node, paired)?;
     let (name, space) = match slot {
         0 => ("prompt", paired.space_for_empty_positive),
@@ -81,7 +86,7 @@ pub(super) fn text(g: &Graph<'_>, node: &str, slot: i64) -> Result<String, Refus
 
 /// The empty latent the node gives (output 2).
 pub(super) fn latent(g: &Graph<'_>, node: &str) -> Result<LatentSource, Refusal> {
-    let paired = paired(g, node);
+    let paired = paired(g, node)?;
     no_pictures(g, node, paired)?;
     let scale = paired.scale;
     let side = |name: &str| -> Result<i64, Refusal> {
