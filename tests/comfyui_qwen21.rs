@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use support::lowering::{
     assert_refused, empty_latent, lowered, npy, package_and_run, pattern, scratch, workflow,
 };
-use wfstudio_core::comfyui::lower::Target;
+use wfstudio_core::comfyui::lower::{Lowered, Target};
 
 fn qwen21() -> Value {
     pattern("qwen-image-2-1")
@@ -116,19 +116,6 @@ fn what_qwen_image_2_1_cannot_take_is_refused() {
             "quantises Qwen-Image 2.1's prompt cache to int8, which changes every step's result; the lowering keeps the cache exact",
         ),
     );
-    let mut pictured = qwen21();
-    pictured["10"] =
-        json!({"class_type": "LoadImage", "inputs": {"image": "a.png", "upload": "image"}});
-    pictured["4"]["inputs"]["images.image_1"] = json!(["10", 0]);
-    assert_refused(
-        &pictured,
-        (
-            "4",
-            "TextEncodeQwenImage21",
-            Some("images.image_1"),
-            "gives the text encoder and the model a reference picture, which the lowering does not make for Qwen-Image 2.1 yet",
-        ),
-    );
     // Another empty latent node of 8-pixel cells.
     let mut sd3 = qwen21();
     sd3["6"]["class_type"] = json!("EmptySD3LatentImage");
@@ -171,4 +158,143 @@ fn what_qwen_image_2_1_cannot_take_is_refused() {
             "decodes RGBA pictures that node 9 shows through an upscale, a resize, a picture operation or as a video; the lowering shows RGBA pictures as they are decoded",
         ),
     );
+}
+
+/// Qwen-Image 2.1's edit template, small: one picture given to the
+/// encoder with the VAE, at `resolution` 0, the sampler starting from
+/// the encoder's latent.
+fn edit() -> Value {
+    let mut g = qwen21();
+    g["10"] =
+        json!({"class_type": "LoadImage", "inputs": {"image": "portrait.png", "upload": "image"}});
+    g["4"]["inputs"]["images.image_1"] = json!(["10", 0]);
+    g["4"]["inputs"]["vae"] = json!(["3", 0]);
+    g["4"]["inputs"]["resolution"] = json!(0);
+    g["7"]["inputs"]["latent_image"] = json!(["4", 2]);
+    g
+}
+
+/// The contract parameters of the node's own resizes (`unless_same`),
+/// with their component names.
+fn own_resizes(l: &Lowered) -> Vec<(String, Value)> {
+    workflow(l)["components"]
+        .as_object()
+        .expect("components")
+        .iter()
+        .filter_map(|(name, c)| Some((name.clone(), c.pointer("/contract/parameters")?.clone())))
+        .filter(|(_, p)| p["unless_same"] == json!(true))
+        .collect()
+}
+
+#[test]
+fn the_edit_encoder_shows_its_picture_appends_it_and_says_where_it_goes() {
+    let l = lowered(&edit(), &Target::default());
+    let w = workflow(&l);
+    let components = &w["components"];
+    // The text encoder sees the picture and gives the references' places;
+    // the denoiser takes the reference and those places.
+    let encoder = &components["text_encoder"]["ports"];
+    assert!(encoder["inputs"].get("image").is_some(), "{encoder}");
+    let slots = json!(["batch", 1]);
+    assert_eq!(encoder["outputs"]["image_slots"]["shape"], slots);
+    assert_eq!(encoder["outputs"]["image_slots"]["dtype"], "int64");
+    let denoiser = &components["denoiser"]["ports"]["inputs"];
+    assert_eq!(denoiser["image_slots"]["shape"], slots);
+    assert!(denoiser.get("reference_latent").is_some(), "{denoiser}");
+    let stage = support::lowering::loops(w)[0];
+    let calls = support::lowering::stage_calls(stage, "denoiser");
+    assert_eq!(calls.len(), 2);
+    for call in calls {
+        let side = call["outputs"]["noise_pred"].as_str().expect("an output");
+        let side = side.trim_start_matches("denoiser.");
+        assert_eq!(
+            call["inputs"]["image_slots"],
+            format!("conditioning.{side}_image_slots")
+        );
+    }
+    // The node's own resize, to whole 32s unless the picture is so sized,
+    // by lanczos; the latent takes the resized picture's size.
+    let resizes = own_resizes(&l);
+    assert!(!resizes.is_empty());
+    for (_, p) in &resizes {
+        assert_eq!(
+            (&p["size"], &p["step"], &p["method"]),
+            (&json!("steps"), &json!(32), &json!("lanczos"))
+        );
+    }
+    let shape = &components["latent_row_shape"]["contract"]["parameters"];
+    assert_eq!(
+        (&shape["from"], &shape["channels"], &shape["scale"]),
+        (&json!("image"), &json!(64), &json!(16))
+    );
+    // At a resolution: about that square in whole 32s.
+    let mut sized = edit();
+    sized["4"]["inputs"]["resolution"] = json!(1024);
+    let l = lowered(&sized, &Target::default());
+    let sized_resizes = own_resizes(&l);
+    assert_eq!(sized_resizes.len(), resizes.len());
+    for (_, p) in &sized_resizes {
+        assert_eq!(
+            (&p["size"], &p["pixels"], &p["step"]),
+            (&json!("total_pixels"), &json!(1_048_576), &json!(32))
+        );
+    }
+    // A first picture resized before the node.
+    let mut resized = edit();
+    resized["11"] = json!({"class_type": "ImageScaleBy", "inputs": {"upscale_method": "nearest-exact", "scale_by": 2.0, "image": ["10", 0]}});
+    resized["4"]["inputs"]["images.image_1"] = json!(["11", 0]);
+    assert_refused(
+        &resized,
+        (
+            "11",
+            "ImageScaleBy",
+            None,
+            "resizes the first picture of node 4, whose latent takes that picture's size after the node's own resize; the lowering sizes it through one resize",
+        ),
+    );
+    if !support::runtime_available() {
+        return;
+    }
+    // Runs: the 64x64 picture keeps its size, 4 x 4 cells of 16.
+    let root = scratch("qwen21-edit");
+    let (_, out) = package_and_run(&root, "edit", &edit());
+    assert_eq!(npy(&out.join("latent.npy")).0, [1, 64, 4, 4]);
+    assert_eq!(npy(&out.join("image.npy")).0, [1, 4, 64, 64]);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn a_picture_already_in_whole_32s_is_kept_as_it_is() {
+    if !support::runtime_available() {
+        return;
+    }
+    let l = lowered(&edit(), &Target::default());
+    let (name, _) = own_resizes(&l).into_iter().next().expect("a resize");
+    let root = scratch("qwen21-unless-same");
+    // 64 x 64 is whole 32s: kept, unrounded; 70 x 50 becomes 64 x 64 by
+    // lanczos, in 8-bit steps.
+    for (shape, kept) in [([1, 3, 64, 64], true), ([1, 3, 50, 70], false)] {
+        let (data, _) = support::lowering::tensor(shape, 3);
+        let data: Vec<f32> = data.iter().map(|v| (v + 2.0) / 4.2).collect();
+        let out = support::lowering::run_policy_alone(
+            &root,
+            &format!("{}x{}", shape[3], shape[2]),
+            &l.document,
+            &name,
+            &[(
+                "image",
+                json!({"dtype": "float32", "shape": shape, "data": data}).to_string(),
+            )],
+        );
+        let (out_shape, values) = npy(&out.join("scaled.npy"));
+        assert_eq!(out_shape, [1, 3, 64, 64]);
+        let bytes = values
+            .iter()
+            .all(|v| (v * 255.0 - (v * 255.0).round()).abs() < 1e-3);
+        match kept {
+            true => assert_eq!(values, data),
+            false => assert!(bytes, "a lanczos resize gives 8-bit values"),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&root);
 }

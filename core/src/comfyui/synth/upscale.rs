@@ -100,7 +100,11 @@ pub fn image_scale(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
                     return Err(g.error(format!("crop `{other}` is not disabled or center")));
                 }
             };
-            resize(g, &source, &side, PICTURE_METHODS)?
+            let resized = resize(g, &source, &side, PICTURE_METHODS)?;
+            match g.parameter("unless_same").and_then(Value::as_bool) {
+                Some(true) => unless_same(g, &source, &side, &resized),
+                _ => resized,
+            }
         }
     };
     out = super::picture_ops::then(g, out)?;
@@ -147,13 +151,18 @@ fn new_sides(g: &mut PolicyGraph<'_>, image: &str) -> Result<String, SynthError>
         "fixed" => fixed_sides(g, image)?,
         "scale" => scaled_sides(g, image)?,
         "total_pixels" => total_pixel_sides(g, image)?,
+        "steps" => {
+            let step = g.positive_integer("step")?;
+            let hw = sides(g, image);
+            in_steps(g, &hw, step)
+        }
         "flux_kontext" => kontext_sides(g, image),
         size @ ("longer" | "shorter") => one_side(g, image, size == "shorter")?,
         "same" => g.op_with("Shape", &[image], &[("start", Attr::Int(2))]),
         "latent" => latent_sides(g)?,
         other => {
             return Err(g.error(format!(
-                "size `{other}` is not fixed, scale, total_pixels, longer, shorter, flux_kontext, same or latent"
+                "size `{other}` is not fixed, scale, total_pixels, steps, longer, shorter, flux_kontext, same or latent"
             )));
         }
     })
@@ -187,13 +196,49 @@ fn total_pixel_sides(g: &mut PolicyGraph<'_>, image: &str) -> Result<String, Syn
         return Ok(rounded(g, &hw, &factor));
     }
     let scaled = g.op("Mul", &[&hw, &factor]);
+    Ok(in_steps(g, &scaled, step))
+}
+
+/// Float64 sides `hw` in whole `step`s: `max(1, round(side / step)) *
+/// step`, as int64.
+fn in_steps(g: &mut PolicyGraph<'_>, hw: &str, step: i64) -> String {
     let step_d = g.d(step as f64);
-    let steps = g.op("Div", &[&scaled, &step_d]);
+    let steps = g.op("Div", &[hw, &step_d]);
     let one = g.d(1.0);
     let steps = g.op("Round", &[&steps]);
     let steps = g.op("Max", &[&steps, &one]);
     let sides = g.op("Mul", &[&steps, &step_d]);
-    Ok(g.cast(&sides, DataType::INT64))
+    g.cast(&sides, DataType::INT64)
+}
+
+/// `resized` (`x` resized to `side`), or `x` itself where `side` is its
+/// own size (parameter `unless_same`: `TextEncodeQwenImage21` keeps such
+/// a picture as it is, where a lanczos resize would still round it to 8
+/// bits). Both sides of the choice have the new shape: `x` resized to
+/// `side` by nearest, which is `x` where the size is its own.
+fn unless_same(g: &mut PolicyGraph<'_>, x: &str, side: &str, resized: &str) -> String {
+    let attrs = [
+        ("mode", Attr::Str("nearest".into())),
+        (
+            "coordinate_transformation_mode",
+            Attr::Str("half_pixel".into()),
+        ),
+        ("nearest_mode", Attr::Str("round_prefer_ceil".into())),
+    ];
+    let lead = g.op_with(
+        "Shape",
+        &[x],
+        &[("start", Attr::Int(0)), ("end", Attr::Int(2))],
+    );
+    let sizes = g.op_with("Concat", &[&lead, side], &[("axis", Attr::Int(0))]);
+    let kept = g.op_with("Resize", &[x, "", "", &sizes], &attrs);
+    let own = g.op_with("Shape", &[x], &[("start", Attr::Int(2))]);
+    let equal = g.op("Equal", &[&own, side]);
+    let equal = g.cast(&equal, DataType::INT32);
+    let axes = g.b.vec_i64(&[0]);
+    let both = g.op_with("ReduceMin", &[&equal, &axes], &[("keepdims", Attr::Int(1))]);
+    let same = g.cast(&both, DataType::BOOL);
+    g.op("Where", &[&same, &kept, resized])
 }
 
 /// The sides with the longer one (the shorter where `shorter`) made the

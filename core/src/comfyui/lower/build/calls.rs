@@ -102,6 +102,9 @@ impl Calls<'_> {
             super::frames::bind(plan, &mut bind);
             super::patch::bind(plan, &mut bind);
             super::lotus::bind(plan, &mut bind);
+            if super::vision::spliced(plan).is_some() {
+                bind["image_slots"] = json!(super::vision::slots_of(side.name));
+            }
             if plan.edit().is_some() {
                 // The edit picture's latent, or zeros of its size (the
                 // edit latent the sampler starts from).

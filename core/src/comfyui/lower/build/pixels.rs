@@ -616,9 +616,18 @@ pub(super) fn size_parameters(resize: &Resize) -> Value {
             json!({"size": "fit", "width": width, "height": height, "pad": pad})
         }
         PixelSize::Kontext => json!({"size": "flux_kontext", "crop": "center"}),
+        PixelSize::Qwen21 { resolution: 0 } => {
+            json!({"size": "steps", "step": QWEN21_STEP, "unless_same": true})
+        }
+        PixelSize::Qwen21 { resolution } => {
+            json!({"size": "total_pixels", "pixels": resolution * resolution, "step": QWEN21_STEP, "unless_same": true})
+        }
         PixelSize::Same => json!({"size": "same"}),
     }
 }
+
+/// The whole steps `TextEncodeQwenImage21` sizes its pictures in.
+const QWEN21_STEP: i64 = 32;
 
 /// The value of the picture of `loader` a stage encodes, resized within
 /// the stage by `resize` where the graph resizes it (then cut to whole

@@ -171,7 +171,11 @@ pub(super) fn encode(plan: &Plan, sides: &[PromptSide<'_>], models: &str, parts:
     let m = |name: &str| format!("{models}{name}");
     let loader = &plan.model.loader;
     let sdxl = matches!(plan.positive.text, Prompt::Sdxl { .. });
-    let encoder_out = json!({"encoder_hidden_states": hidden()});
+    let mut encoder_out = json!({"encoder_hidden_states": hidden()});
+    let spliced = super::vision::spliced(plan);
+    if let Some(slots) = &spliced {
+        encoder_out["image_slots"] = slots.clone();
+    }
     let mut encoder_in = json!({"input_ids": tokens()});
     let shown = sides.iter().map(|s| s.vision.len()).max().unwrap_or(0);
     for n in 0..shown {
@@ -251,12 +255,12 @@ pub(super) fn encode(plan: &Plan, sides: &[PromptSide<'_>], models: &str, parts:
                         binds[super::vision::port_name(n)] = json!(value);
                     }
                 }
+                let mut outputs = json!({"encoder_hidden_states": encoded});
+                if spliced.is_some() {
+                    outputs["image_slots"] = json!(super::vision::slots_of(side.name));
+                }
                 parts.setup.push(
-                    invoke(
-                        &m("text_encoder"),
-                        binds,
-                        json!({"encoder_hidden_states": encoded}),
-                    ),
+                    invoke(&m("text_encoder"), binds, outputs),
                     &[side.encoder, loader],
                 );
                 if let Some(zero) = side.zeroed {

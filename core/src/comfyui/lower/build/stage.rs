@@ -637,6 +637,9 @@ pub(super) fn stage(
         svd::denoiser_ports(&mut denoiser_ports);
     }
     super::lotus::declare(plan, &mut inputs, &mut denoiser_ports);
+    if let Some(slots) = super::vision::spliced(plan) {
+        denoiser_ports["image_slots"] = slots;
+    }
     let seconds = plan.seconds.iter().flat_map(|seconds| {
         [
             ("seconds_start", seconds.start),

@@ -11,7 +11,7 @@
 //! Each picture's values and policies are numbered apart (`vision_2`, ...).
 
 use super::super::parts::{Steps, contract, invoke};
-use super::super::recognise::{PixelSize, Plan, Resize, reference};
+use super::super::recognise::{PixelSize, Plan, QWEN21, Resize, reference};
 use super::StageNames;
 use super::pictures::{self, Key, key, numbered};
 use super::pixels::resize_policy;
@@ -43,6 +43,22 @@ pub(super) fn port(n: usize) -> Value {
         json!(["batch", 3, side("height"), side("width")]),
         true,
     )
+}
+
+/// The references whose rows Qwen-Image 2.1's text encoder leaves out of
+/// its output (its node given a VAE), where the stage has them: the
+/// encoder then also gives `image_slots`, each reference's place in its
+/// sequence, which the denoiser takes (`[batch, references]`).
+pub(super) fn spliced(plan: &Plan) -> Option<Value> {
+    plan.conditionings()
+        .flat_map(|c| &c.references.latents)
+        .any(|r| r.class == QWEN21)
+        .then(|| contract("int64", json!(["batch", reference::most(plan)]), true))
+}
+
+/// The value of a side's image slots.
+pub(super) fn slots_of(side: &str) -> String {
+    format!("conditioning.{side}_image_slots")
 }
 
 /// What makes the pictures: the stage's parts, and each picture through
@@ -187,7 +203,17 @@ pub(in crate::comfyui::lower) fn note(plan: &Plan, names: &StageNames) -> Option
         many => format!("nodes {} ({}) show", many.join(", "), vision.class),
     };
     let own = own_resize(&vision.seen);
-    let tokenized = "ComfyUI tokenizes the prompts with the node's edit template (a system prompt describing the input picture), which the package's tokenizer must apply";
+    let tokenized = match (vision.class == QWEN21, spliced(plan).is_some()) {
+        (false, _) => {
+            "ComfyUI tokenizes the prompts with the node's edit template (a system prompt describing the input picture), which the package's tokenizer must apply"
+        }
+        (true, false) => {
+            "ComfyUI tokenizes the prompts with Qwen-Image 2.1's template (a `<imageN>` vision block for each picture before the prompt, the system turn left out), which the package's tokenizer must apply"
+        }
+        (true, true) => {
+            "ComfyUI tokenizes the prompts with Qwen-Image 2.1's template (a `<imageN>` vision block for each picture before the prompt, the system turn left out), which the package's tokenizer must apply; as the node appends the pictures' latents, the text encoder leaves the pictures' rows out of its output and gives `image_slots`, each reference's place in the sequence, where the denoiser puts its cells"
+        }
+    };
     // Ports named by picture only where every prompt shows its pictures
     // in one order, each once.
     let orders: Vec<Vec<Key>> = plan
@@ -240,6 +266,16 @@ pub(super) fn own_resize(resize: &Resize) -> String {
             };
             format!("by {} to about {side}x{side} pixels{steps}", resize.method)
         }
+        PixelSize::Qwen21 { resolution: 0 } => {
+            format!(
+                "by {} to whole 32s a side, unless it is so already",
+                resize.method
+            )
+        }
+        PixelSize::Qwen21 { resolution } => format!(
+            "by {} to about {resolution}x{resolution} pixels in whole 32s, unless it is that size already",
+            resize.method
+        ),
         _ => format!("by {}", resize.method),
     }
 }

@@ -222,7 +222,7 @@ const QWEN_IMAGE_21: Default = Default {
 /// `model_loader`) is loaded for.
 pub(super) fn family(g: &Graph<'_>, prompt: &Conditioning, model_loader: &str) -> Family {
     let (encoder, loader) = (prompt.encoder.as_str(), prompt.loader.as_str());
-    if g.class(encoder) == super::paired::QWEN21 {
+    if g.class(encoder) == super::QWEN21 {
         let why = format!("node {encoder} (TextEncodeQwenImage21) encodes the prompts for it");
         return Family::Flow(QWEN_IMAGE_21.sampling(loader, why));
     }

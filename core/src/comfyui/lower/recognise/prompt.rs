@@ -175,7 +175,9 @@ pub(super) fn conditioning(
     let (loader, clip_loras, tokenizer_options) = clip_source(g, &clip, &node, model)?;
     let (mut vision, mut own_references) = (Vec::new(), Vec::new());
     let text = if super::paired::is_paired(g.class(&node)) {
-        Prompt::Single(super::paired::text(g, &node, slot)?)
+        let read = super::paired::read(g, &node, slot, &model.loader)?;
+        (vision, own_references) = (read.vision, read.references);
+        Prompt::Single(read.text)
     } else if [EDIT, EDIT_PLUS].contains(&g.class(&node)) {
         let read = super::vision::read(g, &node, &model.loader)?;
         (vision, own_references) = (read.vision, read.references);

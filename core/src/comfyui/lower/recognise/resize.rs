@@ -145,6 +145,11 @@ pub(in crate::comfyui::lower) enum PixelSize {
     /// nearest the picture's (`synth::upscale::KONTEXT_SIDES`), its
     /// centred part resized by lanczos.
     Kontext,
+    /// `TextEncodeQwenImage21`'s resize of a picture: to about
+    /// `resolution` x `resolution` pixels (`TotalPixels` of its square) in
+    /// whole 32s, or at a resolution of 0 each side rounded to whole 32s;
+    /// at least 32; a picture of that size already is kept as it is.
+    Qwen21 { resolution: i64 },
     /// No resize: only the operations after it.
     Same,
 }
