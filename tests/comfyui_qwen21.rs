@@ -235,8 +235,8 @@ fn the_edit_encoder_shows_its_picture_appends_it_and_says_where_it_goes() {
     assert_eq!(sized_resizes.len(), resizes.len());
     for (_, p) in &sized_resizes {
         assert_eq!(
-            (&p["size"], &p["pixels"], &p["step"]),
-            (&json!("total_pixels"), &json!(1_048_576), &json!(32))
+            (&p["size"], &p["side"], &p["step"]),
+            (&json!("aspect_square"), &json!(1024), &json!(32))
         );
     }
     // A first picture resized before the node.
@@ -249,18 +249,104 @@ fn the_edit_encoder_shows_its_picture_appends_it_and_says_where_it_goes() {
             "11",
             "ImageScaleBy",
             None,
-            "resizes the first picture of node 4, whose latent takes that picture's size after the node's own resize; the lowering sizes it through one resize",
+            "resizes or processes the first picture of node 4, whose latent takes that picture's size after the node's own resize; the lowering sizes it through one resize",
         ),
     );
     if !support::runtime_available() {
         return;
     }
-    // Runs: the 64x64 picture keeps its size, 4 x 4 cells of 16.
+    // Runs: the 64x64 picture keeps its size, 4 x 4 cells of 16; at a
+    // resolution of 96 it becomes 96x96, 6 x 6 cells.
     let root = scratch("qwen21-edit");
     let (_, out) = package_and_run(&root, "edit", &edit());
     assert_eq!(npy(&out.join("latent.npy")).0, [1, 64, 4, 4]);
     assert_eq!(npy(&out.join("image.npy")).0, [1, 4, 64, 64]);
+    let mut larger = edit();
+    larger["4"]["inputs"]["resolution"] = json!(96);
+    let (_, out) = package_and_run(&root, "larger", &larger);
+    assert_eq!(npy(&out.join("latent.npy")).0, [1, 64, 6, 6]);
+    assert_eq!(npy(&out.join("image.npy")).0, [1, 4, 96, 96]);
     let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn edit_variants_keep_the_prompts_and_pictures_consistent() {
+    // A negative zeroed from the positive reads the positive's slots.
+    let mut zeroed = edit();
+    zeroed["11"] =
+        json!({"class_type": "ConditioningZeroOut", "inputs": {"conditioning": ["4", 0]}});
+    zeroed["7"]["inputs"]["negative"] = json!(["11", 0]);
+    let l = lowered(&zeroed, &Target::default());
+    let stage = support::lowering::loops(workflow(&l))[0];
+    let slots: Vec<&Value> = support::lowering::stage_calls(stage, "denoiser")
+        .iter()
+        .map(|c| &c["inputs"]["image_slots"])
+        .collect();
+    assert_eq!(slots, [&json!("conditioning.conditional_image_slots"); 2]);
+    // Without a VAE: the text encoder keeps the picture, no references.
+    let mut shown = edit();
+    shown["4"]["inputs"]
+        .as_object_mut()
+        .expect("inputs")
+        .remove("vae");
+    let l = lowered(&shown, &Target::default());
+    let components = &workflow(&l)["components"];
+    assert!(
+        components["text_encoder"]["ports"]["inputs"]
+            .get("image")
+            .is_some()
+    );
+    assert!(
+        components["text_encoder"]["ports"]["outputs"]
+            .get("image_slots")
+            .is_none()
+    );
+    let denoiser = &components["denoiser"]["ports"]["inputs"];
+    assert!(denoiser.get("image_slots").is_none() && denoiser.get("reference_latent").is_none());
+    // Pictures in the order of their numbers: image_2 before image_10.
+    // image_10's is resized before the node, which the first picture may
+    // not be: the graph lowers only with image_2's first.
+    let mut two = edit();
+    two["12"] =
+        json!({"class_type": "LoadImage", "inputs": {"image": "second.png", "upload": "image"}});
+    two["13"] = json!({"class_type": "ImageScaleBy", "inputs": {"upscale_method": "nearest-exact", "scale_by": 0.5, "image": ["10", 0]}});
+    let inputs = two["4"]["inputs"].as_object_mut().expect("inputs");
+    inputs.remove("images.image_1");
+    inputs.insert("images.image_10".into(), json!(["13", 0]));
+    inputs.insert("images.image_2".into(), json!(["12", 0]));
+    let l = lowered(&two, &Target::default());
+    let denoiser = &workflow(&l)["components"]["denoiser"]["ports"]["inputs"];
+    assert_eq!(denoiser["image_slots"]["shape"], json!(["batch", 2]));
+    let mut swapped = two.clone();
+    let inputs = swapped["4"]["inputs"].as_object_mut().expect("inputs");
+    inputs.insert("images.image_1".into(), json!(["13", 0]));
+    inputs.remove("images.image_10");
+    assert_refused(
+        &swapped,
+        (
+            "13",
+            "ImageScaleBy",
+            None,
+            "resizes or processes the first picture of node 4, whose latent takes that picture's size after the node's own resize; the lowering sizes it through one resize",
+        ),
+    );
+    // One prompt's node with the VAE, the other's without.
+    let mut mixed = edit();
+    mixed["13"] = mixed["4"].clone();
+    mixed["13"]["inputs"]
+        .as_object_mut()
+        .expect("inputs")
+        .remove("vae");
+    mixed["7"]["inputs"]["negative"] = json!(["13", 1]);
+    assert_refused(
+        &mixed,
+        (
+            "13",
+            "TextEncodeQwenImage21",
+            Some("vae"),
+            "shows the text encoder its pictures without a VAE, where node 4 appends them with one; Qwen-Image 2.1's text encoder then keeps their rows on one prompt and leaves them out on the other, which the lowering gives one encoder for",
+        ),
+    );
 }
 
 #[test]
@@ -296,5 +382,36 @@ fn a_picture_already_in_whole_32s_is_kept_as_it_is() {
             false => assert!(bytes, "a lanczos resize gives 8-bit values"),
         }
     }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn a_resolution_sizes_pictures_as_the_node_rounds_its_ties() {
+    if !support::runtime_available() {
+        return;
+    }
+    // 17 wide, 68 high at resolution 96: the node's sqrt(96² · 17/68) is
+    // exactly 48, half of two 32s, which rounds to 64 (1.5 to 2); the
+    // same side reached as 17 · sqrt(96² / (17 · 68)) rounds to 32.
+    let mut sized = edit();
+    sized["4"]["inputs"]["resolution"] = json!(96);
+    let l = lowered(&sized, &Target::default());
+    let (name, parameters) = own_resizes(&l).into_iter().next().expect("a resize");
+    assert_eq!(parameters["size"], "aspect_square");
+    let root = scratch("qwen21-ties");
+    let shape = [1, 3, 68, 17];
+    let (data, _) = support::lowering::tensor(shape, 5);
+    let data: Vec<f32> = data.iter().map(|v| (v + 2.0) / 4.2).collect();
+    let out = support::lowering::run_policy_alone(
+        &root,
+        "tie",
+        &l.document,
+        &name,
+        &[(
+            "image",
+            json!({"dtype": "float32", "shape": shape, "data": data}).to_string(),
+        )],
+    );
+    assert_eq!(npy(&out.join("scaled.npy")).0, [1, 3, 192, 64]);
     let _ = std::fs::remove_dir_all(&root);
 }

@@ -156,13 +156,14 @@ fn new_sides(g: &mut PolicyGraph<'_>, image: &str) -> Result<String, SynthError>
             let hw = sides(g, image);
             in_steps(g, &hw, step)
         }
+        "aspect_square" => aspect_square_sides(g, image)?,
         "flux_kontext" => kontext_sides(g, image),
         size @ ("longer" | "shorter") => one_side(g, image, size == "shorter")?,
         "same" => g.op_with("Shape", &[image], &[("start", Attr::Int(2))]),
         "latent" => latent_sides(g)?,
         other => {
             return Err(g.error(format!(
-                "size `{other}` is not fixed, scale, total_pixels, steps, longer, shorter, flux_kontext, same or latent"
+                "size `{other}` is not fixed, scale, total_pixels, steps, aspect_square, longer, shorter, flux_kontext, same or latent"
             )));
         }
     })
@@ -197,6 +198,28 @@ fn total_pixel_sides(g: &mut PolicyGraph<'_>, image: &str) -> Result<String, Syn
     }
     let scaled = g.op("Mul", &[&hw, &factor]);
     Ok(in_steps(g, &scaled, step))
+}
+
+/// The sides of a `side` x `side` square at `image`'s aspect, in whole
+/// `step`s (parameters), as `TextEncodeQwenImage21` computes them (its
+/// order of float operations, so ties round alike): with `ratio = w / h`,
+/// width `sqrt(side² ratio)`, height `sqrt(side² / ratio)`.
+fn aspect_square_sides(g: &mut PolicyGraph<'_>, image: &str) -> Result<String, SynthError> {
+    let side = g.positive_integer("side")?;
+    let step = g.positive_integer("step")?;
+    let hw = sides(g, image);
+    let at = |g: &mut PolicyGraph<'_>, i: i64| {
+        let index = g.b.vec_i64(&[i]);
+        g.op_with("Gather", &[&hw, &index], &[("axis", Attr::Int(0))])
+    };
+    let (h, w) = (at(g, 0), at(g, 1));
+    let ratio = g.op("Div", &[&w, &h]);
+    let square = g.d((side * side) as f64);
+    let wide = g.op("Mul", &[&square, &ratio]);
+    let tall = g.op("Div", &[&square, &ratio]);
+    let (width, height) = (g.op("Sqrt", &[&wide]), g.op("Sqrt", &[&tall]));
+    let new = g.op_with("Concat", &[&height, &width], &[("axis", Attr::Int(0))]);
+    Ok(in_steps(g, &new, step))
 }
 
 /// Float64 sides `hw` in whole `step`s: `max(1, round(side / step)) *

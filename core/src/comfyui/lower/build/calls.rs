@@ -103,7 +103,8 @@ impl Calls<'_> {
             super::patch::bind(plan, &mut bind);
             super::lotus::bind(plan, &mut bind);
             if super::vision::spliced(plan).is_some() {
-                bind["image_slots"] = json!(super::vision::slots_of(side.name));
+                let reuses = super::prompts::reuses_positive(plan);
+                bind["image_slots"] = json!(super::vision::slots_of(side.name, reuses));
             }
             if plan.edit().is_some() {
                 // The edit picture's latent, or zeros of its size (the

@@ -620,7 +620,7 @@ pub(super) fn size_parameters(resize: &Resize) -> Value {
             json!({"size": "steps", "step": QWEN21_STEP, "unless_same": true})
         }
         PixelSize::Qwen21 { resolution } => {
-            json!({"size": "total_pixels", "pixels": resolution * resolution, "step": QWEN21_STEP, "unless_same": true})
+            json!({"size": "aspect_square", "side": resolution, "step": QWEN21_STEP, "unless_same": true})
         }
         PixelSize::Same => json!({"size": "same"}),
     }

@@ -257,7 +257,8 @@ pub(super) fn encode(plan: &Plan, sides: &[PromptSide<'_>], models: &str, parts:
                 }
                 let mut outputs = json!({"encoder_hidden_states": encoded});
                 if spliced.is_some() {
-                    outputs["image_slots"] = json!(super::vision::slots_of(side.name));
+                    outputs["image_slots"] =
+                        json!(super::vision::slots_of(side.name, reuses_positive(plan)));
                 }
                 parts.setup.push(
                     invoke(&m("text_encoder"), binds, outputs),

@@ -56,8 +56,15 @@ pub(super) fn spliced(plan: &Plan) -> Option<Value> {
         .then(|| contract("int64", json!(["batch", reference::most(plan)]), true))
 }
 
-/// The value of a side's image slots.
-pub(super) fn slots_of(side: &str) -> String {
+/// The value of a side's image slots: the positive's where the negative
+/// is its conditioning zeroed (`reuses_positive`: ComfyUI's
+/// `ConditioningZeroOut` keeps the slots), which no text encoder call of
+/// its own gives.
+pub(super) fn slots_of(side: &str, reuses_positive: bool) -> String {
+    let side = match side {
+        "unconditional" if reuses_positive => "conditional",
+        side => side,
+    };
     format!("conditioning.{side}_image_slots")
 }
 
@@ -268,12 +275,12 @@ pub(super) fn own_resize(resize: &Resize) -> String {
         }
         PixelSize::Qwen21 { resolution: 0 } => {
             format!(
-                "by {} to whole 32s a side, unless it is so already",
+                "by {} to whole 32s a side (at least 32), unless it is so already",
                 resize.method
             )
         }
         PixelSize::Qwen21 { resolution } => format!(
-            "by {} to about {resolution}x{resolution} pixels in whole 32s, unless it is that size already",
+            "by {} to about {resolution}x{resolution} pixels in whole 32s (at least 32), unless it is that size already",
             resize.method
         ),
         _ => format!("by {}", resize.method),

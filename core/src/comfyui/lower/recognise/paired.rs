@@ -152,7 +152,7 @@ pub(super) fn latent(g: &Graph<'_>, node: &str) -> Result<LatentSource, Refusal>
             return Err(g.refuse(
                 &resize.node,
                 None,
-                format!("resizes the first picture of node {node}, whose latent takes that picture's size after the node's own resize; the lowering sizes it through one resize"),
+                format!("resizes or processes the first picture of node {node}, whose latent takes that picture's size after the node's own resize; the lowering sizes it through one resize"),
                 "give the node the loaded picture and let it resize it",
             ));
         }
@@ -217,6 +217,14 @@ fn pictures(g: &Graph<'_>, node: &str, paired: &Paired) -> Result<Vec<String>, R
         match number {
             Some(n) if paired.class == QWEN21 && g.is_link(node, name) => {
                 numbered.push((n, name.clone()))
+            }
+            _ if paired.class == QWEN21 => {
+                return Err(g.refuse(
+                    node,
+                    Some(name),
+                    format!("gives a picture other than by a link to images.image_1 to images.image_{MAX_PICTURES}, which the lowering takes"),
+                    "connect the picture to one of images.image_1 to images.image_16",
+                ));
             }
             _ => {
                 return Err(g.refuse(

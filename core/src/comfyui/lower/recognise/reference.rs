@@ -327,6 +327,14 @@ pub(super) fn agree(
                 "start the stage from an empty latent or the loaded picture",
             ));
         }
+        // A latent sized by the encoder's own resize of its first
+        // picture reads that loaded picture, as its references do.
+        LatentSource::Sized {
+            size,
+            loader,
+            resize: Some(resize),
+            ..
+        } if resize.node == *size => Some((loader, None)),
         other => latent_picture(other),
     };
     let mut pictures = vec![stage.unwrap_or(first_picture)];

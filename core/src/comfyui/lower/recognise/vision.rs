@@ -18,7 +18,7 @@ use super::super::graph::Graph;
 use super::pixels::loaded_picture;
 use super::reference::Reference;
 use super::resize::{PixelSize, Resize};
-use super::{Conditioning, Vision, vae_source};
+use super::{Conditioning, QWEN21, Vision, vae_source};
 use crate::comfyui::lower::Refusal;
 
 /// The plain edit encoder's class.
@@ -108,12 +108,50 @@ pub(super) fn read(g: &Graph<'_>, node: &str, loader: &str) -> Result<Read, Refu
     Ok(read)
 }
 
+/// Refuses Qwen-Image 2.1 prompts that the text encoder would take
+/// differently: one whose node appends its pictures (given a VAE, the
+/// encoder leaves their rows out and gives their slots) beside one whose
+/// node does not (the encoder keeps them), and other references (a
+/// `ReferenceLatent`) beside the node's own, whose slots it gives alone.
+fn spliced_alike(g: &Graph<'_>, prompts: &[&Conditioning]) -> Result<(), Refusal> {
+    let qwen21 = |c: &&&Conditioning| c.vision.iter().any(|v| v.class == QWEN21);
+    let spliced = |c: &Conditioning| c.references.latents.iter().any(|r| r.class == QWEN21);
+    let mut shown = prompts.iter().filter(qwen21);
+    if let Some(first) = shown.next()
+        && let Some(other) = shown.find(|c| spliced(c) != spliced(first))
+    {
+        let (with, without) = if spliced(first) {
+            (first, other)
+        } else {
+            (other, first)
+        };
+        return Err(g.refuse(
+            &without.encoder,
+            Some("vae"),
+            format!("shows the text encoder its pictures without a VAE, where node {} appends them with one; Qwen-Image 2.1's text encoder then keeps their rows on one prompt and leaves them out on the other, which the lowering gives one encoder for", with.encoder),
+            "give both prompts' encoders the VAE, or neither",
+        ));
+    }
+    for c in prompts.iter().filter(|c| spliced(c)) {
+        if let Some(other) = c.references.latents.iter().find(|r| r.class != QWEN21) {
+            return Err(g.refuse(
+                &other.node,
+                None,
+                format!("appends a reference beside node {}'s own, whose places in the sequence Qwen-Image 2.1's text encoder gives alone", c.encoder),
+                "give the picture to the TextEncodeQwenImage21 node instead",
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Refuses prompts that show the text encoder another number of
 /// pictures than other prompts, or at different sizes: one text encoder
 /// takes as many pictures on every call (a prompt zeroing another's
 /// conditioning reads that encoder's, pictures included). (Which pictures
 /// a stage may read is `reference::agree`'s check.)
 pub(super) fn agree(g: &Graph<'_>, prompts: &[&Conditioning]) -> Result<(), Refusal> {
+    spliced_alike(g, prompts)?;
     let Some(most) = prompts.iter().max_by_key(|c| c.vision.len()) else {
         return Ok(());
     };
