@@ -563,13 +563,14 @@ fn mage_flow_s_encoder_gives_both_prompts_and_its_latent() {
     pictured["8"] =
         json!({"class_type": "LoadImage", "inputs": {"image": "a.png", "upload": "image"}});
     pictured["4"]["inputs"]["images.image_1"] = json!(["8", 0]);
+    // A written size with a picture (see tests/comfyui_mage_edit.rs).
     assert_refused(
         &pictured,
         (
             "4",
             "TextEncodeMageFlowEdit",
-            Some("images.image_1"),
-            "gives the text encoder and the model a reference picture, which the lowering does not make for Mage-Flow yet",
+            Some("width"),
+            "sizes its output apart from its picture, which the node then stretches to that size; the lowering takes the picture's own size",
         ),
     );
 }

@@ -157,13 +157,34 @@ fn new_sides(g: &mut PolicyGraph<'_>, image: &str) -> Result<String, SynthError>
             in_steps(g, &hw, step)
         }
         "aspect_square" => aspect_square_sides(g, image)?,
+        "longer_down" => {
+            // ComfyUI's Mage-Flow node: a factor of side / longer where
+            // the longer side is above `side`, times each side, rounded.
+            let side = g.positive_integer("side")?;
+            let hw = sides(g, image);
+            let longer = g.op_with("ReduceMax", &[&hw], &[("keepdims", Attr::Int(1))]);
+            let target = g.d(side as f64);
+            let factor = g.op("Div", &[&target, &longer]);
+            let one = g.d(1.0);
+            let factor = g.op("Min", &[&factor, &one]);
+            rounded(g, &hw, &factor)
+        }
+        "floor_steps" => {
+            let step = g.positive_integer("step")?;
+            let hw = g.op_with("Shape", &[image], &[("start", Attr::Int(2))]);
+            let step = g.i(step);
+            let whole = g.op("Div", &[&hw, &step]);
+            let one = g.i(1);
+            let whole = g.op("Max", &[&whole, &one]);
+            g.op("Mul", &[&whole, &step])
+        }
         "flux_kontext" => kontext_sides(g, image),
         size @ ("longer" | "shorter") => one_side(g, image, size == "shorter")?,
         "same" => g.op_with("Shape", &[image], &[("start", Attr::Int(2))]),
         "latent" => latent_sides(g)?,
         other => {
             return Err(g.error(format!(
-                "size `{other}` is not fixed, scale, total_pixels, steps, aspect_square, longer, shorter, flux_kontext, same or latent"
+                "size `{other}` is not fixed, scale, total_pixels, steps, aspect_square, longer_down, floor_steps, longer, shorter, flux_kontext, same or latent"
             )));
         }
     })

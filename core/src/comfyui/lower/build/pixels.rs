@@ -622,6 +622,12 @@ pub(super) fn size_parameters(resize: &Resize) -> Value {
         PixelSize::Qwen21 { resolution } => {
             json!({"size": "aspect_square", "side": resolution, "step": QWEN21_STEP, "unless_same": true})
         }
+        PixelSize::Down { side } => {
+            json!({"size": "longer_down", "side": side, "unless_same": true})
+        }
+        PixelSize::Floor { step } => {
+            json!({"size": "floor_steps", "step": step, "unless_same": true})
+        }
         PixelSize::Same => json!({"size": "same"}),
     }
 }

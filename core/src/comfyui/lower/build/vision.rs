@@ -11,7 +11,7 @@
 //! Each picture's values and policies are numbered apart (`vision_2`, ...).
 
 use super::super::parts::{Steps, contract, invoke};
-use super::super::recognise::{PixelSize, Plan, QWEN21, Resize, reference};
+use super::super::recognise::{MAGE, PixelSize, Plan, QWEN21, Resize, reference};
 use super::StageNames;
 use super::pictures::{self, Key, key, numbered};
 use super::pixels::resize_policy;
@@ -210,14 +210,17 @@ pub(in crate::comfyui::lower) fn note(plan: &Plan, names: &StageNames) -> Option
         many => format!("nodes {} ({}) show", many.join(", "), vision.class),
     };
     let own = own_resize(&vision.seen);
-    let tokenized = match (vision.class == QWEN21, spliced(plan).is_some()) {
-        (false, _) => {
+    let tokenized = match (vision.class.as_str(), spliced(plan).is_some()) {
+        (MAGE, _) => {
+            "ComfyUI tokenizes the prompts with Mage-Flow's edit template (a system prompt about the input picture, then `Image N: ` and a vision block for each picture before the prompt), which the package's tokenizer must apply"
+        }
+        (class, _) if class != QWEN21 => {
             "ComfyUI tokenizes the prompts with the node's edit template (a system prompt describing the input picture), which the package's tokenizer must apply"
         }
-        (true, false) => {
+        (_, false) => {
             "ComfyUI tokenizes the prompts with Qwen-Image 2.1's template (a `<imageN>` vision block for each picture before the prompt, the system turn left out), which the package's tokenizer must apply"
         }
-        (true, true) => {
+        (_, true) => {
             "ComfyUI tokenizes the prompts with Qwen-Image 2.1's template (a `<imageN>` vision block for each picture before the prompt, the system turn left out), which the package's tokenizer must apply; as the node appends the pictures' latents, the text encoder leaves the pictures' rows out of its output and gives `image_slots`, each reference's place in the sequence, where the denoiser puts its cells"
         }
     };
@@ -273,6 +276,14 @@ pub(super) fn own_resize(resize: &Resize) -> String {
             };
             format!("by {} to about {side}x{side} pixels{steps}", resize.method)
         }
+        PixelSize::Down { side } => format!(
+            "by {} to a longer side of {side} pixels where it is longer",
+            resize.method
+        ),
+        PixelSize::Floor { step } => format!(
+            "by {} to its sides floored to whole {step}s, unless they are so already",
+            resize.method
+        ),
         PixelSize::Qwen21 { resolution: 0 } => {
             format!(
                 "by {} to whole 32s a side (at least 32), unless it is so already",

@@ -45,7 +45,7 @@ pub(super) use latent::{LatentSource, Mask, UpscaleSize};
 use model::model_chain;
 pub(super) use model::{FlowShift, Lora, ModelChain, Patch};
 pub(super) use outpaint::Pad;
-pub(super) use paired::QWEN21;
+pub(super) use paired::{MAGE, QWEN21};
 pub(super) use picture_ops::parameters as picture_op_parameters;
 use pixels::{LoadedPicture, loaded_picture};
 pub(super) use pixels::{ModelUpscale, Origin, PixelSize, Pixels, Resize, Trim};

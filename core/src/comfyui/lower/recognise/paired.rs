@@ -4,11 +4,16 @@
 //! output 1 the negative (`negative_prompt`, or a space where it is
 //! empty, as ComfyUI encodes it), output 2 the empty latent.
 //!
-//! Qwen-Image 2.1's pictures (`images.image_1` to `images.image_16`, in
-//! that order) are resized by the node (see `PixelSize::Qwen21`); both
-//! prompts' text encoder sees them, and given a VAE the node appends
-//! their latents as references and its latent takes the first picture's
-//! size. Mage-Flow's pictures are refused for now.
+//! Their pictures (`images.image_1` to `images.image_16`, in that order)
+//! are resized by the node; both prompts' text encoder sees them, and
+//! given a VAE the node appends their latents as references, and its
+//! latent takes the first picture's size:
+//! - Qwen-Image 2.1's, through its resize (`PixelSize::Qwen21`) for both;
+//! - Mage-Flow's, one picture, shown with its longer side cut to 384 by
+//!   bicubic where longer (`PixelSize::Down`), encoded at its sides
+//!   floored to whole 16s (`PixelSize::Floor`: the node stretches each
+//!   picture to its output size, the first picture's where its `width`
+//!   and `height` are 0 or that picture's `GetImageSize`).
 
 use super::super::graph::Graph;
 use super::pixels::loaded_picture;
@@ -19,7 +24,7 @@ use super::{LatentSource, MAX_BATCH, MAX_RESOLUTION, Vision, vae_source};
 use crate::comfyui::lower::Refusal;
 
 /// Mage-Flow's encoder.
-pub(super) const MAGE: &str = "TextEncodeMageFlowEdit";
+pub(in crate::comfyui::lower) const MAGE: &str = "TextEncodeMageFlowEdit";
 /// Qwen-Image 2.1's encoder.
 pub(in crate::comfyui::lower) const QWEN21: &str = "TextEncodeQwenImage21";
 
@@ -29,8 +34,6 @@ const DEFAULT_SIDE: i64 = 1024;
 /// What one encoder class makes.
 struct Paired {
     class: &'static str,
-    /// The family, as refusals name it.
-    family: &'static str,
     /// The latent's channels and pixels a cell.
     channels: i64,
     scale: i64,
@@ -44,7 +47,6 @@ struct Paired {
 const PAIRED: &[Paired] = &[
     Paired {
         class: MAGE,
-        family: "Mage-Flow",
         channels: 128,
         scale: 16,
         sides_from_resolution: false,
@@ -52,7 +54,6 @@ const PAIRED: &[Paired] = &[
     },
     Paired {
         class: QWEN21,
-        family: "Qwen-Image 2.1",
         channels: 64,
         scale: 16,
         sides_from_resolution: true,
@@ -105,29 +106,51 @@ pub(super) fn read(g: &Graph<'_>, node: &str, slot: i64, loader: &str) -> Result
         let (vae, _) = g.source(node, "vae")?;
         vae_source(g, &vae, loader, (node, "vae"))?;
     }
-    let own = own_resize(g, node)?;
+    let (seen, encoded) = own_resizes(g, node, paired)?;
     for input in inputs {
         let (picture, resize) = loaded_picture(g, node, &input)?;
         if vae {
             read.references.push(Reference {
                 node: node.to_string(),
-                class: QWEN21.to_string(),
+                class: paired.class.to_string(),
                 encode: node.to_string(),
                 loader: picture.clone(),
                 resize: resize.clone(),
-                then: Some(own.clone()),
+                then: Some(encoded.clone()),
             });
         }
         read.vision.push(Vision {
             node: node.to_string(),
-            class: QWEN21.to_string(),
+            class: paired.class.to_string(),
             loader: picture,
             resize,
-            seen: own.clone(),
+            seen: seen.clone(),
         });
     }
     Ok(read)
 }
+
+/// The node's own resizes of a picture: the one its text encoder sees,
+/// the one it encodes.
+fn own_resizes(g: &Graph<'_>, node: &str, paired: &Paired) -> Result<(Resize, Resize), Refusal> {
+    let resize = |method: &str, size: PixelSize| Resize {
+        node: node.to_string(),
+        method: method.into(),
+        size,
+        then: Vec::new(),
+    };
+    if paired.class == QWEN21 {
+        let own = own_resize(g, node)?;
+        return Ok((own.clone(), own));
+    }
+    Ok((
+        resize("bicubic", PixelSize::Down { side: MAGE_SEEN }),
+        resize("bicubic", PixelSize::Floor { step: paired.scale }),
+    ))
+}
+
+/// The longer side of the picture Mage-Flow's text encoder sees, at most.
+const MAGE_SEEN: i64 = 384;
 
 /// Qwen-Image 2.1's resize of its pictures at the node's `resolution`.
 fn own_resize(g: &Graph<'_>, node: &str) -> Result<Resize, Refusal> {
@@ -148,6 +171,19 @@ pub(super) fn latent(g: &Graph<'_>, node: &str) -> Result<LatentSource, Refusal>
     let scale = paired.scale;
     if let Some(first) = pictures(g, node, paired)?.first() {
         let (picture, resize) = loaded_picture(g, node, first)?;
+        // Mage-Flow's latent is the first picture's sides floored to whole
+        // 16s, as a run-time size gives them.
+        if paired.class == MAGE {
+            return Ok(LatentSource::Sized {
+                node: node.to_string(),
+                size: node.to_string(),
+                loader: picture,
+                resize,
+                batch: g.whole(node, "batch_size", 1..=MAX_BATCH)?,
+                channels: paired.channels,
+                scale,
+            });
+        }
         if let Some(resize) = resize {
             return Err(g.refuse(
                 &resize.node,
@@ -194,10 +230,50 @@ pub(super) fn latent(g: &Graph<'_>, node: &str) -> Result<LatentSource, Refusal>
     })
 }
 
-/// The node's picture inputs, in order: Qwen-Image 2.1's linked
-/// `images.image_N`; Mage-Flow's, and an `images` group or the older
-/// `image1`, ..., refused.
+/// The node's picture inputs, in order: its linked `images.image_N`
+/// (an `images` group or the older `image1`, ..., refused); Mage-Flow's
+/// one, at the output size it gives (see [`mage_sized_by_picture`]).
 fn pictures(g: &Graph<'_>, node: &str, paired: &Paired) -> Result<Vec<String>, Refusal> {
+    let numbered = numbered_pictures(g, node)?;
+    if paired.class == MAGE
+        && let Some(first) = numbered.first()
+    {
+        if let Some(second) = numbered.get(1) {
+            return Err(g.refuse(
+                node,
+                Some(second),
+                "gives Mage-Flow a second picture, which the node stretches to the first one's size; the lowering takes one".into(),
+                "give the node one picture",
+            ));
+        }
+        mage_sized_by_picture(g, node, first)?;
+    }
+    Ok(numbered)
+}
+
+/// Refuses a Mage-Flow node with a picture whose output size is not the
+/// picture's own: `width` and `height` 0, or both read from one
+/// `GetImageSize` of the picture input `first` reads.
+fn mage_sized_by_picture(g: &Graph<'_>, node: &str, first: &str) -> Result<(), Refusal> {
+    if let Some(size) = super::pixels::measuring_node(g, node)?
+        && g.source(&size, "image")? == g.source(node, first)?
+    {
+        return Ok(());
+    }
+    let zero = |name: &str| !g.is_link(node, name) && g.whole(node, name, 0..=0).is_ok();
+    if zero("width") && zero("height") {
+        return Ok(());
+    }
+    Err(g.refuse(
+        node,
+        Some("width"),
+        "sizes its output apart from its picture, which the node then stretches to that size; the lowering takes the picture's own size".into(),
+        "set width and height to 0, or read them from a GetImageSize of the picture",
+    ))
+}
+
+/// The linked `images.image_N` inputs of `node`, by their numbers.
+fn numbered_pictures(g: &Graph<'_>, node: &str) -> Result<Vec<String>, Refusal> {
     let Some(inputs) = g.nodes.get(node).and_then(|n| n["inputs"].as_object()) else {
         return Ok(Vec::new());
     };
@@ -215,26 +291,13 @@ fn pictures(g: &Graph<'_>, node: &str, paired: &Paired) -> Result<Vec<String>, R
             .and_then(|n| n.parse::<u32>().ok())
             .filter(|n| (1..=MAX_PICTURES).contains(n));
         match number {
-            Some(n) if paired.class == QWEN21 && g.is_link(node, name) => {
-                numbered.push((n, name.clone()))
-            }
-            _ if paired.class == QWEN21 => {
+            Some(n) if g.is_link(node, name) => numbered.push((n, name.clone())),
+            _ => {
                 return Err(g.refuse(
                     node,
                     Some(name),
                     format!("gives a picture other than by a link to images.image_1 to images.image_{MAX_PICTURES}, which the lowering takes"),
                     "connect the picture to one of images.image_1 to images.image_16",
-                ));
-            }
-            _ => {
-                return Err(g.refuse(
-                    node,
-                    Some(name),
-                    format!(
-                        "gives the text encoder and the model a reference picture, which the lowering does not make for {} yet",
-                        paired.family
-                    ),
-                    "disconnect the reference pictures for text-to-image",
                 ));
             }
         }

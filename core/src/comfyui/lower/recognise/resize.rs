@@ -150,6 +150,13 @@ pub(in crate::comfyui::lower) enum PixelSize {
     /// whole 32s, or at a resolution of 0 each side rounded to whole 32s;
     /// at least 32; a picture of that size already is kept as it is.
     Qwen21 { resolution: i64 },
+    /// Mage-Flow's picture for its text encoder: where its longer side is
+    /// above `side`, both sides `max(1, round(side_i * (side / longer)))`;
+    /// else kept as it is.
+    Down { side: i64 },
+    /// Mage-Flow's picture to encode: each side floored to whole `step`s
+    /// (at least one); a picture so sized already kept as it is.
+    Floor { step: i64 },
     /// No resize: only the operations after it.
     Same,
 }
