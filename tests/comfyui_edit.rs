@@ -570,7 +570,7 @@ fn mage_flow_s_encoder_gives_both_prompts_and_its_latent() {
             "4",
             "TextEncodeMageFlowEdit",
             Some("width"),
-            "sizes its output apart from its picture, which the node then stretches to that size; the lowering takes the picture's own size",
+            "sizes its output other than as its picture's own size (width and height both 0, or both read from one GetImageSize of the picture it is given), and the node stretches the picture to that size; the lowering takes the picture's own size",
         ),
     );
 }

@@ -70,6 +70,12 @@ fn mage_flow_shows_and_appends_its_picture() {
     zero["4"]["inputs"]["width"] = json!(0);
     zero["4"]["inputs"]["height"] = json!(0);
     lowered(&zero, &Target::default());
+    // Its batch size is the latent's rows.
+    let mut batched = edit();
+    batched["4"]["inputs"]["batch_size"] = json!(2);
+    let l = lowered(&batched, &Target::default());
+    let shape = &workflow(&l)["components"]["latent_row_shape"]["contract"]["parameters"];
+    assert_eq!(shape["batch_size"], 2);
     if !support::runtime_available() {
         return;
     }
@@ -77,6 +83,15 @@ fn mage_flow_shows_and_appends_its_picture() {
     let (_, out) = package_and_run(&root, "edit", &edit());
     assert_eq!(npy(&out.join("latent.npy")).0, [1, 128, 4, 4]);
     assert_eq!(npy(&out.join("image.npy")).0, [1, 3, 64, 64]);
+    // A picture made 70 x 50 before the node: encoded at 64 x 48, the
+    // latent 4 x 3 cells.
+    let mut odd = edit();
+    odd["10"] = json!({"class_type": "ImageScale", "inputs": {"upscale_method": "nearest-exact", "width": 70, "height": 50, "crop": "disabled", "image": ["8", 0]}});
+    odd["4"]["inputs"]["images.image_1"] = json!(["10", 0]);
+    odd["9"]["inputs"]["image"] = json!(["10", 0]);
+    let (_, out) = package_and_run(&root, "odd", &odd);
+    assert_eq!(npy(&out.join("latent.npy")).0, [1, 128, 3, 4]);
+    assert_eq!(npy(&out.join("image.npy")).0, [1, 3, 48, 64]);
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -96,6 +111,8 @@ fn mage_flow_s_resizes_are_the_node_s() {
     let cases = [
         // Longer side 400 above 384: a factor of 0.96, 100 becomes 96.
         ("longer_down", [1, 3, 400, 100], [1, 3, 384, 96], false),
+        // 768 wide: a factor of 0.5, 501 high is 250.5, rounded to even.
+        ("longer_down", [1, 3, 501, 768], [1, 3, 250, 384], false),
         // At most 384: kept as it is.
         ("longer_down", [1, 3, 64, 64], [1, 3, 64, 64], true),
         // Floored to whole 16s.
@@ -136,6 +153,20 @@ fn what_mage_flow_edits_cannot_take_is_refused() {
             "gives Mage-Flow a second picture, which the node stretches to the first one's size; the lowering takes one",
         ),
     );
+    // A GetImageSize of another picture.
+    let mut other = edit();
+    other["10"] =
+        json!({"class_type": "LoadImage", "inputs": {"image": "other.png", "upload": "image"}});
+    other["9"]["inputs"]["image"] = json!(["10", 0]);
+    assert_refused(
+        &other,
+        (
+            "4",
+            "TextEncodeMageFlowEdit",
+            Some("width"),
+            "sizes its output other than as its picture's own size (width and height both 0, or both read from one GetImageSize of the picture it is given), and the node stretches the picture to that size; the lowering takes the picture's own size",
+        ),
+    );
     let mut sized = edit();
     sized["4"]["inputs"]["width"] = json!(512);
     sized["4"]["inputs"]["height"] = json!(512);
@@ -145,7 +176,7 @@ fn what_mage_flow_edits_cannot_take_is_refused() {
             "4",
             "TextEncodeMageFlowEdit",
             Some("width"),
-            "sizes its output apart from its picture, which the node then stretches to that size; the lowering takes the picture's own size",
+            "sizes its output other than as its picture's own size (width and height both 0, or both read from one GetImageSize of the picture it is given), and the node stretches the picture to that size; the lowering takes the picture's own size",
         ),
     );
 }

@@ -123,7 +123,7 @@ fn an_empty_latent_takes_the_pictures_size_and_both_prompts_their_reference() {
     let w = workflow(&l);
     assert_eq!(
         w["components"]["latent_row_shape"]["contract"]["parameters"],
-        json!({"from": "image", "channels": 16, "scale": 8})
+        json!({"from": "image", "batch_size": 1, "channels": 16, "scale": 8})
     );
     assert_eq!(
         denoiser_bindings(w, "reference_latent"),

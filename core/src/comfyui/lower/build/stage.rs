@@ -271,8 +271,10 @@ pub(super) fn stage(
             json!({"latent": source}),
             None,
         ),
-        LatentSource::Sized { node, scale, .. } => (
-            json!({"from": "image", "channels": plan.channels, "scale": scale}),
+        LatentSource::Sized {
+            node, scale, batch, ..
+        } => (
+            json!({"from": "image", "batch_size": batch, "channels": plan.channels, "scale": scale}),
             json!({"image": picture(json!(3))}),
             json!({"image": picture_value}),
             Some(node),

@@ -267,8 +267,8 @@ fn mage_sized_by_picture(g: &Graph<'_>, node: &str, first: &str) -> Result<(), R
     Err(g.refuse(
         node,
         Some("width"),
-        "sizes its output apart from its picture, which the node then stretches to that size; the lowering takes the picture's own size".into(),
-        "set width and height to 0, or read them from a GetImageSize of the picture",
+        "sizes its output other than as its picture's own size (width and height both 0, or both read from one GetImageSize of the picture it is given), and the node stretches the picture to that size; the lowering takes the picture's own size".into(),
+        "set width and height to 0, or read both from a GetImageSize of the picture",
     ))
 }
 
