@@ -218,7 +218,7 @@ pub fn ui_to_api(ui: &Value, defs: &NodeDefs) -> (ApiGraph, Vec<ConvertIssue>) {
         let mut collected = match class {
             Some(class) => widgets::by_definition(node, class),
             None if grouped => IndexMap::new(),
-            None => widgets::by_file(node).unwrap_or_else(|| {
+            None => widgets::by_file_names(node).unwrap_or_else(|| {
                 issues.push(issue(format!(
                     "unknown node class '{class_type}': the file does not name each of its widget values, and no definition does; add its definition to the node definitions"
                 )));

@@ -1,7 +1,8 @@
 //! Naming a UI node's `widgets_values`: by its class's definition (its
 //! layout, frontend-only slots skipped, the widgets a dynamic combo's
-//! chosen option adds), or, for a class without one, by the widget inputs
-//! the file itself lists.
+//! chosen option adds), or, for a class without one, by the names the
+//! file itself gives: a newer frontend's `widgets_values_named`, else the
+//! widget inputs it lists.
 
 use super::defs::ClassDef;
 use indexmap::IndexMap;
@@ -63,10 +64,36 @@ pub(super) fn by_definition(node: &Value, class: &ClassDef) -> IndexMap<String, 
     values
 }
 
+/// Names a newer frontend writes in `widgets_values_named` for values it
+/// keeps to itself: the seed's "control after generate", an upload
+/// button.
+const FRONTEND_ONLY: &[&str] = &["control_after_generate", "upload"];
+
+/// The widget values of `node` as the file names them: its
+/// `widgets_values_named` (frontend-only entries left out; a primitive's
+/// control is stored under its own value's name, `"fixed": "fixed"`),
+/// else its widget inputs ([`by_file`]).
+pub(super) fn by_file_names(node: &Value) -> Option<IndexMap<String, Value>> {
+    let Some(named) = node.get("widgets_values_named").and_then(Value::as_object) else {
+        return by_file(node);
+    };
+    let frontend = |name: &str, value: &Value| {
+        FRONTEND_ONLY.contains(&name)
+            || (SEED_CONTROLS.contains(&name) && value.as_str() == Some(name))
+    };
+    Some(
+        named
+            .iter()
+            .filter(|(name, value)| !frontend(name, value))
+            .map(|(name, value)| (name.clone(), wrap_array(value.clone())))
+            .collect(),
+    )
+}
+
 /// The widget values of `node`, named by the widget inputs the file lists
 /// (`inputs[].widget.name`, in order), when they name every value (a
 /// seed's control value skipped); `None` when they do not.
-pub(super) fn by_file(node: &Value) -> Option<IndexMap<String, Value>> {
+fn by_file(node: &Value) -> Option<IndexMap<String, Value>> {
     let names: Vec<&str> = node
         .get("inputs")
         .and_then(Value::as_array)
@@ -124,7 +151,7 @@ pub(super) fn wrap_array(v: Value) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use super::{by_definition, by_file};
+    use super::{by_definition, by_file, by_file_names};
     use crate::comfyui::NodeDefs;
     use serde_json::json;
 
@@ -174,5 +201,30 @@ mod tests {
         assert_eq!(by_file(&node), None);
         // No widgets and no values: nothing to name.
         assert_eq!(by_file(&json!({"inputs": []})), Some(Default::default()));
+    }
+
+    #[test]
+    fn a_newer_frontend_names_every_value_itself() {
+        let node = json!({
+            "inputs": [{"name": "image", "link": 5}],
+            "widgets_values": [333, 17, 5, "camera"],
+            "widgets_values_named": {"horizontal_angle": 333, "vertical_angle": 17, "zoom": 5, "view": "camera"}
+        });
+        let named = by_file_names(&node).expect("named");
+        assert_eq!(
+            serde_json::to_value(&named).expect("json"),
+            json!({"horizontal_angle": 333, "vertical_angle": 17, "zoom": 5, "view": "camera"})
+        );
+        // What only the frontend keeps is left out; a list stays a value.
+        let node = json!({"widgets_values_named": {"noise_seed": 56, "control_after_generate": "randomize",
+            "fixed": "fixed", "upload": "image", "sizes": [1, 2]}});
+        let named = by_file_names(&node).expect("named");
+        assert_eq!(
+            serde_json::to_value(&named).expect("json"),
+            json!({"noise_seed": 56, "sizes": {"__value__": [1, 2]}})
+        );
+        // Without them, the widget inputs name the values.
+        let node = json!({"inputs": [{"name": "cfg", "widget": {"name": "cfg"}}], "widgets_values": [3.5]});
+        assert_eq!(by_file_names(&node), by_file(&node));
     }
 }

@@ -4,7 +4,8 @@
 //! `ComfySwitchNode` whose `switch` is written (or folded) gives what its
 //! chosen input (`on_true` or `on_false`) carries, a link or a value, and
 //! the string, resolution, number and math nodes give what they compute
-//! from written inputs. The official templates drive samplers, prompts,
+//! from written inputs, and `GetImageSize` the size of a blank picture
+//! the graph writes (maybe scaled). The official templates drive samplers, prompts,
 //! sizes and model paths through them (a "turbo" switch choosing LoRA,
 //! steps and cfg). What a folded node gave is then written in its readers'
 //! inputs, so the run parameters it set become the workflow's typed inputs
@@ -16,6 +17,7 @@
 //! graph's size.
 
 mod gives;
+mod sizes;
 
 use crate::comfyui::link::api_link;
 use serde_json::{Map, Value};
@@ -71,10 +73,11 @@ pub(super) fn constants(nodes: &Map<String, Value>) -> (Map<String, Value>, Vec<
                 readers.push((reader.clone(), input.clone(), slot_index(slot)));
             }
         }
-        let Some(gift) = gives::gives(node).filter(|gift| {
+        let Some(gift) = gives::gives(node, &nodes).filter(|gift| {
+            // A `Null` output is none: a reader of it keeps the node.
             readers
                 .iter()
-                .all(|(_, _, slot)| *slot < gift.outputs.len())
+                .all(|(_, _, slot)| gift.outputs.get(*slot).is_some_and(|v| !v.is_null()))
                 && (!gift.needs_reader || !readers.is_empty())
                 && gift
                     .outputs
@@ -216,6 +219,42 @@ mod tests {
         // The switch, what it chose and what it chose by; not the other
         // branch, nor a constant of an unused node.
         assert_eq!(used, ["1", "2", "4"]);
+    }
+
+    #[test]
+    fn a_camera_angle_folds_into_a_prompt_unless_its_camera_is_read() {
+        let (g, ids) = folded(json!({
+            "1": {"class_type": "CameraAngle", "inputs": {"horizontal_angle": 90, "vertical_angle": 0, "zoom": 8.0}},
+            "2": {"class_type": "CLIPTextEncode", "inputs": {"text": ["1", 1]}}
+        }));
+        assert_eq!(
+            g["2"]["inputs"]["text"],
+            json!("right side view eye-level shot close-up")
+        );
+        assert_eq!(ids, ["1"]);
+        let graph = json!({
+            "1": {"class_type": "CameraAngle", "inputs": {"horizontal_angle": 90, "vertical_angle": 0, "zoom": 8.0}},
+            "2": {"class_type": "CLIPTextEncode", "inputs": {"text": ["1", 1]}},
+            "3": {"class_type": "Load3D", "inputs": {"camera_info": ["1", 0]}}
+        });
+        let (g, ids) = folded(graph.clone());
+        assert_eq!(g, graph);
+        assert!(ids.is_empty());
+    }
+
+    #[test]
+    fn a_blank_picture_size_folds_into_the_latent() {
+        let (g, ids) = folded(json!({
+            "1": {"class_type": "EmptyImage", "inputs": {"width": 1280, "height": 720, "batch_size": 1, "color": 0}},
+            "2": {"class_type": "ImageScaleBy", "inputs": {"upscale_method": "lanczos", "scale_by": 0.5, "image": ["1", 0]}},
+            "3": {"class_type": "GetImageSize", "inputs": {"image": ["2", 0]}},
+            "4": {"class_type": "EmptyLTXVLatentVideo", "inputs": {"width": ["3", 0], "height": ["3", 1], "length": 97, "batch_size": ["3", 2]}}
+        }));
+        assert_eq!(
+            g["4"]["inputs"],
+            json!({"width": 640, "height": 360, "length": 97, "batch_size": 1})
+        );
+        assert_eq!(ids, ["3"]);
     }
 
     #[test]

@@ -89,6 +89,7 @@ pub const POLICIES: &[&str] = &[
     "upscaled_pixels",
     "video_pixels",
     "batch_frames",
+    "join_frames",
     "zero_conditioning",
     "zero_latent",
     "audio_loudness",
@@ -121,6 +122,7 @@ const NUMBERED: &[&str] = &[
     "vision_scale",
     "reference_scale",
     "trim_latent",
+    "join_frames",
 ];
 
 /// The policy kind and stage prefix of a component name: a chained

@@ -2,7 +2,7 @@
 //! classifier-free guidance (and `DualCFGGuider`'s and `VideoLinearCFGGuidance`'s), the loop
 //! predicate, step windows, latent
 //! shapes, inpainting masks, SDXL conditioning, the ControlNet window and
-//! joining two embeddings' tokens.
+//! joining two embeddings' tokens or videos' frames.
 
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
@@ -36,6 +36,7 @@ pub fn build(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError>
         "upscaled_pixels" => unit_pixels(g, false),
         "video_pixels" => unit_pixels(g, true),
         "batch_frames" => batch_frames(g),
+        "join_frames" => join_frames(g),
         "trim_latent" => trim_latent(g),
         "frame_pictures" => frame_pictures(g),
         "one_frame" => one_frame(g),
@@ -231,6 +232,22 @@ fn batch_frames(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let axis = g.b.vec_i64(&[0]);
     let out = g.op("Unsqueeze", &[&x, &axis]);
     g.output(&out, "frames")
+}
+
+/// `join_frames`: the frames of videos `video_0`, `video_1`, ... (each
+/// `[batch, frames, 3, h, w]`) one after another.
+fn join_frames(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let mut videos = Vec::new();
+    while g.has_input(&format!("video_{}", videos.len())) {
+        let port = format!("video_{}", videos.len());
+        videos.push(g.input(&port)?);
+    }
+    if videos.len() < 2 {
+        return Err(g.error("it joins fewer than two videos (ports video_0, video_1, ...)"));
+    }
+    let refs: Vec<&str> = videos.iter().map(String::as_str).collect();
+    let out = g.op_with("Concat", &refs, &[("axis", Attr::Int(1))]);
+    g.output(&out, "joined")
 }
 
 /// `one_frame`: each picture `[batch, 3, h, w]` as a one-frame video

@@ -19,6 +19,7 @@ mod composite;
 mod control;
 mod edit;
 mod frames;
+mod joined;
 mod loaded;
 mod lotus;
 mod mask;
@@ -232,7 +233,8 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
             latents: &latents,
             loaded: &loaded,
         };
-        let (mut shown, range) = pixels.shown(sink, axes, &mut top);
+        let (shown, range) = pixels.shown(sink, axes, &mut top);
+        let mut shown = joined::joined(&mut pixels, sink, shown, &mut top);
         let mut video = parts::video();
         if let (SinkKind::Video { .. }, Axes::Image) = (&sink.kind, axes) {
             // A video sink shows a batch of pictures as one video's frames.
@@ -447,6 +449,7 @@ mod tests {
             upscale: None,
             resize: None,
             kind: SinkKind::Picture { channels: 3 },
+            joined: Vec::new(),
         }
     }
 

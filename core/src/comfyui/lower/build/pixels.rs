@@ -280,7 +280,7 @@ impl<'c> PixelParts<'c> {
     /// shows (video outputs carry no value range), or an audio latent's
     /// waveform `[batch, 2, samples]` scaled down where loud, as
     /// `VAEDecodeAudio` does.
-    fn decoded(
+    pub(super) fn decoded(
         &mut self,
         decode: &'c str,
         (vae, stage, trim, pixel_space, channels): (&'c str, usize, Option<&'c Trim>, bool, i64),

@@ -38,6 +38,8 @@ pub(super) struct PromptSide<'a> {
     vision: &'a [Vision],
     /// The style tokens its conditioning takes after its own.
     styles: &'a [Style],
+    /// `CLIPTextEncodeFlux`'s CLIP-L text, passed by `ids.1`.
+    clip_text: Option<&'a String>,
 }
 
 /// A prompt text, the token-id input it is passed in and its encoder node.
@@ -106,6 +108,7 @@ pub(super) fn sides(plan: &Plan) -> Vec<PromptSide<'_>> {
             references: &plan.positive.references.latents,
             vision: &plan.positive.vision,
             styles: &plan.positive.styles,
+            clip_text: plan.positive.clip_text.as_ref(),
         },
         PromptSide {
             name: "unconditional",
@@ -122,6 +125,7 @@ pub(super) fn sides(plan: &Plan) -> Vec<PromptSide<'_>> {
             references: &plan.negative.references.latents,
             vision: &plan.negative.vision,
             styles: &plan.negative.styles,
+            clip_text: plan.negative.clip_text.as_ref(),
         },
     ]
     .into_iter()
@@ -140,6 +144,7 @@ pub(super) fn sides(plan: &Plan) -> Vec<PromptSide<'_>> {
         references: &middle.references.latents,
         vision: &middle.vision,
         styles: &middle.styles,
+        clip_text: middle.clip_text.as_ref(),
     }))
     .collect()
 }
@@ -177,6 +182,12 @@ pub(super) fn encode(plan: &Plan, sides: &[PromptSide<'_>], models: &str, parts:
         encoder_out["image_slots"] = slots.clone();
     }
     let mut encoder_in = json!({"input_ids": tokens()});
+    // Where a prompt gives CLIP-L a text of its own, the encoder takes its
+    // ids apart (the other prompts' ids are the same text's).
+    let clip_ids = sides.iter().any(|s| s.clip_text.is_some());
+    if clip_ids {
+        encoder_in["input_ids_l"] = tokens();
+    }
     let shown = sides.iter().map(|s| s.vision.len()).max().unwrap_or(0);
     for n in 0..shown {
         encoder_in[super::vision::port_name(n)] = super::vision::port(n);
@@ -248,6 +259,20 @@ pub(super) fn encode(plan: &Plan, sides: &[PromptSide<'_>], models: &str, parts:
                     (None, true) => value.clone(),
                 };
                 let mut binds = json!({"input_ids": side.ids.0});
+                if let Some(text) = side.clip_text {
+                    parts.prompts.push(Prompted {
+                        input: side.ids.1.to_string(),
+                        text: text.clone(),
+                        encoder: side.encoder.clone(),
+                    });
+                    declare_l_ids(side, parts.inputs);
+                }
+                if clip_ids {
+                    binds["input_ids_l"] = json!(match side.clip_text {
+                        Some(_) => side.ids.1,
+                        None => side.ids.0,
+                    });
+                }
                 let seen = parts.vision.unwrap_or_default();
                 for (n, v) in side.vision.iter().enumerate() {
                     let picture = key(&v.loader, v.resize.as_ref());
@@ -291,7 +316,7 @@ pub(super) fn encode(plan: &Plan, sides: &[PromptSide<'_>], models: &str, parts:
                         encoder: side.encoder.clone(),
                     });
                 }
-                parts.inputs.insert(side.ids.1.into(), json!({"contract": tokens(), "role": runtime(side.role), "source": {"kind": "application", "name": side.alias}, "required": true}));
+                declare_l_ids(side, parts.inputs);
                 parts.inputs.insert(
                     side.size_input.into(),
                     parameter(
@@ -327,4 +352,10 @@ pub(super) fn encode(plan: &Plan, sides: &[PromptSide<'_>], models: &str, parts:
             }
         }
     }
+}
+
+/// Declares the input of `side`'s second token ids (SDXL's CLIP-L prompt,
+/// `CLIPTextEncodeFlux`'s `clip_l`).
+fn declare_l_ids(side: &PromptSide<'_>, inputs: &mut Map<String, Value>) {
+    inputs.insert(side.ids.1.into(), json!({"contract": tokens(), "role": runtime(side.role), "source": {"kind": "application", "name": side.alias}, "required": true}));
 }

@@ -3,8 +3,11 @@
 //! chosen branch, the text a `PreviewAny` shows of a written value and
 //! passes on, string joins and replacements,
 //! a `CustomCombo`'s choice, a `ResolutionSelector`'s size, number
-//! conversions and `ComfyMathExpression`'s arithmetic (see `expr`), and
-//! an `ImageStitch` without a second picture, which returns its first.
+//! conversions and `ComfyMathExpression`'s arithmetic (see `expr`),
+//! an `ImageStitch` without a second picture, which returns its first,
+//! a `GetImageSize` of pictures whose size the graph writes (`sizes`), and
+//! the shot description a `CameraAngle` writes for a prompt (not its
+//! camera, output 0, which is no value: `Null`).
 
 use super::super::expr::{self, Num};
 use crate::comfyui::link::api_link;
@@ -50,8 +53,9 @@ impl Gift {
     }
 }
 
-/// What `node` gives, if it folds.
-pub(super) fn gives(node: &Value) -> Option<Gift> {
+/// What `node` gives, if it folds; `nodes` are the graph's nodes as
+/// folded so far.
+pub(super) fn gives(node: &Value, nodes: &Map<String, Value>) -> Option<Gift> {
     let class = node.get("class_type")?.as_str()?;
     let inputs = node.get("inputs")?.as_object()?;
     let literal = |name: &str| inputs.get(name).filter(|v| api_link(v).is_none());
@@ -66,6 +70,19 @@ pub(super) fn gives(node: &Value) -> Option<Gift> {
         // Without a second picture it returns its first as it is.
         "ImageStitch" if !inputs.contains_key("image2") => {
             Some(Gift::of(vec![inputs.get("image1")?.clone()], &["image1"]))
+        }
+        "GetImageSize" => {
+            let size = super::sizes::written_size(inputs.get("image")?, nodes)?;
+            Some(Gift::of(size.map(|side| json!(side)).to_vec(), &["image"]))
+        }
+        "CameraAngle" => {
+            let angle = |name: &str| literal(name)?.as_f64();
+            let shot = camera_shot(
+                angle("horizontal_angle")?,
+                angle("vertical_angle")?,
+                angle("zoom")?,
+            );
+            Some(Gift::computed(vec![Value::Null, json!(shot)], inputs))
         }
         "ComfySwitchNode" => {
             let chosen = match literal("switch")? {
@@ -230,6 +247,38 @@ fn resolution(inputs: &Map<String, Value>) -> Option<(i64, i64)> {
     Some((w * k, h * k))
 }
 
+/// `CameraAngle`'s prompt: the shot described in words, as ComfyUI's
+/// node does (angles truncated to whole degrees and clamped, the
+/// azimuth's eighth, the elevation's and the zoom's bands).
+fn camera_shot(horizontal: f64, vertical: f64, zoom: f64) -> String {
+    const AROUND: [&str; 8] = [
+        "front view",
+        "front-right quarter view",
+        "right side view",
+        "back-right quarter view",
+        "back view",
+        "back-left quarter view",
+        "left side view",
+        "front-left quarter view",
+    ];
+    let horizontal = horizontal.trunc().clamp(0.0, 360.0);
+    let vertical = vertical.trunc().clamp(-30.0, 60.0);
+    let zoom = zoom.clamp(0.0, 10.0);
+    let sector = (((horizontal % 360.0) + 22.5) / 45.0).floor() as usize % AROUND.len();
+    let elevation = match vertical {
+        v if v < -15.0 => "low-angle shot",
+        v if v < 15.0 => "eye-level shot",
+        v if v < 45.0 => "elevated shot",
+        _ => "high-angle shot",
+    };
+    let distance = match zoom {
+        z if z < 2.0 => "wide shot",
+        z if z < 6.0 => "medium shot",
+        _ => "close-up",
+    };
+    format!("{} {elevation} {distance}", AROUND[sector])
+}
+
 fn gcd(a: i64, b: i64) -> i64 {
     if b == 0 { a.abs() } else { gcd(b, a % b) }
 }
@@ -237,10 +286,10 @@ fn gcd(a: i64, b: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::gives;
-    use serde_json::{Value, json};
+    use serde_json::{Map, Value, json};
 
     fn outputs(class: &str, inputs: Value) -> Option<Vec<Value>> {
-        gives(&json!({"class_type": class, "inputs": inputs})).map(|g| g.outputs)
+        gives(&json!({"class_type": class, "inputs": inputs}), &Map::new()).map(|g| g.outputs)
     }
 
     #[test]
@@ -318,6 +367,47 @@ mod tests {
         assert_eq!(
             outputs("PreviewAny", json!({"source": true})),
             Some(vec![json!("True")])
+        );
+        assert_eq!(
+            outputs(
+                "CameraAngle",
+                json!({"horizontal_angle": 333, "vertical_angle": 17, "zoom": 5, "view": "camera", "image": ["1", 0]})
+            ),
+            Some(vec![
+                Value::Null,
+                json!("front-left quarter view elevated shot medium shot")
+            ])
+        );
+        // The bands' edges, a full turn and values past the node's range.
+        assert_eq!(
+            outputs(
+                "CameraAngle",
+                json!({"horizontal_angle": 22.5, "vertical_angle": -15, "zoom": 6.0})
+            ),
+            Some(vec![
+                Value::Null,
+                json!("front view eye-level shot close-up")
+            ])
+        );
+        assert_eq!(
+            outputs(
+                "CameraAngle",
+                json!({"horizontal_angle": 400, "vertical_angle": -90, "zoom": 1.9})
+            ),
+            Some(vec![
+                Value::Null,
+                json!("front view low-angle shot wide shot")
+            ])
+        );
+        assert_eq!(
+            outputs(
+                "CameraAngle",
+                json!({"horizontal_angle": 67.6, "vertical_angle": 45, "zoom": 2})
+            ),
+            Some(vec![
+                Value::Null,
+                json!("front-right quarter view high-angle shot medium shot")
+            ])
         );
     }
 

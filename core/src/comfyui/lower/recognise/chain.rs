@@ -48,6 +48,9 @@ pub(in crate::comfyui::lower) struct Sink {
     pub resize: Option<Resize>,
     /// What it shows.
     pub kind: SinkKind,
+    /// Further decodes whose frames the video shows after the origin's
+    /// (`BatchImagesNode`: see `joined`).
+    pub joined: Vec<Origin>,
 }
 
 /// What a sink shows.
@@ -214,6 +217,22 @@ fn one_sink(
         }
         Shows::Picture | Shows::Audio => None,
     };
+    if let Some(frame_rate) = frame_rate
+        && let (batch, 0) = g.source(&shown, "images")?
+        && g.class(&batch) == super::joined::BATCH
+    {
+        let (origin, joined) = super::joined::joined(g, &batch, walk)?;
+        return Ok(Sink {
+            node: sink.to_string(),
+            origin,
+            title: text(g, sink, "/_meta/title"),
+            prefix: text(g, sink, "/inputs/filename_prefix"),
+            upscale: None,
+            resize: None,
+            kind: SinkKind::Video { frame_rate },
+            joined,
+        });
+    }
     let image = super::pixels::pixels(g, &shown, "images", walk)?;
     let (upscale, resize) = (image.upscale, image.resize);
     let axes = match &image.origin {
@@ -283,6 +302,7 @@ fn one_sink(
             Some(frame_rate) => SinkKind::Video { frame_rate },
             None => SinkKind::Picture { channels },
         },
+        joined: Vec::new(),
     })
 }
 
@@ -306,6 +326,7 @@ fn audio_sink(g: &Graph<'_>, sink: &str, walk: &mut Walk) -> Result<Sink, Refusa
         upscale: None,
         resize: None,
         kind: SinkKind::Audio,
+        joined: Vec::new(),
     })
 }
 

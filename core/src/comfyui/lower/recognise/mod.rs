@@ -12,6 +12,7 @@ mod custom;
 mod edits;
 mod flow_only;
 mod frames;
+mod joined;
 mod ksampler;
 mod latent;
 mod latent_sizes;
@@ -222,6 +223,8 @@ pub(super) struct Conditioning {
     /// `ConditioningZeroOut` on the way to the sampler: the conditioning
     /// is the encoder's, zeroed.
     pub zeroed: Option<String>,
+    /// `CLIPTextEncodeFlux`'s `clip_l` text, for CLIP-L (`text` is T5's).
+    pub clip_text: Option<String>,
     /// `T5TokenizerOptions` on the CLIP path, which tokenizing the prompt
     /// must follow.
     pub tokenizer_options: Vec<TokenizerOptions>,
@@ -332,6 +335,7 @@ const CLIP_LOADERS: &[&str] = &[
 const ENCODERS: &[&str] = &[
     "CLIPTextEncode",
     "CLIPTextEncodeSDXL",
+    prompt::FLUX,
     vision::EDIT,
     vision::EDIT_PLUS,
     paired::MAGE,

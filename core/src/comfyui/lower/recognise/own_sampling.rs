@@ -166,9 +166,14 @@ const CHANNELS: &[(&str, i64)] = &[("lumina2", 16), ("ovis", 16)];
 /// and `.`, holding the stem): ComfyUI tells them apart by the weights
 /// (Z-Image's width is 3840), which the graph does not hold. An entry
 /// here comes before the type's own default (Qwen-Image 2.1 before
-/// Qwen-Image).
+/// Qwen-Image, Flux schnell before Flux dev).
 const UNETS: &[(&str, &str, Default)] = &[
     ("qwen_image", "qwenimage21", QWEN_IMAGE_21),
+    (
+        "flux",
+        "flux1schnell",
+        flow("flux", "flux", Shift::Mu(1.0), 16, "Flux schnell"),
+    ),
     (
         "lumina2",
         "zimage",

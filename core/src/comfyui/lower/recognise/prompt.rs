@@ -18,6 +18,10 @@ use super::{
 };
 use crate::comfyui::lower::Refusal;
 
+/// Flux's encoder of two texts (`clip_l` for CLIP-L, `t5xxl` for T5) with
+/// the guidance value it sets.
+pub(super) const FLUX: &str = "CLIPTextEncodeFlux";
+
 impl Conditioning {
     /// A prompt no text encoder makes (Lotus' fixed embedding, a saved
     /// conditioning, SVD's picture embedding): node `encoder` gives it,
@@ -28,6 +32,7 @@ impl Conditioning {
             text,
             loader: loader.to_string(),
             clip_loras: Vec::new(),
+            clip_text: None,
             zeroed: None,
             tokenizer_options: Vec::new(),
             guidance: None,
@@ -174,6 +179,7 @@ pub(super) fn conditioning(
     let (clip, _) = g.source(&node, "clip")?;
     let (loader, clip_loras, tokenizer_options) = clip_source(g, &clip, &node, model)?;
     let (mut vision, mut own_references) = (Vec::new(), Vec::new());
+    let mut clip_text = None;
     let text = if super::paired::is_paired(g.class(&node)) {
         let read = super::paired::read(g, &node, slot, &model.loader)?;
         (vision, own_references) = (read.vision, read.references);
@@ -182,6 +188,16 @@ pub(super) fn conditioning(
         let read = super::vision::read(g, &node, &model.loader)?;
         (vision, own_references) = (read.vision, read.references);
         Prompt::Single(read.text)
+    } else if g.class(&node) == FLUX {
+        clip_text = Some(g.text(&node, "clip_l")?.to_string());
+        // A FluxGuidance nearer the sampler sets it again, as in ComfyUI.
+        if guidance.is_none() {
+            guidance = Some(Guidance {
+                value: g.number_in(&node, "guidance", 0.0..=100.0, "guidance")?,
+                node: node.clone(),
+            });
+        }
+        Prompt::Single(g.text(&node, "t5xxl")?.to_string())
     } else if g.class(&node) == "CLIPTextEncodeSDXL" {
         let n = |k: &str| g.number(&node, k);
         Prompt::Sdxl {
@@ -229,6 +245,7 @@ pub(super) fn conditioning(
             text,
             loader,
             clip_loras,
+            clip_text,
             zeroed,
             tokenizer_options,
             guidance,

@@ -1,0 +1,71 @@
+//! Picture sizes the graph writes: an `EmptyImage`'s, maybe scaled by
+//! `ImageScaleBy` (each side times the factor, rounded as Python rounds,
+//! ties to even), which a `GetImageSize` reads as constants. The LTX-2
+//! templates size their latents so, from a blank picture halved.
+
+use crate::comfyui::link::api_link;
+use serde_json::{Map, Value};
+
+/// ComfyUI's largest picture side and batch.
+const MAX_SIDE: i64 = 16384;
+const MAX_BATCH: i64 = 4096;
+/// How many scaling nodes a size is followed through.
+const MAX_DEPTH: usize = 16;
+
+/// The width, height and batch of the pictures `link` carries, where the
+/// graph writes them.
+pub(super) fn written_size(link: &Value, nodes: &Map<String, Value>) -> Option<[i64; 3]> {
+    size_at(link, nodes, 0)
+}
+
+fn size_at(link: &Value, nodes: &Map<String, Value>, depth: usize) -> Option<[i64; 3]> {
+    let (origin, slot) = api_link(link)?;
+    if slot != 0 || depth > MAX_DEPTH {
+        return None;
+    }
+    let node = nodes.get(&origin)?;
+    let inputs = node.get("inputs")?.as_object()?;
+    let int = |name: &str| inputs.get(name)?.as_i64();
+    match node.get("class_type")?.as_str()? {
+        "EmptyImage" => {
+            let size = [int("width")?, int("height")?, int("batch_size")?];
+            let sides = (1..=MAX_SIDE).contains(&size[0]) && (1..=MAX_SIDE).contains(&size[1]);
+            (sides && (1..=MAX_BATCH).contains(&size[2])).then_some(size)
+        }
+        "ImageScaleBy" => {
+            let factor = inputs.get("scale_by")?.as_f64()?;
+            if !(0.01..=8.0).contains(&factor) {
+                return None;
+            }
+            let [width, height, batch] = size_at(inputs.get("image")?, nodes, depth + 1)?;
+            let scaled = |side: i64| (side as f64 * factor).round_ties_even() as i64;
+            Some([scaled(width), scaled(height), batch])
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::written_size;
+    use serde_json::json;
+
+    #[test]
+    fn a_blank_picture_scaled_has_its_sides_rounded_to_even() {
+        let nodes = json!({
+            "1": {"class_type": "EmptyImage", "inputs": {"width": 1280, "height": 720, "batch_size": 2, "color": 0}},
+            "2": {"class_type": "ImageScaleBy", "inputs": {"upscale_method": "lanczos", "scale_by": 0.5, "image": ["1", 0]}},
+            "3": {"class_type": "EmptyImage", "inputs": {"width": 5, "height": 7, "batch_size": 1}},
+            "4": {"class_type": "ImageScaleBy", "inputs": {"scale_by": 0.5, "image": ["3", 0]}},
+            "5": {"class_type": "ImageScaleBy", "inputs": {"scale_by": 0.5, "image": ["9", 0]}},
+            "6": {"class_type": "EmptyImage", "inputs": {"width": 0, "height": 7, "batch_size": 1}}
+        });
+        let nodes = nodes.as_object().expect("object");
+        assert_eq!(written_size(&json!(["2", 0]), nodes), Some([640, 360, 2]));
+        // 2.5 and 3.5 round to even, as Python's round does.
+        assert_eq!(written_size(&json!(["4", 0]), nodes), Some([2, 4, 1]));
+        assert_eq!(written_size(&json!(["5", 0]), nodes), None);
+        assert_eq!(written_size(&json!(["6", 0]), nodes), None);
+        assert_eq!(written_size(&json!(["1", 1]), nodes), None);
+    }
+}
