@@ -658,13 +658,22 @@ fn custom_sampling_nodes_lower_as_the_ksampler_they_spell_out() {
             "computes sigmas for node 30's model, but the sampler samples node 1's; the sigmas must come from the sampled model".into()
         )
     );
-    let mut denoised_output = custom_sampling("img2img", None, None);
+    // Where the schedule ends at sigma 0 the denoised output is the
+    // sampled one; elsewhere it is refused.
+    let sampled = custom_sampling("img2img", None, None);
+    let mut denoised_output = sampled.clone();
     denoised_output["6"]["inputs"]["samples"] = json!(["5", 1]);
+    assert_eq!(
+        lowered(&denoised_output, &Target::default()).document,
+        lowered(&sampled, &Target::default()).document
+    );
+    denoised_output["21"] =
+        json!({"class_type": "ManualSigmas", "inputs": {"sigmas": "1.0, 0.5, 0.2"}});
     let (node, _, _, message) = refused(&denoised_output);
     assert_eq!(node, "5");
     assert_eq!(
         message,
-        "feeds its denoised_output to node 6; the lowering makes the sampled output (slot 0) only"
+        "feeds its denoised_output to node 6; the lowering takes it where the schedule ends at sigma 0 (a ManualSigmas list ending in 0, a BasicScheduler or LTXVScheduler), as the sampled output"
     );
     let basic = json!({"class_type": "BasicGuider", "inputs": {"model": ["1", 0], "conditioning": ["2", 0]}});
     let mut cfg_pp = custom_sampling("img2img", Some(noise.clone()), Some(basic));

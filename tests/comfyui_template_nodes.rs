@@ -147,6 +147,45 @@ fn joined_videos_run_as_one_video_of_their_frames_in_turn() {
 }
 
 #[test]
+fn joined_videos_may_differ_in_length() {
+    let mut g = joined(8);
+    g["24"] = g["4"].clone();
+    g["24"]["inputs"]["length"] = json!(5);
+    g["25"]["inputs"]["latent_image"] = json!(["24", 0]);
+    let l = lowered(&g, &Target::default());
+    let ports = &workflow(&l)["components"]["join_frames"]["ports"]["inputs"];
+    assert_ne!(ports["video_0"]["shape"][1], ports["video_1"]["shape"][1]);
+    if !support::runtime_available() {
+        return;
+    }
+    let root = scratch("joined-lengths");
+    let (_, out) = package_and_run(&root, "lengths", &g);
+    // 9 frames, then 5.
+    assert_eq!(npy(&out.join("video.npy")).0, [1, 14, 3, 24, 32]);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn a_flux_schnell_model_file_samples_as_schnell() {
+    let mut g = flux_text();
+    g["12"]["inputs"]["unet_name"] = json!("flux1-schnell.safetensors");
+    g["14"] = json!({"class_type": "DualCLIPLoader", "inputs": {"clip_name1": "clip_l.safetensors", "clip_name2": "t5xxl_fp16.safetensors", "type": "flux", "device": "default"}});
+    g["5"]["inputs"]["model"] = json!(["12", 0]);
+    let l = lowered(&g, &Target::default());
+    // Flux schnell's time shift 1.0: e^1.
+    let shift = workflow(&l)["inputs"]["request.flow_shift"]["default"]
+        .as_f64()
+        .expect("a shift");
+    assert!((shift - 1f64.exp()).abs() < 1e-4, "{shift}");
+    g["12"]["inputs"]["unet_name"] = json!("flux1-dev.safetensors");
+    let l = lowered(&g, &Target::default());
+    let shift = workflow(&l)["inputs"]["request.flow_shift"]["default"]
+        .as_f64()
+        .expect("a shift");
+    assert!((shift - 1.15f64.exp()).abs() < 1e-4, "{shift}");
+}
+
+#[test]
 fn videos_joined_otherwise_than_as_they_are_decoded_are_refused() {
     let mut g = joined(8);
     g["31"] = json!({"class_type": "LoadImage", "inputs": {"image": "a.png"}});
@@ -170,7 +209,7 @@ fn videos_joined_otherwise_than_as_they_are_decoded_are_refused() {
             "30",
             "BatchImagesNode",
             Some("images.image1"),
-            "joins videos whose sizes differ or are set at run time; ComfyUI resizes the later frames to the first video's size, which the lowering does not",
+            "joins videos whose sizes differ or are set at run time, or that other VAEs decode; ComfyUI resizes the later frames to the first video's size, which the lowering does not",
         ),
     );
     let mut g = joined(8);

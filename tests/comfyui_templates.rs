@@ -304,9 +304,10 @@ fn the_own_definitions_fit_every_template_node() {
 }
 
 /// The API graph of template `path` made small to run: every literal
-/// `width` and `height` (and the primitives that set them) 64, video
+/// `width` and `height` (and the primitives that set them) 64 (a blank
+/// picture's 128), video
 /// `length`s two latent frames, batches 1, audio one second, resolution
-/// selectors their least; the samplers keep their steps (64x64 stand-in
+/// selectors their least (at least 128); the samplers keep their steps (64x64 stand-in
 /// steps are cheap).
 fn small(path: &std::path::Path, defs: &NodeDefs) -> serde_json::Value {
     use serde_json::{Value, json};
@@ -329,12 +330,17 @@ fn small(path: &std::path::Path, defs: &NodeDefs) -> serde_json::Value {
         };
         for (name, value) in inputs.iter_mut() {
             let small = match name.as_str() {
+                // A blank picture is halved into LTX-2's latent size,
+                // whose least side is 64.
+                "width" | "height" if class == "EmptyImage" => json!(128),
                 "width" | "height" => json!(64),
                 "length" => json!(frames(&class)),
                 "batch_size" => json!(1),
                 "seconds" => json!(1.0),
                 "megapixels" => json!(0.01),
-                "minimum" => json!(32),
+                // LTX-2's templates halve the selected size, and its video
+                // latent's least side is 64.
+                "minimum" => json!(128),
                 _ => continue,
             };
             match value {

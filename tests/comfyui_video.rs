@@ -220,7 +220,7 @@ fn video_graphs_the_lowering_cannot_make_are_refused_by_name() {
                 "7",
                 "CreateVideo",
                 Some("audio"),
-                "adds a sound track to the video; the lowering makes silent video outputs",
+                "adds a sound track from node 31; the lowering adds LTX-2's decoded audio (LTXVAudioVAEDecode) only",
             ),
         ),
         (

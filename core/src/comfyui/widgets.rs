@@ -74,12 +74,17 @@ const FRONTEND_ONLY: &[&str] = &["control_after_generate", "upload"];
 /// control is stored under its own value's name, `"fixed": "fixed"`),
 /// else its widget inputs ([`by_file`]).
 pub(super) fn by_file_names(node: &Value) -> Option<IndexMap<String, Value>> {
-    let Some(named) = node.get("widgets_values_named").and_then(Value::as_object) else {
+    let named = node.get("widgets_values_named").and_then(Value::as_object);
+    let Some(named) = named.filter(|n| !n.is_empty()) else {
         return by_file(node);
     };
+    // A repeated name is suffixed (`control_after_generate#1`); a
+    // primitive's control is stored under a control's name.
     let frontend = |name: &str, value: &Value| {
-        FRONTEND_ONLY.contains(&name)
-            || (SEED_CONTROLS.contains(&name) && value.as_str() == Some(name))
+        let base = name.split('#').next().unwrap_or(name);
+        FRONTEND_ONLY.contains(&base)
+            || (SEED_CONTROLS.contains(&base)
+                && value.as_str().is_some_and(|v| SEED_CONTROLS.contains(&v)))
     };
     Some(
         named
@@ -217,7 +222,7 @@ mod tests {
         );
         // What only the frontend keeps is left out; a list stays a value.
         let node = json!({"widgets_values_named": {"noise_seed": 56, "control_after_generate": "randomize",
-            "fixed": "fixed", "upload": "image", "sizes": [1, 2]}});
+            "fixed": "randomize", "upload": "image", "control_after_generate#1": "fixed", "sizes": [1, 2]}});
         let named = by_file_names(&node).expect("named");
         assert_eq!(
             serde_json::to_value(&named).expect("json"),

@@ -32,6 +32,8 @@ pub(super) struct Folded {
     /// switch's `switch` and chosen branch, every operand of a
     /// computation).
     pub passes: Vec<String>,
+    /// Nodes it read that stay unfolded (see `gives::Gift::read`).
+    pub read: Vec<String>,
 }
 
 /// The graph with every foldable node folded (the others in their order),
@@ -116,11 +118,29 @@ pub(super) fn constants(nodes: &Map<String, Value>) -> (Map<String, Value>, Vec<
             if queued.insert(reader.clone()) {
                 pending.push_back(reader.clone());
             }
+            // A size read through it (a `GetImageSize` of a blank picture
+            // whose width a primitive wrote) may be written now.
+            let mut carried = vec![reader.clone()];
+            let mut seen = HashSet::new();
+            while let Some(at) = carried.pop() {
+                let class = nodes.get(&at).and_then(|n| n["class_type"].as_str());
+                if !class.is_some_and(|c| sizes::CARRIERS.contains(&c)) || !seen.insert(at.clone())
+                {
+                    continue;
+                }
+                for (next, _) in readers_of.get(&at).into_iter().flatten() {
+                    if queued.insert(next.clone()) {
+                        pending.push_back(next.clone());
+                    }
+                    carried.push(next.clone());
+                }
+            }
         }
         folded.push(Folded {
             id,
             readers: readers.into_iter().map(|(r, i, _)| (r, i)).collect(),
             passes: gift.passes,
+            read: gift.read,
         });
     }
     (nodes, folded)
@@ -255,6 +275,23 @@ mod tests {
             json!({"width": 640, "height": 360, "length": 97, "batch_size": 1})
         );
         assert_eq!(ids, ["3"]);
+    }
+
+    #[test]
+    fn a_blank_picture_sized_by_primitives_folds_whatever_the_order() {
+        // The size is read before the primitives that write it fold.
+        let (g, _) = folded(json!({
+            "1": {"class_type": "GetImageSize", "inputs": {"image": ["3", 0]}},
+            "2": {"class_type": "EmptyLTXVLatentVideo", "inputs": {"width": ["1", 0], "height": ["1", 1], "length": 97, "batch_size": 1}},
+            "3": {"class_type": "ImageScaleBy", "inputs": {"scale_by": ["6", 0], "image": ["4", 0]}},
+            "4": {"class_type": "EmptyImage", "inputs": {"width": ["5", 0], "height": 720, "batch_size": 1}},
+            "5": {"class_type": "PrimitiveInt", "inputs": {"value": 1280}},
+            "6": {"class_type": "PrimitiveFloat", "inputs": {"value": 0.5}}
+        }));
+        assert_eq!(
+            g["2"]["inputs"],
+            json!({"width": 640, "height": 360, "length": 97, "batch_size": 1})
+        );
     }
 
     #[test]

@@ -211,7 +211,11 @@ fn lower_from(
     for sink in sinks {
         g.ancestors(sink, &mut used);
     }
-    let constants: BTreeSet<String> = fold::used(folded, &used).into_iter().cloned().collect();
+    let mut constants: BTreeSet<String> = fold::used(folded, &used).into_iter().cloned().collect();
+    // What a used constant read is used too (a blank picture's size).
+    let read = folded.iter().filter(|f| constants.contains(&f.id));
+    let read: Vec<String> = read.flat_map(|f| f.read.iter().cloned()).collect();
+    constants.extend(read);
     let ignored = g
         .nodes
         .keys()
@@ -354,6 +358,8 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
         .chain(build::frames_note(plan, names))
         .chain(build::style_note(plan, names))
         .chain(build::loaded_note(plan, names))
+        .chain(build::av_note(plan))
+        .chain(build::clip_text_note(plan))
         .chain(build::patch_note(plan, names))
         .chain(window)
         .chain(tokenizing)

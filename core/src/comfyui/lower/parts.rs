@@ -25,6 +25,9 @@ pub(super) enum Axes {
     Image,
     Video,
     Audio,
+    /// LTX-2's video and audio latents packed into one row per batch
+    /// entry, as ComfyUI samples them (`recognise::av`).
+    AudioVideo,
 }
 
 impl Axes {
@@ -40,6 +43,7 @@ impl Axes {
                 "latent_width"
             ]),
             Axes::Audio => json!(["batch", "channels", "latent_samples"]),
+            Axes::AudioVideo => json!(["batch", 1, "av_elements"]),
         };
         contract("float32", shape, true)
     }

@@ -90,6 +90,8 @@ pub const POLICIES: &[&str] = &[
     "video_pixels",
     "batch_frames",
     "join_frames",
+    "av_split",
+    "av_join",
     "zero_conditioning",
     "zero_latent",
     "audio_loudness",
@@ -123,6 +125,7 @@ const NUMBERED: &[&str] = &[
     "reference_scale",
     "trim_latent",
     "join_frames",
+    "av_split",
 ];
 
 /// The policy kind and stage prefix of a component name: a chained

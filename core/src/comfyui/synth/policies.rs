@@ -37,6 +37,8 @@ pub fn build(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError>
         "video_pixels" => unit_pixels(g, true),
         "batch_frames" => batch_frames(g),
         "join_frames" => join_frames(g),
+        "av_split" => av_split(g),
+        "av_join" => av_join(g),
         "trim_latent" => trim_latent(g),
         "frame_pictures" => frame_pictures(g),
         "one_frame" => one_frame(g),
@@ -97,6 +99,12 @@ fn latent_row_shape(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     if g.has_input("latent") {
         let latent = g.input("latent")?;
         let out = g.op_with("Shape", &[&latent], &[("start", Attr::Int(1))]);
+        return g.output(&out, "shape");
+    }
+    if g.parameter("av_elements").is_some() {
+        // LTX-2's packed audio-video row.
+        let elements = g.positive_integer("av_elements")?;
+        let out = g.b.vec_i64(&[1, elements]);
         return g.output(&out, "shape");
     }
     let channels = g.positive_integer("channels")?;
@@ -248,6 +256,63 @@ fn join_frames(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let refs: Vec<&str> = videos.iter().map(String::as_str).collect();
     let out = g.op_with("Concat", &refs, &[("axis", Attr::Int(1))]);
     g.output(&out, "joined")
+}
+
+/// The extents a contract parameter lists (`"128,2,1,1"`), each 1 or
+/// more.
+fn extents(g: &PolicyGraph<'_>, key: &str) -> Result<Vec<i64>, SynthError> {
+    let text = g
+        .parameter(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| g.error(format!("it has no `{key}` parameter")))?;
+    text.split(',')
+        .map(|e| e.trim().parse::<i64>().ok().filter(|e| *e >= 1))
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| g.error(format!("`{key}` is '{text}', not extents of 1 or more")))
+}
+
+/// `av_split`: LTX-2's packed row `[batch, 1, video + audio]` as its
+/// video part (`video_shape` per batch entry) and its audio part
+/// (`audio_shape`).
+fn av_split(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let (video, audio) = (extents(g, "video_shape")?, extents(g, "audio_shape")?);
+    let video_elements: i64 = video.iter().product();
+    let packed = g.input("packed")?;
+    let batch = g.op_with(
+        "Shape",
+        &[&packed],
+        &[("start", Attr::Int(0)), ("end", Attr::Int(1))],
+    );
+    let mut parts = Vec::new();
+    for (shape, (start, end)) in [
+        (&video, (0, video_elements)),
+        (&audio, (video_elements, i64::MAX)),
+    ] {
+        let (starts, ends, axes) = (
+            g.b.vec_i64(&[start]),
+            g.b.vec_i64(&[end]),
+            g.b.vec_i64(&[2]),
+        );
+        let part = g.op("Slice", &[&packed, &starts, &ends, &axes]);
+        let rest = g.b.vec_i64(shape);
+        let shape = g.op_with("Concat", &[&batch, &rest], &[("axis", Attr::Int(0))]);
+        parts.push(g.op("Reshape", &[&part, &shape]));
+    }
+    g.output(&parts[0], "video")?;
+    g.output(&parts[1], "audio")
+}
+
+/// `av_join`: a video and an audio part as one packed row `[batch, 1,
+/// video + audio]`, as ComfyUI packs them.
+fn av_join(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let row = g.b.vec_i64(&[0, 1, -1]);
+    let mut parts = Vec::new();
+    for port in ["video", "audio"] {
+        let part = g.input(port)?;
+        parts.push(g.op("Reshape", &[&part, &row]));
+    }
+    let out = g.op_with("Concat", &[&parts[0], &parts[1]], &[("axis", Attr::Int(2))]);
+    g.output(&out, "packed")
 }
 
 /// `one_frame`: each picture `[batch, 3, h, w]` as a one-frame video

@@ -12,7 +12,8 @@
 //! An output extent is the same-named extent of an input; else a name the
 //! caller knows (the latent's `channels`, a video's `frames`) is its known
 //! extent (but `latent_frames` of an input's `video_frames` is what a
-//! video VAE makes of them, where the temporal scale is known);
+//! video VAE makes of them, and `frames` of an input's `latent_frames`
+//! what it decodes of them, where the temporal scale is known);
 //! `height`/`width` are the latent scale (8 unless the document
 //! says otherwise) times an input's `latent_height`/`latent_width` (and the
 //! reverse); `upscaled_height`/`upscaled_width` twice an input's
@@ -197,6 +198,17 @@ fn extent(
         let after_first = g.op("Sub", &[&frames, &one]);
         let whole = g.op("Div", &[&after_first, &temporal]);
         return g.op("Add", &[&whole, &one]);
+    }
+    if let (Some(temporal), Some(found)) = (
+        known.temporal_scale.filter(|_| name == "frames"),
+        find("latent_frames"),
+    ) {
+        // What a video VAE decodes of its input's latent frames.
+        let latent = axis_of(g, found);
+        let (one, temporal) = (g.vec_i64(&[1]), g.vec_i64(&[temporal]));
+        let after_first = g.op("Sub", &[&latent, &one]);
+        let spread = g.op("Mul", &[&after_first, &temporal]);
+        return g.op("Add", &[&spread, &one]);
     }
     if let Some(&n) = known.named.get(name) {
         return g.vec_i64(&[n]);

@@ -73,8 +73,13 @@ impl Calls<'_> {
             }
         }
         let concat_mask = super::edit::takes_mask(plan);
+        let av = super::av::split_sample(plan, sample, suffix, body);
         for side in self.sides.iter().rev() {
             let mut bind = conditioning(side);
+            if let Some((video, audio)) = &av {
+                bind["sample"] = json!(video);
+                bind["audio_sample"] = json!(audio);
+            }
             if plan.control.is_some() {
                 bind["down_residuals"] = json!(format!("control.{}.down{suffix}", side.name));
                 bind["mid_residual"] = json!(format!("control.{}.mid{suffix}", side.name));
@@ -118,14 +123,20 @@ impl Calls<'_> {
                     bind["concat_mask"] = json!("request.mask");
                 }
             }
+            let estimate = format!("denoiser.{}{suffix}", side.name);
+            let outputs = match av {
+                Some(_) => {
+                    json!({"noise_pred": format!("{estimate}.video"), "audio_noise_pred": format!("{estimate}.audio")})
+                }
+                None => json!({"noise_pred": estimate}),
+            };
             body.push(
-                invoke(
-                    &m("denoiser"),
-                    bind,
-                    json!({"noise_pred": format!("denoiser.{}{suffix}", side.name)}),
-                ),
+                invoke(&m("denoiser"), bind, outputs),
                 &[&plan.sampler.node, &plan.model.loader],
             );
+            if av.is_some() {
+                super::av::join_estimate(plan, &estimate, body);
+            }
         }
         let mut bind = json!({"unconditional": Self::unconditional(suffix), "conditional": format!("denoiser.conditional{suffix}"), "scale": "request.guidance_scale"});
         let combine = if plan.sampler.dual.is_some() {

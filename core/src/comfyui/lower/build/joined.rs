@@ -3,7 +3,7 @@
 //! turn (`join_frames`, numbered where the workflow joins videos of
 //! another count too).
 
-use super::super::parts::{self, Axes, invoke, policy};
+use super::super::parts::{self, Axes, contract, invoke, policy};
 use super::super::recognise::{Origin, Sink};
 use super::pixels::{PixelParts, Top};
 use serde_json::json;
@@ -19,8 +19,16 @@ pub(super) fn joined<'c>(
     if sink.joined.is_empty() {
         return first;
     }
+    // Each video's own frames: they may differ in length.
+    let video = |n: usize| {
+        contract(
+            "float32",
+            json!(["batch", format!("frames_{n}"), 3, "height", "width"]),
+            true,
+        )
+    };
     let mut binds = json!({"video_0": first});
-    let mut ports = json!({"video_0": parts::video()});
+    let mut ports = json!({"video_0": video(0)});
     // `recognise::joined` takes decodes only.
     let decodes = sink.joined.iter().filter_map(|origin| match origin {
         Origin::Decoded {
@@ -36,7 +44,7 @@ pub(super) fn joined<'c>(
         let port = format!("video_{}", n + 1);
         let value = pixels.decoded(decode, (vae, stage, trim, pixel_space, 3), Axes::Video, top);
         binds[&port] = json!(value);
-        ports[&port] = parts::video();
+        ports[&port] = video(n + 1);
     }
     let declare = |name: &str| {
         policy(
@@ -46,13 +54,21 @@ pub(super) fn joined<'c>(
             Some(json!({"id": "wfstudio.join-frames", "version": "1"})),
         )
     };
-    let name = (1..)
-        .map(|n| match n {
+    let mut n = 1;
+    let name = loop {
+        let name = match n {
             1 => "join_frames".to_string(),
             n => format!("join_frames_{n}"),
-        })
-        .find(|name| top.components.get(name).is_none_or(|c| *c == declare(name)))
-        .unwrap_or_default();
+        };
+        if top
+            .components
+            .get(&name)
+            .is_none_or(|c| *c == declare(&name))
+        {
+            break name;
+        }
+        n += 1;
+    };
     let declared = declare(&name);
     top.components.insert(name.clone(), declared);
     let made = format!("joined.{}", sink.node);

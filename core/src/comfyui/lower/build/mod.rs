@@ -14,6 +14,7 @@
 //! (`upscaler`, then `upscaler2`); a sink behind an upscale model shows
 //! 0..1 pixels, as ComfyUI's upscalers take and give them.
 
+mod av;
 mod calls;
 mod composite;
 mod control;
@@ -39,12 +40,14 @@ mod svd;
 mod vace;
 mod vision;
 
+pub(super) use av::note as av_note;
 pub(super) use edit::words as edit_words;
 pub(super) use frames::note as frames_note;
 pub(super) use loaded::note as loaded_note;
 pub(super) use names::StageNames;
 pub(super) use outpaint::words as outpaint_words;
 pub(super) use patch::note as patch_note;
+pub(super) use prompts::clip_text_note;
 pub(super) use reference::note as reference_note;
 pub(super) use style::note as style_note;
 pub(super) use vision::note as vision_note;
@@ -144,6 +147,7 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
             components: &mut components,
             after: &mut after,
             latents: &latents,
+            stages: &chain.stages,
             loaded: &loaded,
         };
         let for_encode = matches!(
@@ -231,9 +235,11 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
             components: &mut components,
             after: &mut after,
             latents: &latents,
+            stages: &chain.stages,
             loaded: &loaded,
         };
         let (shown, range) = pixels.shown(sink, axes, &mut top);
+        let sound = sink.sound.as_ref().and_then(|s| pixels.sound(s, &mut top));
         let mut shown = joined::joined(&mut pixels, sink, shown, &mut top);
         let mut video = parts::video();
         if let (SinkKind::Video { .. }, Axes::Image) = (&sink.kind, axes) {
@@ -269,13 +275,18 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
                     json!({"kind": "emit", "value": input, "output": rate, "mode": "replace"}),
                     &[&sink.node],
                 );
+                if let (Some(wave), Some(sound)) = (sound, &sink.sound) {
+                    let beside = format!("{output}_sound");
+                    let emitted = (wave.as_str(), beside.as_str(), sound.sample_rate);
+                    emit_audio(emitted, &sink.node, &mut outputs, &mut after);
+                }
             }
             SinkKind::Audio => {
-                let media = json!({"container": "wav", "encoding": "pcm_f32_le", "sample_rate_hz": SAMPLE_RATE, "channels": WAVE_CHANNELS});
-                outputs.insert(output.clone(), json!({"contract": parts::audio(WAVE_CHANNELS), "role": "audio", "stage": "pre_adapter", "media": media}));
-                after.push(
-                    json!({"kind": "emit", "value": shown, "output": output, "mode": "replace"}),
-                    &[&sink.node],
+                emit_audio(
+                    (&shown, &output, SAMPLE_RATE),
+                    &sink.node,
+                    &mut outputs,
+                    &mut after,
                 );
             }
             SinkKind::Picture { channels } => {
@@ -326,6 +337,22 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
         prompts: prompts.into_iter().map(|p| (p.input, p.text)).collect(),
         provenance,
     })
+}
+
+/// Emits waveform `value` as audio output `output` at `rate` samples a
+/// second, for sink `node`.
+fn emit_audio(
+    (value, output, rate): (&str, &str, i64),
+    node: &String,
+    outputs: &mut Map<String, Value>,
+    after: &mut Steps,
+) {
+    let media = json!({"container": "wav", "encoding": "pcm_f32_le", "sample_rate_hz": rate, "channels": WAVE_CHANNELS});
+    outputs.insert(output.into(), json!({"contract": parts::audio(WAVE_CHANNELS), "role": "audio", "stage": "pre_adapter", "media": media}));
+    after.push(
+        json!({"kind": "emit", "value": value, "output": output, "mode": "replace"}),
+        &[node],
+    );
 }
 
 /// The input holding each loaded picture the top level reads (a sink
@@ -450,6 +477,7 @@ mod tests {
             resize: None,
             kind: SinkKind::Picture { channels: 3 },
             joined: Vec::new(),
+            sound: None,
         }
     }
 

@@ -12,8 +12,8 @@ use super::super::parts::{
     self, Axes, Steps, component, contract, invoke, numbered, picture, policy,
 };
 use super::super::recognise::{
-    ModelUpscale, Origin, PixelSize, Pixels, Resize, Sink, SinkKind, Trim, WAVE_CHANNELS,
-    picture_op_parameters,
+    ModelUpscale, Origin, PixelSize, Pixels, Plan, Resize, Sink, SinkKind, Sound, Trim,
+    WAVE_CHANNELS, picture_op_parameters,
 };
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -24,6 +24,8 @@ pub(super) struct Top<'a> {
     pub components: &'a mut Map<String, Value>,
     pub after: &'a mut Steps,
     pub latents: &'a [String],
+    /// The stages, in run order.
+    pub stages: &'a [Plan],
     /// The input holding a loaded picture, by `LoadImage` node.
     pub loaded: &'a BTreeMap<String, String>,
 }
@@ -51,6 +53,10 @@ pub(super) struct PixelParts<'c> {
     /// A trim's value, by `TrimVideoLatent` node (one run however many
     /// decodes read it).
     trimmed: BTreeMap<&'c str, String>,
+    /// An audio-video stage's video and audio parts, by stage.
+    av_parts: BTreeMap<usize, (String, String)>,
+    /// The audio VAE decoders, by `LTXVAudioVAELoader` node.
+    sound_decoders: BTreeMap<&'c str, String>,
 }
 
 impl<'c> PixelParts<'c> {
@@ -151,6 +157,61 @@ impl<'c> PixelParts<'c> {
         };
         let policy = ("frame_pictures", declare as fn() -> Value);
         self.reshaped(policy, ("video", "pictures"), (shown, &sink.node), top)
+    }
+
+    /// Stage `stage`'s audio-video row split into its video and audio
+    /// parts (one split however many sinks read them); `None` for a
+    /// stage of another latent.
+    fn av_parts(&mut self, stage: usize, top: &mut Top<'_>) -> Option<(String, String)> {
+        if let Some(parts) = self.av_parts.get(&stage) {
+            return Some(parts.clone());
+        }
+        let plan = top.stages.get(stage)?;
+        let split = super::av::split_named(&plan.audio.as_ref()?.layout, top.components);
+        let latent = &top.latents[stage];
+        let parts = (format!("{latent}.video"), format!("{latent}.audio"));
+        top.after.push(
+            invoke(
+                &split,
+                json!({"packed": latent}),
+                json!({"video": parts.0, "audio": parts.1}),
+            ),
+            &[&plan.sampler.node],
+        );
+        self.av_parts.insert(stage, parts.clone());
+        Some(parts)
+    }
+
+    /// The waveform `[batch, 2, samples]` of LTX-2's `sound`: its stage's
+    /// audio part through the audio VAE's decoder (and vocoder).
+    pub(super) fn sound(&mut self, sound: &'c Sound, top: &mut Top<'_>) -> Option<String> {
+        let (_, audio) = self.av_parts(sound.stage, top)?;
+        let decoder = numbered(
+            &mut self.sound_decoders,
+            sound.loader.as_str(),
+            |n| match n {
+                1 => "audio_vae_decoder".to_string(),
+                n => format!("audio_vae{n}_decoder"),
+            },
+        );
+        top.components.entry(decoder.clone()).or_insert_with(|| {
+            component(
+                &format!("{decoder}/model.onnx"),
+                json!({"latent": super::av::audio_latent()}),
+                json!({"waveform": parts::audio(WAVE_CHANNELS)}),
+                None,
+            )
+        });
+        let value = format!("sound.{}", sound.decode);
+        top.after.push(
+            invoke(
+                &decoder,
+                json!({"latent": audio}),
+                json!({"waveform": value}),
+            ),
+            &[&sound.decode, &sound.loader],
+        );
+        Some(value)
     }
 
     /// The value of reshape policy `kind` (declared by `declare`) run on
@@ -293,13 +354,19 @@ impl<'c> PixelParts<'c> {
         if pixel_space {
             return self.pixel_space(decode, &top.latents[stage], top);
         }
+        // An audio-video stage's frames are its video part's.
+        let (axes, latent) = match self.av_parts(stage, top) {
+            Some((video, _)) => (Axes::Video, video),
+            None => (axes, top.latents[stage].clone()),
+        };
         let decoder = numbered(&mut self.decoders, (vae, axes), |n| match n {
             1 => "vae_decoder".to_string(),
             n => format!("vae{n}_decoder"),
         });
         let (port, shown) = match axes {
             Axes::Image => ("image", picture(json!(channels))),
-            Axes::Video => ("video", parts::video()),
+            // An audio-video stage decodes its video part (`av_parts`).
+            Axes::Video | Axes::AudioVideo => ("video", parts::video()),
             Axes::Audio => ("audio", parts::audio(WAVE_CHANNELS)),
         };
         top.components.entry(decoder.clone()).or_insert_with(|| {
@@ -315,8 +382,8 @@ impl<'c> PixelParts<'c> {
             _ => format!("vae.{port}_{decode}"),
         };
         let latent = match trim {
-            Some(trim) => self.trimmed(&top.latents[stage], trim, top),
-            None => top.latents[stage].clone(),
+            Some(trim) => self.trimmed(&latent, trim, top),
+            None => latent,
         };
         top.after.push(
             invoke(&decoder, json!({"latent": latent}), json!({port: value})),
@@ -324,7 +391,7 @@ impl<'c> PixelParts<'c> {
         );
         let value = match axes {
             Axes::Image => value,
-            Axes::Video => {
+            Axes::Video | Axes::AudioVideo => {
                 top.components
                     .entry("video_pixels")
                     .or_insert_with(|| unit_policy("video_pixels", "video", parts::video()));

@@ -359,3 +359,15 @@ pub(super) fn encode(plan: &Plan, sides: &[PromptSide<'_>], models: &str, parts:
 fn declare_l_ids(side: &PromptSide<'_>, inputs: &mut Map<String, Value>) {
     inputs.insert(side.ids.1.into(), json!({"contract": tokens(), "role": runtime(side.role), "source": {"kind": "application", "name": side.alias}, "required": true}));
 }
+
+/// What a prompt giving CLIP-L its own text (`CLIPTextEncodeFlux`) asks
+/// of the package's tokenizer.
+pub(in crate::comfyui::lower) fn clip_text_note(plan: &Plan) -> Option<String> {
+    let node = plan
+        .conditionings()
+        .find(|c| c.clip_text.is_some())
+        .map(|c| &c.encoder)?;
+    Some(format!(
+        "node {node} (CLIPTextEncodeFlux) gives CLIP-L a text of its own, whose ids the text encoder takes as `input_ids_l` (T5's text as `input_ids`): the package's one tokenizer makes both, where ComfyUI tokenizes each with its encoder's own"
+    ))
+}

@@ -18,7 +18,13 @@ use std::collections::{BTreeMap, BTreeSet};
 /// state cells' symbols once for the whole workflow, an upscaled stage's
 /// latent is larger than the one before it, and a stage may sample another
 /// model's latent (SD3 after a Lotus depth stage).
-const STAGE_SYMBOLS: &[&str] = &["channels", "latent_height", "latent_width"];
+const STAGE_SYMBOLS: &[&str] = &[
+    "channels",
+    "latent_frames",
+    "latent_height",
+    "latent_width",
+    "av_elements",
+];
 
 /// Renames what `parts` defines, except the inputs of `shared`, and
 /// resolves its placeholders for earlier stages' latents to `latents`.

@@ -169,7 +169,8 @@ pub(super) fn stage(
                     );
                     "latent.source".to_string()
                 }
-                None => earlier,
+                None => super::av::upsampled_source(plan, &earlier, &mut components, &mut setup)
+                    .unwrap_or(earlier),
             }
         }
         LatentSource::Composite(composite) => {
@@ -228,8 +229,10 @@ pub(super) fn stage(
         Axes::Image => 3,
         Axes::Video => 4,
         Axes::Audio => 2,
+        Axes::AudioVideo => 2,
     };
-    let (row_shape_parameters, row_shape_inputs, row_shape_binds, latent_node) = match &plan.latent
+    let (mut row_shape_parameters, row_shape_inputs, row_shape_binds, latent_node) = match &plan
+        .latent
     {
         LatentSource::Empty {
             node,
@@ -286,6 +289,8 @@ pub(super) fn stage(
             None,
         ),
     };
+    super::av::row_shape(plan, &mut row_shape_parameters);
+    super::av::declare(plan, &mut components);
     components.insert("latent_row_shape".into(), policy("latent_row_shape", row_shape_inputs, json!({"shape": contract("int64", json!([row_rank]), false)}),
         Some(json!({"id": "wfstudio.latent-shape", "version": "1", "parameters": row_shape_parameters}))));
     components.insert("latent_noise".into(), policy("latent_noise",
@@ -696,12 +701,14 @@ pub(super) fn stage(
         &mut components,
         (&mut setup, &mut body),
     );
+    let estimates = super::av::denoiser_ports(plan, &mut denoiser_ports)
+        .unwrap_or_else(|| json!({"noise_pred": latent()}));
     components.insert(
         m("denoiser"),
         component(
             &format!("{}/model.onnx", m("denoiser")),
             denoiser_ports,
-            json!({"noise_pred": latent()}),
+            estimates,
             None,
         ),
     );

@@ -32,6 +32,9 @@ pub(super) struct Gift {
     /// Whether it folds only where it is read (a preview, which is also a
     /// sink of its own).
     pub needs_reader: bool,
+    /// Nodes it read that are not folded (a `GetImageSize`'s blank picture
+    /// and its scaling), used where it is.
+    pub read: Vec<String>,
 }
 
 impl Gift {
@@ -40,6 +43,7 @@ impl Gift {
             outputs,
             passes: passes.iter().map(|p| p.to_string()).collect(),
             needs_reader: false,
+            read: Vec::new(),
         }
     }
 
@@ -49,6 +53,7 @@ impl Gift {
             outputs,
             passes: inputs.keys().cloned().collect(),
             needs_reader: false,
+            read: Vec::new(),
         }
     }
 }
@@ -72,8 +77,12 @@ pub(super) fn gives(node: &Value, nodes: &Map<String, Value>) -> Option<Gift> {
             Some(Gift::of(vec![inputs.get("image1")?.clone()], &["image1"]))
         }
         "GetImageSize" => {
-            let size = super::sizes::written_size(inputs.get("image")?, nodes)?;
-            Some(Gift::of(size.map(|side| json!(side)).to_vec(), &["image"]))
+            let (size, read) = super::sizes::written_size(inputs.get("image")?, nodes)?;
+            let outputs = size.map(|side| json!(side)).to_vec();
+            Some(Gift {
+                read,
+                ..Gift::of(outputs, &["image"])
+            })
         }
         "CameraAngle" => {
             let angle = |name: &str| literal(name)?.as_f64();
@@ -101,6 +110,7 @@ pub(super) fn gives(node: &Value, nodes: &Map<String, Value>) -> Option<Gift> {
             outputs: vec![json!(python_str(literal("source")?)?)],
             passes: vec!["source".into()],
             needs_reader: true,
+            read: Vec::new(),
         }),
         "StringConcatenate" => {
             let delimiter = match inputs.get("delimiter") {

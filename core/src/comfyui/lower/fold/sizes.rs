@@ -6,23 +6,32 @@
 use crate::comfyui::link::api_link;
 use serde_json::{Map, Value};
 
+/// The classes a written size is carried through.
+pub(super) const CARRIERS: &[&str] = &["EmptyImage", "ImageScaleBy"];
+
 /// ComfyUI's largest picture side and batch.
 const MAX_SIDE: i64 = 16384;
 const MAX_BATCH: i64 = 4096;
-/// How many scaling nodes a size is followed through.
+/// How many nodes a size is followed through.
 const MAX_DEPTH: usize = 16;
 
 /// The width, height and batch of the pictures `link` carries, where the
-/// graph writes them.
-pub(super) fn written_size(link: &Value, nodes: &Map<String, Value>) -> Option<[i64; 3]> {
-    size_at(link, nodes, 0)
+/// graph writes them, and the nodes that make them.
+pub(super) fn written_size(
+    link: &Value,
+    nodes: &Map<String, Value>,
+) -> Option<([i64; 3], Vec<String>)> {
+    let mut read = Vec::new();
+    let size = size_at(link, nodes, &mut read)?;
+    Some((size, read))
 }
 
-fn size_at(link: &Value, nodes: &Map<String, Value>, depth: usize) -> Option<[i64; 3]> {
+fn size_at(link: &Value, nodes: &Map<String, Value>, read: &mut Vec<String>) -> Option<[i64; 3]> {
     let (origin, slot) = api_link(link)?;
-    if slot != 0 || depth > MAX_DEPTH {
+    if slot != 0 || read.len() > MAX_DEPTH {
         return None;
     }
+    read.push(origin.clone());
     let node = nodes.get(&origin)?;
     let inputs = node.get("inputs")?.as_object()?;
     let int = |name: &str| inputs.get(name)?.as_i64();
@@ -37,9 +46,11 @@ fn size_at(link: &Value, nodes: &Map<String, Value>, depth: usize) -> Option<[i6
             if !(0.01..=8.0).contains(&factor) {
                 return None;
             }
-            let [width, height, batch] = size_at(inputs.get("image")?, nodes, depth + 1)?;
+            let [width, height, batch] = size_at(inputs.get("image")?, nodes, read)?;
             let scaled = |side: i64| (side as f64 * factor).round_ties_even() as i64;
-            Some([scaled(width), scaled(height), batch])
+            // ComfyUI's resize fails on a side of 0.
+            let size = [scaled(width), scaled(height), batch];
+            (size[0] >= 1 && size[1] >= 1).then_some(size)
         }
         _ => None,
     }
@@ -58,14 +69,21 @@ mod tests {
             "3": {"class_type": "EmptyImage", "inputs": {"width": 5, "height": 7, "batch_size": 1}},
             "4": {"class_type": "ImageScaleBy", "inputs": {"scale_by": 0.5, "image": ["3", 0]}},
             "5": {"class_type": "ImageScaleBy", "inputs": {"scale_by": 0.5, "image": ["9", 0]}},
-            "6": {"class_type": "EmptyImage", "inputs": {"width": 0, "height": 7, "batch_size": 1}}
+            "6": {"class_type": "EmptyImage", "inputs": {"width": 0, "height": 7, "batch_size": 1}},
+            "7": {"class_type": "ImageScaleBy", "inputs": {"scale_by": 0.01, "image": ["3", 0]}}
         });
         let nodes = nodes.as_object().expect("object");
-        assert_eq!(written_size(&json!(["2", 0]), nodes), Some([640, 360, 2]));
+        let size = |link| written_size(&link, nodes).map(|(size, _)| size);
+        assert_eq!(
+            written_size(&json!(["2", 0]), nodes),
+            Some(([640, 360, 2], vec!["2".to_string(), "1".to_string()]))
+        );
         // 2.5 and 3.5 round to even, as Python's round does.
-        assert_eq!(written_size(&json!(["4", 0]), nodes), Some([2, 4, 1]));
-        assert_eq!(written_size(&json!(["5", 0]), nodes), None);
-        assert_eq!(written_size(&json!(["6", 0]), nodes), None);
-        assert_eq!(written_size(&json!(["1", 1]), nodes), None);
+        assert_eq!(size(json!(["4", 0])), Some([2, 4, 1]));
+        assert_eq!(size(json!(["5", 0])), None);
+        assert_eq!(size(json!(["6", 0])), None);
+        assert_eq!(size(json!(["1", 1])), None);
+        // A side scaled below one pixel.
+        assert_eq!(size(json!(["7", 0])), None);
     }
 }

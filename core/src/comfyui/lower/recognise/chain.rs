@@ -51,6 +51,8 @@ pub(in crate::comfyui::lower) struct Sink {
     /// Further decodes whose frames the video shows after the origin's
     /// (`BatchImagesNode`: see `joined`).
     pub joined: Vec<Origin>,
+    /// LTX-2's sound beside the video (`CreateVideo`'s `audio`).
+    pub sound: Option<super::av::Sound>,
 }
 
 /// What a sink shows.
@@ -193,14 +195,14 @@ fn one_sink(
     }
     // SaveVideo shows the video CreateVideo makes of the pictures (at
     // CreateVideo's frame rate); other sinks show the pictures themselves.
-    let shown = match class.class {
+    let (shown, sound) = match class.class {
         "SaveVideo" => {
             let (create, _) = g.source(sink, "video")?;
             g.expect(&create, &["CreateVideo"], "video", (sink, "video"))?;
-            silent(g, &create)?;
-            create
+            let sound = super::av::sound(g, &create, walk)?;
+            (create, sound)
         }
-        _ => sink.to_string(),
+        _ => (sink.to_string(), None),
     };
     let frame_rate = match class.shows {
         Shows::Video(input) => {
@@ -221,6 +223,14 @@ fn one_sink(
         && let (batch, 0) = g.source(&shown, "images")?
         && g.class(&batch) == super::joined::BATCH
     {
+        if let Some(sound) = &sound {
+            return Err(g.refuse(
+                &sound.decode,
+                None,
+                format!("adds a sound track to the videos node {batch} joins; the lowering adds LTX-2's sound to its own video"),
+                "save the joined videos without sound",
+            ));
+        }
         let (origin, joined) = super::joined::joined(g, &batch, walk)?;
         return Ok(Sink {
             node: sink.to_string(),
@@ -231,6 +241,7 @@ fn one_sink(
             resize: None,
             kind: SinkKind::Video { frame_rate },
             joined,
+            sound: None,
         });
     }
     let image = super::pixels::pixels(g, &shown, "images", walk)?;
@@ -281,6 +292,16 @@ fn one_sink(
         Origin::Decoded { stage, .. } => walk.picture_channels(*stage),
         Origin::Loaded(_) => 3,
     };
+    if let (Some(sound), Origin::Decoded { stage, decode, .. }) = (&sound, &image.origin)
+        && *stage != sound.stage
+    {
+        return Err(g.refuse(
+            &sound.decode,
+            None,
+            format!("decodes the sound of another sampler than the frames node {decode} decodes"),
+            "decode the frames and the sound of one LTXVSeparateAVLatent",
+        ));
+    }
     if let (Origin::Decoded { decode, .. }, 4) = (&image.origin, channels)
         && (upscale.is_some() || resize.is_some() || frame_rate.is_some())
     {
@@ -303,6 +324,7 @@ fn one_sink(
             None => SinkKind::Picture { channels },
         },
         joined: Vec::new(),
+        sound,
     })
 }
 
@@ -327,6 +349,7 @@ fn audio_sink(g: &Graph<'_>, sink: &str, walk: &mut Walk) -> Result<Sink, Refusa
         resize: None,
         kind: SinkKind::Audio,
         joined: Vec::new(),
+        sound: None,
     })
 }
 

@@ -1,7 +1,7 @@
 //! ComfyUI's custom sampling nodes, read into the same sampler as
 //! `KSampler`'s: `SamplerCustom` (model, prompts and CFG on the node itself)
 //! and `SamplerCustomAdvanced` (a guider: `CFGGuider` with its model,
-//! prompts and CFG, `DualCFGGuider` with three conditionings and two
+//! prompts and CFG, `LTXVDualCFGGuider` of one scale for video and audio, `DualCFGGuider` with three conditionings and two
 //! scales, or `BasicGuider` with one conditioning and no
 //! negative, which is CFG 1, what ComfyUI computes for it, with the
 //! conditioning on both sides; CFG++ samplers, which step along the
@@ -89,12 +89,13 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
         let (guider, _) = g.source(node, "guider")?;
         g.expect(
             &guider,
-            &["CFGGuider", "BasicGuider", "DualCFGGuider"],
+            &["CFGGuider", "BasicGuider", "DualCFGGuider", LTXV_DUAL],
             "guider",
             (node, "guider"),
         )?;
         let (cfg, guide) = match g.class(&guider) {
             "CFGGuider" => (g.number(&guider, "cfg")?, Guide::on(&guider)),
+            LTXV_DUAL => (ltxv_dual_cfg(g, &guider)?, Guide::on(&guider)),
             "DualCFGGuider" => {
                 dual = Some(dual_cfg(g, &guider)?);
                 (
@@ -164,6 +165,26 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
         dual,
     };
     Ok((sampler, guide))
+}
+
+/// LTX-2.5's guider of a video and an audio scale.
+const LTXV_DUAL: &str = "LTXVDualCFGGuider";
+
+/// `LTXVDualCFGGuider`'s scale: with equal video and audio scales it is
+/// `CFGGuider` at that scale, as ComfyUI falls back to; different scales
+/// are refused.
+fn ltxv_dual_cfg(g: &Graph<'_>, node: &str) -> Result<f64, Refusal> {
+    let video = g.number(node, "video_cfg")?;
+    let audio = g.number(node, "audio_cfg")?;
+    if video != audio {
+        return Err(g.refuse(
+            node,
+            Some("audio_cfg"),
+            format!("guides the audio part at {audio} and the video part at {video}; the lowering guides both parts at one scale"),
+            "set audio_cfg to video_cfg",
+        ));
+    }
+    Ok(video)
 }
 
 /// `DualCFGGuider`'s second scale and style (`regular` where a graph

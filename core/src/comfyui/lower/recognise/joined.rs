@@ -2,9 +2,9 @@
 //! videos, one after another, as one video (ComfyUI batches the pictures,
 //! and a decoded video's pictures are its frames). Its pictures are
 //! `images.image0`, `images.image1`, ... in that order; each must be a
-//! sampled video's decode, of batch 1 and of one size (ComfyUI would
-//! resize a picture of another size to the first's, which the lowering
-//! does not).
+//! sampled video's decode, of batch 1, of one latent size by one VAE (so
+//! of one picture size: ComfyUI would resize a picture of another size to
+//! the first's, which the lowering does not); their lengths may differ.
 
 use super::super::graph::Graph;
 use super::pixels::{Origin, pixels};
@@ -23,12 +23,14 @@ pub(super) fn joined(
     walk: &mut Walk,
 ) -> Result<(Origin, Vec<Origin>), Refusal> {
     let mut origins = Vec::new();
-    let mut first_stage = None;
+    let mut first = None;
     for input in numbered(g, node)? {
         let picture = pixels(g, node, &input, walk)?;
-        let stage = match (&picture.origin, &picture.upscale, &picture.resize) {
-            (Origin::Decoded { stage, .. }, None, None) if walk.axes(*stage) == Axes::Video => {
-                *stage
+        let (stage, vae) = match (&picture.origin, &picture.upscale, &picture.resize) {
+            (Origin::Decoded { stage, vae, .. }, None, None)
+                if walk.axes(*stage) == Axes::Video =>
+            {
+                (*stage, vae_file(g, vae))
             }
             _ => {
                 return Err(g.refuse(
@@ -47,13 +49,14 @@ pub(super) fn joined(
                 "sample each video with batch_size 1",
             ));
         }
-        let first = *first_stage.get_or_insert(stage);
-        if walk.extents(first).is_none() || walk.extents(first) != walk.extents(stage) {
+        let (first, first_vae) = first.get_or_insert((stage, vae));
+        let extents = walk.extents(*first);
+        if extents.is_none() || extents != walk.extents(stage) || *first_vae != vae {
             return Err(g.refuse(
                 node,
                 Some(&input),
-                "joins videos whose sizes differ or are set at run time; ComfyUI resizes the later frames to the first video's size, which the lowering does not".into(),
-                "sample every joined video at one written width and height",
+                "joins videos whose sizes differ or are set at run time, or that other VAEs decode; ComfyUI resizes the later frames to the first video's size, which the lowering does not".into(),
+                "sample every joined video at one written width and height, decoded by one VAE",
             ));
         }
         origins.push(picture.origin);
@@ -68,6 +71,15 @@ pub(super) fn joined(
             "connect two or more decoded videos to images.image0, images.image1, ...",
         )),
     }
+}
+
+/// The VAE node `vae`'s class and file (two loaders of one file are one
+/// VAE).
+fn vae_file<'g>(g: &Graph<'g>, vae: &str) -> (&'g str, Option<&'g str>) {
+    let file = ["vae_name", "ckpt_name"]
+        .iter()
+        .find_map(|input| g.text(vae, input).ok());
+    (g.class(vae), file)
 }
 
 /// The linked `images.imageN` inputs of `node`, by their numbers.

@@ -2,7 +2,7 @@
 //! every sampler's sampler name, scheduler, steps and denoise pass.
 
 use super::super::graph::Graph;
-use super::{Plan, Sampler, Window, denoise_start_step};
+use super::{Plan, Sampler, Window};
 use crate::comfyui::lower::{Refusal, SCHEDULES};
 use crate::comfyui::synth::sampling::sampler_names;
 use crate::comfyui::synth::spacing::Schedule;
@@ -169,4 +169,19 @@ pub(super) fn checked_denoise(g: &Graph<'_>, node: &str, steps: i64) -> Result<f
         ));
     }
     Ok(denoise)
+}
+
+/// Banker's rounding, as the img2img start step uses.
+pub(super) fn round_half_even(x: f64) -> f64 {
+    let r = x.round();
+    if (x - x.trunc()).abs() == 0.5 && r % 2.0 != 0.0 {
+        r - x.signum()
+    } else {
+        r
+    }
+}
+
+/// The first step a `KSampler` with `denoise` runs of `steps`.
+pub fn denoise_start_step(steps: i64, denoise: f64) -> i64 {
+    steps - round_half_even(steps as f64 * denoise) as i64
 }

@@ -256,17 +256,18 @@ fn mask(g: &Graph<'_>, node: &str) -> Result<Mask, Refusal> {
     })
 }
 
-/// Where the latent `sampler` samples comes from; an earlier sampler's
-/// (maybe upscaled) is recognised as its own stage through `walk`.
+/// Where the latent input `input` of node `reader` (a sampler's
+/// `latent_image`) reads comes from; an earlier sampler's (maybe
+/// upscaled) is recognised as its own stage through `walk`.
 pub(super) fn latent_source(
     g: &Graph<'_>,
-    sampler: &str,
+    (reader, input): (&str, &str),
     loader: &str,
     walk: &mut Walk,
 ) -> Result<LatentSource, Refusal> {
-    let (node, slot) = g.source(sampler, "latent_image")?;
+    let (node, slot) = g.source(reader, input)?;
     if SAMPLER_CLASSES.contains(&g.class(&node)) {
-        let stage = walk.sampled(g, &node, slot, (sampler, "latent_image"))?;
+        let stage = walk.sampled(g, &node, slot, (reader, input))?;
         return Ok(LatentSource::Stage {
             stage,
             upscale: None,
@@ -309,12 +310,7 @@ pub(super) fn latent_source(
     if let Some(video) = VIDEO_LATENTS.iter().find(|v| v.class == g.class(&node)) {
         return empty_video(g, &node, video);
     }
-    g.expect(
-        &node,
-        LATENT_SOURCES,
-        "latent_image",
-        (sampler, "latent_image"),
-    )?;
+    g.expect(&node, LATENT_SOURCES, input, (reader, input))?;
     let vae = |encode: &str| -> Result<(), Refusal> {
         let (vae, _) = g.source(encode, "vae")?;
         vae_source(g, &vae, loader, (encode, "vae"))
@@ -369,8 +365,8 @@ pub(super) fn latent_source(
         class if EDIT_NODES.contains(&class) => {
             if slot != 2 {
                 return Err(g.refuse(
-                    sampler,
-                    Some("latent_image"),
+                    reader,
+                    Some(input),
                     format!("reads output {slot} of node {node}, a conditioning, as its latent"),
                     "connect latent_image to the node's latent output",
                 ));

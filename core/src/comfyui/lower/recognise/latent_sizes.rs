@@ -67,6 +67,12 @@ pub(super) const VIDEO_LATENTS: &[VideoLatent] = &[
 /// for any other node.
 pub(super) fn latent_cells(g: &Graph<'_>, node: &str) -> Result<Option<i64>, Refusal> {
     let class = g.class(node);
+    // LTX-2's audio-video latent counts its video's cells (ComfyUI reads
+    // the packed latent's shape as its first part's).
+    if class == super::av_nodes::CONCAT {
+        let (video, _) = g.source(node, "video_latent")?;
+        return latent_cells(g, &video);
+    }
     let (scale, temporal) = match VIDEO_LATENTS.iter().find(|v| v.class == class) {
         Some(video) => (video.scale, Some(video.temporal)),
         None => match class {

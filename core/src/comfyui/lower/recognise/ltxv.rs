@@ -43,6 +43,26 @@ pub(super) fn frame_rate(
     Ok(Some(rate))
 }
 
+/// Steps back through an `LTXVCropGuides` at `node` (output `slot`: 0
+/// positive, 1 negative): without keyframe guides, which the lowering
+/// does not add, it gives the prompts it is given.
+pub(super) fn crop_guides(
+    g: &Graph<'_>,
+    node: &mut String,
+    slot: &mut i64,
+    from: &mut (String, String),
+) -> Result<(), Refusal> {
+    if g.class(node) != super::av_nodes::CROP_GUIDES {
+        return Ok(());
+    }
+    g.through_prompt_pair(
+        node,
+        slot,
+        from,
+        "which gives conditionings on outputs 0 and 1 (its latent on 2)",
+    )
+}
+
 /// The frame rate the sampler's denoiser takes where a prompt has an
 /// `LTXVConditioning`: the prompts' own, and ComfyUI's default (25) for a
 /// prompt without one; refused where they differ (the denoiser takes one

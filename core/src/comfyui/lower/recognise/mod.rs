@@ -4,6 +4,8 @@
 //! checked here; anything else is refused with the node, class and input.
 
 mod audio;
+mod av;
+mod av_nodes;
 mod camera;
 mod chain;
 mod composite;
@@ -37,6 +39,8 @@ mod vision;
 mod walk;
 
 pub(super) use audio::{SAMPLE_RATE, SAMPLES_PER_STEP, Seconds, WAVE_CHANNELS};
+pub(super) use av::Sound;
+pub(super) use av_nodes::{AUDIO_BINS, AUDIO_CHANNELS, AvLayout};
 pub(super) use chain::{Chain, Sink, SinkKind, is_sink, recognise, sink_classes};
 pub(super) use composite::Composite;
 pub(super) use control_patch::ControlPatch;
@@ -59,6 +63,8 @@ use super::graph::Graph;
 use super::parts::Axes;
 use crate::comfyui::synth::spacing::Schedule;
 use custom::Guide;
+pub use ksampler::denoise_start_step;
+use ksampler::round_half_even;
 use ksampler::sampler;
 use ksampler::{checked_denoise, checked_sampler_name, checked_scheduler, checked_steps};
 use own_sampling::Family;
@@ -96,6 +102,8 @@ pub(super) struct Plan {
     pub seconds: Option<Seconds>,
     /// The frame rate LTX-Video's denoiser takes with every prompt.
     pub frame_rate: Option<ltxv::FrameRate>,
+    /// LTX-2's audio-video latent: `latent` is its video part.
+    pub audio: Option<av::AudioVideo>,
 }
 
 impl Plan {
@@ -327,6 +335,7 @@ const SAMPLER_CLASSES: &[&str] = &[
 ];
 const CLIP_LOADERS: &[&str] = &[
     "CheckpointLoaderSimple",
+    "LTXAVTextEncoderLoader",
     "CLIPLoader",
     "DualCLIPLoader",
     "TripleCLIPLoader",
@@ -347,21 +356,6 @@ const SVD_CONDITIONING: &str = "SVD_img2vid_Conditioning";
 /// Nodes that attach a picture to both prompts and give the latent of its
 /// size: conditioning outputs 0 and 1, the latent output 2.
 const EDIT_NODES: &[&str] = &["InstructPixToPixConditioning", "InpaintModelConditioning"];
-
-/// Banker's rounding, as the img2img start step uses.
-pub(super) fn round_half_even(x: f64) -> f64 {
-    let r = x.round();
-    if (x - x.trunc()).abs() == 0.5 && r % 2.0 != 0.0 {
-        r - x.signum()
-    } else {
-        r
-    }
-}
-
-/// The first step a `KSampler` with `denoise` runs of `steps`.
-pub fn denoise_start_step(steps: i64, denoise: f64) -> i64 {
-    steps - round_half_even(steps as f64 * denoise) as i64
-}
 
 /// Builds the plan of sampler node `sampler_node` (a `KSampler`,
 /// `KSamplerAdvanced` or custom sampling node); samplers whose latent it
@@ -465,8 +459,8 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         ));
     }
     let cell = model.format.map(|f| f.cell);
-    let latent =
-        latent::latent_source(g, &sampler_node, &model.loader, walk)?.in_cells_of(g, cell)?;
+    let (latent, audio) = av::latent_source(g, &sampler_node, &model.loader, walk)?;
+    let latent = latent.in_cells_of(g, cell)?;
     loaded::check(g, &sampler, &model, (&positive, family.settled()), &latent)?;
     if let (
         Window::Steps {
@@ -486,6 +480,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
     frames::same_on_every_prompt(g, &prompts, (&latent, &walk.stages))?;
     edits::differential(g, &model, &latent, &sampler)?;
     let axes = match &latent {
+        _ if audio.is_some() => Axes::AudioVideo,
         LatentSource::Empty {
             frames: Some(_), ..
         } => Axes::Video,
@@ -560,7 +555,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
             ));
         }
     }
-    if let (Axes::Video | Axes::Audio, Some(control)) = (axes, &control) {
+    if let (Axes::Video | Axes::Audio | Axes::AudioVideo, Some(control)) = (axes, &control) {
         return Err(g.refuse(
             &control.apply,
             None,
@@ -568,7 +563,9 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
             "remove the ControlNet from the video or audio graph",
         ));
     }
-    if let (Axes::Video | Axes::Audio, Some(patch)) = (axes, &model.control_patch) {
+    if let (Axes::Video | Axes::Audio | Axes::AudioVideo, Some(patch)) =
+        (axes, &model.control_patch)
+    {
         return Err(g.refuse(
             &patch.node,
             None,
@@ -628,6 +625,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         control,
         seconds,
         frame_rate,
+        audio,
     };
     ksampler::own_steps_checked(g, &mut plan)?;
     Ok(plan)

@@ -98,6 +98,9 @@ const DEFAULTS: &[Default] = &[
     flow("flux2", "flux", Shift::Mu(2.02), 128, "Flux 2"),
     flow("lens", "flux", Shift::Mu(1.829), 128, "Lens"),
     flow("ltxv", "flux", Shift::Mu(2.37), 128, "LTX-Video"),
+    // LTX-2 samples as LTX-Video does (its latent's video part has the
+    // same channels); `LTXAVTextEncoderLoader` states no type.
+    flow("ltxav", "flux", Shift::Mu(2.37), 128, "LTX-2"),
     // Flux dev and schnell share the text encoders; dev is the one shared
     // graphs mostly run, and the shift stays a run parameter.
     Default {
@@ -254,6 +257,7 @@ pub(super) fn family(g: &Graph<'_>, prompt: &Conditioning, model_loader: &str) -
         "TripleCLIPLoader" => "sd3",
         // Its four (CLIP-L, CLIP-G, T5, Llama) are HiDream's.
         "QuadrupleCLIPLoader" => "hidream",
+        "LTXAVTextEncoderLoader" => "ltxav",
         "CLIPLoader" | "DualCLIPLoader" => match g.text(loader, "type") {
             Ok(t) => t,
             Err(_) => return Family::Unstated,
@@ -287,6 +291,9 @@ pub(super) fn family(g: &Graph<'_>, prompt: &Conditioning, model_loader: &str) -
             "node {loader} (ConditioningLoader) loads a saved prompt and node {model_loader} (UNETLoader) loads '{}', a model of the text encoder type '{clip_type}' by its name",
             unet_name(g, model_loader).0
         ),
+        "LTXAVTextEncoderLoader" => {
+            format!("node {loader} (LTXAVTextEncoderLoader) loads LTX-2's text encoder")
+        }
         class => format!("node {loader} ({class}) loads the text encoder as type '{clip_type}'"),
     };
     Family::Flow(default.sampling(loader, why))

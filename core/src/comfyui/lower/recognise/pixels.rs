@@ -242,7 +242,20 @@ pub(super) fn decoded(
         }
         _ => None,
     };
-    let stage = walk.sampled(g, &sampler, slot, (&reads.0, reads.1))?;
+    let stage = match (g.class(&sampler), slot) {
+        (super::av_nodes::SEPARATE, 0) => walk.separated(g, &sampler)?,
+        _ => walk.sampled(g, &sampler, slot, (&reads.0, reads.1))?,
+    };
+    if walk.axes(stage) == Axes::AudioVideo
+        && (g.class(&sampler) != super::av_nodes::SEPARATE || trim.is_some())
+    {
+        return Err(g.refuse(
+            &at,
+            Some("samples"),
+            "decodes LTX-2's audio-video latent whole or trimmed; the lowering decodes its video part as sampled".into(),
+            "decode the video output (0) of an LTXVSeparateAVLatent",
+        ));
+    }
     if let Some(trim) = &trim {
         trim_fits(g, trim, walk, stage)?;
     }

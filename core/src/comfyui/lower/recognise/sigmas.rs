@@ -276,6 +276,26 @@ fn manual(g: &Graph<'_>, node: &str) -> Result<Sigmas, Refusal> {
     })
 }
 
+/// Whether custom sampler `sampler`'s schedule surely ends at sigma 0:
+/// a `ManualSigmas` list ending so, or a scheduler node's own (ComfyUI's
+/// schedules end at 0); not through a split, flip or first sigma.
+pub(super) fn ends_at_zero(g: &Graph<'_>, sampler: &str) -> bool {
+    let Ok((node, _)) = g.source(sampler, "sigmas") else {
+        return false;
+    };
+    match g.class(&node) {
+        "ManualSigmas" => {
+            g.text(&node, "sigmas")
+                .ok()
+                .and_then(comfy_numbers)
+                .and_then(|s| s.last().copied())
+                == Some(0.0)
+        }
+        "BasicScheduler" | "LTXVScheduler" => true,
+        _ => false,
+    }
+}
+
 /// The numbers ComfyUI's `ManualSigmas` finds in `text`: each leftmost
 /// match of `[-+]?\d*\.*\d+`, as Python's `float` reads it; `None` where a
 /// match is not a number (`1..5`) or is not finite.

@@ -33,12 +33,15 @@ impl Walk {
         from: (&str, &str),
     ) -> Result<usize, Refusal> {
         g.expect(node, SAMPLER_CLASSES, from.1, from)?;
-        if slot != 0 && custom::is_custom(g.class(node)) {
+        // Its denoised output is its sampled one where the schedule ends
+        // at sigma 0 (the last step lands on the estimate).
+        let denoised = slot == 1 && super::sigmas::ends_at_zero(g, node);
+        if slot != 0 && custom::is_custom(g.class(node)) && !denoised {
             return Err(g.refuse(
                 node,
                 None,
                 format!(
-                    "feeds its denoised_output to node {}; the lowering makes the sampled output (slot 0) only",
+                    "feeds its denoised_output to node {}; the lowering takes it where the schedule ends at sigma 0 (a ManualSigmas list ending in 0, a BasicScheduler or LTXVScheduler), as the sampled output",
                     from.0
                 ),
                 "use the sampler's first output",
@@ -133,6 +136,30 @@ impl Walk {
             super::LatentSource::Stage { stage, .. } => self.latent_frames(*stage),
             _ => None,
         }
+    }
+
+    /// The stage whose audio-video latent `LTXVSeparateAVLatent` `node`
+    /// separates.
+    pub(super) fn separated(&mut self, g: &Graph<'_>, node: &str) -> Result<usize, Refusal> {
+        let (from, slot) = g.source(node, "av_latent")?;
+        let stage = self.sampled(g, &from, slot, (node, "av_latent"))?;
+        if self.axes(stage) != Axes::AudioVideo {
+            return Err(g.refuse(
+                node,
+                Some("av_latent"),
+                format!(
+                    "separates sampler {from}'s latent, which is not LTX-2's audio-video latent"
+                ),
+                "sample an LTXVConcatAVLatent first",
+            ));
+        }
+        Ok(stage)
+    }
+
+    /// How stage `stage`'s audio-video latent lies in its packed row, if
+    /// it is one.
+    pub(super) fn av_layout(&self, stage: usize) -> Option<super::av_nodes::AvLayout> {
+        Some(self.stages.get(stage)?.audio.as_ref()?.layout)
     }
 
     /// The latent axes of stage `stage`.

@@ -1,0 +1,203 @@
+//! LTX-2's audio-video latents in the document (see `recognise::av`): a
+//! stage samples the packed row `[batch, 1, video + audio]` as ComfyUI
+//! does, so its noise, solver and guidance are the ones every latent has;
+//! `av_split` gives the row's video and audio parts back (by the stage's
+//! layout, which the graph fixes) for each denoiser call, which takes
+//! them apart (`sample`, `audio_sample`) and gives both estimates, which
+//! `av_join` packs again. A stage that continues an earlier one starts
+//! from the earlier row's video part through the latent upsampler, joined
+//! with its audio part; a sink decodes a stage's video part and, beside a
+//! video, its audio part (`audio_vae_decoder`, a waveform at the audio
+//! VAE's rate).
+
+use super::super::parts::{Axes, Steps, component, contract, invoke, policy};
+use super::super::recognise::{AUDIO_BINS, AUDIO_CHANNELS, AvLayout, Plan};
+use serde_json::{Map, Value, json};
+
+/// The audio latent `[batch, 8, audio_length, 16]`.
+pub(super) fn audio_latent() -> Value {
+    contract(
+        "float32",
+        json!(["batch", AUDIO_CHANNELS, "audio_length", AUDIO_BINS]),
+        true,
+    )
+}
+
+/// The `av_split` policy `name` for rows laid out as `layout`.
+pub(super) fn split_policy(name: &str, layout: &AvLayout) -> Value {
+    let list = |v: &[i64]| v.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+    let audio = [AUDIO_CHANNELS, layout.audio_length, AUDIO_BINS];
+    policy(
+        name,
+        json!({"packed": Axes::AudioVideo.latent()}),
+        json!({"video": Axes::Video.latent(), "audio": audio_latent()}),
+        Some(json!({"id": "wfstudio.av-split", "version": "1",
+            "parameters": {"video_shape": list(&layout.video), "audio_shape": list(&audio)}})),
+    )
+}
+
+/// The first free `av_split` name (`av_split`, `av_split_2`, ...) for
+/// `layout` among `components`, declared there.
+pub(super) fn split_named(layout: &AvLayout, components: &mut Map<String, Value>) -> String {
+    let mut n = 1;
+    loop {
+        let name = match n {
+            1 => "av_split".to_string(),
+            n => format!("av_split_{n}"),
+        };
+        let declared = split_policy(&name, layout);
+        match components.get(&name) {
+            Some(existing) if *existing != declared => n += 1,
+            Some(_) => return name,
+            None => {
+                components.insert(name.clone(), declared);
+                return name;
+            }
+        }
+    }
+}
+
+/// Declares the stage's `av_split` and `av_join`, where it samples an
+/// audio-video latent.
+pub(super) fn declare(plan: &Plan, components: &mut Map<String, Value>) {
+    let Some(av) = &plan.audio else {
+        return;
+    };
+    components.insert("av_split".into(), split_policy("av_split", &av.layout));
+    components.insert(
+        "av_join".into(),
+        policy(
+            "av_join",
+            json!({"video": Axes::Video.latent(), "audio": audio_latent()}),
+            json!({"packed": Axes::AudioVideo.latent()}),
+            Some(json!({"id": "wfstudio.av-join", "version": "1"})),
+        ),
+    );
+}
+
+/// The packed row's size, as the `latent_row_shape` parameters of an
+/// audio-video stage from empty latents.
+pub(super) fn row_shape(plan: &Plan, parameters: &mut Value) {
+    if let Some(av) = plan.audio.as_ref().filter(|av| av.earlier.is_none()) {
+        parameters["av_elements"] = json!(av.layout.elements());
+    }
+}
+
+/// The denoiser's ports for an audio-video stage: the video part as
+/// `sample`, the audio part as `audio_sample`, an estimate of each.
+pub(super) fn denoiser_ports(plan: &Plan, inputs: &mut Value) -> Option<Value> {
+    plan.audio.as_ref()?;
+    inputs["sample"] = Axes::Video.latent();
+    inputs["audio_sample"] = audio_latent();
+    Some(json!({"noise_pred": Axes::Video.latent(), "audio_noise_pred": audio_latent()}))
+}
+
+/// Splits `sample` for one set of denoiser calls (values ending in
+/// `suffix`); the parts' values, where the stage is audio-video.
+pub(super) fn split_sample(
+    plan: &Plan,
+    sample: &str,
+    suffix: &str,
+    body: &mut Steps,
+) -> Option<(String, String)> {
+    plan.audio.as_ref()?;
+    let parts = (format!("av.video{suffix}"), format!("av.audio{suffix}"));
+    body.push(
+        invoke(
+            "av_split",
+            json!({"packed": sample}),
+            json!({"video": parts.0, "audio": parts.1}),
+        ),
+        &[&plan.sampler.node],
+    );
+    Some(parts)
+}
+
+/// Packs a denoiser call's two estimates (`value.video`, `value.audio`)
+/// into `value`.
+pub(super) fn join_estimate(plan: &Plan, value: &str, body: &mut Steps) {
+    body.push(
+        invoke(
+            "av_join",
+            json!({"video": format!("{value}.video"), "audio": format!("{value}.audio")}),
+            json!({"packed": value}),
+        ),
+        &[&plan.sampler.node],
+    );
+}
+
+/// The start of a stage continuing an earlier one through the latent
+/// upsampler: the earlier row's (`earlier`) video part enlarged, joined
+/// with its audio part, as `latent.source`; `None` for another stage.
+pub(super) fn upsampled_source(
+    plan: &Plan,
+    earlier: &str,
+    components: &mut Map<String, Value>,
+    setup: &mut Steps,
+) -> Option<String> {
+    let av = plan.audio.as_ref()?;
+    let (upsampler, from) = (av.upsampler.as_ref()?, av.earlier?);
+    components.insert("av_split_2".into(), split_policy("av_split_2", &from));
+    let upscaled = contract(
+        "float32",
+        json!([
+            "batch",
+            "channels",
+            "latent_frames",
+            "upscaled_latent_height",
+            "upscaled_latent_width"
+        ]),
+        true,
+    );
+    components.insert(
+        "latent_upsampler".into(),
+        component(
+            "latent_upsampler/model.onnx",
+            json!({"latent": Axes::Video.latent()}),
+            json!({"upsampled": upscaled}),
+            None,
+        ),
+    );
+    let from_nodes = [&upsampler.node, &av.concat];
+    setup.push(
+        invoke(
+            "av_split_2",
+            json!({"packed": earlier}),
+            json!({"video": "latent.earlier_video", "audio": "latent.earlier_audio"}),
+        ),
+        &from_nodes,
+    );
+    setup.push(
+        invoke(
+            "latent_upsampler",
+            json!({"latent": "latent.earlier_video"}),
+            json!({"upsampled": "latent.upsampled_video"}),
+        ),
+        &[&upsampler.node, &upsampler.loader],
+    );
+    setup.push(
+        invoke(
+            "av_join",
+            json!({"video": "latent.upsampled_video", "audio": "latent.earlier_audio"}),
+            json!({"packed": "latent.source"}),
+        ),
+        &[&av.concat],
+    );
+    Some("latent.source".into())
+}
+
+/// What an audio-video stage asks of its exported models.
+pub(in crate::comfyui::lower) fn note(plan: &Plan) -> Option<String> {
+    let av = plan.audio.as_ref()?;
+    let mut note = format!(
+        "node {} (LTXVConcatAVLatent) joins LTX-2's video and audio latents, sampled packed into one row as ComfyUI does: the denoiser takes the video part as `sample` and the audio part ([batch, 8, length, 16]) as `audio_sample`, and gives `noise_pred` and `audio_noise_pred`",
+        av.concat
+    );
+    if let Some(up) = &av.upsampler {
+        note.push_str(&format!(
+            "; node {} (LTXVLatentUpsampler) runs `latent_upsampler`, node {}'s model, between the VAE's per-channel statistics: export it with them (un-normalise, upsample, normalise)",
+            up.node, up.loader
+        ));
+    }
+    Some(note)
+}

@@ -1,0 +1,319 @@
+//! LTX-2's audio-video latents: `LTXVConcatAVLatent` joins a video latent
+//! (`EmptyLTXVLatentVideo`, or an earlier stage's video part through
+//! `LTXVLatentUpsampler`, maybe after `LTXVCropGuides`) and an audio
+//! latent (`LTXVEmptyLatentAudio`: 8 channels by 16 frequency bins, 25
+//! latents a second of the video's frames, or the same earlier stage's
+//! audio part), which one sampler samples together, as ComfyUI does (it
+//! packs the two into one row per batch entry, `[batch, 1, video +
+//! audio]`, and the model reads each part); `LTXVSeparateAVLatent` gives
+//! a sampled latent's video (0) and audio (1) parts back, for
+//! `VAEDecode`/`VAEDecodeTiled` and `LTXVAudioVAEDecode`, whose sound
+//! `CreateVideo` puts beside the frames.
+
+use super::super::graph::Graph;
+use super::MAX_BATCH;
+use super::av_nodes::{AvLayout, CONCAT, CROP_GUIDES, SEPARATE};
+use super::latent::{self, LatentSource};
+use super::vae_source;
+use super::walk::Walk;
+use crate::comfyui::lower::Refusal;
+
+const UPSAMPLER: &str = "LTXVLatentUpsampler";
+const UPSAMPLER_LOADER: &str = "LatentUpscaleModelLoader";
+const EMPTY_VIDEO: &str = "EmptyLTXVLatentVideo";
+const EMPTY_AUDIO: &str = "LTXVEmptyLatentAudio";
+const AUDIO_DECODE: &str = "LTXVAudioVAEDecode";
+/// The audio VAE's loaders: from a checkpoint, or a file of its own
+/// (LTX-2.5's).
+const AUDIO_VAE_LOADERS: &[&str] = &["LTXVAudioVAELoader", "VAELoader"];
+
+/// Audio latents a second: the audio VAE's 16 kHz mel frames (hop 160)
+/// four to a latent.
+const AUDIO_LATENTS_PER_SECOND: f64 = 25.0;
+/// A stage's audio-video latent: what joins it, its audio part, the
+/// model that enlarges its video part, and how both lie in the packed
+/// row (the graph fixes every size).
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct AudioVideo {
+    pub concat: String,
+    pub audio: AvAudio,
+    /// `LTXVLatentUpsampler` on an earlier stage's video part.
+    pub upsampler: Option<LatentUpsampler>,
+    pub layout: AvLayout,
+    /// The earlier stage's layout, where this one continues it.
+    pub earlier: Option<AvLayout>,
+}
+
+/// Where an audio-video latent's audio part comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) enum AvAudio {
+    /// `LTXVEmptyLatentAudio`: `length` latents of silence.
+    Empty {
+        node: String,
+        length: i64,
+        batch: i64,
+    },
+    /// The audio part of stage `0`'s latent (`LTXVSeparateAVLatent`).
+    Stage(usize),
+}
+
+/// `LTXVLatentUpsampler` and the `LatentUpscaleModelLoader` it runs (the
+/// VAE's per-channel statistics it reads are the exported model's).
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct LatentUpsampler {
+    pub node: String,
+    pub loader: String,
+}
+
+/// LTX-2's sound beside a video: `LTXVAudioVAEDecode` of stage `stage`'s
+/// audio part with the audio VAE `loader`, at `sample_rate`.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct Sound {
+    pub decode: String,
+    pub loader: String,
+    pub stage: usize,
+    pub sample_rate: i64,
+}
+
+/// The rate the audio VAE of checkpoint `file` decodes at: LTX-2.3's and
+/// LTX-2.5's vocoders extend the band to 48 kHz, LTX-2's (and, as the
+/// lowering assumes, another file's) give 24 kHz.
+fn sample_rate(file: &str) -> i64 {
+    let name = file.to_ascii_lowercase().replace('_', ".");
+    match ["ltx-2.3", "ltx-2.5", "ltx2.3", "ltx2.5"]
+        .iter()
+        .any(|v| name.contains(v))
+    {
+        true => 48_000,
+        false => 24_000,
+    }
+}
+
+/// The latent sampler `sampler` starts from (the video part of an
+/// audio-video latent) and, for one, the rest of it.
+pub(super) fn latent_source(
+    g: &Graph<'_>,
+    sampler: &str,
+    loader: &str,
+    walk: &mut Walk,
+) -> Result<(LatentSource, Option<AudioVideo>), Refusal> {
+    let (concat, slot) = g.source(sampler, "latent_image")?;
+    if g.class(&concat) != CONCAT {
+        let source = latent::latent_source(g, (sampler, "latent_image"), loader, walk)?;
+        return Ok((source, None));
+    }
+    g.first_output((sampler, "latent_image"), &concat, slot)?;
+    let (video, slot) = g.source(&concat, "video_latent")?;
+    let (source, upsampler) = match g.class(&video) {
+        UPSAMPLER => {
+            g.first_output((&concat, "video_latent"), &video, slot)?;
+            let (stage, upsampler) = upsampled(g, &video, loader, walk)?;
+            let stage = LatentSource::Stage {
+                stage,
+                upscale: None,
+            };
+            (stage, Some(upsampler))
+        }
+        EMPTY_VIDEO => (
+            latent::latent_source(g, (&concat, "video_latent"), loader, walk)?,
+            None,
+        ),
+        _ => {
+            return Err(g.refuse(
+                &video,
+                None,
+                format!("gives node {concat} ({CONCAT}) its video latent; the lowering takes an {EMPTY_VIDEO}, or an {UPSAMPLER} of an earlier sampler's video part"),
+                "connect an EmptyLTXVLatentVideo, or LTXVLatentUpsampler of LTXVSeparateAVLatent's video",
+            ));
+        }
+    };
+    let (audio_node, slot) = g.source(&concat, "audio_latent")?;
+    let audio = match (g.class(&audio_node), slot) {
+        (EMPTY_AUDIO, 0) => empty_audio(g, &audio_node)?,
+        (SEPARATE, 1) => AvAudio::Stage(walk.separated(g, &audio_node)?),
+        _ => {
+            return Err(g.refuse(
+                &audio_node,
+                None,
+                format!("gives node {concat} ({CONCAT}) its audio latent; the lowering takes an {EMPTY_AUDIO}, or the audio part (output 1) of an {SEPARATE}"),
+                "connect an LTXVEmptyLatentAudio, or LTXVSeparateAVLatent's audio",
+            ));
+        }
+    };
+    let (layout, earlier) = match (&source, &audio) {
+        (LatentSource::Stage { stage, .. }, AvAudio::Stage(from)) if stage == from => {
+            let earlier = walk.av_layout(*stage);
+            let layout = match &upsampler {
+                Some(_) => earlier.map(AvLayout::upsampled),
+                None => earlier,
+            };
+            (layout, earlier)
+        }
+        (
+            LatentSource::Empty {
+                width,
+                height,
+                batch,
+                scale,
+                channels,
+                frames: Some(frames),
+                ..
+            },
+            AvAudio::Empty {
+                length,
+                batch: audio_batch,
+                ..
+            },
+        ) if batch == audio_batch => {
+            let video_frames = (frames.length - 1) / frames.temporal + 1;
+            let video = [*channels, video_frames, height / scale, width / scale];
+            let layout = AvLayout {
+                video,
+                audio_length: *length,
+            };
+            (Some(layout), None)
+        }
+        _ => (None, None),
+    };
+    let Some(layout) = layout else {
+        return Err(g.refuse(
+            &concat,
+            None,
+            "joins parts that do not come from one place: both must be empty latents of one batch size, or both one earlier sampler's".into(),
+            "join the video and audio parts of one LTXVSeparateAVLatent, or two empty latents",
+        ));
+    };
+    Ok((
+        source,
+        Some(AudioVideo {
+            concat,
+            audio,
+            upsampler,
+            layout,
+            earlier,
+        }),
+    ))
+}
+
+/// The stage whose video part `LTXVLatentUpsampler` `node` enlarges, and
+/// the upsampler.
+fn upsampled(
+    g: &Graph<'_>,
+    node: &str,
+    loader: &str,
+    walk: &mut Walk,
+) -> Result<(usize, LatentUpsampler), Refusal> {
+    let (mut samples, mut slot) = g.source(node, "samples")?;
+    let mut from = (node.to_string(), "samples");
+    if g.class(&samples) == CROP_GUIDES && slot == 2 {
+        from = (samples.clone(), "latent");
+        (samples, slot) = g.source(&samples, "latent")?;
+    }
+    if g.class(&samples) != SEPARATE || slot != 0 {
+        return Err(g.refuse(
+            &from.0,
+            Some(from.1),
+            format!("enlarges node {samples}'s latent; the lowering enlarges the video part (output 0) of an {SEPARATE}"),
+            "connect LTXVSeparateAVLatent's video output",
+        ));
+    }
+    let stage = walk.separated(g, &samples)?;
+    let (model, _) = g.source(node, "upscale_model")?;
+    g.expect(
+        &model,
+        &[UPSAMPLER_LOADER],
+        "upscale_model",
+        (node, "upscale_model"),
+    )?;
+    let (vae, _) = g.source(node, "vae")?;
+    vae_source(g, &vae, loader, (node, "vae"))?;
+    Ok((
+        stage,
+        LatentUpsampler {
+            node: node.to_string(),
+            loader: model,
+        },
+    ))
+}
+
+/// `LTXVEmptyLatentAudio`'s latent: `round(frames / frame_rate * 25)`
+/// latents (ties to even, as Python rounds).
+fn empty_audio(g: &Graph<'_>, node: &str) -> Result<AvAudio, Refusal> {
+    let frames = g.whole(node, "frames_number", 1..=1000)?;
+    let rate = g.number_in(node, "frame_rate", 1.0..=1000.0, "frame rate")?;
+    let (vae, _) = g.source(node, "audio_vae")?;
+    g.expect(&vae, AUDIO_VAE_LOADERS, "audio_vae", (node, "audio_vae"))?;
+    let length = (frames as f64 / rate * AUDIO_LATENTS_PER_SECOND).round_ties_even() as i64;
+    if length < 1 {
+        return Err(g.refuse(
+            node,
+            Some("frames_number"),
+            format!(
+                "asks for {frames} frames at {rate} a second, less than one audio latent (1/25 s)"
+            ),
+            "ask for more frames",
+        ));
+    }
+    Ok(AvAudio::Empty {
+        node: node.to_string(),
+        length,
+        batch: g.whole(node, "batch_size", 1..=MAX_BATCH)?,
+    })
+}
+
+/// The sound `CreateVideo` `node` puts beside its frames: none without
+/// an `audio` input, else LTX-2's decoded audio part.
+pub(super) fn sound(g: &Graph<'_>, node: &str, walk: &mut Walk) -> Result<Option<Sound>, Refusal> {
+    if !g.has(node, "audio") {
+        return Ok(None);
+    }
+    let (decode, slot) = g.source(node, "audio")?;
+    if g.class(&decode) != AUDIO_DECODE {
+        return Err(g.refuse(
+            node,
+            Some("audio"),
+            format!("adds a sound track from node {decode}; the lowering adds LTX-2's decoded audio ({AUDIO_DECODE}) only"),
+            "disconnect the audio input",
+        ));
+    }
+    g.first_output((node, "audio"), &decode, slot)?;
+    let (samples, slot) = g.source(&decode, "samples")?;
+    if g.class(&samples) != SEPARATE || slot != 1 {
+        return Err(g.refuse(
+            &decode,
+            Some("samples"),
+            format!("decodes node {samples}'s latent; the lowering decodes the audio part (output 1) of an {SEPARATE}"),
+            "connect LTXVSeparateAVLatent's audio output",
+        ));
+    }
+    let stage = walk.separated(g, &samples)?;
+    let (loader, _) = g.source(&decode, "audio_vae")?;
+    g.expect(
+        &loader,
+        AUDIO_VAE_LOADERS,
+        "audio_vae",
+        (&decode, "audio_vae"),
+    )?;
+    let file = match g.class(&loader) {
+        "VAELoader" => g.text(&loader, "vae_name")?,
+        _ => g.text(&loader, "ckpt_name")?,
+    };
+    Ok(Some(Sound {
+        sample_rate: sample_rate(file),
+        decode,
+        loader,
+        stage,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sample_rate;
+
+    #[test]
+    fn ltx_2_3_and_2_5_decode_at_48_khz_ltx_2_at_24() {
+        assert_eq!(sample_rate("ltx-2-19b-dev-fp8.safetensors"), 24_000);
+        assert_eq!(sample_rate("ltx-2.3-22b-dev-fp8.safetensors"), 48_000);
+        assert_eq!(sample_rate("ltx-2.5-audio-vae-bf16.safetensors"), 48_000);
+    }
+}
