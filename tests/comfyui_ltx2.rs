@@ -8,7 +8,7 @@ mod support;
 
 use serde_json::{Value, json};
 use support::lowering::{
-    assert_refused, lowered, npy, package_and_run, run_policy_alone, scratch, workflow,
+    assert_refused, lowered, npy, package_and_run, pattern, run_policy_alone, scratch, workflow,
 };
 use wfstudio_core::comfyui::lower::Target;
 
@@ -39,22 +39,12 @@ fn text_to_video() -> Value {
     })
 }
 
-/// The text-to-video graph with a second stage: the first stage's video
-/// part enlarged by the latent upsampler (through `LTXVCropGuides`),
-/// joined with its audio part, sampled again and decoded.
+/// The text-to-video graph with a second stage (the `ltx2-av` pattern):
+/// the first stage's video part enlarged by the latent upsampler (through
+/// `LTXVCropGuides`), joined with its audio part, sampled again and
+/// decoded.
 fn two_stages() -> Value {
-    let mut g = text_to_video();
-    g["20"] = json!({"class_type": "LTXVCropGuides", "inputs": {"positive": ["5", 0], "negative": ["5", 1], "latent": ["15", 0]}});
-    g["21"] = json!({"class_type": "LatentUpscaleModelLoader", "inputs": {"model_name": "ltx-2-spatial-upscaler-x2-1.0.safetensors"}});
-    g["22"] = json!({"class_type": "LTXVLatentUpsampler", "inputs": {"samples": ["20", 2], "upscale_model": ["21", 0], "vae": ["1", 2]}});
-    g["23"] = json!({"class_type": "LTXVConcatAVLatent", "inputs": {"video_latent": ["22", 0], "audio_latent": ["15", 1]}});
-    g["24"] = json!({"class_type": "CFGGuider", "inputs": {"cfg": 1.0, "model": ["1", 0], "positive": ["20", 0], "negative": ["20", 1]}});
-    g["25"] = json!({"class_type": "ManualSigmas", "inputs": {"sigmas": "0.5, 0.2, 0.0"}});
-    g["26"] = json!({"class_type": "SamplerCustomAdvanced", "inputs": {"noise": ["10", 0], "guider": ["24", 0], "sampler": ["12", 0], "sigmas": ["25", 0], "latent_image": ["23", 0]}});
-    g["27"] = json!({"class_type": "LTXVSeparateAVLatent", "inputs": {"av_latent": ["26", 0]}});
-    g["16"]["inputs"]["samples"] = json!(["27", 0]);
-    g["17"]["inputs"]["samples"] = json!(["27", 1]);
-    g
+    pattern("ltx2-av")
 }
 
 /// A contract parameter of component `name`.
@@ -250,6 +240,43 @@ fn audio_video_graphs_the_lowering_cannot_build_are_refused() {
             "joins parts that do not come from one place: both must be empty latents of one batch size, or both one earlier sampler's",
         ),
     );
+    // The denoised output under a sampler whose last step mixes in
+    // earlier ones.
+    let mut g = text_to_video();
+    g["12"]["inputs"]["sampler_name"] = json!("lms");
+    assert_refused(
+        &g,
+        (
+            "14",
+            "SamplerCustomAdvanced",
+            None,
+            "feeds its denoised_output to node 15; the lowering takes it where the schedule ends at sigma 0 (a ManualSigmas list ending in 0, a BasicScheduler or LTXVScheduler) under euler, euler_ancestral, heun or dpmpp_2m, as the sampled output",
+        ),
+    );
+    // The second stage reading the first's packed latent directly.
+    let mut g = two_stages();
+    g["26"]["inputs"]["latent_image"] = json!(["14", 0]);
+    assert_refused(
+        &g,
+        (
+            "14",
+            "SamplerCustomAdvanced",
+            None,
+            "gives sampler 26 LTX-2's audio-video latent other than through LTXVConcatAVLatent; the lowering samples one further from LTXVSeparateAVLatent's parts joined again",
+        ),
+    );
+    // An upsampler of another kind than twice the height and width.
+    let mut g = two_stages();
+    g["21"]["inputs"]["model_name"] = json!("ltx-2-temporal-upscaler-x2-1.0.safetensors");
+    assert_refused(
+        &g,
+        (
+            "21",
+            "LatentUpscaleModelLoader",
+            Some("model_name"),
+            "loads 'ltx-2-temporal-upscaler-x2-1.0.safetensors', which the lowering does not know as LTX-2's spatial upsampler of twice the height and width",
+        ),
+    );
     let mut g = text_to_video();
     g["13"]["inputs"]["sigmas"] = json!("1.0, 0.6, 0.1");
     assert_refused(
@@ -258,7 +285,7 @@ fn audio_video_graphs_the_lowering_cannot_build_are_refused() {
             "14",
             "SamplerCustomAdvanced",
             None,
-            "feeds its denoised_output to node 15; the lowering takes it where the schedule ends at sigma 0 (a ManualSigmas list ending in 0, a BasicScheduler or LTXVScheduler), as the sampled output",
+            "feeds its denoised_output to node 15; the lowering takes it where the schedule ends at sigma 0 (a ManualSigmas list ending in 0, a BasicScheduler or LTXVScheduler) under euler, euler_ancestral, heun or dpmpp_2m, as the sampled output",
         ),
     );
 }

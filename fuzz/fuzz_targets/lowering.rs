@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use wfstudio_core::comfyui::lower::{self, Target};
 use wfstudio_schema::{Format, Limits, parse_text};
 
-const PATTERNS: [&str; 33] = [
+const PATTERNS: [&str; 34] = [
     include_str!("../../fixtures/comfyui/txt2img-sd15.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet-positive.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet.api.json"),
@@ -52,6 +52,7 @@ const PATTERNS: [&str; 33] = [
     include_str!("../../fixtures/comfyui/patterns/wan-vace.api.json"),
     include_str!("../../fixtures/comfyui/patterns/lotus-depth.api.json"),
     include_str!("../../fixtures/comfyui/patterns/marigold-depth.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/ltx2-av.api.json"),
 ];
 
 /// Index of the LoRA pattern in [`PATTERNS`].
@@ -66,7 +67,11 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 139] = [
+const CLASSES: [&str; 153] = [
+    "LTXVConcatAVLatent", "LTXVSeparateAVLatent", "LTXVEmptyLatentAudio", "LTXVLatentUpsampler",
+    "LatentUpscaleModelLoader", "LTXVAudioVAELoader", "LTXVAudioVAEDecode", "LTXVCropGuides",
+    "LTXAVTextEncoderLoader", "LTXVDualCFGGuider", "CLIPTextEncodeFlux", "BatchImagesNode",
+    "CameraAngle", "EmptyImage",
     "CLIPLoader", "CLIPTextEncode", "CLIPTextEncodeSDXL", "CheckpointLoaderSimple",
     "LotusConditioning", "SetFirstSigma", "HunyuanVideo15ImageToVideo",
     "TextEncodeQwenImage21", "QwenImage21Cache", "ConditioningLoader", "MarigoldV2PostProcess",

@@ -211,11 +211,12 @@ fn lower_from(
     for sink in sinks {
         g.ancestors(sink, &mut used);
     }
-    let mut constants: BTreeSet<String> = fold::used(folded, &used).into_iter().cloned().collect();
-    // What a used constant read is used too (a blank picture's size).
+    // What a used constant read is used too (a blank picture's size), and
+    // so are the constants folded into that.
+    let constants: BTreeSet<String> = fold::used(folded, &used).into_iter().cloned().collect();
     let read = folded.iter().filter(|f| constants.contains(&f.id));
-    let read: Vec<String> = read.flat_map(|f| f.read.iter().cloned()).collect();
-    constants.extend(read);
+    used.extend(read.flat_map(|f| f.read.iter().cloned()));
+    let constants: BTreeSet<String> = fold::used(folded, &used).into_iter().cloned().collect();
     let ignored = g
         .nodes
         .keys()

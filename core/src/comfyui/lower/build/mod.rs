@@ -292,7 +292,9 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
             SinkKind::Picture { channels } => {
                 // A picture sink saves a video's frames as pictures.
                 let (shown, range) = match axes {
-                    Axes::Video => (pixels.frame_pictures(sink, &shown, &mut top), "zero_to_one"),
+                    Axes::Video | Axes::AudioVideo => {
+                        (pixels.frame_pictures(sink, &shown, &mut top), "zero_to_one")
+                    }
                     _ => (shown, range),
                 };
                 outputs.insert(output.clone(), json!({"contract": picture(json!(channels)), "role": "image", "value_range": range, "stage": "pre_adapter"}));

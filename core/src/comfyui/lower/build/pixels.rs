@@ -57,6 +57,8 @@ pub(super) struct PixelParts<'c> {
     av_parts: BTreeMap<usize, (String, String)>,
     /// The audio VAE decoders, by `LTXVAudioVAELoader` node.
     sound_decoders: BTreeMap<&'c str, String>,
+    /// A sound's waveform, by `LTXVAudioVAEDecode` node.
+    sounds: BTreeMap<&'c str, String>,
 }
 
 impl<'c> PixelParts<'c> {
@@ -185,6 +187,9 @@ impl<'c> PixelParts<'c> {
     /// The waveform `[batch, 2, samples]` of LTX-2's `sound`: its stage's
     /// audio part through the audio VAE's decoder (and vocoder).
     pub(super) fn sound(&mut self, sound: &'c Sound, top: &mut Top<'_>) -> Option<String> {
+        if let Some(value) = self.sounds.get(sound.decode.as_str()) {
+            return Some(value.clone());
+        }
         let (_, audio) = self.av_parts(sound.stage, top)?;
         let decoder = numbered(
             &mut self.sound_decoders,
@@ -211,6 +216,7 @@ impl<'c> PixelParts<'c> {
             ),
             &[&sound.decode, &sound.loader],
         );
+        self.sounds.insert(&sound.decode, value.clone());
         Some(value)
     }
 

@@ -79,8 +79,8 @@ pub(in crate::comfyui::lower) struct Sound {
 /// LTX-2.5's vocoders extend the band to 48 kHz, LTX-2's (and, as the
 /// lowering assumes, another file's) give 24 kHz.
 fn sample_rate(file: &str) -> i64 {
-    let name = file.to_ascii_lowercase().replace('_', ".");
-    match ["ltx-2.3", "ltx-2.5", "ltx2.3", "ltx2.5"]
+    let name = file.to_ascii_lowercase().replace(['_', '-'], ".");
+    match ["ltx.2.3", "ltx.2.5", "ltx2.3", "ltx2.5"]
         .iter()
         .any(|v| name.contains(v))
     {
@@ -100,6 +100,19 @@ pub(super) fn latent_source(
     let (concat, slot) = g.source(sampler, "latent_image")?;
     if g.class(&concat) != CONCAT {
         let source = latent::latent_source(g, (sampler, "latent_image"), loader, walk)?;
+        let earlier = match &source {
+            LatentSource::Stage { stage, .. } => Some(*stage),
+            LatentSource::Composite(c) => Some(c.base),
+            _ => None,
+        };
+        if earlier.and_then(|stage| walk.av_layout(stage)).is_some() {
+            return Err(g.refuse(
+                &concat,
+                None,
+                format!("gives sampler {sampler} LTX-2's audio-video latent other than through {CONCAT}; the lowering samples one further from {SEPARATE}'s parts joined again"),
+                "separate the latent with LTXVSeparateAVLatent and join its parts with LTXVConcatAVLatent",
+            ));
+        }
         return Ok((source, None));
     }
     g.first_output((sampler, "latent_image"), &concat, slot)?;
@@ -142,12 +155,10 @@ pub(super) fn latent_source(
     };
     let (layout, earlier) = match (&source, &audio) {
         (LatentSource::Stage { stage, .. }, AvAudio::Stage(from)) if stage == from => {
+            // The video part of an earlier stage comes through the
+            // upsampler.
             let earlier = walk.av_layout(*stage);
-            let layout = match &upsampler {
-                Some(_) => earlier.map(AvLayout::upsampled),
-                None => earlier,
-            };
-            (layout, earlier)
+            (earlier.map(AvLayout::upsampled), earlier)
         }
         (
             LatentSource::Empty {
@@ -225,6 +236,16 @@ fn upsampled(
         "upscale_model",
         (node, "upscale_model"),
     )?;
+    let file = g.text(&model, "model_name")?;
+    let name = file.to_ascii_lowercase();
+    if !(name.contains("spatial") && name.contains("x2")) {
+        return Err(g.refuse(
+            &model,
+            Some("model_name"),
+            format!("loads '{file}', which the lowering does not know as LTX-2's spatial upsampler of twice the height and width"),
+            "load an LTX-2 spatial-upscaler-x2 model",
+        ));
+    }
     let (vae, _) = g.source(node, "vae")?;
     vae_source(g, &vae, loader, (node, "vae"))?;
     Ok((
@@ -315,5 +336,7 @@ mod tests {
         assert_eq!(sample_rate("ltx-2-19b-dev-fp8.safetensors"), 24_000);
         assert_eq!(sample_rate("ltx-2.3-22b-dev-fp8.safetensors"), 48_000);
         assert_eq!(sample_rate("ltx-2.5-audio-vae-bf16.safetensors"), 48_000);
+        assert_eq!(sample_rate("models/LTX_2_3_distilled.safetensors"), 48_000);
+        assert_eq!(sample_rate("ltx-2-3-dev.safetensors"), 48_000);
     }
 }

@@ -269,7 +269,7 @@ fn one_sink(
         ));
     }
     match (axes, frame_rate, &upscale) {
-        (Axes::Video, _, Some(up)) => {
+        (Axes::Video | Axes::AudioVideo, _, Some(up)) => {
             return Err(g.refuse(
                 &up.node,
                 None,
@@ -277,7 +277,7 @@ fn one_sink(
                 "upscale the video outside the graph",
             ));
         }
-        (Axes::Video, _, None) if resize.is_some() => {
+        (Axes::Video | Axes::AudioVideo, _, None) if resize.is_some() => {
             let node = resize.as_ref().map_or("", |r| r.node.as_str());
             return Err(g.refuse(
                 node,

@@ -1,12 +1,14 @@
 //! ComfyUI's custom sampling nodes, read into the same sampler as
 //! `KSampler`'s: `SamplerCustom` (model, prompts and CFG on the node itself)
 //! and `SamplerCustomAdvanced` (a guider: `CFGGuider` with its model,
-//! prompts and CFG, `LTXVDualCFGGuider` of one scale for video and audio, `DualCFGGuider` with three conditionings and two
-//! scales, or `BasicGuider` with one conditioning and no
+//! prompts and CFG, `LTXVDualCFGGuider` of one scale for video and
+//! audio, `DualCFGGuider` with three conditionings and two scales, or
+//! `BasicGuider` with one conditioning and no
 //! negative, which is CFG 1, what ComfyUI computes for it, with the
 //! conditioning on both sides; CFG++ samplers, which step along the
 //! unconditional estimate, are refused under it), with the sampler from
-//! `KSamplerSelect` (its sampled output only, not `denoised_output`), the
+//! `KSamplerSelect` (its sampled output; `denoised_output` where it is the
+//! same: see `lands_on_estimate`), the
 //! sigmas from a scheduler node (`super::sigmas`; one that takes a model
 //! must take the guider's checkpoint with the same sampling), and the
 //! noise from `RandomNoise` (its seed) or `DisableNoise` (no noise is
@@ -167,8 +169,23 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
     Ok((sampler, guide))
 }
 
-/// LTX-2.5's guider of a video and an audio scale.
+/// LTX-2's guider of a video and an audio scale (LTX-2.5's templates).
 const LTXV_DUAL: &str = "LTXVDualCFGGuider";
+
+/// The samplers whose last step, to sigma 0, lands on the model's
+/// estimate, so that the denoised output is the sampled one.
+const LAST_STEP_ON_ESTIMATE: &[&str] = &["euler", "euler_ancestral", "heun", "dpmpp_2m"];
+
+/// Whether custom sampler `node`'s sampler (its `KSamplerSelect`) ends on
+/// the estimate at sigma 0 (see [`LAST_STEP_ON_ESTIMATE`]).
+pub(super) fn lands_on_estimate(g: &Graph<'_>, node: &str) -> bool {
+    let Ok((select, _)) = g.source(node, "sampler") else {
+        return false;
+    };
+    g.class(&select) == "KSamplerSelect"
+        && g.text(&select, "sampler_name")
+            .is_ok_and(|name| LAST_STEP_ON_ESTIMATE.contains(&name))
+}
 
 /// `LTXVDualCFGGuider`'s scale: with equal video and audio scales it is
 /// `CFGGuider` at that scale, as ComfyUI falls back to; different scales

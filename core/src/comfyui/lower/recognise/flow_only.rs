@@ -28,7 +28,7 @@ pub(super) fn flow_only(
         ));
     }
     match latent {
-        _ if axes == Axes::Video => Some("a video latent".into()),
+        _ if matches!(axes, Axes::Video | Axes::AudioVideo) => Some("a video latent".into()),
         LatentSource::Empty { node, .. } | LatentSource::Sized { node, .. }
             if matches!(
                 g.class(node),

@@ -71,6 +71,9 @@ pub(super) fn latent_cells(g: &Graph<'_>, node: &str) -> Result<Option<i64>, Ref
     // the packed latent's shape as its first part's).
     if class == super::av_nodes::CONCAT {
         let (video, _) = g.source(node, "video_latent")?;
+        if g.class(&video) == super::av_nodes::CONCAT {
+            return Ok(None);
+        }
         return latent_cells(g, &video);
     }
     let (scale, temporal) = match VIDEO_LATENTS.iter().find(|v| v.class == class) {

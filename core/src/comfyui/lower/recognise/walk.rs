@@ -34,14 +34,16 @@ impl Walk {
     ) -> Result<usize, Refusal> {
         g.expect(node, SAMPLER_CLASSES, from.1, from)?;
         // Its denoised output is its sampled one where the schedule ends
-        // at sigma 0 (the last step lands on the estimate).
-        let denoised = slot == 1 && super::sigmas::ends_at_zero(g, node);
-        if slot != 0 && custom::is_custom(g.class(node)) && !denoised {
+        // at sigma 0 and the sampler's last step lands on the estimate.
+        let denoised = |g: &Graph<'_>| {
+            slot == 1 && super::sigmas::ends_at_zero(g, node) && custom::lands_on_estimate(g, node)
+        };
+        if slot != 0 && custom::is_custom(g.class(node)) && !denoised(g) {
             return Err(g.refuse(
                 node,
                 None,
                 format!(
-                    "feeds its denoised_output to node {}; the lowering takes it where the schedule ends at sigma 0 (a ManualSigmas list ending in 0, a BasicScheduler or LTXVScheduler), as the sampled output",
+                    "feeds its denoised_output to node {}; the lowering takes it where the schedule ends at sigma 0 (a ManualSigmas list ending in 0, a BasicScheduler or LTXVScheduler) under euler, euler_ancestral, heun or dpmpp_2m, as the sampled output",
                     from.0
                 ),
                 "use the sampler's first output",
