@@ -166,7 +166,7 @@ fn joined_videos_may_differ_in_length() {
 }
 
 #[test]
-fn a_flux_schnell_model_file_samples_as_schnell() {
+fn a_flux_schnell_model_file_samples_as_schnell_without_guidance() {
     let mut g = flux_text();
     g["12"]["inputs"]["unet_name"] = json!("flux1-schnell.safetensors");
     g["14"] = json!({"class_type": "DualCLIPLoader", "inputs": {"clip_name1": "clip_l.safetensors", "clip_name2": "t5xxl_fp16.safetensors", "type": "flux", "device": "default"}});
@@ -177,8 +177,21 @@ fn a_flux_schnell_model_file_samples_as_schnell() {
         .as_f64()
         .expect("a shift");
     assert!((shift - 1f64.exp()).abs() < 1e-4, "{shift}");
+    // Schnell has no guidance embedding: ComfyUI's model ignores the
+    // node's guidance, and the denoiser takes none.
+    let w = workflow(&l);
+    assert!(w["inputs"].get("request.flux_guidance").is_none());
+    assert!(
+        w["components"]["denoiser"]["ports"]["inputs"]
+            .get("guidance")
+            .is_none()
+    );
     g["12"]["inputs"]["unet_name"] = json!("flux1-dev.safetensors");
     let l = lowered(&g, &Target::default());
+    assert_eq!(
+        workflow(&l)["inputs"]["request.flux_guidance"]["default"],
+        2.5
+    );
     let shift = workflow(&l)["inputs"]["request.flow_shift"]["default"]
         .as_f64()
         .expect("a shift");

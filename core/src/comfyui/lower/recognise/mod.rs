@@ -375,7 +375,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         (guide.middle.is_some(), &model.loader),
         walk,
     )?;
-    let ((positive, positive_control), (negative, negative_control)) = match video {
+    let ((mut positive, positive_control), (mut negative, negative_control)) = match video {
         Some((positive, negative)) => {
             if model.table.is_none() && model.flow.is_none() {
                 model.table = Some(svd::sampling(&positive.encoder));
@@ -613,6 +613,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         (None, LatentSource::Composite(c)) => walk.channels(c.base),
         (None, _) => 4,
     };
+    own_sampling::drop_ignored_guidance(g, &model.loader, [&mut positive, &mut negative]);
     let mut plan = Plan {
         channels,
         axes,

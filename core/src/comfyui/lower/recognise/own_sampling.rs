@@ -322,6 +322,25 @@ fn unet_family(g: &Graph<'_>, (loader, clip_type): (&str, &str), model_loader: &
 /// The file a `UNETLoader` `model_loader` loads, as its own name and
 /// that name in lower case without `_`, `-` and `.` (empty for another
 /// loader).
+/// Drops the guidance `prompts` set where the model `model_loader` loads
+/// takes none: Flux schnell's (no guidance embedding, so ComfyUI's model
+/// ignores a `FluxGuidance` or `CLIPTextEncodeFlux` value), named by its
+/// file (a `UNETLoader`'s, or ComfyUI's own schnell checkpoint).
+pub(super) fn drop_ignored_guidance(
+    g: &Graph<'_>,
+    model_loader: &str,
+    prompts: [&mut Conditioning; 2],
+) {
+    let checkpoint = g.class(model_loader) == "CheckpointLoaderSimple"
+        && g.text(model_loader, "ckpt_name")
+            .is_ok_and(|f| f.rsplit(['/', '\\']).next() == Some("flux1-schnell-fp8.safetensors"));
+    if checkpoint || unet_name(g, model_loader).1.contains("flux1schnell") {
+        for prompt in prompts {
+            prompt.guidance = None;
+        }
+    }
+}
+
 fn unet_name<'g>(g: &Graph<'g>, model_loader: &str) -> (&'g str, String) {
     let file = match g.class(model_loader) {
         "UNETLoader" => g.text(model_loader, "unet_name").unwrap_or_default(),
