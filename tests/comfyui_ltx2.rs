@@ -192,102 +192,105 @@ fn the_audio_latent_rounds_its_length_as_python_does() {
     );
 }
 
+/// A graph changed by `change`.
+fn changed(mut g: Value, change: impl FnOnce(&mut Value)) -> Value {
+    change(&mut g);
+    g
+}
+
 #[test]
 fn audio_video_graphs_the_lowering_cannot_build_are_refused() {
-    let mut g = text_to_video();
-    g["8"]["inputs"]["frames_number"] = json!(1);
-    g["8"]["inputs"]["frame_rate"] = json!(1000);
-    assert_refused(
-        &g,
+    let denoised = "feeds its denoised_output to node 15; the lowering takes it where the schedule ends at sigma 0 (a ManualSigmas list ending in 0, a BasicScheduler or LTXVScheduler) under euler, euler_ancestral, heun or dpmpp_2m, as the sampled output";
+    let cases: Vec<(Value, support::lowering::Expected)> = vec![
         (
-            "8",
-            "LTXVEmptyLatentAudio",
-            Some("frames_number"),
-            "asks for 1 frames at 1000 a second, less than one audio latent (1/25 s)",
+            changed(text_to_video(), |g| {
+                g["8"]["inputs"]["frames_number"] = json!(1);
+                g["8"]["inputs"]["frame_rate"] = json!(1000);
+            }),
+            (
+                "8",
+                "LTXVEmptyLatentAudio",
+                Some("frames_number"),
+                "asks for 1 frames at 1000 a second, less than one audio latent (1/25 s)",
+            ),
         ),
-    );
-    let mut g = text_to_video();
-    g["16"]["inputs"]["samples"] = json!(["14", 0]);
-    assert_refused(
-        &g,
         (
-            "16",
-            "VAEDecodeTiled",
-            Some("samples"),
-            "decodes LTX-2's audio-video latent whole or trimmed; the lowering decodes its video part as sampled",
+            changed(text_to_video(), |g| {
+                g["16"]["inputs"]["samples"] = json!(["14", 0])
+            }),
+            (
+                "16",
+                "VAEDecodeTiled",
+                Some("samples"),
+                "decodes LTX-2's audio-video latent whole or trimmed; the lowering decodes its video part as sampled",
+            ),
         ),
-    );
-    let mut g = text_to_video();
-    g["30"] = json!({"class_type": "LoadAudio", "inputs": {"audio": "a.wav"}});
-    g["18"]["inputs"]["audio"] = json!(["30", 0]);
-    assert_refused(
-        &g,
         (
-            "18",
-            "CreateVideo",
-            Some("audio"),
-            "adds a sound track from node 30; the lowering adds LTX-2's decoded audio (LTXVAudioVAEDecode) only",
+            changed(text_to_video(), |g| {
+                g["30"] = json!({"class_type": "LoadAudio", "inputs": {"audio": "a.wav"}});
+                g["18"]["inputs"]["audio"] = json!(["30", 0]);
+            }),
+            (
+                "18",
+                "CreateVideo",
+                Some("audio"),
+                "adds a sound track from node 30; the lowering adds LTX-2's decoded audio (LTXVAudioVAEDecode) only",
+            ),
         ),
-    );
-    let mut g = text_to_video();
-    g["8"]["inputs"]["batch_size"] = json!(2);
-    assert_refused(
-        &g,
         (
-            "9",
-            "LTXVConcatAVLatent",
-            None,
-            "joins parts that do not come from one place: both must be empty latents of one batch size, or both one earlier sampler's",
+            changed(text_to_video(), |g| {
+                g["8"]["inputs"]["batch_size"] = json!(2)
+            }),
+            (
+                "9",
+                "LTXVConcatAVLatent",
+                None,
+                "joins parts that do not come from one place: both must be empty latents of one batch size, or both one earlier sampler's",
+            ),
         ),
-    );
-    // The denoised output under a sampler whose last step mixes in
-    // earlier ones.
-    let mut g = text_to_video();
-    g["12"]["inputs"]["sampler_name"] = json!("lms");
-    assert_refused(
-        &g,
+        // The denoised output under a sampler whose last step mixes in
+        // earlier ones, and where the schedule does not end at 0.
         (
-            "14",
-            "SamplerCustomAdvanced",
-            None,
-            "feeds its denoised_output to node 15; the lowering takes it where the schedule ends at sigma 0 (a ManualSigmas list ending in 0, a BasicScheduler or LTXVScheduler) under euler, euler_ancestral, heun or dpmpp_2m, as the sampled output",
+            changed(text_to_video(), |g| {
+                g["12"]["inputs"]["sampler_name"] = json!("lms")
+            }),
+            ("14", "SamplerCustomAdvanced", None, denoised),
         ),
-    );
-    // The second stage reading the first's packed latent directly.
-    let mut g = two_stages();
-    g["26"]["inputs"]["latent_image"] = json!(["14", 0]);
-    assert_refused(
-        &g,
         (
-            "14",
-            "SamplerCustomAdvanced",
-            None,
-            "gives sampler 26 LTX-2's audio-video latent other than through LTXVConcatAVLatent; the lowering samples one further from LTXVSeparateAVLatent's parts joined again",
+            changed(text_to_video(), |g| {
+                g["13"]["inputs"]["sigmas"] = json!("1.0, 0.6, 0.1")
+            }),
+            ("14", "SamplerCustomAdvanced", None, denoised),
         ),
-    );
-    // An upsampler of another kind than twice the height and width.
-    let mut g = two_stages();
-    g["21"]["inputs"]["model_name"] = json!("ltx-2-temporal-upscaler-x2-1.0.safetensors");
-    assert_refused(
-        &g,
+        // The second stage reading the first's packed latent directly.
         (
-            "21",
-            "LatentUpscaleModelLoader",
-            Some("model_name"),
-            "loads 'ltx-2-temporal-upscaler-x2-1.0.safetensors', which the lowering does not know as LTX-2's spatial upsampler of twice the height and width",
+            changed(two_stages(), |g| {
+                g["26"]["inputs"]["latent_image"] = json!(["14", 0])
+            }),
+            (
+                "14",
+                "SamplerCustomAdvanced",
+                None,
+                "gives sampler 26 LTX-2's audio-video latent other than through LTXVConcatAVLatent; the lowering samples one further from LTXVSeparateAVLatent's parts joined again",
+            ),
         ),
-    );
-    let mut g = text_to_video();
-    g["13"]["inputs"]["sigmas"] = json!("1.0, 0.6, 0.1");
-    assert_refused(
-        &g,
+        // An upsampler of another kind than twice the height and width.
         (
-            "14",
-            "SamplerCustomAdvanced",
-            None,
-            "feeds its denoised_output to node 15; the lowering takes it where the schedule ends at sigma 0 (a ManualSigmas list ending in 0, a BasicScheduler or LTXVScheduler) under euler, euler_ancestral, heun or dpmpp_2m, as the sampled output",
+            changed(two_stages(), |g| {
+                g["21"]["inputs"]["model_name"] =
+                    json!("ltx-2-temporal-upscaler-x2-1.0.safetensors");
+            }),
+            (
+                "21",
+                "LatentUpscaleModelLoader",
+                Some("model_name"),
+                "loads 'ltx-2-temporal-upscaler-x2-1.0.safetensors', which the lowering does not know as LTX-2's spatial upsampler of twice the height and width",
+            ),
         ),
-    );
+    ];
+    for (graph, expected) in cases {
+        assert_refused(&graph, expected);
+    }
 }
 
 #[test]
