@@ -271,7 +271,7 @@ fn audio_video_graphs_the_lowering_cannot_build_are_refused() {
                 "14",
                 "SamplerCustomAdvanced",
                 None,
-                "gives sampler 26 LTX-2's audio-video latent other than through LTXVConcatAVLatent; the lowering samples one further from LTXVSeparateAVLatent's parts joined again",
+                "gives sampler 26 LTX-2's audio-video latent other than through LTXVConcatAVLatent; the lowering samples one further from LTXVSeparateAVLatent's parts joined again, the video part through LTXVLatentUpsampler",
             ),
         ),
         // An upsampler of another kind than twice the height and width.

@@ -186,6 +186,17 @@ fn a_flux_schnell_model_file_samples_as_schnell_without_guidance() {
             .get("guidance")
             .is_none()
     );
+    // So a guidance on one prompt only, at a cfg above 1, is no question.
+    let mut one_sided = g.clone();
+    one_sided["3"] =
+        json!({"class_type": "CLIPTextEncode", "inputs": {"text": "blurry", "clip": ["14", 0]}});
+    one_sided["5"]["inputs"]["cfg"] = json!(3.0);
+    let l = lowered(&one_sided, &Target::default());
+    assert!(
+        workflow(&l)["inputs"]
+            .get("request.flux_guidance")
+            .is_none()
+    );
     g["12"]["inputs"]["unet_name"] = json!("flux1-dev.safetensors");
     let l = lowered(&g, &Target::default());
     assert_eq!(

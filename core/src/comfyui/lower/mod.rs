@@ -212,11 +212,19 @@ fn lower_from(
         g.ancestors(sink, &mut used);
     }
     // What a used constant read is used too (a blank picture's size), and
-    // so are the constants folded into that.
-    let constants: BTreeSet<String> = fold::used(folded, &used).into_iter().cloned().collect();
-    let read = folded.iter().filter(|f| constants.contains(&f.id));
-    used.extend(read.flat_map(|f| f.read.iter().cloned()));
-    let constants: BTreeSet<String> = fold::used(folded, &used).into_iter().cloned().collect();
+    // so are the constants folded into that, until nothing more is.
+    let mut constants: BTreeSet<String> = BTreeSet::new();
+    loop {
+        let reached: BTreeSet<String> = fold::used(folded, &used).into_iter().cloned().collect();
+        let read = folded.iter().filter(|f| reached.contains(&f.id));
+        let read: Vec<String> = read.flat_map(|f| f.read.iter().cloned()).collect();
+        let grew = read.iter().any(|r| !used.contains(r)) || reached.len() > constants.len();
+        used.extend(read);
+        constants = reached;
+        if !grew {
+            break;
+        }
+    }
     let ignored = g
         .nodes
         .keys()

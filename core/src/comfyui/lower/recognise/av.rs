@@ -109,8 +109,8 @@ pub(super) fn latent_source(
             return Err(g.refuse(
                 &concat,
                 None,
-                format!("gives sampler {sampler} LTX-2's audio-video latent other than through {CONCAT}; the lowering samples one further from {SEPARATE}'s parts joined again"),
-                "separate the latent with LTXVSeparateAVLatent and join its parts with LTXVConcatAVLatent",
+                format!("gives sampler {sampler} LTX-2's audio-video latent other than through {CONCAT}; the lowering samples one further from {SEPARATE}'s parts joined again, the video part through LTXVLatentUpsampler"),
+                "separate the latent with LTXVSeparateAVLatent, upsample its video part with LTXVLatentUpsampler and join the parts with LTXVConcatAVLatent",
             ));
         }
         return Ok((source, None));

@@ -392,6 +392,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
             )
         }
     };
+    own_sampling::drop_ignored_guidance(g, &model.loader, [&mut positive, &mut negative]);
     let (middle, middle_control) = match &guide.middle {
         Some((node, input)) => {
             let (middle, control) = prompt::conditioning(g, node, input, &model, walk)?;
@@ -613,7 +614,6 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         (None, LatentSource::Composite(c)) => walk.channels(c.base),
         (None, _) => 4,
     };
-    own_sampling::drop_ignored_guidance(g, &model.loader, [&mut positive, &mut negative]);
     let mut plan = Plan {
         channels,
         axes,

@@ -319,9 +319,6 @@ fn unet_family(g: &Graph<'_>, (loader, clip_type): (&str, &str), model_loader: &
     }
 }
 
-/// The file a `UNETLoader` `model_loader` loads, as its own name and
-/// that name in lower case without `_`, `-` and `.` (empty for another
-/// loader).
 /// Drops the guidance `prompts` set where the model `model_loader` loads
 /// takes none: Flux schnell's (no guidance embedding, so ComfyUI's model
 /// ignores a `FluxGuidance` or `CLIPTextEncodeFlux` value), named by its
@@ -341,6 +338,9 @@ pub(super) fn drop_ignored_guidance(
     }
 }
 
+/// The file a `UNETLoader` `model_loader` loads, as its own name and
+/// that name in lower case without `_`, `-` and `.` (empty for another
+/// loader).
 fn unet_name<'g>(g: &Graph<'g>, model_loader: &str) -> (&'g str, String) {
     let file = match g.class(model_loader) {
         "UNETLoader" => g.text(model_loader, "unet_name").unwrap_or_default(),
