@@ -2,7 +2,7 @@
 //! inputs, components of the default package layout, invoke steps, and a
 //! step list that remembers which ComfyUI nodes each step came from.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 /// Where the ComfyUI nodes went: document path -> node ids.
 pub(super) type Provenance = Vec<(String, Vec<String>)>;
@@ -184,6 +184,32 @@ pub(super) fn numbered<K: Ord>(
 ) -> String {
     let n = names.len() + 1;
     names.entry(key).or_insert_with(|| name(n)).clone()
+}
+
+/// The first of `base`, `base_2`, `base_3`, ... among `components` that is
+/// free or already holds what `declare` makes of that name, declared
+/// there: one component per distinct declaration.
+pub(super) fn declared_once(
+    components: &mut Map<String, Value>,
+    base: &str,
+    declare: impl Fn(&str) -> Value,
+) -> String {
+    let mut n = 1;
+    loop {
+        let name = match n {
+            1 => base.to_string(),
+            n => format!("{base}_{n}"),
+        };
+        let declared = declare(&name);
+        match components.get(&name) {
+            Some(existing) if *existing != declared => n += 1,
+            Some(_) => return name,
+            None => {
+                components.insert(name.clone(), declared);
+                return name;
+            }
+        }
+    }
 }
 
 /// The steps `step` nests (a loop's setup, then its body).

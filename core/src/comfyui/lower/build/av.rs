@@ -10,7 +10,7 @@
 //! video, its audio part (`audio_vae_decoder`, a waveform at the audio
 //! VAE's rate).
 
-use super::super::parts::{Axes, Steps, component, contract, invoke, policy};
+use super::super::parts::{Axes, Steps, component, contract, declared_once, invoke, policy};
 use super::super::recognise::{AUDIO_BINS, AUDIO_CHANNELS, AvLayout, Plan};
 use serde_json::{Map, Value, json};
 
@@ -39,22 +39,7 @@ pub(super) fn split_policy(name: &str, layout: &AvLayout) -> Value {
 /// The first free `av_split` name (`av_split`, `av_split_2`, ...) for
 /// `layout` among `components`, declared there.
 pub(super) fn split_named(layout: &AvLayout, components: &mut Map<String, Value>) -> String {
-    let mut n = 1;
-    loop {
-        let name = match n {
-            1 => "av_split".to_string(),
-            n => format!("av_split_{n}"),
-        };
-        let declared = split_policy(&name, layout);
-        match components.get(&name) {
-            Some(existing) if *existing != declared => n += 1,
-            Some(_) => return name,
-            None => {
-                components.insert(name.clone(), declared);
-                return name;
-            }
-        }
-    }
+    declared_once(components, "av_split", |name| split_policy(name, layout))
 }
 
 /// Declares the stage's `av_split` and `av_join`, where it samples an

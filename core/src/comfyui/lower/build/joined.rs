@@ -3,7 +3,7 @@
 //! turn (`join_frames`, numbered where the workflow joins videos of
 //! another count too).
 
-use super::super::parts::{self, Axes, contract, invoke, policy};
+use super::super::parts::{self, Axes, contract, declared_once, invoke, policy};
 use super::super::recognise::{Origin, Sink};
 use super::pixels::{PixelParts, Top};
 use serde_json::json;
@@ -54,23 +54,7 @@ pub(super) fn joined<'c>(
             Some(json!({"id": "wfstudio.join-frames", "version": "1"})),
         )
     };
-    let mut n = 1;
-    let name = loop {
-        let name = match n {
-            1 => "join_frames".to_string(),
-            n => format!("join_frames_{n}"),
-        };
-        if top
-            .components
-            .get(&name)
-            .is_none_or(|c| *c == declare(&name))
-        {
-            break name;
-        }
-        n += 1;
-    };
-    let declared = declare(&name);
-    top.components.insert(name.clone(), declared);
+    let name = declared_once(top.components, "join_frames", declare);
     let made = format!("joined.{}", sink.node);
     top.after
         .push(invoke(&name, binds, json!({"joined": made})), &[&sink.node]);
