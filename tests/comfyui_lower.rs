@@ -317,6 +317,23 @@ fn a_model_without_a_sampling_node_samples_as_its_text_encoder_type_says() {
     assert_eq!(default_of(&l, "request.flow_shift"), &json!(6.0));
     own["12"]["inputs"]["unet_name"] = json!("my_model.safetensors");
     assert!(lower::lower(&own).is_err());
+    // Type 'pixeldit' serves PixelDiT (shift 4, SD3's timesteps) and its
+    // distilled PiD (shift 1.5): the file names PixelDiT; another is
+    // refused.
+    own["14"]["inputs"]["type"] = json!("pixeldit");
+    let refusals = lower::lower(&own).expect_err("an unnamed PixelDiT-type model");
+    assert!(
+        refusals[0].message.contains("type 'pixeldit'"),
+        "{}",
+        refusals[0].message
+    );
+    own["12"]["inputs"]["unet_name"] = json!("pixeldit_1300m_1024px_bf16.safetensors");
+    let l = lowered(&own, &Target::default());
+    assert_eq!(default_of(&l, "request.flow_shift"), &json!(4.0));
+    assert_eq!(
+        workflow(&l)["components"]["diffusion_schedule"]["contract"]["parameters"]["model_sampling"],
+        "sd3"
+    );
     own["14"]["inputs"]["type"] = json!("sd3");
     own["12"]["inputs"]["unet_name"] = json!("sd3_medium.safetensors");
 

@@ -307,7 +307,7 @@ fn every_refusal_names_the_node_class_input_and_a_remedy() {
                 "8",
                 "LoadImage",
                 None,
-                "gives the frames video sink 9 shows; the lowering makes videos of sampled latents only",
+                "gives the frames video sink 9 shows; the lowering makes videos of sampled latents and loaded videos only",
             ),
         ),
     ];

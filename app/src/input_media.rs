@@ -1,7 +1,7 @@
 //! Files as run inputs: a picture (PNG, JPEG, GIF) decoded with `image`,
 //! resized to the input's fixed size and mapped into the chosen value
-//! range; a WAV file read with `hound` as float samples; any other file's
-//! bytes as they are. Which input takes which kind is decided by
+//! range; a video (see [`crate::input_video`]); a WAV file read with
+//! `hound` as float samples; any other file's bytes as they are. Which input takes which kind is decided by
 //! [`wfstudio_runner::media_input::input_media`]. Used by the studio's
 //! inputs form.
 
@@ -24,19 +24,41 @@ pub const MAX_WAV_SAMPLES: u32 = 64 << 20;
 pub fn extensions(media: InputMedia) -> &'static [&'static str] {
     match media {
         InputMedia::Image { .. } => &["png", "jpg", "jpeg", "gif"],
+        InputMedia::Video => &["gif", "webp", "png", "apng"],
         InputMedia::Waveform => &["wav"],
         InputMedia::EncodedFile => &[],
     }
 }
 
-/// The input tensor of the file at `path` and a one-line description of
-/// what was read (size, rate, and any conversion made).
+/// A file read as an input.
+#[derive(Debug)]
+pub struct ReadInput {
+    /// The input's value.
+    pub tensor: Tensor,
+    /// What was read, in one line (size, rate, and any conversion made).
+    pub summary: String,
+    /// A video's frames a second, where the file gives them: the value of
+    /// the input beside it ([`wfstudio_core::media::frame_rate_output`] of
+    /// the input's name), where the package declares one.
+    pub frame_rate: Option<f64>,
+}
+
+/// A video's frames a second as the value of the frame-rate input beside
+/// it, of `contract` (a float of its rank: `[1]`, say).
+pub fn frame_rate_tensor(fps: f64, contract: &TensorContract) -> anyhow::Result<Tensor> {
+    let dtype = wfstudio_runner::DType::from_contract(&contract.dtype)
+        .with_context(|| format!("dtype {} cannot be held on the host", contract.dtype))?;
+    let value = serde_json::json!(fps);
+    Ok(Tensor::from_nested(dtype, &value, contract.rank as usize)?)
+}
+
+/// The input tensor of the file at `path` and what was read.
 pub fn read_input(
     path: &Path,
     media: InputMedia,
     contract: &TensorContract,
     range: ValueRange,
-) -> anyhow::Result<(Tensor, String)> {
+) -> anyhow::Result<ReadInput> {
     let size = std::fs::metadata(path)
         .with_context(|| format!("reading {}", path.display()))?
         .len();
@@ -46,7 +68,20 @@ pub fn read_input(
             path.display()
         );
     }
+    let read = |(tensor, summary)| ReadInput {
+        tensor,
+        summary,
+        frame_rate: None,
+    };
     match media {
+        InputMedia::Video => {
+            let video = crate::input_video::read_video(path, contract, range)?;
+            Ok(ReadInput {
+                tensor: video.tensor,
+                summary: video.summary,
+                frame_rate: video.frame_rate,
+            })
+        }
         InputMedia::Image { channels_first } => {
             let picture = image::open(path)
                 .with_context(|| format!("decoding the picture {}", path.display()))?
@@ -75,7 +110,7 @@ pub fn read_input(
             } else {
                 format!(", resized to {rw}×{rh}")
             };
-            Ok((tensor, format!("{w}×{h} RGB{resized}")))
+            Ok(read((tensor, format!("{w}×{h} RGB{resized}"))))
         }
         InputMedia::Waveform => {
             let reader = hound::WavReader::open(path)
@@ -95,19 +130,22 @@ pub fn read_input(
                 waveform_tensor(channels, &samples, contract).map_err(anyhow::Error::msg)?;
             let seconds =
                 samples.len() as f64 / channels.max(1) as f64 / f64::from(spec.sample_rate);
-            Ok((
+            Ok(read((
                 tensor,
                 format!(
                     "{} Hz, {channels} ch, {seconds:.2} s (the rate is not converted)",
                     spec.sample_rate
                 ),
-            ))
+            )))
         }
         InputMedia::EncodedFile => {
             let bytes =
                 std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
             let n = bytes.len();
-            Ok((file_tensor(bytes), format!("{n} bytes, as they are")))
+            Ok(read((
+                file_tensor(bytes),
+                format!("{n} bytes, as they are"),
+            )))
         }
     }
 }
@@ -157,14 +195,18 @@ mod tests {
         let media = InputMedia::Image {
             channels_first: true,
         };
-        let (t, summary) = read_input(&file, media, &c, ValueRange::NegativeOneToOne).unwrap();
+        let ReadInput {
+            tensor: t, summary, ..
+        } = read_input(&file, media, &c, ValueRange::NegativeOneToOne).unwrap();
         assert_eq!(summary, "2×1 RGB");
         assert_eq!(t.shape, [1, 3, 1, 2]);
         assert_eq!(t.data, Data::F32(vec![1.0, -1.0, -1.0, -1.0, -1.0, 1.0]));
         // A fixed 2x4 contract resizes the picture.
         let fixed =
             contract(serde_json::json!({"dtype": "uint8", "rank": 4, "shape": [1, 2, 4, 3]}));
-        let (t, summary) = read_input(
+        let ReadInput {
+            tensor: t, summary, ..
+        } = read_input(
             &file,
             InputMedia::Image {
                 channels_first: false,
@@ -217,8 +259,9 @@ mod tests {
         let c = contract(
             serde_json::json!({"dtype": "float32", "rank": 3, "shape": ["batch", 1, "samples"]}),
         );
-        let (t, summary) =
-            read_input(&file, InputMedia::Waveform, &c, ValueRange::ZeroToOne).unwrap();
+        let ReadInput {
+            tensor: t, summary, ..
+        } = read_input(&file, InputMedia::Waveform, &c, ValueRange::ZeroToOne).unwrap();
         assert_eq!(t.shape, [1, 1, 2]);
         assert_eq!(t.data, Data::F32(vec![0.25, -0.75]));
         assert_eq!(summary, "8000 Hz, 2 ch, 0.00 s (the rate is not converted)");
@@ -269,7 +312,7 @@ mod tests {
             .unwrap()["request.waveform"];
         let media = wfstudio_runner::media_input::input_media(input);
         assert_eq!(media, Some(InputMedia::Waveform));
-        let (tensor, _) = read_input(
+        let ReadInput { tensor, .. } = read_input(
             &file,
             InputMedia::Waveform,
             &input.contract,

@@ -4,6 +4,7 @@
 mod cli;
 mod gui;
 mod input_media;
+mod input_video;
 mod output_media;
 mod worker;
 

@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use wfstudio_core::comfyui::lower::{self, Target};
 use wfstudio_schema::{Format, Limits, parse_text};
 
-const PATTERNS: [&str; 34] = [
+const PATTERNS: [&str; 35] = [
     include_str!("../../fixtures/comfyui/txt2img-sd15.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet-positive.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet.api.json"),
@@ -53,6 +53,7 @@ const PATTERNS: [&str; 34] = [
     include_str!("../../fixtures/comfyui/patterns/lotus-depth.api.json"),
     include_str!("../../fixtures/comfyui/patterns/marigold-depth.api.json"),
     include_str!("../../fixtures/comfyui/patterns/ltx2-av.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/loaded-video.api.json"),
 ];
 
 /// Index of the LoRA pattern in [`PATTERNS`].
@@ -67,7 +68,7 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 153] = [
+const CLASSES: [&str; 155] = [
     "LTXVConcatAVLatent", "LTXVSeparateAVLatent", "LTXVEmptyLatentAudio", "LTXVLatentUpsampler",
     "LatentUpscaleModelLoader", "LTXVAudioVAELoader", "LTXVAudioVAEDecode", "LTXVCropGuides",
     "LTXAVTextEncoderLoader", "LTXVDualCFGGuider", "CLIPTextEncodeFlux", "BatchImagesNode",
@@ -83,7 +84,7 @@ const CLASSES: [&str; 153] = [
     "VAEDecode", "VAEEncode", "VAEEncodeForInpaint", "VAELoader", "SamplerCustom",
     "SamplerCustomAdvanced", "KSamplerSelect", "BasicScheduler", "RandomNoise",
     "DisableNoise", "CFGGuider", "BasicGuider", "ModelSamplingFlux", "LatentUpscale",
-    "LatentUpscaleBy", "ImageUpscaleWithModel", "UpscaleModelLoader", "ConditioningZeroOut",
+    "LatentUpscaleBy", "ImageUpscaleWithModel", "UpscaleModelLoader", "LoadVideo", "GetVideoComponents", "ConditioningZeroOut",
     "T5TokenizerOptions", "PreviewImage", "EmptyHunyuanLatentVideo", "EmptyMochiLatentVideo",
     "EmptyCosmosLatentVideo", "EmptyLTXVLatentVideo", "Wan22ImageToVideoLatent", "VAEDecodeTiled",
     "SaveAnimatedWEBP", "SaveAnimatedPNG", "SaveWEBM", "CreateVideo", "SaveVideo", "FluxGuidance",

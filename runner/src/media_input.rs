@@ -17,6 +17,9 @@ pub enum InputMedia {
         /// Whether the 3-channel axis comes before height and width.
         channels_first: bool,
     },
+    /// A video's frames: `[1, frames, 3, height, width]`, each frame a
+    /// channels-first picture.
+    Video,
     /// A waveform: `[B,C,S]`, `[C,S]` or `[S]` float samples.
     Waveform,
     /// The file's bytes as they are (`uint8 [n]` media inputs, which a
@@ -29,7 +32,8 @@ fn fixed(dim: &Dim, n: u64) -> bool {
 }
 
 /// The file an input can be filled from, if any: a 3-channel rank-3/4
-/// contract is an image whatever the role; a `media` input is a waveform
+/// contract is an image whatever the role, a rank-5 one with 3 channels
+/// on axis 2 a video's frames; a `media` input is a waveform
 /// when it is a float tensor of rank 1 to 3 and raw file bytes when it is
 /// `uint8` of rank 1.
 pub fn input_media(input: &WorkflowInput) -> Option<InputMedia> {
@@ -37,6 +41,9 @@ pub fn input_media(input: &WorkflowInput) -> Option<InputMedia> {
     let shape = contract.shape.as_deref().unwrap_or_default();
     let dtype = DType::from_contract(&contract.dtype)?;
     let image_dtype = dtype.is_float() || dtype == DType::U8;
+    if image_dtype && shape.len() == 5 && fixed(&shape[2], 3) {
+        return Some(InputMedia::Video);
+    }
     if image_dtype && (shape.len() == 3 || shape.len() == 4) {
         let first = shape.len() - 3;
         if fixed(&shape[first], 3) {
@@ -126,6 +133,36 @@ pub fn image_tensor(
     Tensor::new(shape, float_data(dtype, values)?).map_err(|e| e.0)
 }
 
+/// The tensor of a video's `frames` for an input of `contract` (`[1,
+/// frames, 3, height, width]`), values mapped into `range` as
+/// [`image_tensor`] maps a picture's. Every frame must already have the
+/// contract's fixed height and width, and all one size.
+pub fn video_tensor(
+    frames: &[Rgb8],
+    contract: &TensorContract,
+    range: ValueRange,
+) -> Result<Tensor, String> {
+    let first = frames.first().ok_or("the video has no frames")?;
+    let (h, w) = (first.height, first.width);
+    if let Some(other) = frames.iter().find(|f| (f.height, f.width) != (h, w)) {
+        return Err(format!(
+            "the video's frames differ in size ({w}×{h} and {}×{})",
+            other.width, other.height
+        ));
+    }
+    let one = TensorContract {
+        rank: 3,
+        ..contract.clone()
+    };
+    let pictures = frames
+        .iter()
+        .map(|frame| image_tensor(frame, &one, true, range))
+        .collect::<Result<Vec<_>, _>>()?;
+    let parts: Vec<&Tensor> = pictures.iter().collect();
+    let joined = Tensor::concat(0, &parts).map_err(|e| e.0)?;
+    Tensor::new(vec![1, frames.len(), 3, h, w], joined.data).map_err(|e| e.0)
+}
+
 /// The fixed height and width an image input needs, if its contract fixes
 /// them (symbolic axes take the picture's own size).
 pub fn image_size(contract: &TensorContract, channels_first: bool) -> Option<(usize, usize)> {
@@ -193,7 +230,7 @@ pub fn file_tensor(bytes: Vec<u8>) -> Tensor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::media::{audio_samples, image_rows};
+    use crate::media::{audio_samples, image_rows, video_frames};
 
     fn contract(dtype: &str, shape: &[Dim]) -> TensorContract {
         serde_json::from_value(serde_json::json!({
@@ -241,6 +278,55 @@ mod tests {
             &[Dim::Fixed(1), Dim::Fixed(3), Dim::Fixed(32), Dim::Fixed(16)],
         );
         assert_eq!(image_size(&fixed, true), Some((32, 16)));
+    }
+
+    #[test]
+    fn video_frames_become_a_frames_channels_tensor_and_back() {
+        let frame = |pixels: Vec<u8>| Rgb8 {
+            width: 2,
+            height: 1,
+            pixels,
+            alpha: None,
+        };
+        let frames = [
+            frame(vec![0, 51, 102, 153, 204, 255]),
+            frame(vec![255, 0, 0, 0, 255, 0]),
+        ];
+        let video = contract(
+            "float32",
+            &[
+                Dim::Fixed(1),
+                sym("frames"),
+                Dim::Fixed(3),
+                sym("h"),
+                sym("w"),
+            ],
+        );
+        let input: WorkflowInput = serde_json::from_value(serde_json::json!({
+            "contract": video, "role": "opaque",
+            "source": "request", "required": true,
+        }))
+        .expect("input");
+        assert_eq!(input_media(&input), Some(InputMedia::Video));
+        let t = video_tensor(&frames, &video, ValueRange::ZeroToOne).unwrap();
+        assert_eq!(t.shape, [1, 2, 3, 1, 2]);
+        let Data::F32(v) = &t.data else {
+            panic!("float32")
+        };
+        // Frame 1, channel 0 (red): 255 then 0.
+        assert_eq!(&v[6..8], [1.0, 0.0]);
+        assert_eq!(
+            video_frames(&t, Some(ValueRange::ZeroToOne)).unwrap()[0],
+            frames
+        );
+        let wider = frame(vec![0; 9]);
+        let odd = Rgb8 { width: 3, ..wider };
+        assert!(
+            video_tensor(&[frames[0].clone(), odd], &video, ValueRange::ZeroToOne)
+                .unwrap_err()
+                .contains("differ in size")
+        );
+        assert!(video_tensor(&[], &video, ValueRange::ZeroToOne).is_err());
     }
 
     #[test]

@@ -160,12 +160,29 @@ fn gather_inputs(
             inputs.remove(name);
         }
     }
+    let mut given = Vec::new();
+    let mut rates = Vec::new();
     for item in overrides {
         let Some((name, json)) = item.split_once('=') else {
             bail!("--input needs NAME=JSON, got {item:?}");
         };
-        let tensor = input_value(name, json, runner).with_context(|| format!("--input {name}"))?;
+        let (tensor, rate) =
+            input_value(name, json, runner).with_context(|| format!("--input {name}"))?;
         inputs.insert(name.to_string(), tensor);
+        given.push(name);
+        rates.extend(rate.map(|fps| (wfstudio_core::media::frame_rate_output(name), fps)));
+    }
+    // A video file also sets the frame-rate input beside it, unless that
+    // is given too.
+    for (name, fps) in rates {
+        if let (Some(contract), false) =
+            (runner.input_contract(&name), given.contains(&name.as_str()))
+        {
+            let tensor = crate::input_media::frame_rate_tensor(fps, contract)
+                .with_context(|| format!("{name} (the frame rate of the video read)"))?;
+            eprintln!("note: {name} <- {fps:.3} (the video's frame rate)");
+            inputs.insert(name, tensor);
+        }
     }
     Ok(inputs)
 }
@@ -174,8 +191,8 @@ fn gather_inputs(
 /// number, bool or nested list, which takes the dtype (and, for a single
 /// scalar, the rank) of the declared input `name`; for an input with value
 /// labels (a voice, say), also one of its labels; `@FILE` for a media
-/// input.
-fn input_value(name: &str, json: &str, runner: &Runner) -> anyhow::Result<Tensor> {
+/// input (with a video's frames a second, where the file gives them).
+fn input_value(name: &str, json: &str, runner: &Runner) -> anyhow::Result<(Tensor, Option<f64>)> {
     if let Some(path) = json.strip_prefix('@') {
         return file_value(name, Path::new(path), runner);
     }
@@ -191,7 +208,7 @@ fn input_value(name: &str, json: &str, runner: &Runner) -> anyhow::Result<Tensor
         },
     };
     if value.is_object() {
-        return Ok(Tensor::from_json(&value)?);
+        return Ok((Tensor::from_json(&value)?, None));
     }
     let Some(contract) = runner.input_contract(name) else {
         bail!(
@@ -201,13 +218,16 @@ fn input_value(name: &str, json: &str, runner: &Runner) -> anyhow::Result<Tensor
     };
     let dtype = DType::from_contract(&contract.dtype)
         .with_context(|| format!("dtype {} cannot be held on the host", contract.dtype))?;
-    Ok(Tensor::from_nested(dtype, &value, contract.rank as usize)?)
+    Ok((
+        Tensor::from_nested(dtype, &value, contract.rank as usize)?,
+        None,
+    ))
 }
 
 /// The file `path` as the declared media input `name` (a picture, a WAV
 /// file or encoded bytes), read as the studio's inputs form reads it:
 /// pictures in 0..1, as ComfyUI loads them. What was read goes to stderr.
-fn file_value(name: &str, path: &Path, runner: &Runner) -> anyhow::Result<Tensor> {
+fn file_value(name: &str, path: &Path, runner: &Runner) -> anyhow::Result<(Tensor, Option<f64>)> {
     let declared = runner
         .document()
         .pipeline
@@ -221,9 +241,13 @@ fn file_value(name: &str, path: &Path, runner: &Runner) -> anyhow::Result<Tensor
         bail!("this input takes no file: it is not a picture, a waveform or encoded media");
     };
     let range = wfstudio_schema::types::workflow::ValueRange::ZeroToOne;
-    let (tensor, read) = crate::input_media::read_input(path, media, &input.contract, range)?;
-    eprintln!("note: --input {name}: {} ({read})", path.display());
-    Ok(tensor)
+    let read = crate::input_media::read_input(path, media, &input.contract, range)?;
+    eprintln!(
+        "note: --input {name}: {} ({})",
+        path.display(),
+        read.summary
+    );
+    Ok((read.tensor, read.frame_rate))
 }
 
 fn write_npy(path: &Path, tensor: &Tensor) -> std::io::Result<()> {

@@ -188,7 +188,7 @@ impl Row {
     pub(super) fn file_widget(&self, path: PathBuf, range: ValueRange) -> Widget {
         let summary = match self.media {
             Some(media) => crate::input_media::read_input(&path, media, &self.full_contract, range)
-                .map_or_else(|_| "could not be read".into(), |(_, summary)| summary),
+                .map_or_else(|_| "could not be read".into(), |read| read.summary),
             None => "this input takes no file".into(),
         };
         Widget::File {
@@ -198,21 +198,24 @@ impl Row {
         }
     }
 
-    /// The row's value as a tensor for the run.
-    fn tensor(&self, facts: &FactsSlot) -> Result<Tensor, String> {
+    /// The row's value as a tensor for the run, and the frames a second
+    /// of the video file it reads, if so.
+    fn tensor(&self, facts: &FactsSlot) -> Result<(Tensor, Option<f64>), String> {
         match &self.widget {
             Widget::Prompt(text) => {
                 let tokenizer = facts.prompt_tokenizer()?;
                 let ids = tokenizer.encode(text).map_err(|e| e.to_string())?;
-                prompt_tensor(ids, &self.full_contract)
+                prompt_tensor(ids, &self.full_contract).map(|t| (t, None))
             }
             Widget::File { path, range, .. } => {
                 let media = self.media.ok_or("this input takes no file")?;
                 crate::input_media::read_input(path, media, &self.full_contract, *range)
-                    .map(|(t, _)| t)
+                    .map(|read| (read.tensor, read.frame_rate))
                     .map_err(|e| format!("{e:#}"))
             }
-            _ => Tensor::from_json(&self.memory()?).map_err(|e| e.to_string()),
+            _ => Tensor::from_json(&self.memory()?)
+                .map(|t| (t, None))
+                .map_err(|e| e.to_string()),
         }
     }
 
@@ -360,17 +363,27 @@ impl InputsForm {
         }
     }
 
-    /// The user's values, as tensors for the run (over the recipe's).
+    /// The user's values, as tensors for the run (over the recipe's): a
+    /// picked video also sets the frame-rate input beside it (unless the
+    /// user set that too).
     pub fn overrides(&self) -> Result<HashMap<String, Tensor>, String> {
-        self.rows
-            .iter()
-            .filter(|r| r.overridden)
-            .map(|r| {
-                r.tensor(&self.facts)
-                    .map(|t| (r.name.clone(), t))
-                    .map_err(|e| format!("input {}: {e}", r.name))
-            })
-            .collect()
+        let mut values = HashMap::new();
+        let mut rates = Vec::new();
+        for r in self.rows.iter().filter(|r| r.overridden) {
+            let (tensor, rate) = r
+                .tensor(&self.facts)
+                .map_err(|e| format!("input {}: {e}", r.name))?;
+            values.insert(r.name.clone(), tensor);
+            rates.extend(rate.map(|fps| (wfstudio_core::media::frame_rate_output(&r.name), fps)));
+        }
+        for (name, fps) in rates {
+            if let Some(row) = self.rows.iter().find(|r| r.name == name && !r.overridden) {
+                let tensor = crate::input_media::frame_rate_tensor(fps, &row.full_contract)
+                    .map_err(|e| format!("input {name}: {e:#}"))?;
+                values.insert(name, tensor);
+            }
+        }
+        Ok(values)
     }
 
     /// Draws the rows.
@@ -455,8 +468,8 @@ impl InputsForm {
     /// Every input of the recipe and the user's values, as a recipe JSON.
     pub fn recipe_json(&self) -> Result<String, String> {
         let mut inputs = self.recipe_inputs.clone();
-        for row in self.rows.iter().filter(|r| r.overridden) {
-            inputs.insert(row.name.clone(), row.tensor(&self.facts)?.to_json());
+        for (name, tensor) in self.overrides()? {
+            inputs.insert(name, tensor.to_json());
         }
         serde_json::to_string_pretty(&json!({
             "description": "saved from Workflow Studio's run panel",
@@ -691,6 +704,60 @@ mod tests {
         assert_eq!(
             image.data,
             wfstudio_runner::Data::F32([[1.0; 4], [-1.0; 4], [-1.0; 4]].concat())
+        );
+        let _ = std::fs::remove_dir_all(&config);
+    }
+
+    /// A video input takes a picked animated GIF, and the frame-rate
+    /// input beside it takes the file's rate unless the user set it.
+    #[test]
+    fn a_picked_video_sets_its_frame_rate_beside_it() {
+        use image::{Delay, Frame, Rgba, RgbaImage};
+        use wfstudio_runner::Data;
+        use wfstudio_runner::media_input::InputMedia;
+        let config =
+            std::env::temp_dir().join(format!("wfstudio-video-row-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&config);
+        std::fs::create_dir_all(&config).expect("temp");
+        let gif = config.join("two.gif");
+        let mut encoder =
+            image::codecs::gif::GifEncoder::new(std::fs::File::create(&gif).expect("gif"));
+        for grey in [0u8, 255] {
+            let picture = RgbaImage::from_pixel(4, 2, Rgba([grey, grey, grey, 255]));
+            let delay = Delay::from_numer_denom_ms(250, 1);
+            encoder
+                .encode_frame(Frame::from_parts(picture, 0, 0, delay))
+                .expect("frame");
+        }
+        drop(encoder);
+        let file = config.join("package/inference_metadata.yaml");
+        let text = "schema_version: v1\npipeline:\n  workflow:\n    manifest: {capabilities: [workflow_ssa]}\n    inputs:\n      request.clip:\n        contract: {dtype: float32, rank: 5, shape: [1, frames, 3, h, w]}\n        role: {kind: runtime, version: '1.0', role: media}\n        source: {kind: request}\n        required: true\n      request.clip_frame_rate:\n        contract: {dtype: float32, rank: 1, shape: [1]}\n        role: {kind: opaque}\n        source: {kind: application, name: clip_frame_rate}\n        required: false\n        default: 24.0\n    outputs: {}\n    components: {}\n    steps: []\n";
+        let mut form = open_form(&config, &file, text);
+        let row = form
+            .rows
+            .iter_mut()
+            .find(|r| r.name == "request.clip")
+            .expect("row");
+        assert_eq!(row.media, Some(InputMedia::Video));
+        row.widget = row.file_widget(gif.clone(), super::ValueRange::ZeroToOne);
+        let Widget::File { summary, .. } = &row.widget else {
+            panic!("a file widget")
+        };
+        assert_eq!(summary, "2 frames of 4×2 RGB, 4.000 fps");
+        row.overridden = true;
+        let values = form.overrides().expect("reads the file");
+        assert_eq!(values["request.clip"].shape, [1, 2, 3, 2, 4]);
+        assert_eq!(values["request.clip_frame_rate"].data, Data::F32(vec![4.0]));
+        let rate = form
+            .rows
+            .iter_mut()
+            .find(|r| r.name == "request.clip_frame_rate")
+            .expect("rate row");
+        rate.overridden = true;
+        let values = form.overrides().expect("reads the file");
+        assert_eq!(
+            values["request.clip_frame_rate"].data,
+            Data::F32(vec![24.0])
         );
         let _ = std::fs::remove_dir_all(&config);
     }

@@ -130,7 +130,11 @@ pub(super) fn value_widget(
                 .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
             ui.label(format!("{name}: {summary}"))
                 .on_hover_text(path.display().to_string());
-            if matches!(row.media, Some(InputMedia::Image { .. })) && row.dtype != "uint8" {
+            if matches!(
+                row.media,
+                Some(InputMedia::Image { .. } | InputMedia::Video)
+            ) && row.dtype != "uint8"
+            {
                 let mut chosen = *range;
                 egui::ComboBox::from_id_salt(("range", &row.name))
                     .selected_text(range_name(chosen))
@@ -152,6 +156,7 @@ pub(super) fn value_widget(
 pub(super) fn pick_file(ui: &mut egui::Ui, row: &mut Row, media: InputMedia) {
     let what = match media {
         InputMedia::Image { .. } => "Choose a picture…",
+        InputMedia::Video => "Choose a video (animated GIF, WebP or PNG)…",
         InputMedia::Waveform => "Choose a WAV file…",
         InputMedia::EncodedFile => "Choose a file…",
     };

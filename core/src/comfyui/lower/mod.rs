@@ -243,6 +243,14 @@ fn lower_from(
             });
         }
     }
+    for sink in &chain.sinks {
+        if let Some(loader) = &sink.dropped_sound {
+            notes.push(format!(
+                "node {} (SaveVideo) saves the video with the sound track of node {loader}'s video (LoadVideo), which the package does not carry (it reads a video's frames only): its video comes out silent, so add the sound track to the saved video afterwards",
+                sink.node
+            ));
+        }
+    }
     if merged {
         notes.extend(loras::merged_notes(&chain));
     }

@@ -163,7 +163,7 @@ pub const PICTURE_SIZE: usize = 64;
 /// inputs (role `media`, float rank 4): a colour gradient in [0, 1) (steps
 /// of 1/64, short in JSON) for
 /// three channels, a centred square for a one-channel mask; `rows` equal
-/// rows. A stage's second and later pictures (`request.image_2`, ...) are
+/// rows. A video input (float rank 5) takes [`generated_video`]. A stage's second and later pictures (`request.image_2`, ...) are
 /// 64 wide and 48 high, so packages meet pictures of different sizes.
 fn generated_pictures(document: &Value, rows: usize) -> Map<String, Value> {
     let inputs = document
@@ -174,6 +174,10 @@ fn generated_pictures(document: &Value, rows: usize) -> Map<String, Value> {
         let media = input.pointer("/role/role").and_then(Value::as_str) == Some("media");
         let contract = &input["contract"];
         let float = contract["dtype"].as_str() == Some("float32");
+        if let (true, true, Some(3)) = (media, float, video_channels(contract)) {
+            out.insert(name.clone(), generated_video());
+            continue;
+        }
         let channels = contract.pointer("/shape/1").and_then(Value::as_u64);
         let (true, true, Some(channels @ (1 | 3))) = (media, float, channels) else {
             continue;
@@ -208,6 +212,35 @@ fn generated_pictures(document: &Value, rows: usize) -> Map<String, Value> {
         );
     }
     out
+}
+
+/// Frames of the generated videos.
+pub const VIDEO_FRAMES: usize = 5;
+
+/// The channels of a video contract (`[1, frames, channels, height,
+/// width]`), if it is one.
+fn video_channels(contract: &Value) -> Option<u64> {
+    let shape = contract["shape"].as_array().filter(|s| s.len() == 5)?;
+    shape[2].as_u64()
+}
+
+/// A recipe video `[1, frames, 3, side, side]` for a video input: the
+/// pictures' colour gradient, sliding right a step each frame.
+fn generated_video() -> Value {
+    let n = PICTURE_SIZE;
+    let mut data = Vec::with_capacity(VIDEO_FRAMES * 3 * n * n);
+    for f in 0..VIDEO_FRAMES {
+        for c in 0..3 {
+            for y in 0..n {
+                for x in 0..n {
+                    let fx = ((x + f * n / 8) % n) as f64 / n as f64;
+                    let fy = y as f64 / n as f64;
+                    data.push(json!([fx, fy, 1.0 - (fx + fy) / 2.0][c]));
+                }
+            }
+        }
+    }
+    json!({"dtype": "float32", "shape": [1, VIDEO_FRAMES, 3, n, n], "data": data})
 }
 
 #[cfg(test)]

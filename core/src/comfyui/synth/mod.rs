@@ -202,7 +202,10 @@ fn picture_policy(kind: &str, component: &Value) -> Result<Option<Vec<u8>>, Synt
         | "patch_scale" => upscale::image_scale(&mut g)?,
         "picture_size" => upscale::picture_size(&mut g)?,
         "outpaint_pad" => outpaint::outpaint_pad(&mut g)?,
-        _ => return Ok(None),
+        _ => match policies::pixels_alone(&mut g) {
+            Some(built) => built?,
+            None => return Ok(None),
+        },
     }
     Ok(Some(g.finish()))
 }

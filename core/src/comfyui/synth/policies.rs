@@ -32,15 +32,11 @@ pub fn build(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError>
         "zero_conditioning" | "zero_latent" => zero_conditioning(g),
         "no_reference" => no_reference(g),
         "audio_loudness" => audio_loudness(g),
-        "upscale_pixels" => unit_pixels(g, true),
-        "upscaled_pixels" => unit_pixels(g, false),
         "video_pixels" => unit_pixels(g, true),
-        "batch_frames" => batch_frames(g),
         "join_frames" => join_frames(g),
         "av_split" => av_split(g),
         "av_join" => av_join(g),
         "trim_latent" => trim_latent(g),
-        "frame_pictures" => frame_pictures(g),
         "one_frame" => one_frame(g),
         "pixel_decoder" => pixel_decoder(g),
         "join_tokens" => join_tokens(g),
@@ -49,6 +45,20 @@ pub fn build(g: &mut PolicyGraph<'_>, family: &Family) -> Result<(), SynthError>
         "cfg_norm" => super::guidance_norm::cfg_norm(g, family),
         other => Err(g.error(format!("`{other}` is not a policy this importer makes"))),
     }
+}
+
+/// Builds the policies on pixels that need no sampler stage (a graph of
+/// loaded pictures or videos alone has none): moving an upscale model's
+/// pixels into 0..1, a batch of pictures as one video's frames and the
+/// reverse; `None` for other kinds.
+pub fn pixels_alone(g: &mut PolicyGraph<'_>) -> Option<Result<(), SynthError>> {
+    Some(match g.name() {
+        "upscale_pixels" => unit_pixels(g, true),
+        "upscaled_pixels" => unit_pixels(g, false),
+        "batch_frames" => batch_frames(g),
+        "frame_pictures" => frame_pictures(g),
+        _ => return None,
+    })
 }
 
 /// `schedule[step]`.

@@ -56,7 +56,7 @@ use super::Refusal;
 use super::graph::Graph;
 use super::parts::{self, Axes, Provenance, Steps, parameter, picture, row};
 use super::recognise::{
-    Chain, LatentSource, Origin, Patch, SAMPLE_RATE, Sink, SinkKind, WAVE_CHANNELS,
+    Chain, FrameRate, LatentSource, Origin, Patch, SAMPLE_RATE, Sink, SinkKind, WAVE_CHANNELS,
 };
 use pixels::{PixelParts, Top};
 use prompts::Prompted;
@@ -229,7 +229,7 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
     for sink in &chain.sinks {
         let axes = match &sink.origin {
             Origin::Decoded { stage, .. } => chain.stages[*stage].axes,
-            Origin::Loaded(_) => Axes::Image,
+            Origin::Loaded(_) | Origin::Video(_) => Axes::Image,
         };
         let mut top = Top {
             components: &mut components,
@@ -251,8 +251,8 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
             1 => base_name(sink).to_string(),
             _ => output_name(sink, &outputs),
         };
-        match sink.kind {
-            SinkKind::Video { frame_rate: fps } => {
+        match &sink.kind {
+            SinkKind::Video { frame_rate } => {
                 outputs.insert(
                     output.clone(),
                     json!({"contract": video, "role": "video", "stage": "pre_adapter"}),
@@ -262,11 +262,17 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
                     &[&sink.node],
                 );
                 let rate = crate::media::frame_rate_output(&output);
-                let input = format!("request.{rate}");
-                inputs.insert(
-                    input.clone(),
-                    parameter(row("float32"), json!({"kind": "opaque"}), &rate, json!(fps)),
-                );
+                let input = match frame_rate {
+                    FrameRate::Written(fps) => {
+                        let input = format!("request.{rate}");
+                        inputs.insert(
+                            input.clone(),
+                            parameter(row("float32"), json!({"kind": "opaque"}), &rate, json!(fps)),
+                        );
+                        input
+                    }
+                    FrameRate::Loaded(loader) => crate::media::frame_rate_output(&loaded[loader]),
+                };
                 outputs.insert(
                     rate.clone(),
                     json!({"contract": row("float32"), "role": "tensor", "stage": "pre_adapter"}),
@@ -292,9 +298,10 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
             SinkKind::Picture { channels } => {
                 // A picture sink saves a video's frames as pictures.
                 let (shown, range) = match axes {
-                    Axes::Video | Axes::AudioVideo => {
-                        (pixels.frame_pictures(sink, &shown, &mut top), "zero_to_one")
-                    }
+                    Axes::Video | Axes::AudioVideo => (
+                        pixels.video_pictures(&shown, &sink.node, &mut top),
+                        "zero_to_one",
+                    ),
                     _ => (shown, range),
                 };
                 outputs.insert(output.clone(), json!({"contract": picture(json!(channels)), "role": "image", "value_range": range, "stage": "pre_adapter"}));
@@ -360,7 +367,8 @@ fn emit_audio(
 /// The input holding each loaded picture the top level reads (a sink
 /// shows it, or an upscale model runs on it for a stage): a stage's, or
 /// one declared here (`request.loaded_image`, `request.loaded_image_2`,
-/// ..., each of its own size) for a picture no stage reads itself.
+/// ..., each of its own size) for a picture no stage reads itself; and
+/// each loaded video a sink shows (`request.loaded_video`, ...).
 fn top_inputs(chain: &Chain, inputs: &mut Map<String, Value>) -> BTreeMap<String, String> {
     let mut loaded = names::loaded_inputs(chain);
     let upscaled = chain
@@ -371,15 +379,24 @@ fn top_inputs(chain: &Chain, inputs: &mut Map<String, Value>) -> BTreeMap<String
         .map(|image| &image.origin);
     let shown = chain.sinks.iter().map(|sink| &sink.origin);
     let mut own = 0;
+    let mut videos = 0;
     for origin in upscaled.chain(shown) {
-        if let Origin::Loaded(loader) = origin
-            && !loaded.contains_key(loader)
-        {
-            own += 1;
-            let input = pictures::numbered("request.loaded_image", own - 1);
-            let word = pictures::numbered("loaded_image", own - 1);
-            inputs.insert(input.clone(), pictures::sized_input(&word));
-            loaded.insert(loader.clone(), input);
+        match origin {
+            Origin::Loaded(loader) if !loaded.contains_key(loader) => {
+                own += 1;
+                let input = pictures::numbered("request.loaded_image", own - 1);
+                let word = pictures::numbered("loaded_image", own - 1);
+                inputs.insert(input.clone(), pictures::sized_input(&word));
+                loaded.insert(loader.clone(), input);
+            }
+            Origin::Video(loader) if !loaded.contains_key(loader) => {
+                videos += 1;
+                let input = pictures::numbered("request.loaded_video", videos - 1);
+                let word = pictures::numbered("loaded_video", videos - 1);
+                pictures::declare_video(&input, &word, inputs);
+                loaded.insert(loader.clone(), input);
+            }
+            _ => {}
         }
     }
     loaded
@@ -480,6 +497,7 @@ mod tests {
             kind: SinkKind::Picture { channels: 3 },
             joined: Vec::new(),
             sound: None,
+            dropped_sound: None,
         }
     }
 

@@ -9,7 +9,7 @@
 //! values and policies made per picture are numbered apart the same way
 //! (`source.pixels`, `source_2.pixels`, ...).
 
-use super::super::parts::{contract, media};
+use super::super::parts::{contract, media, parameter, row};
 use super::super::recognise::{Plan, Resize, reference};
 use serde_json::{Map, Value, json};
 
@@ -63,6 +63,28 @@ pub(super) fn sized_input(word: &str) -> Value {
         format!("{word}_width")
     ]);
     media(contract("float32", shape, true))
+}
+
+/// Declares video input `input` (`[1, frames, 3, height, width]` in
+/// 0..1, its sides named after `word`) and the input of its frames a
+/// second beside it (24 unless the file read says otherwise).
+pub(super) fn declare_video(input: &str, word: &str, inputs: &mut Map<String, Value>) {
+    let shape = json!([
+        1,
+        "frames",
+        3,
+        format!("{word}_height"),
+        format!("{word}_width")
+    ]);
+    inputs.insert(input.into(), media(contract("float32", shape, false)));
+    let rate = crate::media::frame_rate_output(word);
+    let declared = parameter(
+        row("float32"),
+        json!({"kind": "opaque"}),
+        &rate,
+        json!(24.0),
+    );
+    inputs.insert(crate::media::frame_rate_output(input), declared);
 }
 
 /// Declares the inputs of the stage's other `LoadImage`s (the first,

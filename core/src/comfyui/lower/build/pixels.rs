@@ -72,40 +72,50 @@ impl<'c> PixelParts<'c> {
         axes: Axes,
         top: &mut Top<'_>,
     ) -> (String, &'static str) {
-        let unit = match &sink.origin {
-            Origin::Loaded(loader) => {
-                let input =
-                    top.loaded.get(loader).cloned().expect(
+        let unit =
+            match &sink.origin {
+                Origin::Loaded(loader) => {
+                    let input = top.loaded.get(loader).cloned().expect(
                         "every loaded picture a sink shows has an input (`build::top_inputs`)",
                     );
-                match &sink.upscale {
-                    Some(up) => self.upscaled(up, (&input, false), top),
-                    None => input,
+                    match &sink.upscale {
+                        Some(up) => self.upscaled(up, (&input, false), top),
+                        None => input,
+                    }
                 }
-            }
-            Origin::Decoded {
-                decode,
-                vae,
-                stage,
-                trim,
-                pixel_space,
-            } => {
-                let channels = match sink.kind {
-                    SinkKind::Picture { channels } => channels,
-                    _ => 3,
-                };
-                let decoded = self.decoded(
+                Origin::Video(loader) => {
+                    let input = top.loaded.get(loader).cloned().expect(
+                        "every loaded video a sink shows has an input (`build::top_inputs`)",
+                    );
+                    let frames = self.video_pictures(&input, loader, top);
+                    match &sink.upscale {
+                        Some(up) => self.upscaled(up, (&frames, false), top),
+                        None => frames,
+                    }
+                }
+                Origin::Decoded {
                     decode,
-                    (vae, *stage, trim.as_ref(), *pixel_space, channels),
-                    axes,
-                    top,
-                );
-                if sink.upscale.is_none() && sink.resize.is_none() {
-                    return (decoded, "negative_one_to_one");
+                    vae,
+                    stage,
+                    trim,
+                    pixel_space,
+                } => {
+                    let channels = match sink.kind {
+                        SinkKind::Picture { channels } => channels,
+                        _ => 3,
+                    };
+                    let decoded = self.decoded(
+                        decode,
+                        (vae, *stage, trim.as_ref(), *pixel_space, channels),
+                        axes,
+                        top,
+                    );
+                    if sink.upscale.is_none() && sink.resize.is_none() {
+                        return (decoded, "negative_one_to_one");
+                    }
+                    self.processed(decode, &decoded, sink.upscale.as_ref(), top)
                 }
-                self.processed(decode, &decoded, sink.upscale.as_ref(), top)
-            }
-        };
+            };
         let value = match &sink.resize {
             None => unit,
             Some(resize) => match self.resized.get(resize.last()) {
@@ -139,16 +149,12 @@ impl<'c> PixelParts<'c> {
         self.reshaped(policy, ("image", "frames"), (&unit, &sink.node), top)
     }
 
-    /// The video frames `shown` (0..1, `[batch, frames, 3, height,
-    /// width]`) as a batch of pictures `[batch * frames, 3, height, width]`
+    /// The video frames `video` (0..1, `[batch, frames, 3, height,
+    /// width]`: a decode's, or a loaded video's, for node `node`) as a
+    /// batch of pictures `[batch * frames, 3, height, width]`
     /// (`frame_pictures`), as ComfyUI's `VAEDecode` gives a video latent's
-    /// frames to a picture sink.
-    pub(super) fn frame_pictures(
-        &mut self,
-        sink: &'c Sink,
-        shown: &str,
-        top: &mut Top<'_>,
-    ) -> String {
+    /// frames to a picture sink and `GetVideoComponents` a video's.
+    pub(super) fn video_pictures(&mut self, video: &str, node: &str, top: &mut Top<'_>) -> String {
         let declare = || {
             policy(
                 "frame_pictures",
@@ -158,7 +164,7 @@ impl<'c> PixelParts<'c> {
             )
         };
         let policy = ("frame_pictures", declare as fn() -> Value);
-        self.reshaped(policy, ("video", "pictures"), (shown, &sink.node), top)
+        self.reshaped(policy, ("video", "pictures"), (video, node), top)
     }
 
     /// Stage `stage`'s audio-video row split into its video and audio
@@ -271,6 +277,8 @@ impl<'c> PixelParts<'c> {
                 );
                 self.processed(decode, &decoded, image.upscale.as_ref(), top)
             }
+            // `recognise` gives no stage a loaded video's frames.
+            Origin::Video(_) => return None,
             Origin::Loaded(loader) => {
                 let up = image.upscale.as_ref()?;
                 let input = top.loaded.get(loader).cloned().expect(

@@ -17,6 +17,7 @@
 use super::super::graph::Graph;
 use super::Plan;
 use super::pixels::{ModelUpscale, Origin, Resize};
+use super::video_input;
 use super::walk::Walk;
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::lower::parts::Axes;
@@ -53,17 +54,30 @@ pub(in crate::comfyui::lower) struct Sink {
     pub joined: Vec<Origin>,
     /// LTX-2's sound beside the video (`CreateVideo`'s `audio`).
     pub sound: Option<super::av::Sound>,
+    /// The `LoadVideo` whose sound track `CreateVideo` adds, which the
+    /// package does not carry (its video comes out silent).
+    pub dropped_sound: Option<String>,
 }
 
 /// What a sink shows.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(in crate::comfyui::lower) enum SinkKind {
     /// Pictures of 3 channels, or of the model family's own (4: RGBA).
     Picture { channels: i64 },
-    /// Video frames at this many frames a second.
-    Video { frame_rate: f64 },
+    /// Video frames at a frame rate.
+    Video { frame_rate: FrameRate },
     /// A waveform (`VAEDecodeAudio`'s).
     Audio,
+}
+
+/// A video's frames a second.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) enum FrameRate {
+    /// Written in the graph (or folded from constants).
+    Written(f64),
+    /// The rate of `LoadVideo` node's video (`GetVideoComponents` output
+    /// 2), whose frames the sink shows.
+    Loaded(String),
 }
 
 /// A sink class and what it shows.
@@ -195,31 +209,25 @@ fn one_sink(
     }
     // SaveVideo shows the video CreateVideo makes of the pictures (at
     // CreateVideo's frame rate); other sinks show the pictures themselves.
-    let (shown, sound) = match class.class {
+    let (shown, sound, dropped_sound) = match class.class {
         "SaveVideo" => {
             let (create, _) = g.source(sink, "video")?;
             g.expect(&create, &["CreateVideo"], "video", (sink, "video"))?;
-            let sound = super::av::sound(g, &create, walk)?;
-            (create, sound)
+            match video_input::sound_track(g, &create)? {
+                Some(loader) => (create, None, Some(loader)),
+                None => {
+                    let sound = super::av::sound(g, &create, walk)?;
+                    (create, sound, None)
+                }
+            }
         }
-        _ => (sink.to_string(), None),
+        _ => (sink.to_string(), None, None),
     };
     let frame_rate = match class.shows {
-        Shows::Video(input) => {
-            let fps = g.number(&shown, input)?;
-            if !(fps > 0.0 && fps <= 1000.0) {
-                return Err(g.refuse(
-                    &shown,
-                    Some(input),
-                    format!("is {fps} frames a second"),
-                    "use a frame rate above 0 and at most 1000",
-                ));
-            }
-            Some(fps)
-        }
+        Shows::Video(input) => Some(frame_rate(g, &shown, input)?),
         Shows::Picture | Shows::Audio => None,
     };
-    if let Some(frame_rate) = frame_rate
+    if let Some(frame_rate) = frame_rate.clone()
         && let (batch, 0) = g.source(&shown, "images")?
         && g.class(&batch) == super::joined::BATCH
     {
@@ -242,20 +250,49 @@ fn one_sink(
             kind: SinkKind::Video { frame_rate },
             joined,
             sound: None,
+            dropped_sound,
         });
     }
     let image = super::pixels::pixels(g, &shown, "images", walk)?;
     let (upscale, resize) = (image.upscale, image.resize);
     let axes = match &image.origin {
         Origin::Decoded { stage, .. } => walk.axes(*stage),
-        Origin::Loaded(_) => Axes::Image,
+        Origin::Loaded(_) | Origin::Video(_) => Axes::Image,
     };
-    if let (Origin::Loaded(loader), Some(_)) = (&image.origin, frame_rate) {
+    match (&image.origin, &frame_rate) {
+        (Origin::Loaded(loader), Some(_)) => {
+            return Err(g.refuse(
+                loader,
+                None,
+                format!("gives the frames video sink {sink} shows; the lowering makes videos of sampled latents and loaded videos only"),
+                "show the picture with SaveImage or PreviewImage",
+            ));
+        }
+        (Origin::Video(loader), None) => {
+            return Err(g.refuse(
+                loader,
+                None,
+                format!("gives the video frames that picture sink {sink} shows; the lowering shows a loaded video's frames as a video"),
+                "show them with CreateVideo into SaveVideo",
+            ));
+        }
+        (Origin::Video(loader), Some(FrameRate::Loaded(other))) if other != loader => {
+            return Err(g.refuse(
+                &shown,
+                None,
+                format!("shows the frames of node {loader}'s video at the frame rate of node {other}'s; the lowering keeps a loaded video's frame rate with its frames"),
+                "take the frame rate from the video whose frames are shown, or write it",
+            ));
+        }
+        _ => {}
+    }
+    if let (Some(FrameRate::Loaded(loader)), Origin::Decoded { .. }) = (&frame_rate, &image.origin)
+    {
         return Err(g.refuse(
-            loader,
+            &shown,
             None,
-            format!("gives the frames video sink {sink} shows; the lowering makes videos of sampled latents only"),
-            "show the picture with SaveImage or PreviewImage",
+            format!("shows sampled frames at the frame rate of node {loader}'s video; the lowering takes a loaded video's frame rate for its own frames only"),
+            "write the frame rate",
         ));
     }
     if let Origin::Decoded { decode, .. } = &image.origin
@@ -268,7 +305,7 @@ fn one_sink(
             "decode it with VAEDecodeAudio into SaveAudio or PreviewAudio",
         ));
     }
-    match (axes, frame_rate, &upscale) {
+    match (axes, &frame_rate, &upscale) {
         (Axes::Video | Axes::AudioVideo, _, Some(up)) => {
             return Err(g.refuse(
                 &up.node,
@@ -290,15 +327,15 @@ fn one_sink(
     }
     let channels = match &image.origin {
         Origin::Decoded { stage, .. } => walk.picture_channels(*stage),
-        Origin::Loaded(_) => 3,
+        Origin::Loaded(_) | Origin::Video(_) => 3,
     };
-    if let (Some(sound), Origin::Decoded { stage, decode, .. }) = (&sound, &image.origin)
-        && *stage != sound.stage
+    if let Some(sound) = &sound
+        && !matches!(&image.origin, Origin::Decoded { stage, .. } if *stage == sound.stage)
     {
         return Err(g.refuse(
             &sound.decode,
             None,
-            format!("decodes the sound of another sampler than the frames node {decode} decodes"),
+            format!("decodes the sound of another sampler than the frames video sink {sink} shows"),
             "decode the frames and the sound of one LTXVSeparateAVLatent",
         ));
     }
@@ -325,6 +362,7 @@ fn one_sink(
         },
         joined: Vec::new(),
         sound,
+        dropped_sound,
     })
 }
 
@@ -350,6 +388,7 @@ fn audio_sink(g: &Graph<'_>, sink: &str, walk: &mut Walk) -> Result<Sink, Refusa
         kind: SinkKind::Audio,
         joined: Vec::new(),
         sound: None,
+        dropped_sound: None,
     })
 }
 
@@ -360,6 +399,28 @@ fn text(g: &Graph<'_>, node: &str, pointer: &str) -> Option<String> {
         .and_then(|n| n.pointer(pointer))
         .and_then(serde_json::Value::as_str)
         .map(str::to_string)
+}
+
+/// The frame rate input `input` of `node` gives: a written one (above 0,
+/// at most 1000), or a loaded video's.
+fn frame_rate(g: &Graph<'_>, node: &str, input: &str) -> Result<FrameRate, Refusal> {
+    if g.is_link(node, input) {
+        let (source, slot) = g.source(node, input)?;
+        if g.class(&source) == video_input::COMPONENTS {
+            let loader = video_input::loader(g, &source, ((node, input), slot, 2))?;
+            return Ok(FrameRate::Loaded(loader));
+        }
+    }
+    let fps = g.number(node, input)?;
+    if !(fps > 0.0 && fps <= 1000.0) {
+        return Err(g.refuse(
+            node,
+            Some(input),
+            format!("is {fps} frames a second"),
+            "use a frame rate above 0 and at most 1000",
+        ));
+    }
+    Ok(FrameRate::Written(fps))
 }
 
 /// Refuses a sound track on video node `node`.

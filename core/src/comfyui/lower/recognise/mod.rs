@@ -35,13 +35,14 @@ mod sigmas;
 mod style;
 mod svd;
 mod vae;
+mod video_input;
 mod vision;
 mod walk;
 
 pub(super) use audio::{SAMPLE_RATE, SAMPLES_PER_STEP, Seconds, WAVE_CHANNELS};
 pub(super) use av::Sound;
 pub(super) use av_nodes::{AUDIO_BINS, AUDIO_CHANNELS, AvLayout};
-pub(super) use chain::{Chain, Sink, SinkKind, is_sink, recognise, sink_classes};
+pub(super) use chain::{Chain, FrameRate, Sink, SinkKind, is_sink, recognise, sink_classes};
 pub(super) use composite::Composite;
 pub(super) use control_patch::ControlPatch;
 use edits::loaded_image;

@@ -177,6 +177,13 @@ const UNETS: &[(&str, &str, Default)] = &[
         "flux1schnell",
         flow("flux", "flux", Shift::Mu(1.0), 16, "Flux schnell"),
     ),
+    // The type serves PixelDiT (shift 4) and its distilled PiD (shift
+    // 1.5); ComfyUI tells them apart by the weights.
+    (
+        "pixeldit",
+        "pixeldit",
+        flow("pixeldit", "sd3", Shift::Plain(4.0), 3, "PixelDiT"),
+    ),
     (
         "lumina2",
         "zimage",

@@ -11,6 +11,7 @@ use super::picture_ops;
 use super::resize;
 pub(in crate::comfyui::lower) use super::resize::{PixelSize, Resize};
 use super::vae_source;
+use super::video_input;
 use super::walk::Walk;
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::lower::parts::Axes;
@@ -53,7 +54,7 @@ impl Pixels {
     pub fn loader(&self) -> Option<&String> {
         match &self.origin {
             Origin::Loaded(loader) => Some(loader),
-            Origin::Decoded { .. } => None,
+            Origin::Video(_) | Origin::Decoded { .. } => None,
         }
     }
 }
@@ -63,6 +64,9 @@ impl Pixels {
 pub(in crate::comfyui::lower) enum Origin {
     /// A `LoadImage` node (its picture is a workflow input).
     Loaded(String),
+    /// The frames of a `LoadVideo` node (through `GetVideoComponents`):
+    /// the video is a workflow input, its frames a batch of pictures.
+    Video(String),
     /// The decode node `decode` of stage `stage`'s latent with VAE `vae`,
     /// maybe trimmed first; `pixel_space` where the VAE is ComfyUI's
     /// `pixel_space` (the latent is the picture itself, in -1..1).
@@ -129,6 +133,15 @@ pub(super) fn pixels(
         }
         return Ok(Pixels {
             origin: Origin::Loaded(at),
+            upscale,
+            resize,
+        });
+    }
+    if g.class(&at) == video_input::COMPONENTS {
+        let (_, slot) = g.source(&from.0, from.1)?;
+        let loader = video_input::loader(g, &at, ((&from.0, from.1), slot, 0))?;
+        return Ok(Pixels {
+            origin: Origin::Video(loader),
             upscale,
             resize,
         });
@@ -330,6 +343,14 @@ pub(super) fn picture(
     walk: &mut Walk,
 ) -> Result<Pixels, Refusal> {
     let image = pixels(g, node, input, walk)?;
+    if let Origin::Video(loader) = &image.origin {
+        return Err(g.refuse(
+            loader,
+            None,
+            format!("gives the video frames that node {node} reads as a picture; the lowering shows a loaded video's frames in a video sink only"),
+            "load one picture with LoadImage",
+        ));
+    }
     if let Origin::Decoded { stage, decode, .. } = &image.origin
         && walk.axes(*stage) != Axes::Image
     {
