@@ -219,6 +219,29 @@ fn what_the_lowering_cannot_make_of_a_loaded_video_is_refused_by_name() {
             ),
         ),
     ];
+    // Sampled frames, joined or not, at a loaded video's frame rate.
+    let sampled = |joined: bool| {
+        let mut g = pattern("video");
+        g["20"] = json!({"class_type": "LoadVideo", "inputs": {"file": "clip.mp4"}});
+        g["21"] = json!({"class_type": "GetVideoComponents", "inputs": {"video": ["20", 0]}});
+        g["7"]["inputs"]["fps"] = json!(["21", 2]);
+        if joined {
+            g["30"] = json!({"class_type": "BatchImagesNode", "inputs": {"images.image0": ["6", 0], "images.image1": ["6", 0]}});
+            g["7"]["inputs"]["images"] = json!(["30", 0]);
+        }
+        g
+    };
+    let cases = cases.into_iter().chain([false, true].map(|joined| {
+        (
+            sampled(joined),
+            (
+                "7",
+                "CreateVideo",
+                None,
+                "shows sampled frames at the frame rate of node 20's video; the lowering takes a loaded video's frame rate for its own frames only",
+            ),
+        )
+    }));
     for (graph, expected) in cases {
         assert_refused(&graph, expected);
     }

@@ -1,5 +1,7 @@
-//! Wan VACE without a control video (`WanVaceToVideo` then
-//! `TrimVideoLatent`): the VAE encodes `length` frames of grey; a
+//! Wan VACE (`WanVaceToVideo` then `TrimVideoLatent`): the VAE encodes
+//! `length` frames of grey as the inactive half and, where a loaded
+//! control video is given, its frames fitted to the video's size and
+//! length as the reactive one (else the grey again); a
 //! reference picture, resized to the video's size, is encoded as one
 //! latent frame ahead of them; every denoiser call takes VACE's context
 //! (both latents, then the mask) as `vace_context` and the strength as
@@ -271,6 +273,96 @@ fn a_vace_package_runs_and_decodes_the_video_s_frames() {
     }
 }
 
+/// The pattern with a loaded control video (VACE video-to-video).
+fn control_video() -> Value {
+    let mut g = reference_to_video();
+    g["20"] = json!({"class_type": "LoadVideo", "inputs": {"file": "pose.mp4"}});
+    g["21"] = json!({"class_type": "GetVideoComponents", "inputs": {"video": ["20", 0]}});
+    g["7"]["inputs"]["control_video"] = json!(["21", 0]);
+    g
+}
+
+#[test]
+fn a_control_video_is_fitted_to_the_video_and_encoded_as_the_reactive_half() {
+    let l = lowered(&control_video(), &Target::default());
+    let w = workflow(&l);
+    assert_eq!(
+        w["inputs"]["request.control_video"]["contract"]["shape"],
+        json!([
+            1,
+            "control_frames",
+            3,
+            "control_video_height",
+            "control_video_width"
+        ])
+    );
+    let calls = setup_calls(w);
+    let made: Vec<&str> = calls
+        .iter()
+        .filter(|(_, inputs, _)| {
+            inputs
+                .as_object()
+                .into_iter()
+                .flat_map(|o| o.values())
+                .any(|v| v.as_str().is_some_and(|v| v.contains("control")))
+        })
+        .map(|(component, _, _)| component.as_str())
+        .collect();
+    assert_eq!(
+        made,
+        [
+            "frame_pictures",
+            "init_scale",
+            "batch_frames",
+            "fit_frames",
+            "vae_encoder",
+            "vace_context"
+        ]
+    );
+    let context = calls
+        .iter()
+        .find(|(component, _, _)| component == "vace_context")
+        .expect("the context");
+    assert_eq!(context.1["inactive"], "vace.latent");
+    assert_eq!(context.1["reactive"], "vace.control");
+    assert_eq!(
+        w["components"]["fit_frames"]["contract"]["parameters"],
+        json!({"length": 9, "value": 0.5})
+    );
+    assert!(
+        l.notes[0].starts_with("node 7 (WanVaceToVideo) takes the control video request.control_video (node 20's frames: the first 9, resized bilinear to cover 64x48, centre cropped, padded with grey frames to 9: vace.control_video): the VAE encodes 9 frames of grey at 64x48 (vace.pixels), and every denoiser call takes VACE's context as `vace_context` (vace.context: that latent as the inactive half and the control video's as the reactive one,"),
+        "{}",
+        l.notes[0]
+    );
+    if !support::runtime_available() {
+        return;
+    }
+    // ComfyUI's `control_video[:length]`, padded with 0.5 after: 2 frames
+    // become 9, 11 become their first 9.
+    let root = scratch("vace-control");
+    for (name, frames) in [("short", 2usize), ("long", 11)] {
+        let data: Vec<f32> = (0..frames * 3 * 4).map(|i| i as f32 / 100.0).collect();
+        let given = json!({"dtype": "float32", "shape": [1, frames, 3, 2, 2], "data": data});
+        let out = run_policy_alone(
+            &root,
+            name,
+            &l.document,
+            "fit_frames",
+            &[("video", given.to_string())],
+        );
+        let (shape, fitted) = npy(&out.join("fitted.npy"));
+        assert_eq!(shape, [1, 9, 3, 2, 2], "{name}");
+        let kept = frames.min(9) * 12;
+        assert_eq!(fitted[..kept], data[..kept], "{name}");
+        assert!(fitted[kept..].iter().all(|v| *v == 0.5), "{name}");
+    }
+    let (_, out) = package_and_run(&root, "control", &control_video());
+    let (video, values) = npy(&out.join("video.npy"));
+    assert_eq!(video, [1, 9, 3, 48, 64]);
+    assert!(values.iter().all(|v| v.is_finite()));
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 #[test]
 fn two_stages_of_one_node_share_its_context() {
     let mut g = reference_to_video();
@@ -330,15 +422,26 @@ fn two_decodes_of_one_trim_read_one_trimmed_latent() {
 
 #[test]
 fn what_the_lowering_cannot_make_is_refused_at_its_node() {
-    let mut control = reference_to_video();
-    control["7"]["inputs"]["control_video"] = json!(["6", 0]);
+    let mut picture_control = reference_to_video();
+    picture_control["7"]["inputs"]["control_video"] = json!(["6", 0]);
     assert_refused(
-        &control,
+        &picture_control,
         (
             "7",
             "WanVaceToVideo",
             Some("control_video"),
-            "conditions the video on a control video or masks, which the lowering does not make yet; it makes VACE's context from the prompts and a reference picture",
+            "takes its control video from node 6 (LoadImage); the lowering takes a loaded video's frames as they are (LoadVideo through GetVideoComponents)",
+        ),
+    );
+    let mut masked = control_video();
+    masked["7"]["inputs"]["control_masks"] = json!(["21", 0]);
+    assert_refused(
+        &masked,
+        (
+            "7",
+            "WanVaceToVideo",
+            Some("control_masks"),
+            "masks the control video, which the lowering does not make yet; it makes VACE's context from the prompts, a reference picture and a whole control video",
         ),
     );
     let mut vae = reference_to_video();

@@ -112,7 +112,22 @@ pub fn image_tensor(
     if contract.rank == 4 {
         shape.insert(0, 1);
     }
-    let mut values = vec![0.0f32; h * w * 3];
+    let mut values = Vec::with_capacity(h * w * 3);
+    push_picture(picture, (channels_first, dtype, range), &mut values);
+    Tensor::new(shape, float_data(dtype, values)?).map_err(|e| e.0)
+}
+
+/// Appends `picture`'s values to `values`: channels first or last, in
+/// `range` (as bytes for a `uint8` dtype).
+fn push_picture(
+    picture: &Rgb8,
+    (channels_first, dtype, range): (bool, DType, ValueRange),
+    values: &mut Vec<f32>,
+) {
+    let (h, w) = (picture.height, picture.width);
+    let start = values.len();
+    values.resize(start + h * w * 3, 0.0);
+    let out = &mut values[start..];
     for y in 0..h {
         for x in 0..w {
             for c in 0..3 {
@@ -122,7 +137,7 @@ pub fn image_tensor(
                 } else {
                     (y * w + x) * 3 + c
                 };
-                values[at] = if dtype == DType::U8 {
+                out[at] = if dtype == DType::U8 {
                     f32::from(byte)
                 } else {
                     unit_to(range, byte)
@@ -130,7 +145,6 @@ pub fn image_tensor(
             }
         }
     }
-    Tensor::new(shape, float_data(dtype, values)?).map_err(|e| e.0)
 }
 
 /// The tensor of a video's `frames` for an input of `contract` (`[1,
@@ -150,17 +164,13 @@ pub fn video_tensor(
             other.width, other.height
         ));
     }
-    let one = TensorContract {
-        rank: 3,
-        ..contract.clone()
-    };
-    let pictures = frames
-        .iter()
-        .map(|frame| image_tensor(frame, &one, true, range))
-        .collect::<Result<Vec<_>, _>>()?;
-    let parts: Vec<&Tensor> = pictures.iter().collect();
-    let joined = Tensor::concat(0, &parts).map_err(|e| e.0)?;
-    Tensor::new(vec![1, frames.len(), 3, h, w], joined.data).map_err(|e| e.0)
+    let dtype = DType::from_contract(&contract.dtype)
+        .ok_or_else(|| format!("unknown dtype {}", contract.dtype))?;
+    let mut values = Vec::with_capacity(frames.len() * 3 * h * w);
+    for frame in frames {
+        push_picture(frame, (true, dtype, range), &mut values);
+    }
+    Tensor::new(vec![1, frames.len(), 3, h, w], float_data(dtype, values)?).map_err(|e| e.0)
 }
 
 /// The fixed height and width an image input needs, if its contract fixes

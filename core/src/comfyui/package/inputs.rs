@@ -163,8 +163,9 @@ pub const PICTURE_SIZE: usize = 64;
 /// inputs (role `media`, float rank 4): a colour gradient in [0, 1) (steps
 /// of 1/64, short in JSON) for
 /// three channels, a centred square for a one-channel mask; `rows` equal
-/// rows. A video input (float rank 5) takes [`generated_video`]. A stage's second and later pictures (`request.image_2`, ...) are
-/// 64 wide and 48 high, so packages meet pictures of different sizes.
+/// rows. A video input (float rank 5) takes [`generated_video`]. A
+/// stage's second and later pictures (`request.image_2`, ...) are 64 wide
+/// and 48 high, so packages meet pictures of different sizes.
 fn generated_pictures(document: &Value, rows: usize) -> Map<String, Value> {
     let inputs = document
         .pointer("/pipeline/workflow/inputs")

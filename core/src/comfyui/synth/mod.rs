@@ -102,6 +102,7 @@ pub const POLICIES: &[&str] = &[
     "video_frames",
     "join_tokens",
     "grey_video",
+    "fit_frames",
     "vace_context",
     "trim_latent",
     "outpaint_pad",
@@ -229,6 +230,7 @@ fn policy(kind: &str, component: &Value, family: &Family) -> Result<Vec<u8>, Syn
         "start_latent" => frames::start_latent(&mut g)?,
         "camera_embedding" => camera::camera_embedding(&mut g)?,
         "grey_video" => vace::grey_video(&mut g)?,
+        "fit_frames" => vace::fit_frames(&mut g)?,
         "vace_context" => vace::vace_context(&mut g)?,
         _ => policies::build(&mut g, family)?,
     }

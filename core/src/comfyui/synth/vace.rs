@@ -1,6 +1,7 @@
-//! The policies of ComfyUI's `WanVaceToVideo` without a control video:
-//! `grey_video` makes the video it encodes, `vace_context` the context a
-//! VACE model reads beside the sample.
+//! The policies of ComfyUI's `WanVaceToVideo`: `grey_video` makes the
+//! grey video it encodes, `fit_frames` cuts or pads a control video to
+//! its length, `vace_context` makes the context a VACE model reads beside
+//! the sample.
 
 use super::SynthError;
 use super::graph::PolicyGraph;
@@ -28,6 +29,37 @@ pub(super) fn grey_video(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let half = g.f(0.5);
     let out = g.op("Expand", &[&half, &shape]);
     g.output(&out, "frames")
+}
+
+/// `fit_frames`: video `[1, frames, 3, h, w]` cut to its first `length`
+/// frames (contract parameter), or padded after its last with frames of
+/// `value` (parameter) to `length`, as `WanVaceToVideo` fits its control
+/// video.
+pub(super) fn fit_frames(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let length = g.positive_integer("length")?;
+    if length > MAX_LENGTH {
+        return Err(g.error(format!("length must be at most {MAX_LENGTH}")));
+    }
+    let value = g.positive_number("value")?;
+    let video = g.input("video")?;
+    let (starts, ends, axes) = (g.b.vec_i64(&[0]), g.b.vec_i64(&[length]), g.b.vec_i64(&[1]));
+    let cut = g.op("Slice", &[&video, &starts, &ends, &axes]);
+    // Frames to add: length minus the frames kept (never negative).
+    let shape = g.op("Shape", &[&cut]);
+    let one = g.b.vec_i64(&[1]);
+    let kept = g.op_with("Gather", &[&shape, &one], &[("axis", Attr::Int(0))]);
+    let target = g.b.vec_i64(&[length]);
+    let missing = g.op("Sub", &[&target, &kept]);
+    let (zeros_before, zeros_after) = (g.b.vec_i64(&[0, 0, 0, 0, 0]), g.b.vec_i64(&[0]));
+    let rest = g.b.vec_i64(&[0, 0, 0]);
+    let pads = g.op_with(
+        "Concat",
+        &[&zeros_before, &zeros_after, &missing, &rest],
+        &[("axis", Attr::Int(0))],
+    );
+    let fill = g.f(value);
+    let out = g.op("Pad", &[&cut, &pads, &fill]);
+    g.output(&out, "fitted")
 }
 
 /// `vace_context`: the latents `inactive` and `reactive` `[batch, 16,

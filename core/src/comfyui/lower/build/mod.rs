@@ -249,7 +249,7 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
         }
         let output = match chain.sinks.len() {
             1 => base_name(sink).to_string(),
-            _ => output_name(sink, &outputs),
+            _ => output_name(sink, &outputs, &inputs),
         };
         match &sink.kind {
             SinkKind::Video { frame_rate } => {
@@ -271,7 +271,11 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
                         );
                         input
                     }
-                    FrameRate::Loaded(loader) => crate::media::frame_rate_output(&loaded[loader]),
+                    FrameRate::Loaded(loader) => crate::media::frame_rate_output(
+                        loaded.get(loader).expect(
+                            "a loaded frame rate is that of the frames shown (`recognise::chain`), whose input `top_inputs` declares",
+                        ),
+                    ),
                 };
                 outputs.insert(
                     rate.clone(),
@@ -414,8 +418,9 @@ fn same_prompt(name: &str, own: &[Prompted], earlier: &[Prompted]) -> bool {
 
 /// The output of one of several sinks: its title, else its filename
 /// prefix (ComfyUI's defaults do not count), as a lower-case word; the
-/// node id is added where that name is taken (or there is none).
-fn output_name(sink: &Sink, taken: &Map<String, Value>) -> String {
+/// node id is added where that name is taken (or there is none), or where
+/// its frame-rate input is (a loaded video's rate: `inputs`).
+fn output_name(sink: &Sink, taken: &Map<String, Value>, inputs: &Map<String, Value>) -> String {
     let named = sink
         .title
         .as_deref()
@@ -432,6 +437,7 @@ fn output_name(sink: &Sink, taken: &Map<String, Value>) -> String {
             && !taken.contains_key(name)
             && !taken.contains_key(&rate(name))
             && !taken.keys().any(|k| rate(k) == *name)
+            && !inputs.contains_key(&format!("request.{}", rate(name)))
     };
     if free(&base) {
         return base;
@@ -504,27 +510,38 @@ mod tests {
     #[test]
     fn outputs_are_named_after_titles_then_prefixes_then_node_ids() {
         let mut taken = Map::new();
-        let first = output_name(&sink("9", Some("Save Image"), Some("ComfyUI")), &taken);
+        let first = output_name(
+            &sink("9", Some("Save Image"), Some("ComfyUI")),
+            &taken,
+            &Map::new(),
+        );
         assert_eq!(first, "image");
         taken.insert(first, Value::Null);
         assert_eq!(
-            output_name(&sink("12", None, Some("ComfyUI")), &taken),
+            output_name(&sink("12", None, Some("ComfyUI")), &taken, &Map::new()),
             "image_12"
         );
         assert_eq!(
-            output_name(&sink("13", Some("Hires — final!"), None), &taken),
+            output_name(
+                &sink("13", Some("Hires — final!"), None),
+                &taken,
+                &Map::new()
+            ),
             "hires_final"
         );
         assert_eq!(
-            output_name(&sink("14", None, Some("out/upscaled")), &taken),
+            output_name(&sink("14", None, Some("out/upscaled")), &taken, &Map::new()),
             "out_upscaled"
         );
         assert_eq!(
-            output_name(&sink("15", Some("Latent"), None), &taken),
+            output_name(&sink("15", Some("Latent"), None), &taken, &Map::new()),
             "latent_15"
         );
         taken.insert("image_16".into(), Value::Null);
-        assert_eq!(output_name(&sink("16", None, None), &taken), "image_16_2");
+        assert_eq!(
+            output_name(&sink("16", None, None), &taken, &Map::new()),
+            "image_16_2"
+        );
     }
 
     #[test]
@@ -533,7 +550,7 @@ mod tests {
         taken.insert("clip_frame_rate".into(), Value::Null);
         // `clip` would put its frame rate on a taken name.
         assert_eq!(
-            output_name(&sink("9", Some("clip"), None), &taken),
+            output_name(&sink("9", Some("clip"), None), &taken, &Map::new()),
             "clip_9"
         );
         let mut taken = Map::new();
@@ -542,8 +559,23 @@ mod tests {
         taken.insert("shot".into(), Value::Null);
         // `shot_frame_rate` is where `shot`'s frame rate would go.
         assert_eq!(
-            output_name(&sink("10", Some("shot frame rate"), None), &taken),
+            output_name(
+                &sink("10", Some("shot frame rate"), None),
+                &taken,
+                &Map::new()
+            ),
             "shot_frame_rate_10"
+        );
+        // A loaded video's frame-rate input is taken too.
+        let mut inputs = Map::new();
+        inputs.insert("request.loaded_video_frame_rate".into(), Value::Null);
+        assert_eq!(
+            output_name(
+                &sink("11", Some("Loaded video"), None),
+                &Map::new(),
+                &inputs
+            ),
+            "loaded_video_11"
         );
     }
 }

@@ -26,7 +26,8 @@ pub(super) struct Top<'a> {
     pub latents: &'a [String],
     /// The stages, in run order.
     pub stages: &'a [Plan],
-    /// The input holding a loaded picture, by `LoadImage` node.
+    /// The input holding a loaded picture or video, by `LoadImage` or
+    /// `LoadVideo` node.
     pub loaded: &'a BTreeMap<String, String>,
 }
 
@@ -64,8 +65,8 @@ pub(super) struct PixelParts<'c> {
 impl<'c> PixelParts<'c> {
     /// The value `sink` shows and its value range: its decode (-1..1, or
     /// video frames in 0..1), or that decode through its upscale model and
-    /// resize, in ComfyUI's 0..1; or a loaded picture (0..1) through its
-    /// upscale model and resize.
+    /// resize, in ComfyUI's 0..1; or a loaded picture (0..1), or a loaded
+    /// video's frames as pictures, through its upscale model and resize.
     pub(super) fn shown(
         &mut self,
         sink: &'c Sink,
@@ -155,15 +156,7 @@ impl<'c> PixelParts<'c> {
     /// (`frame_pictures`), as ComfyUI's `VAEDecode` gives a video latent's
     /// frames to a picture sink and `GetVideoComponents` a video's.
     pub(super) fn video_pictures(&mut self, video: &str, node: &str, top: &mut Top<'_>) -> String {
-        let declare = || {
-            policy(
-                "frame_pictures",
-                json!({"video": parts::video()}),
-                json!({"pictures": picture(json!(3))}),
-                Some(json!({"id": "wfstudio.frame-pictures", "version": "1"})),
-            )
-        };
-        let policy = ("frame_pictures", declare as fn() -> Value);
+        let policy = ("frame_pictures", frame_pictures_policy as fn() -> Value);
         self.reshaped(policy, ("video", "pictures"), (video, node), top)
     }
 
@@ -637,8 +630,18 @@ pub(super) fn video_encoder(encoder: &str, latent: Value) -> Value {
     )
 }
 
+/// The `frame_pictures` policy: a video's frames as a batch of pictures.
+pub(super) fn frame_pictures_policy() -> Value {
+    policy(
+        "frame_pictures",
+        json!({"video": parts::video()}),
+        json!({"pictures": picture(json!(3))}),
+        Some(json!({"id": "wfstudio.frame-pictures", "version": "1"})),
+    )
+}
+
 /// The `batch_frames` policy: a batch of pictures as one video's frames.
-fn batch_frames_policy() -> Value {
+pub(super) fn batch_frames_policy() -> Value {
     policy(
         "batch_frames",
         json!({"image": picture(json!(3))}),

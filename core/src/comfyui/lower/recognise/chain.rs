@@ -239,6 +239,9 @@ fn one_sink(
                 "save the joined videos without sound",
             ));
         }
+        if let FrameRate::Loaded(loader) = &frame_rate {
+            return Err(loaded_rate_for_sampled(g, &shown, loader));
+        }
         let (origin, joined) = super::joined::joined(g, &batch, walk)?;
         return Ok(Sink {
             node: sink.to_string(),
@@ -288,12 +291,7 @@ fn one_sink(
     }
     if let (Some(FrameRate::Loaded(loader)), Origin::Decoded { .. }) = (&frame_rate, &image.origin)
     {
-        return Err(g.refuse(
-            &shown,
-            None,
-            format!("shows sampled frames at the frame rate of node {loader}'s video; the lowering takes a loaded video's frame rate for its own frames only"),
-            "write the frame rate",
-        ));
+        return Err(loaded_rate_for_sampled(g, &shown, loader));
     }
     if let Origin::Decoded { decode, .. } = &image.origin
         && axes == Axes::Audio
@@ -421,6 +419,17 @@ fn frame_rate(g: &Graph<'_>, node: &str, input: &str) -> Result<FrameRate, Refus
         ));
     }
     Ok(FrameRate::Written(fps))
+}
+
+/// Refuses video node `node` showing sampled frames at the frame rate of
+/// `loader`'s video.
+fn loaded_rate_for_sampled(g: &Graph<'_>, node: &str, loader: &str) -> Refusal {
+    g.refuse(
+        node,
+        None,
+        format!("shows sampled frames at the frame rate of node {loader}'s video; the lowering takes a loaded video's frame rate for its own frames only"),
+        "write the frame rate",
+    )
 }
 
 /// Refuses a sound track on video node `node`.

@@ -96,9 +96,12 @@ pub(in crate::comfyui::lower) struct VideoFrames {
     pub camera: Option<Camera>,
 }
 
-/// What `WanVaceToVideo` attaches to both prompts without a control video:
-/// the video it encodes is `length` frames of grey 0.5, its mask ones
-/// (every frame is generated); a reference picture (resized to the
+/// What `WanVaceToVideo` attaches to both prompts: the video it encodes
+/// is `length` frames of grey 0.5 (the inactive half) and the control
+/// video's first `length` frames resized to the video's size (bilinear,
+/// centre crop), padded with grey (the reactive half; grey too without a
+/// control video), its mask ones (every frame is generated); a reference
+/// picture (resized to the
 /// video's size, bilinear, centre crop) is encoded as one latent frame
 /// ahead of the video's, masked 0, its second half of channels zero. The
 /// denoiser takes the frames' latent twice (ComfyUI's inactive and
@@ -110,6 +113,9 @@ pub(in crate::comfyui::lower) struct Vace {
     pub strength: f64,
     /// The `LoadImage` of the reference picture, where connected.
     pub reference: Option<String>,
+    /// The `LoadVideo` of the control video (its frames through
+    /// `GetVideoComponents`), where connected.
+    pub control: Option<String>,
 }
 
 /// The `CLIPVisionEncode`s of a Wan node's start and end pictures: the
@@ -456,31 +462,48 @@ fn fits_camera(
 }
 
 /// What `WanVaceToVideo` node `node` attaches (`None` for another class):
-/// its strength and reference picture; a control video or masks are
-/// refused.
+/// its strength, reference picture and control video (a loaded video's
+/// frames as they are); control masks are refused.
 fn vace(g: &Graph<'_>, node: &str) -> Result<Option<Vace>, Refusal> {
     if g.class(node) != VACE {
         return Ok(None);
     }
-    if let Some(input) = ["control_video", "control_masks"]
-        .into_iter()
-        .find(|input| g.has(node, input))
-    {
+    if g.has(node, "control_masks") {
         return Err(g.refuse(
             node,
-            Some(input),
-            "conditions the video on a control video or masks, which the lowering does not make yet; it makes VACE's context from the prompts and a reference picture".into(),
-            "disconnect control_video and control_masks (text or reference picture to video)",
+            Some("control_masks"),
+            "masks the control video, which the lowering does not make yet; it makes VACE's context from the prompts, a reference picture and a whole control video".into(),
+            "disconnect control_masks",
         ));
     }
     let reference = match g.has(node, "reference_image") {
         true => Some(loaded_image(g, node, "reference_image")?),
         false => None,
     };
+    let control = match g.has(node, "control_video") {
+        true => Some(control_video(g, node)?),
+        false => None,
+    };
     Ok(Some(Vace {
         strength: g.number_in(node, "strength", 0.0..=1000.0, "strength")?,
         reference,
+        control,
     }))
+}
+
+/// The `LoadVideo` whose frames (through `GetVideoComponents`, nothing
+/// between) `WanVaceToVideo` node `node` takes as its control video.
+fn control_video(g: &Graph<'_>, node: &str) -> Result<String, Refusal> {
+    let (source, slot) = g.source(node, "control_video")?;
+    if g.class(&source) != super::video_input::COMPONENTS {
+        return Err(g.refuse(
+            node,
+            Some("control_video"),
+            format!("takes its control video from node {source} ({}); the lowering takes a loaded video's frames as they are (LoadVideo through GetVideoComponents)", g.class(&source)),
+            "connect the images output of a GetVideoComponents of a LoadVideo",
+        ));
+    }
+    super::video_input::loader(g, &source, ((node, "control_video"), slot, 0))
 }
 
 /// The node's CLIP vision embeddings: `clip_vision_output` (the start

@@ -182,7 +182,12 @@ const UNETS: &[(&str, &str, Default)] = &[
     (
         "pixeldit",
         "pixeldit",
-        flow("pixeldit", "sd3", Shift::Plain(4.0), 3, "PixelDiT"),
+        Default {
+            note: Some(
+                ", the lowering's assumption: PixelDiT's distilled PiD shares the type and takes shift 1.5",
+            ),
+            ..flow("pixeldit", "sd3", Shift::Plain(4.0), 3, "PixelDiT")
+        },
     ),
     (
         "lumina2",

@@ -108,8 +108,8 @@ pub(in crate::comfyui::lower) struct Trim {
     pub frames: i64,
 }
 
-/// The picture input `input` of `node` reads: a loaded one or a decode,
-/// maybe upscaled and resized.
+/// The picture input `input` of `node` reads: a loaded one, a loaded
+/// video's frames or a decode, maybe upscaled and resized.
 pub(super) fn pixels(
     g: &Graph<'_>,
     node: &str,
