@@ -25,7 +25,13 @@ fn a_loaded_video_is_an_input_whose_frames_are_upscaled_at_its_own_rate() {
     let w = workflow(&l);
     assert_eq!(
         w["inputs"]["request.loaded_video"]["contract"]["shape"],
-        json!([1, "frames", 3, "loaded_video_height", "loaded_video_width"])
+        json!([
+            1,
+            "loaded_video_frames",
+            3,
+            "loaded_video_height",
+            "loaded_video_width"
+        ])
     );
     assert_eq!(w["inputs"]["request.loaded_video"]["role"]["role"], "media");
     let rate = &w["inputs"]["request.loaded_video_frame_rate"];
@@ -235,10 +241,10 @@ fn what_the_lowering_cannot_make_of_a_loaded_video_is_refused_by_name() {
         (
             sampled(joined),
             (
-                "7",
-                "CreateVideo",
+                "20",
+                "LoadVideo",
                 None,
-                "shows sampled frames at the frame rate of node 20's video; the lowering takes a loaded video's frame rate for its own frames only",
+                "gives the frame rate video sink 8 shows, but the package does not read its video; the lowering takes a loaded video's frame rate where its frames are shown or are a control video",
             ),
         )
     }));

@@ -290,7 +290,7 @@ fn a_control_video_is_fitted_to_the_video_and_encoded_as_the_reactive_half() {
         w["inputs"]["request.control_video"]["contract"]["shape"],
         json!([
             1,
-            "control_frames",
+            "control_video_frames",
             3,
             "control_video_height",
             "control_video_width"
@@ -311,6 +311,7 @@ fn a_control_video_is_fitted_to_the_video_and_encoded_as_the_reactive_half() {
     assert_eq!(
         made,
         [
+            "take_frames",
             "frame_pictures",
             "init_scale",
             "batch_frames",
@@ -330,10 +331,21 @@ fn a_control_video_is_fitted_to_the_video_and_encoded_as_the_reactive_half() {
         json!({"length": 9, "value": 0.5})
     );
     assert!(
-        l.notes[0].starts_with("node 7 (WanVaceToVideo) takes the control video request.control_video (node 20's frames: the first 9, resized bilinear to cover 64x48, centre cropped, padded with grey frames to 9: vace.control_video): the VAE encodes 9 frames of grey at 64x48 (vace.pixels), and every denoiser call takes VACE's context as `vace_context` (vace.context: that latent as the inactive half and the control video's as the reactive one,"),
+        l.notes[0].starts_with("node 7 (WanVaceToVideo) takes the control video request.control_video (node 20's frames: the first 9, resized bilinear to cover 64x48, centre cropped, padded with grey frames to 9: control.video): the VAE encodes 9 frames of grey at 64x48 (vace.pixels), and every denoiser call takes VACE's context as `vace_context` (vace.context: that latent as the inactive half and the control video's as the reactive one,"),
         "{}",
         l.notes[0]
     );
+    // The video may play at the control video's frame rate, an input
+    // beside it.
+    let mut at_its_rate = control_video();
+    at_its_rate["12"]["inputs"]["fps"] = json!(["21", 2]);
+    let l2 = lowered(&at_its_rate, &Target::default());
+    let steps = workflow(&l2)["steps"].as_array().expect("steps").clone();
+    let rate = steps
+        .iter()
+        .find(|s| s["output"] == "video_frame_rate")
+        .expect("the frame rate emitted");
+    assert_eq!(rate["value"], "request.control_video_frame_rate");
     if !support::runtime_available() {
         return;
     }

@@ -184,9 +184,16 @@ fn rgb(picture: RgbaImage, (w, h): (u32, u32)) -> Rgb8 {
     }
 }
 
-/// A still picture as a one-frame video with no delay.
+/// A still picture as a one-frame video with no delay (its format read
+/// from its bytes; sides and memory bounded as an animation's frames).
 fn still(path: &Path, size: Option<(u32, u32)>) -> anyhow::Result<Decoded> {
-    let picture = image::open(path)?.to_rgba8();
+    let mut reader = image::ImageReader::open(path)?.with_guessed_format()?;
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(MAX_SIDE);
+    limits.max_image_height = Some(MAX_SIDE);
+    limits.max_alloc = Some(MAX_FRAME_BYTES);
+    reader.limits(limits);
+    let picture = reader.decode()?.to_rgba8();
     let source = canvas(picture.dimensions())?;
     Ok(Decoded {
         frames: vec![rgb(picture, size.unwrap_or(source))],

@@ -68,7 +68,7 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 155] = [
+const CLASSES: [&str; 156] = [
     "LTXVConcatAVLatent", "LTXVSeparateAVLatent", "LTXVEmptyLatentAudio", "LTXVLatentUpsampler",
     "LatentUpscaleModelLoader", "LTXVAudioVAELoader", "LTXVAudioVAEDecode", "LTXVCropGuides",
     "LTXAVTextEncoderLoader", "LTXVDualCFGGuider", "CLIPTextEncodeFlux", "BatchImagesNode",
@@ -104,7 +104,7 @@ const CLASSES: [&str; 155] = [
     "ComfyMathExpression", "PreviewAny", "GeminiImage2Node", "TextGenerate", "ReferenceLatent",
     "FluxKontextMultiReferenceLatentMethod", "GetImageSize", "FluxKontextImageScale",
     "ImageStitch", "TextEncodeQwenImageEdit", "TextEncodeQwenImageEditPlus", "ModelSamplingAuraFlow",
-    "ResizeImageMaskNode", "WanImageToVideo", "WanFirstLastFrameToVideo", "WanFunInpaintToVideo",
+    "ResizeImageMaskNode", "WanImageToVideo", "WanFirstLastFrameToVideo", "WanFunInpaintToVideo", "Wan22FunControlToVideo",
     "CLIPVisionEncode", "TextEncodeMageFlowEdit", "Canny", "ImageInvert",
     "QwenImageDiffsynthControlnet", "ModelPatchLoader", "ImageScaleToMaxDimension",
     "WanVaceToVideo", "TrimVideoLatent", "ImagePadForOutpaint", "StyleModelApply",

@@ -127,6 +127,85 @@ pub const WAN21_MEAN: [f32; 16] = [
     -0.3632, -0.1922, -0.9497, 0.2503, -0.2921,
 ];
 
+/// Wan 2.2's latent mean per channel (ComfyUI's `Wan22` latent format):
+/// what its `process_out` makes of a zero latent.
+pub const WAN22_MEAN: [f32; 48] = [
+    -0.2289, -0.0052, -0.1323, -0.2339, -0.2799, 0.0174, 0.1838, 0.1557, -0.1382, 0.0542, 0.2813,
+    0.0891, 0.1570, -0.0098, 0.0375, -0.1825, -0.2246, -0.1207, -0.0698, 0.5109, 0.2665, -0.2108,
+    -0.2158, 0.2502, -0.2055, -0.0322, 0.1109, 0.1567, -0.0729, 0.0899, -0.2799, -0.1230, -0.0313,
+    -0.1649, 0.0117, 0.0723, -0.2839, -0.2083, -0.0520, 0.3748, 0.0152, 0.1957, 0.1433, -0.2944,
+    0.3573, -0.0548, -0.1681, -0.0667,
+];
+
+/// The largest latent side and frame count `fun_concat` makes.
+const MAX_LATENT: i64 = 16384;
+
+/// Builds the `fun_concat` policy: Wan 2.2 Fun Control's `concat` `[1,
+/// 2C, latent_frames, latent_height, latent_width]` (contract
+/// parameters), the control latent `control` (`[1, C, frames, h, w]`,
+/// where given) on the first `C` channels, cut to `latent_frames`, the
+/// latent mean (`fill`: `wan21_mean` or `wan22_mean`) on the frames after
+/// it and on the other `C` channels; and its `mask` `[1, 4,
+/// latent_frames, h, w]` of zeros (ComfyUI's 1 - its mask of ones).
+pub(super) fn fun_concat(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
+    let frames = g.positive_integer("latent_frames")?;
+    let (h, w) = (
+        g.positive_integer("latent_height")?,
+        g.positive_integer("latent_width")?,
+    );
+    if frames > MAX_LATENT || h > MAX_LATENT || w > MAX_LATENT {
+        return Err(g.error(format!(
+            "latent_frames, latent_height and latent_width must be at most {MAX_LATENT}"
+        )));
+    }
+    let mean: &[f32] = match g.parameter("fill").and_then(|f| f.as_str()) {
+        Some("wan21_mean") => &WAN21_MEAN,
+        Some("wan22_mean") => &WAN22_MEAN,
+        other => {
+            return Err(g.error(format!(
+                "fill `{}` is not wan21_mean or wan22_mean",
+                other.unwrap_or("(not text)")
+            )));
+        }
+    };
+    let channels = mean.len() as i64;
+    let mean = g.b.f32s(mean, &[1, channels, 1, 1, 1]);
+    let shape = g.b.vec_i64(&[1, channels, frames, h, w]);
+    let filled = g.op("Expand", &[&mean, &shape]);
+    let first = match g.has_input("control") {
+        false => filled.clone(),
+        true => {
+            let control = g.input("control")?;
+            let (starts, ends, axes) =
+                (g.b.vec_i64(&[0]), g.b.vec_i64(&[frames]), g.b.vec_i64(&[2]));
+            let cut = g.op("Slice", &[&control, &starts, &ends, &axes]);
+            // The frames after the control's take the mean: pad the
+            // control less the mean with zeros, then add the mean back.
+            let centred = g.op("Sub", &[&cut, &mean]);
+            let cut_shape = g.op("Shape", &[&cut]);
+            let axis = g.b.vec_i64(&[2]);
+            let kept = g.op_with("Gather", &[&cut_shape, &axis], &[("axis", Attr::Int(0))]);
+            let target = g.b.vec_i64(&[frames]);
+            let missing = g.op("Sub", &[&target, &kept]);
+            let before = g.b.vec_i64(&[0, 0, 0, 0, 0, 0, 0]);
+            let after = g.b.vec_i64(&[0, 0]);
+            let pads = g.op_with(
+                "Concat",
+                &[&before, &missing, &after],
+                &[("axis", Attr::Int(0))],
+            );
+            let padded = g.op("Pad", &[&centred, &pads]);
+            g.op("Add", &[&padded, &mean])
+        }
+    };
+    let concat = g.op_with("Concat", &[&first, &filled], &[("axis", Attr::Int(1))]);
+    g.output(&concat, "concat")?;
+    let zero = g.f(0.0);
+    let mask_shape = g.b.vec_i64(&[1, 4, frames, h, w]);
+    let mask = g.op("Expand", &[&zero, &mask_shape]);
+    g.output(&mask, "mask")
+}
+
 /// Builds the `start_latent` policy.
 pub(super) fn start_latent(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let frames = g.positive_integer("latent_frames")?;

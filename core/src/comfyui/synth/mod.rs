@@ -103,6 +103,8 @@ pub const POLICIES: &[&str] = &[
     "join_tokens",
     "grey_video",
     "fit_frames",
+    "take_frames",
+    "fun_concat",
     "vace_context",
     "trim_latent",
     "outpaint_pad",
@@ -230,7 +232,8 @@ fn policy(kind: &str, component: &Value, family: &Family) -> Result<Vec<u8>, Syn
         "start_latent" => frames::start_latent(&mut g)?,
         "camera_embedding" => camera::camera_embedding(&mut g)?,
         "grey_video" => vace::grey_video(&mut g)?,
-        "fit_frames" => vace::fit_frames(&mut g)?,
+        "fit_frames" | "take_frames" => vace::fit_frames(&mut g)?,
+        "fun_concat" => frames::fun_concat(&mut g)?,
         "vace_context" => vace::vace_context(&mut g)?,
         _ => policies::build(&mut g, family)?,
     }

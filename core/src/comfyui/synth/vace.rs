@@ -31,19 +31,23 @@ pub(super) fn grey_video(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     g.output(&out, "frames")
 }
 
-/// `fit_frames`: video `[1, frames, 3, h, w]` cut to its first `length`
-/// frames (contract parameter), or padded after its last with frames of
-/// `value` (parameter) to `length`, as `WanVaceToVideo` fits its control
-/// video.
+/// `fit_frames` and `take_frames`: video `[1, frames, 3, h, w]` cut to
+/// its first `length` frames (contract parameter); `fit_frames` pads it
+/// after its last with frames of `value` (parameter) to `length`, as
+/// `WanVaceToVideo` fits its control video (`Wan22FunControlToVideo`
+/// takes its control video cut only).
 pub(super) fn fit_frames(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let length = g.positive_integer("length")?;
     if length > MAX_LENGTH {
         return Err(g.error(format!("length must be at most {MAX_LENGTH}")));
     }
-    let value = g.positive_number("value")?;
     let video = g.input("video")?;
     let (starts, ends, axes) = (g.b.vec_i64(&[0]), g.b.vec_i64(&[length]), g.b.vec_i64(&[1]));
     let cut = g.op("Slice", &[&video, &starts, &ends, &axes]);
+    if g.name().starts_with("take_frames") {
+        return g.output(&cut, "fitted");
+    }
+    let value = g.positive_number("value")?;
     // Frames to add: length minus the frames kept (never negative).
     let shape = g.op("Shape", &[&cut]);
     let one = g.b.vec_i64(&[1]);

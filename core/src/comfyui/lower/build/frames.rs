@@ -29,7 +29,7 @@ const START_PICTURE: &str = "frames.start_picture";
 /// The camera motion's embedding it takes as `camera_conditions`.
 const CAMERA: &str = "frames.camera";
 /// What a later stage of the same node reads of the earlier stage's.
-pub(super) const VALUES: [&str; 7] = [
+pub(super) const VALUES: [&str; 10] = [
     LATENT,
     MASK,
     VISION,
@@ -37,6 +37,9 @@ pub(super) const VALUES: [&str; 7] = [
     CAMERA,
     super::vace::CONTEXT,
     super::vace::STRENGTH,
+    super::fun_control::CONCAT,
+    super::fun_control::MASK,
+    super::fun_control::REFERENCE,
 ];
 
 /// The plan's Wan image-to-video node, where its prompts carry one (every
@@ -94,6 +97,9 @@ pub(super) fn denoiser_ports(plan: &Plan, latent: &Value, ports: &mut Value) {
         if frames.vace.is_some() {
             return super::vace::denoiser_ports(ports);
         }
+        if let Some(fun) = &frames.fun_control {
+            return super::fun_control::denoiser_ports(fun, ports);
+        }
         ports["concat"] = latent.clone();
         ports["concat_mask"] = mask(frames);
         if frames.vision.is_some() {
@@ -111,6 +117,9 @@ pub(super) fn bind(plan: &Plan, bind: &mut Value) {
     if let Some(frames) = frames(plan) {
         if frames.vace.is_some() {
             return super::vace::bind(bind);
+        }
+        if let Some(fun) = &frames.fun_control {
+            return super::fun_control::bind(fun, bind);
         }
         bind["concat"] = json!(LATENT);
         bind["concat_mask"] = json!(MASK);
@@ -204,6 +213,10 @@ pub(super) fn encode(
     if let Some(vace) = &frames.vace {
         let parts = (inputs, components, setup);
         return super::vace::encode(plan, (frames, vace), (encoder, latent), made, parts);
+    }
+    if let Some(fun) = &frames.fun_control {
+        let parts = (inputs, components, setup);
+        return super::fun_control::encode(plan, (frames, fun), (encoder, latent), made, parts);
     }
     if made {
         return;
@@ -388,6 +401,9 @@ pub(in crate::comfyui::lower) fn note(plan: &Plan, names: &StageNames) -> Option
     let frames = frames(plan)?;
     if let Some(vace) = &frames.vace {
         return Some(super::vace::note(plan, (frames, vace), names));
+    }
+    if let Some(fun) = &frames.fun_control {
+        return Some(super::fun_control::note(plan, (frames, fun), names));
     }
     if names.reused(LATENT) {
         let vision = frames

@@ -18,8 +18,10 @@ mod av;
 mod calls;
 mod composite;
 mod control;
+mod control_video;
 mod edit;
 mod frames;
+mod fun_control;
 mod joined;
 mod loaded;
 mod lotus;
@@ -273,7 +275,7 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
                     }
                     FrameRate::Loaded(loader) => crate::media::frame_rate_output(
                         loaded.get(loader).expect(
-                            "a loaded frame rate is that of the frames shown (`recognise::chain`), whose input `top_inputs` declares",
+                            "a loaded frame rate is that of a video the package reads (`recognise::chain::loaded_rates_read`), whose input `top_inputs` or its stage declares",
                         ),
                     ),
                 };

@@ -99,7 +99,8 @@ impl StageNames {
 
 /// The input each loaded picture of `chain`'s stages is given by, by
 /// `LoadImage` node: the first stage's that reads it (as one of its
-/// pictures, or as its ControlNet's picture).
+/// pictures, or as its ControlNet's picture); and each control video's,
+/// by `LoadVideo` node.
 pub(super) fn loaded_inputs(chain: &Chain) -> BTreeMap<String, String> {
     let mut loaded = BTreeMap::new();
     for (k, plan) in chain.stages.iter().enumerate() {
@@ -109,7 +110,14 @@ pub(super) fn loaded_inputs(chain: &Chain) -> BTreeMap<String, String> {
             .as_ref()
             .and_then(|c| c.image.loader())
             .map(|loader| ("request.control_image".to_string(), loader));
-        for (input, loader) in super::pictures::inputs(plan).into_iter().chain(control) {
+        let video = super::frames::frames(plan)
+            .and_then(|f| f.control_video())
+            .map(|loader| (super::control_video::INPUT.to_string(), loader));
+        for (input, loader) in super::pictures::inputs(plan)
+            .into_iter()
+            .chain(control)
+            .chain(video)
+        {
             loaded
                 .entry(loader.clone())
                 .or_insert_with(|| names.value(&input));

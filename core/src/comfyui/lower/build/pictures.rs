@@ -71,7 +71,7 @@ pub(super) fn sized_input(word: &str) -> Value {
 pub(super) fn declare_video(input: &str, word: &str, inputs: &mut Map<String, Value>) {
     let shape = json!([
         1,
-        "frames",
+        format!("{word}_frames"),
         3,
         format!("{word}_height"),
         format!("{word}_width")

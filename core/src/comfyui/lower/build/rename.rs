@@ -26,6 +26,14 @@ const STAGE_SYMBOLS: &[&str] = &[
     "av_elements",
 ];
 
+/// Symbols of a stage's own inputs whose extents are the input's alone
+/// (a control video's), named apart in a later stage as its inputs are.
+const INPUT_SYMBOLS: &[&str] = &[
+    "control_video_frames",
+    "control_video_height",
+    "control_video_width",
+];
+
 /// Renames what `parts` defines, except the inputs of `shared`, and
 /// resolves its placeholders for earlier stages' latents to `latents`.
 pub(super) fn rename(
@@ -68,6 +76,17 @@ pub(super) fn rename(
                 && let Some(text) = app.as_str()
             {
                 *app = Value::from(names.word(text));
+            }
+            if !shared.contains(&name)
+                && let Some(shape) = input
+                    .pointer_mut("/contract/shape")
+                    .and_then(Value::as_array_mut)
+            {
+                for dim in shape.iter_mut() {
+                    if let Some(symbol) = dim.as_str().filter(|s| INPUT_SYMBOLS.contains(s)) {
+                        *dim = Value::from(names.word(symbol));
+                    }
+                }
             }
             (renamer.value(&name), input)
         })

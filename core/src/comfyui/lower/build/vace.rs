@@ -1,22 +1,18 @@
 //! A stage whose prompts carry a `WanVaceToVideo` node (see
 //! `recognise::frames::Vace`): `grey_video` makes the video the node
 //! encodes as its inactive half (`length` frames of grey 0.5), the VAE
-//! encodes it; a control video (the input `request.control_video`, a
-//! loaded video) is taken apart into pictures (`frame_pictures`), resized
-//! to the video's size (`init_scale`), put together (`batch_frames`),
-//! cut or padded with grey to `length` frames (`fit_frames`) and encoded
-//! as the reactive half (without one, the grey video is both); a
+//! encodes it; a control video (see `control_video`: cut or padded with
+//! grey to `length` frames) is encoded as the reactive half (without
+//! one, the grey video is both); a
 //! reference picture is resized to the video's size (`init_scale`), made
 //! a one-frame video (`one_frame`) and encoded; `vace_context` joins them
 //! into the context VACE models read. Every denoiser call takes it as
 //! `vace_context` and the node's strength as `vace_strength`.
 
-use super::super::parts::{Steps, batch_video, contract, invoke, media, one, parameter, policy};
+use super::super::parts::{Steps, contract, invoke, one, parameter, policy};
 use super::super::recognise::{Plan, Vace, VideoFrames};
 use super::StageNames;
-use super::pixels::{
-    batch_frames_policy, encoded_video, frame_pictures_policy, init_scale, video_encoder,
-};
+use super::pixels::{encoded_video, init_scale, video_encoder};
 use serde_json::{Map, Value, json};
 
 /// The context the denoiser takes as `vace_context`.
@@ -29,8 +25,6 @@ const PIXELS: &str = "vace.pixels";
 const LATENT: &str = "vace.latent";
 /// The reference picture's latent.
 const REFERENCE: &str = "vace.reference";
-/// The input holding the control video.
-pub(super) const CONTROL_INPUT: &str = "request.control_video";
 /// The control video's latent (the reactive half).
 const CONTROL: &str = "vace.control";
 
@@ -117,7 +111,15 @@ pub(super) fn encode(
     let mut ports = json!({"inactive": latent.clone(), "reactive": latent.clone()});
     let mut bind = json!({"inactive": LATENT, "reactive": LATENT});
     if let Some(loader) = &vace.control {
-        control(frames, (encoder, loader), (inputs, components, setup));
+        super::control_video::fitted(frames, (loader, Some(0.5)), (inputs, components, setup));
+        setup.push(
+            invoke(
+                encoder,
+                json!({"image": super::control_video::FITTED}),
+                json!({"latent": CONTROL}),
+            ),
+            &[&frames.node, loader],
+        );
         bind["reactive"] = json!(CONTROL);
     }
     if let Some(loader) = &vace.reference {
@@ -174,77 +176,6 @@ pub(super) fn encode(
     );
 }
 
-/// Declares the control video input and the policies, and the setup
-/// steps encoding its frames (cut or padded to the node's length, at its
-/// size) as the reactive half of the context.
-fn control(
-    frames: &VideoFrames,
-    (encoder, loader): (&str, &String),
-    (inputs, components, setup): (&mut Map<String, Value>, &mut Map<String, Value>, &mut Steps),
-) {
-    let shape = json!([
-        1,
-        "control_frames",
-        3,
-        "control_video_height",
-        "control_video_width"
-    ]);
-    inputs.insert(
-        CONTROL_INPUT.into(),
-        media(contract("float32", shape, false)),
-    );
-    components.insert("frame_pictures".into(), frame_pictures_policy());
-    components.insert(
-        "init_scale".into(),
-        init_scale(&frames.node, (frames.width, frames.height), false),
-    );
-    components.insert("batch_frames".into(), batch_frames_policy());
-    components.insert(
-        "fit_frames".into(),
-        policy(
-            "fit_frames",
-            json!({"video": batch_video()}),
-            json!({"fitted": encoded_video()}),
-            Some(
-                json!({"id": "wfstudio.fit-frames", "version": "1", "parameters": {
-                    "length": frames.length,
-                    "value": 0.5,
-                }}),
-            ),
-        ),
-    );
-    let steps = [
-        (
-            "frame_pictures",
-            json!({"video": CONTROL_INPUT}),
-            json!({"pictures": "vace.control_pictures"}),
-        ),
-        (
-            "init_scale",
-            json!({"image": "vace.control_pictures"}),
-            json!({"scaled": "vace.control_scaled"}),
-        ),
-        (
-            "batch_frames",
-            json!({"image": "vace.control_scaled"}),
-            json!({"frames": "vace.control_frames"}),
-        ),
-        (
-            "fit_frames",
-            json!({"video": "vace.control_frames"}),
-            json!({"fitted": "vace.control_video"}),
-        ),
-        (
-            encoder,
-            json!({"image": "vace.control_video"}),
-            json!({"latent": CONTROL}),
-        ),
-    ];
-    for (component, inputs, outputs) in steps {
-        setup.push(invoke(component, inputs, outputs), &[&frames.node, loader]);
-    }
-}
-
 /// What the stage's denoiser takes of a VACE node, in words.
 pub(super) fn note(
     plan: &Plan,
@@ -269,13 +200,8 @@ pub(super) fn note(
     let (made, halves) = match &vace.control {
         Some(loader) => (
             format!(
-                "takes the control video {} (node {loader}'s frames: the first {}, resized bilinear to cover {}x{}, centre cropped, padded with grey frames to {}: {})",
-                names.value(CONTROL_INPUT),
-                frames.length,
-                frames.width,
-                frames.height,
-                frames.length,
-                names.value("vace.control_video"),
+                "takes {}",
+                super::control_video::words(frames, loader, true, &|v| names.value(v))
             ),
             "that latent as the inactive half and the control video's as the reactive one",
         ),

@@ -179,10 +179,43 @@ pub(in crate::comfyui::lower) fn recognise(
             out.push(one_sink(g, sink, class, &mut walk)?);
         }
     }
-    Ok(Chain {
+    let chain = Chain {
         stages: walk.stages,
         sinks: out,
-    })
+    };
+    loaded_rates_read(g, &chain)?;
+    Ok(chain)
+}
+
+/// Refuses a video sink at the frame rate of a loaded video the package
+/// does not read: neither shown by a sink nor a stage's control video
+/// (the rate is an input beside the video's).
+fn loaded_rates_read(g: &Graph<'_>, chain: &Chain) -> Result<(), Refusal> {
+    let shown = chain.sinks.iter().filter_map(|s| match &s.origin {
+        Origin::Video(loader) => Some(loader),
+        _ => None,
+    });
+    let controls = chain.stages.iter().filter_map(|plan| {
+        plan.conditionings()
+            .find_map(|c| c.frames.as_ref())
+            .and_then(|f| f.control_video())
+    });
+    let read: Vec<&String> = shown.chain(controls).collect();
+    for sink in &chain.sinks {
+        if let SinkKind::Video {
+            frame_rate: FrameRate::Loaded(loader),
+        } = &sink.kind
+            && !read.contains(&loader)
+        {
+            return Err(g.refuse(
+                loader,
+                None,
+                format!("gives the frame rate video sink {} shows, but the package does not read its video; the lowering takes a loaded video's frame rate where its frames are shown or are a control video", sink.node),
+                "write the frame rate",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Sink `sink`, with the stages behind it recognised through `walk`.
@@ -239,9 +272,6 @@ fn one_sink(
                 "save the joined videos without sound",
             ));
         }
-        if let FrameRate::Loaded(loader) = &frame_rate {
-            return Err(loaded_rate_for_sampled(g, &shown, loader));
-        }
         let (origin, joined) = super::joined::joined(g, &batch, walk)?;
         return Ok(Sink {
             node: sink.to_string(),
@@ -288,10 +318,6 @@ fn one_sink(
             ));
         }
         _ => {}
-    }
-    if let (Some(FrameRate::Loaded(loader)), Origin::Decoded { .. }) = (&frame_rate, &image.origin)
-    {
-        return Err(loaded_rate_for_sampled(g, &shown, loader));
     }
     if let Origin::Decoded { decode, .. } = &image.origin
         && axes == Axes::Audio
@@ -419,17 +445,6 @@ fn frame_rate(g: &Graph<'_>, node: &str, input: &str) -> Result<FrameRate, Refus
         ));
     }
     Ok(FrameRate::Written(fps))
-}
-
-/// Refuses video node `node` showing sampled frames at the frame rate of
-/// `loader`'s video.
-fn loaded_rate_for_sampled(g: &Graph<'_>, node: &str, loader: &str) -> Refusal {
-    g.refuse(
-        node,
-        None,
-        format!("shows sampled frames at the frame rate of node {loader}'s video; the lowering takes a loaded video's frame rate for its own frames only"),
-        "write the frame rate",
-    )
 }
 
 /// Refuses a sound track on video node `node`.

@@ -6,7 +6,9 @@
 //! and the end picture last (each resized to the video's size, bilinear,
 //! centre crop), encoded by the VAE, and the mask of the latent frames
 //! those pictures fill, which the denoiser takes beside the sample.
-//! `WanVaceToVideo` makes VACE's context instead (see [`Vace`]).
+//! `WanVaceToVideo` makes VACE's context instead (see [`Vace`]), and
+//! `Wan22FunControlToVideo` its control video's latent beside the
+//! latent mean (see [`FunControl`]).
 //! HunyuanVideo 1.5's `HunyuanVideo15ImageToVideo` and Wan's
 //! `WanCameraImageToVideo` encode their start picture alone, as the first
 //! of the latent's frames (zeros after, Wan's latent mean for the camera
@@ -29,7 +31,12 @@ pub(super) const FRAMES_NODES: &[&str] = &[
     VACE,
     HUNYUAN15,
     CAMERA_VIDEO,
+    FUN_CONTROL,
 ];
+
+/// Wan 2.2 Fun Control's node: its prompts carry its control video's
+/// latent and a reference picture's.
+pub(super) const FUN_CONTROL: &str = "Wan22FunControlToVideo";
 
 /// HunyuanVideo 1.5's image-to-video node: its video's latent is its
 /// start picture's alone, ahead of zero frames.
@@ -94,6 +101,25 @@ pub(in crate::comfyui::lower) struct VideoFrames {
     pub vace: Option<Vace>,
     /// A `WanCameraImageToVideo`'s camera motion.
     pub camera: Option<Camera>,
+    /// What a `Wan22FunControlToVideo` node attaches instead of the start
+    /// and end pictures' video.
+    pub fun_control: Option<FunControl>,
+}
+
+/// What `Wan22FunControlToVideo` attaches to both prompts: `concat` is
+/// its control video's latent (its first `length` frames resized to the
+/// video's size, bilinear, centre crop, then encoded) on the first half
+/// of the channels, its later latent frames and the second half the
+/// VAE's latent mean (ComfyUI's `process_out` of zeros); the mask is
+/// ones (no start picture), which its model reads as zeros beside the
+/// latent's channels (`concat_mask_index`); a reference picture is
+/// resized likewise and encoded as `reference_latents`.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct FunControl {
+    /// The `LoadImage` of the reference picture, where connected.
+    pub reference: Option<String>,
+    /// The `LoadVideo` of the control video, where connected.
+    pub control: Option<String>,
 }
 
 /// What `WanVaceToVideo` attaches to both prompts: the video it encodes
@@ -171,9 +197,20 @@ impl VideoFrames {
         i64::from(reference.is_some())
     }
 
+    /// The `LoadVideo` of the node's control video (VACE's, Fun
+    /// Control's), where it takes one.
+    pub fn control_video(&self) -> Option<&String> {
+        let vace = self.vace.as_ref().and_then(|v| v.control.as_ref());
+        vace.or(self.fun_control.as_ref().and_then(|f| f.control.as_ref()))
+    }
+
     /// The `LoadImage`s of the node's pictures: start, end, reference.
     pub fn pictures(&self) -> impl Iterator<Item = &String> {
-        let reference = self.vace.as_ref().and_then(|v| v.reference.as_ref());
+        let reference = match (&self.vace, &self.fun_control) {
+            (Some(vace), _) => vace.reference.as_ref(),
+            (_, Some(fun)) => fun.reference.as_ref(),
+            _ => None,
+        };
         [&self.start, &self.end]
             .into_iter()
             .flatten()
@@ -297,7 +334,8 @@ pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<VideoFrames, Refusal> {
     };
     let end = picture("end_image")?;
     let vace = vace(g, node)?;
-    if start.is_none() && end.is_none() && vace.is_none() {
+    let fun_control = fun_control(g, node)?;
+    if start.is_none() && end.is_none() && vace.is_none() && fun_control.is_none() {
         return Err(g.refuse(
             node,
             Some("start_image"),
@@ -385,10 +423,37 @@ pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<VideoFrames, Refusal> {
         height,
         length,
         camera,
+        fun_control,
         batch: one_video(g, node)?,
         channels,
         scale,
     })
+}
+
+/// What `Wan22FunControlToVideo` node `node` attaches (`None` for another
+/// class): its reference picture and control video; a start picture is
+/// refused.
+fn fun_control(g: &Graph<'_>, node: &str) -> Result<Option<FunControl>, Refusal> {
+    if g.class(node) != FUN_CONTROL {
+        return Ok(None);
+    }
+    if g.has(node, "start_image") {
+        return Err(g.refuse(
+            node,
+            Some("start_image"),
+            "starts the controlled video from a picture, which the lowering does not make yet; it makes Fun Control's conditioning from a control video and a reference picture".into(),
+            "disconnect start_image",
+        ));
+    }
+    let reference = match g.has(node, "ref_image") {
+        true => Some(loaded_image(g, node, "ref_image")?),
+        false => None,
+    };
+    let control = match g.has(node, "control_video") {
+        true => Some(control_video(g, node)?),
+        false => None,
+    };
+    Ok(Some(FunControl { reference, control }))
 }
 
 /// Input `input` (`width`, `height` or `length`) of node `node`, within

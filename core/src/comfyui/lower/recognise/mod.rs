@@ -46,7 +46,7 @@ pub(super) use chain::{Chain, FrameRate, Sink, SinkKind, is_sink, recognise, sin
 pub(super) use composite::Composite;
 pub(super) use control_patch::ControlPatch;
 use edits::loaded_image;
-pub(super) use frames::{Vace, VideoFrames};
+pub(super) use frames::{FunControl, Vace, VideoFrames};
 pub(super) use latent::{LatentSource, Mask, UpscaleSize};
 use model::model_chain;
 pub(super) use model::{FlowShift, Lora, ModelChain, Patch};

@@ -184,7 +184,7 @@ const UNETS: &[(&str, &str, Default)] = &[
         "pixeldit",
         Default {
             note: Some(
-                ", the lowering's assumption: PixelDiT's distilled PiD shares the type and takes shift 1.5",
+                ", the lowering's assumption: PixelDiT's distilled PiD shares the type and takes shift 1.5 (state it with ModelSamplingSD3 for a PiD model)",
             ),
             ..flow("pixeldit", "sd3", Shift::Plain(4.0), 3, "PixelDiT")
         },
