@@ -12,7 +12,7 @@
 use super::super::parts::{Steps, contract, invoke, policy};
 use super::super::recognise::{FunControl, Plan, VideoFrames};
 use super::StageNames;
-use super::pixels::{init_scale, video_encoder};
+use super::pixels::video_encoder;
 use serde_json::{Map, Value, json};
 
 /// The latent the denoiser takes as `concat`.
@@ -134,31 +134,8 @@ pub(super) fn encode(
         &[&frames.node],
     );
     if let Some(loader) = &fun.reference {
-        components.insert(
-            "init_scale".into(),
-            init_scale(&frames.node, (frames.width, frames.height), false),
-        );
-        components.insert("one_frame".into(), super::vace::one_frame());
-        let steps = [
-            (
-                "init_scale",
-                json!({"image": super::pictures::input(plan, loader)}),
-                json!({"scaled": "fun.reference_picture"}),
-            ),
-            (
-                "one_frame",
-                json!({"image": "fun.reference_picture"}),
-                json!({"frames": "fun.reference_video"}),
-            ),
-            (
-                encoder,
-                json!({"image": "fun.reference_video"}),
-                json!({"latent": REFERENCE}),
-            ),
-        ];
-        for (component, inputs, outputs) in steps {
-            setup.push(invoke(component, inputs, outputs), &[&frames.node, loader]);
-        }
+        let made = (encoder, REFERENCE);
+        super::vace::reference_latent(plan, (frames, loader), made, (components, setup));
     }
 }
 

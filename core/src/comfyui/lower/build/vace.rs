@@ -123,31 +123,8 @@ pub(super) fn encode(
         bind["reactive"] = json!(CONTROL);
     }
     if let Some(loader) = &vace.reference {
-        components.insert(
-            "init_scale".into(),
-            init_scale(&frames.node, (frames.width, frames.height), false),
-        );
-        components.insert("one_frame".into(), one_frame());
-        let steps = [
-            (
-                "init_scale",
-                json!({"image": super::pictures::input(plan, loader)}),
-                json!({"scaled": "vace.reference_picture"}),
-            ),
-            (
-                "one_frame",
-                json!({"image": "vace.reference_picture"}),
-                json!({"frames": "vace.reference_video"}),
-            ),
-            (
-                encoder,
-                json!({"image": "vace.reference_video"}),
-                json!({"latent": REFERENCE}),
-            ),
-        ];
-        for (component, inputs, outputs) in steps {
-            setup.push(invoke(component, inputs, outputs), &[&frames.node, loader]);
-        }
+        let made = (encoder, REFERENCE);
+        reference_latent(plan, (frames, loader), made, (components, setup));
         ports["reference"] = contract(
             "float32",
             json!([
@@ -221,6 +198,41 @@ pub(super) fn note(
         vace.strength,
         names.value(STRENGTH),
     )
+}
+
+/// Declares the policies and adds the setup steps encoding `loader`'s
+/// picture (a stage's input) as one latent frame `latent` with
+/// `encoder`: resized to node `frames`' video size (`init_scale`:
+/// bilinear, centre crop) and made a one-frame video (`one_frame`), as
+/// Wan's VACE and Fun Control nodes encode their reference picture.
+pub(super) fn reference_latent(
+    plan: &Plan,
+    (frames, loader): (&VideoFrames, &String),
+    (encoder, latent): (&str, &str),
+    (components, setup): (&mut Map<String, Value>, &mut Steps),
+) {
+    components.insert(
+        "init_scale".into(),
+        init_scale(&frames.node, (frames.width, frames.height), false),
+    );
+    components.insert("one_frame".into(), one_frame());
+    let (picture, video) = (format!("{latent}_picture"), format!("{latent}_video"));
+    let steps = [
+        (
+            "init_scale",
+            json!({"image": super::pictures::input(plan, loader)}),
+            json!({"scaled": picture}),
+        ),
+        (
+            "one_frame",
+            json!({"image": picture}),
+            json!({"frames": video}),
+        ),
+        (encoder, json!({"image": video}), json!({"latent": latent})),
+    ];
+    for (component, inputs, outputs) in steps {
+        setup.push(invoke(component, inputs, outputs), &[&frames.node, loader]);
+    }
 }
 
 /// The `one_frame` policy: a picture as a one-frame video.
