@@ -107,17 +107,30 @@ fn concat_is_the_control_latent_then_the_latent_mean() {
                     (true, true) => control[(channel * frames + frame) * cells + cell],
                     _ => mean,
                 };
-                let got = at(channel, frame, cell);
-                assert!(
-                    (got - want).abs() < 1e-5,
-                    "c{channel} f{frame}: {got} for {want}"
-                );
+                // The control latent is copied as it is, bit for bit.
+                assert_eq!(at(channel, frame, cell), want, "c{channel} f{frame}");
             }
         }
     }
     let (shape, mask) = npy(&out.join("mask.npy"));
     assert_eq!(shape, [1, 4, 3, 3, 4]);
     assert!(mask.iter().all(|v| *v == 0.0));
+    // Without a control video (or a reference), `concat` is the mean
+    // alone, and nothing is encoded.
+    let mut bare = fun_control(WAN22);
+    for input in ["control_video", "ref_image"] {
+        bare["7"]["inputs"]
+            .as_object_mut()
+            .expect("inputs")
+            .remove(input);
+    }
+    let l = lowered(&bare, &Target::default());
+    assert!(workflow(&l)["components"].get("vae_encoder").is_none());
+    let out = run_policy_alone(&root, "bare", &l.document, "fun_concat", &[]);
+    let (shape, mean_only) = npy(&out.join("concat.npy"));
+    assert_eq!(shape, [1, 96, 3, 3, 4]);
+    assert_eq!(mean_only[(95 * 3 + 2) * cells + 11], -0.0667);
+    assert_eq!(mean_only[0], concat[48 * 3 * cells]);
     for (name, vae, frames) in [
         ("fun-22", WAN22, [1, 9, 3, 48, 64]),
         ("fun-21", "wan_2.1_vae.safetensors", [1, 9, 3, 48, 64]),
@@ -131,7 +144,16 @@ fn concat_is_the_control_latent_then_the_latent_mean() {
 }
 
 #[test]
-fn a_start_picture_is_refused_at_the_node() {
+fn a_start_picture_or_another_vae_is_refused() {
+    assert_refused(
+        &fun_control("hunyuanvideo15_vae_fp16.safetensors"),
+        (
+            "3",
+            "VAELoader",
+            Some("vae_name"),
+            "loads `hunyuanvideo15_vae_fp16.safetensors`, whose latent is neither Wan 2.1's nor Wan 2.2's, which Wan22FunControlToVideo conditions on",
+        ),
+    );
     let mut g = fun_control(WAN22);
     g["7"]["inputs"]["start_image"] = json!(["6", 0]);
     assert_refused(

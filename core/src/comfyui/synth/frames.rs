@@ -179,23 +179,13 @@ pub(super) fn fun_concat(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
             let (starts, ends, axes) =
                 (g.b.vec_i64(&[0]), g.b.vec_i64(&[frames]), g.b.vec_i64(&[2]));
             let cut = g.op("Slice", &[&control, &starts, &ends, &axes]);
-            // The frames after the control's take the mean: pad the
-            // control less the mean with zeros, then add the mean back.
-            let centred = g.op("Sub", &[&cut, &mean]);
+            // The frames after the control's take the mean's: the
+            // control as it is, then the filled frames from there on.
             let cut_shape = g.op("Shape", &[&cut]);
             let axis = g.b.vec_i64(&[2]);
             let kept = g.op_with("Gather", &[&cut_shape, &axis], &[("axis", Attr::Int(0))]);
-            let target = g.b.vec_i64(&[frames]);
-            let missing = g.op("Sub", &[&target, &kept]);
-            let before = g.b.vec_i64(&[0, 0, 0, 0, 0, 0, 0]);
-            let after = g.b.vec_i64(&[0, 0]);
-            let pads = g.op_with(
-                "Concat",
-                &[&before, &missing, &after],
-                &[("axis", Attr::Int(0))],
-            );
-            let padded = g.op("Pad", &[&centred, &pads]);
-            g.op("Add", &[&padded, &mean])
+            let rest = g.op("Slice", &[&filled, &kept, &ends, &axes]);
+            g.op_with("Concat", &[&cut, &rest], &[("axis", Attr::Int(2))])
         }
     };
     let concat = g.op_with("Concat", &[&first, &filled], &[("axis", Attr::Int(1))]);

@@ -77,11 +77,13 @@ pub(super) fn bind(fun: &FunControl, bind: &mut Value) {
 }
 
 /// The fill of the latent ComfyUI's `process_out` makes of zeros for a
-/// VAE of `channels` channels (Wan 2.1's 16, Wan 2.2's 48).
+/// VAE of `channels` channels (Wan 2.1's 16, Wan 2.2's 48; `recognise`
+/// refuses others, and `fun_concat` any other fill).
 fn mean_fill(channels: i64) -> &'static str {
     match channels {
+        16 => "wan21_mean",
         48 => "wan22_mean",
-        _ => "wan21_mean",
+        _ => "unknown",
     }
 }
 
@@ -98,7 +100,9 @@ pub(super) fn encode(
     if made {
         return;
     }
-    components.insert(encoder.to_string(), video_encoder(encoder, encoded));
+    if fun.control.is_some() || fun.reference.is_some() {
+        components.insert(encoder.to_string(), video_encoder(encoder, encoded));
+    }
     let (mut ports, mut bind) = (json!({}), json!({}));
     if let Some(loader) = &fun.control {
         super::control_video::fitted(frames, (loader, None), (inputs, components, setup));
@@ -146,12 +150,15 @@ pub(super) fn note(
     names: &StageNames,
 ) -> String {
     if names.reused(CONCAT) {
+        let reference = match fun.reference {
+            Some(_) => format!(" and `reference_latent` ({})", names.value(REFERENCE)),
+            None => String::new(),
+        };
         return format!(
-            "every denoiser call takes what an earlier stage made of node {}: `concat` ({}), `concat_mask` ({}) and `reference_latent` ({})",
+            "every denoiser call takes what an earlier stage made of node {}: `concat` ({}) and `concat_mask` ({}){reference}",
             frames.node,
             names.value(CONCAT),
             names.value(MASK),
-            names.value(REFERENCE)
         );
     }
     let control = match &fun.control {

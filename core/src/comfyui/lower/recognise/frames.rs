@@ -391,6 +391,16 @@ pub(super) fn read(g: &Graph<'_>, node: &str) -> Result<VideoFrames, Refusal> {
             ));
         }
     };
+    // Fun Control's conditioning is the latent mean of Wan 2.1's or Wan
+    // 2.2's latent format on the frames the control video leaves.
+    if class == FUN_CONTROL && !matches!((channels, scale), (16, 8) | (48, 16)) {
+        return Err(g.refuse(
+            &vae,
+            Some("vae_name"),
+            format!("loads `{name}`, whose latent is neither Wan 2.1's nor Wan 2.2's, which {class} conditions on"),
+            "load wan_2.1_vae or wan2.2_vae",
+        ));
+    }
     let start_picture = start.as_ref().map(|s| (s, start_resize.as_ref()));
     let side = |input: &str| -> Result<i64, Refusal> {
         let value = size(g, (node, input), 16..=MAX_RESOLUTION, start_picture)?;
