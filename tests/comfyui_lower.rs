@@ -270,6 +270,25 @@ fn flow_matching_sampling_becomes_a_typed_shift_input() {
 }
 
 #[test]
+fn an_attention_backend_changes_nothing_but_says_when_its_kernel_rounds() {
+    let plain = lowered(&pattern("flow-sd3"), &Target::default());
+    let mut backend = pattern("flow-sd3");
+    backend["30"] = json!({"class_type": "ModelAttentionBackend", "inputs": {"attention": "pytorch attention", "model": ["13", 0]}});
+    backend["5"]["inputs"]["model"] = json!(["30", 0]);
+    let exact = lowered(&backend, &Target::default());
+    assert_eq!(workflow(&exact), workflow(&plain));
+    assert_eq!(exact.notes, plain.notes);
+    backend["30"]["inputs"]["attention"] = json!("comfy kitchen attention");
+    let int8 = lowered(&backend, &Target::default());
+    assert_eq!(workflow(&int8), workflow(&plain));
+    assert!(
+        int8.notes.contains(&"node 30 (ModelAttentionBackend) runs ComfyUI's model with the 'comfy kitchen attention' attention kernel; the package's denoiser computes attention as it is exported, so its results differ from that kernel's by the kernel's rounding".to_string()),
+        "{:?}",
+        int8.notes
+    );
+}
+
+#[test]
 fn a_model_without_a_sampling_node_samples_as_its_text_encoder_type_says() {
     // SD3's own shift is 3, what the pattern's ModelSamplingSD3 states.
     let stated = lowered(&pattern("flow-sd3"), &Target::default());

@@ -68,7 +68,7 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 156] = [
+const CLASSES: [&str; 157] = [
     "LTXVConcatAVLatent", "LTXVSeparateAVLatent", "LTXVEmptyLatentAudio", "LTXVLatentUpsampler",
     "LatentUpscaleModelLoader", "LTXVAudioVAELoader", "LTXVAudioVAEDecode", "LTXVCropGuides",
     "LTXAVTextEncoderLoader", "LTXVDualCFGGuider", "CLIPTextEncodeFlux", "BatchImagesNode",
@@ -84,7 +84,7 @@ const CLASSES: [&str; 156] = [
     "VAEDecode", "VAEEncode", "VAEEncodeForInpaint", "VAELoader", "SamplerCustom",
     "SamplerCustomAdvanced", "KSamplerSelect", "BasicScheduler", "RandomNoise",
     "DisableNoise", "CFGGuider", "BasicGuider", "ModelSamplingFlux", "LatentUpscale",
-    "LatentUpscaleBy", "ImageUpscaleWithModel", "UpscaleModelLoader", "LoadVideo", "GetVideoComponents", "ConditioningZeroOut",
+    "LatentUpscaleBy", "ImageUpscaleWithModel", "UpscaleModelLoader", "LoadVideo", "GetVideoComponents", "ModelAttentionBackend", "ConditioningZeroOut",
     "T5TokenizerOptions", "PreviewImage", "EmptyHunyuanLatentVideo", "EmptyMochiLatentVideo",
     "EmptyCosmosLatentVideo", "EmptyLTXVLatentVideo", "Wan22ImageToVideoLatent", "VAEDecodeTiled",
     "SaveAnimatedWEBP", "SaveAnimatedPNG", "SaveWEBM", "CreateVideo", "SaveVideo", "FluxGuidance",

@@ -282,6 +282,17 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
             (shift * 1e4).round() / 1e4
         ))
     });
+    // ComfyUI's own attention is exact; its int8 kernel rounds.
+    let attention = plan
+        .model
+        .attention
+        .iter()
+        .filter(|(_, kernel)| kernel != "pytorch attention")
+        .map(|(node, kernel)| {
+            format!(
+                "node {node} (ModelAttentionBackend) runs ComfyUI's model with the '{kernel}' attention kernel; the package's denoiser computes attention as it is exported, so its results differ from that kernel's by the kernel's rounding"
+            )
+        });
     let options: BTreeSet<_> = plan
         .conditionings()
         .flat_map(|c| &c.tokenizer_options)
@@ -365,6 +376,7 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
         )
     });
     sampling
+        .chain(attention)
         .chain(differential)
         .chain(motion)
         .chain(adaptive)

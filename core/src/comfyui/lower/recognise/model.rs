@@ -45,6 +45,10 @@ pub(in crate::comfyui::lower) struct ModelChain {
     pub control_patch: Option<ControlPatch>,
     /// The model family's latent format, where it is not SD's.
     pub format: Option<LatentFormat>,
+    /// A `ModelAttentionBackend` (node, kernel): the attention kernel
+    /// ComfyUI runs the model with, which the package's model does not
+    /// change (it computes attention as it is exported).
+    pub attention: Option<(String, String)>,
 }
 
 /// What a model family's latents are where they are not SD's: pixels
@@ -214,6 +218,7 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
     let mut linear_cfg = None;
     let mut cfg_norm = None;
     let mut control_patch = None;
+    let mut attention = None;
     let (mut node, _) = g.source(sampler, "model")?;
     let mut from = (sampler.to_string(), "model");
     for _ in 0..=g.nodes.len() {
@@ -239,6 +244,11 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
             "DifferentialDiffusion" => {
                 differential.get_or_insert_with(|| node.clone());
             }
+            // Nearest the sampler is the kernel ComfyUI runs with.
+            "ModelAttentionBackend" if attention.is_none() => {
+                attention = Some((node.clone(), g.text(&node, "attention")?.to_string()));
+            }
+            "ModelAttentionBackend" => {}
             // Where Qwen-Image 2.1 keeps the prompt's attention keys and
             // values between steps; unquantised, it changes no result.
             "QwenImage21Cache" if g.text(&node, "dtype")? != "default" => {
@@ -383,6 +393,7 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
                     cfg_norm,
                     control_patch,
                     format: None,
+                    attention,
                 });
             }
         }
