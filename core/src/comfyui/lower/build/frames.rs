@@ -45,7 +45,7 @@ pub(super) const VALUES: [&str; 10] = [
 /// The plan's Wan image-to-video node, where its prompts carry one (every
 /// prompt carries the same, see `recognise::frames`).
 pub(in crate::comfyui::lower) fn frames(plan: &Plan) -> Option<&VideoFrames> {
-    plan.conditionings().find_map(|c| c.frames.as_ref())
+    plan.video_frames()
 }
 
 /// The mask's channels: four (Wan's), one for HunyuanVideo 1.5.
@@ -210,16 +210,16 @@ pub(super) fn encode(
     let Some(frames) = frames(plan) else {
         return;
     };
+    if made {
+        return;
+    }
     if let Some(vace) = &frames.vace {
         let parts = (inputs, components, setup);
-        return super::vace::encode(plan, (frames, vace), (encoder, latent), made, parts);
+        return super::vace::encode(plan, (frames, vace), (encoder, latent), parts);
     }
     if let Some(fun) = &frames.fun_control {
         let parts = (inputs, components, setup);
-        return super::fun_control::encode(plan, (frames, fun), (encoder, latent), made, parts);
-    }
-    if made {
-        return;
+        return super::fun_control::encode(plan, (frames, fun), (encoder, latent), parts);
     }
     components.insert(
         "init_scale".into(),

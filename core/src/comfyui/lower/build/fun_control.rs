@@ -88,18 +88,15 @@ fn mean_fill(channels: i64) -> &'static str {
 }
 
 /// Declares the policies and the video encoder `encoder` (its latent
-/// `latent`), and the setup steps making the concat, mask and reference
-/// latent, unless an earlier stage `made` them.
+/// `encoded`), and the setup steps making the concat, mask and reference
+/// latent (`frames::encode` calls it only where no earlier stage made
+/// them).
 pub(super) fn encode(
     plan: &Plan,
     (frames, fun): (&VideoFrames, &FunControl),
     (encoder, encoded): (&str, Value),
-    made: bool,
     (inputs, components, setup): (&mut Map<String, Value>, &mut Map<String, Value>, &mut Steps),
 ) {
-    if made {
-        return;
-    }
     if fun.control.is_some() || fun.reference.is_some() {
         components.insert(encoder.to_string(), video_encoder(encoder, encoded));
     }

@@ -60,20 +60,17 @@ pub(super) fn bind(bind: &mut Value) {
     bind["vace_strength"] = json!(STRENGTH);
 }
 
-/// Declares, unless an earlier stage `made` the context (a later stage
-/// of the node reads that stage's and its strength input), the strength
-/// input, the policies and the video encoder `encoder` (its latent
-/// `latent`), and the setup steps making the context.
+/// Declares the strength input, the policies and the video encoder
+/// `encoder` (its latent `latent`), and the setup steps making the
+/// context (`frames::encode` calls it only where no earlier stage made
+/// it: a later stage of the node reads that stage's and its strength
+/// input).
 pub(super) fn encode(
     plan: &Plan,
     (frames, vace): (&VideoFrames, &Vace),
     (encoder, latent): (&str, Value),
-    made: bool,
     (inputs, components, setup): (&mut Map<String, Value>, &mut Map<String, Value>, &mut Steps),
 ) {
-    if made {
-        return;
-    }
     inputs.insert(
         STRENGTH.into(),
         parameter(

@@ -195,11 +195,10 @@ fn loaded_rates_read(g: &Graph<'_>, chain: &Chain) -> Result<(), Refusal> {
         Origin::Video(loader) => Some(loader),
         _ => None,
     });
-    let controls = chain.stages.iter().filter_map(|plan| {
-        plan.conditionings()
-            .find_map(|c| c.frames.as_ref())
-            .and_then(|f| f.control_video())
-    });
+    let controls = chain
+        .stages
+        .iter()
+        .filter_map(|plan| plan.video_frames()?.control_video());
     let read: Vec<&String> = shown.chain(controls).collect();
     for sink in &chain.sinks {
         if let SinkKind::Video {

@@ -168,6 +168,14 @@ pub(in crate::comfyui::lower) struct FrameVision {
     pub end: Option<String>,
 }
 
+impl Plan {
+    /// The Wan image-to-video node the stage's prompts carry (every
+    /// prompt carries the same, see [`same_on_every_prompt`]).
+    pub fn video_frames(&self) -> Option<&VideoFrames> {
+        self.conditionings().find_map(|c| c.frames.as_ref())
+    }
+}
+
 impl VideoFrames {
     /// Video frames a latent frame holds (after the first): 4.
     pub fn temporal(&self) -> i64 {
