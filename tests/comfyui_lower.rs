@@ -709,7 +709,7 @@ fn custom_sampling_nodes_lower_as_the_ksampler_they_spell_out() {
     assert_eq!(node, "5");
     assert_eq!(
         message,
-        "feeds its denoised_output to node 6; the lowering takes it where the schedule ends at sigma 0 (a ManualSigmas list ending in 0, a BasicScheduler or LTXVScheduler) under euler, euler_ancestral, heun or dpmpp_2m, as the sampled output"
+        "feeds its denoised_output to node 6; the lowering takes it where the schedule ends at sigma 0 (a ManualSigmas list ending in 0, a BasicScheduler or LTXVScheduler) under euler, euler_ancestral, heun, dpmpp_2m, gradient_estimation or gradient_estimation_cfg_pp, as the sampled output"
     );
     let basic = json!({"class_type": "BasicGuider", "inputs": {"model": ["1", 0], "conditioning": ["2", 0]}});
     let mut cfg_pp = custom_sampling("img2img", Some(noise.clone()), Some(basic));

@@ -200,7 +200,7 @@ fn changed(mut g: Value, change: impl FnOnce(&mut Value)) -> Value {
 
 #[test]
 fn audio_video_graphs_the_lowering_cannot_build_are_refused() {
-    let denoised = "feeds its denoised_output to node 15; the lowering takes it where the schedule ends at sigma 0 (a ManualSigmas list ending in 0, a BasicScheduler or LTXVScheduler) under euler, euler_ancestral, heun or dpmpp_2m, as the sampled output";
+    let denoised = "feeds its denoised_output to node 15; the lowering takes it where the schedule ends at sigma 0 (a ManualSigmas list ending in 0, a BasicScheduler or LTXVScheduler) under euler, euler_ancestral, heun, dpmpp_2m, gradient_estimation or gradient_estimation_cfg_pp, as the sampled output";
     let cases: Vec<(Value, support::lowering::Expected)> = vec![
         (
             changed(text_to_video(), |g| {

@@ -68,7 +68,8 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 157] = [
+const CLASSES: [&str; 159] = [
+    "LTXVImgToVideoInplace", "LTXVPreprocess",
     "LTXVConcatAVLatent", "LTXVSeparateAVLatent", "LTXVEmptyLatentAudio", "LTXVLatentUpsampler",
     "LatentUpscaleModelLoader", "LTXVAudioVAELoader", "LTXVAudioVAEDecode", "LTXVCropGuides",
     "LTXAVTextEncoderLoader", "LTXVDualCFGGuider", "CLIPTextEncodeFlux", "BatchImagesNode",

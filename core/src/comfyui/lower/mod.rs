@@ -388,6 +388,7 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
         .chain(build::style_note(plan, names))
         .chain(build::loaded_note(plan, names))
         .chain(build::av_note(plan))
+        .chain(build::held_note(plan))
         .chain(build::clip_text_note(plan))
         .chain(build::patch_note(plan, names))
         .chain(window)

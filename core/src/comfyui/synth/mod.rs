@@ -15,6 +15,7 @@ mod estimate;
 mod frames;
 mod graph;
 mod guidance_norm;
+mod held;
 mod marigold;
 mod midpoint;
 mod model_call;
@@ -115,6 +116,11 @@ pub const POLICIES: &[&str] = &[
     "start_scale",
     "camera_embedding",
     "pixel_decoder",
+    "held_frames",
+    "held_input",
+    "held_estimate",
+    "held_scale",
+    "even_sides",
 ];
 
 /// The policies a workflow (or a stage, for a stage's pictures) may hold
@@ -129,6 +135,7 @@ const NUMBERED: &[&str] = &[
     "trim_latent",
     "join_frames",
     "av_split",
+    "held_scale",
 ];
 
 /// The policy kind and stage prefix of a component name: a chained
@@ -202,7 +209,8 @@ fn picture_policy(kind: &str, component: &Value) -> Result<Option<Vec<u8>>, Synt
     match kind {
         "image_scale" | "input_scale" | "init_scale" | "source_scale" | "start_scale"
         | "vision_scale" | "reference_scale" | "control_picture" | "patch_picture"
-        | "patch_scale" => upscale::image_scale(&mut g)?,
+        | "patch_scale" | "held_scale" => upscale::image_scale(&mut g)?,
+        "even_sides" => held::even_sides(&mut g)?,
         "picture_size" => upscale::picture_size(&mut g)?,
         "outpaint_pad" => outpaint::outpaint_pad(&mut g)?,
         _ => match policies::pixels_alone(&mut g) {
@@ -235,6 +243,9 @@ fn policy(kind: &str, component: &Value, family: &Family) -> Result<Vec<u8>, Syn
         "fit_frames" | "take_frames" => vace::fit_frames(&mut g)?,
         "fun_concat" => frames::fun_concat(&mut g)?,
         "vace_context" => vace::vace_context(&mut g)?,
+        "held_frames" => held::held_frames(&mut g)?,
+        "held_input" => held::held_input(&mut g)?,
+        "held_estimate" => held::held_estimate(&mut g, family)?,
         _ => policies::build(&mut g, family)?,
     }
     Ok(g.finish())

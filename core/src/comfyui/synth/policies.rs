@@ -270,7 +270,7 @@ fn join_frames(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
 
 /// The extents a contract parameter lists (`"128,2,1,1"`), each 1 or
 /// more.
-fn extents(g: &PolicyGraph<'_>, key: &str) -> Result<Vec<i64>, SynthError> {
+pub(super) fn extents(g: &PolicyGraph<'_>, key: &str) -> Result<Vec<i64>, SynthError> {
     let text = g
         .parameter(key)
         .and_then(Value::as_str)

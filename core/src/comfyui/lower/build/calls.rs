@@ -42,6 +42,9 @@ impl Calls<'_> {
     pub(super) fn push(&self, body: &mut Steps, sample: &str, timestep: &str, suffix: &str) {
         let m = |name: &str| format!("{}{name}", self.models);
         let plan = self.plan;
+        // A held frame's stage shows the model the sample blended with it.
+        let (unheld, held) = (sample, super::held::input(plan, sample, suffix, body));
+        let sample = held.as_deref().unwrap_or(sample);
         let sdxl = matches!(plan.positive.text, Prompt::Sdxl { .. });
         let conditioning = |side: &PromptSide<'_>| {
             let mut bind = json!({"sample": sample, "timestep": timestep, "encoder_hidden_states": format!("conditioning.{}", side.name)});
@@ -105,6 +108,7 @@ impl Calls<'_> {
                 bind["added_time_ids"] = json!(super::svd::TIME_IDS);
             }
             super::frames::bind(plan, &mut bind);
+            super::held::bind(plan, &mut bind);
             super::patch::bind(plan, &mut bind);
             super::lotus::bind(plan, &mut bind);
             if super::vision::spliced(plan).is_some() {
@@ -150,24 +154,28 @@ impl Calls<'_> {
         };
         let mut from = vec![&plan.sampler.node];
         from.extend(plan.model.linear_cfg.as_ref().map(|l| &l.node));
-        let Some(norm) = &plan.model.cfg_norm else {
-            body.push(
-                invoke(combine, bind, json!({"estimate": Self::estimate(suffix)})),
-                &from,
-            );
-            return;
+        // The estimate before its blend back to a held frame, if any.
+        let estimate = match held {
+            Some(_) => format!("denoiser.unheld{suffix}"),
+            None => Self::estimate(suffix),
         };
-        let guided = format!("denoiser.guided{suffix}");
-        body.push(invoke(combine, bind, json!({"estimate": guided})), &from);
-        let bind = json!({"sample": sample, "timestep": timestep, "guided": guided, "conditional": format!("denoiser.conditional{suffix}"), "strength": CFG_NORM_STRENGTH});
-        body.push(
-            invoke(
-                "cfg_norm",
-                bind,
-                json!({"estimate": Self::estimate(suffix)}),
+        match &plan.model.cfg_norm {
+            None => body.push(
+                invoke(combine, bind, json!({ "estimate": estimate })),
+                &from,
             ),
-            &[&norm.node],
-        );
+            Some(norm) => {
+                let guided = format!("denoiser.guided{suffix}");
+                body.push(invoke(combine, bind, json!({"estimate": guided})), &from);
+                let bind = json!({"sample": sample, "timestep": timestep, "guided": guided, "conditional": format!("denoiser.conditional{suffix}"), "strength": CFG_NORM_STRENGTH});
+                body.push(
+                    invoke("cfg_norm", bind, json!({ "estimate": estimate })),
+                    &[&norm.node],
+                );
+            }
+        }
+        let at = (unheld, sample, timestep);
+        super::held::estimate(plan, at, (&estimate, &Self::estimate(suffix)), body);
     }
 }
 

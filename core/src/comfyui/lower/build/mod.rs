@@ -22,6 +22,7 @@ mod control_video;
 mod edit;
 mod frames;
 mod fun_control;
+mod held;
 mod joined;
 mod loaded;
 mod lotus;
@@ -45,6 +46,7 @@ mod vision;
 pub(super) use av::note as av_note;
 pub(super) use edit::words as edit_words;
 pub(super) use frames::note as frames_note;
+pub(super) use held::note as held_note;
 pub(super) use loaded::note as loaded_note;
 pub(super) use names::StageNames;
 pub(super) use outpaint::words as outpaint_words;
@@ -88,7 +90,7 @@ impl Conflict {
             &self.sampler,
             Some("model"),
             format!(
-                "uses component `{}` with other inputs than sampler {} (a ControlNet, SDXL conditioning, reference pictures or a picture shown to the text encoder on one of them only), and one model component has one set of ports",
+                "uses component `{}` with other inputs than sampler {} (a ControlNet, SDXL conditioning, reference pictures, a picture shown to the text encoder or a held first frame on one of them only), and one model component has one set of ports",
                 self.component, self.other
             ),
             "condition both samplers of the checkpoint alike, or load the checkpoint twice",

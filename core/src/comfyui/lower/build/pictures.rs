@@ -28,8 +28,10 @@ fn loaders(plan: &Plan) -> Vec<&String> {
     let carried = reference::prompt_pictures(plan.conditionings()).map(|(_, _, (l, _))| l);
     let framed = reference::frame_pictures(plan.conditionings());
     let patched = plan.model.control_patch.as_ref().map(|p| &p.picture.0);
+    let held = plan.held.as_ref().map(|h| &h.loader);
     let mut loaders: Vec<&String> = Vec::new();
-    for loader in own.into_iter().chain(carried).chain(framed).chain(patched) {
+    let all = own.into_iter().chain(carried).chain(framed).chain(patched);
+    for loader in all.chain(held) {
         if !loaders.contains(&loader) {
             loaders.push(loader);
         }

@@ -545,6 +545,8 @@ pub(super) fn stage(
                 pixels::vae_encoder(&m("vae_encoder"), latent()),
             );
         }
+        let parts = (&mut inputs, &mut components, &mut setup);
+        let source = super::held::hold(plan, source, &m("vae_encoder"), parts);
         let add_noise = !matches!(
             s.window,
             Window::Steps {
@@ -673,6 +675,7 @@ pub(super) fn stage(
     }
     super::reference::ports(plan, &mut denoiser_ports);
     super::frames::denoiser_ports(plan, &latent(), &mut denoiser_ports);
+    super::held::denoiser_ports(plan, &mut denoiser_ports);
     super::patch::denoiser_ports(plan, &latent(), &mut denoiser_ports);
     if plan.edit().is_some() {
         denoiser_ports["concat"] = latent();

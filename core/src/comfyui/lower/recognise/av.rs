@@ -13,6 +13,8 @@
 use super::super::graph::Graph;
 use super::MAX_BATCH;
 use super::av_nodes::{AvLayout, CONCAT, CROP_GUIDES, SEPARATE};
+use super::held;
+pub(in crate::comfyui::lower) use super::held::HeldFrame;
 use super::latent::{self, LatentSource};
 use super::vae_source;
 use super::walk::Walk;
@@ -90,16 +92,23 @@ fn sample_rate(file: &str) -> i64 {
 }
 
 /// The latent sampler `sampler` starts from (the video part of an
-/// audio-video latent) and, for one, the rest of it.
+/// audio-video latent), for one the rest of it, and the picture held as
+/// its video's first frame.
 pub(super) fn latent_source(
     g: &Graph<'_>,
     sampler: &str,
     loader: &str,
     walk: &mut Walk,
-) -> Result<(LatentSource, Option<AudioVideo>), Refusal> {
+) -> Result<(LatentSource, Option<AudioVideo>, Option<HeldFrame>), Refusal> {
     let (concat, slot) = g.source(sampler, "latent_image")?;
     if g.class(&concat) != CONCAT {
         let source = latent::latent_source(g, (sampler, "latent_image"), loader, walk)?;
+        let held = match &source {
+            LatentSource::Empty { node, .. } if g.class(node) == held::CONDITIONING => {
+                Some(held::conditioning(g, node, loader)?)
+            }
+            _ => None,
+        };
         let earlier = match &source {
             LatentSource::Stage { stage, .. } => Some(*stage),
             LatentSource::Composite(c) => Some(c.base),
@@ -113,13 +122,15 @@ pub(super) fn latent_source(
                 "separate the latent with LTXVSeparateAVLatent, upsample its video part with LTXVLatentUpsampler and join the parts with LTXVConcatAVLatent",
             ));
         }
-        return Ok((source, None));
+        return Ok((source, None, held));
     }
     g.first_output((sampler, "latent_image"), &concat, slot)?;
-    let (video, slot) = g.source(&concat, "video_latent")?;
+    let (mut video, mut slot) = g.source(&concat, "video_latent")?;
+    let mut reads = (concat.clone(), "video_latent");
+    let held = held::read(g, (&mut video, &mut slot), &mut reads, loader)?;
     let (source, upsampler) = match g.class(&video) {
         UPSAMPLER => {
-            g.first_output((&concat, "video_latent"), &video, slot)?;
+            g.first_output((&reads.0, reads.1), &video, slot)?;
             let (stage, upsampler) = upsampled(g, &video, loader, walk)?;
             let stage = LatentSource::Stage {
                 stage,
@@ -128,14 +139,14 @@ pub(super) fn latent_source(
             (stage, Some(upsampler))
         }
         EMPTY_VIDEO => (
-            latent::latent_source(g, (&concat, "video_latent"), loader, walk)?,
+            latent::latent_source(g, (&reads.0, reads.1), loader, walk)?,
             None,
         ),
         _ => {
             return Err(g.refuse(
                 &video,
                 None,
-                format!("gives node {concat} ({CONCAT}) its video latent; the lowering takes an {EMPTY_VIDEO}, or an {UPSAMPLER} of an earlier sampler's video part"),
+                format!("gives node {} ({}) its video latent; the lowering takes an {EMPTY_VIDEO}, or an {UPSAMPLER} of an earlier sampler's video part, maybe through {}", reads.0, g.class(&reads.0), held::IN_PLACE),
                 "connect an EmptyLTXVLatentVideo, or LTXVLatentUpsampler of LTXVSeparateAVLatent's video",
             ));
         }
@@ -194,16 +205,14 @@ pub(super) fn latent_source(
             "join the video and audio parts of one LTXVSeparateAVLatent, or two empty latents",
         ));
     };
-    Ok((
-        source,
-        Some(AudioVideo {
-            concat,
-            audio,
-            upsampler,
-            layout,
-            earlier,
-        }),
-    ))
+    let av = AudioVideo {
+        concat,
+        audio,
+        upsampler,
+        layout,
+        earlier,
+    };
+    Ok((source, Some(av), held))
 }
 
 /// The stage whose video part `LTXVLatentUpsampler` `node` enlarges, and

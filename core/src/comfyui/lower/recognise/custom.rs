@@ -173,8 +173,16 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
 const LTXV_DUAL: &str = "LTXVDualCFGGuider";
 
 /// The samplers whose last step, to sigma 0, lands on the model's
-/// estimate, so that the denoised output is the sampled one.
-const LAST_STEP_ON_ESTIMATE: &[&str] = &["euler", "euler_ancestral", "heun", "dpmpp_2m"];
+/// estimate, so that the denoised output is the sampled one
+/// (`gradient_estimation` steps to the estimate when the next sigma is 0).
+pub(super) const LAST_STEP_ON_ESTIMATE: &[&str] = &[
+    "euler",
+    "euler_ancestral",
+    "heun",
+    "dpmpp_2m",
+    "gradient_estimation",
+    "gradient_estimation_cfg_pp",
+];
 
 /// Whether custom sampler `node`'s sampler (its `KSamplerSelect`) ends on
 /// the estimate at sigma 0 (see [`LAST_STEP_ON_ESTIMATE`]).

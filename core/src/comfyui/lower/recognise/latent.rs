@@ -5,7 +5,7 @@
 use super::super::graph::Graph;
 use super::audio;
 use super::composite::{Composite, composite};
-use super::latent_sizes::{VIDEO_LATENTS, VideoLatent};
+use super::latent_sizes::{VideoLatent, video_latent};
 use super::outpaint::{self, Pad};
 use super::pixels::{LoadedPicture, Pixels, Resize, picture};
 use super::walk::Walk;
@@ -307,7 +307,15 @@ pub(super) fn latent_source(
             node,
         });
     }
-    if let Some(video) = VIDEO_LATENTS.iter().find(|v| v.class == g.class(&node)) {
+    if let Some(video) = video_latent(g.class(&node)) {
+        if g.class(&node) == super::held::CONDITIONING && slot != 2 {
+            return Err(g.refuse(
+                reader,
+                Some(input),
+                format!("reads output {slot} of node {node} (a conditioning) as its latent; LTXVImgToVideo's latent is output 2"),
+                "connect the latent output",
+            ));
+        }
         return empty_video(g, &node, video);
     }
     g.expect(&node, LATENT_SOURCES, input, (reader, input))?;
@@ -576,4 +584,22 @@ fn upscale(g: &Graph<'_>, node: &str) -> Result<Option<Upscale>, Refusal> {
         method: method.to_string(),
         size,
     }))
+}
+
+impl super::Plan {
+    /// The noise mask the stage blends its latent by after every step, and
+    /// how far it grows (`VAEEncodeForInpaint`'s `grow_mask_by`).
+    pub fn noise_mask(&self) -> Option<(&Mask, i64)> {
+        match &self.latent {
+            LatentSource::Encoded { mask: Some(m), .. } => Some((m, 0)),
+            LatentSource::Inpaint {
+                mask, grow_mask_by, ..
+            } => Some((mask, *grow_mask_by)),
+            LatentSource::Edit {
+                inpaint: Some(inpaint),
+                ..
+            } if inpaint.noise_mask => Some((&inpaint.mask, 0)),
+            _ => None,
+        }
+    }
 }

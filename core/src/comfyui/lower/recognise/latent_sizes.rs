@@ -17,6 +17,16 @@ pub(super) struct VideoLatent {
     pub min_side: i64,
 }
 
+/// The empty video latent class `class` makes: its own, or LTX-Video's
+/// for `LTXVImgToVideo` (an empty latent of its size holding a picture).
+pub(super) fn video_latent(class: &str) -> Option<&'static VideoLatent> {
+    let class = match class {
+        super::held::CONDITIONING => "EmptyLTXVLatentVideo",
+        other => other,
+    };
+    VIDEO_LATENTS.iter().find(|v| v.class == class)
+}
+
 pub(super) const VIDEO_LATENTS: &[VideoLatent] = &[
     VideoLatent {
         class: "EmptyHunyuanLatentVideo",
@@ -76,7 +86,15 @@ pub(super) fn latent_cells(g: &Graph<'_>, node: &str) -> Result<Option<i64>, Ref
         }
         return latent_cells(g, &video);
     }
-    let (scale, temporal) = match VIDEO_LATENTS.iter().find(|v| v.class == class) {
+    // A picture written over its first frame keeps the latent's shape.
+    if class == super::held::IN_PLACE {
+        let (latent, _) = g.source(node, "latent")?;
+        if [super::av_nodes::CONCAT, super::held::IN_PLACE].contains(&g.class(&latent)) {
+            return Ok(None);
+        }
+        return latent_cells(g, &latent);
+    }
+    let (scale, temporal) = match video_latent(class) {
         Some(video) => (video.scale, Some(video.temporal)),
         None => match class {
             "EmptyLatentImage" | "EmptySD3LatentImage" => (8, None),

@@ -43,24 +43,34 @@ pub(super) fn frame_rate(
     Ok(Some(rate))
 }
 
-/// Steps back through an `LTXVCropGuides` at `node` (output `slot`: 0
-/// positive, 1 negative): without keyframe guides, which the lowering
-/// does not add, it gives the prompts it is given.
-pub(super) fn crop_guides(
+/// Steps back through the nodes at `node` (output `slot`: 0 positive, 1
+/// negative) that give the prompts they are given: `LTXVCropGuides`
+/// (without keyframe guides, which the lowering does not add) and
+/// `LTXVImgToVideo` (whose latent holds its picture).
+pub(super) fn through_prompts(
     g: &Graph<'_>,
     node: &mut String,
     slot: &mut i64,
     from: &mut (String, String),
 ) -> Result<(), Refusal> {
-    if g.class(node) != super::av_nodes::CROP_GUIDES {
-        return Ok(());
+    let passing = [super::av_nodes::CROP_GUIDES, super::held::CONDITIONING];
+    for _ in 0..=g.nodes.len() {
+        if !passing.contains(&g.class(node)) {
+            return Ok(());
+        }
+        g.through_prompt_pair(
+            node,
+            slot,
+            from,
+            "which gives conditionings on outputs 0 and 1 (its latent on 2)",
+        )?;
     }
-    g.through_prompt_pair(
+    Err(g.refuse(
         node,
-        slot,
-        from,
-        "which gives conditionings on outputs 0 and 1 (its latent on 2)",
-    )
+        None,
+        "is part of a loop of prompts".into(),
+        "break the loop",
+    ))
 }
 
 /// The frame rate the sampler's denoiser takes where a prompt has an

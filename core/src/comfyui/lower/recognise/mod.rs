@@ -14,6 +14,7 @@ mod custom;
 mod edits;
 mod flow_only;
 mod frames;
+mod held;
 mod joined;
 mod ksampler;
 mod latent;
@@ -40,7 +41,7 @@ mod vision;
 mod walk;
 
 pub(super) use audio::{SAMPLE_RATE, SAMPLES_PER_STEP, Seconds, WAVE_CHANNELS};
-pub(super) use av::Sound;
+pub(super) use av::{HeldFrame, Sound};
 pub(super) use av_nodes::{AUDIO_BINS, AUDIO_CHANNELS, AvLayout};
 pub(super) use chain::{Chain, FrameRate, Sink, SinkKind, is_sink, recognise, sink_classes};
 pub(super) use composite::Composite;
@@ -65,9 +66,8 @@ use super::parts::Axes;
 use crate::comfyui::synth::spacing::Schedule;
 use custom::Guide;
 pub use ksampler::denoise_start_step;
-use ksampler::round_half_even;
-use ksampler::sampler;
 use ksampler::{checked_denoise, checked_sampler_name, checked_scheduler, checked_steps};
+use ksampler::{round_half_even, sampler};
 use own_sampling::Family;
 use vae::pixel_space;
 use vae::vae_source;
@@ -105,14 +105,18 @@ pub(super) struct Plan {
     pub frame_rate: Option<ltxv::FrameRate>,
     /// LTX-2's audio-video latent: `latent` is its video part.
     pub audio: Option<av::AudioVideo>,
+    /// The picture held as the video's first latent frame.
+    pub held: Option<HeldFrame>,
 }
 
 impl Plan {
     /// Whether the run is a window of its schedule or starts from a latent
-    /// (so it noises its start latent to the window's first sigma), rather
-    /// than a fresh run from pure noise at the top of the model's sigmas.
+    /// (so it noises its start latent to the window's first sigma; a held
+    /// frame's latent is one), rather than a fresh run from pure noise at
+    /// the top of the model's sigmas.
     pub fn windowed(&self) -> bool {
-        !self.sampler.schedule.starts_at_top()
+        self.held.is_some()
+            || !self.sampler.schedule.starts_at_top()
             || !matches!(
                 (&self.sampler.window, &self.latent),
                 (
@@ -149,22 +153,6 @@ impl Plan {
                 _,
             ) => Some(image),
             (_, Prompt::Video(video)) => Some(&video.image),
-            _ => None,
-        }
-    }
-
-    /// The noise mask the stage blends its latent by after every step, and
-    /// how far it grows (`VAEEncodeForInpaint`'s `grow_mask_by`).
-    pub fn noise_mask(&self) -> Option<(&latent::Mask, i64)> {
-        match &self.latent {
-            LatentSource::Encoded { mask: Some(m), .. } => Some((m, 0)),
-            LatentSource::Inpaint {
-                mask, grow_mask_by, ..
-            } => Some((mask, *grow_mask_by)),
-            LatentSource::Edit {
-                inpaint: Some(inpaint),
-                ..
-            } if inpaint.noise_mask => Some((&inpaint.mask, 0)),
             _ => None,
         }
     }
@@ -461,7 +449,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         ));
     }
     let cell = model.format.map(|f| f.cell);
-    let (latent, audio) = av::latent_source(g, &sampler_node, &model.loader, walk)?;
+    let (latent, audio, held) = av::latent_source(g, &sampler_node, &model.loader, walk)?;
     let latent = latent.in_cells_of(g, cell)?;
     loaded::check(g, &sampler, &model, (&positive, family.settled()), &latent)?;
     if let (
@@ -628,7 +616,11 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         seconds,
         frame_rate,
         audio,
+        held,
     };
+    if let Some(held) = &plan.held {
+        held::solvable(g, held, &plan.sampler.sampler_name)?;
+    }
     ksampler::own_steps_checked(g, &mut plan)?;
     Ok(plan)
 }

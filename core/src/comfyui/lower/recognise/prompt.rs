@@ -70,8 +70,9 @@ pub(super) fn conditioning(
     let mut references = References::default();
     let mut styles = Vec::new();
     let seconds = super::audio::seconds(g, &mut node, &mut slot, &mut from)?;
-    super::ltxv::crop_guides(g, &mut node, &mut slot, &mut from)?;
+    super::ltxv::through_prompts(g, &mut node, &mut slot, &mut from)?;
     let frame_rate = super::ltxv::frame_rate(g, &mut node, &mut slot, &mut from)?;
+    super::ltxv::through_prompts(g, &mut node, &mut slot, &mut from)?;
     let edit = edit_conditioning(g, &mut node, &mut slot, &mut from)?;
     let frames = super::frames::step(g, &mut node, &mut slot, &mut from)?;
     let mut marks = Marks {

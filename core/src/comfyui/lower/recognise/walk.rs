@@ -43,8 +43,9 @@ impl Walk {
                 node,
                 None,
                 format!(
-                    "feeds its denoised_output to node {}; the lowering takes it where the schedule ends at sigma 0 (a ManualSigmas list ending in 0, a BasicScheduler or LTXVScheduler) under euler, euler_ancestral, heun or dpmpp_2m, as the sampled output",
-                    from.0
+                    "feeds its denoised_output to node {}; the lowering takes it where the schedule ends at sigma 0 (a ManualSigmas list ending in 0, a BasicScheduler or LTXVScheduler) under {}, as the sampled output",
+                    from.0,
+                    listed(custom::LAST_STEP_ON_ESTIMATE)
                 ),
                 "use the sampler's first output",
             ));
@@ -167,5 +168,14 @@ impl Walk {
     /// The latent axes of stage `stage`.
     pub(super) fn axes(&self, stage: usize) -> Axes {
         self.stages.get(stage).map_or(Axes::Image, |p| p.axes)
+    }
+}
+
+/// Names as a sentence lists them: `a, b or c`.
+fn listed(names: &[&str]) -> String {
+    match names.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
     }
 }
