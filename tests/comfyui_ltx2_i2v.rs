@@ -2,8 +2,11 @@
 //! picture (through its resizes and `LTXVPreprocess`) over the video
 //! latent's first frame with the noise mask `1 - strength`, which every
 //! model call of the sampler honours (`held_input`, `denoise_mask`,
-//! `held_estimate`); `gradient_estimation`'s denoised output to sigma 0
-//! is its sampled one.
+//! `held_estimate`); `LTXVAddGuide` appends guide frames after the
+//! video's, with their tokens' positions for the model, and
+//! `LTXVCropGuides` drops them before decoding; `SamplerEulerAncestral`
+//! at eta 0 or 1; `gradient_estimation`'s denoised output to sigma 0 is
+//! its sampled one.
 
 mod support;
 
@@ -60,7 +63,8 @@ fn a_held_picture_is_resized_encoded_and_written_over_the_first_frame() {
     let l = lowered(&image_to_video(0.7), &Target::default());
     let w = workflow(&l);
     assert_eq!(parameter(w, "held_frames", "video_shape"), "128,2,2,2");
-    assert_eq!(parameter(w, "held_frames", "strength"), 0.7);
+    assert_eq!(parameter(w, "held_frames", "strengths"), "0.7");
+    assert_eq!(parameter(w, "held_frames", "positions"), "0");
     assert_eq!(parameter(w, "held_frames", "packed"), true);
     assert_eq!(
         w["inputs"]["request.image"]["contract"]["shape"],
@@ -274,7 +278,7 @@ fn ltx_videos_image_to_video_holds_its_picture_in_the_video_latent() {
     let w = workflow(&l);
     assert_eq!(parameter(w, "held_frames", "video_shape"), "128,2,2,2");
     assert_eq!(parameter(w, "held_frames", "packed"), false);
-    assert_eq!(parameter(w, "held_frames", "strength"), 0.15);
+    assert_eq!(parameter(w, "held_frames", "strengths"), "0.15");
     // No graph resize: the picture is resized to the latent's size only.
     assert_eq!(parameter(w, "held_scale", "width"), 64);
     assert!(w["components"].get("even_sides").is_none());
@@ -343,5 +347,155 @@ fn a_held_picture_the_lowering_cannot_make_is_refused() {
     assert_refused(
         &g,
         ("22", "LTXVImgToVideoInplace", Some("strength"), "is 1.5"),
+    );
+}
+
+/// A small LTX-2 first-and-last-frame graph: two loaded pictures guide a
+/// 64x64 video of 17 frames (3 latent frames) at its first and last
+/// frame at strength 0.7, appended after its frames; sampled by
+/// `SamplerEulerAncestral` at eta 0 (Euler's step), the guides cropped
+/// before decoding.
+fn first_and_last_frame() -> Value {
+    let mut g = image_to_video(1.0);
+    let nodes = g.as_object_mut().expect("an object");
+    for id in ["20", "21", "22"] {
+        nodes.remove(id);
+    }
+    g["7"]["inputs"]["length"] = json!(17);
+    g["8"]["inputs"]["frames_number"] = json!(17);
+    g["23"] = json!({"class_type": "LoadImage", "inputs": {"image": "last.png"}});
+    g["24"] = json!({"class_type": "LTXVAddGuide", "inputs": {"frame_idx": 0, "strength": 0.7, "positive": ["5", 0], "negative": ["5", 1], "vae": ["1", 2], "latent": ["7", 0], "image": ["19", 0]}});
+    g["25"] = json!({"class_type": "LTXVAddGuide", "inputs": {"frame_idx": -1, "strength": 0.7, "positive": ["24", 0], "negative": ["24", 1], "vae": ["1", 2], "latent": ["24", 2], "image": ["23", 0]}});
+    g["26"] = json!({"class_type": "LTXVCropGuides", "inputs": {"positive": ["25", 0], "negative": ["25", 1], "latent": ["15", 0]}});
+    g["9"]["inputs"]["video_latent"] = json!(["25", 2]);
+    g["11"]["inputs"]["positive"] = json!(["25", 0]);
+    g["11"]["inputs"]["negative"] = json!(["25", 1]);
+    g["12"] =
+        json!({"class_type": "SamplerEulerAncestral", "inputs": {"eta": 0.0, "s_noise": 1.0}});
+    g["16"]["inputs"]["samples"] = json!(["26", 2]);
+    g
+}
+
+#[test]
+fn guides_are_appended_after_the_video_and_cropped_before_decoding() {
+    let l = lowered(&first_and_last_frame(), &Target::default());
+    let w = workflow(&l);
+    // 3 latent frames and the 2 guides'.
+    assert_eq!(parameter(w, "av_split", "video_shape"), "128,5,2,2");
+    assert_eq!(parameter(w, "held_frames", "positions"), "3,4");
+    assert_eq!(parameter(w, "held_frames", "strengths"), "0.7,0.7");
+    // Frame -1 of 17 is frame 16.
+    assert_eq!(parameter(w, "held_frames", "guide_frames"), "0,16");
+    let denoiser = &w["components"]["denoiser"]["ports"]["inputs"];
+    assert_eq!(
+        denoiser["keyframe_idxs"]["shape"],
+        json!([1, 3, "guide_tokens", 2])
+    );
+    assert_eq!(parameter(w, "trim_latent", "from"), "end");
+    assert_eq!(parameter(w, "trim_latent", "frames"), 2);
+    assert!(
+        l.notes
+            .iter()
+            .any(|n| n.contains("node 25 at video frame 16, strength 0.7")),
+        "{:#?}",
+        l.notes
+    );
+    if !support::runtime_available() {
+        return;
+    }
+    let root = scratch("ltx2-guides");
+    // The guides' tokens: each guide's 2 x 2 cells, time from its frame
+    // to the next, sides in 32-pixel cells.
+    let source = vec![0.5f32; 128 * 5 * 4 + 8 * 17 * 16];
+    let frame = |v: f32| tensor(&[1, 128, 1, 2, 2], &[v; 512]);
+    let out = run_policy_alone(
+        &root,
+        "frames",
+        &l.document,
+        "held_frames",
+        &[
+            ("source", tensor(&[1, 1, source.len()], &source)),
+            ("frame", frame(3.0)),
+            ("frame_2", frame(4.0)),
+        ],
+    );
+    let (shape, positions) = npy(&out.join("keyframe_idxs.npy"));
+    assert_eq!(shape, [1, 3, 8, 2]);
+    let time: Vec<f32> = positions[..16].to_vec();
+    assert_eq!(
+        time,
+        [
+            0., 1., 0., 1., 0., 1., 0., 1., 16., 17., 16., 17., 16., 17., 16., 17.
+        ]
+    );
+    let height: Vec<f32> = positions[16..32].to_vec();
+    assert_eq!(
+        height,
+        [
+            0., 32., 0., 32., 32., 64., 32., 64., 0., 32., 0., 32., 32., 64., 32., 64.
+        ]
+    );
+    assert_eq!(npy(&out.join("guide_strength.npy")).1, [0.7; 8]);
+    let (_, held) = npy(&out.join("held.npy"));
+    let (_, mask) = npy(&out.join("mask.npy"));
+    // Channel 0's 5 frames of 4 cells: the video's 3, then the guides.
+    assert_eq!(
+        held[..20],
+        [[0.5; 12].as_slice(), &[3.0; 4], &[4.0; 4]].concat()[..]
+    );
+    let kept = 1.0 - 0.7f32;
+    assert_eq!(mask[..20], [[1.0; 12].as_slice(), &[kept; 8]].concat()[..]);
+    let (_, out) = package_and_run(&root, "flf", &first_and_last_frame());
+    assert_eq!(npy(&out.join("video.npy")).0, [1, 17, 3, 64, 64]);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn guides_and_samplers_the_lowering_cannot_build_are_refused() {
+    let mut g = first_and_last_frame();
+    g["25"]["inputs"]["frame_idx"] = json!(40);
+    assert_refused(
+        &g,
+        (
+            "25",
+            "LTXVAddGuide",
+            Some("frame_idx"),
+            "guides frame 40, past the last of the video's 17 frames",
+        ),
+    );
+    let mut g = first_and_last_frame();
+    g["12"]["inputs"]["eta"] = json!(0.5);
+    g["15"]["inputs"]["av_latent"] = json!(["14", 0]);
+    assert_refused(
+        &g,
+        (
+            "12",
+            "SamplerEulerAncestral",
+            Some("eta"),
+            "samples with eta 0.5 and noise scale 1; the lowering takes eta 0 (Euler's step) or eta 1 with noise scale 1 (euler_ancestral)",
+        ),
+    );
+    // At eta 1 and noise scale 1 it is euler_ancestral.
+    let mut ancestral = first_and_last_frame();
+    ancestral["12"]["inputs"]["eta"] = json!(1.0);
+    let mut selected = first_and_last_frame();
+    selected["12"] =
+        json!({"class_type": "KSamplerSelect", "inputs": {"sampler_name": "euler_ancestral"}});
+    let doc = |g: &Value| {
+        let mut d = lowered(g, &Target::default()).document;
+        d["pipeline"]["workflow"]["steps"] = Value::Null;
+        d
+    };
+    assert_eq!(
+        parameter(
+            &doc(&ancestral)["pipeline"]["workflow"],
+            "solver_step",
+            "solver"
+        ),
+        "euler_ancestral"
+    );
+    assert_eq!(
+        doc(&ancestral)["pipeline"]["workflow"]["components"]["solver_step"],
+        doc(&selected)["pipeline"]["workflow"]["components"]["solver_step"]
     );
 }

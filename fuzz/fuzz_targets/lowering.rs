@@ -68,8 +68,8 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 159] = [
-    "LTXVImgToVideoInplace", "LTXVPreprocess",
+const CLASSES: [&str; 162] = [
+    "LTXVImgToVideoInplace", "LTXVPreprocess", "LTXVImgToVideo", "LTXVAddGuide", "SamplerEulerAncestral",
     "LTXVConcatAVLatent", "LTXVSeparateAVLatent", "LTXVEmptyLatentAudio", "LTXVLatentUpsampler",
     "LatentUpscaleModelLoader", "LTXVAudioVAELoader", "LTXVAudioVAEDecode", "LTXVCropGuides",
     "LTXAVTextEncoderLoader", "LTXVDualCFGGuider", "CLIPTextEncodeFlux", "BatchImagesNode",

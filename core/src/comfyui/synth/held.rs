@@ -3,12 +3,14 @@
 //! height, width]` or (`packed`) LTX-2's audio-video row `[batch, 1,
 //! video + audio]`, whose video part is `video_shape` (`[channels,
 //! frames, height, width]`) per batch entry:
-//! - `held_frames`: the encoded frames `frame` (`[1, channels, t, height,
-//!   width]`) written over the first `t` video frames of every entry of
-//!   `source`; the noise mask over the latent, `1 - strength` on those
-//!   frames and 1 elsewhere (audio included); and the same mask over the
-//!   video's cells, `[batch, 1, frames, height, width]`, which the
-//!   denoiser scales its tokens' timesteps by.
+//! - `held_frames`: the encoded frames `frame`, `frame_2`, ... (each `[1,
+//!   channels, 1, height, width]`) written over the latent frames
+//!   `positions` of every entry of `source`; the noise mask over the
+//!   latent, `1 - strength` (`strengths`) on those frames and 1 elsewhere
+//!   (audio included); the same mask over the video's cells, `[batch, 1,
+//!   frames, height, width]`, which the denoiser scales its tokens'
+//!   timesteps by; and for LTX-2's guides (`guide_frames`,
+//!   `guide_strengths`) their tokens' positions and strengths.
 //! - `held_input`: `mask x + (1 - mask) held`, the sample the model sees
 //!   (LTX-2 takes the masked part of the latent as it is, unnoised).
 //! - `held_estimate`: on a flow model at `sigma = timestep / multiplier`,
@@ -24,21 +26,36 @@ use super::policies::extents;
 use super::tables::ModelSampling;
 use wfstudio_onnx::builder::Attr;
 
+/// A contract parameter listing numbers (`0,12`).
+fn numbers(g: &PolicyGraph<'_>, key: &str) -> Result<Vec<f64>, SynthError> {
+    let text = g
+        .parameter(key)
+        .and_then(serde_json::Value::as_str)
+        .ok_or_else(|| g.error(format!("it has no `{key}` parameter")))?;
+    text.split(',')
+        .map(|v| v.trim().parse::<f64>().ok().filter(|v| v.is_finite()))
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| g.error(format!("`{key}` is '{text}', not numbers")))
+}
+
 /// `held_frames`.
 pub fn held_frames(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let video = extents(g, "video_shape")?;
     let [channels, frames, height, width] = video[..] else {
         return Err(g.error("`video_shape` is not four extents"));
     };
-    let strength = g
-        .parameter("strength")
-        .and_then(serde_json::Value::as_f64)
-        .filter(|s| (0.0..=1.0).contains(s))
-        .ok_or_else(|| g.error("its `strength` is not a number from 0 to 1"))?;
+    let (positions, strengths) = (numbers(g, "positions")?, numbers(g, "strengths")?);
+    let placed = positions.len() == strengths.len()
+        && positions
+            .iter()
+            .all(|p| p.fract() == 0.0 && (0.0..frames as f64).contains(p))
+        && strengths.iter().all(|s| (0.0..=1.0).contains(s));
+    if !placed {
+        return Err(g.error("its `positions` and `strengths` are not one latent frame and one strength from 0 to 1 for each held frame"));
+    }
     let elements: i64 = video.iter().product();
     let packed = g.parameter("packed").and_then(serde_json::Value::as_bool) == Some(true);
     let source = g.input("source")?;
-    let frame = g.input("frame")?;
     let batch = g.op_with(
         "Shape",
         &[&source],
@@ -57,7 +74,7 @@ pub fn held_frames(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
         g.op_with("Concat", &[&batch, &rest], &[("axis", Attr::Int(0))])
     };
     let video_shape = shaped(g, &[channels, frames, height, width]);
-    let (video_part, audio_part) = match packed {
+    let (mut written, audio_part) = match packed {
         true => {
             let video_part = slice(g, &source, (0, elements));
             let video_part = g.op("Reshape", &[&video_part, &video_shape]);
@@ -65,28 +82,32 @@ pub fn held_frames(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
         }
         false => (source.clone(), None),
     };
-    // Which frames are held: those before the encoded frames' count.
-    let held_count = g.op_with(
-        "Shape",
-        &[&frame],
-        &[("start", Attr::Int(2)), ("end", Attr::Int(3))],
-    );
+    // Each encoded frame (one latent frame, its picture's batch
+    // broadcast) written at its place, its mask 1 - strength there.
     let (zero, one_i, all) = (g.i(0), g.i(1), g.i(frames));
     let index = g.op("Range", &[&zero, &all, &one_i]);
-    let held = g.op("Less", &[&index, &held_count]);
     let on_frames = g.b.vec_i64(&[1, 1, frames, 1, 1]);
-    let held = g.op("Reshape", &[&held, &on_frames]);
-    // Frame i of the encoded frames for every held frame i.
-    let last = g.op("Sub", &[&held_count, &one_i]);
-    let within = g.op("Min", &[&index, &last]);
-    let spread = g.op_with("Gather", &[&frame, &within], &[("axis", Attr::Int(2))]);
-    let written = g.op("Where", &[&held, &spread, &video_part]);
-    let (kept, free) = (g.f(1.0 - strength), g.f(1.0));
-    let mask = g.op("Where", &[&held, &kept, &free]);
+    let index = g.op("Reshape", &[&index, &on_frames]);
+    let mut mask = g.f(1.0);
+    for (n, (at, strength)) in positions.iter().zip(&strengths).enumerate() {
+        let port = match n {
+            0 => "frame".to_string(),
+            n => format!("frame_{}", n + 1),
+        };
+        let frame = g.input(&port)?;
+        let at = g.i(*at as i64);
+        let here = g.op("Equal", &[&index, &at]);
+        written = g.op("Where", &[&here, &frame, &written]);
+        let kept = g.f(1.0 - strength);
+        mask = g.op("Where", &[&here, &kept, &mask]);
+    }
     let cells = shaped(g, &[1, frames, height, width]);
     let denoise_mask = g.op("Expand", &[&mask, &cells]);
     g.output(&denoise_mask, "denoise_mask")?;
     let video_mask = g.op("Expand", &[&mask, &video_shape]);
+    if g.parameter("guide_frames").is_some() {
+        guide_tokens(g, (height, width))?;
+    }
     let Some(audio_part) = audio_part else {
         g.output(&written, "held")?;
         return g.output(&video_mask, "mask");
@@ -100,9 +121,56 @@ pub fn held_frames(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let out = join(g, &written, &audio_part);
     g.output(&out, "held")?;
     let audio_shape = g.op("Shape", &[&audio_part]);
+    let free = g.f(1.0);
     let audio_mask = g.op("Expand", &[&free, &audio_shape]);
     let mask = join(g, &video_mask, &audio_mask);
     g.output(&mask, "mask")
+}
+
+/// Pixels per latent cell (height and width) of LTX-2's video VAE.
+const SPATIAL_SCALE: f64 = 32.0;
+
+/// The guide frames' tokens, each guide's `height x width` in order:
+/// their positions in pixels `[1, 3, tokens, 2]` (time from the guide's
+/// video frame to the next, as `LTXVAddGuide` places a one-frame guide
+/// with the VAE's causal first frame; height and width from the cell's
+/// first pixel to the next cell's) and their guides' strengths.
+fn guide_tokens(g: &mut PolicyGraph<'_>, (height, width): (i64, i64)) -> Result<(), SynthError> {
+    let (frames, strengths) = (numbers(g, "guide_frames")?, numbers(g, "guide_strengths")?);
+    if frames.len() != strengths.len() {
+        return Err(g.error("its `guide_frames` and `guide_strengths` differ in length"));
+    }
+    let cells = (height * width) as usize;
+    let tokens = frames.len() * cells;
+    // [3][tokens][2], time first.
+    let mut positions = vec![0f32; 3 * tokens * 2];
+    let mut strength = Vec::with_capacity(tokens);
+    for (guide, (frame, s)) in frames.iter().zip(&strengths).enumerate() {
+        for cell in 0..cells {
+            let token = guide * cells + cell;
+            let (y, x) = (
+                (cell / width as usize) as f64,
+                (cell % width as usize) as f64,
+            );
+            let spans = [
+                (*frame, frame + 1.0),
+                (y * SPATIAL_SCALE, (y + 1.0) * SPATIAL_SCALE),
+                (x * SPATIAL_SCALE, (x + 1.0) * SPATIAL_SCALE),
+            ];
+            for (axis, (from, to)) in spans.into_iter().enumerate() {
+                positions[(axis * tokens + token) * 2] = from as f32;
+                positions[(axis * tokens + token) * 2 + 1] = to as f32;
+            }
+            strength.push(*s as f32);
+        }
+    }
+    let positions = g.b.vec_f32(&positions);
+    let shape = g.b.vec_i64(&[1, 3, tokens as i64, 2]);
+    let positions = g.op("Reshape", &[&positions, &shape]);
+    g.output(&positions, "keyframe_idxs")?;
+    let strength = g.b.vec_f32(&strength);
+    let strength = g.op("Identity", &[&strength]);
+    g.output(&strength, "guide_strength")
 }
 
 /// `mask a + (1 - mask) held`.

@@ -136,6 +136,7 @@ const NUMBERED: &[&str] = &[
     "join_frames",
     "av_split",
     "held_scale",
+    "even_sides",
 ];
 
 /// The policy kind and stage prefix of a component name: a chained

@@ -355,13 +355,19 @@ fn frame_pictures(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
 
 /// `trim_latent`: a video latent `[batch, channels, frames, h, w]`
 /// without its first `frames` latent frames (contract parameter), as
-/// ComfyUI's `TrimVideoLatent`.
+/// ComfyUI's `TrimVideoLatent`, or (`from: end`) its last, as
+/// `LTXVCropGuides` drops appended guide frames.
 fn trim_latent(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let frames = g.positive_integer("frames")?;
     let x = g.input("latent")?;
+    let from_end = g.parameter("from").and_then(Value::as_str) == Some("end");
+    let (start, end) = match from_end {
+        true => (0, -frames),
+        false => (frames, i64::MAX),
+    };
     let (starts, ends, axes) = (
-        g.b.vec_i64(&[frames]),
-        g.b.vec_i64(&[i64::MAX]),
+        g.b.vec_i64(&[start]),
+        g.b.vec_i64(&[end]),
         g.b.vec_i64(&[2]),
     );
     let out = g.op("Slice", &[&x, &starts, &ends, &axes]);

@@ -1,32 +1,62 @@
-//! LTX-Video's and LTX-2's held first frame in the document (see
-//! `recognise::held`): in the setup the loaded picture passes the graph's
-//! resizes (`held_scale`, `held_scale_2`, ...), `LTXVPreprocess`'s cut to
-//! even sides (`even_sides`) and the resize to the latent's size
-//! (bilinear, centred: the last `held_scale`), is encoded as a one-frame
-//! video and written over the video latent's first frame (in LTX-2's
-//! packed audio-video row, its video part's), with the noise mask
-//! `1 - strength` there and 1 elsewhere (`held_frames`). Every set of
-//! denoiser calls sees the sample blended with the held row by the mask
-//! (`held_input`), its video tokens' timesteps scaled by the mask
-//! (`denoise_mask`), and its guided estimate is blended back to the held
-//! row by the mask (`held_estimate`), as ComfyUI samples a noise mask on
-//! LTX-Video and LTX-2.
+//! LTX-Video's and LTX-2's held latent frames in the document (see
+//! `recognise::held` and `recognise::guide`): a picture held as the
+//! video's first frame (`LTXVImgToVideoInplace`, `LTXVImgToVideo`) and
+//! LTX-2's guide frames appended after the video's (`LTXVAddGuide`). In
+//! the setup each picture is encoded (`held_pictures`) and written over
+//! its latent frame (in LTX-2's packed audio-video row, its video
+//! part's), with the noise mask `1 - strength` there and 1 elsewhere, and
+//! the guides' token positions and strengths for the model
+//! (`held_frames`). Every set of denoiser calls sees the sample blended
+//! with the held row by the mask (`held_input`), its video tokens'
+//! timesteps scaled by the mask (`denoise_mask`), and its guided estimate
+//! is blended back to the held row by the mask (`held_estimate`), as
+//! ComfyUI samples a noise mask on LTX-Video and LTX-2.
 
-use super::super::parts::{Axes, Steps, contract, invoke, picture, policy, row};
-use super::super::recognise::{HeldFrame, LatentSource, PixelSize, Plan, Resize};
+use super::super::parts::{Steps, contract, invoke, policy, row};
+use super::super::recognise::{HeldFrame, LatentSource, Plan};
+use super::held_pictures::{Made, encode};
 use serde_json::{Map, Value, json};
 
-/// The held row, its mask and the denoiser's per-token timestep mask.
+/// The held row, its mask, the denoiser's per-token timestep mask and
+/// the guides' token positions and strengths.
 const SOURCE: &str = "held.source";
 const MASK: &str = "held.mask";
 const DENOISE_MASK: &str = "held.denoise_mask";
+const KEYFRAMES: &str = "held.keyframe_idxs";
+const GUIDE_STRENGTH: &str = "held.guide_strength";
 
-/// Pixels per latent cell of LTX-2's video VAE.
-const LATENT_SCALE: i64 = 32;
+/// A frame the stage holds and the latent frame it is written at.
+struct Placed<'p> {
+    frame: &'p HeldFrame,
+    at: i64,
+}
 
-/// The stage's held frame, if it holds one.
-pub(in crate::comfyui::lower) fn held(plan: &Plan) -> Option<&HeldFrame> {
-    plan.held.as_ref()
+/// The guides the stage appends.
+fn guides(plan: &Plan) -> &[super::super::recognise::VideoGuide] {
+    plan.audio.as_ref().map_or(&[], |av| &av.guides[..])
+}
+
+/// The frames the stage holds: its first frame's picture, then its
+/// guides after the video's own frames (`frames` in all).
+fn placed(plan: &Plan, frames: i64) -> Vec<Placed<'_>> {
+    let guides = guides(plan);
+    let first = frames - guides.len() as i64;
+    let first_frame = plan.held.iter().map(|frame| Placed { frame, at: 0 });
+    let appended = guides.iter().zip(first..).map(|(g, at)| Placed {
+        frame: &g.frame,
+        at,
+    });
+    first_frame.chain(appended).collect()
+}
+
+/// The node of the stage's first held frame, if it holds one: the
+/// provenance of every blend.
+fn holding(plan: &Plan) -> Option<&String> {
+    let first = plan
+        .held
+        .as_ref()
+        .or(guides(plan).first().map(|g| &g.frame));
+    first.map(|frame| &frame.node)
 }
 
 /// The stage's video latent, `[channels, frames, height, width]`: an
@@ -63,9 +93,31 @@ fn denoise_mask() -> Value {
     )
 }
 
-/// Declares the held frame's picture input, policies and video encoder
-/// `encoder`, and pushes the setup steps writing it over `source` (the
-/// stage's packed start row); returns the held row's value, or `source`
+/// The denoiser's guide ports: the guide tokens' positions in pixels
+/// (`[1, 3, tokens, 2]`: time, height and width, each its start and end)
+/// and strengths.
+fn guide_ports() -> [(&'static str, Value); 2] {
+    [
+        (
+            "keyframe_idxs",
+            contract("float32", json!([1, 3, "guide_tokens", 2]), false),
+        ),
+        (
+            "guide_strength",
+            contract("float32", json!(["guide_tokens"]), false),
+        ),
+    ]
+}
+
+/// A list of numbers as a contract parameter (`0,96`).
+fn listed<T: ToString>(values: impl IntoIterator<Item = T>) -> String {
+    let values: Vec<String> = values.into_iter().map(|v| v.to_string()).collect();
+    values.join(",")
+}
+
+/// Declares the held frames' picture inputs, policies and video encoder
+/// `encoder`, and pushes the setup steps writing them over `source` (the
+/// stage's start latent); returns the held latent's value, or `source`
 /// where the stage holds no frame.
 pub(super) fn hold(
     plan: &Plan,
@@ -73,74 +125,17 @@ pub(super) fn hold(
     encoder: &str,
     (inputs, components, setup): (&mut Map<String, Value>, &mut Map<String, Value>, &mut Steps),
 ) -> String {
-    let (Some(held), Some([channels, frames, height, width])) = (held(plan), video_shape(plan))
-    else {
+    let Some(shape @ [_, frames, height, width]) = video_shape(plan) else {
         return source;
     };
-    let mut image = super::pictures::input(plan, &held.loader);
-    match image.as_str() {
-        "request.image" => {
-            inputs
-                .entry(image.clone())
-                .or_insert_with(|| super::pictures::sized_input("image"));
-        }
-        _ => super::pictures::declare_others(plan, inputs),
+    let placed = placed(plan, frames);
+    if placed.is_empty() {
+        return source;
     }
-    let from = held.nodes();
-    let fitted = Resize {
-        node: held.node.clone(),
-        method: "bilinear".into(),
-        size: PixelSize::Fixed {
-            width: width * LATENT_SCALE,
-            height: height * LATENT_SCALE,
-            centre: true,
-        },
-        then: Vec::new(),
-    };
-    // At CRF 0 `LTXVPreprocess` gives the picture as it is.
-    let preprocess = held.preprocess.as_ref().filter(|pre| pre.compression > 0);
-    let preprocess = preprocess.map(|pre| {
-        let parameters = json!({"crop": "top left, to even sides", "h264_crf": pre.compression, "compression": "not reproduced"});
-        let even = contract("float32", json!(["batch", 3, "even_height", "even_width"]), true);
-        (
-            "even_sides",
-            policy("even_sides", json!({"image": picture(json!(3))}), json!({"even": even}),
-                Some(json!({"id": "wfstudio.even-sides", "version": "1", "parameters": parameters}))),
-            ("image", "even"),
-        )
-    });
-    let resize = |n: usize, resize: &Resize| {
-        let name = super::pictures::numbered("held_scale", n);
-        let component = super::pixels::resize_policy(&name, resize, false);
-        (name, component, ("image", "scaled"))
-    };
-    let mut steps: Vec<(String, Value, (&str, &str))> = Vec::new();
-    steps.extend(held.resizes.iter().enumerate().map(|(n, r)| resize(n, r)));
-    steps.extend(preprocess.map(|(name, c, ports)| (name.to_string(), c, ports)));
-    steps.push(resize(held.resizes.len(), &fitted));
-    steps.push((
-        "one_frame".into(),
-        super::vace::one_frame(),
-        ("image", "frames"),
-    ));
-    let latent = Axes::Video.latent();
-    steps.push((
-        encoder.to_string(),
-        super::pixels::video_encoder(encoder, latent),
-        ("image", "latent"),
-    ));
-    for (n, (name, component, (input, output))) in steps.into_iter().enumerate() {
-        // The stage's encoder, where it has one already, is this one.
-        components.entry(name.clone()).or_insert(component);
-        let value = format!("held.picture_{}", n + 1);
-        setup.push(
-            invoke(&name, json!({ input: image }), json!({ output: value })),
-            &from,
-        );
-        image = value;
-    }
-    // The picture's batch (one picture), broadcast over the latent's.
-    let first = contract(
+    let mut made = Made::default();
+    let packed = plan.axes.latent();
+    // Each picture's batch (one picture), broadcast over the latent's.
+    let one = contract(
         "float32",
         json!([
             "picture_batch",
@@ -151,30 +146,48 @@ pub(super) fn hold(
         ]),
         true,
     );
-    let packed = plan.axes.latent();
+    let (mut ports, mut binds) = (json!({"source": packed}), json!({"source": source}));
+    for (n, held) in placed.iter().enumerate() {
+        let parts = (&mut *inputs, &mut *components, &mut *setup);
+        let value = encode(
+            plan,
+            (held.frame, (height, width)),
+            (encoder, &mut made),
+            parts,
+        );
+        let port = super::pictures::numbered("frame", n);
+        ports[&port] = one.clone();
+        binds[&port] = json!(value);
+    }
+    let guides = guides(plan);
+    let mut outputs = json!({"held": packed, "mask": packed, "denoise_mask": denoise_mask()});
+    let mut values = json!({"held": SOURCE, "mask": MASK, "denoise_mask": DENOISE_MASK});
+    let mut parameters = json!({
+        "video_shape": listed(shape),
+        "packed": plan.audio.is_some(),
+        "positions": listed(placed.iter().map(|p| p.at)),
+        "strengths": listed(placed.iter().map(|p| p.frame.strength)),
+    });
+    if !guides.is_empty() {
+        for ((port, contract), value) in guide_ports().into_iter().zip([KEYFRAMES, GUIDE_STRENGTH])
+        {
+            outputs[port] = contract;
+            values[port] = json!(value);
+        }
+        parameters["guide_frames"] = json!(listed(guides.iter().map(|g| g.video_frame)));
+        parameters["guide_strengths"] = json!(listed(guides.iter().map(|g| g.frame.strength)));
+    }
     components.insert(
         "held_frames".into(),
         policy(
             "held_frames",
-            json!({"source": packed, "frame": first}),
-            json!({"held": packed, "mask": packed, "denoise_mask": denoise_mask()}),
-            Some(
-                json!({"id": "wfstudio.held-frames", "version": "1", "parameters": {
-                    "video_shape": format!("{channels},{frames},{height},{width}"),
-                    "packed": plan.audio.is_some(),
-                    "strength": held.strength,
-                }}),
-            ),
+            ports,
+            outputs,
+            Some(json!({"id": "wfstudio.held-frames", "version": "1", "parameters": parameters})),
         ),
     );
-    setup.push(
-        invoke(
-            "held_frames",
-            json!({"source": source, "frame": image}),
-            json!({"held": SOURCE, "mask": MASK, "denoise_mask": DENOISE_MASK}),
-        ),
-        &[&held.node],
-    );
+    let nodes: Vec<&String> = placed.iter().map(|p| &p.frame.node).collect();
+    setup.push(invoke("held_frames", binds, values), &nodes);
     let blend = |name: &str, mut ports: Value, output: &str, rule: &str| {
         ports["source"] = packed.clone();
         ports["mask"] = packed.clone();
@@ -212,7 +225,7 @@ pub(super) fn hold(
 /// denoiser calls (values ending in `suffix`); the blended value, where
 /// the stage holds a frame.
 pub(super) fn input(plan: &Plan, sample: &str, suffix: &str, body: &mut Steps) -> Option<String> {
-    let held = held(plan)?;
+    let node = holding(plan)?;
     let value = format!("held.input{suffix}");
     body.push(
         invoke(
@@ -220,7 +233,7 @@ pub(super) fn input(plan: &Plan, sample: &str, suffix: &str, body: &mut Steps) -
             json!({"sample": sample, "source": SOURCE, "mask": MASK}),
             json!({ "input": value }),
         ),
-        &[&held.node],
+        &[node],
     );
     Some(value)
 }
@@ -233,7 +246,7 @@ pub(super) fn estimate(
     (guided, out): (&str, &str),
     body: &mut Steps,
 ) {
-    let Some(held) = held(plan) else {
+    let Some(node) = holding(plan) else {
         return;
     };
     body.push(
@@ -242,36 +255,69 @@ pub(super) fn estimate(
             json!({"sample": sample, "input": input, "timestep": timestep, "guided": guided, "source": SOURCE, "mask": MASK}),
             json!({ "estimate": out }),
         ),
-        &[&held.node],
+        &[node],
     );
 }
 
 /// Adds the denoiser's `denoise_mask` port, where the stage holds a
 /// frame.
 pub(super) fn denoiser_ports(plan: &Plan, ports: &mut Value) {
-    if held(plan).is_some() {
+    if holding(plan).is_some() {
         ports["denoise_mask"] = denoise_mask();
+    }
+    if !guides(plan).is_empty() {
+        for (port, contract) in guide_ports() {
+            ports[port] = contract;
+        }
     }
 }
 
 /// Binds the denoiser's `denoise_mask`, where the stage holds a frame.
 pub(super) fn bind(plan: &Plan, bind: &mut Value) {
-    if held(plan).is_some() {
+    if holding(plan).is_some() {
         bind["denoise_mask"] = json!(DENOISE_MASK);
+    }
+    if !guides(plan).is_empty() {
+        bind["keyframe_idxs"] = json!(KEYFRAMES);
+        bind["guide_strength"] = json!(GUIDE_STRENGTH);
     }
 }
 
 /// What a holding stage asks of its exported denoiser, and what the
 /// lowering leaves out.
 pub(in crate::comfyui::lower) fn note(plan: &Plan) -> Option<String> {
-    let held = held(plan)?;
-    let mut note = format!(
-        "node {} (LTXVImgToVideoInplace) holds a picture as the video's first latent frame at strength {}: the denoiser takes `denoise_mask` ([batch, 1, latent_frames, latent_height, latent_width], 1 - strength on the held frame, 1 elsewhere) and multiplies its video tokens' timesteps by it, as ComfyUI's LTX-2 model does",
-        held.node, held.strength
-    );
-    if let Some(pre) = held.preprocess.as_ref().filter(|pre| pre.compression > 0) {
+    let node = holding(plan)?;
+    let mut note = match &plan.held {
+        Some(held) => format!(
+            "node {node} holds a picture as the video's first latent frame at strength {}",
+            held.strength
+        ),
+        None => format!("node {node} adds a guide"),
+    };
+    let guides = guides(plan);
+    if !guides.is_empty() {
+        let each: Vec<String> = guides
+            .iter()
+            .map(|g| {
+                format!(
+                    "node {} at video frame {}, strength {}",
+                    g.frame.node, g.video_frame, g.frame.strength
+                )
+            })
+            .collect();
         note.push_str(&format!(
-            "; node {} (LTXVPreprocess) cuts the picture to even sides, but its H.264 round trip at CRF {} is not reproduced: the held frame is the uncompressed picture",
+            "; guide frames are appended after the video's ({}): the denoiser takes their tokens' positions in pixels as `keyframe_idxs` ([1, 3, tokens, 2]: time, height and width, each from and to) and their strengths as `guide_strength`, which ComfyUI's model turns into an attention bias where below 1",
+            each.join("; ")
+        ));
+    }
+    note.push_str("; the denoiser takes `denoise_mask` ([batch, 1, latent_frames, latent_height, latent_width]: 1 - strength on a held frame, 1 elsewhere) and multiplies its video tokens' timesteps by it, as ComfyUI's LTX models do");
+    let frames = plan.held.iter().chain(guides.iter().map(|g| &g.frame));
+    for pre in frames
+        .filter_map(|f| f.preprocess.as_ref())
+        .filter(|pre| pre.compression > 0)
+    {
+        note.push_str(&format!(
+            "; node {} (LTXVPreprocess) cuts its picture to even sides, but its H.264 round trip at CRF {} is not reproduced: the frame is the uncompressed picture",
             pre.node, pre.compression
         ));
     }

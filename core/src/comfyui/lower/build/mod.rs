@@ -23,6 +23,7 @@ mod edit;
 mod frames;
 mod fun_control;
 mod held;
+mod held_pictures;
 mod joined;
 mod loaded;
 mod lotus;

@@ -50,7 +50,7 @@ pub(super) struct PixelParts<'c> {
     /// frames as pictures), by policy and the value reshaped.
     reshapes: BTreeMap<(&'static str, String), String>,
     /// The trim policies declared so far, by the latent frames they drop.
-    trims: BTreeMap<i64, String>,
+    trims: BTreeMap<(i64, bool), String>,
     /// A trim's value, by `TrimVideoLatent` node (one run however many
     /// decodes read it).
     trimmed: BTreeMap<&'c str, String>,
@@ -472,7 +472,7 @@ impl<'c> PixelParts<'c> {
         if let Some(value) = self.trimmed.get(trim.node.as_str()) {
             return value.clone();
         }
-        let name = numbered(&mut self.trims, trim.frames, |n| match n {
+        let name = numbered(&mut self.trims, (trim.frames, trim.end), |n| match n {
             1 => "trim_latent".to_string(),
             n => format!("trim_latent_{n}"),
         });
@@ -482,7 +482,7 @@ impl<'c> PixelParts<'c> {
                 "trim_latent",
                 json!({"latent": latent.clone()}),
                 json!({"trimmed": latent}),
-                Some(json!({"id": "wfstudio.trim-latent", "version": "1", "parameters": {"frames": trim.frames}})),
+                Some(json!({"id": "wfstudio.trim-latent", "version": "1", "parameters": {"frames": trim.frames, "from": if trim.end { "end" } else { "start" }}})),
             )
         });
         let value = format!("{latent}.trimmed_{}", trim.node);

@@ -13,6 +13,7 @@
 use super::super::graph::Graph;
 use super::MAX_BATCH;
 use super::av_nodes::{AvLayout, CONCAT, CROP_GUIDES, SEPARATE};
+pub(in crate::comfyui::lower) use super::guide::VideoGuide;
 use super::held;
 pub(in crate::comfyui::lower) use super::held::HeldFrame;
 use super::latent::{self, LatentSource};
@@ -44,6 +45,9 @@ pub(in crate::comfyui::lower) struct AudioVideo {
     pub layout: AvLayout,
     /// The earlier stage's layout, where this one continues it.
     pub earlier: Option<AvLayout>,
+    /// The guide frames appended after the video's (`LTXVAddGuide`), in
+    /// the order they are appended.
+    pub guides: Vec<VideoGuide>,
 }
 
 /// Where an audio-video latent's audio part comes from.
@@ -127,6 +131,7 @@ pub(super) fn latent_source(
     g.first_output((sampler, "latent_image"), &concat, slot)?;
     let (mut video, mut slot) = g.source(&concat, "video_latent")?;
     let mut reads = (concat.clone(), "video_latent");
+    let mut guides = super::guide::read(g, (&mut video, &mut slot), &mut reads, loader)?;
     let held = held::read(g, (&mut video, &mut slot), &mut reads, loader)?;
     let (source, upsampler) = match g.class(&video) {
         UPSAMPLER => {
@@ -169,6 +174,22 @@ pub(super) fn latent_source(
             // The video part of an earlier stage comes through the
             // upsampler.
             let earlier = walk.av_layout(*stage);
+            if let Some(guide) = guides.first() {
+                return Err(g.refuse(
+                    &guide.frame.node,
+                    None,
+                    format!("adds a guide to the video latent an upsampler enlarges (node {video}); the lowering adds guides to an empty video latent only"),
+                    "guide the first sampler's latent",
+                ));
+            }
+            if earlier.is_some_and(|e| e.guides > 0) {
+                return Err(g.refuse(
+                    &video,
+                    None,
+                    "enlarges a video whose sampler appended guide frames; the lowering does not yet crop them before the upsampler".into(),
+                    "sample the guided video and decode it, through LTXVCropGuides",
+                ));
+            }
             (earlier.map(AvLayout::upsampled), earlier)
         }
         (
@@ -188,10 +209,18 @@ pub(super) fn latent_source(
             },
         ) if batch == audio_batch => {
             let video_frames = (frames.length - 1) / frames.temporal + 1;
-            let video = [*channels, video_frames, height / scale, width / scale];
+            super::guide::place(g, &mut guides, video_frames)?;
+            let appended = guides.len() as i64;
+            let video = [
+                *channels,
+                video_frames + appended,
+                height / scale,
+                width / scale,
+            ];
             let layout = AvLayout {
                 video,
                 audio_length: *length,
+                guides: appended,
             };
             (Some(layout), None)
         }
@@ -211,6 +240,7 @@ pub(super) fn latent_source(
         upsampler,
         layout,
         earlier,
+        guides,
     };
     Ok((source, Some(av), held))
 }

@@ -17,12 +17,14 @@ pub(in crate::comfyui::lower) const AUDIO_BINS: i64 = 16;
 const LATENT_UPSCALE: i64 = 2;
 
 /// How a packed audio-video row holds its parts: the video latent's
-/// `[channels, frames, height, width]`, then the audio latent's
-/// `[8, audio_length, 16]`.
+/// `[channels, frames, height, width]` (the last `guides` frames the
+/// guides `LTXVAddGuide` appends), then the audio latent's `[8,
+/// audio_length, 16]`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(in crate::comfyui::lower) struct AvLayout {
     pub video: [i64; 4],
     pub audio_length: i64,
+    pub guides: i64,
 }
 
 impl AvLayout {

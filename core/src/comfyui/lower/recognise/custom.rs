@@ -60,8 +60,8 @@ pub(super) fn is_custom(class: &str) -> bool {
 pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Refusal> {
     let advanced = g.class(node) == "SamplerCustomAdvanced";
     let (select, _) = g.source(node, "sampler")?;
-    g.expect(&select, &["KSamplerSelect"], "sampler", (node, "sampler"))?;
-    let sampler_name = checked_sampler_name(g, &select)?;
+    g.expect(&select, SELECTS, "sampler", (node, "sampler"))?;
+    let sampler_name = selected(g, &select)?;
     let sigmas = super::sigmas::sigmas(g, node)?;
     let seeded =
         crate::comfyui::synth::sampling::sampler(sampler_name).is_some_and(|k| k.needs.seed);
@@ -184,15 +184,40 @@ pub(super) const LAST_STEP_ON_ESTIMATE: &[&str] = &[
     "gradient_estimation_cfg_pp",
 ];
 
-/// Whether custom sampler `node`'s sampler (its `KSamplerSelect`) ends on
-/// the estimate at sigma 0 (see [`LAST_STEP_ON_ESTIMATE`]).
+/// Whether custom sampler `node`'s sampler ends on the estimate at sigma
+/// 0 (see [`LAST_STEP_ON_ESTIMATE`]).
 pub(super) fn lands_on_estimate(g: &Graph<'_>, node: &str) -> bool {
     let Ok((select, _)) = g.source(node, "sampler") else {
         return false;
     };
-    g.class(&select) == "KSamplerSelect"
-        && g.text(&select, "sampler_name")
-            .is_ok_and(|name| LAST_STEP_ON_ESTIMATE.contains(&name))
+    SELECTS.contains(&g.class(&select))
+        && selected(g, &select).is_ok_and(|name| LAST_STEP_ON_ESTIMATE.contains(&name))
+}
+
+/// The nodes that give a custom sampler its sampler.
+const SELECTS: &[&str] = &["KSamplerSelect", EULER_ANCESTRAL];
+
+/// The node giving `euler_ancestral` with its own `eta` and `s_noise`.
+const EULER_ANCESTRAL: &str = "SamplerEulerAncestral";
+
+/// The sampler `select` (a [`SELECTS`] node) gives: a `KSamplerSelect`'s
+/// core sampler; `SamplerEulerAncestral` at eta 0 is Euler's step (no
+/// noise is added), at eta 1 and noise scale 1 `euler_ancestral`.
+fn selected<'a>(g: &Graph<'a>, select: &str) -> Result<&'a str, Refusal> {
+    if g.class(select) != EULER_ANCESTRAL {
+        return checked_sampler_name(g, select);
+    }
+    let (eta, s_noise) = (g.number(select, "eta")?, g.number(select, "s_noise")?);
+    match (eta, s_noise) {
+        (0.0, _) => Ok("euler"),
+        (1.0, 1.0) => Ok("euler_ancestral"),
+        _ => Err(g.refuse(
+            select,
+            Some("eta"),
+            format!("samples with eta {eta} and noise scale {s_noise}; the lowering takes eta 0 (Euler's step) or eta 1 with noise scale 1 (euler_ancestral)"),
+            "set eta to 0, or eta and s_noise to 1",
+        )),
+    }
 }
 
 /// `LTXVDualCFGGuider`'s scale: with equal video and audio scales it is

@@ -91,9 +91,9 @@ pub(super) fn conditioning(g: &Graph<'_>, node: &str, loader: &str) -> Result<He
     held_by(g, node, loader)
 }
 
-/// The frame `node` holds: its picture, encoded by `loader`'s VAE, at
-/// its strength.
-fn held_by(g: &Graph<'_>, node: &str, loader: &str) -> Result<HeldFrame, Refusal> {
+/// The frame `node` holds (or guides by): its picture, encoded by
+/// `loader`'s VAE, at its strength.
+pub(super) fn held_by(g: &Graph<'_>, node: &str, loader: &str) -> Result<HeldFrame, Refusal> {
     let (vae, _) = g.source(node, "vae")?;
     vae_source(g, &vae, loader, (node, "vae"))?;
     let strength = g.number_in(node, "strength", 0.0..=1.0, "strength")?;

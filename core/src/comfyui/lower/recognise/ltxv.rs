@@ -46,14 +46,19 @@ pub(super) fn frame_rate(
 /// Steps back through the nodes at `node` (output `slot`: 0 positive, 1
 /// negative) that give the prompts they are given: `LTXVCropGuides`
 /// (without keyframe guides, which the lowering does not add) and
-/// `LTXVImgToVideo` (whose latent holds its picture).
+/// `LTXVImgToVideo` (whose latent holds its picture) and `LTXVAddGuide`
+/// (whose guide the latent's appended frames hold).
 pub(super) fn through_prompts(
     g: &Graph<'_>,
     node: &mut String,
     slot: &mut i64,
     from: &mut (String, String),
 ) -> Result<(), Refusal> {
-    let passing = [super::av_nodes::CROP_GUIDES, super::held::CONDITIONING];
+    let passing = [
+        super::av_nodes::CROP_GUIDES,
+        super::held::CONDITIONING,
+        super::guide::ADD_GUIDE,
+    ];
     for _ in 0..=g.nodes.len() {
         if !passing.contains(&g.class(node)) {
             return Ok(());

@@ -14,6 +14,7 @@ mod custom;
 mod edits;
 mod flow_only;
 mod frames;
+mod guide;
 mod held;
 mod joined;
 mod ksampler;
@@ -41,7 +42,7 @@ mod vision;
 mod walk;
 
 pub(super) use audio::{SAMPLE_RATE, SAMPLES_PER_STEP, Seconds, WAVE_CHANNELS};
-pub(super) use av::{HeldFrame, Sound};
+pub(super) use av::{HeldFrame, Sound, VideoGuide};
 pub(super) use av_nodes::{AUDIO_BINS, AUDIO_CHANNELS, AvLayout};
 pub(super) use chain::{Chain, FrameRate, Sink, SinkKind, is_sink, recognise, sink_classes};
 pub(super) use composite::Composite;

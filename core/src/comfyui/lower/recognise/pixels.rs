@@ -106,6 +106,9 @@ impl From<Decoded> for Origin {
 pub(in crate::comfyui::lower) struct Trim {
     pub node: String,
     pub frames: i64,
+    /// Whether it drops the last frames (`LTXVCropGuides`: the guide
+    /// frames appended after the video's) rather than the first.
+    pub end: bool,
 }
 
 /// The picture input `input` of `node` reads: a loaded one, a loaded
@@ -248,6 +251,7 @@ pub(super) fn decoded(
             let trim = Trim {
                 frames: trimmed_frames(g, &sampler)?,
                 node: sampler.clone(),
+                end: false,
             };
             (sampler, slot) = g.source(&trim.node, "samples")?;
             reads = (trim.node.clone(), "samples");
@@ -255,12 +259,30 @@ pub(super) fn decoded(
         }
         _ => None,
     };
+    // LTX-2's guide frames dropped from the video part before decoding.
+    let mut crop = None;
+    if (g.class(&sampler), slot, &trim) == (super::av_nodes::CROP_GUIDES, 2, &None) {
+        crop = Some(sampler.clone());
+        reads = (sampler.clone(), "latent");
+        (sampler, slot) = g.source(&reads.0, "latent")?;
+    }
     let stage = match (g.class(&sampler), slot) {
         (super::av_nodes::SEPARATE, 0) => walk.separated(g, &sampler)?,
         _ => walk.sampled(g, &sampler, slot, (&reads.0, reads.1))?,
     };
+    let trim = match crop {
+        Some(node) => {
+            let guides = walk.av_layout(stage).map_or(0, |layout| layout.guides);
+            Some(Trim {
+                node,
+                frames: guides,
+                end: true,
+            })
+        }
+        None => trim,
+    };
     if walk.axes(stage) == Axes::AudioVideo
-        && (g.class(&sampler) != super::av_nodes::SEPARATE || trim.is_some())
+        && (g.class(&sampler) != super::av_nodes::SEPARATE || trim.as_ref().is_some_and(|t| !t.end))
     {
         return Err(g.refuse(
             &at,
@@ -269,7 +291,7 @@ pub(super) fn decoded(
             "decode the video output (0) of an LTXVSeparateAVLatent",
         ));
     }
-    if let Some(trim) = &trim {
+    if let Some(trim) = trim.as_ref().filter(|t| !t.end) {
         trim_fits(g, trim, walk, stage)?;
     }
     let (vae, _) = g.source(&at, "vae")?;
