@@ -319,7 +319,7 @@ fn a_held_picture_the_lowering_cannot_make_is_refused() {
             "22",
             "LTXVImgToVideoInplace",
             None,
-            "holds a picture as the first frame of a video that gradient_estimation_cfg_pp samples; the lowering blends the held frame into the guided estimate only, and CFG++ samplers step with the unconditional one",
+            "holds a picture as a frame of a video that gradient_estimation_cfg_pp samples; the lowering blends the held frame into the guided estimate only, and CFG++ samplers step with the unconditional one",
         ),
     );
     // Two resizes that keep the picture, reading each other.
@@ -406,7 +406,8 @@ fn guides_are_appended_after_the_video_and_cropped_before_decoding() {
     let root = scratch("ltx2-guides");
     // The guides' tokens: each guide's 2 x 2 cells, time from its frame
     // to the next, sides in 32-pixel cells.
-    let source = vec![0.5f32; 128 * 5 * 4 + 8 * 17 * 16];
+    // 17 frames at 24 a second: 17.7 audio latents, rounded to 18.
+    let source = vec![0.5f32; 128 * 5 * 4 + 8 * 18 * 16];
     let frame = |v: f32| tensor(&[1, 128, 1, 2, 2], &[v; 512]);
     let out = run_policy_alone(
         &root,
@@ -497,5 +498,83 @@ fn guides_and_samplers_the_lowering_cannot_build_are_refused() {
     assert_eq!(
         doc(&ancestral)["pipeline"]["workflow"]["components"]["solver_step"],
         doc(&selected)["pipeline"]["workflow"]["components"]["solver_step"]
+    );
+}
+
+#[test]
+fn a_held_first_frame_and_guides_are_held_together() {
+    // The first frame held in place, then the two guides appended.
+    let mut g = first_and_last_frame();
+    g["22"] = json!({"class_type": "LTXVImgToVideoInplace", "inputs": {"strength": 1.0, "bypass": false, "vae": ["1", 2], "image": ["19", 0], "latent": ["7", 0]}});
+    g["24"]["inputs"]["latent"] = json!(["22", 0]);
+    let l = lowered(&g, &Target::default());
+    let w = workflow(&l);
+    assert_eq!(parameter(w, "held_frames", "positions"), "0,3,4");
+    assert_eq!(parameter(w, "held_frames", "strengths"), "1,0.7,0.7");
+    let ports = &w["components"]["held_frames"]["ports"]["inputs"];
+    assert!(ports.get("frame_3").is_some(), "{ports}");
+    // Under the model's own schedule the run still noises its latent.
+    g["13"] = json!({"class_type": "BasicScheduler", "inputs": {"model": ["1", 0], "scheduler": "simple", "steps": 2, "denoise": 1.0}});
+    lowered(&g, &Target::default());
+    let mut guided = first_and_last_frame();
+    guided["13"] = g["13"].clone();
+    let l = lowered(&guided, &Target::default());
+    let setup: Vec<String> = setup_calls(workflow(&l))
+        .into_iter()
+        .map(|(c, _, _)| c)
+        .collect();
+    assert!(setup.contains(&"held_frames".to_string()), "{setup:?}");
+}
+
+#[test]
+fn prompts_and_crops_must_carry_the_latents_guides() {
+    // CFG++ steps with the unconditional estimate, which guides do not
+    // blend.
+    let mut g = first_and_last_frame();
+    g["12"] = json!({"class_type": "KSamplerSelect", "inputs": {"sampler_name": "gradient_estimation_cfg_pp"}});
+    assert_refused(
+        &g,
+        (
+            "24",
+            "LTXVAddGuide",
+            None,
+            "holds a picture as a frame of a video that gradient_estimation_cfg_pp samples; the lowering blends the held frame into the guided estimate only, and CFG++ samplers step with the unconditional one",
+        ),
+    );
+    // The sampler reads the first guide's prompts only.
+    let mut g = first_and_last_frame();
+    g["11"]["inputs"]["negative"] = json!(["24", 1]);
+    assert_refused(
+        &g,
+        (
+            "14",
+            "SamplerCustomAdvanced",
+            Some("negative"),
+            "reads a negative prompt carrying the guides of nodes 24 where its latent holds those of nodes 24, 25; the model takes the guides' places from the prompts",
+        ),
+    );
+    // The crop's prompts carry one guide of the two.
+    let mut g = first_and_last_frame();
+    g["26"]["inputs"]["positive"] = json!(["24", 0]);
+    assert_refused(
+        &g,
+        (
+            "26",
+            "LTXVCropGuides",
+            Some("positive"),
+            "drops the 1 guide frames its prompts carry from a latent whose sampler appended 2",
+        ),
+    );
+    // Two guides of one frame, which ComfyUI counts as one.
+    let mut g = first_and_last_frame();
+    g["25"]["inputs"]["frame_idx"] = json!(0);
+    assert_refused(
+        &g,
+        (
+            "25",
+            "LTXVAddGuide",
+            Some("frame_idx"),
+            "guides frame 0, which another guide of the video guides already",
+        ),
     );
 }

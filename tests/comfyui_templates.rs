@@ -305,7 +305,7 @@ fn the_own_definitions_fit_every_template_node() {
 
 /// The API graph of template `path` made small to run: every literal
 /// `width` and `height` (and the primitives that set them) 64 (a blank
-/// picture's and a resize's to both dimensions 128), durations 0, video
+/// picture's and a resize's to both dimensions 128), video
 /// `length`s two latent frames, batches 1, audio one second, resolution
 /// selectors their least (at least 128); the samplers keep their steps (64x64 stand-in
 /// steps are cheap).
@@ -355,12 +355,6 @@ fn small(path: &std::path::Path, defs: &NodeDefs) -> serde_json::Value {
                 }
                 _ => {}
             }
-        }
-    }
-    // A duration in seconds times a frame rate makes a video's length.
-    for node in nodes.values_mut() {
-        if node["_meta"]["title"] == "Duration" && node["inputs"]["value"].is_number() {
-            node["inputs"]["value"] = json!(0);
         }
     }
     for (origin, small) in primitives {

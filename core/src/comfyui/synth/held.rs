@@ -1,6 +1,6 @@
-//! LTX-Video's and LTX-2's held first frame (`LTXVImgToVideo`,
-//! `LTXVImgToVideoInplace`), on a video latent `[batch, channels, frames,
-//! height, width]` or (`packed`) LTX-2's audio-video row `[batch, 1,
+//! LTX-Video's and LTX-2's held latent frames (`LTXVImgToVideo`,
+//! `LTXVImgToVideoInplace`, `LTXVAddGuide`), on a video latent `[batch,
+//! channels, frames, height, width]` or (`packed`) LTX-2's audio-video row `[batch, 1,
 //! video + audio]`, whose video part is `video_shape` (`[channels,
 //! frames, height, width]`) per batch entry:
 //! - `held_frames`: the encoded frames `frame`, `frame_2`, ... (each `[1,

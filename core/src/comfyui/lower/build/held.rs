@@ -52,11 +52,7 @@ fn placed(plan: &Plan, frames: i64) -> Vec<Placed<'_>> {
 /// The node of the stage's first held frame, if it holds one: the
 /// provenance of every blend.
 fn holding(plan: &Plan) -> Option<&String> {
-    let first = plan
-        .held
-        .as_ref()
-        .or(guides(plan).first().map(|g| &g.frame));
-    first.map(|frame| &frame.node)
+    plan.holding()
 }
 
 /// The stage's video latent, `[channels, frames, height, width]`: an

@@ -91,7 +91,7 @@ impl Conflict {
             &self.sampler,
             Some("model"),
             format!(
-                "uses component `{}` with other inputs than sampler {} (a ControlNet, SDXL conditioning, reference pictures, a picture shown to the text encoder or a held first frame on one of them only), and one model component has one set of ports",
+                "uses component `{}` with other inputs than sampler {} (a ControlNet, SDXL conditioning, reference pictures, a picture shown to the text encoder, a held first frame or guide frames on one of them only), and one model component has one set of ports",
                 self.component, self.other
             ),
             "condition both samplers of the checkpoint alike, or load the checkpoint twice",

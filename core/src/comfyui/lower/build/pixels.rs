@@ -49,7 +49,8 @@ pub(super) struct PixelParts<'c> {
     /// A reshape's value (a picture batch as one video's frames, a video's
     /// frames as pictures), by policy and the value reshaped.
     reshapes: BTreeMap<(&'static str, String), String>,
-    /// The trim policies declared so far, by the latent frames they drop.
+    /// The trim policies declared so far, by the latent frames they drop
+    /// and whether from the end.
     trims: BTreeMap<(i64, bool), String>,
     /// A trim's value, by `TrimVideoLatent` node (one run however many
     /// decodes read it).

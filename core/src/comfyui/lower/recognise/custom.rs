@@ -7,7 +7,7 @@
 //! negative, which is CFG 1, what ComfyUI computes for it, with the
 //! conditioning on both sides; CFG++ samplers, which step along the
 //! unconditional estimate, are refused under it), with the sampler from
-//! `KSamplerSelect` (its sampled output; `denoised_output` where it is the
+//! `KSamplerSelect` or `SamplerEulerAncestral` (its sampled output; `denoised_output` where it is the
 //! same: see `lands_on_estimate`), the
 //! sigmas from a scheduler node (`super::sigmas`; one that takes a model
 //! must take the guider's checkpoint with the same sampling), and the
@@ -62,13 +62,18 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
     let (select, _) = g.source(node, "sampler")?;
     g.expect(&select, SELECTS, "sampler", (node, "sampler"))?;
     let sampler_name = selected(g, &select)?;
+    // The input that chose it, for a refusal of it.
+    let chosen = match g.class(&select) {
+        EULER_ANCESTRAL => "eta",
+        _ => "sampler_name",
+    };
     let sigmas = super::sigmas::sigmas(g, node)?;
     let seeded =
         crate::comfyui::synth::sampling::sampler(sampler_name).is_some_and(|k| k.needs.seed);
     if let (Some(flip), true) = (&sigmas.flip, seeded) {
         return Err(g.refuse(
             &select,
-            Some("sampler_name"),
+            Some(chosen),
             format!(
                 "uses sampler '{sampler_name}', which adds fresh noise at every step, on the sigmas node {flip} (FlipSigmas) reverses, where each step raises sigma and ComfyUI's noise amount is the square root of a negative number"
             ),
@@ -136,7 +141,7 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
     if dual.is_some() && sampler_name.ends_with("_cfg_pp") {
         return Err(g.refuse(
             &select,
-            Some("sampler_name"),
+            Some(chosen),
             format!(
                 "uses the CFG++ sampler '{sampler_name}' under a DualCFGGuider, whose three estimates give no single unconditional one to step along"
             ),
@@ -148,7 +153,7 @@ pub(super) fn sampler(g: &Graph<'_>, node: &str) -> Result<(Sampler, Guide), Ref
         // lowered guidance (the conditioning on both sides) does not give.
         return Err(g.refuse(
             &select,
-            Some("sampler_name"),
+            Some(chosen),
             format!(
                 "uses the CFG++ sampler '{sampler_name}' under a BasicGuider, whose unconditional estimate (zero) the lowering does not produce"
             ),

@@ -56,14 +56,24 @@ pub(super) fn read(
             ));
         }
         let at = node.clone();
-        if g.has(&at, "iclora_parameters") {
-            return Err(g.refuse(
-                &at,
-                Some("iclora_parameters"),
-                "takes IC-LoRA parameters; the lowering adds guides at the latent's own size only"
-                    .into(),
-                "disconnect the IC-LoRA parameters",
-            ));
+        for (input, why) in [
+            (
+                "iclora_parameters",
+                "IC-LoRA parameters; the lowering adds guides at the latent's own size only",
+            ),
+            (
+                "attention_mask",
+                "an attention mask; the lowering gives the model a guide's strength only",
+            ),
+        ] {
+            if g.has(&at, input) {
+                return Err(g.refuse(
+                    &at,
+                    Some(input),
+                    format!("takes {why}"),
+                    &format!("disconnect {input}"),
+                ));
+            }
         }
         guides.push(VideoGuide {
             frame: held::held_by(g, &at, loader)?,
@@ -79,13 +89,15 @@ pub(super) fn read(
 /// Resolves each guide's frame in a video of `latent_frames` latent
 /// frames as `LTXVAddGuide` does (a negative index counts from the
 /// video's last frame, at least 0), refusing a guide past the video's
-/// end (ComfyUI's assertion).
+/// end and two guides of one frame (which ComfyUI counts as one when it
+/// places and crops them).
 pub(super) fn place(
     g: &Graph<'_>,
     guides: &mut [VideoGuide],
     latent_frames: i64,
 ) -> Result<(), Refusal> {
     let last = (latent_frames - 1) * TEMPORAL_SCALE;
+    let mut placed: Vec<i64> = Vec::new();
     for guide in guides.iter_mut() {
         let written = guide.video_frame;
         let frame = match written {
@@ -103,7 +115,49 @@ pub(super) fn place(
                 "choose a frame within the video",
             ));
         }
+        // ComfyUI counts a stage's guides by their distinct frames.
+        if placed.contains(&frame) {
+            return Err(g.refuse(
+                &guide.frame.node,
+                Some("frame_idx"),
+                format!("guides frame {frame}, which another guide of the video guides already"),
+                "guide each frame once",
+            ));
+        }
+        placed.push(frame);
         guide.video_frame = frame;
+    }
+    Ok(())
+}
+
+/// Refuses a stage whose prompts do not carry exactly the guides its
+/// latent holds: ComfyUI gives the model the guides' places from the
+/// prompts, and the lowering from the latent.
+pub(super) fn prompts_pass(g: &Graph<'_>, plan: &super::Plan) -> Result<(), Refusal> {
+    let held: Vec<&String> = plan
+        .audio
+        .iter()
+        .flat_map(|av| &av.guides)
+        .map(|guide| &guide.frame.node)
+        .collect();
+    for (name, prompt) in plan.named_conditionings() {
+        let carried: Vec<&String> = prompt.guides.iter().rev().collect();
+        if carried != held {
+            let listed = |nodes: &[&String]| match nodes.is_empty() {
+                true => "none".to_string(),
+                false => nodes
+                    .iter()
+                    .map(|n| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            };
+            return Err(g.refuse(
+                &plan.sampler.node,
+                Some(name),
+                format!("reads a {name} prompt carrying the guides of nodes {} where its latent holds those of nodes {}; the model takes the guides' places from the prompts", listed(&carried), listed(&held)),
+                "condition the sampler on the prompts of the LTXVAddGuide nodes that make its latent",
+            ));
+        }
     }
     Ok(())
 }

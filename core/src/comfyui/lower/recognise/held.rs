@@ -22,10 +22,12 @@ pub(super) const CONDITIONING: &str = "LTXVImgToVideo";
 /// The node that passes a picture through H.264 to look like a frame.
 const PREPROCESS: &str = "LTXVPreprocess";
 
-/// A picture held as the video's first frame.
+/// A picture held as a latent frame: the video's first
+/// (`LTXVImgToVideoInplace`, `LTXVImgToVideo`) or a guide's
+/// (`LTXVAddGuide`).
 #[derive(Clone, Debug, PartialEq)]
 pub(in crate::comfyui::lower) struct HeldFrame {
-    /// The `LTXVImgToVideoInplace` node.
+    /// The node that holds it.
     pub node: String,
     /// The picture's `LoadImage`.
     pub loader: String,
@@ -108,17 +110,17 @@ pub(super) fn held_by(g: &Graph<'_>, node: &str, loader: &str) -> Result<HeldFra
 }
 
 /// Refuses a sampler that steps with the model's unconditional estimate
-/// (the CFG++ ones) on a stage holding `held`: the held frame's blend is
-/// made on the guided estimate only.
-pub(super) fn solvable(g: &Graph<'_>, held: &HeldFrame, sampler: &str) -> Result<(), Refusal> {
+/// (the CFG++ ones) on a stage holding frames (`node` the first's): the
+/// held frames' blend is made on the guided estimate only.
+pub(super) fn solvable(g: &Graph<'_>, node: &str, sampler: &str) -> Result<(), Refusal> {
     let needs = crate::comfyui::synth::sampling::sampler(sampler).map(|s| s.needs);
     if !needs.is_some_and(|n| n.unconditional) {
         return Ok(());
     }
     Err(g.refuse(
-        &held.node,
+        node,
         None,
-        format!("holds a picture as the first frame of a video that {sampler} samples; the lowering blends the held frame into the guided estimate only, and CFG++ samplers step with the unconditional one"),
+        format!("holds a picture as a frame of a video that {sampler} samples; the lowering blends the held frame into the guided estimate only, and CFG++ samplers step with the unconditional one"),
         "choose a sampler without _cfg_pp",
     ))
 }

@@ -587,6 +587,15 @@ fn upscale(g: &Graph<'_>, node: &str) -> Result<Option<Upscale>, Refusal> {
 }
 
 impl super::Plan {
+    /// The node of the first frame the stage holds, if it holds any: its
+    /// first frame's picture (`LTXVImgToVideoInplace`, `LTXVImgToVideo`),
+    /// else its first guide (`LTXVAddGuide`).
+    pub fn holding(&self) -> Option<&String> {
+        let guides = self.audio.iter().flat_map(|av| &av.guides);
+        let first = self.held.iter().chain(guides.map(|g| &g.frame)).next();
+        first.map(|frame| &frame.node)
+    }
+
     /// The noise mask the stage blends its latent by after every step, and
     /// how far it grows (`VAEEncodeForInpaint`'s `grow_mask_by`).
     pub fn noise_mask(&self) -> Option<(&Mask, i64)> {

@@ -44,24 +44,30 @@ pub(super) fn frame_rate(
 }
 
 /// Steps back through the nodes at `node` (output `slot`: 0 positive, 1
-/// negative) that give the prompts they are given: `LTXVCropGuides`
-/// (without keyframe guides, which the lowering does not add) and
-/// `LTXVImgToVideo` (whose latent holds its picture) and `LTXVAddGuide`
-/// (whose guide the latent's appended frames hold).
+/// negative) that give the prompts they are given: `LTXVImgToVideo`
+/// (whose latent holds its picture), `LTXVAddGuide` (whose guide the
+/// latent's appended frames hold: the model takes their places from the
+/// prompts) and `LTXVCropGuides` (which drops those before it); returns
+/// the `LTXVAddGuide` nodes whose guides the prompts carry, the first met
+/// first.
 pub(super) fn through_prompts(
     g: &Graph<'_>,
     node: &mut String,
     slot: &mut i64,
     from: &mut (String, String),
-) -> Result<(), Refusal> {
+) -> Result<Vec<String>, Refusal> {
     let passing = [
         super::av_nodes::CROP_GUIDES,
         super::held::CONDITIONING,
         super::guide::ADD_GUIDE,
     ];
+    let (mut guides, mut cropped) = (Vec::new(), false);
     for _ in 0..=g.nodes.len() {
-        if !passing.contains(&g.class(node)) {
-            return Ok(());
+        match g.class(node) {
+            super::guide::ADD_GUIDE if !cropped => guides.push(node.clone()),
+            super::av_nodes::CROP_GUIDES => cropped = true,
+            class if !passing.contains(&class) => return Ok(guides),
+            _ => {}
         }
         g.through_prompt_pair(
             node,

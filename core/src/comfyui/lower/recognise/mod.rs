@@ -112,11 +112,11 @@ pub(super) struct Plan {
 
 impl Plan {
     /// Whether the run is a window of its schedule or starts from a latent
-    /// (so it noises its start latent to the window's first sigma; a held
-    /// frame's latent is one), rather than a fresh run from pure noise at
-    /// the top of the model's sigmas.
+    /// (so it noises its start latent to the window's first sigma; one
+    /// holding frames is), rather than a fresh run from pure noise at the
+    /// top of the model's sigmas.
     pub fn windowed(&self) -> bool {
-        self.held.is_some()
+        self.holding().is_some()
             || !self.sampler.schedule.starts_at_top()
             || !matches!(
                 (&self.sampler.window, &self.latent),
@@ -238,6 +238,8 @@ pub(super) struct Conditioning {
     pub seconds: Option<Seconds>,
     /// `LTXVConditioning` on the way: the video model's frame rate.
     pub frame_rate: Option<ltxv::FrameRate>,
+    /// The `LTXVAddGuide` nodes on the way, the sampler's nearest first.
+    pub guides: Vec<String>,
     /// `ReferenceLatent`s on the way: pictures the model reads beside the
     /// sample.
     pub references: reference::References,
@@ -619,9 +621,10 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
         audio,
         held,
     };
-    if let Some(held) = &plan.held {
-        held::solvable(g, held, &plan.sampler.sampler_name)?;
+    if let Some(node) = plan.holding() {
+        held::solvable(g, node, &plan.sampler.sampler_name)?;
     }
+    guide::prompts_pass(g, &plan)?;
     ksampler::own_steps_checked(g, &mut plan)?;
     Ok(plan)
 }

@@ -273,6 +273,18 @@ pub(super) fn decoded(
     let trim = match crop {
         Some(node) => {
             let guides = walk.av_layout(stage).map_or(0, |layout| layout.guides);
+            // It drops as many frames as its prompts carry guides.
+            let (mut prompt, mut at) = g.source(&node, "positive")?;
+            let mut from = (node.clone(), "positive".to_string());
+            let carried = super::ltxv::through_prompts(g, &mut prompt, &mut at, &mut from)?;
+            if carried.len() as i64 != guides {
+                return Err(g.refuse(
+                    &node,
+                    Some("positive"),
+                    format!("drops the {} guide frames its prompts carry from a latent whose sampler appended {guides}", carried.len()),
+                    "crop with the prompts of the LTXVAddGuide nodes that made the latent",
+                ));
+            }
             Some(Trim {
                 node,
                 frames: guides,

@@ -39,6 +39,7 @@ impl Conditioning {
             edit: None,
             seconds: None,
             frame_rate: None,
+            guides: Vec::new(),
             references: References::default(),
             vision: Vec::new(),
             frames: None,
@@ -70,9 +71,11 @@ pub(super) fn conditioning(
     let mut references = References::default();
     let mut styles = Vec::new();
     let seconds = super::audio::seconds(g, &mut node, &mut slot, &mut from)?;
-    super::ltxv::through_prompts(g, &mut node, &mut slot, &mut from)?;
+    let mut guides = super::ltxv::through_prompts(g, &mut node, &mut slot, &mut from)?;
     let frame_rate = super::ltxv::frame_rate(g, &mut node, &mut slot, &mut from)?;
-    super::ltxv::through_prompts(g, &mut node, &mut slot, &mut from)?;
+    guides.extend(super::ltxv::through_prompts(
+        g, &mut node, &mut slot, &mut from,
+    )?);
     let edit = edit_conditioning(g, &mut node, &mut slot, &mut from)?;
     let frames = super::frames::step(g, &mut node, &mut slot, &mut from)?;
     let mut marks = Marks {
@@ -254,6 +257,7 @@ pub(super) fn conditioning(
             edit,
             seconds,
             frame_rate,
+            guides,
             references,
             vision,
             frames,
