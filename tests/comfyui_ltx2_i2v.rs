@@ -513,17 +513,34 @@ fn a_held_first_frame_and_guides_are_held_together() {
     assert_eq!(parameter(w, "held_frames", "strengths"), "1,0.7,0.7");
     let ports = &w["components"]["held_frames"]["ports"]["inputs"];
     assert!(ports.get("frame_3").is_some(), "{ports}");
-    // Under the model's own schedule the run still noises its latent.
-    g["13"] = json!({"class_type": "BasicScheduler", "inputs": {"model": ["1", 0], "scheduler": "simple", "steps": 2, "denoise": 1.0}});
-    lowered(&g, &Target::default());
+    // Under the model's own schedule a run holding only guides still
+    // noises its latent after writing them.
     let mut guided = first_and_last_frame();
-    guided["13"] = g["13"].clone();
+    guided["13"] = json!({"class_type": "BasicScheduler", "inputs": {"model": ["1", 0], "scheduler": "simple", "steps": 2, "denoise": 1.0}});
     let l = lowered(&guided, &Target::default());
     let setup: Vec<String> = setup_calls(workflow(&l))
         .into_iter()
         .map(|(c, _, _)| c)
         .collect();
-    assert!(setup.contains(&"held_frames".to_string()), "{setup:?}");
+    let held = setup.iter().position(|c| c == "held_frames");
+    let noised = setup.iter().position(|c| c == "add_noise");
+    assert!(held.is_some() && held < noised, "{setup:?}");
+}
+
+#[test]
+fn a_crop_on_the_way_drops_the_guides_farther_back_from_the_prompts() {
+    // A guide whose latent is not sampled, cropped from the prompts
+    // before the frame rate is set: the sampler's prompts carry none.
+    let mut g = image_to_video(1.0);
+    g["30"] = json!({"class_type": "EmptyLTXVLatentVideo", "inputs": {"width": 64, "height": 64, "length": 9, "batch_size": 1}});
+    g["31"] = json!({"class_type": "LTXVAddGuide", "inputs": {"frame_idx": 0, "strength": 1.0, "positive": ["3", 0], "negative": ["4", 0], "vae": ["1", 2], "latent": ["30", 0], "image": ["19", 0]}});
+    g["32"] = json!({"class_type": "LTXVCropGuides", "inputs": {"positive": ["5", 0], "negative": ["5", 1], "latent": ["31", 2]}});
+    g["5"]["inputs"]["positive"] = json!(["31", 0]);
+    g["5"]["inputs"]["negative"] = json!(["31", 1]);
+    g["11"]["inputs"]["positive"] = json!(["32", 0]);
+    g["11"]["inputs"]["negative"] = json!(["32", 1]);
+    let l = lowered(&g, &Target::default());
+    assert_eq!(parameter(workflow(&l), "held_frames", "positions"), "0");
 }
 
 #[test]
@@ -577,4 +594,21 @@ fn prompts_and_crops_must_carry_the_latents_guides() {
             "guides frame 0, which another guide of the video guides already",
         ),
     );
+}
+
+#[test]
+fn guides_carried_through_the_frame_rate_node_after_them_are_the_prompts_guides() {
+    // The frame rate set after the guides: the sampler's and the crop's
+    // prompts carry both guides through it.
+    let mut g = first_and_last_frame();
+    g["24"]["inputs"]["positive"] = json!(["3", 0]);
+    g["24"]["inputs"]["negative"] = json!(["4", 0]);
+    g["5"]["inputs"]["positive"] = json!(["25", 0]);
+    g["5"]["inputs"]["negative"] = json!(["25", 1]);
+    g["11"]["inputs"]["positive"] = json!(["5", 0]);
+    g["11"]["inputs"]["negative"] = json!(["5", 1]);
+    g["26"]["inputs"]["positive"] = json!(["5", 0]);
+    g["26"]["inputs"]["negative"] = json!(["5", 1]);
+    let l = lowered(&g, &Target::default());
+    assert_eq!(parameter(workflow(&l), "held_frames", "positions"), "3,4");
 }

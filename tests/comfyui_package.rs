@@ -145,6 +145,7 @@ fn every_corpus_graph_that_lowers_becomes_a_package_that_runs() {
             "inpaint_example.workflow.json",
             "jaylyu-sd15.api.json",
             "lora.workflow.json",
+            "ltxv-i2v.ui.json",
             "model-merge-muted-save.api.json",
             "model-merge-muted-save.ui.json",
             "sd15-controlnet-single.api.json",

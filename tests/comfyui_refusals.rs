@@ -235,7 +235,7 @@ fn every_refusal_names_the_node_class_input_and_a_remedy() {
                 "9",
                 "KSampler",
                 Some("model"),
-                "uses component `denoiser` with other inputs than sampler 5 (a ControlNet, SDXL conditioning, reference pictures or a picture shown to the text encoder on one of them only), and one model component has one set of ports",
+                "uses component `denoiser` with other inputs than sampler 5 (a ControlNet, SDXL conditioning, reference pictures, a picture shown to the text encoder, a held first frame or guide frames on one of them only), and one model component has one set of ports",
             ),
         ),
         (

@@ -483,7 +483,7 @@ impl<'c> PixelParts<'c> {
                 "trim_latent",
                 json!({"latent": latent.clone()}),
                 json!({"trimmed": latent}),
-                Some(json!({"id": "wfstudio.trim-latent", "version": "1", "parameters": {"frames": trim.frames, "from": if trim.end { "end" } else { "start" }}})),
+                Some(json!({"id": "wfstudio.trim-latent", "version": "1", "parameters": trim_parameters(trim)})),
             )
         });
         let value = format!("{latent}.trimmed_{}", trim.node);
@@ -759,6 +759,15 @@ pub(super) fn loaded<'p>(
 /// as `VAEEncode` crops (size `same`: no resize).
 fn cut_policy(kind: &str) -> Value {
     scale_policy(kind, json!({"size": "same", "multiple": 8}))
+}
+
+/// A trim's contract parameters: the frames it drops, and `from: end`
+/// where it drops the last ones.
+fn trim_parameters(trim: &Trim) -> Value {
+    match trim.end {
+        true => json!({"frames": trim.frames, "from": "end"}),
+        false => json!({"frames": trim.frames}),
+    }
 }
 
 /// The VAE encoder component `name`: pictures in, `latent` out.

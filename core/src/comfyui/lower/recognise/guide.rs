@@ -89,8 +89,8 @@ pub(super) fn read(
 /// Resolves each guide's frame in a video of `latent_frames` latent
 /// frames as `LTXVAddGuide` does (a negative index counts from the
 /// video's last frame, at least 0), refusing a guide past the video's
-/// end and two guides of one frame (which ComfyUI counts as one when it
-/// places and crops them).
+/// end and two guides of one frame (which ComfyUI versions that count
+/// guides by their distinct frames take as one).
 pub(super) fn place(
     g: &Graph<'_>,
     guides: &mut [VideoGuide],
@@ -115,7 +115,8 @@ pub(super) fn place(
                 "choose a frame within the video",
             ));
         }
-        // ComfyUI counts a stage's guides by their distinct frames.
+        // ComfyUI versions that count a stage's guides by their distinct
+        // frames would place and crop two of one frame as one.
         if placed.contains(&frame) {
             return Err(g.refuse(
                 &guide.frame.node,

@@ -21,7 +21,7 @@ pub(in crate::comfyui::lower) struct FrameRate {
 
 /// Steps back through an `LTXVConditioning` at `node` (output `slot`: 0
 /// positive, 1 negative), recording its frame rate.
-pub(super) fn frame_rate(
+fn frame_rate(
     g: &Graph<'_>,
     node: &mut String,
     slot: &mut i64,
@@ -47,25 +47,24 @@ pub(super) fn frame_rate(
 /// negative) that give the prompts they are given: `LTXVImgToVideo`
 /// (whose latent holds its picture), `LTXVAddGuide` (whose guide the
 /// latent's appended frames hold: the model takes their places from the
-/// prompts) and `LTXVCropGuides` (which drops those before it); returns
-/// the `LTXVAddGuide` nodes whose guides the prompts carry, the first met
-/// first.
-pub(super) fn through_prompts(
+/// prompts) and `LTXVCropGuides` (which drops those before it: `cropped`
+/// once one is met); returns the `LTXVAddGuide` nodes whose guides the
+/// prompts carry, the first met first.
+fn through_prompts(
     g: &Graph<'_>,
-    node: &mut String,
-    slot: &mut i64,
-    from: &mut (String, String),
+    (node, slot, from): (&mut String, &mut i64, &mut (String, String)),
+    cropped: &mut bool,
 ) -> Result<Vec<String>, Refusal> {
     let passing = [
         super::av_nodes::CROP_GUIDES,
         super::held::CONDITIONING,
         super::guide::ADD_GUIDE,
     ];
-    let (mut guides, mut cropped) = (Vec::new(), false);
+    let mut guides = Vec::new();
     for _ in 0..=g.nodes.len() {
         match g.class(node) {
-            super::guide::ADD_GUIDE if !cropped => guides.push(node.clone()),
-            super::av_nodes::CROP_GUIDES => cropped = true,
+            super::guide::ADD_GUIDE if !*cropped => guides.push(node.clone()),
+            super::av_nodes::CROP_GUIDES => *cropped = true,
             class if !passing.contains(&class) => return Ok(guides),
             _ => {}
         }
@@ -82,6 +81,34 @@ pub(super) fn through_prompts(
         "is part of a loop of prompts".into(),
         "break the loop",
     ))
+}
+
+/// Steps back through a prompt's LTX nodes at `node` (output `slot`,
+/// read by `from`): the pass-through ones (see [`through_prompts`]) and
+/// one `LTXVConditioning` among them; returns the `LTXVAddGuide` nodes
+/// whose guides the prompt carries, the first met first, and the frame
+/// rate.
+pub(super) fn prompt_chain(
+    g: &Graph<'_>,
+    node: &mut String,
+    slot: &mut i64,
+    from: &mut (String, String),
+) -> Result<(Vec<String>, Option<FrameRate>), Refusal> {
+    let mut cropped = false;
+    let mut guides = through_prompts(g, (node, slot, from), &mut cropped)?;
+    let rate = frame_rate(g, node, slot, from)?;
+    guides.extend(through_prompts(g, (node, slot, from), &mut cropped)?);
+    Ok((guides, rate))
+}
+
+/// The `LTXVAddGuide` nodes whose guides the prompt at (`node`, `slot`),
+/// read by `from`, carries (see [`prompt_chain`]).
+pub(super) fn carried_guides(
+    g: &Graph<'_>,
+    (mut node, mut slot): (String, i64),
+    mut from: (String, String),
+) -> Result<Vec<String>, Refusal> {
+    prompt_chain(g, &mut node, &mut slot, &mut from).map(|(guides, _)| guides)
 }
 
 /// The frame rate the sampler's denoiser takes where a prompt has an

@@ -274,9 +274,9 @@ pub(super) fn decoded(
         Some(node) => {
             let guides = walk.av_layout(stage).map_or(0, |layout| layout.guides);
             // It drops as many frames as its prompts carry guides.
-            let (mut prompt, mut at) = g.source(&node, "positive")?;
-            let mut from = (node.clone(), "positive".to_string());
-            let carried = super::ltxv::through_prompts(g, &mut prompt, &mut at, &mut from)?;
+            let prompt = g.source(&node, "positive")?;
+            let from = (node.clone(), "positive".to_string());
+            let carried = super::ltxv::carried_guides(g, prompt, from)?;
             if carried.len() as i64 != guides {
                 return Err(g.refuse(
                     &node,

@@ -71,11 +71,7 @@ pub(super) fn conditioning(
     let mut references = References::default();
     let mut styles = Vec::new();
     let seconds = super::audio::seconds(g, &mut node, &mut slot, &mut from)?;
-    let mut guides = super::ltxv::through_prompts(g, &mut node, &mut slot, &mut from)?;
-    let frame_rate = super::ltxv::frame_rate(g, &mut node, &mut slot, &mut from)?;
-    guides.extend(super::ltxv::through_prompts(
-        g, &mut node, &mut slot, &mut from,
-    )?);
+    let (guides, frame_rate) = super::ltxv::prompt_chain(g, &mut node, &mut slot, &mut from)?;
     let edit = edit_conditioning(g, &mut node, &mut slot, &mut from)?;
     let frames = super::frames::step(g, &mut node, &mut slot, &mut from)?;
     let mut marks = Marks {
