@@ -292,14 +292,16 @@ fn ltx_videos_image_to_video_holds_its_picture_in_the_video_latent() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
-#[test]
-fn a_held_frame_under_a_models_own_schedule_noises_its_start_latent() {
-    // BasicScheduler's schedule starts at the model's top, which a run of
-    // an empty latent would start from pure noise: the held frame's run
-    // noises its latent instead.
-    let mut g = image_to_video(1.0);
-    g["13"] = json!({"class_type": "BasicScheduler", "inputs": {"model": ["1", 0], "scheduler": "simple", "steps": 2, "denoise": 1.0}});
-    let l = lowered(&g, &Target::default());
+/// `BasicScheduler` on the model's own schedule, which starts at the
+/// model's top.
+fn own_schedule() -> Value {
+    json!({"class_type": "BasicScheduler", "inputs": {"model": ["1", 0], "scheduler": "simple", "steps": 2, "denoise": 1.0}})
+}
+
+/// Asserts `graph`'s stage writes its held frames before noising its
+/// start latent.
+fn assert_noised_after_holding(graph: &Value) {
+    let l = lowered(graph, &Target::default());
     let setup: Vec<String> = setup_calls(workflow(&l))
         .into_iter()
         .map(|(c, _, _)| c)
@@ -307,6 +309,16 @@ fn a_held_frame_under_a_models_own_schedule_noises_its_start_latent() {
     let held = setup.iter().position(|c| c == "held_frames");
     let noised = setup.iter().position(|c| c == "add_noise");
     assert!(held.is_some() && held < noised, "{setup:?}");
+}
+
+#[test]
+fn a_held_frame_under_a_models_own_schedule_noises_its_start_latent() {
+    // BasicScheduler's schedule starts at the model's top, which a run of
+    // an empty latent would start from pure noise: the held frame's run
+    // noises its latent instead.
+    let mut g = image_to_video(1.0);
+    g["13"] = own_schedule();
+    assert_noised_after_holding(&g);
 }
 
 #[test]
@@ -516,15 +528,8 @@ fn a_held_first_frame_and_guides_are_held_together() {
     // Under the model's own schedule a run holding only guides still
     // noises its latent after writing them.
     let mut guided = first_and_last_frame();
-    guided["13"] = json!({"class_type": "BasicScheduler", "inputs": {"model": ["1", 0], "scheduler": "simple", "steps": 2, "denoise": 1.0}});
-    let l = lowered(&guided, &Target::default());
-    let setup: Vec<String> = setup_calls(workflow(&l))
-        .into_iter()
-        .map(|(c, _, _)| c)
-        .collect();
-    let held = setup.iter().position(|c| c == "held_frames");
-    let noised = setup.iter().position(|c| c == "add_noise");
-    assert!(held.is_some() && held < noised, "{setup:?}");
+    guided["13"] = own_schedule();
+    assert_noised_after_holding(&guided);
 }
 
 #[test]

@@ -22,7 +22,7 @@
 
 use super::SynthError;
 use super::graph::{Family, PolicyGraph};
-use super::policies::extents;
+use super::policies::{extents, packed as packed_row, unpacked};
 use super::tables::ModelSampling;
 use wfstudio_onnx::builder::Attr;
 
@@ -53,7 +53,6 @@ pub fn held_frames(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     if !placed {
         return Err(g.error("its `positions` and `strengths` are not one latent frame and one strength from 0 to 1 for each held frame"));
     }
-    let elements: i64 = video.iter().product();
     let packed = g.parameter("packed").and_then(serde_json::Value::as_bool) == Some(true);
     let source = g.input("source")?;
     let batch = g.op_with(
@@ -61,14 +60,6 @@ pub fn held_frames(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
         &[&source],
         &[("start", Attr::Int(0)), ("end", Attr::Int(1))],
     );
-    let slice = |g: &mut PolicyGraph<'_>, x: &str, (start, end): (i64, i64)| {
-        let (s, e, a) = (
-            g.b.vec_i64(&[start]),
-            g.b.vec_i64(&[end]),
-            g.b.vec_i64(&[2]),
-        );
-        g.op("Slice", &[x, &s, &e, &a])
-    };
     let shaped = |g: &mut PolicyGraph<'_>, rest: &[i64]| {
         let rest = g.b.vec_i64(rest);
         g.op_with("Concat", &[&batch, &rest], &[("axis", Attr::Int(0))])
@@ -76,9 +67,8 @@ pub fn held_frames(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let video_shape = shaped(g, &[channels, frames, height, width]);
     let (mut written, audio_part) = match packed {
         true => {
-            let video_part = slice(g, &source, (0, elements));
-            let video_part = g.op("Reshape", &[&video_part, &video_shape]);
-            (video_part, Some(slice(g, &source, (elements, i64::MAX))))
+            let [video, audio] = unpacked(g, &source, [&video, &[1, -1]]);
+            (video, Some(audio))
         }
         false => (source.clone(), None),
     };
@@ -112,18 +102,13 @@ pub fn held_frames(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
         g.output(&written, "held")?;
         return g.output(&video_mask, "mask");
     };
-    // The row: the video part flattened, then the audio part (its mask 1).
-    let row = g.b.vec_i64(&[0, 1, -1]);
-    let join = |g: &mut PolicyGraph<'_>, video: &str, audio: &str| {
-        let video = g.op("Reshape", &[video, &row]);
-        g.op_with("Concat", &[&video, audio], &[("axis", Attr::Int(2))])
-    };
-    let out = join(g, &written, &audio_part);
+    // The row: the video part, then the audio part (its mask 1).
+    let out = packed_row(g, &written, &audio_part);
     g.output(&out, "held")?;
     let audio_shape = g.op("Shape", &[&audio_part]);
     let free = g.f(1.0);
     let audio_mask = g.op("Expand", &[&free, &audio_shape]);
-    let mask = join(g, &video_mask, &audio_mask);
+    let mask = packed_row(g, &video_mask, &audio_mask);
     g.output(&mask, "mask")
 }
 

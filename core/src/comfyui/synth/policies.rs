@@ -286,43 +286,54 @@ pub(super) fn extents(g: &PolicyGraph<'_>, key: &str) -> Result<Vec<i64>, SynthE
 /// (`audio_shape`).
 fn av_split(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let (video, audio) = (extents(g, "video_shape")?, extents(g, "audio_shape")?);
-    let video_elements: i64 = video.iter().product();
     let packed = g.input("packed")?;
+    let [video, audio] = unpacked(g, &packed, [&video, &audio]);
+    g.output(&video, "video")?;
+    g.output(&audio, "audio")
+}
+
+/// LTX-2's packed row `packed` (`[batch, 1, video + audio]`) apart: its
+/// video part and its audio part, each reshaped to its `shapes` entry
+/// per batch entry (the video's, which fixes where the audio starts,
+/// then the audio's; a -1 takes the rest).
+pub(super) fn unpacked(g: &mut PolicyGraph<'_>, packed: &str, shapes: [&[i64]; 2]) -> [String; 2] {
+    let video_elements: i64 = shapes[0].iter().product();
     let batch = g.op_with(
         "Shape",
-        &[&packed],
+        &[packed],
         &[("start", Attr::Int(0)), ("end", Attr::Int(1))],
     );
-    let mut parts = Vec::new();
-    for (shape, (start, end)) in [
-        (&video, (0, video_elements)),
-        (&audio, (video_elements, i64::MAX)),
-    ] {
+    let mut part = |(start, end): (i64, i64), shape: &[i64]| {
         let (starts, ends, axes) = (
             g.b.vec_i64(&[start]),
             g.b.vec_i64(&[end]),
             g.b.vec_i64(&[2]),
         );
-        let part = g.op("Slice", &[&packed, &starts, &ends, &axes]);
+        let part = g.op("Slice", &[packed, &starts, &ends, &axes]);
         let rest = g.b.vec_i64(shape);
         let shape = g.op_with("Concat", &[&batch, &rest], &[("axis", Attr::Int(0))]);
-        parts.push(g.op("Reshape", &[&part, &shape]));
-    }
-    g.output(&parts[0], "video")?;
-    g.output(&parts[1], "audio")
+        g.op("Reshape", &[&part, &shape])
+    };
+    [
+        part((0, video_elements), shapes[0]),
+        part((video_elements, i64::MAX), shapes[1]),
+    ]
 }
 
 /// `av_join`: a video and an audio part as one packed row `[batch, 1,
 /// video + audio]`, as ComfyUI packs them.
 fn av_join(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
-    let row = g.b.vec_i64(&[0, 1, -1]);
-    let mut parts = Vec::new();
-    for port in ["video", "audio"] {
-        let part = g.input(port)?;
-        parts.push(g.op("Reshape", &[&part, &row]));
-    }
-    let out = g.op_with("Concat", &[&parts[0], &parts[1]], &[("axis", Attr::Int(2))]);
+    let (video, audio) = (g.input("video")?, g.input("audio")?);
+    let out = packed(g, &video, &audio);
     g.output(&out, "packed")
+}
+
+/// A video and an audio part as one packed row `[batch, 1, video +
+/// audio]`, as ComfyUI packs them.
+pub(super) fn packed(g: &mut PolicyGraph<'_>, video: &str, audio: &str) -> String {
+    let row = g.b.vec_i64(&[0, 1, -1]);
+    let parts = [video, audio].map(|part| g.op("Reshape", &[part, &row]));
+    g.op_with("Concat", &[&parts[0], &parts[1]], &[("axis", Attr::Int(2))])
 }
 
 /// `one_frame`: each picture `[batch, 3, h, w]` as a one-frame video

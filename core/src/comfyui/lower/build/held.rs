@@ -49,12 +49,6 @@ fn placed(plan: &Plan, frames: i64) -> Vec<Placed<'_>> {
     first_frame.chain(appended).collect()
 }
 
-/// The node of the stage's first held frame, if it holds one: the
-/// provenance of every blend.
-fn holding(plan: &Plan) -> Option<&String> {
-    plan.holding()
-}
-
 /// The stage's video latent, `[channels, frames, height, width]`: an
 /// audio-video row's video part, or an empty video latent.
 fn video_shape(plan: &Plan) -> Option<[i64; 4]> {
@@ -221,7 +215,7 @@ pub(super) fn hold(
 /// denoiser calls (values ending in `suffix`); the blended value, where
 /// the stage holds a frame.
 pub(super) fn input(plan: &Plan, sample: &str, suffix: &str, body: &mut Steps) -> Option<String> {
-    let node = holding(plan)?;
+    let node = plan.holding()?;
     let value = format!("held.input{suffix}");
     body.push(
         invoke(
@@ -242,7 +236,7 @@ pub(super) fn estimate(
     (guided, out): (&str, &str),
     body: &mut Steps,
 ) {
-    let Some(node) = holding(plan) else {
+    let Some(node) = plan.holding() else {
         return;
     };
     body.push(
@@ -258,7 +252,7 @@ pub(super) fn estimate(
 /// Adds the denoiser's `denoise_mask` port, where the stage holds a
 /// frame.
 pub(super) fn denoiser_ports(plan: &Plan, ports: &mut Value) {
-    if holding(plan).is_some() {
+    if plan.holding().is_some() {
         ports["denoise_mask"] = denoise_mask();
     }
     if !guides(plan).is_empty() {
@@ -270,7 +264,7 @@ pub(super) fn denoiser_ports(plan: &Plan, ports: &mut Value) {
 
 /// Binds the denoiser's `denoise_mask`, where the stage holds a frame.
 pub(super) fn bind(plan: &Plan, bind: &mut Value) {
-    if holding(plan).is_some() {
+    if plan.holding().is_some() {
         bind["denoise_mask"] = json!(DENOISE_MASK);
     }
     if !guides(plan).is_empty() {
@@ -282,7 +276,7 @@ pub(super) fn bind(plan: &Plan, bind: &mut Value) {
 /// What a holding stage asks of its exported denoiser, and what the
 /// lowering leaves out.
 pub(in crate::comfyui::lower) fn note(plan: &Plan) -> Option<String> {
-    let node = holding(plan)?;
+    let node = plan.holding()?;
     let mut note = match &plan.held {
         Some(held) => format!(
             "node {node} holds a picture as the video's first latent frame at strength {}",
@@ -307,8 +301,8 @@ pub(in crate::comfyui::lower) fn note(plan: &Plan) -> Option<String> {
         ));
     }
     note.push_str("; the denoiser takes `denoise_mask` ([batch, 1, latent_frames, latent_height, latent_width]: 1 - strength on a held frame, 1 elsewhere) and multiplies its video tokens' timesteps by it, as ComfyUI's LTX models do");
-    let frames = plan.held.iter().chain(guides.iter().map(|g| &g.frame));
-    for pre in frames
+    for pre in plan
+        .held_frames()
         .filter_map(|f| f.preprocess.as_ref())
         .filter(|pre| pre.compression > 0)
     {

@@ -28,9 +28,7 @@ fn loaders(plan: &Plan) -> Vec<&String> {
     let carried = reference::prompt_pictures(plan.conditionings()).map(|(_, _, (l, _))| l);
     let framed = reference::frame_pictures(plan.conditionings());
     let patched = plan.model.control_patch.as_ref().map(|p| &p.picture.0);
-    let guides = plan.audio.iter().flat_map(|av| &av.guides);
-    let held = plan.held.iter().chain(guides.map(|g| &g.frame));
-    let held = held.map(|h| &h.loader);
+    let held = plan.held_frames().map(|h| &h.loader);
     let mut loaders: Vec<&String> = Vec::new();
     let all = own.into_iter().chain(carried).chain(framed).chain(patched);
     for loader in all.chain(held) {

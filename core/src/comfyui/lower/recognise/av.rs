@@ -109,7 +109,7 @@ pub(super) fn latent_source(
         let source = latent::latent_source(g, (sampler, "latent_image"), loader, walk)?;
         let held = match &source {
             LatentSource::Empty { node, .. } if g.class(node) == held::CONDITIONING => {
-                Some(held::conditioning(g, node, loader)?)
+                Some(held::held_by(g, node, loader)?)
             }
             _ => None,
         };

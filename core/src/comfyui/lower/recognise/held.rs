@@ -87,12 +87,6 @@ pub(super) fn read(
     held_by(g, &at, loader).map(Some)
 }
 
-/// The frame `LTXVImgToVideo` `node` (the source of a sampler's latent)
-/// holds; `loader` is the stage's checkpoint.
-pub(super) fn conditioning(g: &Graph<'_>, node: &str, loader: &str) -> Result<HeldFrame, Refusal> {
-    held_by(g, node, loader)
-}
-
 /// The frame `node` holds (or guides by): its picture, encoded by
 /// `loader`'s VAE, at its strength.
 pub(super) fn held_by(g: &Graph<'_>, node: &str, loader: &str) -> Result<HeldFrame, Refusal> {

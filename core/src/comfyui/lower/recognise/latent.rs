@@ -591,9 +591,14 @@ impl super::Plan {
     /// first frame's picture (`LTXVImgToVideoInplace`, `LTXVImgToVideo`),
     /// else its first guide (`LTXVAddGuide`).
     pub fn holding(&self) -> Option<&String> {
+        self.held_frames().next().map(|frame| &frame.node)
+    }
+
+    /// The frames the stage holds: its first frame's picture, then its
+    /// guides in the order they are appended.
+    pub fn held_frames(&self) -> impl Iterator<Item = &super::HeldFrame> {
         let guides = self.audio.iter().flat_map(|av| &av.guides);
-        let first = self.held.iter().chain(guides.map(|g| &g.frame)).next();
-        first.map(|frame| &frame.node)
+        self.held.iter().chain(guides.map(|g| &g.frame))
     }
 
     /// The noise mask the stage blends its latent by after every step, and
