@@ -289,6 +289,30 @@ fn references_the_lowering_cannot_give_are_refused_by_name() {
     );
 }
 
+/// A `FluxKVCache` on the model path builds the same workflow: the
+/// package's denoiser computes the reference pictures' keys and values on
+/// every step, where ComfyUI reuses the first step's, which a note says.
+#[test]
+fn a_flux_kv_cache_changes_nothing_but_says_comfyui_reuses_the_first_steps_keys() {
+    let plain = lowered(&flux2_edit(), &Target::default());
+    let mut cached = flux2_edit();
+    cached["140"] = json!({"class_type": "FluxKVCache", "inputs": {"model": ["70", 0]}});
+    cached["63"]["inputs"]["model"] = json!(["140", 0]);
+    let l = lowered(&cached, &Target::default());
+    assert_eq!(workflow(&l), workflow(&plain));
+    let added: Vec<&String> = l
+        .notes
+        .iter()
+        .filter(|n| !plain.notes.contains(n))
+        .collect();
+    assert_eq!(
+        added,
+        [
+            "node 140 (FluxKVCache) makes ComfyUI compute the reference pictures' attention keys and values on the first step and reuse them on later steps; the package's denoiser computes them on every step, so later steps differ from ComfyUI's where those keys change with the step"
+        ]
+    );
+}
+
 /// Flux 2 Klein's edit template: the picture resized to 0.01 megapixels,
 /// measured by `GetImageSize` for both the empty latent and
 /// `Flux2Scheduler`, and carried by both prompts (the negative zeroed).

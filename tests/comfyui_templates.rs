@@ -417,9 +417,9 @@ fn every_lowered_template_becomes_a_package_that_checks_and_runs_small() {
             .filter_map(|e| e.ok().map(|e| e.path()))
             .any(|p| {
                 p.extension()
-                    .is_some_and(|x| x == "png" || x == "gif" || x == "wav")
+                    .is_some_and(|x| ["png", "gif", "wav", "txt"].iter().any(|e| x == *e))
             });
-        assert!(shown, "{file}: no picture, video or sound written");
+        assert!(shown, "{file}: no picture, video, sound or text written");
         let _ = std::fs::remove_dir_all(&package);
         let _ = std::fs::remove_dir_all(&out);
     }

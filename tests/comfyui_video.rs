@@ -2,8 +2,9 @@
 //! sampled like a picture's, decoded into `[batch, frames, 3, height,
 //! width]` frames in 0..1, each video sink its own output with its frame
 //! rate beside it; a batch of two videos runs row by row (per-row values
-//! broadcast over the five-axis latent); and the video graphs the
-//! lowering refuses, by name.
+//! broadcast over the five-axis latent); Kandinsky 5's image-to-video node
+//! without a start picture as an empty video latent; and the video graphs
+//! the lowering refuses, by name.
 
 mod support;
 
@@ -190,6 +191,46 @@ fn a_wan22_latent_has_its_channels_and_sixteen_pixels_a_cell() {
     assert_eq!(npy(&out.join("latent.npy")).0, [1, 48, 2, 3, 4]);
     assert_eq!(npy(&out.join("video.npy")).0, [1, 5, 3, 48, 64]);
     let _ = std::fs::remove_dir_all(&root);
+}
+
+/// Kandinsky 5's image-to-video node without a start picture passes both
+/// prompts on and gives the empty video latent `EmptyHunyuanLatentVideo`
+/// gives (16 channels, 8 pixels a cell, 4 frames a latent frame): the same
+/// workflow. A start picture, and its output 3 read as the latent, are
+/// refused.
+#[test]
+fn kandinsky5_without_a_start_picture_is_an_empty_video_latent() {
+    let plain = lowered(&video(), &Target::default());
+    let mut g = video();
+    g["4"] = json!({"class_type": "Kandinsky5ImageToVideo", "inputs": {"positive": ["2", 0], "negative": ["3", 0], "vae": ["15", 0], "width": 32, "height": 24, "length": 11, "batch_size": 1}});
+    g["5"]["inputs"]["positive"] = json!(["4", 0]);
+    g["5"]["inputs"]["negative"] = json!(["4", 1]);
+    g["5"]["inputs"]["latent_image"] = json!(["4", 2]);
+    let l = lowered(&g, &Target::default());
+    assert_eq!(workflow(&l), workflow(&plain));
+
+    let mut cond_latent = g.clone();
+    cond_latent["5"]["inputs"]["latent_image"] = json!(["4", 3]);
+    assert_refused(
+        &cond_latent,
+        (
+            "5",
+            "KSampler",
+            Some("latent_image"),
+            "reads output 3 of node 4 (Kandinsky5ImageToVideo) as its latent; its empty latent is output 2",
+        ),
+    );
+    g["4"]["inputs"]["start_image"] = json!(["30", 0]);
+    g["30"] = json!({"class_type": "LoadImage", "inputs": {"image": "start.png"}});
+    assert_refused(
+        &g,
+        (
+            "4",
+            "Kandinsky5ImageToVideo",
+            Some("start_image"),
+            "starts the video from a picture, which the lowering does not encode into video latents yet",
+        ),
+    );
 }
 
 #[test]

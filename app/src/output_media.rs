@@ -8,7 +8,7 @@ use anyhow::Context;
 use std::collections::BTreeMap;
 use wfstudio_runner::Tensor;
 use wfstudio_runner::media::Rgb8;
-use wfstudio_runner::text::{PackageTokenizer, TextError, decode_rows};
+use wfstudio_runner::text::{PackageTokenizer, TextError, decode_rows, utf8_rows};
 use wfstudio_schema::Document;
 use wfstudio_schema::types::workflow::{OutputRole, WorkflowOutput};
 
@@ -56,15 +56,19 @@ pub fn is_tokens(document: &Document, key: &str) -> bool {
 }
 
 /// The text of output `key`, one string per row, when it holds token ids
-/// and the package has a `tokenizer`; `None` otherwise.
+/// and the package has a `tokenizer`, or is a text output (UTF-8 bytes);
+/// `None` otherwise.
 pub fn text_of(
     document: &Document,
     tokenizer: Option<&PackageTokenizer>,
     key: &str,
     tensor: &Tensor,
 ) -> Option<Result<Vec<String>, TextError>> {
-    let tokenizer = tokenizer?;
-    is_tokens(document, key).then(|| decode_rows(tokenizer, tensor))
+    match output_of(document, key)?.role {
+        OutputRole::Tokens => Some(decode_rows(tokenizer?, tensor)),
+        OutputRole::Text => utf8_rows(tensor).map(Ok),
+        _ => None,
+    }
 }
 
 /// The media form of output `key` (`image`, `audio.row.1`, ...) of `document`.

@@ -68,7 +68,8 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 162] = [
+const CLASSES: [&str; 164] = [
+    "FluxKVCache", "Kandinsky5ImageToVideo",
     "LTXVImgToVideoInplace", "LTXVPreprocess", "LTXVImgToVideo", "LTXVAddGuide", "SamplerEulerAncestral",
     "LTXVConcatAVLatent", "LTXVSeparateAVLatent", "LTXVEmptyLatentAudio", "LTXVLatentUpsampler",
     "LatentUpscaleModelLoader", "LTXVAudioVAELoader", "LTXVAudioVAEDecode", "LTXVCropGuides",

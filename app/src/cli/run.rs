@@ -27,7 +27,8 @@ pub struct RunArgs {
     /// (pictures in 0..1, resized to a fixed size the input declares).
     #[arg(long = "input", value_name = "NAME=JSON")]
     inputs: Vec<String>,
-    /// Write each output as .npy into this folder.
+    /// Write each output as .npy into this folder (and pictures as .png,
+    /// videos as .gif, sound as .wav, text as .txt beside it).
     #[arg(long)]
     out: Option<PathBuf>,
     /// Also write a float output of one channel per row (a heightmap) as
@@ -454,7 +455,8 @@ fn package_tokenizer(runner: &Runner) -> anyhow::Result<Option<PackageTokenizer>
         .context("loading the package tokenizer")
 }
 
-/// The decoded rows of a tokens output, when the package has a tokenizer.
+/// The rows of a text output, or the decoded rows of a tokens output when
+/// the package has a tokenizer.
 fn texts(
     runner: &Runner,
     tokenizer: Option<&PackageTokenizer>,
@@ -517,6 +519,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             let file = dir.join(format!("{name}.npy"));
             write_npy(&file, tensor).with_context(|| format!("writing {}", file.display()))?;
             write_media(&runner, dir, name, tensor, &output.outputs)?;
+            if let Some(rows) = texts(&runner, tokenizer.as_ref(), name, tensor)? {
+                let file = dir.join(format!("{name}.txt"));
+                wfstudio_schema::save::write_atomic(&file, rows.join("\n").as_bytes())
+                    .with_context(|| format!("writing {}", file.display()))?;
+            }
         }
         for request in &args.png16 {
             let tensor = output

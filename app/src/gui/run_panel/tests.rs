@@ -358,3 +358,32 @@ fn prompt_text_runs_and_the_output_reads_as_text_with_reuse_shown() {
     assert!(harness.state().studio.run_overlay.reused.is_empty());
     let _ = std::fs::remove_dir_all(config);
 }
+
+/// A text output (what a ComfyUI `PreviewAny` shows: UTF-8 bytes) reads
+/// as text after the run.
+#[test]
+fn a_text_output_reads_as_text() {
+    let root = std::env::temp_dir().join(format!("wfstudio-run-text-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let package = root.join("package");
+    std::fs::create_dir_all(&package).expect("mkdir");
+    let text = "naïve café";
+    let contract = serde_json::json!({"dtype": "uint8", "rank": 1, "shape": [text.len()]});
+    let document = serde_json::json!({"schema_version": "v1", "pipeline": {"workflow": {
+        "manifest": {"capabilities": ["workflow_ssa", "linear_effects", "nested_control_flow", "loop_induction_values", "typed_emit"]},
+        "inputs": {"package.text": {"contract": contract, "role": {"kind": "opaque"}, "source": {"kind": "literal"}, "required": false, "default": text.as_bytes()}},
+        "outputs": {"text": {"contract": contract, "role": "text", "stage": "pre_adapter"}},
+        "components": {},
+        "steps": [{"kind": "emit", "value": "package.text", "output": "text", "mode": "replace"}]
+    }}});
+    std::fs::write(
+        package.join("inference_metadata.json"),
+        document.to_string(),
+    )
+    .expect("write");
+    let mut harness = harness_for(&package, &root.join("config"));
+    run_to_the_end(&mut harness);
+    harness.get_by_label("text (text)");
+    harness.get_by_label(text);
+    let _ = std::fs::remove_dir_all(root);
+}

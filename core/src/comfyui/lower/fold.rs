@@ -19,6 +19,8 @@
 mod gives;
 mod sizes;
 
+pub(super) use gives::python_str;
+
 use crate::comfyui::link::api_link;
 use serde_json::{Map, Value};
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};

@@ -153,7 +153,7 @@ pub fn lower_for(api: &Value, target: &Target) -> Result<Lowered, Vec<Refusal>> 
     }
     let mut sinks: Vec<&String> = nodes
         .keys()
-        .filter(|id| recognise::is_sink(g.class(id)))
+        .filter(|id| recognise::is_sink(g.class(id)) || recognise::shown_text(&g, id).is_some())
         .collect();
     // Numeric ids in numeric order (`9` before `12`), others after.
     sinks.sort_by_key(|id| {
@@ -168,7 +168,7 @@ pub fn lower_for(api: &Value, target: &Target) -> Result<Lowered, Vec<Refusal>> 
             class: String::new(),
             input: None,
             message: format!(
-                "the graph has no picture, video or audio sink ({})",
+                "the graph has no picture, video or audio sink ({}), nor a PreviewAny of a written value",
                 recognise::sink_classes()
             ),
             remedy: "add a SaveImage node where the image should come out".into(),
@@ -293,6 +293,13 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
                 "node {node} (ModelAttentionBackend) runs ComfyUI's model with the '{kernel}' attention kernel; the package's denoiser computes attention as it is exported, so its results differ from that kernel's by the kernel's rounding"
             )
         });
+    // The cache is ComfyUI's speed-up: the reference tokens' keys and
+    // values of the first call stand in for later calls' own.
+    let kv_cache = plan.model.kv_cache.iter().map(|node| {
+        format!(
+            "node {node} (FluxKVCache) makes ComfyUI compute the reference pictures' attention keys and values on the first step and reuse them on later steps; the package's denoiser computes them on every step, so later steps differ from ComfyUI's where those keys change with the step"
+        )
+    });
     let options: BTreeSet<_> = plan
         .conditionings()
         .flat_map(|c| &c.tokenizer_options)
@@ -377,6 +384,7 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
     });
     sampling
         .chain(attention)
+        .chain(kv_cache)
         .chain(differential)
         .chain(motion)
         .chain(adaptive)

@@ -134,6 +134,14 @@ impl<'a> PolicyGraph<'a> {
             .pointer(&format!("/contract/parameters/{key}"))
     }
 
+    /// The component's contract parameter `key` as text.
+    pub fn text(&self, key: &str) -> Result<String, SynthError> {
+        self.parameter(key)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| self.error(format!("its contract parameter `{key}` is not text")))
+    }
+
     /// The component's contract parameter `key` as a positive integer.
     pub fn positive_integer(&self, key: &str) -> Result<i64, SynthError> {
         self.parameter(key)

@@ -36,6 +36,7 @@ mod solver_sigmas;
 pub mod spacing;
 pub mod standin;
 mod steps;
+mod stitch;
 pub mod tables;
 mod three_calls;
 mod unipc;
@@ -50,6 +51,7 @@ use serde_json::Value;
 
 /// The policy components the lowering can name, each synthesized here.
 pub const POLICIES: &[&str] = &[
+    "image_stitch",
     "diffusion_schedule",
     "diffusion_timesteps",
     "solver_sigmas",
@@ -128,6 +130,7 @@ pub const POLICIES: &[&str] = &[
 /// ...
 const NUMBERED: &[&str] = &[
     "image_scale",
+    "image_stitch",
     "input_scale",
     "source_scale",
     "vision_scale",
@@ -214,6 +217,7 @@ fn picture_policy(kind: &str, component: &Value) -> Result<Option<Vec<u8>>, Synt
         "even_sides" => held::even_sides(&mut g)?,
         "picture_size" => upscale::picture_size(&mut g)?,
         "outpaint_pad" => outpaint::outpaint_pad(&mut g)?,
+        "image_stitch" => stitch::image_stitch(&mut g)?,
         _ => match policies::pixels_alone(&mut g) {
             Some(built) => built?,
             None => return Ok(None),

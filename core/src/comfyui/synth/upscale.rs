@@ -70,7 +70,7 @@ const KONTEXT_SIDES: [(i64, i64); 17] = [
 /// Builds the resize of `latent` to the parameters' size.
 pub fn latent_upscale(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let latent = g.input("latent")?;
-    let side = match text(g, "size")?.as_str() {
+    let side = match g.text("size")?.as_str() {
         "fixed" => {
             let (width, height) = (g.positive_integer("width")?, g.positive_integer("height")?);
             g.b.vec_i64(&[height, width])
@@ -88,7 +88,7 @@ pub fn latent_upscale(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
 /// set.
 pub fn image_scale(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let image = g.input("image")?;
-    let mut out = match text(g, "size")?.as_str() {
+    let mut out = match g.text("size")?.as_str() {
         "same" => image,
         "fit" => fit(g, &image)?,
         _ => {
@@ -112,14 +112,6 @@ pub fn image_scale(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
         out = crop_to_multiple(g, &out)?;
     }
     g.output(&out, "scaled")
-}
-
-/// Contract parameter `key` as text.
-fn text(g: &PolicyGraph<'_>, key: &str) -> Result<String, SynthError> {
-    g.parameter(key)
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .ok_or_else(|| g.error(format!("its contract parameter `{key}` is not text")))
 }
 
 /// The last two extents of `x`, as float64 `[h, w]`.
@@ -147,7 +139,7 @@ fn scaled_sides(g: &mut PolicyGraph<'_>, x: &str) -> Result<String, SynthError> 
 
 /// The sides (int64 `[h, w]`) the parameters' `size` gives `image`.
 fn new_sides(g: &mut PolicyGraph<'_>, image: &str) -> Result<String, SynthError> {
-    Ok(match text(g, "size")?.as_str() {
+    Ok(match g.text("size")?.as_str() {
         "fixed" => fixed_sides(g, image)?,
         "scale" => scaled_sides(g, image)?,
         "total_pixels" => total_pixel_sides(g, image)?,
@@ -438,7 +430,7 @@ fn resize(
     side: &str,
     methods: &[&str],
 ) -> Result<String, SynthError> {
-    let method = text(g, "method")?;
+    let method = g.text("method")?;
     let not_made = |g: &PolicyGraph<'_>| {
         g.error(format!(
             "upscale method `{method}` is not one of {}",

@@ -7,7 +7,7 @@ use super::super::parts::{
     pooled, row, sdxl_time_ids,
 };
 use super::super::recognise::{Control, Plan, Prompt};
-use super::pixels::resize_policy;
+use super::scales::resize_policy;
 use serde_json::{Map, Value, json};
 
 /// The value of a ControlNet's loaded picture: as loaded, or resized and

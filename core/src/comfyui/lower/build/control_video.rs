@@ -9,7 +9,8 @@
 
 use super::super::parts::{Steps, batch_video, invoke, policy};
 use super::super::recognise::VideoFrames;
-use super::pixels::{batch_frames_policy, encoded_video, frame_pictures_policy, init_scale};
+use super::pixels::{batch_frames_policy, encoded_video, frame_pictures_policy};
+use super::scales::init_scale;
 use serde_json::{Map, Value, json};
 
 /// The input holding the control video.

@@ -19,8 +19,10 @@ pub(in crate::comfyui::lower) fn words(image: &Pixels, names: &StageNames) -> St
             format!("{} ({})", names.value("request.image"), resize.words())
         }
         (Origin::Decoded { decode, .. }, None) => format!("the decode of node {decode}"),
-        // `recognise::pixels::picture` refuses a loaded video's frames.
+        // `recognise::pixels::picture` refuses a loaded video's frames
+        // and stitches.
         (Origin::Video(loader), _) => format!("the frames of node {loader}"),
+        (Origin::Stitched(stitch), _) => format!("the stitch of node {}", stitch.node),
         (Origin::Decoded { decode, .. }, Some(resize)) => {
             format!("the decode of node {decode}, {}", resize.words())
         }

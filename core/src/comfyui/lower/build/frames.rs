@@ -13,7 +13,8 @@
 use super::super::parts::{Steps, component, contract, invoke, picture, policy};
 use super::super::recognise::{Plan, VideoFrames};
 use super::StageNames;
-use super::pixels::{encoded_video, init_scale, resize_policy, video_encoder};
+use super::pixels::{encoded_video, video_encoder};
+use super::scales::{init_scale, resize_policy};
 use serde_json::{Map, Value, json};
 
 /// The encoded video the denoiser takes as `concat`.

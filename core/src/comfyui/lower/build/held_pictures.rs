@@ -51,7 +51,7 @@ pub(super) fn encode(
     let mut resize = |resize: &Resize| {
         let name = super::pictures::numbered("held_scale", made.resizes);
         made.resizes += 1;
-        let component = super::pixels::resize_policy(&name, resize, false);
+        let component = super::scales::resize_policy(&name, resize, false);
         (name, component, ("image", "scaled"))
     };
     let mut steps: Vec<(String, Value, (&str, &str))> = Vec::new();

@@ -38,7 +38,7 @@ pub(super) fn joined<'c>(
             trim,
             pixel_space,
         } => Some((decode, (vae.as_str(), *stage, trim.as_ref(), *pixel_space))),
-        Origin::Loaded(_) | Origin::Video(_) => None,
+        Origin::Loaded(_) | Origin::Video(_) | Origin::Stitched(_) => None,
     });
     for (n, (decode, (vae, stage, trim, pixel_space))) in decodes.enumerate() {
         let port = format!("video_{}", n + 1);

@@ -36,11 +36,14 @@ mod pixels;
 mod prompts;
 mod reference;
 mod rename;
+mod scales;
 mod schedule;
 mod solving;
 mod stage;
+mod stitch;
 mod style;
 mod svd;
+mod texts;
 mod vace;
 mod vision;
 
@@ -234,7 +237,7 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
     for sink in &chain.sinks {
         let axes = match &sink.origin {
             Origin::Decoded { stage, .. } => chain.stages[*stage].axes,
-            Origin::Loaded(_) | Origin::Video(_) => Axes::Image,
+            Origin::Loaded(_) | Origin::Video(_) | Origin::Stitched(_) => Axes::Image,
         };
         let mut top = Top {
             components: &mut components,
@@ -321,6 +324,7 @@ pub(super) fn build(chain: &Chain) -> Result<Built, Conflict> {
             }
         }
     }
+    texts::emit_texts(&chain.texts, (&mut inputs, &mut outputs), &mut after);
     // The last stage's latent (a graph of loaded pictures alone has none).
     if let (Some(plan), Some(latent)) = (chain.stages.last(), latents.last()) {
         outputs.insert(
@@ -386,7 +390,7 @@ fn top_inputs(chain: &Chain, inputs: &mut Map<String, Value>) -> BTreeMap<String
         .filter_map(|plan| plan.encoded_picture())
         .filter(|image| image.upscale.is_some())
         .map(|image| &image.origin);
-    let shown = chain.sinks.iter().map(|sink| &sink.origin);
+    let shown = chain.sinks.iter().flat_map(|sink| sink.origin.leaves());
     let mut own = 0;
     let mut videos = 0;
     for origin in upscaled.chain(shown) {
@@ -444,16 +448,22 @@ fn output_name(sink: &Sink, taken: &Map<String, Value>, inputs: &Map<String, Val
             && !taken.keys().any(|k| rate(k) == *name)
             && !inputs.contains_key(&format!("request.{}", rate(name)))
     };
+    first_free(base, &sink.node, free)
+}
+
+/// `base` where `free`, else the first free of `base_<node>`,
+/// `base_<node>_2`, ...
+fn first_free(base: String, node: &str, free: impl Fn(&String) -> bool) -> String {
     if free(&base) {
         return base;
     }
-    let with_node = format!("{base}_{}", word(&sink.node));
+    let with_node = format!("{base}_{}", word(node));
     (1..)
         .map(|n| match n {
             1 => with_node.clone(),
             n => format!("{with_node}_{n}"),
         })
-        .find(free)
+        .find(|name| free(name))
         .unwrap_or(with_node)
 }
 

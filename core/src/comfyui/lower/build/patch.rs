@@ -11,7 +11,8 @@
 use super::super::parts::{Steps, contract, invoke, media, one, parameter, picture, policy};
 use super::super::recognise::{ControlPatch, LatentSource, Plan};
 use super::StageNames;
-use super::pixels::{resize_policy, vae_encoder};
+use super::pixels::vae_encoder;
+use super::scales::resize_policy;
 use serde_json::{Map, Value, json};
 
 /// The control picture's latent the denoiser takes as `control_latent`.

@@ -12,9 +12,9 @@ use super::super::parts::{
     self, Axes, Steps, component, contract, invoke, numbered, picture, policy,
 };
 use super::super::recognise::{
-    ModelUpscale, Origin, PixelSize, Pixels, Plan, Resize, Sink, SinkKind, Sound, Trim,
-    WAVE_CHANNELS, picture_op_parameters,
+    ModelUpscale, Origin, Pixels, Plan, Resize, Sink, SinkKind, Sound, Trim, WAVE_CHANNELS,
 };
+use super::scales::{resize_policy, scale_policy};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
@@ -44,6 +44,8 @@ pub(super) struct PixelParts<'c> {
     upscales: BTreeMap<&'c str, String>,
     /// A sink's resize's value, by the resize's last node.
     resized: BTreeMap<&'c str, String>,
+    /// A stitch's value, by `ImageStitch` node.
+    stitches: BTreeMap<&'c str, String>,
     /// The resize policies declared so far.
     resizes: usize,
     /// A reshape's value (a picture batch as one video's frames, a video's
@@ -66,59 +68,102 @@ pub(super) struct PixelParts<'c> {
 impl<'c> PixelParts<'c> {
     /// The value `sink` shows and its value range: its decode (-1..1, or
     /// video frames in 0..1), or that decode through its upscale model and
-    /// resize, in ComfyUI's 0..1; or a loaded picture (0..1), or a loaded
-    /// video's frames as pictures, through its upscale model and resize.
+    /// resize, in ComfyUI's 0..1; or a loaded picture (0..1), a loaded
+    /// video's frames as pictures or a stitch of pictures, through its
+    /// upscale model and resize.
     pub(super) fn shown(
         &mut self,
         sink: &'c Sink,
         axes: Axes,
         top: &mut Top<'_>,
     ) -> (String, &'static str) {
-        let unit =
-            match &sink.origin {
-                Origin::Loaded(loader) => {
-                    let input = top.loaded.get(loader).cloned().expect(
-                        "every loaded picture a sink shows has an input (`build::top_inputs`)",
-                    );
-                    match &sink.upscale {
-                        Some(up) => self.upscaled(up, (&input, false), top),
-                        None => input,
-                    }
+        let channels = match sink.kind {
+            SinkKind::Picture { channels } => channels,
+            _ => 3,
+        };
+        let as_decoded = sink.upscale.is_none() && sink.resize.is_none();
+        if let (
+            Origin::Decoded {
+                decode,
+                vae,
+                stage,
+                trim,
+                pixel_space,
+            },
+            true,
+        ) = (&sink.origin, as_decoded)
+        {
+            let parts = (vae.as_str(), *stage, trim.as_ref(), *pixel_space, channels);
+            return (
+                self.decoded(decode, parts, axes, top),
+                "negative_one_to_one",
+            );
+        }
+        let made = (&sink.origin, sink.upscale.as_ref(), sink.resize.as_ref());
+        (self.unit(made, (channels, axes), top), "zero_to_one")
+    }
+
+    /// The picture `origin` (decoded to `channels` over `axes`) through
+    /// `upscale` and `resize`, in 0..1.
+    fn unit(
+        &mut self,
+        (origin, upscale, resize): (&'c Origin, Option<&'c ModelUpscale>, Option<&'c Resize>),
+        (channels, axes): (i64, Axes),
+        top: &mut Top<'_>,
+    ) -> String {
+        let unit = match origin {
+            Origin::Loaded(loader) => {
+                let input = top.loaded.get(loader).cloned().expect(
+                    "every loaded picture the top level reads has an input (`build::top_inputs`)",
+                );
+                match upscale {
+                    Some(up) => self.upscaled(up, (&input, false), top),
+                    None => input,
                 }
-                Origin::Video(loader) => {
-                    let input = top.loaded.get(loader).cloned().expect(
+            }
+            Origin::Video(loader) => {
+                let input =
+                    top.loaded.get(loader).cloned().expect(
                         "every loaded video a sink shows has an input (`build::top_inputs`)",
                     );
-                    let frames = self.video_pictures(&input, loader, top);
-                    match &sink.upscale {
-                        Some(up) => self.upscaled(up, (&frames, false), top),
-                        None => frames,
-                    }
+                let frames = self.video_pictures(&input, loader, top);
+                match upscale {
+                    Some(up) => self.upscaled(up, (&frames, false), top),
+                    None => frames,
                 }
-                Origin::Decoded {
-                    decode,
-                    vae,
-                    stage,
-                    trim,
-                    pixel_space,
-                } => {
-                    let channels = match sink.kind {
-                        SinkKind::Picture { channels } => channels,
-                        _ => 3,
-                    };
-                    let decoded = self.decoded(
-                        decode,
-                        (vae, *stage, trim.as_ref(), *pixel_space, channels),
-                        axes,
-                        top,
-                    );
-                    if sink.upscale.is_none() && sink.resize.is_none() {
-                        return (decoded, "negative_one_to_one");
+            }
+            Origin::Decoded {
+                decode,
+                vae,
+                stage,
+                trim,
+                pixel_space,
+            } => {
+                let parts = (vae.as_str(), *stage, trim.as_ref(), *pixel_space, channels);
+                let decoded = self.decoded(decode, parts, axes, top);
+                self.processed(decode, &decoded, upscale, top)
+            }
+            Origin::Stitched(stitch) => {
+                let stitched = match self.stitches.get(stitch.node.as_str()) {
+                    Some(value) => value.clone(),
+                    None => {
+                        let [first, second] = [&stitch.first, &stitch.second].map(|part| {
+                            let made = (&part.origin, part.upscale.as_ref(), part.resize.as_ref());
+                            self.unit(made, (3, Axes::Image), top)
+                        });
+                        let made = (&mut *top.components, &mut *top.after);
+                        let value = super::stitch::stitched(stitch, (&first, &second), made);
+                        self.stitches.insert(&stitch.node, value.clone());
+                        value
                     }
-                    self.processed(decode, &decoded, sink.upscale.as_ref(), top)
+                };
+                match upscale {
+                    Some(up) => self.upscaled(up, (&stitched, false), top),
+                    None => stitched,
                 }
-            };
-        let value = match &sink.resize {
+            }
+        };
+        match resize {
             None => unit,
             Some(resize) => match self.resized.get(resize.last()) {
                 Some(value) => value.clone(),
@@ -128,8 +173,7 @@ impl<'c> PixelParts<'c> {
                     value
                 }
             },
-        };
-        (value, "zero_to_one")
+        }
     }
 
     /// The pictures `shown` (in `range`) of `sink` as the frames of one
@@ -256,29 +300,13 @@ impl<'c> PixelParts<'c> {
         top: &mut Top<'_>,
     ) -> Option<String> {
         let unit = match &image.origin {
-            Origin::Decoded {
-                decode,
-                vae,
-                stage,
-                trim,
-                pixel_space,
-            } => {
-                let decoded = self.decoded(
-                    decode,
-                    (vae, *stage, trim.as_ref(), *pixel_space, 3),
-                    Axes::Image,
-                    top,
-                );
-                self.processed(decode, &decoded, image.upscale.as_ref(), top)
-            }
-            // `recognise` gives no stage a loaded video's frames.
-            Origin::Video(_) => return None,
-            Origin::Loaded(loader) => {
-                let up = image.upscale.as_ref()?;
-                let input = top.loaded.get(loader).cloned().expect(
-                    "every loaded picture upscaled for a stage has an input (`build::top_inputs`)",
-                );
-                self.upscaled(up, (&input, false), top)
+            // `recognise` gives no stage a loaded video's frames or a
+            // stitch.
+            Origin::Video(_) | Origin::Stitched(_) => return None,
+            Origin::Loaded(_) if image.upscale.is_none() => return None,
+            origin => {
+                let made = (origin, image.upscale.as_ref(), None);
+                self.unit(made, (3, Axes::Image), top)
             }
         };
         Some(match &image.resize {
@@ -579,38 +607,6 @@ fn unit_policy(kind: &str, port: &str, contract: Value) -> Value {
     )
 }
 
-/// The resize policy `kind` of `resize` (`image_scale...` or
-/// `input_scale`), cutting to whole multiples of 8 where `for_encode`.
-pub(super) fn resize_policy(kind: &str, resize: &Resize, for_encode: bool) -> Value {
-    let mut parameters = size_parameters(resize);
-    if resize.size != PixelSize::Same {
-        parameters["method"] = json!(resize.method);
-    }
-    picture_op_parameters(&resize.then, &mut parameters);
-    if for_encode {
-        parameters["multiple"] = json!(8);
-    }
-    scale_policy(kind, parameters)
-}
-
-/// The `init_scale` policy of a video node `node`: a picture resized to
-/// the video's `width` x `height`, bilinear with a centre crop, as
-/// ComfyUI's video conditioning nodes resize their pictures (then cut to
-/// whole multiples of 8 where `for_encode`).
-pub(super) fn init_scale(node: &str, (width, height): (i64, i64), for_encode: bool) -> Value {
-    let resize = Resize {
-        node: node.to_string(),
-        method: "bilinear".into(),
-        size: PixelSize::Fixed {
-            width,
-            height,
-            centre: true,
-        },
-        then: Vec::new(),
-    };
-    resize_policy("init_scale", &resize, for_encode)
-}
-
 /// The encoder's video: `length` pictures of the video's size
 /// (`video_frames`: the decoded `frames` may be fewer).
 pub(super) fn encoded_video() -> Value {
@@ -650,75 +646,6 @@ pub(super) fn batch_frames_policy() -> Value {
         Some(json!({"id": "wfstudio.batch-frames", "version": "1"})),
     )
 }
-
-/// The `image_scale` policy `kind` with contract `parameters`.
-fn scale_policy(kind: &str, parameters: Value) -> Value {
-    let scaled = contract(
-        "float32",
-        json!(["batch", 3, "scaled_height", "scaled_width"]),
-        true,
-    );
-    policy(
-        kind,
-        json!({"image": picture(json!(3))}),
-        json!({"scaled": scaled}),
-        Some(json!({"id": "wfstudio.image-scale", "version": "1", "parameters": parameters})),
-    )
-}
-
-/// How `resize` finds the new sides, as contract parameters (`size` and
-/// its settings, `crop`).
-pub(super) fn size_parameters(resize: &Resize) -> Value {
-    match resize.size {
-        PixelSize::Fixed {
-            width,
-            height,
-            centre,
-        } => {
-            let mut p = json!({"size": "fixed", "width": width, "height": height});
-            if centre {
-                p["crop"] = json!("center");
-            }
-            p
-        }
-        PixelSize::Scale(factor) => json!({"size": "scale", "scale_by": factor}),
-        PixelSize::TotalPixels { pixels, step } => {
-            // A whole count is written as one.
-            let pixels = match pixels.fract() == 0.0 && pixels < 2f64.powi(53) {
-                true => json!(pixels as i64),
-                false => json!(pixels),
-            };
-            let mut p = json!({"size": "total_pixels", "pixels": pixels});
-            if step != 1 {
-                p["step"] = json!(step);
-            }
-            p
-        }
-        PixelSize::Side { side, shorter } => {
-            json!({"size": if shorter { "shorter" } else { "longer" }, "side": side})
-        }
-        PixelSize::Fit { width, height, pad } => {
-            json!({"size": "fit", "width": width, "height": height, "pad": pad})
-        }
-        PixelSize::Kontext => json!({"size": "flux_kontext", "crop": "center"}),
-        PixelSize::Qwen21 { resolution: 0 } => {
-            json!({"size": "steps", "step": QWEN21_STEP, "unless_same": true})
-        }
-        PixelSize::Qwen21 { resolution } => {
-            json!({"size": "aspect_square", "side": resolution, "step": QWEN21_STEP, "unless_same": true})
-        }
-        PixelSize::Down { side } => {
-            json!({"size": "longer_down", "side": side, "unless_same": true})
-        }
-        PixelSize::Floor { step } => {
-            json!({"size": "floor_steps", "step": step, "unless_same": true})
-        }
-        PixelSize::Same => json!({"size": "same"}),
-    }
-}
-
-/// The whole steps `TextEncodeQwenImage21` sizes its pictures in.
-const QWEN21_STEP: i64 = 32;
 
 /// The value of the picture of `loader` a stage encodes, resized within
 /// the stage by `resize` where the graph resizes it (then cut to whole

@@ -11,7 +11,7 @@ use super::super::parts::{Steps, contract, invoke, policy};
 use super::super::recognise::{LatentSource, Plan, Reference, reference};
 use super::StageNames;
 use super::pictures::{self, Key, key, numbered};
-use super::pixels::resize_policy;
+use super::scales::resize_policy;
 use serde_json::{Map, Value, json};
 
 /// The value of a prompt's missing reference.

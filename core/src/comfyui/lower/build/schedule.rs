@@ -183,7 +183,7 @@ pub(super) fn measure(plan: &Plan, components: &mut Map<String, Value>, setup: &
     let resize = loaded.and_then(|(_, resize)| resize);
     let mut contract = json!({"id": "wfstudio.picture-size", "version": "1"});
     if let Some(resize) = resize {
-        contract["parameters"] = super::pixels::size_parameters(resize);
+        contract["parameters"] = super::scales::size_parameters(resize);
     }
     let side = || one("float32");
     components.insert(

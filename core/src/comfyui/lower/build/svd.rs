@@ -64,7 +64,7 @@ pub(super) fn encode(
     // The encode crops to whole multiples of 8, as ComfyUI's VAE does.
     components.insert(
         "init_scale".into(),
-        super::pixels::init_scale(node, (video.width, video.height), true),
+        super::scales::init_scale(node, (video.width, video.height), true),
     );
     components.insert(
         m("vae_encoder"),

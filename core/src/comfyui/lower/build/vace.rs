@@ -12,7 +12,8 @@
 use super::super::parts::{Steps, contract, invoke, one, parameter, policy};
 use super::super::recognise::{Plan, Vace, VideoFrames};
 use super::StageNames;
-use super::pixels::{encoded_video, init_scale, video_encoder};
+use super::pixels::{encoded_video, video_encoder};
+use super::scales::init_scale;
 use serde_json::{Map, Value, json};
 
 /// The context the denoiser takes as `vace_context`.

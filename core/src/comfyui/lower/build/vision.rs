@@ -14,7 +14,7 @@ use super::super::parts::{Steps, contract, invoke};
 use super::super::recognise::{MAGE, PixelSize, Plan, QWEN21, Resize, reference};
 use super::StageNames;
 use super::pictures::{self, Key, key, numbered};
-use super::pixels::resize_policy;
+use super::scales::resize_policy;
 use serde_json::{Map, Value, json};
 
 /// The values the text encoder and the reference encodes read.

@@ -208,7 +208,7 @@ fn python_float(f: f64) -> Option<String> {
 }
 
 /// A written value as Python's `str` gives it (`True`, `2.0`, text as is).
-fn python_str(value: &Value) -> Option<String> {
+pub(in crate::comfyui::lower) fn python_str(value: &Value) -> Option<String> {
     match value {
         Value::String(s) => Some(s.clone()),
         Value::Bool(true) => Some("True".into()),

@@ -22,11 +22,41 @@ use super::walk::Walk;
 use crate::comfyui::lower::Refusal;
 use crate::comfyui::lower::parts::Axes;
 
-/// The sampler stages in run order and the sinks that show their results.
+/// The sampler stages in run order, the sinks that show their results
+/// and the texts `PreviewAny` nodes show.
 #[derive(Clone, Debug, PartialEq)]
 pub(in crate::comfyui::lower) struct Chain {
     pub stages: Vec<Plan>,
     pub sinks: Vec<Sink>,
+    pub texts: Vec<TextSink>,
+}
+
+/// A `PreviewAny` of a written value (or of one folded into it): the
+/// text it shows, as Python's `str` writes the value (`True`, `2.0`, text
+/// as it is).
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct TextSink {
+    pub node: String,
+    /// The node's own title (`_meta.title`), if any.
+    pub title: Option<String>,
+    pub text: String,
+}
+
+/// The class that shows a value as text.
+const PREVIEW_ANY: &str = "PreviewAny";
+
+/// The text `PreviewAny` node `node` shows, where its `source` is a value
+/// the graph writes (or the lowering folded); `None` for any other node
+/// (a `PreviewAny` of what a model computes is not an output yet).
+pub(in crate::comfyui::lower) fn shown_text(g: &Graph<'_>, node: &str) -> Option<String> {
+    if g.class(node) != PREVIEW_ANY {
+        return None;
+    }
+    let source = g.input(node, "source")?;
+    if crate::comfyui::link::api_link(source).is_some() {
+        return None;
+    }
+    super::super::fold::python_str(source)
 }
 
 /// One picture sink (`SaveImage` / `PreviewImage`), video sink
@@ -174,14 +204,22 @@ pub(in crate::comfyui::lower) fn recognise(
 ) -> Result<Chain, Refusal> {
     let mut walk = Walk::default();
     let mut out = Vec::new();
+    let mut texts = Vec::new();
     for sink in sinks {
         if let Some(class) = SINKS.iter().find(|s| s.class == g.class(sink)) {
             out.push(one_sink(g, sink, class, &mut walk)?);
+        } else if let Some(shown) = shown_text(g, sink) {
+            texts.push(TextSink {
+                node: sink.to_string(),
+                title: text(g, sink, "/_meta/title"),
+                text: shown,
+            });
         }
     }
     let chain = Chain {
         stages: walk.stages,
         sinks: out,
+        texts,
     };
     loaded_rates_read(g, &chain)?;
     Ok(chain)
@@ -289,7 +327,7 @@ fn one_sink(
     let (upscale, resize) = (image.upscale, image.resize);
     let axes = match &image.origin {
         Origin::Decoded { stage, .. } => walk.axes(*stage),
-        Origin::Loaded(_) | Origin::Video(_) => Axes::Image,
+        Origin::Loaded(_) | Origin::Video(_) | Origin::Stitched(_) => Axes::Image,
     };
     match (&image.origin, &frame_rate) {
         (Origin::Loaded(loader), Some(_)) => {
@@ -297,6 +335,14 @@ fn one_sink(
                 loader,
                 None,
                 format!("gives the frames video sink {sink} shows; the lowering makes videos of sampled latents and loaded videos only"),
+                "show the picture with SaveImage or PreviewImage",
+            ));
+        }
+        (Origin::Stitched(stitch), Some(_)) => {
+            return Err(g.refuse(
+                &stitch.node,
+                None,
+                format!("stitches the frames video sink {sink} shows; the lowering shows stitched pictures as pictures only"),
                 "show the picture with SaveImage or PreviewImage",
             ));
         }
@@ -350,7 +396,7 @@ fn one_sink(
     }
     let channels = match &image.origin {
         Origin::Decoded { stage, .. } => walk.picture_channels(*stage),
-        Origin::Loaded(_) | Origin::Video(_) => 3,
+        Origin::Loaded(_) | Origin::Video(_) | Origin::Stitched(_) => 3,
     };
     if let Some(sound) = &sound
         && !matches!(&image.origin, Origin::Decoded { stage, .. } if *stage == sound.stage)

@@ -308,11 +308,13 @@ pub(super) fn latent_source(
         });
     }
     if let Some(video) = video_latent(g.class(&node)) {
-        if g.class(&node) == super::held::CONDITIONING && slot != 2 {
+        let class = g.class(&node);
+        let conditioning = [super::held::CONDITIONING, super::latent_sizes::KANDINSKY5];
+        if conditioning.contains(&class) && slot != 2 {
             return Err(g.refuse(
                 reader,
                 Some(input),
-                format!("reads output {slot} of node {node} (a conditioning) as its latent; LTXVImgToVideo's latent is output 2"),
+                format!("reads output {slot} of node {node} ({class}) as its latent; its empty latent is output 2"),
                 "connect the latent output",
             ));
         }
@@ -509,12 +511,7 @@ fn wan_latent(g: &Graph<'_>, node: &str) -> Result<LatentSource, Refusal> {
 /// image-to-video latent) is refused.
 fn empty_video(g: &Graph<'_>, node: &str, video: &VideoLatent) -> Result<LatentSource, Refusal> {
     if g.has(node, "start_image") {
-        return Err(g.refuse(
-            node,
-            Some("start_image"),
-            "starts the video from a picture, which the lowering does not encode into video latents yet".into(),
-            "disconnect start_image to make a text-to-video latent",
-        ));
+        return Err(super::latent_sizes::start_picture(g, node));
     }
     let batch = g.whole(node, "batch_size", 1..=MAX_BATCH)?;
     if video.class == "Wan22ImageToVideoLatent" && batch != 1 {

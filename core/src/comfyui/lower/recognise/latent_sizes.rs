@@ -17,6 +17,40 @@ pub(super) struct VideoLatent {
     pub min_side: i64,
 }
 
+/// Kandinsky 5's image-to-video node: without a start picture it passes
+/// both prompts on unchanged (outputs 0 and 1) and gives an empty video
+/// latent (output 2) of 16 channels, 8 pixels a cell and 4 frames a latent
+/// frame; with one it conditions both prompts on the picture's latent.
+pub(super) const KANDINSKY5: &str = "Kandinsky5ImageToVideo";
+
+/// Steps back through a [`KANDINSKY5`] node at the walk's position, if it
+/// is one: its output `slot` (0 positive, 1 negative) is the prompt on
+/// that input as it is. A start picture is refused.
+pub(super) fn through_kandinsky5(
+    g: &Graph<'_>,
+    node: &mut String,
+    slot: &mut i64,
+    from: &mut (String, String),
+) -> Result<(), Refusal> {
+    if g.class(node) != KANDINSKY5 {
+        return Ok(());
+    }
+    if g.has(node, "start_image") {
+        return Err(start_picture(g, node));
+    }
+    g.through_prompt_pair(node, slot, from, "its latent, as a conditioning")
+}
+
+/// The refusal of a start picture on an empty video latent's node.
+pub(super) fn start_picture(g: &Graph<'_>, node: &str) -> Refusal {
+    g.refuse(
+        node,
+        Some("start_image"),
+        "starts the video from a picture, which the lowering does not encode into video latents yet".into(),
+        "disconnect start_image to make a text-to-video latent",
+    )
+}
+
 /// The empty video latent class `class` makes: its own, or LTX-Video's
 /// for `LTXVImgToVideo` (an empty latent of its size holding a picture).
 pub(super) fn video_latent(class: &str) -> Option<&'static VideoLatent> {
@@ -39,6 +73,13 @@ pub(super) const VIDEO_LATENTS: &[VideoLatent] = &[
         class: "EmptyHunyuanVideo15Latent",
         channels: 32,
         scale: 16,
+        temporal: 4,
+        min_side: 16,
+    },
+    VideoLatent {
+        class: KANDINSKY5,
+        channels: 16,
+        scale: 8,
         temporal: 4,
         min_side: 16,
     },

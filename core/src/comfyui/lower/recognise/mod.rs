@@ -44,7 +44,9 @@ mod walk;
 pub(super) use audio::{SAMPLE_RATE, SAMPLES_PER_STEP, Seconds, WAVE_CHANNELS};
 pub(super) use av::{HeldFrame, Sound, VideoGuide};
 pub(super) use av_nodes::{AUDIO_BINS, AUDIO_CHANNELS, AvLayout};
-pub(super) use chain::{Chain, FrameRate, Sink, SinkKind, is_sink, recognise, sink_classes};
+pub(super) use chain::{
+    Chain, FrameRate, Sink, SinkKind, TextSink, is_sink, recognise, shown_text, sink_classes,
+};
 pub(super) use composite::Composite;
 pub(super) use control_patch::ControlPatch;
 use edits::loaded_image;
@@ -56,7 +58,7 @@ pub(super) use outpaint::Pad;
 pub(super) use paired::{MAGE, QWEN21};
 pub(super) use picture_ops::parameters as picture_op_parameters;
 use pixels::{LoadedPicture, loaded_picture};
-pub(super) use pixels::{ModelUpscale, Origin, PixelSize, Pixels, Resize, Trim};
+pub(super) use pixels::{ModelUpscale, Origin, PixelSize, Pixels, Resize, Stitch, Trim};
 pub(super) use reference::Reference;
 pub(super) use style::Style;
 pub(super) use svd::VideoPrompt;

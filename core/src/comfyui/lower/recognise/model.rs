@@ -49,6 +49,10 @@ pub(in crate::comfyui::lower) struct ModelChain {
     /// ComfyUI runs the model with, which the package's model does not
     /// change (it computes attention as it is exported).
     pub attention: Option<(String, String)>,
+    /// A `FluxKVCache`: ComfyUI computes the reference pictures' attention
+    /// keys and values on the first model call and reuses them after; the
+    /// package's denoiser computes them on every call (noted).
+    pub kv_cache: Option<String>,
 }
 
 /// What a model family's latents are where they are not SD's: pixels
@@ -219,6 +223,7 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
     let mut cfg_norm = None;
     let mut control_patch = None;
     let mut attention = None;
+    let mut kv_cache = None;
     let (mut node, _) = g.source(sampler, "model")?;
     let mut from = (sampler.to_string(), "model");
     for _ in 0..=g.nodes.len() {
@@ -260,6 +265,9 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
                 ));
             }
             "QwenImage21Cache" => {}
+            "FluxKVCache" => {
+                kv_cache.get_or_insert_with(|| node.clone());
+            }
             // Without a tile size it returns the model as it is.
             "ChromaRadianceOptions" if g.whole(&node, "nerf_tile_size", -1..=16384)? < 0 => {}
             "ChromaRadianceOptions" => {
@@ -394,6 +402,7 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
                     control_patch,
                     format: None,
                     attention,
+                    kv_cache,
                 });
             }
         }

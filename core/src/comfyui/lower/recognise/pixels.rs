@@ -2,8 +2,9 @@
 //! comes from (a loaded image, or the decode of a sampler stage's latent),
 //! through an optional upscale model (`ImageUpscaleWithModel`), then an
 //! optional resize (see `resize`) and picture operations (`ImageInvert`,
-//! `Canny`: see `picture_ops`). A sink shows such a picture; a `VAEEncode`
-//! of a decode is a round trip through pixels (a hires fix by pixels, a
+//! `Canny`: see `picture_ops`). A sink shows such a picture, or two such
+//! pictures stitched (`ImageStitch`, see [`Stitch`]); a `VAEEncode` of a
+//! decode is a round trip through pixels (a hires fix by pixels, a
 //! refiner fed a picture).
 
 use super::super::graph::Graph;
@@ -54,9 +55,183 @@ impl Pixels {
     pub fn loader(&self) -> Option<&String> {
         match &self.origin {
             Origin::Loaded(loader) => Some(loader),
-            Origin::Video(_) | Origin::Decoded { .. } => None,
+            Origin::Video(_) | Origin::Decoded { .. } | Origin::Stitched(_) => None,
         }
     }
+}
+
+/// ComfyUI's class that stitches two pictures.
+const STITCH: &str = "ImageStitch";
+
+/// Where `ImageStitch` puts the second picture.
+const DIRECTIONS: [&str; 4] = ["right", "down", "left", "up"];
+
+/// The spacing colours `ImageStitch` offers.
+const COLOURS: [&str; 5] = ["white", "black", "red", "green", "blue"];
+
+/// `ImageStitch`'s widest spacing.
+const MAX_SPACING: i64 = 1024;
+
+/// The most stitches one picture nests.
+const MAX_STITCH_DEPTH: usize = 16;
+
+/// The most stitch nodes one picture reads (one read twice counts twice).
+const MAX_STITCHES: usize = 64;
+
+/// How deep a walk is within stitches, and how many it has read.
+#[derive(Default)]
+struct Nesting {
+    depth: usize,
+    read: usize,
+}
+
+/// An `ImageStitch` of two pictures (built by `synth::stitch`): the
+/// second beside the first (`right`, `left`) or under or over it (`down`,
+/// `up`); where `match_image_size` the second is first resized by lanczos
+/// to the first's height (or width) keeping its aspect (the other side
+/// `int(side * aspect)`), else the smaller one is padded in the middle to
+/// the other's height (or width) with the spacing colour's grey (0 for
+/// red, green or blue); a strip of `spacing_width` (made even) in
+/// `spacing_color` between them. Both pictures are of one batch size:
+/// ComfyUI repeats the shorter batch's last picture, which the lowering
+/// does not (refused where the graph fixes both sizes; a loaded picture's
+/// is held to the policy's contract at run time). An `ImageStitch`
+/// without a second picture returns its first (`fold::gives`).
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct Stitch {
+    pub node: String,
+    /// One of [`DIRECTIONS`].
+    pub direction: &'static str,
+    /// Whether the second picture is resized to the first's side.
+    pub match_size: bool,
+    /// The strip between them in pixels, even.
+    pub spacing: i64,
+    /// One of [`COLOURS`].
+    pub colour: &'static str,
+    /// `image1`.
+    pub first: Pixels,
+    /// `image2`.
+    pub second: Pixels,
+}
+
+impl Origin {
+    /// The loaded pictures, loaded videos and decodes the picture is made
+    /// of: itself, or a stitch's pictures' in order.
+    pub fn leaves(&self) -> Vec<&Origin> {
+        match self {
+            Origin::Stitched(stitch) => {
+                let mut leaves = stitch.first.origin.leaves();
+                leaves.extend(stitch.second.origin.leaves());
+                leaves
+            }
+            other => vec![other],
+        }
+    }
+}
+
+/// Reads `ImageStitch` node `node`, its pictures recognised through
+/// `walk` within `nesting` (too deep or too many, as a loop makes them,
+/// is refused), of one batch size where the graph fixes both.
+fn stitch(
+    g: &Graph<'_>,
+    node: &str,
+    walk: &mut Walk,
+    nesting: &mut Nesting,
+) -> Result<Stitch, Refusal> {
+    nesting.read += 1;
+    if nesting.depth >= MAX_STITCH_DEPTH || nesting.read > MAX_STITCHES {
+        return Err(g.refuse(
+            node,
+            None,
+            format!("is part of a loop of picture stitches, or of more than {MAX_STITCH_DEPTH} nested or {MAX_STITCHES} stitches"),
+            "break the loop, or stitch fewer pictures",
+        ));
+    }
+    let one_of = |name: &str, options: &[&'static str]| {
+        let value = g.text(node, name)?;
+        options
+            .iter()
+            .copied()
+            .find(|o| *o == value)
+            .ok_or_else(|| {
+                g.refuse(
+                    node,
+                    Some(name),
+                    format!("is '{value}', not one of {}", options.join(", ")),
+                    &format!("choose one of {}", options.join(", ")),
+                )
+            })
+    };
+    let spacing = g.whole(node, "spacing_width", 0..=MAX_SPACING)?;
+    let (direction, colour) = (
+        one_of("direction", &DIRECTIONS)?,
+        one_of("spacing_color", &COLOURS)?,
+    );
+    let match_size = g.boolean(node, "match_image_size")?;
+    nesting.depth += 1;
+    let first = stitched_picture(g, node, "image1", walk, nesting)?;
+    let second = stitched_picture(g, node, "image2", walk, nesting)?;
+    nesting.depth -= 1;
+    if let (Some(a), Some(b)) = (rows(&first, walk), rows(&second, walk))
+        && a != b
+    {
+        return Err(g.refuse(
+            node,
+            None,
+            format!("stitches pictures of {a} and {b} rows; ComfyUI repeats the last picture of the shorter batch, which the lowering does not"),
+            "give both pictures one batch size",
+        ));
+    }
+    Ok(Stitch {
+        node: node.to_string(),
+        direction,
+        match_size,
+        spacing: spacing + spacing % 2,
+        colour,
+        first,
+        second,
+    })
+}
+
+/// The rows of `image` where the graph fixes them (a decode's batch);
+/// `None` for a loaded picture or video, known only at run time.
+fn rows(image: &Pixels, walk: &Walk) -> Option<i64> {
+    match &image.origin {
+        Origin::Decoded { stage, .. } => walk.batch(*stage),
+        Origin::Stitched(stitch) => rows(&stitch.first, walk).or(rows(&stitch.second, walk)),
+        Origin::Loaded(_) | Origin::Video(_) => None,
+    }
+}
+
+/// The picture input `input` of stitch `node` reads: three channels of
+/// a picture (a loaded one, a picture latent's decode, another stitch).
+fn stitched_picture(
+    g: &Graph<'_>,
+    node: &str,
+    input: &str,
+    walk: &mut Walk,
+    nesting: &mut Nesting,
+) -> Result<Pixels, Refusal> {
+    let image = pixels_within(g, node, input, walk, nesting)?;
+    let made = match &image.origin {
+        Origin::Video(loader) => Some((loader, "a loaded video's frames")),
+        Origin::Decoded { stage, decode, .. } if walk.axes(*stage) != Axes::Image => {
+            Some((decode, "a video or audio decode"))
+        }
+        Origin::Decoded { stage, decode, .. } if walk.picture_channels(*stage) != 3 => {
+            Some((decode, "RGBA pictures"))
+        }
+        _ => None,
+    };
+    if let Some((at, what)) = made {
+        return Err(g.refuse(
+            at,
+            None,
+            format!("gives {what} that node {node} (ImageStitch) stitches; the lowering stitches pictures of three channels"),
+            "stitch loaded pictures or decodes of picture latents",
+        ));
+    }
+    Ok(image)
 }
 
 /// Where a picture starts.
@@ -77,6 +252,8 @@ pub(in crate::comfyui::lower) enum Origin {
         trim: Option<Trim>,
         pixel_space: bool,
     },
+    /// Two pictures stitched (`ImageStitch`), which a sink shows.
+    Stitched(Box<Stitch>),
 }
 
 /// A decode of a stage's latent, as `Origin::Decoded` holds it.
@@ -112,12 +289,24 @@ pub(in crate::comfyui::lower) struct Trim {
 }
 
 /// The picture input `input` of `node` reads: a loaded one, a loaded
-/// video's frames or a decode, maybe upscaled and resized.
+/// video's frames, a decode or a stitch of pictures, maybe upscaled and
+/// resized.
 pub(super) fn pixels(
     g: &Graph<'_>,
     node: &str,
     input: &str,
     walk: &mut Walk,
+) -> Result<Pixels, Refusal> {
+    pixels_within(g, node, input, walk, &mut Nesting::default())
+}
+
+/// [`pixels`] within the stitches of `nesting`.
+fn pixels_within(
+    g: &Graph<'_>,
+    node: &str,
+    input: &str,
+    walk: &mut Walk,
+    nesting: &mut Nesting,
 ) -> Result<Pixels, Refusal> {
     let Processing {
         at,
@@ -136,6 +325,13 @@ pub(super) fn pixels(
         }
         return Ok(Pixels {
             origin: Origin::Loaded(at),
+            upscale,
+            resize,
+        });
+    }
+    if g.class(&at) == STITCH {
+        return Ok(Pixels {
+            origin: Origin::Stitched(Box::new(stitch(g, &at, walk, nesting)?)),
             upscale,
             resize,
         });
@@ -377,6 +573,14 @@ pub(super) fn picture(
     walk: &mut Walk,
 ) -> Result<Pixels, Refusal> {
     let image = pixels(g, node, input, walk)?;
+    if let Origin::Stitched(stitch) = &image.origin {
+        return Err(g.refuse(
+            &stitch.node,
+            None,
+            format!("stitches the pictures node {node} reads; the lowering stitches pictures a sink shows only"),
+            "save the stitched picture and load it with LoadImage",
+        ));
+    }
     if let Origin::Video(loader) = &image.origin {
         return Err(g.refuse(
             loader,

@@ -70,6 +70,7 @@ pub(super) fn conditioning(
     let mut guidance: Option<Guidance> = None;
     let mut references = References::default();
     let mut styles = Vec::new();
+    super::latent_sizes::through_kandinsky5(g, &mut node, &mut slot, &mut from)?;
     let seconds = super::audio::seconds(g, &mut node, &mut slot, &mut from)?;
     let (guides, frame_rate) = super::ltxv::prompt_chain(g, &mut node, &mut slot, &mut from)?;
     let edit = edit_conditioning(g, &mut node, &mut slot, &mut from)?;
