@@ -9,7 +9,9 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::lowering::{Expected, assert_refused, lowered, npy, pattern, s, scratch, workflow};
+use support::lowering::{
+    Expected, assert_refused, lowered, npy, pattern, s, scratch, stand_in_package, workflow,
+};
 use wfstudio_core::comfyui::lower::Target;
 
 /// The pattern: `LoadVideo` through `GetVideoComponents`, each frame
@@ -103,17 +105,7 @@ fn a_run_shows_a_picked_gif_s_frames_at_its_frame_rate() {
     let mut graph = loaded();
     graph["5"]["inputs"]["images"] = json!(["2", 0]);
     let root = scratch("loaded-video");
-    let file = root.join("graph.json");
-    std::fs::write(&file, graph.to_string()).expect("graph");
-    let dir = root.join("package");
-    let (code, _, stderr) = support::run_wfstudio(&[
-        "import-comfyui",
-        s(&file),
-        "--package-out",
-        s(&dir),
-        "--stand-in-models",
-    ]);
-    assert_eq!(code, 0, "{stderr}");
+    let dir = stand_in_package(&root, "package", &graph);
     let clip = root.join("clip.gif");
     let colours = gif(&clip, 3);
     let out = root.join("out");

@@ -9,7 +9,7 @@ mod support;
 
 use serde_json::{Value, json};
 use support::lowering::{
-    assert_refused, lowered, npy, pattern, run_policy_alone, s, scratch, workflow,
+    assert_refused, lowered, npy, pattern, run_policy_alone, s, scratch, stand_in_package, workflow,
 };
 use wfstudio_core::comfyui::lower::Target;
 
@@ -52,7 +52,6 @@ fn a_stitch_equals_the_reference_of_comfyuis_node() {
         return;
     };
     let root = scratch("stitch");
-    std::fs::create_dir_all(&root).expect("mkdir");
     let cases = [
         ("right", true, 0, "white", (12, 16), (9, 7)),
         ("down", true, 2, "red", (10, 14), (15, 8)),
@@ -160,18 +159,7 @@ fn a_sink_shows_nested_stitches_of_loaded_pictures() {
         return;
     }
     let root = scratch("stitch-nested");
-    std::fs::create_dir_all(&root).expect("mkdir");
-    let file = root.join("nested.json");
-    std::fs::write(&file, nested().to_string()).expect("graph");
-    let dir = root.join("nested");
-    let (code, _, stderr) = support::run_wfstudio(&[
-        "import-comfyui",
-        s(&file),
-        "--package-out",
-        s(&dir),
-        "--stand-in-models",
-    ]);
-    assert_eq!(code, 0, "{stderr}");
+    let dir = stand_in_package(&root, "nested", &nested());
     // Pictures of 8-bit values: each pixel (x + 3 y + 50 salt) % 256.
     let sizes = [(12u32, 10u32), (6, 10), (20, 7)];
     let mut args = vec!["run".to_string(), s(&dir).to_string()];

@@ -52,12 +52,12 @@ pub fn s(path: &Path) -> &str {
     path.to_str().expect("utf-8 path")
 }
 
-/// Writes `graph` into `root`, imports it as a stand-in package and runs its default
-/// recipe; returns the output folder.
-pub fn package_and_run(root: &Path, name: &str, graph: &Value) -> (PathBuf, PathBuf) {
+/// Writes `graph` into `root` and imports it as a stand-in package
+/// (`root/name`); returns the package folder.
+pub fn stand_in_package(root: &Path, name: &str, graph: &Value) -> PathBuf {
     let file = root.join(format!("{name}.json"));
     std::fs::write(&file, graph.to_string()).expect("graph");
-    let (dir, out) = (root.join(name), root.join(format!("{name}-out")));
+    let dir = root.join(name);
     let (code, _, stderr) = super::run_wfstudio(&[
         "import-comfyui",
         s(&file),
@@ -66,6 +66,14 @@ pub fn package_and_run(root: &Path, name: &str, graph: &Value) -> (PathBuf, Path
         "--stand-in-models",
     ]);
     assert_eq!(code, 0, "import {name}: {stderr}");
+    dir
+}
+
+/// Writes `graph` into `root`, imports it as a stand-in package and runs its default
+/// recipe; returns the package and output folders.
+pub fn package_and_run(root: &Path, name: &str, graph: &Value) -> (PathBuf, PathBuf) {
+    let dir = stand_in_package(root, name, graph);
+    let out = root.join(format!("{name}-out"));
     let (code, stdout, stderr) = super::run_wfstudio(&["run", s(&dir), "--out", s(&out)]);
     assert_eq!(code, 0, "run {name}: {stdout}{stderr}");
     (dir, out)
