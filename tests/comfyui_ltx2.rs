@@ -8,7 +8,8 @@ mod support;
 
 use serde_json::{Value, json};
 use support::lowering::{
-    assert_refused, lowered, npy, package_and_run, pattern, run_policy_alone, scratch, workflow,
+    assert_refused, changed, lowered, npy, package_and_run, pattern, run_policy_alone, scratch,
+    workflow,
 };
 use wfstudio_core::comfyui::lower::Target;
 
@@ -192,12 +193,6 @@ fn the_audio_latent_rounds_its_length_as_python_does() {
     );
 }
 
-/// A graph changed by `change`.
-fn changed(mut g: Value, change: impl FnOnce(&mut Value)) -> Value {
-    change(&mut g);
-    g
-}
-
 #[test]
 fn audio_video_graphs_the_lowering_cannot_build_are_refused() {
     let denoised = "feeds its denoised_output to node 15; the lowering takes it where the schedule ends at sigma 0 (a ManualSigmas list ending in 0, a BasicScheduler or LTXVScheduler) under euler, euler_ancestral, heun, dpmpp_2m, gradient_estimation or gradient_estimation_cfg_pp, as the sampled output";
@@ -222,7 +217,7 @@ fn audio_video_graphs_the_lowering_cannot_build_are_refused() {
                 "16",
                 "VAEDecodeTiled",
                 Some("samples"),
-                "decodes LTX-2's audio-video latent whole or trimmed; the lowering decodes its video part as sampled",
+                "decodes LTX-2's audio-video latent whole, or an audio-video latent trimmed; the lowering decodes the video part as sampled",
             ),
         ),
         (
@@ -234,7 +229,18 @@ fn audio_video_graphs_the_lowering_cannot_build_are_refused() {
                 "18",
                 "CreateVideo",
                 Some("audio"),
-                "adds a sound track from node 30; the lowering adds LTX-2's decoded audio (LTXVAudioVAEDecode) only",
+                "adds a sound track from node 30; the lowering adds a sampled audio-video latent's decoded audio (LTXVAudioVAEDecode, or VAEDecodeAudio of MiniMax H3's) only",
+            ),
+        ),
+        (
+            changed(text_to_video(), |g| {
+                g["17"] = json!({"class_type": "VAEDecodeAudio", "inputs": {"samples": ["15", 1], "vae": ["6", 0]}});
+            }),
+            (
+                "17",
+                "VAEDecodeAudio",
+                Some("samples"),
+                "decodes node 15's latent with VAEDecodeAudio beside a video; the lowering decodes LTX-2's audio with LTXVAudioVAEDecode and MiniMax H3's with VAEDecodeAudio",
             ),
         ),
         (

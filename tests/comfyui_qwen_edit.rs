@@ -474,7 +474,19 @@ fn edit_encoders_the_lowering_cannot_take_are_refused_by_node() {
             "3",
             "TextEncodeQwenImageEdit",
             None,
-            "appends the picture's latent at another size than node 2 does; the lowering gives a stage's edit encoders one reference size",
+            "appends the latent of node 16's picture at another size than node 2 does; the lowering encodes each picture at one size in a stage",
+        ),
+    );
+    // Another picture on the other class's prompt: one template a stage.
+    mixed["40"] = json!({"class_type": "LoadImage", "inputs": {"image": "other.png"}});
+    mixed["3"]["inputs"]["image"] = json!(["40", 0]);
+    assert_refused(
+        &mixed,
+        (
+            "2",
+            "TextEncodeQwenImageEditPlus",
+            None,
+            "shows the text encoder pictures as TextEncodeQwenImageEditPlus does, where node 3 shows them as TextEncodeQwenImageEdit does; the lowering gives a stage's prompts one edit encoder class",
         ),
     );
 }

@@ -306,9 +306,10 @@ fn the_own_definitions_fit_every_template_node() {
 /// The API graph of template `path` made small to run: every literal
 /// `width` and `height` (and the primitives that set them) 64 (a blank
 /// picture's and a resize's to both dimensions 128), video
-/// `length`s two latent frames, batches 1, audio one second, resolution
-/// selectors their least (at least 128); the samplers keep their steps (64x64 stand-in
-/// steps are cheap).
+/// `length`s two latent frames (written over a length another node
+/// computes, MiniMax H3's math on seconds), batches 1, audio one second,
+/// resolution selectors their least (at least 128); the samplers keep
+/// their steps (64x64 stand-in steps are cheap).
 fn small(path: &std::path::Path, defs: &NodeDefs) -> serde_json::Value {
     use serde_json::{Value, json};
     let found =
@@ -322,8 +323,24 @@ fn small(path: &std::path::Path, defs: &NodeDefs) -> serde_json::Value {
         _ => 5,
     };
     let mut primitives = Vec::new();
+    let is_primitive = |api: &Value, origin: &str| {
+        api[origin]["class_type"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("Primitive"))
+    };
+    let computed_lengths: Vec<String> = api
+        .as_object()
+        .expect("an object")
+        .iter()
+        .filter(|(_, node)| {
+            node["inputs"]["length"][0]
+                .as_str()
+                .is_some_and(|origin| !is_primitive(&api, origin))
+        })
+        .map(|(id, _)| id.clone())
+        .collect();
     let nodes = api.as_object_mut().expect("an object");
-    for node in nodes.values_mut() {
+    for (id, node) in nodes.iter_mut() {
         let class = node["class_type"].as_str().unwrap_or_default().to_string();
         let Some(inputs) = node["inputs"].as_object_mut() else {
             continue;
@@ -348,6 +365,9 @@ fn small(path: &std::path::Path, defs: &NodeDefs) -> serde_json::Value {
             };
             match value {
                 Value::Number(_) => *value = small,
+                Value::Array(_) if name == "length" && computed_lengths.contains(id) => {
+                    *value = small
+                }
                 Value::Array(link) => {
                     if let Some(origin) = link.first().and_then(Value::as_str) {
                         primitives.push((origin.to_string(), small));
@@ -358,12 +378,8 @@ fn small(path: &std::path::Path, defs: &NodeDefs) -> serde_json::Value {
         }
     }
     for (origin, small) in primitives {
-        if let Some(node) = nodes.get_mut(&origin)
-            && node["class_type"]
-                .as_str()
-                .is_some_and(|c| c.starts_with("Primitive"))
-        {
-            node["inputs"]["value"] = small;
+        if is_primitive(&api, &origin) {
+            api[&origin]["inputs"]["value"] = small;
         }
     }
     api

@@ -261,7 +261,7 @@ fn video_graphs_the_lowering_cannot_make_are_refused_by_name() {
                 "7",
                 "CreateVideo",
                 Some("audio"),
-                "adds a sound track from node 31; the lowering adds LTX-2's decoded audio (LTXVAudioVAEDecode) only",
+                "adds a sound track from node 31; the lowering adds a sampled audio-video latent's decoded audio (LTXVAudioVAEDecode, or VAEDecodeAudio of MiniMax H3's) only",
             ),
         ),
         (

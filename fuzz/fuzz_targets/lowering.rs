@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use wfstudio_core::comfyui::lower::{self, Target};
 use wfstudio_schema::{Format, Limits, parse_text};
 
-const PATTERNS: [&str; 35] = [
+const PATTERNS: [&str; 36] = [
     include_str!("../../fixtures/comfyui/txt2img-sd15.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet-positive.api.json"),
     include_str!("../../fixtures/comfyui/patterns/controlnet.api.json"),
@@ -54,6 +54,7 @@ const PATTERNS: [&str; 35] = [
     include_str!("../../fixtures/comfyui/patterns/marigold-depth.api.json"),
     include_str!("../../fixtures/comfyui/patterns/ltx2-av.api.json"),
     include_str!("../../fixtures/comfyui/patterns/loaded-video.api.json"),
+    include_str!("../../fixtures/comfyui/patterns/minimax-h3.api.json"),
 ];
 
 /// Index of the LoRA pattern in [`PATTERNS`].
@@ -68,7 +69,10 @@ fn lora_target() -> &'static Target {
     })
 }
 
-const CLASSES: [&str; 164] = [
+const CLASSES: [&str; 167] = [
+    "MiniMaxH3ImageToVideo",
+    "MiniMaxH3SigmaShift",
+    "BlockSparseAttention",
     "FluxKVCache", "Kandinsky5ImageToVideo",
     "LTXVImgToVideoInplace", "LTXVPreprocess", "LTXVImgToVideo", "LTXVAddGuide", "SamplerEulerAncestral",
     "LTXVConcatAVLatent", "LTXVSeparateAVLatent", "LTXVEmptyLatentAudio", "LTXVLatentUpsampler",

@@ -10,6 +10,12 @@ pub fn pattern(name: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(&path).expect("fixture")).expect("JSON")
 }
 
+/// Graph `g` changed by `change`.
+pub fn changed(mut g: Value, change: impl FnOnce(&mut Value)) -> Value {
+    change(&mut g);
+    g
+}
+
 /// The LoRA target package fixture.
 pub fn lora_target() -> Target {
     Target::from_package(&super::fixtures().join("comfyui/lora-target")).expect("target")

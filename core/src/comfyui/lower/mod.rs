@@ -293,6 +293,16 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
                 "node {node} (ModelAttentionBackend) runs ComfyUI's model with the '{kernel}' attention kernel; the package's denoiser computes attention as it is exported, so its results differ from that kernel's by the kernel's rounding"
             )
         });
+    // A sparse selection approximates the model's own attention.
+    let sparse = plan.model.sparse_attention.iter().map(|s| {
+        format!(
+            "node {} (BlockSparseAttention) has ComfyUI compute the model's attention over a '{}' selection of key blocks from {} to {} of the schedule; the package's denoiser computes attention as it is exported, so export it with that selection, or its results differ from ComfyUI's there",
+            s.node,
+            s.selection,
+            share(s.window.0),
+            share(s.window.1)
+        )
+    });
     // The cache is ComfyUI's speed-up: the reference tokens' keys and
     // values of the first call stand in for later calls' own.
     let kv_cache = plan.model.kv_cache.iter().map(|node| {
@@ -384,6 +394,7 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
     });
     sampling
         .chain(attention)
+        .chain(sparse)
         .chain(kv_cache)
         .chain(differential)
         .chain(motion)
@@ -402,4 +413,9 @@ fn stage_notes(plan: &Plan, names: &build::StageNames) -> Vec<String> {
         .chain(window)
         .chain(tokenizing)
         .collect()
+}
+
+/// A share of a schedule as a whole percent ("20 %").
+fn share(fraction: f64) -> String {
+    format!("{} %", (fraction * 100.0).round())
 }

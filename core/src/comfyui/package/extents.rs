@@ -16,7 +16,9 @@ use serde_json::Value;
 /// not fill a latent frame), the sampled latent's `latent_frames` (what a
 /// video encoder makes of `length` frames, and a VACE reference's
 /// `leading_frames` ahead of them) and the `temporal_scale` a video
-/// encoder's stand-in compresses its input's frames by.
+/// encoder's stand-in compresses its input's frames by; or the
+/// `latent_frames` and `decoded_frames` the document states (MiniMax
+/// H3's), and the `decoded_samples` of an audio part.
 pub(super) fn known_extents(document: &Value, component: &str) -> KnownExtents {
     let mut known = KnownExtents::default();
     let row_shape = stage_row_shape(document, component).unwrap_or("latent_row_shape");
@@ -41,6 +43,17 @@ pub(super) fn known_extents(document: &Value, component: &str) -> KnownExtents {
             (length - 1) / temporal + 1 + leading,
         );
         known.temporal_scale = Some(temporal);
+    }
+    // A latent whose frames the graph fixes apart from a temporal scale
+    // (MiniMax H3's, on its 17k + 5 grid), and the samples its audio
+    // part decodes into.
+    if let (Some(latent), Some(decoded)) = (parameter("latent_frames"), parameter("decoded_frames"))
+    {
+        known.named.insert("latent_frames".into(), latent);
+        known.named.insert("frames".into(), decoded);
+    }
+    if let Some(samples) = parameter("decoded_samples") {
+        known.named.insert("samples".into(), samples);
     }
     if let Some(scale) = parameter("scale") {
         known.latent_scale = scale;

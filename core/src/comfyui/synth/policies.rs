@@ -281,13 +281,19 @@ pub(super) fn extents(g: &PolicyGraph<'_>, key: &str) -> Result<Vec<i64>, SynthE
         .ok_or_else(|| g.error(format!("`{key}` is '{text}', not extents of 1 or more")))
 }
 
-/// `av_split`: LTX-2's packed row `[batch, 1, video + audio]` as its
-/// video part (`video_shape` per batch entry) and its audio part
-/// (`audio_shape`).
+/// `av_split`: a packed audio-video row `[batch, 1, video + audio]` as
+/// its video part (`video_shape` per batch entry) and its audio part
+/// (`audio_shape`), divided by `audio_divisor` where it has one (the
+/// factor MiniMax H3's sampler carries the audio part at).
 fn av_split(g: &mut PolicyGraph<'_>) -> Result<(), SynthError> {
     let (video, audio) = (extents(g, "video_shape")?, extents(g, "audio_shape")?);
     let packed = g.input("packed")?;
-    let [video, audio] = unpacked(g, &packed, [&video, &audio]);
+    let [video, mut audio] = unpacked(g, &packed, [&video, &audio]);
+    if g.parameter("audio_divisor").is_some() {
+        let divisor = g.positive_number("audio_divisor")?;
+        let factor = g.b.scalar_f32((1.0 / divisor) as f32);
+        audio = g.op("Mul", &[&audio, &factor]);
+    }
     g.output(&video, "video")?;
     g.output(&audio, "audio")
 }

@@ -213,7 +213,7 @@ impl<'c> PixelParts<'c> {
             return Some(parts.clone());
         }
         let plan = top.stages.get(stage)?;
-        let split = super::av::split_named(&plan.audio.as_ref()?.layout, top.components);
+        let split = super::av::sink_split(plan, top.components)?;
         let latent = &top.latents[stage];
         let parts = (format!("{latent}.video"), format!("{latent}.audio"));
         top.after.push(
@@ -228,12 +228,14 @@ impl<'c> PixelParts<'c> {
         Some(parts)
     }
 
-    /// The waveform `[batch, 2, samples]` of LTX-2's `sound`: its stage's
-    /// audio part through the audio VAE's decoder (and vocoder).
+    /// The waveform `[batch, 2, samples]` of `sound`: its stage's audio
+    /// part through the audio VAE's decoder (and LTX-2's vocoder), loud
+    /// waveforms scaled down where `VAEDecodeAudio` decodes it.
     pub(super) fn sound(&mut self, sound: &'c Sound, top: &mut Top<'_>) -> Option<String> {
         if let Some(value) = self.sounds.get(sound.decode.as_str()) {
             return Some(value.clone());
         }
+        let model = top.stages.get(sound.stage)?.audio.as_ref()?.layout.model;
         let (_, audio) = self.av_parts(sound.stage, top)?;
         let decoder = numbered(
             &mut self.sound_decoders,
@@ -246,7 +248,7 @@ impl<'c> PixelParts<'c> {
         top.components.entry(decoder.clone()).or_insert_with(|| {
             component(
                 &format!("{decoder}/model.onnx"),
-                json!({"latent": super::av::audio_latent()}),
+                json!({"latent": super::av::audio_latent(model)}),
                 json!({"waveform": parts::audio(WAVE_CHANNELS)}),
                 None,
             )
@@ -260,6 +262,10 @@ impl<'c> PixelParts<'c> {
             ),
             &[&sound.decode, &sound.loader],
         );
+        let value = match sound.loudness {
+            true => loudness_guarded(&value, &sound.decode, top),
+            false => value,
+        };
         self.sounds.insert(&sound.decode, value.clone());
         Some(value)
     }
@@ -442,29 +448,7 @@ impl<'c> PixelParts<'c> {
                 );
                 pixels
             }
-            Axes::Audio => {
-                top.components
-                    .entry("audio_loudness")
-                    .or_insert_with(|| {
-                        let wave = parts::audio(WAVE_CHANNELS);
-                        policy(
-                            "audio_loudness",
-                            json!({"audio": wave.clone()}),
-                            json!({"normalized": wave}),
-                            Some(json!({"id": "wfstudio.audio-loudness", "version": "1", "parameters": {"std_multiple": 5.0}})),
-                        )
-                    });
-                let normalized = format!("{value}.normalized");
-                top.after.push(
-                    invoke(
-                        "audio_loudness",
-                        json!({"audio": value}),
-                        json!({"normalized": normalized}),
-                    ),
-                    &[&decode.to_string()],
-                );
-                normalized
-            }
+            Axes::Audio => loudness_guarded(&value, decode, top),
         };
         self.decodes.insert(decode, value.clone());
         value
@@ -705,4 +689,28 @@ pub(super) fn vae_encoder(name: &str, latent: Value) -> Value {
         json!({"latent": latent}),
         None,
     )
+}
+
+/// Waveform `value` of decode node `decode` scaled down where loud, as
+/// `VAEDecodeAudio` does (`audio_loudness`).
+fn loudness_guarded(value: &str, decode: &str, top: &mut Top<'_>) -> String {
+    top.components.entry("audio_loudness").or_insert_with(|| {
+        let wave = parts::audio(WAVE_CHANNELS);
+        policy(
+            "audio_loudness",
+            json!({"audio": wave.clone()}),
+            json!({"normalized": wave}),
+            Some(json!({"id": "wfstudio.audio-loudness", "version": "1", "parameters": {"std_multiple": 5.0}})),
+        )
+    });
+    let normalized = format!("{value}.normalized");
+    top.after.push(
+        invoke(
+            "audio_loudness",
+            json!({"audio": value}),
+            json!({"normalized": normalized}),
+        ),
+        &[&decode.to_string()],
+    );
+    normalized
 }

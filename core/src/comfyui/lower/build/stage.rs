@@ -573,7 +573,12 @@ pub(super) fn stage(
         &mut setup,
     );
     if reference.is_some() {
-        let encoder = pixels::vae_encoder(&m("vae_encoder"), latent());
+        // MiniMax H3's keyframes beside a packed row: a picture's latent.
+        let encoded = match plan.axes {
+            Axes::AudioVideo => Axes::Image.latent(),
+            _ => latent(),
+        };
+        let encoder = pixels::vae_encoder(&m("vae_encoder"), encoded);
         components.entry(m("vae_encoder")).or_insert(encoder);
     }
     setup.push(

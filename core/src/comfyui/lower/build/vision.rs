@@ -11,7 +11,9 @@
 //! Each picture's values and policies are numbered apart (`vision_2`, ...).
 
 use super::super::parts::{Steps, contract, invoke};
-use super::super::recognise::{MAGE, PixelSize, Plan, QWEN21, Resize, reference};
+use super::super::recognise::{
+    H3_IMAGE_TO_VIDEO, MAGE, PixelSize, Plan, QWEN21, Resize, reference,
+};
 use super::StageNames;
 use super::pictures::{self, Key, key, numbered};
 use super::scales::resize_policy;
@@ -209,8 +211,15 @@ pub(in crate::comfyui::lower) fn note(plan: &Plan, names: &StageNames) -> Option
         [one] => format!("node {one} ({}) shows", vision.class),
         many => format!("nodes {} ({}) show", many.join(", "), vision.class),
     };
-    let own = own_resize(&vision.seen);
+    let h3 = vision.class == H3_IMAGE_TO_VIDEO;
+    let own = match h3 {
+        true => "by lanczos to the video's size (a first frame stretched, a last frame cover-cropped from the centre)".to_string(),
+        false => own_resize(&vision.seen),
+    };
     let tokenized = match (vision.class.as_str(), spliced(plan).is_some()) {
+        _ if h3 => {
+            "ComfyUI tokenizes the prompt with MiniMax H3's template (a vision block for each keyframe picture, which `<Picture N>` in the prompt names), which the package's tokenizer must apply"
+        }
         (MAGE, _) => {
             "ComfyUI tokenizes the prompts with Mage-Flow's edit template (a system prompt about the input picture, then `Image N: ` and a vision block for each picture before the prompt), which the package's tokenizer must apply"
         }

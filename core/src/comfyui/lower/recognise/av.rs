@@ -12,7 +12,10 @@
 
 use super::super::graph::Graph;
 use super::MAX_BATCH;
-use super::av_nodes::{AvLayout, CONCAT, CROP_GUIDES, SEPARATE};
+use super::av_nodes::{
+    AudioVideo, AvAudio, AvLayout, AvModel, CONCAT, CROP_GUIDES, H3_IMAGE_TO_VIDEO,
+    LatentUpsampler, SEPARATE,
+};
 pub(in crate::comfyui::lower) use super::guide::VideoGuide;
 use super::held;
 pub(in crate::comfyui::lower) use super::held::HeldFrame;
@@ -26,6 +29,8 @@ const UPSAMPLER_LOADER: &str = "LatentUpscaleModelLoader";
 const EMPTY_VIDEO: &str = "EmptyLTXVLatentVideo";
 const EMPTY_AUDIO: &str = "LTXVEmptyLatentAudio";
 const AUDIO_DECODE: &str = "LTXVAudioVAEDecode";
+/// ComfyUI's decode of any audio VAE's latent.
+const VAE_AUDIO_DECODE: &str = "VAEDecodeAudio";
 /// The audio VAE's loaders: from a checkpoint, or a file of its own
 /// (LTX-2.5's).
 const AUDIO_VAE_LOADERS: &[&str] = &["LTXVAudioVAELoader", "VAELoader"];
@@ -33,52 +38,17 @@ const AUDIO_VAE_LOADERS: &[&str] = &["LTXVAudioVAELoader", "VAELoader"];
 /// Audio latents a second: the audio VAE's 16 kHz mel frames (hop 160)
 /// four to a latent.
 const AUDIO_LATENTS_PER_SECOND: f64 = 25.0;
-/// A stage's audio-video latent: what joins it, its audio part, the
-/// model that enlarges its video part, and how both lie in the packed
-/// row (the graph fixes every size).
-#[derive(Clone, Debug, PartialEq)]
-pub(in crate::comfyui::lower) struct AudioVideo {
-    pub concat: String,
-    pub audio: AvAudio,
-    /// `LTXVLatentUpsampler` on an earlier stage's video part.
-    pub upsampler: Option<LatentUpsampler>,
-    pub layout: AvLayout,
-    /// The earlier stage's layout, where this one continues it.
-    pub earlier: Option<AvLayout>,
-    /// The guide frames appended after the video's (`LTXVAddGuide`), in
-    /// the order they are appended.
-    pub guides: Vec<VideoGuide>,
-}
-
-/// Where an audio-video latent's audio part comes from.
-#[derive(Clone, Debug, PartialEq)]
-pub(in crate::comfyui::lower) enum AvAudio {
-    /// `LTXVEmptyLatentAudio`: `length` latents of silence.
-    Empty {
-        node: String,
-        length: i64,
-        batch: i64,
-    },
-    /// The audio part of stage `0`'s latent (`LTXVSeparateAVLatent`).
-    Stage(usize),
-}
-
-/// `LTXVLatentUpsampler` and the `LatentUpscaleModelLoader` it runs (the
-/// VAE's per-channel statistics it reads are the exported model's).
-#[derive(Clone, Debug, PartialEq)]
-pub(in crate::comfyui::lower) struct LatentUpsampler {
-    pub node: String,
-    pub loader: String,
-}
-
-/// LTX-2's sound beside a video: `LTXVAudioVAEDecode` of stage `stage`'s
-/// audio part with the audio VAE `loader`, at `sample_rate`.
+/// A sampled audio-video latent's sound beside a video: LTX-2's
+/// `LTXVAudioVAEDecode`, or MiniMax H3's `VAEDecodeAudio` (which scales
+/// loud waveforms down, `loudness`), of stage `stage`'s audio part with
+/// the audio VAE `loader`, at `sample_rate`.
 #[derive(Clone, Debug, PartialEq)]
 pub(in crate::comfyui::lower) struct Sound {
     pub decode: String,
     pub loader: String,
     pub stage: usize,
     pub sample_rate: i64,
+    pub loudness: bool,
 }
 
 /// The rate the audio VAE of checkpoint `file` decodes at: LTX-2.3's and
@@ -105,6 +75,11 @@ pub(super) fn latent_source(
     walk: &mut Walk,
 ) -> Result<(LatentSource, Option<AudioVideo>, Option<HeldFrame>), Refusal> {
     let (concat, slot) = g.source(sampler, "latent_image")?;
+    if g.class(&concat) == H3_IMAGE_TO_VIDEO {
+        let from = (sampler, "latent_image");
+        let (source, av) = super::minimax::latent_source(g, &concat, slot, from)?;
+        return Ok((source, Some(av), None));
+    }
     if g.class(&concat) != CONCAT {
         let source = latent::latent_source(g, (sampler, "latent_image"), loader, walk)?;
         let held = match &source {
@@ -218,6 +193,7 @@ pub(super) fn latent_source(
                 width / scale,
             ];
             let layout = AvLayout {
+                model: AvModel::Ltx2,
                 video,
                 audio_length: *length,
                 guides: appended,
@@ -241,6 +217,7 @@ pub(super) fn latent_source(
         layout,
         earlier,
         guides,
+        keyframes: Vec::new(),
     };
     Ok((source, Some(av), held))
 }
@@ -322,47 +299,68 @@ fn empty_audio(g: &Graph<'_>, node: &str) -> Result<AvAudio, Refusal> {
 }
 
 /// The sound `CreateVideo` `node` puts beside its frames: none without
-/// an `audio` input, else LTX-2's decoded audio part.
+/// an `audio` input, else a sampled audio-video latent's decoded audio
+/// part (LTX-2's through `LTXVSeparateAVLatent`, MiniMax H3's also
+/// straight from its sampler, which ComfyUI's `VAEDecodeAudio` reads the
+/// last part of).
 pub(super) fn sound(g: &Graph<'_>, node: &str, walk: &mut Walk) -> Result<Option<Sound>, Refusal> {
     if !g.has(node, "audio") {
         return Ok(None);
     }
     let (decode, slot) = g.source(node, "audio")?;
-    if g.class(&decode) != AUDIO_DECODE {
+    let loudness = g.class(&decode) == VAE_AUDIO_DECODE;
+    if g.class(&decode) != AUDIO_DECODE && !loudness {
         return Err(g.refuse(
             node,
             Some("audio"),
-            format!("adds a sound track from node {decode}; the lowering adds LTX-2's decoded audio ({AUDIO_DECODE}) only"),
+            format!("adds a sound track from node {decode}; the lowering adds a sampled audio-video latent's decoded audio ({AUDIO_DECODE}, or {VAE_AUDIO_DECODE} of MiniMax H3's) only"),
             "disconnect the audio input",
         ));
     }
     g.first_output((node, "audio"), &decode, slot)?;
     let (samples, slot) = g.source(&decode, "samples")?;
-    if g.class(&samples) != SEPARATE || slot != 1 {
+    let stage = match (g.class(&samples), slot) {
+        (SEPARATE, 1) => walk.separated(g, &samples)?,
+        _ if loudness => walk.sampled(g, &samples, slot, (&decode, "samples"))?,
+        _ => {
+            return Err(g.refuse(
+                &decode,
+                Some("samples"),
+                format!("decodes node {samples}'s latent; the lowering decodes the audio part (output 1) of an {SEPARATE}"),
+                "connect LTXVSeparateAVLatent's audio output",
+            ));
+        }
+    };
+    let model = walk.av_layout(stage).map(|layout| layout.model);
+    let class = g.class(&decode);
+    let expected = match model {
+        Some(AvModel::MiniMaxH3) => VAE_AUDIO_DECODE,
+        _ => AUDIO_DECODE,
+    };
+    if class != expected {
         return Err(g.refuse(
             &decode,
             Some("samples"),
-            format!("decodes node {samples}'s latent; the lowering decodes the audio part (output 1) of an {SEPARATE}"),
-            "connect LTXVSeparateAVLatent's audio output",
+            format!("decodes node {samples}'s latent with {class} beside a video; the lowering decodes LTX-2's audio with {AUDIO_DECODE} and MiniMax H3's with {VAE_AUDIO_DECODE}"),
+            &format!("decode the audio with {expected}"),
         ));
     }
-    let stage = walk.separated(g, &samples)?;
-    let (loader, _) = g.source(&decode, "audio_vae")?;
-    g.expect(
-        &loader,
-        AUDIO_VAE_LOADERS,
-        "audio_vae",
-        (&decode, "audio_vae"),
-    )?;
+    let vae_input = if loudness { "vae" } else { "audio_vae" };
+    let (loader, _) = g.source(&decode, vae_input)?;
+    g.expect(&loader, AUDIO_VAE_LOADERS, vae_input, (&decode, vae_input))?;
     let file = match g.class(&loader) {
         "VAELoader" => g.text(&loader, "vae_name")?,
         _ => g.text(&loader, "ckpt_name")?,
     };
     Ok(Some(Sound {
-        sample_rate: sample_rate(file),
+        sample_rate: match model {
+            Some(AvModel::MiniMaxH3) => super::minimax::SAMPLE_RATE,
+            _ => sample_rate(file),
+        },
         decode,
         loader,
         stage,
+        loudness,
     }))
 }
 

@@ -23,6 +23,7 @@ mod latent_sizes;
 mod loaded;
 mod lotus;
 mod ltxv;
+pub(super) mod minimax;
 mod model;
 mod motion;
 mod outpaint;
@@ -43,7 +44,7 @@ mod walk;
 
 pub(super) use audio::{SAMPLE_RATE, SAMPLES_PER_STEP, Seconds, WAVE_CHANNELS};
 pub(super) use av::{HeldFrame, Sound, VideoGuide};
-pub(super) use av_nodes::{AUDIO_BINS, AUDIO_CHANNELS, AvLayout};
+pub(super) use av_nodes::{AvLayout, AvModel, H3_IMAGE_TO_VIDEO};
 pub(super) use chain::{
     Chain, FrameRate, Sink, SinkKind, TextSink, is_sink, recognise, shown_text, sink_classes,
 };
@@ -106,8 +107,9 @@ pub(super) struct Plan {
     pub seconds: Option<Seconds>,
     /// The frame rate LTX-Video's denoiser takes with every prompt.
     pub frame_rate: Option<ltxv::FrameRate>,
-    /// LTX-2's audio-video latent: `latent` is its video part.
-    pub audio: Option<av::AudioVideo>,
+    /// An audio-video latent (LTX-2's, MiniMax H3's): `latent` is its
+    /// video part.
+    pub audio: Option<av_nodes::AudioVideo>,
     /// The picture held as the video's first latent frame.
     pub held: Option<HeldFrame>,
 }
@@ -343,6 +345,7 @@ const ENCODERS: &[&str] = &[
     vision::EDIT_PLUS,
     paired::MAGE,
     paired::QWEN21,
+    av_nodes::H3_IMAGE_TO_VIDEO,
 ];
 const CONTROL_APPLIERS: &[&str] = &["ControlNetApply", "ControlNetApplyAdvanced"];
 /// Stable Video Diffusion's image-to-video conditioning (see `svd`).
@@ -455,6 +458,7 @@ fn stage(g: &Graph<'_>, sampler_node: &str, walk: &mut walk::Walk) -> Result<Pla
     }
     let cell = model.format.map(|f| f.cell);
     let (latent, audio, held) = av::latent_source(g, &sampler_node, &model.loader, walk)?;
+    minimax::check_stage(g, &model, audio.as_ref(), &prompts)?;
     let latent = latent.in_cells_of(g, cell)?;
     loaded::check(g, &sampler, &model, (&positive, family.settled()), &latent)?;
     if let (

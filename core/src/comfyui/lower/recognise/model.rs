@@ -53,6 +53,18 @@ pub(in crate::comfyui::lower) struct ModelChain {
     /// keys and values on the first model call and reuses them after; the
     /// package's denoiser computes them on every call (noted).
     pub kv_cache: Option<String>,
+    /// A `BlockSparseAttention` nearest the sampler: ComfyUI computes the
+    /// model's attention over a selection of key blocks (noted).
+    pub sparse_attention: Option<SparseAttention>,
+}
+
+/// `BlockSparseAttention`: its selection rule (`vsa`, `sla`, ...) and the
+/// share of the schedule it is active over.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::comfyui::lower) struct SparseAttention {
+    pub node: String,
+    pub selection: String,
+    pub window: (f64, f64),
 }
 
 /// What a model family's latents are where they are not SD's: pixels
@@ -153,6 +165,9 @@ pub(in crate::comfyui::lower) struct FlowSampling {
     /// Why the sampling is the model family's own default, where no node
     /// states it (for the lowering's notes).
     pub assumed: Option<String>,
+    /// The audio stream's own shift, where a node states one
+    /// (`MiniMaxH3SigmaShift`).
+    pub audio_shift: Option<f64>,
 }
 
 impl FlowSampling {
@@ -224,6 +239,7 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
     let mut control_patch = None;
     let mut attention = None;
     let mut kv_cache = None;
+    let mut sparse_attention = None;
     let (mut node, _) = g.source(sampler, "model")?;
     let mut from = (sampler.to_string(), "model");
     for _ in 0..=g.nodes.len() {
@@ -254,6 +270,17 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
                 attention = Some((node.clone(), g.text(&node, "attention")?.to_string()));
             }
             "ModelAttentionBackend" => {}
+            "BlockSparseAttention" if sparse_attention.is_none() => {
+                sparse_attention = Some(SparseAttention {
+                    selection: g.text(&node, "selection")?.to_string(),
+                    window: (
+                        g.number_in(&node, "start_percent", 0.0..=1.0, "share")?,
+                        g.number_in(&node, "end_percent", 0.0..=1.0, "share")?,
+                    ),
+                    node: node.clone(),
+                });
+            }
+            "BlockSparseAttention" => {}
             // Where Qwen-Image 2.1 keeps the prompt's attention keys and
             // values between steps; unquantised, it changes no result.
             "QwenImage21Cache" if g.text(&node, "dtype")? != "default" => {
@@ -345,7 +372,11 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
                     table = Some(sampling);
                 }
             }
-            class if class.starts_with("ModelSampling") && (flow.is_some() || table.is_some()) => {
+            class
+                if (class.starts_with("ModelSampling")
+                    || class == super::av_nodes::H3_SIGMA_SHIFT)
+                    && (flow.is_some() || table.is_some()) =>
+            {
                 return Err(g.refuse(
                     &node,
                     None,
@@ -383,6 +414,24 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
                     format: None,
                     velocity: velocity(g, &node)?,
                     assumed: None,
+                    audio_shift: None,
+                });
+            }
+            super::av_nodes::H3_SIGMA_SHIFT => {
+                flow = Some(FlowSampling {
+                    node: node.clone(),
+                    shift: FlowShift::Constant(g.number_in(
+                        &node,
+                        "shift_video",
+                        0.01..=100.0,
+                        "shift",
+                    )?),
+                    channels: super::av_nodes::H3_CHANNELS,
+                    family: "sd3",
+                    format: None,
+                    velocity: false,
+                    assumed: None,
+                    audio_shift: Some(g.number_in(&node, "shift_audio", 0.01..=100.0, "shift")?),
                 });
             }
             _ => {
@@ -403,6 +452,7 @@ pub(super) fn model_chain(g: &Graph<'_>, sampler: &str) -> Result<ModelChain, Re
                     format: None,
                     attention,
                     kv_cache,
+                    sparse_attention,
                 });
             }
         }

@@ -9,6 +9,7 @@
 
 use super::super::graph::Graph;
 use super::Conditioning;
+use super::av_nodes::{H3_CELL, H3_CHANNELS};
 use super::model::{FlowSampling, FlowShift, LatentFormat, ModelChain};
 
 /// A family's default shift: a plain one (`ModelSamplingDiscreteFlow`),
@@ -101,6 +102,20 @@ const DEFAULTS: &[Default] = &[
     // LTX-2 samples as LTX-Video does (its latent's video part has the
     // same channels); `LTXAVTextEncoderLoader` states no type.
     flow("ltxav", "flux", Shift::Mu(2.37), 128, "LTX-2"),
+    // MiniMax H3's video shift; its audio shift (3) is `minimax`'s.
+    Default {
+        format: Some(LatentFormat {
+            cell: H3_CELL,
+            picture_channels: 3,
+        }),
+        ..flow(
+            "minimax",
+            "sd3",
+            Shift::Plain(12.0),
+            H3_CHANNELS,
+            "MiniMax H3",
+        )
+    },
     // Flux dev and schnell share the text encoders; dev is the one shared
     // graphs mostly run, and the shift stays a run parameter.
     Default {
@@ -383,6 +398,7 @@ impl Default {
             family: self.family,
             format: self.format,
             velocity: false,
+            audio_shift: None,
             assumed: Some(format!(
                 "{why}, and the model samples by flow matching as {}'s model does ({how}){note}",
                 self.name

@@ -489,13 +489,17 @@ pub(super) fn decoded(
         }
         None => trim,
     };
+    // ComfyUI's VAEDecode reads a MiniMax H3 latent's video part itself.
+    let whole_h3 =
+        walk.av_layout(stage).map(|l| l.model) == Some(super::AvModel::MiniMaxH3) && trim.is_none();
     if walk.axes(stage) == Axes::AudioVideo
+        && !whole_h3
         && (g.class(&sampler) != super::av_nodes::SEPARATE || trim.as_ref().is_some_and(|t| !t.end))
     {
         return Err(g.refuse(
             &at,
             Some("samples"),
-            "decodes LTX-2's audio-video latent whole or trimmed; the lowering decodes its video part as sampled".into(),
+            "decodes LTX-2's audio-video latent whole, or an audio-video latent trimmed; the lowering decodes the video part as sampled".into(),
             "decode the video output (0) of an LTXVSeparateAVLatent",
         ));
     }

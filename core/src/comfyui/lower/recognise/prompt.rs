@@ -190,6 +190,10 @@ pub(super) fn conditioning(
         let read = super::vision::read(g, &node, &model.loader)?;
         (vision, own_references) = (read.vision, read.references);
         Prompt::Single(read.text)
+    } else if g.class(&node) == super::av_nodes::H3_IMAGE_TO_VIDEO {
+        let read = super::minimax::read(g, &node, &model.loader)?;
+        (vision, own_references) = (read.vision, read.references);
+        Prompt::Single(read.text)
     } else if g.class(&node) == FLUX {
         clip_text = Some(g.text(&node, "clip_l")?.to_string());
         // A FluxGuidance nearer the sampler sets it again, as in ComfyUI.

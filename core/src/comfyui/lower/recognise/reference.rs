@@ -282,7 +282,7 @@ pub(in crate::comfyui::lower) fn most(plan: &Plan) -> usize {
 }
 
 /// Refuses references the lowering cannot give the denoiser: on a video
-/// or audio latent, on a stage encoding an earlier stage's picture, of
+/// or audio latent (but MiniMax H3's keyframes on its own), on a stage encoding an earlier stage's picture, of
 /// more loaded pictures than [`MAX_PICTURES`], appended by edit encoders
 /// at different sizes, or placed by different methods on different
 /// prompts. A prompt
@@ -297,11 +297,15 @@ pub(super) fn agree(
     else {
         return Ok(());
     };
-    if axes != Axes::Image {
+    // MiniMax H3's keyframe pictures ride on its audio-video latent's prompt.
+    let keyframes = axes == Axes::AudioVideo
+        && prompt_pictures(prompts.iter().copied())
+            .all(|(node, _, _)| g.class(node) == super::av_nodes::H3_IMAGE_TO_VIDEO);
+    if axes != Axes::Image && !keyframes {
         return Err(g.refuse(
             first,
             None,
-            "gives a picture to a video or audio sampler's prompt; the lowering gives prompt pictures to picture models only".into(),
+            "gives a picture to a video or audio sampler's prompt; the lowering gives prompt pictures to picture models and MiniMax H3's keyframes only".into(),
             "use reference pictures with a picture sampler",
         ));
     }
@@ -353,21 +357,26 @@ pub(super) fn agree(
         }
     }
     // An edit encoder's references are keyed by picture alone (see
-    // `build::reference`): one size for all of a stage's.
-    let mut resized = prompts
+    // `build::reference`): one size for each picture of a stage's.
+    let resized: Vec<(&Reference, &Resize)> = prompts
         .iter()
         .flat_map(|c| &c.references.latents)
-        .filter_map(|r| r.then.as_ref().map(|then| (r, then)));
-    if let Some((first, size)) = resized.next()
-        && let Some((other, _)) = resized.find(|(_, then)| then.size != size.size)
-    {
+        .filter_map(|r| r.then.as_ref().map(|then| (r, then)))
+        .collect();
+    let same_picture = |a: &Reference, b: &Reference| a.loader == b.loader && a.resize == b.resize;
+    if let Some((first, other)) = resized.iter().find_map(|(first, size)| {
+        resized
+            .iter()
+            .find(|(r, then)| same_picture(r, first) && then.size != size.size)
+            .map(|(other, _)| (first, other))
+    }) {
         return Err(g.refuse(
             &other.node,
             None,
-            format!(
-                "appends the picture's latent at another size than node {} does; the lowering gives a stage's edit encoders one reference size",
-                first.node
-            ),
+            match other.node == first.node {
+                true => format!("appends the latent of node {}'s picture at two sizes; the lowering encodes each picture at one size in a stage", first.loader),
+                false => format!("appends the latent of node {}'s picture at another size than node {} does; the lowering encodes each picture at one size in a stage", first.loader, first.node),
+            },
             "use one edit encoder class on every prompt",
         ));
     }

@@ -146,7 +146,7 @@ fn spliced_alike(g: &Graph<'_>, prompts: &[&Conditioning]) -> Result<(), Refusal
 }
 
 /// Refuses prompts that show the text encoder another number of
-/// pictures than other prompts, or at different sizes: one text encoder
+/// pictures than other prompts, or one picture at different sizes: one text encoder
 /// takes as many pictures on every call (a prompt zeroing another's
 /// conditioning reads that encoder's, pictures included). (Which pictures
 /// a stage may read is `reference::agree`'s check.)
@@ -178,15 +178,37 @@ pub(super) fn agree(g: &Graph<'_>, prompts: &[&Conditioning]) -> Result<(), Refu
             "give every prompt's edit encoder the same pictures",
         ));
     }
+    // One encoder class (its template and own resizes) for the stage.
     if let Some(other) = prompts
         .iter()
         .flat_map(|c| &c.vision)
-        .find(|v| v.seen.size != shown.seen.size)
+        .find(|v| v.class != shown.class)
     {
         return Err(g.refuse(
             &other.node,
             None,
-            format!("shows the text encoder the picture at another size than node {} does; the lowering gives it one picture size per stage", shown.node),
+            format!("shows the text encoder pictures as {} does, where node {} shows them as {} does; the lowering gives a stage's prompts one edit encoder class", other.class, shown.node, shown.class),
+            "use one edit encoder class on every prompt",
+        ));
+    }
+    // Each picture is shown at one size (MiniMax H3's first and last
+    // keyframes at their own).
+    let seen: Vec<&Vision> = prompts.iter().flat_map(|c| &c.vision).collect();
+    if let Some((shown, other)) = seen.iter().find_map(|shown| {
+        seen.iter()
+            .find(|v| {
+                (v.loader == shown.loader && v.resize == shown.resize)
+                    && v.seen.size != shown.seen.size
+            })
+            .map(|other| (shown, other))
+    }) {
+        return Err(g.refuse(
+            &other.node,
+            None,
+            match other.node == shown.node {
+                true => format!("shows the text encoder node {}'s picture at two sizes; the lowering shows each picture at one size in a stage", shown.loader),
+                false => format!("shows the text encoder node {}'s picture at another size than node {} does; the lowering shows each picture at one size in a stage", shown.loader, shown.node),
+            },
             "use one edit encoder class on every prompt",
         ));
     }

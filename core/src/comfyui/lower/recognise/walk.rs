@@ -150,9 +150,7 @@ impl Walk {
             return Err(g.refuse(
                 node,
                 Some("av_latent"),
-                format!(
-                    "separates sampler {from}'s latent, which is not LTX-2's audio-video latent"
-                ),
+                format!("separates sampler {from}'s latent, which is not an audio-video latent"),
                 "sample an LTXVConcatAVLatent first",
             ));
         }
