@@ -263,11 +263,18 @@ impl<'c> PixelParts<'c> {
             &[&sound.decode, &sound.loader],
         );
         let value = match sound.loudness {
-            true => loudness_guarded(&value, &sound.decode, top),
+            true => self.loudness_guarded(&value, &sound.decode, top),
             false => value,
         };
         self.sounds.insert(&sound.decode, value.clone());
         Some(value)
+    }
+
+    /// Waveform `value` of decode node `decode` scaled down where loud, as
+    /// `VAEDecodeAudio` does (`audio_loudness`).
+    fn loudness_guarded(&mut self, value: &str, decode: &str, top: &mut Top<'_>) -> String {
+        let policy = ("audio_loudness", audio_loudness_policy as fn() -> Value);
+        self.reshaped(policy, ("audio", "normalized"), (value, decode), top)
     }
 
     /// The value of reshape policy `kind` (declared by `declare`) run on
@@ -434,21 +441,10 @@ impl<'c> PixelParts<'c> {
         let value = match axes {
             Axes::Image => value,
             Axes::Video | Axes::AudioVideo => {
-                top.components
-                    .entry("video_pixels")
-                    .or_insert_with(|| unit_policy("video_pixels", "video", parts::video()));
-                let pixels = format!("{value}.pixels");
-                top.after.push(
-                    invoke(
-                        "video_pixels",
-                        json!({"video": value}),
-                        json!({"pixels": pixels}),
-                    ),
-                    &[&decode.to_string()],
-                );
-                pixels
+                let policy = ("video_pixels", video_pixels_policy as fn() -> Value);
+                self.reshaped(policy, ("video", "pixels"), (&value, decode), top)
             }
-            Axes::Audio => loudness_guarded(&value, decode, top),
+            Axes::Audio => self.loudness_guarded(&value, decode, top),
         };
         self.decodes.insert(decode, value.clone());
         value
@@ -691,26 +687,22 @@ pub(super) fn vae_encoder(name: &str, latent: Value) -> Value {
     )
 }
 
-/// Waveform `value` of decode node `decode` scaled down where loud, as
-/// `VAEDecodeAudio` does (`audio_loudness`).
-fn loudness_guarded(value: &str, decode: &str, top: &mut Top<'_>) -> String {
-    top.components.entry("audio_loudness").or_insert_with(|| {
-        let wave = parts::audio(WAVE_CHANNELS);
-        policy(
-            "audio_loudness",
-            json!({"audio": wave.clone()}),
-            json!({"normalized": wave}),
-            Some(json!({"id": "wfstudio.audio-loudness", "version": "1", "parameters": {"std_multiple": 5.0}})),
-        )
-    });
-    let normalized = format!("{value}.normalized");
-    top.after.push(
-        invoke(
-            "audio_loudness",
-            json!({"audio": value}),
-            json!({"normalized": normalized}),
+/// The `video_pixels` policy: decoded video frames (-1..1) moved to the
+/// 0..1 a video output shows.
+fn video_pixels_policy() -> Value {
+    unit_policy("video_pixels", "video", parts::video())
+}
+
+/// The `audio_loudness` policy: `VAEDecodeAudio`'s guard scaling loud
+/// waveforms down.
+fn audio_loudness_policy() -> Value {
+    let wave = parts::audio(WAVE_CHANNELS);
+    policy(
+        "audio_loudness",
+        json!({"audio": wave.clone()}),
+        json!({"normalized": wave}),
+        Some(
+            json!({"id": "wfstudio.audio-loudness", "version": "1", "parameters": {"std_multiple": 5.0}}),
         ),
-        &[&decode.to_string()],
-    );
-    normalized
+    )
 }

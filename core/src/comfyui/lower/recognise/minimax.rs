@@ -78,12 +78,12 @@ pub(super) fn read(g: &Graph<'_>, node: &str, loader: &str) -> Result<Read, Refu
         references: Vec::new(),
     };
     let (width, height) = size(g, node)?;
-    for (input, centre) in KEYFRAMES {
-        if !g.is_link(node, input) {
-            continue;
-        }
+    let linked = KEYFRAMES.iter().filter(|(input, _)| g.is_link(node, input));
+    if linked.clone().next().is_some() {
         let (vae, _) = g.source(node, "vae")?;
         vae_source(g, &vae, loader, (node, "vae"))?;
+    }
+    for &(input, centre) in linked {
         let (picture, resize) = loaded_picture(g, node, input)?;
         let fitted = Resize {
             node: node.to_string(),
